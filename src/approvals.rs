@@ -1,0 +1,383 @@
+//! One-time approvals: calls held for a person's answer.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::ToolCall;
+use crate::policy::Reason;
+
+/// An approval's id: 128 bits from the operating system's randomness, shown as 32 hex digits.
+///
+/// # Guarantees
+///
+/// Ids are drawn from the OS generator, never from a counter or the clock, so an id cannot be
+/// guessed or forged from the outside (G10).
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::ApprovalId;
+///
+/// let id: ApprovalId = "0123456789abcdef0123456789abcdef".parse()?;
+/// assert_eq!(id.to_string(), "0123456789abcdef0123456789abcdef");
+/// assert!("not-an-id".parse::<ApprovalId>().is_err());
+/// # Ok::<(), toolgate::ApprovalIdError>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ApprovalId([u8; 16]);
+
+impl ApprovalId {
+    /// A fresh id from the OS's randomness.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::RandomnessUnavailable`] if the OS generator fails; no id is made up then.
+    pub fn random() -> Result<Self, ApprovalError> {
+        let mut bytes = [0_u8; 16];
+        getrandom::fill(&mut bytes).map_err(|_| ApprovalError::RandomnessUnavailable)?;
+        Ok(Self(bytes))
+    }
+}
+
+impl fmt::Display for ApprovalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
+    }
+}
+
+impl fmt::Debug for ApprovalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApprovalId({self})")
+    }
+}
+
+/// Text that is not an approval id (32 lowercase or uppercase hex digits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an approval id is 32 hex digits")]
+pub struct ApprovalIdError;
+
+impl FromStr for ApprovalId {
+    type Err = ApprovalIdError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let digits = text.as_bytes();
+        if digits.len() != 32 {
+            return Err(ApprovalIdError);
+        }
+        let mut bytes = [0_u8; 16];
+        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+            let pair = std::str::from_utf8(pair).map_err(|_| ApprovalIdError)?;
+            *byte = u8::from_str_radix(pair, 16).map_err(|_| ApprovalIdError)?;
+        }
+        Ok(Self(bytes))
+    }
+}
+
+impl Serialize for ApprovalId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ApprovalId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A call held for a person's confirmation. Its handler has not run.
+///
+/// Holding a request grants nothing: only [`PendingApprovals::answer`] with its id does, once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ApprovalRequest {
+    /// The id to answer with.
+    pub approval_id: ApprovalId,
+    /// The exact call that would run.
+    pub call: ToolCall,
+    /// Why the policy asked.
+    pub reason: Reason,
+}
+
+/// A person's answer to an [`ApprovalRequest`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Run the call (after it is re-prepared and re-decided).
+    Approve,
+    /// Do not run the call; the model is told it was rejected.
+    Reject,
+}
+
+/// A person's answer to one approval request.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::{ApprovalResponse, Verdict};
+///
+/// let id = "0123456789abcdef0123456789abcdef".parse()?;
+/// let response = ApprovalResponse::approve(id);
+/// assert_eq!(response.verdict, Verdict::Approve);
+/// # Ok::<(), toolgate::ApprovalIdError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ApprovalResponse {
+    /// The request answered.
+    pub approval_id: ApprovalId,
+    /// The answer.
+    pub verdict: Verdict,
+}
+
+impl ApprovalResponse {
+    /// Approve the request with this id.
+    pub fn approve(approval_id: ApprovalId) -> Self {
+        Self {
+            approval_id,
+            verdict: Verdict::Approve,
+        }
+    }
+
+    /// Reject the request with this id.
+    pub fn reject(approval_id: ApprovalId) -> Self {
+        Self {
+            approval_id,
+            verdict: Verdict::Reject,
+        }
+    }
+}
+
+/// Why an approval could not be requested or answered. Not a tool result: the person or the
+/// program answering is at fault, not the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// No request with this id is waiting: it never existed or was already answered. Nothing ran.
+    #[error("no pending approval with id {approval_id}: unknown or already answered")]
+    NotPending {
+        /// The id that was answered.
+        approval_id: ApprovalId,
+    },
+    /// The OS random generator failed, so no unguessable id could be made; the call was not held.
+    #[error("the operating system's random generator is unavailable")]
+    RandomnessUnavailable,
+}
+
+/// A consumed approval: proof that a person approved this request and that the request was
+/// taken out of [`PendingApprovals`], so no other answer can use it (G5).
+///
+/// Not `Clone`: it is spent by [`Authorized::by_approval`](crate::Authorized::by_approval).
+#[derive(Debug)]
+#[must_use = "an approval that is not passed to `Authorized::by_approval` runs nothing"]
+pub struct Approval {
+    request: ApprovalRequest,
+}
+
+impl Approval {
+    /// The request that was approved.
+    pub fn request(&self) -> &ApprovalRequest {
+        &self.request
+    }
+
+    pub(crate) fn into_request(self) -> ApprovalRequest {
+        self.request
+    }
+}
+
+/// The outcome of answering a pending request.
+#[derive(Debug)]
+#[must_use]
+pub enum Answered {
+    /// Approved and consumed; pass it to [`Authorized::by_approval`](crate::Authorized::by_approval).
+    Approved(Approval),
+    /// Rejected; the request is gone and nothing ran.
+    Rejected(ApprovalRequest),
+}
+
+/// The requests waiting for a person, each answerable exactly once.
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate::{Answered, ApprovalResponse, PendingApprovals, Reason, ToolCall};
+///
+/// let pending = PendingApprovals::new();
+/// let call = ToolCall::new("c1", "apply_patch", json!({"patch": "..."}));
+/// let request = pending.request(call, Reason::new("writes files")?)?;
+/// assert!(matches!(pending.answer(ApprovalResponse::approve(request.approval_id))?, Answered::Approved(_)));
+/// assert!(pending.answer(ApprovalResponse::approve(request.approval_id)).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct PendingApprovals {
+    // The lock is held only to insert, remove or copy entries, never while a handler runs.
+    requests: Mutex<HashMap<ApprovalId, ApprovalRequest>>,
+}
+
+impl PendingApprovals {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Holds `call` for a person under a fresh random id and returns the request to show them.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::RandomnessUnavailable`] if no id could be drawn; nothing is held then.
+    pub fn request(
+        &self,
+        call: ToolCall,
+        reason: Reason,
+    ) -> Result<ApprovalRequest, ApprovalError> {
+        let request = ApprovalRequest {
+            approval_id: ApprovalId::random()?,
+            call,
+            reason,
+        };
+        self.lock().insert(request.approval_id, request.clone());
+        Ok(request)
+    }
+
+    /// Takes the request out and records the verdict. Of any number of answers to one id, on any
+    /// number of threads, exactly one succeeds (G5).
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::NotPending`] if no request with that id is waiting.
+    pub fn answer(&self, response: ApprovalResponse) -> Result<Answered, ApprovalError> {
+        let request =
+            self.lock()
+                .remove(&response.approval_id)
+                .ok_or(ApprovalError::NotPending {
+                    approval_id: response.approval_id,
+                })?;
+        Ok(match response.verdict {
+            Verdict::Approve => Answered::Approved(Approval { request }),
+            Verdict::Reject => Answered::Rejected(request),
+        })
+    }
+
+    /// The waiting requests, for a UI to show (in no particular order).
+    pub fn list(&self) -> Vec<ApprovalRequest> {
+        self.lock().values().cloned().collect()
+    }
+
+    /// How many requests are waiting.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no request is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<ApprovalId, ApprovalRequest>> {
+        // No code that can panic runs under this lock, so poisoning cannot happen; if it ever
+        // did, the map itself is still consistent (each operation is a single insert or remove).
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call() -> ToolCall {
+        ToolCall::new("c1", "apply_patch", json!({}))
+    }
+
+    fn reason() -> Reason {
+        Reason::from_static("needs a person")
+    }
+
+    #[test]
+    fn ids_are_distinct_and_round_trip() {
+        let ids: std::collections::HashSet<ApprovalId> =
+            (0..1000).map(|_| ApprovalId::random().unwrap()).collect();
+        assert_eq!(ids.len(), 1000);
+        let id = *ids.iter().next().unwrap();
+        assert_eq!(id.to_string().len(), 32);
+        assert_eq!(id.to_string().parse::<ApprovalId>().unwrap(), id);
+        let wire = serde_json::to_string(&id).unwrap();
+        assert_eq!(serde_json::from_str::<ApprovalId>(&wire).unwrap(), id);
+    }
+
+    #[test]
+    fn ids_use_all_128_bits() {
+        // A counter or clock would leave most bits constant across draws; OS randomness flips
+        // each bit in about half of them.
+        let draws: Vec<[u8; 16]> = (0..256).map(|_| ApprovalId::random().unwrap().0).collect();
+        for bit in 0..128 {
+            let ones = draws
+                .iter()
+                .filter(|bytes| bytes[bit / 8] >> (bit % 8) & 1 == 1)
+                .count();
+            assert!((64..=192).contains(&ones), "bit {bit} set {ones}/256 times");
+        }
+    }
+
+    #[test]
+    fn malformed_ids_are_refused() {
+        for text in [
+            "",
+            "abc",
+            &"g".repeat(32),
+            &"0".repeat(33),
+            "é".repeat(16).as_str(),
+        ] {
+            assert!(text.parse::<ApprovalId>().is_err(), "{text:?}");
+        }
+        assert!(serde_json::from_str::<ApprovalId>("\"xyz\"").is_err());
+    }
+
+    #[test]
+    fn answer_consumes_exactly_once() {
+        let pending = PendingApprovals::new();
+        let request = pending.request(call(), reason()).unwrap();
+        assert_eq!(pending.len(), 1);
+        assert!(matches!(
+            pending.answer(ApprovalResponse::reject(request.approval_id)),
+            Ok(Answered::Rejected(_))
+        ));
+        assert_eq!(
+            pending
+                .answer(ApprovalResponse::approve(request.approval_id))
+                .unwrap_err(),
+            ApprovalError::NotPending {
+                approval_id: request.approval_id
+            }
+        );
+        assert!(pending.is_empty());
+    }
+
+    #[test]
+    fn unknown_id_is_an_error() {
+        let pending = PendingApprovals::new();
+        let id = ApprovalId::random().unwrap();
+        assert!(matches!(
+            pending.answer(ApprovalResponse::approve(id)),
+            Err(ApprovalError::NotPending { .. })
+        ));
+    }
+
+    #[test]
+    fn list_shows_waiting_requests_with_their_calls() {
+        let pending = PendingApprovals::new();
+        let first = pending.request(call(), reason()).unwrap();
+        let second = pending.request(call(), reason()).unwrap();
+        let listed = pending.list();
+        assert_eq!(listed.len(), 2);
+        assert!(listed.contains(&first) && listed.contains(&second));
+    }
+}

@@ -1,0 +1,171 @@
+//! The proof that a call may run. This file is the only place that builds one: review it.
+
+use std::fmt;
+use std::ops::Deref;
+
+use crate::approvals::Approval;
+use crate::contract::ToolResult;
+use crate::policy::{Policy, PolicyAction, PolicyDecision};
+use crate::runtime::{PreparedToolCall, ToolRuntime};
+
+/// Proof that `T` passed a policy's `Allow` or a consumed one-time approval.
+///
+/// # Guarantees
+///
+/// - Built only here, by [`Authorized::by_policy`] when the policy allows and by
+///   [`Authorized::by_approval`] when a consumed approval's call re-prepared and the current policy
+///   did not deny it (G2). The field is private; there is no `new`, `From`, `Default` or
+///   `Deserialize` (`ui-tests/forge_authorized_literal.rs`,
+///   `ui-tests/forge_authorized_constructor.rs`, `ui-tests/default_authorized.rs`,
+///   `ui-tests/deserialize_authorized.rs`).
+/// - Linear: not `Clone` or `Copy`, and [`ToolRuntime::execute`] takes it by value, so one
+///   authorization runs at most once (G3; `ui-tests/clone_authorized.rs`,
+///   `ui-tests/execute_authorized_twice.rs`).
+/// - Read-only: it derefs to `&T` and never to `&mut T`, so the arguments that run are the ones
+///   that were checked (`ui-tests/mutate_authorized_arguments.rs`).
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::{json, Value};
+/// use toolgate::*;
+///
+/// let add = |a: &Value| -> Result<String, ToolError> { Ok((a["a"].as_i64().unwrap_or(0) + 2).to_string()) };
+/// let spec = ToolSpec::new("add2", "Add two.", json!({"type": "object"}));
+/// let runtime = ToolRuntime::new(ToolRegistry::new([ToolDefinition::new(spec, add)?])?);
+/// let policy = ToolPolicy::new(["add2"], Vec::<String>::new())?;
+///
+/// let prepared = runtime.prepare(ToolCall::new("c1", "add2", json!({"a": 40})))?;
+/// match Authorized::by_policy(&policy, prepared) {
+///     PolicyOutcome::Allowed(authorized) => assert_eq!(runtime.execute(authorized).content, "42"),
+///     other => panic!("expected allow, got {other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "an authorization that is not executed runs nothing"]
+pub struct Authorized<T> {
+    // Invariant: `inner` was allowed by a policy, or is the re-prepared call of a consumed
+    // approval that the current policy did not deny.
+    inner: T,
+}
+
+impl<T> Authorized<T> {
+    pub(crate) fn into_inner(self) -> T {
+        self.inner
+    }
+}
+
+impl<T> Deref for Authorized<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Authorized<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Authorized").field(&self.inner).finish()
+    }
+}
+
+/// What a policy decided for a prepared call.
+#[derive(Debug)]
+#[must_use]
+pub enum PolicyOutcome {
+    /// The policy allowed the call; execute it.
+    Allowed(Authorized<PreparedToolCall>),
+    /// The policy wants a person's confirmation; hold the call as an approval request.
+    NeedsApproval {
+        /// The call, validated but not authorized.
+        prepared: PreparedToolCall,
+        /// The decision, whose reason is shown to the person.
+        decision: PolicyDecision,
+    },
+    /// The policy refused the call.
+    Denied {
+        /// The call, validated but not authorized.
+        prepared: PreparedToolCall,
+        /// The decision, whose reason is shown to the model.
+        decision: PolicyDecision,
+    },
+}
+
+impl PolicyOutcome {
+    /// The error result telling the model its call was denied, for [`PolicyOutcome::Denied`].
+    pub(crate) fn denial_result(
+        prepared: PreparedToolCall,
+        decision: &PolicyDecision,
+    ) -> ToolResult {
+        ToolResult::error(
+            prepared.into_call().call_id,
+            format!("denied: {}", decision.reason),
+        )
+    }
+}
+
+impl Authorized<PreparedToolCall> {
+    /// The policy path: asks `policy` about `prepared` and authorizes it only on `Allow`.
+    ///
+    /// # Examples
+    ///
+    /// See [`Authorized`].
+    pub fn by_policy<P: Policy + ?Sized>(policy: &P, prepared: PreparedToolCall) -> PolicyOutcome {
+        let decision = policy.decide(&prepared);
+        match decision.action {
+            PolicyAction::Allow => PolicyOutcome::Allowed(Self { inner: prepared }),
+            PolicyAction::Ask => PolicyOutcome::NeedsApproval { prepared, decision },
+            PolicyAction::Deny => PolicyOutcome::Denied { prepared, decision },
+        }
+    }
+
+    /// The approval path: the approved call is prepared again against `runtime`'s *current*
+    /// registry and decided again by the *current* `policy`. `Allow` or `Ask` authorize it (the
+    /// person already answered the ask); `Deny` wins over the approval (G6).
+    ///
+    /// The approval was consumed when it was answered, so whatever happens here it cannot be used
+    /// again.
+    ///
+    /// # Errors
+    ///
+    /// An error [`ToolResult`] with the call's id if the tool is gone, the arguments no longer
+    /// validate, or the policy now denies the call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use toolgate::*;
+    ///
+    /// let patch = |_: &Value| -> Result<String, ToolError> { Ok("patched".into()) };
+    /// let spec = ToolSpec::new("apply_patch", "Apply a patch.", json!({"type": "object"}));
+    /// let runtime = ToolRuntime::new(ToolRegistry::new([ToolDefinition::new(spec, patch)?])?);
+    /// let policy = ToolPolicy::new(Vec::<String>::new(), ["apply_patch"])?;
+    /// let pending = PendingApprovals::new();
+    ///
+    /// let call = ToolCall::new("c1", "apply_patch", json!({}));
+    /// let request = pending.request(call, Reason::new("writes files")?)?;
+    /// let Answered::Approved(approval) = pending.answer(ApprovalResponse::approve(request.approval_id))? else {
+    ///     unreachable!("approved above")
+    /// };
+    /// let authorized = Authorized::by_approval(&runtime, &policy, approval).map_err(|r| r.content)?;
+    /// assert_eq!(runtime.execute(authorized).content, "patched");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn by_approval<P: Policy + ?Sized>(
+        runtime: &ToolRuntime,
+        policy: &P,
+        approval: Approval,
+    ) -> Result<Self, ToolResult> {
+        let request = approval.into_request();
+        let prepared = runtime.prepare(request.call)?;
+        let decision = policy.decide(&prepared);
+        match decision.action {
+            PolicyAction::Allow | PolicyAction::Ask => Ok(Self { inner: prepared }),
+            PolicyAction::Deny => Err(ToolResult::error(
+                prepared.into_call().call_id,
+                format!("denied after approval: {}", decision.reason),
+            )),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! A tool call proposed by a language model cannot run in toolgate unless its tool resolved by
+//! exact name, its arguments validated against the tool's JSON Schema, and a policy allowed it or a
+//! person approved it once — and the compiler, not a convention, enforces that order.
+//!
+//! toolgate does not sandbox handlers (a handler that touches files must confine itself), does not
+//! talk to model providers over the network, and does not protect against a policy that allows
+//! everything on purpose or against `unsafe` code in the program that uses it.
+//!
+//! ```text
+//! ToolCall ──ToolRuntime::prepare──▶ PreparedToolCall ──policy: Allow──▶ Authorized<PreparedToolCall> ──ToolRuntime::execute──▶ ToolResult
+//!    │  unknown tool / invalid arguments ─▶ ToolResult { is_error: true }
+//!    │                          policy: Deny ─▶ ToolResult { is_error: true, content: reason }
+//!    │                          policy: Ask  ─▶ ApprovalRequest ─▶ PendingApprovals
+//!    │                                             ApprovalResponse(reject)  ─▶ ToolResult { is_error: true }
+//!    │                                             ApprovalResponse(approve) ─▶ consume once ─▶ re-prepare (current registry)
+//!    │                                                 ─▶ re-decide (current policy; Deny wins) ─▶ Authorized ─▶ execute
+//! ```
+//!
+//! # Guarantees
+//!
+//! - **G1** Only [`ToolRuntime::prepare`] builds a [`PreparedToolCall`], after the tool resolved
+//!   and the arguments validated.
+//! - **G2** Only [`Authorized::by_policy`] (on `Allow`) and [`Authorized::by_approval`] (approval
+//!   consumed, call re-prepared, policy re-decided and not `Deny`) build an [`Authorized`]. A
+//!   [`Policy`] returns a decision and cannot mint one.
+//! - **G3** [`ToolRuntime::execute`] accepts only `Authorized<PreparedToolCall>`, which is not
+//!   `Clone`, `Copy`, `Default` or `Deserialize` and is read-only.
+//! - **G4** Default deny: [`ToolPolicy`] denies any tool it does not name, with a reason.
+//! - **G5** An approval is consumed exactly once, also when answers race.
+//! - **G6** After approval the call is re-prepared and re-decided; `Deny` wins.
+//! - **G7** Every [`ToolResult`] carries the `call_id` of the call it answers.
+//! - **G8** Expected failures are error results; panics reach the caller and poison nothing.
+//! - **G9** Schemas compile offline (no network, no filesystem); `pattern`s use a linear-time
+//!   regex engine; argument depth is bounded before validation.
+//! - **G10** Approval ids hold 128 bits of OS randomness.
+//!
+//! Each guarantee has a test or a compile-fail case in `ui-tests/` that fails if it is lost.
+//!
+//! # Example
+//!
+//! ```
+//! use serde_json::{json, Value};
+//! use toolgate::*;
+//!
+//! let add = |args: &Value| -> Result<String, ToolError> {
+//!     let (a, b) = (args["a"].as_i64().unwrap_or(0), args["b"].as_i64().unwrap_or(0));
+//!     a.checked_add(b).map(|sum| sum.to_string()).ok_or_else(|| ToolError::new("overflow"))
+//! };
+//! let calculator = ToolDefinition::new(
+//!     ToolSpec::new(
+//!         "calculator",
+//!         "Add exactly two integers named a and b.",
+//!         json!({
+//!             "type": "object",
+//!             "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+//!             "required": ["a", "b"],
+//!             "additionalProperties": false
+//!         }),
+//!     ),
+//!     add,
+//! )?;
+//! let controller = ToolController::new(
+//!     ToolRegistry::new([calculator])?,
+//!     ToolPolicy::new(["calculator"], Vec::<String>::new())?,
+//! );
+//!
+//! let outcome = controller.handle(ToolCall::new("call_1", "calculator", json!({"a": 40, "b": 2})));
+//! assert_eq!(outcome, Outcome::Completed(ToolResult::ok("call_1", "42")));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+mod approvals;
+mod authorized;
+mod contract;
+mod controller;
+mod definition;
+mod policy;
+mod registry;
+mod runtime;
+
+pub use approvals::{
+    Answered, Approval, ApprovalError, ApprovalId, ApprovalIdError, ApprovalRequest,
+    ApprovalResponse, PendingApprovals, Verdict,
+};
+pub use authorized::{Authorized, PolicyOutcome};
+pub use contract::{ToolCall, ToolResult, ToolSpec};
+pub use controller::{Outcome, ToolController};
+pub use definition::{
+    ArgumentErrors, DefinitionError, MAX_ARGUMENT_DEPTH, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES,
+    ToolDefinition, ToolError, ToolHandler, Violation,
+};
+pub use policy::{
+    EmptyReason, Policy, PolicyAction, PolicyDecision, PolicyError, Reason, ToolPolicy,
+};
+pub use registry::{RegistryError, ToolRegistry};
+pub use runtime::{PreparedToolCall, ToolRuntime};

@@ -1,0 +1,359 @@
+//! Policies: allow, ask or deny a prepared call.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::runtime::PreparedToolCall;
+
+/// What a policy wants done with a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyAction {
+    /// Run the call.
+    Allow,
+    /// Hold the call until a person approves or rejects it.
+    Ask,
+    /// Do not run the call; the model is told why.
+    Deny,
+}
+
+impl fmt::Display for PolicyAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        })
+    }
+}
+
+/// A reason for a decision: text that is never empty or only whitespace.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::Reason;
+///
+/// assert!(Reason::new("  ").is_err());
+/// let reason = Reason::new("tool requires user confirmation")?;
+/// assert_eq!(reason.as_str(), "tool requires user confirmation");
+/// const STATIC: Reason = Reason::from_static("read-only tool");
+/// assert_eq!(STATIC.to_string(), "read-only tool");
+/// # Ok::<(), toolgate::EmptyReason>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Reason(
+    // Invariant: contains a non-whitespace character.
+    Cow<'static, str>,
+);
+
+/// A decision or rule was given an empty reason. Write why the decision is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a reason must not be empty")]
+pub struct EmptyReason;
+
+impl Reason {
+    /// A reason from owned or borrowed text.
+    ///
+    /// # Errors
+    ///
+    /// [`EmptyReason`] if the text is empty or only whitespace.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(toolgate::Reason::new(String::from("ok")).is_ok());
+    /// ```
+    pub fn new(text: impl Into<String>) -> Result<Self, EmptyReason> {
+        let text = text.into();
+        if text.trim().is_empty() {
+            return Err(EmptyReason);
+        }
+        Ok(Self(Cow::Owned(text)))
+    }
+
+    /// A reason from a string literal, checked when the program is compiled if used in a `const`.
+    ///
+    /// # Panics
+    ///
+    /// If `text` is empty or only ASCII whitespace (a compile error in a `const` context).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// const REASON: toolgate::Reason = toolgate::Reason::from_static("read-only");
+    /// assert_eq!(REASON.as_str(), "read-only");
+    /// ```
+    pub const fn from_static(text: &'static str) -> Self {
+        let bytes = text.as_bytes();
+        let mut index = 0;
+        while index < bytes.len() && bytes[index].is_ascii_whitespace() {
+            index += 1;
+        }
+        assert!(index < bytes.len(), "a reason must not be empty");
+        Self(Cow::Borrowed(text))
+    }
+
+    /// The reason's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Reason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Self::new(String::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A policy's answer for one call: the action and why.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::{PolicyAction, PolicyDecision, Reason};
+///
+/// let decision = PolicyDecision::ask(Reason::new("writes to disk")?);
+/// assert_eq!(decision.action, PolicyAction::Ask);
+/// # Ok::<(), toolgate::EmptyReason>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PolicyDecision {
+    /// What to do with the call.
+    pub action: PolicyAction,
+    /// Why; shown to the model on a denial and to the person on an ask.
+    pub reason: Reason,
+}
+
+impl PolicyDecision {
+    /// A decision with the given action.
+    pub fn new(action: PolicyAction, reason: Reason) -> Self {
+        Self { action, reason }
+    }
+
+    /// Run the call.
+    pub fn allow(reason: Reason) -> Self {
+        Self::new(PolicyAction::Allow, reason)
+    }
+
+    /// Hold the call for a person.
+    pub fn ask(reason: Reason) -> Self {
+        Self::new(PolicyAction::Ask, reason)
+    }
+
+    /// Refuse the call.
+    pub fn deny(reason: Reason) -> Self {
+        Self::new(PolicyAction::Deny, reason)
+    }
+}
+
+/// Decides what happens to a prepared call. Implement it to write your own policy.
+///
+/// # Guarantees
+///
+/// A policy returns a [`PolicyDecision`], nothing more: it sees the call by shared reference and
+/// cannot build an [`Authorized`](crate::Authorized) (G2). A `decide` that tries to return one
+/// does not match the trait (`ui-tests/policy_mints_authorized.rs`). Closures
+/// `Fn(&PreparedToolCall) -> PolicyDecision + Send + Sync` are policies.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::{Policy, PolicyDecision, PreparedToolCall, Reason};
+///
+/// struct ReadOnly;
+/// impl Policy for ReadOnly {
+///     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+///         if call.tool_name().starts_with("read_") {
+///             PolicyDecision::allow(Reason::from_static("read-only tool"))
+///         } else {
+///             PolicyDecision::deny(Reason::from_static("only read-only tools may run"))
+///         }
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a toolgate policy",
+    label = "a policy must implement `toolgate::Policy`",
+    note = "implement `Policy::decide`, or pass a closure `Fn(&PreparedToolCall) -> PolicyDecision + Send + Sync`"
+)]
+pub trait Policy: Send + Sync {
+    /// The decision for `call`.
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision;
+}
+
+impl<F> Policy for F
+where
+    F: Fn(&PreparedToolCall) -> PolicyDecision + Send + Sync,
+{
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+        self(call)
+    }
+}
+
+/// Why a [`ToolPolicy`] could not be built. The configuration is wrong; fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// A tool is both allowed and confirmation-required; say which one it is.
+    #[error("tool {name:?} is both allowed and confirmation-required")]
+    Overlap {
+        /// The tool named in both sets.
+        name: String,
+    },
+}
+
+/// The original design's policy: tools by name, allowed or confirmation-required; every other
+/// tool denied (G4).
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::{PolicyError, ToolPolicy};
+///
+/// let policy = ToolPolicy::new(["read_file"], ["apply_patch"])?;
+/// assert!(ToolPolicy::new(["x"], ["x"]).is_err());
+/// # Ok::<(), PolicyError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ToolPolicy {
+    // Invariant: the two sets are disjoint.
+    allowed: HashSet<String>,
+    confirmation_required: HashSet<String>,
+}
+
+impl ToolPolicy {
+    /// A policy that allows `allowed`, asks for `confirmation_required` and denies the rest.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::Overlap`] naming a tool that is in both sets.
+    pub fn new<A, C>(
+        allowed: impl IntoIterator<Item = A>,
+        confirmation_required: impl IntoIterator<Item = C>,
+    ) -> Result<Self, PolicyError>
+    where
+        A: Into<String>,
+        C: Into<String>,
+    {
+        let allowed: HashSet<String> = allowed.into_iter().map(Into::into).collect();
+        let confirmation_required: HashSet<String> =
+            confirmation_required.into_iter().map(Into::into).collect();
+        // Sorted so the error names the same tool on every run.
+        let mut overlap: Vec<&String> = allowed.intersection(&confirmation_required).collect();
+        overlap.sort();
+        if let Some(name) = overlap.first() {
+            return Err(PolicyError::Overlap {
+                name: (*name).clone(),
+            });
+        }
+        Ok(Self {
+            allowed,
+            confirmation_required,
+        })
+    }
+
+    /// The decision for a tool name alone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolgate::{PolicyAction, ToolPolicy};
+    ///
+    /// let policy = ToolPolicy::new(["read_file"], ["apply_patch"])?;
+    /// assert_eq!(policy.decide_for("read_file").action, PolicyAction::Allow);
+    /// assert_eq!(policy.decide_for("apply_patch").action, PolicyAction::Ask);
+    /// assert_eq!(policy.decide_for("shell").action, PolicyAction::Deny);
+    /// # Ok::<(), toolgate::PolicyError>(())
+    /// ```
+    pub fn decide_for(&self, tool_name: &str) -> PolicyDecision {
+        if self.allowed.contains(tool_name) {
+            PolicyDecision::allow(Reason::from_static("tool is allowed by policy"))
+        } else if self.confirmation_required.contains(tool_name) {
+            PolicyDecision::ask(Reason::from_static("tool requires user confirmation"))
+        } else {
+            PolicyDecision::deny(Reason::from_static(
+                "tool is not allowed by policy (default deny)",
+            ))
+        }
+    }
+}
+
+impl Policy for ToolPolicy {
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+        self.decide_for(call.tool_name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlap_is_an_error_naming_the_tool() {
+        let error = ToolPolicy::new(["a", "both"], ["both", "c"]).unwrap_err();
+        assert_eq!(
+            error,
+            PolicyError::Overlap {
+                name: "both".to_owned()
+            }
+        );
+        assert!(error.to_string().contains("\"both\""));
+    }
+
+    #[test]
+    fn default_is_deny_with_a_reason() {
+        let policy = ToolPolicy::new(["a"], ["b"]).unwrap();
+        let decision = policy.decide_for("new_tool");
+        assert_eq!(decision.action, PolicyAction::Deny);
+        assert!(decision.reason.as_str().contains("default deny"));
+        let empty = ToolPolicy::default();
+        assert_eq!(empty.decide_for("a").action, PolicyAction::Deny);
+    }
+
+    #[test]
+    fn names_match_exactly() {
+        let policy = ToolPolicy::new(["read_file"], Vec::<String>::new()).unwrap();
+        assert_eq!(policy.decide_for("read_file").action, PolicyAction::Allow);
+        assert_eq!(policy.decide_for("READ_FILE").action, PolicyAction::Deny);
+        assert_eq!(policy.decide_for("read_file ").action, PolicyAction::Deny);
+    }
+
+    #[test]
+    fn reasons_cannot_be_empty() {
+        assert_eq!(Reason::new(""), Err(EmptyReason));
+        assert_eq!(Reason::new(" \t\n"), Err(EmptyReason));
+        assert!(serde_json::from_str::<Reason>("\"\"").is_err());
+        assert_eq!(
+            serde_json::from_str::<Reason>("\"why\"").unwrap().as_str(),
+            "why"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "a reason must not be empty")]
+    fn static_empty_reason_panics() {
+        let _ = Reason::from_static(" ");
+    }
+
+    #[test]
+    fn decision_serde_rejects_empty_reason() {
+        let ok: PolicyDecision =
+            serde_json::from_str(r#"{"action":"ask","reason":"needs a person"}"#).unwrap();
+        assert_eq!(ok.action, PolicyAction::Ask);
+        assert!(
+            serde_json::from_str::<PolicyDecision>(r#"{"action":"allow","reason":""}"#).is_err()
+        );
+    }
+}

@@ -1,0 +1,149 @@
+//! The set of tools the model may call.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::contract::ToolSpec;
+use crate::definition::ToolDefinition;
+
+/// Why a [`ToolRegistry`] could not be built. The caller assembled the tool set wrongly.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// Two definitions share a name; the model could not tell them apart. Rename one.
+    #[error("duplicate tool name: {name}")]
+    DuplicateTool {
+        /// The name given twice.
+        name: String,
+    },
+}
+
+/// The tools the model may call, by exact name, in registration order.
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::{json, Value};
+/// use toolgate::{ToolDefinition, ToolError, ToolRegistry, ToolSpec};
+///
+/// let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+/// let registry = ToolRegistry::new([
+///     ToolDefinition::new(ToolSpec::new("read_file", "Read a file.", json!({"type": "object"})), noop)?,
+///     ToolDefinition::new(ToolSpec::new("apply_patch", "Apply a patch.", json!({"type": "object"})), noop)?,
+/// ])?;
+/// let names: Vec<&str> = registry.specs().map(|spec| spec.name.as_str()).collect();
+/// assert_eq!(names, ["read_file", "apply_patch"]);
+/// assert!(registry.resolve("Read_File").is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct ToolRegistry {
+    // Invariant: `by_name` and `in_order` hold the same definitions, each under its spec's name.
+    by_name: HashMap<String, Arc<ToolDefinition>>,
+    in_order: Vec<Arc<ToolDefinition>>,
+}
+
+impl ToolRegistry {
+    /// Builds a registry from definitions.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::DuplicateTool`] naming the first name given twice.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use toolgate::{RegistryError, ToolDefinition, ToolError, ToolRegistry, ToolSpec};
+    ///
+    /// let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    /// let twice = || ToolDefinition::new(ToolSpec::new("x", "", json!({})), noop);
+    /// let error = ToolRegistry::new([twice()?, twice()?]).unwrap_err();
+    /// assert_eq!(error.to_string(), "duplicate tool name: x");
+    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// ```
+    pub fn new(
+        definitions: impl IntoIterator<Item = ToolDefinition>,
+    ) -> Result<Self, RegistryError> {
+        let mut registry = Self::default();
+        for definition in definitions {
+            let name = definition.spec().name.clone();
+            if registry.by_name.contains_key(&name) {
+                return Err(RegistryError::DuplicateTool { name });
+            }
+            let definition = Arc::new(definition);
+            registry.in_order.push(Arc::clone(&definition));
+            registry.by_name.insert(name, definition);
+        }
+        Ok(registry)
+    }
+
+    /// The specs to show the model, in registration order.
+    pub fn specs(&self) -> impl ExactSizeIterator<Item = &ToolSpec> {
+        self.in_order.iter().map(|definition| definition.spec())
+    }
+
+    /// The definition registered under exactly `name` (no case folding, trimming or
+    /// normalization).
+    pub fn resolve(&self, name: &str) -> Option<&Arc<ToolDefinition>> {
+        self.by_name.get(name)
+    }
+
+    /// How many tools are registered.
+    pub fn len(&self) -> usize {
+        self.in_order.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.in_order.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolError;
+    use serde_json::{Value, json};
+
+    fn tool(name: &str) -> ToolDefinition {
+        let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+        ToolDefinition::new(ToolSpec::new(name, "", json!({"type": "object"})), noop).unwrap()
+    }
+
+    #[test]
+    fn duplicate_names_are_refused_by_name() {
+        let error = ToolRegistry::new([tool("a"), tool("b"), tool("a")]).unwrap_err();
+        assert_eq!(
+            error,
+            RegistryError::DuplicateTool {
+                name: "a".to_owned()
+            }
+        );
+    }
+
+    #[test]
+    fn specs_keep_registration_order() {
+        let registry = ToolRegistry::new([tool("zeta"), tool("alpha"), tool("mid")]).unwrap();
+        let names: Vec<_> = registry.specs().map(|s| s.name.clone()).collect();
+        assert_eq!(names, ["zeta", "alpha", "mid"]);
+        assert_eq!(registry.len(), 3);
+    }
+
+    #[test]
+    fn resolve_matches_the_exact_name_only() {
+        let registry = ToolRegistry::new([tool("read_file")]).unwrap();
+        assert!(registry.resolve("read_file").is_some());
+        for near in [
+            "Read_File",
+            "read_file ",
+            " read_file",
+            "read_fіle", // Cyrillic і
+            "read_file\0",
+            "read",
+            "",
+        ] {
+            assert!(registry.resolve(near).is_none(), "{near:?} resolved");
+        }
+    }
+}

@@ -1,0 +1,507 @@
+//! The controller end to end: every path a call can take, approvals under change and under
+//! concurrency, and the panic boundary.
+
+mod common;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use common::*;
+use serde_json::json;
+use toolgate::*;
+
+fn ask_request(controller: &ToolController, call: ToolCall) -> ApprovalRequest {
+    match controller.handle(call) {
+        Outcome::PendingApproval(request) => request,
+        other => panic!("expected an approval request, got {other:?}"),
+    }
+}
+
+fn completed(outcome: Outcome) -> ToolResult {
+    match outcome {
+        Outcome::Completed(result) => result,
+        other => panic!("expected a result, got {other:?}"),
+    }
+}
+
+#[test]
+fn allowed_call_runs_and_keeps_its_id() {
+    let controller = ToolController::new(registry([calculator()]), policy(&["calculator"], &[]));
+    let result = completed(controller.handle(ToolCall::new(
+        "call_1",
+        "calculator",
+        json!({"a": 40, "b": 2}),
+    )));
+    assert_eq!(result, ToolResult::ok("call_1", "42"));
+}
+
+#[test]
+fn unknown_tool_is_an_error_result_with_the_call_id() {
+    let controller = ToolController::new(registry([calculator()]), policy(&["calculator"], &[]));
+    let result =
+        completed(controller.handle(ToolCall::new("call_9", "delete_everything", json!({}))));
+    assert_eq!(
+        result,
+        ToolResult::error("call_9", "unknown tool: delete_everything")
+    );
+}
+
+#[test]
+fn unknown_tool_name_is_quoted_bounded_and_escaped() {
+    let controller = ToolController::new(registry([calculator()]), policy(&["calculator"], &[]));
+    let long = format!("x\n{}", "y".repeat(1_000_000));
+    let result = completed(controller.handle(ToolCall::new("c", long, json!({}))));
+    assert!(result.is_error);
+    assert!(result.content.len() < 300, "{} bytes", result.content.len());
+    assert!(
+        result.content.starts_with("unknown tool: x\\ny"),
+        "{}",
+        result.content
+    );
+}
+
+#[test]
+fn invalid_arguments_list_every_violation_without_values() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([counted("calculator", calculator_schema(), &runs)]),
+        policy(&["calculator"], &[]),
+    );
+    let result = completed(controller.handle(ToolCall::new(
+        "call_2",
+        "calculator",
+        json!({"a": "sk-SECRET-TOKEN", "extra": "sk-OTHER-SECRET"}),
+    )));
+    assert!(result.is_error);
+    assert_eq!(result.call_id, "call_2");
+    assert!(!result.content.contains("SECRET"), "{}", result.content);
+    for expected in [
+        "invalid arguments for calculator: 3 violations",
+        "at \"/a\" (type)",
+        "at \"\" (required)",
+        "at \"\" (additionalProperties)",
+    ] {
+        assert!(
+            result.content.contains(expected),
+            "{expected:?} in {}",
+            result.content
+        );
+    }
+    assert_eq!(run_count(&runs), 0, "handler ran on invalid arguments");
+}
+
+#[test]
+fn denied_and_unlisted_tools_do_not_run() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([counted("shell", json!({"type": "object"}), &runs)]),
+        policy(&[], &[]),
+    );
+    let result = completed(controller.handle(ToolCall::new("c", "shell", json!({}))));
+    assert!(result.is_error);
+    assert_eq!(result.call_id, "c");
+    assert!(
+        result.content.contains("default deny"),
+        "{}",
+        result.content
+    );
+    assert_eq!(run_count(&runs), 0);
+}
+
+#[test]
+fn custom_policy_deny_reason_reaches_the_model() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let deny_all =
+        |_: &PreparedToolCall| PolicyDecision::deny(Reason::from_static("maintenance window"));
+    let controller = ToolController::new(registry([counted("t", json!({}), &runs)]), deny_all);
+    let result = completed(controller.handle(ToolCall::new("c", "t", json!({}))));
+    assert_eq!(result, ToolResult::error("c", "denied: maintenance window"));
+    assert_eq!(run_count(&runs), 0);
+}
+
+#[test]
+fn handler_failure_becomes_an_error_result_with_the_call_id() {
+    let controller = ToolController::new(
+        registry([failing("read_file", "file not found")]),
+        policy(&["read_file"], &[]),
+    );
+    let result = completed(controller.handle(ToolCall::new("call_3", "read_file", json!({}))));
+    assert_eq!(result, ToolResult::error("call_3", "file not found"));
+}
+
+#[test]
+fn ask_holds_the_call_until_approved_then_runs_it_once() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([counted("apply_patch", patch_schema(), &runs)]),
+        policy(&[], &["apply_patch"]),
+    );
+    let call = ToolCall::new("c1", "apply_patch", json!({"patch": "+x"}));
+    let request = ask_request(&controller, call.clone());
+    assert_eq!(request.call, call);
+    assert_eq!(request.reason.as_str(), "tool requires user confirmation");
+    assert_eq!(run_count(&runs), 0, "ask must not run the handler");
+    assert_eq!(controller.pending(), vec![request.clone()]);
+
+    let result = controller
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    assert_eq!(result, ToolResult::ok("c1", "run 1"));
+    assert!(controller.pending().is_empty());
+    assert_eq!(
+        controller.resolve(ApprovalResponse::approve(request.approval_id)),
+        Err(ApprovalError::NotPending {
+            approval_id: request.approval_id
+        })
+    );
+    assert_eq!(run_count(&runs), 1);
+}
+
+#[test]
+fn reject_gives_an_error_result_and_a_later_approve_is_refused() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([counted("apply_patch", patch_schema(), &runs)]),
+        policy(&[], &["apply_patch"]),
+    );
+    let request = ask_request(
+        &controller,
+        ToolCall::new("c7", "apply_patch", json!({"patch": ""})),
+    );
+    let result = controller
+        .resolve(ApprovalResponse::reject(request.approval_id))
+        .unwrap();
+    assert!(result.is_error);
+    assert_eq!(result.call_id, "c7");
+    assert!(result.content.starts_with("rejected"), "{}", result.content);
+    assert!(matches!(
+        controller.resolve(ApprovalResponse::approve(request.approval_id)),
+        Err(ApprovalError::NotPending { .. })
+    ));
+    assert_eq!(run_count(&runs), 0);
+}
+
+#[test]
+fn unknown_approval_id_is_an_error_value_not_a_result() {
+    let controller = ToolController::new(registry([calculator()]), policy(&[], &["calculator"]));
+    let forged: ApprovalId = "00000000000000000000000000000000".parse().unwrap();
+    assert_eq!(
+        controller.resolve(ApprovalResponse::approve(forged)),
+        Err(ApprovalError::NotPending {
+            approval_id: forged
+        })
+    );
+}
+
+#[test]
+fn schema_changed_while_waiting_revalidates_against_the_new_schema() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([counted("apply_patch", patch_schema(), &runs)]),
+        policy(&[], &["apply_patch"]),
+    );
+    let request = ask_request(
+        &controller,
+        ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
+    );
+
+    // The tool now also requires `path`, which the waiting call lacks.
+    let stricter = json!({
+        "type": "object",
+        "properties": {"patch": {"type": "string"}, "path": {"type": "string"}},
+        "required": ["patch", "path"]
+    });
+    controller.replace_registry(registry([counted("apply_patch", stricter, &runs)]));
+
+    let result = controller
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    assert!(result.is_error);
+    assert_eq!(result.call_id, "c1");
+    assert!(
+        result.content.contains("at \"\" (required)"),
+        "{}",
+        result.content
+    );
+    assert_eq!(run_count(&runs), 0);
+    // Consumed regardless: the same id cannot be tried again after fixing the schema.
+    assert!(
+        controller
+            .resolve(ApprovalResponse::approve(request.approval_id))
+            .is_err()
+    );
+}
+
+#[test]
+fn schema_changed_while_waiting_but_still_valid_runs_the_new_handler() {
+    let old_runs = Arc::new(AtomicUsize::new(0));
+    let new_runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([counted("apply_patch", patch_schema(), &old_runs)]),
+        policy(&[], &["apply_patch"]),
+    );
+    let request = ask_request(
+        &controller,
+        ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
+    );
+    controller.replace_registry(registry([counted(
+        "apply_patch",
+        patch_schema(),
+        &new_runs,
+    )]));
+    let result = controller
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    assert!(!result.is_error);
+    assert_eq!((run_count(&old_runs), run_count(&new_runs)), (0, 1));
+}
+
+#[test]
+fn policy_changed_to_deny_while_waiting_wins_over_the_approval() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([counted("apply_patch", patch_schema(), &runs)]),
+        policy(&[], &["apply_patch"]),
+    );
+    let request = ask_request(
+        &controller,
+        ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
+    );
+    controller.replace_policy(policy(&[], &[]));
+    let result = controller
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    assert_eq!(
+        result,
+        ToolResult::error(
+            "c1",
+            "denied after approval: tool is not allowed by policy (default deny)"
+        )
+    );
+    assert_eq!(run_count(&runs), 0);
+}
+
+#[test]
+fn policy_changed_to_allow_while_waiting_still_runs_once() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([counted("apply_patch", patch_schema(), &runs)]),
+        policy(&[], &["apply_patch"]),
+    );
+    let request = ask_request(
+        &controller,
+        ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
+    );
+    controller.replace_policy(policy(&["apply_patch"], &[]));
+    assert!(
+        !controller
+            .resolve(ApprovalResponse::approve(request.approval_id))
+            .unwrap()
+            .is_error
+    );
+    assert_eq!(run_count(&runs), 1);
+}
+
+#[test]
+fn tool_removed_while_waiting_is_an_unknown_tool() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([counted("apply_patch", patch_schema(), &runs), calculator()]),
+        policy(&["calculator"], &["apply_patch"]),
+    );
+    let request = ask_request(
+        &controller,
+        ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
+    );
+    controller.replace_registry(registry([calculator()]));
+    let result = controller
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    assert_eq!(result, ToolResult::error("c1", "unknown tool: apply_patch"));
+    assert_eq!(run_count(&runs), 0);
+}
+
+#[test]
+fn one_approval_answered_from_8_threads_runs_exactly_once() {
+    const THREADS: usize = 8;
+    for round in 0..50 {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let controller = Arc::new(ToolController::new(
+            registry([counted("apply_patch", patch_schema(), &runs)]),
+            policy(&[], &["apply_patch"]),
+        ));
+        let request = ask_request(
+            &controller,
+            ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
+        );
+        let barrier = Arc::new(Barrier::new(THREADS));
+        // Spawn all, then join all: joining inside the same iterator would serialize them.
+        let handles: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (controller, barrier) = (Arc::clone(&controller), Arc::clone(&barrier));
+                thread::spawn(move || {
+                    barrier.wait();
+                    controller.resolve(ApprovalResponse::approve(request.approval_id))
+                })
+            })
+            .collect();
+        let answers: Vec<_> = handles
+            .into_iter()
+            .map(|handle| handle.join().expect("no panic"))
+            .collect();
+        let successes = answers.iter().filter(|answer| answer.is_ok()).count();
+        assert_eq!(successes, 1, "round {round}: {answers:?}");
+        assert_eq!(run_count(&runs), 1, "round {round}");
+        for answer in answers.iter().flatten() {
+            assert_eq!(answer.call_id, "c1");
+        }
+    }
+}
+
+#[test]
+fn panicking_handler_reaches_the_caller_and_the_controller_keeps_working() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([
+            panicking("explode"),
+            calculator(),
+            counted("apply_patch", patch_schema(), &runs),
+        ]),
+        policy(&["calculator", "explode"], &["apply_patch"]),
+    );
+    let waiting = ask_request(
+        &controller,
+        ToolCall::new("w", "apply_patch", json!({"patch": "+"})),
+    );
+
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        controller.handle(ToolCall::new("boom", "explode", json!({})))
+    }));
+    let payload = panicked.expect_err("a panic is not dressed up as a tool result");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"handler defect"));
+
+    // Next call works, and the approval that waited is still there and answerable.
+    let result =
+        completed(controller.handle(ToolCall::new("next", "calculator", json!({"a": 1, "b": 2}))));
+    assert_eq!(result, ToolResult::ok("next", "3"));
+    assert_eq!(controller.pending(), vec![waiting.clone()]);
+    controller.replace_policy(policy(&["calculator"], &["apply_patch"]));
+    let result = controller
+        .resolve(ApprovalResponse::approve(waiting.approval_id))
+        .unwrap();
+    assert_eq!(result, ToolResult::ok("w", "run 1"));
+}
+
+#[test]
+fn panicking_approved_handler_consumes_its_approval() {
+    let controller =
+        ToolController::new(registry([panicking("explode")]), policy(&[], &["explode"]));
+    let request = ask_request(&controller, ToolCall::new("c", "explode", json!({})));
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        controller.resolve(ApprovalResponse::approve(request.approval_id))
+    }));
+    assert!(panicked.is_err());
+    // At most once: the approval was consumed before the handler ran.
+    assert!(matches!(
+        controller.resolve(ApprovalResponse::approve(request.approval_id)),
+        Err(ApprovalError::NotPending { .. })
+    ));
+}
+
+#[test]
+fn every_result_keeps_its_call_id() {
+    let controller = ToolController::new(
+        registry([
+            calculator(),
+            failing("read_file", "file not found"),
+            counted(
+                "shell",
+                json!({"type": "object"}),
+                &Arc::new(AtomicUsize::new(0)),
+            ),
+            counted(
+                "apply_patch",
+                patch_schema(),
+                &Arc::new(AtomicUsize::new(0)),
+            ),
+        ]),
+        policy(&["calculator", "read_file"], &["apply_patch"]),
+    );
+    let direct = [
+        ToolCall::new("id-allowed", "calculator", json!({"a": 1, "b": 1})),
+        ToolCall::new("id-invalid", "calculator", json!({"a": 1})),
+        ToolCall::new("id-unknown", "nope", json!({})),
+        ToolCall::new("id-denied", "shell", json!({})),
+        ToolCall::new("id-failed", "read_file", json!({})),
+    ];
+    for call in direct {
+        let id = call.call_id.clone();
+        assert_eq!(completed(controller.handle(call)).call_id, id);
+    }
+    let approved = ask_request(
+        &controller,
+        ToolCall::new("id-approved", "apply_patch", json!({"patch": ""})),
+    );
+    let rejected = ask_request(
+        &controller,
+        ToolCall::new("id-rejected", "apply_patch", json!({"patch": ""})),
+    );
+    let overridden = ask_request(
+        &controller,
+        ToolCall::new("id-overridden", "apply_patch", json!({"patch": ""})),
+    );
+    let answer = |response| controller.resolve(response).unwrap().call_id;
+    assert_eq!(
+        answer(ApprovalResponse::approve(approved.approval_id)),
+        "id-approved"
+    );
+    assert_eq!(
+        answer(ApprovalResponse::reject(rejected.approval_id)),
+        "id-rejected"
+    );
+    controller.replace_policy(policy(&[], &[]));
+    assert_eq!(
+        answer(ApprovalResponse::approve(overridden.approval_id)),
+        "id-overridden"
+    );
+}
+
+#[test]
+fn many_threads_handle_and_resolve_concurrently() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = Arc::new(ToolController::new(
+        registry([calculator(), counted("apply_patch", patch_schema(), &runs)]),
+        policy(&["calculator"], &["apply_patch"]),
+    ));
+    let workers: Vec<_> = (0..4)
+        .map(|worker| {
+            let controller = Arc::clone(&controller);
+            thread::spawn(move || {
+                for i in 0..100 {
+                    let id = format!("{worker}-{i}");
+                    let sum = completed(controller.handle(ToolCall::new(
+                        id.clone(),
+                        "calculator",
+                        json!({"a": i, "b": worker}),
+                    )));
+                    assert_eq!(sum, ToolResult::ok(id.clone(), (i + worker).to_string()));
+                    let request = ask_request(
+                        &controller,
+                        ToolCall::new(id.clone(), "apply_patch", json!({"patch": ""})),
+                    );
+                    let result = controller
+                        .resolve(ApprovalResponse::approve(request.approval_id))
+                        .unwrap();
+                    assert_eq!(result.call_id, id);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("no panic");
+    }
+    assert_eq!(run_count(&runs), 400);
+    assert!(controller.pending().is_empty());
+}

@@ -35,7 +35,9 @@ use crate::runtime::{PreparedToolCall, ToolRuntime};
 /// let runtime = ToolRuntime::new(ToolRegistry::new([ToolDefinition::new(spec, add)?])?);
 /// let policy = ToolPolicy::new(["add2"], Vec::<String>::new())?;
 ///
-/// let prepared = runtime.prepare(ToolCall::new("c1", "add2", json!({"a": 40})))?;
+/// let prepared = runtime
+///     .prepare(ToolCall::new("c1", "add2", json!({"a": 40})))
+///     .map_err(|result| result.content)?;
 /// match Authorized::by_policy(&policy, prepared) {
 ///     PolicyOutcome::Allowed(authorized) => assert_eq!(runtime.execute(authorized).content, "42"),
 ///     other => panic!("expected allow, got {other:?}"),

@@ -629,6 +629,18 @@ mod tests {
     }
 
     #[test]
+    fn catastrophic_pattern_runs_in_linear_time() {
+        // `(a+)+$` takes exponential time in a backtracking engine on "aaa…!". The linear-time
+        // engine answers at once; were it ever swapped back, this test would not finish.
+        let tool =
+            definition(json!({"type": "object", "properties": {"s": {"pattern": "^(a+)+$"}}}))
+                .unwrap();
+        let hostile = format!("{}!", "a".repeat(100_000));
+        let errors = tool.validate(&json!({"s": hostile})).unwrap_err();
+        assert_eq!(errors.violations()[0].keyword, "pattern");
+    }
+
+    #[test]
     fn schema_depth_and_size_limits() {
         let deep =
             json!({"type": "object", "properties": {"x": {"const": nested(MAX_SCHEMA_DEPTH)}}});

@@ -97,3 +97,8 @@ pub use policy::{
 };
 pub use registry::{RegistryError, ToolRegistry};
 pub use runtime::{PreparedToolCall, ToolRuntime};
+
+/// The README's examples, compiled and run as doc tests so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

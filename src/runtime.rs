@@ -87,7 +87,9 @@ impl PreparedToolCall {
 /// assert_eq!(unknown.content, "unknown tool: rm");
 /// let invalid = runtime.prepare(ToolCall::new("c2", "echo", json!({}))).unwrap_err();
 /// assert!(invalid.content.starts_with("invalid arguments for echo: 1 violation"));
-/// let prepared = runtime.prepare(ToolCall::new("c3", "echo", json!({"x": 1})))?;
+/// let prepared = runtime
+///     .prepare(ToolCall::new("c3", "echo", json!({"x": 1})))
+///     .map_err(|result| result.content)?;
 /// assert_eq!(prepared.call_id(), "c3");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -1,8 +1,8 @@
 //! Policies: allow, ask or deny a prepared call.
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -44,12 +44,18 @@ impl fmt::Display for PolicyAction {
 /// assert_eq!(STATIC.to_string(), "read-only tool");
 /// # Ok::<(), toolgate::EmptyReason>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Reason(
-    // Invariant: contains a non-whitespace character.
-    Cow<'static, str>,
+    // Invariant: contains a non-whitespace character. Shared, so handing a rule's reason to each
+    // decision costs a reference count, not a copy.
+    ReasonText,
 );
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ReasonText {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
 
 /// A decision or rule was given an empty reason. Write why the decision is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -73,7 +79,7 @@ impl Reason {
         if text.trim().is_empty() {
             return Err(EmptyReason);
         }
-        Ok(Self(Cow::Owned(text)))
+        Ok(Self(ReasonText::Shared(text.into())))
     }
 
     /// A reason from a string literal, checked when the program is compiled if used in a `const`.
@@ -95,18 +101,27 @@ impl Reason {
             index += 1;
         }
         assert!(index < bytes.len(), "a reason must not be empty");
-        Self(Cow::Borrowed(text))
+        Self(ReasonText::Static(text))
     }
 
     /// The reason's text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            ReasonText::Static(text) => text,
+            ReasonText::Shared(text) => text,
+        }
     }
 }
 
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -134,12 +149,39 @@ pub struct PolicyDecision {
     pub action: PolicyAction,
     /// Why; shown to the model on a denial and to the person on an ask.
     pub reason: Reason,
+    /// The id of the rule that decided, when a rule did; `None` for a default or a policy
+    /// without rule ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_id: Option<Arc<str>>,
+    /// The digest of the policy that decided, when the policy has one
+    /// ([`RulePolicy::digest`](crate::RulePolicy::digest)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_digest: Option<Arc<str>>,
 }
 
 impl PolicyDecision {
     /// A decision with the given action.
     pub fn new(action: PolicyAction, reason: Reason) -> Self {
-        Self { action, reason }
+        Self {
+            action,
+            reason,
+            rule_id: None,
+            policy_digest: None,
+        }
+    }
+
+    /// The same decision, saying which rule took it.
+    #[must_use]
+    pub fn with_rule_id(mut self, rule_id: Arc<str>) -> Self {
+        self.rule_id = Some(rule_id);
+        self
+    }
+
+    /// The same decision, saying which policy (by digest) took it.
+    #[must_use]
+    pub fn with_policy_digest(mut self, policy_digest: Arc<str>) -> Self {
+        self.policy_digest = Some(policy_digest);
+        self
     }
 
     /// Run the call.

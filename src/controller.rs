@@ -176,6 +176,45 @@ impl ToolController {
         });
     }
 
+    /// Builds a policy against the current registry and puts it in force only if it built: on an
+    /// error the old policy stays, untouched. The registry cannot change while `build` runs.
+    /// Waiting approvals are decided again under the new policy when answered.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `build` returned; the policy in force is unchanged then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use toolgate::*;
+    ///
+    /// let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    /// let controller = ToolController::new(
+    ///     ToolRegistry::new([ToolDefinition::new(ToolSpec::new("t", "", json!({})), noop)?])?,
+    ///     ToolPolicy::default(),
+    /// );
+    /// let bad = r#"{"rules": [{"id": "x", "tool": "missing", "action": "allow", "reason": "r"}]}"#;
+    /// assert!(controller.try_replace_policy(|registry| RulePolicy::from_json(bad, registry)).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_replace_policy<P, E>(
+        &self,
+        build: impl FnOnce(&ToolRegistry) -> Result<P, E>,
+    ) -> Result<(), E>
+    where
+        P: Policy + 'static,
+    {
+        let mut gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
+        let policy = build(gate.runtime.registry())?;
+        *gate = Arc::new(Gate {
+            runtime: Arc::clone(&gate.runtime),
+            policy: Arc::new(policy),
+        });
+        Ok(())
+    }
+
     /// The gate in force, shared; the lock is released before anything runs.
     fn gate(&self) -> Arc<Gate> {
         Arc::clone(&self.gate.read().unwrap_or_else(PoisonError::into_inner))

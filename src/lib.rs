@@ -74,11 +74,13 @@
 
 mod approvals;
 mod authorized;
+mod canonical;
 mod contract;
 mod controller;
 mod definition;
 mod policy;
 mod registry;
+mod rules;
 mod runtime;
 
 pub use approvals::{
@@ -96,6 +98,10 @@ pub use policy::{
     EmptyReason, Policy, PolicyAction, PolicyDecision, PolicyError, Reason, ToolPolicy,
 };
 pub use registry::{RegistryError, ToolRegistry};
+pub use rules::{
+    Condition, Explanation, LoadProblem, PolicyConfig, PolicyLoadError, RuleConfig, RulePolicy,
+    RuleTrace,
+};
 pub use runtime::{PreparedToolCall, ToolRuntime};
 
 /// The README's examples, compiled and run as doc tests so they cannot drift from the API.

@@ -25,6 +25,9 @@ pub enum Condition {
     All(Vec<Condition>),
     /// At least one condition holds (at least one must be listed).
     Any(Vec<Condition>),
+    /// The condition does not hold. An undetermined condition stays undetermined, so `not` can
+    /// never turn what cannot be judged into an allow.
+    Not(Box<Condition>),
     /// The string at `pointer`, as a path, lies inside one of `roots` (absolute paths). The check
     /// is lexical and component-wise: `.` and `..` are resolved, repeated `/` folded, a relative
     /// path is taken against each root, `/work-evil` is not inside `/work`. A NUL byte makes it
@@ -171,6 +174,7 @@ pub(crate) enum Truth {
 pub(crate) enum Compiled {
     All(Vec<Compiled>),
     Any(Vec<Compiled>),
+    Not(Box<Compiled>),
     PathWithin {
         pointer: String,
         roots: Vec<Vec<String>>,
@@ -249,6 +253,12 @@ pub(crate) fn compile(
                 Compiled::Any(compiled)
             }
         }
+        Condition::Not(inner) => Compiled::Not(Box::new(compile(
+            inner,
+            &format!("{place}.not"),
+            pointer_exists,
+            problems,
+        )?)),
         Condition::PathWithin { pointer, roots } => {
             check_pointer(pointer, "path_within", problems);
             if roots.is_empty() {
@@ -388,6 +398,11 @@ impl Compiled {
                 }
                 truth
             }
+            Self::Not(inner) => match inner.evaluate(arguments) {
+                Truth::Yes => Truth::No,
+                Truth::No => Truth::Yes,
+                Truth::Unknown => Truth::Unknown,
+            },
             Self::PathWithin { pointer, roots } => leaf(arguments, pointer, |value| {
                 let path = value.as_str()?;
                 if path_is_undetermined(path) {
@@ -809,7 +824,13 @@ mod tests {
             eval(Condition::Any(vec![yes.clone(), unknown.clone()])),
             Truth::Yes
         );
-        assert_eq!(eval(Condition::Any(vec![no, unknown])), Truth::Unknown);
+        assert_eq!(
+            eval(Condition::Any(vec![no.clone(), unknown.clone()])),
+            Truth::Unknown
+        );
+        assert_eq!(eval(Condition::Not(Box::new(yes))), Truth::No);
+        assert_eq!(eval(Condition::Not(Box::new(no))), Truth::Yes);
+        assert_eq!(eval(Condition::Not(Box::new(unknown))), Truth::Unknown);
     }
 
     #[test]

@@ -250,7 +250,7 @@ pub struct Explanation {
 ///    "when": {"path_within": {"pointer": "/path", "roots": ["/workspace"]}},
 ///    "match": [{"path": "src/main.rs"}], "not_match": [{"path": "/workspace/../etc/passwd"}]},
 ///   {"id": "read-elsewhere", "tool": "read_file", "action": "ask", "reason": "outside the workspace",
-///    "when": {"any": [{"path_within": {"pointer": "/path", "roots": ["/"]}}]},
+///    "when": {"not": {"path_within": {"pointer": "/path", "roots": ["/workspace"]}}},
 ///    "not_match": [{"path": "/workspace/a"}, {"path": "a"}]}
 /// ]}"#, &registry);
 /// # let policy = match policy { Ok(p) => p, Err(e) => panic!("{e}") };

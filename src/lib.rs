@@ -82,6 +82,8 @@ mod policy;
 mod registry;
 mod rules;
 mod runtime;
+#[cfg(feature = "cap-std")]
+mod workspace;
 
 pub use approvals::{
     Answered, Approval, ApprovalError, ApprovalId, ApprovalIdError, ApprovalRequest,
@@ -103,6 +105,8 @@ pub use rules::{
     RuleTrace,
 };
 pub use runtime::{PreparedToolCall, ToolRuntime};
+#[cfg(feature = "cap-std")]
+pub use workspace::{MAX_READ_BYTES, workspace_tools};
 
 /// The README's examples, compiled and run as doc tests so they cannot drift from the API.
 #[cfg(doctest)]

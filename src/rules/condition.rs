@@ -176,27 +176,27 @@ pub(crate) enum Compiled {
     Any(Vec<Compiled>),
     Not(Box<Compiled>),
     PathWithin {
-        pointer: String,
+        pointer: Pointer,
         roots: Vec<Vec<String>>,
     },
     ArgvPrefix {
-        pointer: String,
+        pointer: Pointer,
         prefix: Vec<String>,
     },
     CommandPrefix {
-        pointer: String,
+        pointer: Pointer,
         prefix: Vec<String>,
     },
     OneOf {
-        pointer: String,
+        pointer: Pointer,
         values: Vec<Value>,
     },
     Glob {
-        pointer: String,
+        pointer: Pointer,
         pattern: Vec<GlobToken>,
     },
     Range {
-        pointer: String,
+        pointer: Pointer,
         min: Option<Number>,
         max: Option<Number>,
     },
@@ -276,7 +276,7 @@ pub(crate) fn compile(
                 }
             }
             Compiled::PathWithin {
-                pointer: pointer.clone(),
+                pointer: Pointer::parse(pointer),
                 roots: normalized,
             }
         }
@@ -307,12 +307,12 @@ pub(crate) fn compile(
             }
             if command {
                 Compiled::CommandPrefix {
-                    pointer: pointer.clone(),
+                    pointer: Pointer::parse(pointer),
                     prefix: prefix.clone(),
                 }
             } else {
                 Compiled::ArgvPrefix {
-                    pointer: pointer.clone(),
+                    pointer: Pointer::parse(pointer),
                     prefix: prefix.clone(),
                 }
             }
@@ -320,7 +320,7 @@ pub(crate) fn compile(
         Condition::Equals { pointer, value } => {
             check_pointer(pointer, "equals", problems);
             Compiled::OneOf {
-                pointer: pointer.clone(),
+                pointer: Pointer::parse(pointer),
                 values: vec![value.clone()],
             }
         }
@@ -330,7 +330,7 @@ pub(crate) fn compile(
                 problems.push((format!("{place}.one_of"), "lists no value".to_owned()));
             }
             Compiled::OneOf {
-                pointer: pointer.clone(),
+                pointer: Pointer::parse(pointer),
                 values: values.clone(),
             }
         }
@@ -340,7 +340,7 @@ pub(crate) fn compile(
                 problems.push((format!("{place}.glob"), "pattern is empty".to_owned()));
             }
             Compiled::Glob {
-                pointer: pointer.clone(),
+                pointer: Pointer::parse(pointer),
                 pattern: tokenize_glob(pattern),
             }
         }
@@ -364,7 +364,7 @@ pub(crate) fn compile(
                 _ => {}
             }
             Compiled::Range {
-                pointer: pointer.clone(),
+                pointer: Pointer::parse(pointer),
                 min: min.clone(),
                 max: max.clone(),
             }
@@ -460,14 +460,51 @@ impl Compiled {
 }
 
 /// An absent field is `No`; a present one is judged by `judge`, whose `None` means undetermined.
-fn leaf(arguments: &Value, pointer: &str, judge: impl FnOnce(&Value) -> Option<bool>) -> Truth {
-    match arguments.pointer(pointer) {
+fn leaf(arguments: &Value, pointer: &Pointer, judge: impl FnOnce(&Value) -> Option<bool>) -> Truth {
+    match pointer.resolve(arguments) {
         None => Truth::No,
         Some(value) => match judge(value) {
             Some(true) => Truth::Yes,
             Some(false) => Truth::No,
             None => Truth::Unknown,
         },
+    }
+}
+
+/// A JSON Pointer split and unescaped once, at load, so resolving it per call allocates nothing
+/// (`serde_json::Value::pointer` unescapes every token on every call).
+#[derive(Debug)]
+pub(crate) struct Pointer {
+    tokens: Vec<(String, Option<usize>)>,
+}
+
+impl Pointer {
+    /// Splits a pointer whose syntax was already checked.
+    fn parse(pointer: &str) -> Self {
+        let tokens = pointer
+            .split('/')
+            .skip(1)
+            .map(|token| {
+                let key = token.replace("~1", "/").replace("~0", "~");
+                // RFC 6901: an array index is `0` or digits without a leading zero.
+                let index = (key == "0" || !key.starts_with('0'))
+                    .then(|| key.parse().ok())
+                    .flatten();
+                (key, index)
+            })
+            .collect();
+        Self { tokens }
+    }
+
+    fn resolve<'a>(&self, mut value: &'a Value) -> Option<&'a Value> {
+        for (key, index) in &self.tokens {
+            value = match value {
+                Value::Object(map) => map.get(key)?,
+                Value::Array(items) => items.get((*index)?)?,
+                _ => return None,
+            };
+        }
+        Some(value)
     }
 }
 
@@ -576,12 +613,13 @@ fn tokenize_glob(pattern: &str) -> Vec<GlobToken> {
     tokens
 }
 
-/// Wildcard match with one backtracking point: O(pattern × text) at worst, never exponential.
+/// Wildcard match with one backtracking point: O(pattern × text) at worst, never exponential,
+/// and no allocation (positions in `text` are byte offsets on character boundaries).
 fn glob_match(pattern: &[GlobToken], text: &str) -> bool {
-    let text: Vec<char> = text.chars().collect();
+    let next_width = |at: usize| text[at..].chars().next().map_or(1, char::len_utf8);
     let (mut p, mut t) = (0, 0);
     let mut resume: Option<(usize, usize)> = None;
-    while t < text.len() {
+    while let Some(c) = text[t..].chars().next() {
         match pattern.get(p) {
             Some(GlobToken::AnyRun) => {
                 resume = Some((p, t));
@@ -589,17 +627,18 @@ fn glob_match(pattern: &[GlobToken], text: &str) -> bool {
             }
             Some(GlobToken::AnyOne) => {
                 p += 1;
-                t += 1;
+                t += c.len_utf8();
             }
-            Some(GlobToken::Literal(c)) if *c == text[t] => {
+            Some(GlobToken::Literal(literal)) if *literal == c => {
                 p += 1;
-                t += 1;
+                t += c.len_utf8();
             }
             _ => match resume {
                 Some((star, start)) => {
+                    let retry = start + next_width(start);
                     p = star + 1;
-                    t = start + 1;
-                    resume = Some((star, start + 1));
+                    t = retry;
+                    resume = Some((star, retry));
                 }
                 None => return false,
             },
@@ -803,6 +842,32 @@ mod tests {
             nested.evaluate(&json!({"options": {"mode": "r"}})),
             Truth::Yes
         );
+    }
+
+    #[test]
+    fn pointers_resolve_like_rfc_6901() {
+        let value = json!({"a/b": {"m~n": [10, 20]}, "list": [1, 2], "01": "x"});
+        for (pointer, expected) in [
+            ("/a~1b/m~0n/1", Some(json!(20))),
+            ("/list/0", Some(json!(1))),
+            ("/list/01", None),
+            ("/list/2", None),
+            ("/list/-", None),
+            ("/01", Some(json!("x"))),
+            ("/missing", None),
+            ("/list/0/deeper", None),
+        ] {
+            assert_eq!(
+                Pointer::parse(pointer).resolve(&value).cloned(),
+                expected,
+                "{pointer}"
+            );
+            assert_eq!(
+                value.pointer(pointer).cloned(),
+                expected,
+                "serde_json agrees on {pointer}"
+            );
+        }
     }
 
     #[test]

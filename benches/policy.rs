@@ -1,0 +1,74 @@
+//! Rule-policy decision time as the rule count grows: 1, 100 and 1,000 rules over 100 tools.
+//! Rules are indexed by tool, so the total count should not matter; what remains is the rules of
+//! the call's own tool (1, 1 and 10 here).
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use toolgate::{
+    Condition, PolicyAction, PolicyConfig, RuleConfig, RulePolicy, ToolDefinition, ToolError,
+    ToolRegistry, ToolSpec,
+};
+
+const TOOLS: usize = 100;
+
+fn registry() -> ToolRegistry {
+    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    ToolRegistry::new((0..TOOLS).map(|tool| {
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        ToolDefinition::new(
+            ToolSpec::new(format!("tool_{tool:03}"), "bench", schema),
+            noop,
+        )
+        .expect("schema compiles")
+    }))
+    .expect("distinct names")
+}
+
+/// `count` rules, rule `i` on tool `tool_of(i)`, a third each allow / ask / deny, each on its own
+/// directory.
+fn policy(count: usize, tool_of: impl Fn(usize) -> usize, registry: &ToolRegistry) -> RulePolicy {
+    let actions = [PolicyAction::Allow, PolicyAction::Ask, PolicyAction::Deny];
+    let rules = (0..count)
+        .map(|i| {
+            RuleConfig::new(
+                format!("r{i:04}"),
+                format!("tool_{:03}", tool_of(i)),
+                actions[(i / TOOLS) % 3],
+                "bench",
+            )
+            .when(Condition::glob("/path", format!("/dir{i}/*")))
+        })
+        .collect();
+    RulePolicy::new(PolicyConfig { rules }, registry).expect("bench policy loads")
+}
+
+fn decide(c: &mut Criterion) {
+    let registry = registry();
+    let matching = json!({"path": "/dir0/file.txt"});
+    let unmatched = json!({"path": "/elsewhere/file.txt"});
+    let mut group = c.benchmark_group("policy_decide");
+    // Spread evenly: the called tool has 1, 1 and 10 rules.
+    let spread = |i: usize| i % TOOLS;
+    // The called tool keeps its one rule; the other 99 tools carry the rest.
+    let elsewhere = |i: usize| if i == 0 { 0 } else { 1 + i % (TOOLS - 1) };
+    let cases = [
+        ("1_rules", policy(1, spread, &registry)),
+        ("100_rules", policy(100, spread, &registry)),
+        ("1000_rules", policy(1000, spread, &registry)),
+        ("1000_rules_1_on_tool", policy(1000, elsewhere, &registry)),
+    ];
+    for (name, policy) in &cases {
+        group.bench_function(format!("{name}_allow"), |b| {
+            b.iter(|| policy.decide_arguments(black_box("tool_000"), black_box(&matching)))
+        });
+        group.bench_function(format!("{name}_default_deny"), |b| {
+            b.iter(|| policy.decide_arguments(black_box("tool_000"), black_box(&unmatched)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, decide);
+criterion_main!(benches);

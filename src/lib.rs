@@ -79,6 +79,7 @@ mod contract;
 mod controller;
 mod definition;
 mod policy;
+pub mod providers;
 mod registry;
 mod rules;
 mod runtime;

@@ -10,7 +10,7 @@ use crate::authorized::{Authorized, PolicyOutcome};
 use crate::contract::{ToolCall, ToolResult};
 use crate::policy::Policy;
 use crate::registry::ToolRegistry;
-use crate::runtime::ToolRuntime;
+use crate::runtime::{PreparedToolCall, ToolRuntime};
 
 /// What [`ToolController::handle`] did with a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +20,13 @@ pub enum Outcome {
     Completed(ToolResult),
     /// The call waits for a person; answer it with [`ToolController::resolve`].
     PendingApproval(ApprovalRequest),
+}
+
+/// What is left to do after the gate: run an authorized call with the gate it was authorized
+/// under, or nothing.
+enum Step<T> {
+    Run(Arc<Gate>, Authorized<PreparedToolCall>),
+    Done(T),
 }
 
 /// The registry and policy in force; replaced whole, never edited in place, so a call sees one
@@ -93,31 +100,30 @@ impl ToolController {
     ///
     /// A panic in the handler reaches the caller; the controller stays usable.
     pub fn handle(&self, call: ToolCall) -> Outcome {
-        let gate = self.gate();
-        let prepared = match gate.runtime.prepare(call) {
-            Ok(prepared) => prepared,
-            Err(result) => return Outcome::Completed(result),
-        };
-        match Authorized::by_policy(gate.policy.as_ref(), prepared) {
-            PolicyOutcome::Allowed(authorized) => {
-                Outcome::Completed(gate.runtime.execute(authorized))
-            }
-            PolicyOutcome::Denied { prepared, decision } => {
-                Outcome::Completed(PolicyOutcome::denial_result(prepared, &decision))
-            }
-            PolicyOutcome::NeedsApproval { prepared, decision } => {
-                let call = prepared.into_call();
-                let call_id = call.call_id.clone();
-                match self.pending.request(call, decision.reason) {
-                    Ok(request) => Outcome::PendingApproval(request),
-                    // Fail closed: without an unguessable id the call is not held, and not run.
-                    Err(error) => Outcome::Completed(ToolResult::error(
-                        call_id,
-                        format!("could not hold the call for approval: {error}"),
-                    )),
-                }
-            }
+        #[cfg(feature = "tracing")]
+        let _entered = observe::handle_span(&call).entered();
+        match self.gate_call(call) {
+            Step::Run(gate, authorized) => Outcome::Completed(gate.runtime.execute(authorized)),
+            Step::Done(outcome) => outcome,
         }
+    }
+
+    /// The async form of [`handle`](Self::handle): the same steps and guarantees, with the
+    /// handler awaited. No lock is held across the await.
+    pub async fn handle_async(&self, call: ToolCall) -> Outcome {
+        #[cfg(feature = "tracing")]
+        let span = observe::handle_span(&call);
+        let work = async move {
+            match self.gate_call(call) {
+                Step::Run(gate, authorized) => {
+                    Outcome::Completed(gate.runtime.execute_async(authorized).await)
+                }
+                Step::Done(outcome) => outcome,
+            }
+        };
+        #[cfg(feature = "tracing")]
+        let work = tracing::Instrument::instrument(work, span);
+        work.await
     }
 
     /// Applies a person's answer. A rejection gives an error result for the call; an approval
@@ -128,9 +134,80 @@ impl ToolController {
     ///
     /// [`ApprovalError::NotPending`] if the id is unknown or was already answered; nothing runs.
     pub fn resolve(&self, response: ApprovalResponse) -> Result<ToolResult, ApprovalError> {
-        let approval = match self.pending.answer(response)? {
+        #[cfg(feature = "tracing")]
+        let span = observe::resolve_span(&response);
+        #[cfg(feature = "tracing")]
+        let _entered = span.enter();
+        let answered = self.pending.answer(response)?;
+        #[cfg(feature = "tracing")]
+        observe::record_answered(&span, &answered);
+        Ok(match self.answer(answered) {
+            Step::Run(gate, authorized) => gate.runtime.execute(authorized),
+            Step::Done(result) => result,
+        })
+    }
+
+    /// The async form of [`resolve`](Self::resolve).
+    ///
+    /// # Errors
+    ///
+    /// As [`resolve`](Self::resolve).
+    pub async fn resolve_async(
+        &self,
+        response: ApprovalResponse,
+    ) -> Result<ToolResult, ApprovalError> {
+        #[cfg(feature = "tracing")]
+        let span = observe::resolve_span(&response);
+        #[cfg(feature = "tracing")]
+        let recorded = span.clone();
+        let work = async move {
+            let answered = self.pending.answer(response)?;
+            #[cfg(feature = "tracing")]
+            observe::record_answered(&recorded, &answered);
+            Ok(match self.answer(answered) {
+                Step::Run(gate, authorized) => gate.runtime.execute_async(authorized).await,
+                Step::Done(result) => result,
+            })
+        };
+        #[cfg(feature = "tracing")]
+        let work = tracing::Instrument::instrument(work, span);
+        work.await
+    }
+
+    /// Everything `handle` does before the handler runs.
+    fn gate_call(&self, call: ToolCall) -> Step<Outcome> {
+        let gate = self.gate();
+        let prepared = match gate.runtime.prepare(call) {
+            Ok(prepared) => prepared,
+            Err(result) => return Step::Done(Outcome::Completed(result)),
+        };
+        Step::Done(
+            match Authorized::by_policy(gate.policy.as_ref(), prepared) {
+                PolicyOutcome::Allowed(authorized) => return Step::Run(gate, authorized),
+                PolicyOutcome::Denied { prepared, decision } => {
+                    Outcome::Completed(PolicyOutcome::denial_result(prepared, &decision))
+                }
+                PolicyOutcome::NeedsApproval { prepared, decision } => {
+                    let call = prepared.into_call();
+                    let call_id = call.call_id.clone();
+                    match self.pending.request(call, decision.reason) {
+                        Ok(request) => Outcome::PendingApproval(request),
+                        // Fail closed: without an unguessable id the call is not held, and not run.
+                        Err(error) => Outcome::Completed(ToolResult::error(
+                            call_id,
+                            format!("could not hold the call for approval: {error}"),
+                        )),
+                    }
+                }
+            },
+        )
+    }
+
+    /// Everything `resolve` does before the handler runs.
+    fn answer(&self, answered: Answered) -> Step<ToolResult> {
+        let approval = match answered {
             Answered::Rejected(request) => {
-                return Ok(ToolResult::error(
+                return Step::Done(ToolResult::error(
                     request.call.call_id,
                     "rejected: the person reviewing this call did not approve it; it did not run",
                 ));
@@ -138,12 +215,10 @@ impl ToolController {
             Answered::Approved(approval) => approval,
         };
         let gate = self.gate();
-        Ok(
-            match Authorized::by_approval(&gate.runtime, gate.policy.as_ref(), approval) {
-                Ok(authorized) => gate.runtime.execute(authorized),
-                Err(result) => result,
-            },
-        )
+        match Authorized::by_approval(&gate.runtime, gate.policy.as_ref(), approval) {
+            Ok(authorized) => Step::Run(gate, authorized),
+            Err(result) => Step::Done(result),
+        }
     }
 
     /// The requests waiting for a person.
@@ -218,5 +293,50 @@ impl ToolController {
     /// The gate in force, shared; the lock is released before anything runs.
     fn gate(&self) -> Arc<Gate> {
         Arc::clone(&self.gate.read().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// Spans for `handle` and `resolve`: the call id, the tool name and the approval id, each bounded
+/// in length — never argument values.
+#[cfg(feature = "tracing")]
+mod observe {
+    use tracing::Span;
+    use tracing::field::Empty;
+
+    use crate::approvals::{Answered, ApprovalResponse};
+    use crate::contract::{ToolCall, quote_bounded};
+
+    pub(super) fn handle_span(call: &ToolCall) -> Span {
+        tracing::info_span!(
+            "toolgate.handle",
+            call_id = %quote_bounded(&call.call_id),
+            tool = %quote_bounded(&call.tool_name),
+        )
+    }
+
+    pub(super) fn resolve_span(response: &ApprovalResponse) -> Span {
+        tracing::info_span!(
+            "toolgate.resolve",
+            approval_id = %response.approval_id,
+            verdict = ?response.verdict,
+            call_id = Empty,
+            tool = Empty,
+        )
+    }
+
+    /// Fills in the call's id and tool once the answered request is known.
+    pub(super) fn record_answered(span: &Span, answered: &Answered) {
+        let request = match answered {
+            Answered::Approved(approval) => approval.request(),
+            Answered::Rejected(request) => request,
+        };
+        span.record(
+            "call_id",
+            tracing::field::display(quote_bounded(&request.call.call_id)),
+        );
+        span.record(
+            "tool",
+            tracing::field::display(quote_bounded(&request.call.tool_name)),
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! Tool definitions: a spec, its compiled validator and its handler.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -122,6 +124,51 @@ where
     fn call(&self, arguments: &Value) -> Result<String, ToolError> {
         self(arguments)
     }
+}
+
+/// A boxed, `Send` future, as async handlers return it.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A handler whose work is asynchronous (network, disk, a subprocess).
+///
+/// It receives the validated arguments by value — moved out of the authorized call, never
+/// copied — and returns a `Send` future, so it runs on any executor: toolgate ties itself to no
+/// async runtime. It is implemented for every
+/// `Fn(Value) -> impl Future<Output = Result<String, ToolError>> + Send + 'static` closure.
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::{json, Value};
+/// use toolgate::{ToolDefinition, ToolError, ToolSpec};
+///
+/// let spec = ToolSpec::new("fetch", "Fetch a URL.", json!({"type": "object"}));
+/// let fetch = ToolDefinition::new_async(spec, |args: Value| async move {
+///     // e.g. `client.get(args["url"].as_str()?).send().await`
+///     Ok::<_, ToolError>(format!("fetched {}", args["url"]))
+/// })?;
+/// # Ok::<(), toolgate::DefinitionError>(())
+/// ```
+pub trait AsyncToolHandler: Send + Sync {
+    /// Starts the tool on validated arguments.
+    fn call(&self, arguments: Value) -> BoxFuture<'static, Result<String, ToolError>>;
+}
+
+impl<F, Fut> AsyncToolHandler for F
+where
+    F: Fn(Value) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+{
+    fn call(&self, arguments: Value) -> BoxFuture<'static, Result<String, ToolError>> {
+        Box::pin(self(arguments))
+    }
+}
+
+/// A definition's handler: plain or async.
+#[derive(Clone)]
+pub(crate) enum Handler {
+    Blocking(Arc<dyn ToolHandler>),
+    Async(Arc<dyn AsyncToolHandler>),
 }
 
 /// One way the arguments broke the tool's rules: where, which rule, and what was expected.
@@ -266,7 +313,7 @@ pub struct ToolDefinition {
     spec: ToolSpec,
     validator: jsonschema::Validator,
     argument_check: Option<Box<ArgumentCheck>>,
-    handler: Arc<dyn ToolHandler>,
+    handler: Handler,
 }
 
 impl fmt::Debug for ToolDefinition {
@@ -305,6 +352,27 @@ impl ToolDefinition {
         Self::with_shared_handler(spec, Arc::new(handler))
     }
 
+    /// Compiles the spec's schema and joins it with an async handler. The runtime's
+    /// `execute_async` awaits it; the blocking `execute` drives it to completion on the calling
+    /// thread (so a handler that needs a particular runtime's reactor must go through
+    /// `execute_async` / `handle_async` / `resolve_async` inside that runtime).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn new_async(
+        spec: ToolSpec,
+        handler: impl AsyncToolHandler + 'static,
+    ) -> Result<Self, DefinitionError> {
+        let validator = compile_schema(&spec)?;
+        Ok(Self {
+            spec,
+            validator,
+            argument_check: None,
+            handler: Handler::Async(Arc::new(handler)),
+        })
+    }
+
     /// Like [`new`](Self::new), for a handler already shared behind an `Arc`.
     ///
     /// # Errors
@@ -334,8 +402,57 @@ impl ToolDefinition {
             spec,
             validator,
             argument_check: None,
-            handler,
+            handler: Handler::Blocking(handler),
         })
+    }
+
+    /// A tool over a Rust argument type: the schema is generated from `T` (feature `schemars`),
+    /// arguments are validated against it as for any tool, then deserialized into `T` for the
+    /// handler. A deserialization failure (a schema looser than the type) is an error result that
+    /// does not quote the arguments.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new), for the generated schema.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    /// use toolgate::{ToolDefinition, ToolError};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Add { a: i64, b: i64 }
+    ///
+    /// let calculator = ToolDefinition::typed("calculator", "Add a and b.", |args: Add| {
+    ///     args.a.checked_add(args.b).map(|sum| sum.to_string()).ok_or_else(|| ToolError::new("overflow"))
+    /// })?;
+    /// assert_eq!(calculator.spec().input_schema["required"], serde_json::json!(["a", "b"]));
+    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// ```
+    #[cfg(feature = "schemars")]
+    pub fn typed<T, F>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Result<Self, DefinitionError>
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema,
+        F: Fn(T) -> Result<String, ToolError> + Send + Sync + 'static,
+    {
+        let name = name.into();
+        let schema = schemars::schema_for!(T).to_value();
+        let tool = name.clone();
+        let typed = move |arguments: &Value| -> Result<String, ToolError> {
+            match T::deserialize(arguments) {
+                Ok(arguments) => handler(arguments),
+                Err(_) => Err(ToolError::new(format!(
+                    "invalid arguments for {tool}: they satisfy the schema but not the tool's argument type"
+                ))),
+            }
+        };
+        Self::new(ToolSpec::new(name, description, schema), typed)
     }
 
     /// Adds a check the schema cannot express (the original design's `validate_arguments`). It
@@ -413,8 +530,13 @@ impl ToolDefinition {
         Ok(())
     }
 
-    pub(crate) fn handler(&self) -> &dyn ToolHandler {
-        self.handler.as_ref()
+    pub(crate) fn handler(&self) -> &Handler {
+        &self.handler
+    }
+
+    /// Whether the handler is async.
+    pub fn is_async(&self) -> bool {
+        matches!(self.handler, Handler::Async(_))
     }
 }
 

@@ -1,13 +1,15 @@
 //! Preparation (resolve + validate) and execution.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
 use serde_json::Value;
 
 use crate::authorized::Authorized;
 use crate::contract::{ToolCall, ToolResult, quote_bounded};
-use crate::definition::{ToolDefinition, drop_deep};
+use crate::definition::{Handler, ToolDefinition, drop_deep};
 use crate::registry::ToolRegistry;
 
 /// A call whose tool resolved and whose arguments validated against that tool's schema.
@@ -145,10 +147,55 @@ impl ToolRuntime {
     /// compile (`ui-tests/execute_prepared.rs`, `ui-tests/execute_raw_call.rs`).
     pub fn execute(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
         let PreparedToolCall { call, definition } = authorized.into_inner();
-        let outcome = definition.handler().call(&call.arguments);
-        match outcome {
-            Ok(content) => ToolResult::ok(call.call_id, content),
-            Err(error) => ToolResult::error(call.call_id, error.to_string()),
+        let ToolCall {
+            call_id, arguments, ..
+        } = call;
+        let outcome = match definition.handler() {
+            Handler::Blocking(handler) => handler.call(&arguments),
+            Handler::Async(handler) => block_on(handler.call(arguments)),
+        };
+        into_result(call_id, outcome)
+    }
+
+    /// The async form of [`execute`](Self::execute), with the same typestate and guarantees: an
+    /// async handler is awaited (its arguments moved into it, not copied); a blocking handler
+    /// runs on the task that polls this future.
+    pub async fn execute_async(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
+        let PreparedToolCall { call, definition } = authorized.into_inner();
+        let ToolCall {
+            call_id, arguments, ..
+        } = call;
+        let outcome = match definition.handler() {
+            Handler::Blocking(handler) => handler.call(&arguments),
+            Handler::Async(handler) => handler.call(arguments).await,
+        };
+        into_result(call_id, outcome)
+    }
+}
+
+fn into_result(call_id: String, outcome: Result<String, crate::ToolError>) -> ToolResult {
+    match outcome {
+        Ok(content) => ToolResult::ok(call_id, content),
+        Err(error) => ToolResult::error(call_id, error.to_string()),
+    }
+}
+
+/// Drives a future to completion on the current thread, parking between polls. Enough for a
+/// handler that does not need a particular runtime's reactor; no `unsafe`, no dependency.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let mut future = std::pin::pin!(future);
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    loop {
+        match future.as_mut().poll(&mut context) {
+            Poll::Ready(output) => return output,
+            Poll::Pending => std::thread::park(),
         }
     }
 }

@@ -89,3 +89,60 @@ pub fn policy(allowed: &[&str], ask: &[&str]) -> ToolPolicy {
 pub fn run_count(counter: &Arc<AtomicUsize>) -> usize {
     counter.load(Ordering::SeqCst)
 }
+
+/// A minimal executor for the async tests: polls on the current thread and parks between polls.
+/// toolgate's async API needs no particular runtime, and this proves it.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let mut future = std::pin::pin!(future);
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+/// A future that is pending once and is woken from another thread before it completes, like a
+/// handler waiting on I/O.
+pub struct WokenLater<T> {
+    value: Option<T>,
+    waited: bool,
+}
+
+impl<T> WokenLater<T> {
+    pub fn new(value: T) -> Self {
+        Self {
+            value: Some(value),
+            waited: false,
+        }
+    }
+}
+
+impl<T: Unpin> std::future::Future for WokenLater<T> {
+    type Output = T;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<T> {
+        if self.waited {
+            return std::task::Poll::Ready(self.value.take().expect("polled after completion"));
+        }
+        self.waited = true;
+        let waker = cx.waker().clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            waker.wake();
+        });
+        std::task::Poll::Pending
+    }
+}

@@ -1,0 +1,119 @@
+//! `tracing` spans for handle and resolve (feature `tracing`): call id and tool, never values.
+#![cfg(feature = "tracing")]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use serde_json::json;
+use toolgate::*;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+
+/// A span's name and its fields as (name, value) text.
+type RecordedSpan = (String, Vec<(String, String)>);
+
+/// Records every span's name and fields as text.
+#[derive(Clone, Default)]
+struct Recorder {
+    spans: Arc<Mutex<Vec<RecordedSpan>>>,
+}
+
+struct Fields<'a>(&'a mut Vec<(String, String)>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push((field.name().to_owned(), format!("{value:?}")));
+    }
+}
+
+impl Subscriber for Recorder {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        let mut spans = self.spans.lock().unwrap();
+        let mut fields = Vec::new();
+        span.record(&mut Fields(&mut fields));
+        spans.push((span.metadata().name().to_owned(), fields));
+        Id::from_u64(spans.len() as u64)
+    }
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        let mut spans = self.spans.lock().unwrap();
+        let index = span.into_u64() as usize - 1;
+        values.record(&mut Fields(&mut spans[index].1));
+    }
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, _: &Event<'_>) {}
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+#[test]
+fn handle_and_resolve_spans_carry_ids_and_tool_names_only() {
+    let recorder = Recorder::default();
+    let controller = ToolController::new(
+        registry([
+            calculator(),
+            counted("apply_patch", patch_schema(), &Arc::default()),
+        ]),
+        policy(&["calculator"], &["apply_patch"]),
+    );
+    tracing::subscriber::with_default(recorder.clone(), || {
+        let _ = controller.handle(ToolCall::new(
+            "call_1",
+            "calculator",
+            json!({"a": 40, "b": 2}),
+        ));
+        let Outcome::PendingApproval(request) = controller.handle(ToolCall::new(
+            "call_2",
+            "apply_patch",
+            json!({"patch": "sk-SECRET-PATCH"}),
+        )) else {
+            panic!("asks");
+        };
+        controller
+            .resolve(ApprovalResponse::approve(request.approval_id))
+            .unwrap();
+        let _ = block_on(controller.handle_async(ToolCall::new(
+            "call_3",
+            "calculator",
+            json!({"a": 1, "b": 1}),
+        )));
+    });
+    let spans = recorder.spans.lock().unwrap().clone();
+    let names: Vec<&str> = spans.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "toolgate.handle",
+            "toolgate.handle",
+            "toolgate.resolve",
+            "toolgate.handle"
+        ]
+    );
+    let field = |span: usize, name: &str| {
+        spans[span]
+            .1
+            .iter()
+            .find(|(field, _)| field == name)
+            .map(|(_, value)| value.clone())
+    };
+    assert_eq!(field(0, "call_id").as_deref(), Some("call_1"));
+    assert_eq!(field(0, "tool").as_deref(), Some("calculator"));
+    assert_eq!(
+        field(2, "call_id").as_deref(),
+        Some("call_2"),
+        "resolve records the answered call"
+    );
+    assert_eq!(field(2, "tool").as_deref(), Some("apply_patch"));
+    assert!(field(2, "approval_id").is_some());
+    assert_eq!(field(3, "call_id").as_deref(), Some("call_3"));
+    let everything = format!("{spans:?}");
+    assert!(
+        !everything.contains("SECRET") && !everything.contains("40"),
+        "{everything}"
+    );
+}

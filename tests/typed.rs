@@ -27,7 +27,7 @@ struct EvenCode(String);
 impl TryFrom<String> for EvenCode {
     type Error = String;
     fn try_from(code: String) -> Result<Self, String> {
-        if code.len() % 2 == 0 {
+        if code.len().is_multiple_of(2) {
             Ok(Self(code))
         } else {
             Err(format!("odd code {code}"))

@@ -1,6 +1,5 @@
 //! One-time approvals: calls held for a person's answer.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -8,6 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::ToolCall;
+use crate::names::FastMap;
 use crate::policy::Reason;
 
 /// An approval's id: 128 bits from the operating system's randomness, shown as 32 hex digits.
@@ -219,7 +219,7 @@ pub enum Answered {
 #[derive(Debug, Default)]
 pub struct PendingApprovals {
     // The lock is held only to insert, remove or copy entries, never while a handler runs.
-    requests: Mutex<HashMap<ApprovalId, ApprovalRequest>>,
+    requests: Mutex<FastMap<ApprovalId, ApprovalRequest>>,
 }
 
 impl PendingApprovals {
@@ -281,7 +281,7 @@ impl PendingApprovals {
         self.lock().is_empty()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<ApprovalId, ApprovalRequest>> {
+    fn lock(&self) -> MutexGuard<'_, FastMap<ApprovalId, ApprovalRequest>> {
         // No code that can panic runs under this lock, so poisoning cannot happen; if it ever
         // did, the map itself is still consistent (each operation is a single insert or remove).
         self.requests.lock().unwrap_or_else(PoisonError::into_inner)

@@ -155,6 +155,14 @@ impl ToolSpec {
 /// name cannot turn every error result into a megabyte.
 pub(crate) fn quote_bounded(text: &str) -> String {
     const MAX_CHARS: usize = 128;
+    // Fast path: short printable ASCII with nothing to escape is quoted as it is.
+    if text.len() <= MAX_CHARS
+        && text.bytes().all(|byte| {
+            byte == b' ' || (byte.is_ascii_graphic() && !matches!(byte, b'\\' | b'"' | b'\''))
+        })
+    {
+        return text.to_owned();
+    }
     let mut quoted: String = text
         .chars()
         .take(MAX_CHARS)

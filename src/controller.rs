@@ -1,6 +1,8 @@
 //! The controller: every module joined in the safe order behind two calls.
 
+use std::cell::RefCell;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::approvals::{
@@ -69,8 +71,25 @@ struct Gate {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct ToolController {
+    // The published gate. Writers replace it under the write lock and bump `generation` before
+    // releasing it; readers keep a thread-private copy per controller and generation (see
+    // `gate()`), so the allow path writes no memory another thread reads.
     gate: RwLock<Arc<Gate>>,
+    generation: AtomicU64,
+    // Tells this controller's entries apart in the threads' caches.
+    id: u64,
     pending: PendingApprovals,
+}
+
+/// Hands out controller ids for the thread caches.
+static NEXT_CONTROLLER_ID: AtomicU64 = AtomicU64::new(0);
+
+/// How many controllers' gates one thread keeps; the oldest is dropped past it.
+const CACHED_GATES_PER_THREAD: usize = 8;
+
+thread_local! {
+    /// (controller id, generation, this thread's own `Arc` of that gate).
+    static CACHED_GATES: RefCell<Vec<(u64, u64, Arc<Gate>)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl fmt::Debug for ToolController {
@@ -90,6 +109,8 @@ impl ToolController {
                 runtime: Arc::new(ToolRuntime::new(registry)),
                 policy: Arc::new(policy),
             })),
+            generation: AtomicU64::new(0),
+            id: NEXT_CONTROLLER_ID.fetch_add(1, Ordering::Relaxed),
             pending: PendingApprovals::new(),
         }
     }
@@ -239,6 +260,7 @@ impl ToolController {
             runtime: Arc::new(ToolRuntime::new(registry)),
             policy: Arc::clone(&gate.policy),
         });
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     /// Replaces the policy. Waiting approvals are decided again under the new policy when
@@ -249,6 +271,7 @@ impl ToolController {
             runtime: Arc::clone(&gate.runtime),
             policy: Arc::new(policy),
         });
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     /// Builds a policy against the current registry and puts it in force only if it built: on an
@@ -287,12 +310,60 @@ impl ToolController {
             runtime: Arc::clone(&gate.runtime),
             policy: Arc::new(policy),
         });
+        self.generation.fetch_add(1, Ordering::Release);
         Ok(())
     }
 
     /// The gate in force, shared; the lock is released before anything runs.
+    ///
+    /// Every thread keeps its own `Arc` of the gate per controller and generation, so the hot
+    /// path only reads shared memory (the generation) and counts references on a line no other
+    /// thread touches. Cloning the published `Arc` instead made two threads fight over one cache
+    /// line on every call: 2 threads reached 1.03–1.11× the throughput of 1 (separate
+    /// controllers: 1.65–1.91×).
     fn gate(&self) -> Arc<Gate> {
-        Arc::clone(&self.gate.read().unwrap_or_else(PoisonError::into_inner))
+        let generation = self.generation.load(Ordering::Acquire);
+        let cached = CACHED_GATES
+            .try_with(|cache| {
+                cache
+                    .borrow()
+                    .iter()
+                    .find(|(id, cached, _)| *id == self.id && *cached == generation)
+                    .map(|(_, _, gate)| Arc::clone(gate))
+            })
+            .ok()
+            .flatten();
+        if let Some(gate) = cached {
+            return gate;
+        }
+        let (generation, own) = {
+            let published = self.gate.read().unwrap_or_else(PoisonError::into_inner);
+            // Read under the lock: writers bump it before releasing theirs.
+            let generation = self.generation.load(Ordering::Acquire);
+            let own = Arc::new(Gate {
+                runtime: Arc::clone(&published.runtime),
+                policy: Arc::clone(&published.policy),
+            });
+            (generation, own)
+        };
+        // Unavailable only while the thread is being torn down; then the copy is just not kept.
+        let _ = CACHED_GATES.try_with(|cache| {
+            let mut cache = cache.borrow_mut();
+            cache.retain(|(id, _, _)| *id != self.id);
+            if cache.len() >= CACHED_GATES_PER_THREAD {
+                cache.remove(0);
+            }
+            cache.push((self.id, generation, Arc::clone(&own)));
+        });
+        own
+    }
+}
+
+impl Drop for ToolController {
+    fn drop(&mut self) {
+        // Other threads' copies go when they are evicted or the threads end.
+        let _ =
+            CACHED_GATES.try_with(|cache| cache.borrow_mut().retain(|(id, _, _)| *id != self.id));
     }
 }
 

@@ -620,34 +620,25 @@ fn measure(value: &Value, max_depth: usize, max_nodes: usize) -> (usize, usize) 
 }
 
 /// Whether `value` nests more than `limit` arrays or objects deep (counted as `serde_json`'s
-/// parser counts them), walked without recursion.
+/// parser counts them). Recursive, but never deeper than `limit + 1` frames, and allocation-free:
+/// it runs on every call.
 pub(crate) fn exceeds_depth(value: &Value, limit: usize) -> bool {
-    let mut stack = vec![(value, 1_usize)];
-    while let Some((value, depth)) = stack.pop() {
-        if depth > limit {
-            return true;
+    match value {
+        Value::Array(items) => {
+            limit == 0 || items.iter().any(|item| exceeds_depth(item, limit - 1))
         }
-        match value {
-            Value::Array(items) => stack.extend(
-                items
-                    .iter()
-                    .filter(|item| item.is_array() || item.is_object())
-                    .map(|item| (item, depth + 1)),
-            ),
-            Value::Object(map) => stack.extend(
-                map.values()
-                    .filter(|item| item.is_array() || item.is_object())
-                    .map(|item| (item, depth + 1)),
-            ),
-            _ => {}
-        }
+        Value::Object(map) => limit == 0 || map.values().any(|item| exceeds_depth(item, limit - 1)),
+        _ => false,
     }
-    false
 }
 
 /// Drops a value without recursion, so a value nested far deeper than the stack allows (one a
 /// program built in code; parsed JSON is limited to 128 levels) cannot overflow it when freed.
 pub(crate) fn drop_deep(value: Value) {
+    // Shallow values, nearly all of them, are dropped the ordinary way.
+    if !exceeds_depth(&value, MAX_ARGUMENT_DEPTH) {
+        return;
+    }
     let mut stack = vec![value];
     while let Some(value) = stack.pop() {
         match value {

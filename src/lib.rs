@@ -78,6 +78,7 @@ mod canonical;
 mod contract;
 mod controller;
 mod definition;
+mod names;
 mod policy;
 pub mod providers;
 mod registry;

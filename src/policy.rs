@@ -1,11 +1,11 @@
 //! Policies: allow, ask or deny a prepared call.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::names::FastSet;
 use crate::runtime::PreparedToolCall;
 
 /// What a policy wants done with a call.
@@ -271,8 +271,8 @@ pub enum PolicyError {
 #[derive(Debug, Clone, Default)]
 pub struct ToolPolicy {
     // Invariant: the two sets are disjoint.
-    allowed: HashSet<String>,
-    confirmation_required: HashSet<String>,
+    allowed: FastSet<String>,
+    confirmation_required: FastSet<String>,
 }
 
 impl ToolPolicy {
@@ -289,8 +289,8 @@ impl ToolPolicy {
         A: Into<String>,
         C: Into<String>,
     {
-        let allowed: HashSet<String> = allowed.into_iter().map(Into::into).collect();
-        let confirmation_required: HashSet<String> =
+        let allowed: FastSet<String> = allowed.into_iter().map(Into::into).collect();
+        let confirmation_required: FastSet<String> =
             confirmation_required.into_iter().map(Into::into).collect();
         // Sorted so the error names the same tool on every run.
         let mut overlap: Vec<&String> = allowed.intersection(&confirmation_required).collect();

@@ -1,10 +1,10 @@
 //! The set of tools the model may call.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::contract::ToolSpec;
 use crate::definition::ToolDefinition;
+use crate::names::FastMap;
 
 /// Why a [`ToolRegistry`] could not be built. The caller assembled the tool set wrongly.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub enum RegistryError {
 #[derive(Debug, Default)]
 pub struct ToolRegistry {
     // Invariant: `by_name` and `in_order` hold the same definitions, each under its spec's name.
-    by_name: HashMap<String, Arc<ToolDefinition>>,
+    by_name: FastMap<String, Arc<ToolDefinition>>,
     in_order: Vec<Arc<ToolDefinition>>,
 }
 

@@ -505,3 +505,71 @@ fn many_threads_handle_and_resolve_concurrently() {
     assert_eq!(run_count(&runs), 400);
     assert!(controller.pending().is_empty());
 }
+
+#[test]
+fn a_replacement_reaches_threads_that_already_handled_calls() {
+    use std::sync::mpsc;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = Arc::new(ToolController::new(
+        registry([counted("t", json!({"type": "object"}), &runs)]),
+        policy(&["t"], &[]),
+    ));
+    let (go, wait) = mpsc::channel::<()>();
+    let (done, results) = mpsc::channel::<ToolResult>();
+    let worker = {
+        let controller = Arc::clone(&controller);
+        thread::spawn(move || {
+            for round in 0..3 {
+                wait.recv().expect("main signals");
+                let call = ToolCall::new(format!("round-{round}"), "t", json!({}));
+                done.send(completed(controller.handle(call)))
+                    .expect("main listens");
+            }
+        })
+    };
+    go.send(()).unwrap();
+    assert!(
+        !results.recv().unwrap().is_error,
+        "allowed before the change"
+    );
+    controller.replace_policy(policy(&[], &[]));
+    go.send(()).unwrap();
+    let denied = results.recv().unwrap();
+    assert!(
+        denied.content.contains("default deny"),
+        "the worker saw the new policy: {denied:?}"
+    );
+    controller.replace_registry(registry([]));
+    go.send(()).unwrap();
+    assert_eq!(
+        results.recv().unwrap(),
+        ToolResult::error("round-2", "unknown tool: t")
+    );
+    worker.join().unwrap();
+    assert_eq!(run_count(&runs), 1);
+}
+
+#[test]
+fn many_controllers_on_one_thread_keep_their_own_policies() {
+    // More controllers than a thread caches gates for, used in turn.
+    let controllers: Vec<ToolController> = (0..20)
+        .map(|i| {
+            let allowed: &[&str] = if i % 2 == 0 { &["calculator"] } else { &[] };
+            ToolController::new(registry([calculator()]), policy(allowed, &[]))
+        })
+        .collect();
+    for round in 0..3 {
+        for (i, controller) in controllers.iter().enumerate() {
+            let result = completed(controller.handle(ToolCall::new(
+                format!("{round}-{i}"),
+                "calculator",
+                json!({"a": 1, "b": 1}),
+            )));
+            assert_eq!(
+                result.is_error,
+                i % 2 == 1,
+                "controller {i} round {round}: {result:?}"
+            );
+        }
+    }
+}

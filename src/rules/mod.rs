@@ -15,6 +15,7 @@ pub use condition::Condition;
 use condition::{Compiled, Truth};
 
 use crate::canonical;
+use crate::names::FastMap;
 use crate::policy::{Policy, PolicyAction, PolicyDecision, Reason};
 use crate::registry::ToolRegistry;
 use crate::runtime::PreparedToolCall;
@@ -261,7 +262,7 @@ pub struct Explanation {
 /// ```
 #[derive(Debug)]
 pub struct RulePolicy {
-    by_tool: HashMap<String, ToolRules>,
+    by_tool: FastMap<String, ToolRules>,
     digest: Arc<str>,
     config: PolicyConfig,
 }
@@ -386,7 +387,7 @@ fn load(config: PolicyConfig, registry: &ToolRegistry) -> Result<RulePolicy, Pol
     let mut problems = Vec::new();
     let mut problem =
         |place: String, message: String| problems.push(LoadProblem { place, message });
-    let mut by_tool: HashMap<String, ToolRules> = HashMap::new();
+    let mut by_tool: FastMap<String, ToolRules> = FastMap::default();
     let mut seen_ids: HashMap<&str, usize> = HashMap::new();
     // (tool, canonical condition) → (rule index, action), to find repeats and contradictions.
     let mut seen_conditions: HashMap<(&str, String), (usize, PolicyAction)> = HashMap::new();

@@ -1,0 +1,198 @@
+//! What the gate costs, each figure paired in the same run with its floor: the work a call must do
+//! anyway (the compiled schema validating the arguments, the handler, building the result).
+//!
+//! `./bench-report` runs these and prints the table of ratios; see the README's Performance section.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use toolgate::providers::openai;
+use toolgate::{
+    ApprovalResponse, Outcome, ToolCall, ToolController, ToolDefinition, ToolError, ToolPolicy,
+    ToolRegistry, ToolResult, ToolSpec,
+};
+
+fn calculator_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "additionalProperties": false
+    })
+}
+
+fn add(args: &Value) -> Result<String, ToolError> {
+    let (a, b) = (
+        args["a"].as_i64().unwrap_or(0),
+        args["b"].as_i64().unwrap_or(0),
+    );
+    Ok((a + b).to_string())
+}
+
+fn calculator(name: &str) -> ToolDefinition {
+    ToolDefinition::new(
+        ToolSpec::new(name, "Add a and b.", calculator_schema()),
+        add,
+    )
+    .expect("schema compiles")
+}
+
+fn controller(extra_tools: usize, allowed: &[&str], asked: &[&str]) -> ToolController {
+    let tools = std::iter::once(calculator("calculator"))
+        .chain((0..extra_tools).map(|i| calculator(&format!("tool_{i:05}"))));
+    let registry = ToolRegistry::new(tools).expect("distinct names");
+    let policy = ToolPolicy::new(allowed.iter().copied(), asked.iter().copied()).expect("disjoint");
+    ToolController::new(registry, policy)
+}
+
+fn call(tool: &str, arguments: Value) -> ToolCall {
+    ToolCall::new("call_1", tool, arguments)
+}
+
+fn completed(outcome: Outcome) -> ToolResult {
+    match outcome {
+        Outcome::Completed(result) => result,
+        Outcome::PendingApproval(_) => panic!("bench expected a result"),
+    }
+}
+
+fn gate(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gate");
+    let floor_validator = jsonschema::options()
+        .offline()
+        .build(&calculator_schema())
+        .expect("schema compiles");
+    let valid = json!({"a": 40, "b": 2});
+
+    // The floor: validate with the compiled schema, run the handler, build the result.
+    group.bench_function("floor_allow", |b| {
+        b.iter_batched(
+            || call("calculator", valid.clone()),
+            |call| {
+                assert!(floor_validator.is_valid(&call.arguments));
+                let content = add(&call.arguments).expect("adds");
+                ToolResult::ok(call.call_id, content)
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    let allow = controller(0, &["calculator"], &[]);
+    group.bench_function("allow", |b| {
+        b.iter_batched(
+            || call("calculator", valid.clone()),
+            |call| completed(allow.handle(call)),
+            BatchSize::SmallInput,
+        )
+    });
+
+    // Failures: the floor is the same validation (it must run to know), without a handler.
+    group.bench_function("unknown_tool", |b| {
+        b.iter_batched(
+            || call("delete_everything", valid.clone()),
+            |call| completed(allow.handle(call)),
+            BatchSize::SmallInput,
+        )
+    });
+    let invalid = json!({"a": "forty", "c": 1});
+    group.bench_function("floor_invalid", |b| {
+        b.iter_batched(
+            || call("calculator", invalid.clone()),
+            |call| {
+                let listing: Vec<String> = floor_validator
+                    .iter_errors(&call.arguments)
+                    .map(|error| error.to_string())
+                    .collect();
+                ToolResult::error(call.call_id, listing.join("; "))
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("invalid_arguments", |b| {
+        b.iter_batched(
+            || call("calculator", invalid.clone()),
+            |call| completed(allow.handle(call)),
+            BatchSize::SmallInput,
+        )
+    });
+    let deny = controller(0, &[], &[]);
+    group.bench_function("deny", |b| {
+        b.iter_batched(
+            || call("calculator", valid.clone()),
+            |call| completed(deny.handle(call)),
+            BatchSize::SmallInput,
+        )
+    });
+
+    // Ask → approve → execute, against the allow path above.
+    let ask = controller(0, &[], &["calculator"]);
+    group.bench_function("ask_approve_execute", |b| {
+        b.iter_batched(
+            || call("calculator", valid.clone()),
+            |call| {
+                let Outcome::PendingApproval(request) = ask.handle(call) else {
+                    panic!("calculator asks");
+                };
+                ask.resolve(ApprovalResponse::approve(request.approval_id))
+                    .expect("pending")
+            },
+            BatchSize::SmallInput,
+        )
+    });
+
+    // Resolution must not grow with the registry.
+    let large = controller(9_999, &["calculator"], &[]);
+    group.bench_function("allow_10000_tools", |b| {
+        b.iter_batched(
+            || call("calculator", valid.clone()),
+            |call| completed(large.handle(call)),
+            BatchSize::SmallInput,
+        )
+    });
+
+    // Provider parsing: an OpenAI assistant message with three calls.
+    let message = json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "calculator", "arguments": "{\"a\":1,\"b\":2}"}},
+        {"id": "call_2", "type": "function", "function": {"name": "calculator", "arguments": "{\"a\":3,\"b\":4}"}},
+        {"id": "call_3", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"notes.txt\"}"}}
+    ]});
+    group.bench_function("openai_parse_3_calls", |b| {
+        b.iter(|| openai::tool_calls(black_box(&message)).expect("well-formed"))
+    });
+    group.finish();
+}
+
+/// Allow-path throughput on 1 and 2 threads: the same number of calls per thread, timed together.
+fn throughput(c: &mut Criterion) {
+    const CALLS_PER_THREAD: u64 = 2_000;
+    let controller = Arc::new(controller(0, &["calculator"], &[]));
+    let mut group = c.benchmark_group("throughput");
+    group.measurement_time(Duration::from_secs(4));
+    for threads in [1_u64, 2] {
+        group.bench_function(format!("allow_{threads}_threads"), |b| {
+            b.iter_custom(|iterations| {
+                let start = Instant::now();
+                std::thread::scope(|scope| {
+                    for _ in 0..threads {
+                        let controller = Arc::clone(&controller);
+                        scope.spawn(move || {
+                            for i in 0..iterations * CALLS_PER_THREAD {
+                                let call =
+                                    ToolCall::new("c", "calculator", json!({"a": i, "b": 1}));
+                                black_box(completed(controller.handle(call)));
+                            }
+                        });
+                    }
+                });
+                // Time per call *per thread*: equal figures mean throughput doubled.
+                start.elapsed() / CALLS_PER_THREAD as u32
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, gate, throughput);
+criterion_main!(benches);

@@ -101,7 +101,7 @@ impl PolicyOutcome {
     ) -> ToolResult {
         ToolResult::error(
             prepared.into_call().call_id,
-            format!("denied: {}", decision.reason),
+            prefixed("denied: ", decision.reason.as_str()),
         )
     }
 }
@@ -166,8 +166,17 @@ impl Authorized<PreparedToolCall> {
             PolicyAction::Allow | PolicyAction::Ask => Ok(Self { inner: prepared }),
             PolicyAction::Deny => Err(ToolResult::error(
                 prepared.into_call().call_id,
-                format!("denied after approval: {}", decision.reason),
+                prefixed("denied after approval: ", decision.reason.as_str()),
             )),
         }
     }
+}
+
+/// `prefix` followed by `text`, allocated once at its final size (`format!` grew the string in
+/// steps and cost more than the whole policy decision).
+fn prefixed(prefix: &str, text: &str) -> String {
+    let mut joined = String::with_capacity(prefix.len() + text.len());
+    joined.push_str(prefix);
+    joined.push_str(text);
+    joined
 }

@@ -120,7 +120,8 @@ impl ToolRuntime {
     /// Argument values are never quoted.
     pub fn prepare(&self, call: ToolCall) -> Result<PreparedToolCall, ToolResult> {
         let Some(definition) = self.registry.resolve(&call.tool_name) else {
-            let content = format!("unknown tool: {}", quote_bounded(&call.tool_name));
+            let mut content = quote_bounded(&call.tool_name);
+            content.insert_str(0, "unknown tool: ");
             return Err(reject(call, content));
         };
         match definition.validate(&call.arguments) {

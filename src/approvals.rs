@@ -6,9 +6,11 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
+use crate::canonical::call_digest;
 use crate::contract::ToolCall;
 use crate::names::FastMap;
 use crate::policy::Reason;
+use crate::runtime::PreparedToolCall;
 
 /// An approval's id: 128 bits from the operating system's randomness, shown as 32 hex digits.
 ///
@@ -130,6 +132,25 @@ pub struct ApprovalRequest {
     pub call: ToolCall,
     /// Why the policy asked.
     pub reason: Reason,
+    /// What the approval binds to: `sha256:` over the tool name, the tool definition's digest and
+    /// the canonical arguments (sorted keys, one spelling per number).
+    pub digest: String,
+    /// The digest of the tool's definition when the call was held
+    /// ([`ToolDefinition::digest`](crate::ToolDefinition::digest)); if the tool's definition
+    /// differs when the request is answered, the approval is stale and the call is denied.
+    pub definition_digest: String,
+}
+
+impl ApprovalRequest {
+    /// Recomputes the digest from the request's own call and recorded definition digest: `false`
+    /// means the stored request was altered after it was made.
+    pub fn digest_matches(&self) -> bool {
+        call_digest(
+            &self.call.tool_name,
+            &self.definition_digest,
+            &self.call.arguments,
+        ) == self.digest
+    }
 }
 
 /// A person's answer to an [`ApprovalRequest`].
@@ -234,12 +255,19 @@ pub enum Answered {
 /// # Examples
 ///
 /// ```
-/// use serde_json::json;
-/// use toolgate::{Answered, ApprovalResponse, PendingApprovals, Reason, ToolCall};
+/// use serde_json::{json, Value};
+/// use toolgate::*;
+///
+/// let patch = |_: &Value| -> Result<String, ToolError> { Ok("patched".into()) };
+/// let spec = ToolSpec::new("apply_patch", "Apply a patch.", json!({"type": "object"}));
+/// let runtime = ToolRuntime::new(ToolRegistry::new([ToolDefinition::new(spec, patch)?])?);
+/// let prepared = runtime
+///     .prepare(ToolCall::new("c1", "apply_patch", json!({"patch": "..."})))
+///     .map_err(|result| result.content)?;
 ///
 /// let pending = PendingApprovals::new();
-/// let call = ToolCall::new("c1", "apply_patch", json!({"patch": "..."}));
-/// let request = pending.request(call, Reason::new("writes files")?)?;
+/// let request = pending.request(prepared, Reason::new("writes files")?)?;
+/// assert!(request.digest.starts_with("sha256:"));
 /// assert!(matches!(pending.answer(ApprovalResponse::approve(request.approval_id))?, Answered::Approved(_)));
 /// assert!(pending.answer(ApprovalResponse::approve(request.approval_id)).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -256,18 +284,23 @@ impl PendingApprovals {
         Self::default()
     }
 
-    /// Holds `call` for a person under a fresh random id and returns the request to show them.
+    /// Holds a prepared call for a person under a fresh random id and returns the request to show
+    /// them, bound to the call's digest and its tool definition's digest.
     ///
     /// # Errors
     ///
     /// [`ApprovalError::RandomnessUnavailable`] if no id could be drawn; nothing is held then.
     pub fn request(
         &self,
-        call: ToolCall,
+        prepared: PreparedToolCall,
         reason: Reason,
     ) -> Result<ApprovalRequest, ApprovalError> {
+        let definition_digest = prepared.definition().digest().to_owned();
+        let call = prepared.into_call();
         let request = ApprovalRequest {
             approval_id: ApprovalId::random()?,
+            digest: call_digest(&call.tool_name, &definition_digest, &call.arguments),
+            definition_digest,
             call,
             reason,
         };
@@ -321,8 +354,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn call() -> ToolCall {
-        ToolCall::new("c1", "apply_patch", json!({}))
+    fn call() -> PreparedToolCall {
+        use crate::{ToolDefinition, ToolError, ToolRegistry, ToolRuntime, ToolSpec};
+        let noop = |_: &serde_json::Value| -> Result<String, ToolError> { Ok(String::new()) };
+        let spec = ToolSpec::new("apply_patch", "Apply a patch.", json!({"type": "object"}));
+        let definition = ToolDefinition::new(spec, noop).unwrap();
+        let runtime = ToolRuntime::new(ToolRegistry::new([definition]).unwrap());
+        runtime
+            .prepare(ToolCall::new("c1", "apply_patch", json!({})))
+            .unwrap()
     }
 
     fn reason() -> Reason {

@@ -123,7 +123,10 @@ impl Authorized<PreparedToolCall> {
 
     /// The approval path: the approved call is prepared again against `runtime`'s *current*
     /// registry and decided again by the *current* `policy`. `Allow` or `Ask` authorize it (the
-    /// person already answered the ask); `Deny` wins over the approval (G6).
+    /// person already answered the ask); `Deny` wins over the approval (G6). The approval covers
+    /// exactly what was approved: if the stored call no longer matches its digest, or the tool's
+    /// definition changed while the approval waited (its digest differs), the call is denied as
+    /// stale and the model may propose it again.
     ///
     /// The approval was consumed when it was answered, so whatever happens here it cannot be used
     /// again.
@@ -145,8 +148,10 @@ impl Authorized<PreparedToolCall> {
     /// let policy = ToolPolicy::new(Vec::<String>::new(), ["apply_patch"])?;
     /// let pending = PendingApprovals::new();
     ///
-    /// let call = ToolCall::new("c1", "apply_patch", json!({}));
-    /// let request = pending.request(call, Reason::new("writes files")?)?;
+    /// let prepared = runtime
+    ///     .prepare(ToolCall::new("c1", "apply_patch", json!({})))
+    ///     .map_err(|result| result.content)?;
+    /// let request = pending.request(prepared, Reason::new("writes files")?)?;
     /// let Answered::Approved(approval) = pending.answer(ApprovalResponse::approve(request.approval_id))? else {
     ///     unreachable!("approved above")
     /// };
@@ -160,6 +165,19 @@ impl Authorized<PreparedToolCall> {
         approval: Approval,
     ) -> Result<Self, ToolResult> {
         let request = approval.into_request();
+        if !request.digest_matches() {
+            return Err(ToolResult::error(
+                request.call.call_id,
+                "denied: the approved call does not match the digest it was approved under",
+            ));
+        }
+        let current = runtime.registry().resolve(&request.call.tool_name);
+        if current.is_some_and(|definition| definition.digest() != request.definition_digest) {
+            return Err(ToolResult::error(
+                request.call.call_id,
+                "denied: stale approval: the tool's definition changed while the approval waited; propose the call again",
+            ));
+        }
         let prepared = runtime.prepare(request.call)?;
         let decision = policy.decide(&prepared);
         match decision.action {

@@ -60,10 +60,26 @@ pub(crate) fn canonical_json(value: &Value) -> String {
 
 /// `sha256:` followed by the hex SHA-256 of the canonical form of `value`.
 pub(crate) fn digest(value: &Value) -> String {
-    let hash = Sha256::digest(canonical_json(value).as_bytes());
+    hex_digest(&Sha256::digest(canonical_json(value).as_bytes()))
+}
+
+/// The digest an approval binds to: `sha256:` over the tool name, the definition's digest and
+/// the canonical arguments, joined by NUL bytes (which none of them can contain unescaped).
+/// Same meaning → same digest; any change of tool, definition or argument value → another.
+pub(crate) fn call_digest(tool: &str, definition_digest: &str, arguments: &Value) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(tool.as_bytes());
+    hasher.update([0]);
+    hasher.update(definition_digest.as_bytes());
+    hasher.update([0]);
+    hasher.update(canonical_json(arguments).as_bytes());
+    hex_digest(&hasher.finalize())
+}
+
+fn hex_digest(hash: &[u8]) -> String {
     let mut text = String::with_capacity(7 + 64);
     text.push_str("sha256:");
-    for byte in hash.iter() {
+    for byte in hash {
         let _ = write!(text, "{byte:02x}");
     }
     text

@@ -209,9 +209,8 @@ impl ToolController {
                     Outcome::Completed(PolicyOutcome::denial_result(prepared, &decision))
                 }
                 PolicyOutcome::NeedsApproval { prepared, decision } => {
-                    let call = prepared.into_call();
-                    let call_id = call.call_id.clone();
-                    match self.pending.request(call, decision.reason) {
+                    let call_id = prepared.call_id().to_owned();
+                    match self.pending.request(prepared, decision.reason) {
                         Ok(request) => Outcome::PendingApproval(request),
                         // Fail closed: without an unguessable id the call is not held, and not run.
                         Err(error) => Outcome::Completed(ToolResult::error(

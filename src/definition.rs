@@ -311,6 +311,8 @@ type ArgumentCheck = dyn Fn(&Value) -> Result<(), String> + Send + Sync;
 /// ```
 pub struct ToolDefinition {
     spec: ToolSpec,
+    // Invariant: the digest of `spec`'s name, description and schema (see `digest`).
+    digest: Arc<str>,
     validator: jsonschema::Validator,
     argument_check: Option<Box<ArgumentCheck>>,
     handler: Handler,
@@ -366,6 +368,7 @@ impl ToolDefinition {
     ) -> Result<Self, DefinitionError> {
         let validator = compile_schema(&spec)?;
         Ok(Self {
+            digest: spec_digest(&spec),
             spec,
             validator,
             argument_check: None,
@@ -399,6 +402,7 @@ impl ToolDefinition {
     ) -> Result<Self, DefinitionError> {
         let validator = compile_schema(&spec)?;
         Ok(Self {
+            digest: spec_digest(&spec),
             spec,
             validator,
             argument_check: None,
@@ -489,6 +493,13 @@ impl ToolDefinition {
         &self.spec
     }
 
+    /// `sha256:` over the canonical form of the spec (name, description, input schema): two
+    /// definitions with the same digest show the model the same tool and validate the same way.
+    /// An approval records it; if it differs when the approval is answered, the approval is stale.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
     /// Checks arguments against the compiled schema, then the extra check, without running
     /// anything. The error lists every schema violation with its JSON Pointer and keyword and
     /// never quotes an argument value.
@@ -538,6 +549,15 @@ impl ToolDefinition {
     pub fn is_async(&self) -> bool {
         matches!(self.handler, Handler::Async(_))
     }
+}
+
+fn spec_digest(spec: &ToolSpec) -> Arc<str> {
+    let canonical = serde_json::json!({
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": spec.input_schema,
+    });
+    Arc::from(crate::canonical::digest(&canonical))
 }
 
 fn masked_violation(error: &jsonschema::ValidationError<'_>) -> Violation {

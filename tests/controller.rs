@@ -196,7 +196,7 @@ fn unknown_approval_id_is_an_error_value_not_a_result() {
 }
 
 #[test]
-fn schema_changed_while_waiting_revalidates_against_the_new_schema() {
+fn schema_changed_while_waiting_makes_the_approval_stale() {
     let runs = Arc::new(AtomicUsize::new(0));
     let controller = ToolController::new(
         registry([counted("apply_patch", patch_schema(), &runs)]),
@@ -220,8 +220,9 @@ fn schema_changed_while_waiting_revalidates_against_the_new_schema() {
         .unwrap();
     assert!(result.is_error);
     assert_eq!(result.call_id, "c1");
+    // The person approved the call against the old schema; the approval does not carry over.
     assert!(
-        result.content.contains("at \"\" (required)"),
+        result.content.contains("stale approval"),
         "{}",
         result.content
     );

@@ -146,7 +146,9 @@ fn approvals_come_from_answers_and_are_rechecked() {
     let pending = PendingApprovals::new();
     let request = pending
         .request(
-            ToolCall::new("c1", "t", json!({})),
+            runtime
+                .prepare(ToolCall::new("c1", "t", json!({})))
+                .unwrap(),
             Reason::from_static("needs a person"),
         )
         .unwrap();
@@ -165,4 +167,57 @@ fn approvals_come_from_answers_and_are_rechecked() {
         denied.content
     );
     assert_eq!(run_count(&runs), 0);
+}
+
+/// The approval binds to what was approved: a request altered after it was made, or approved
+/// under a tool definition that has since changed, is denied without running.
+#[test]
+fn approvals_bind_to_the_call_and_definition_digests() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let runtime = runtime_with(&runs);
+    let pending = PendingApprovals::new();
+    let hold = |arguments: Value| {
+        let prepared = runtime
+            .prepare(ToolCall::new("c1", "t", arguments))
+            .unwrap();
+        pending
+            .request(prepared, Reason::from_static("needs a person"))
+            .unwrap()
+    };
+    let approve = |request: &ApprovalRequest| match pending
+        .answer(ApprovalResponse::approve(request.approval_id))
+        .unwrap()
+    {
+        Answered::Approved(approval) => approval,
+        Answered::Rejected(_) => panic!("approved"),
+    };
+    // Same meaning, same digest; another value, another digest.
+    let first = hold(json!({"n": 1, "s": "x"}));
+    let same = hold(serde_json::from_str(r#"{"s": "x", "n": 1.0}"#).unwrap());
+    let other = hold(json!({"n": 2, "s": "x"}));
+    assert_eq!(first.digest, same.digest);
+    assert_ne!(first.digest, other.digest);
+    assert!(first.digest_matches());
+    let mut altered = first.clone();
+    altered.call.arguments = json!({"n": 1, "s": "/etc/shadow"});
+    assert!(!altered.digest_matches());
+
+    let ask = policy(&[], &["t"]);
+    let authorized = Authorized::by_approval(&runtime, &ask, approve(&first)).unwrap();
+    assert_eq!(runtime.execute(authorized).call_id, "c1");
+
+    // The tool's definition changes while `other` waits: stale, denied, not run.
+    let changed = ToolRuntime::new(registry([counted(
+        "t",
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+        &runs,
+    )]));
+    let stale = Authorized::by_approval(&changed, &ask, approve(&other)).unwrap_err();
+    assert!(
+        stale.content.contains("stale approval"),
+        "{}",
+        stale.content
+    );
+    let _ = approve(&same);
+    assert_eq!(run_count(&runs), 1);
 }

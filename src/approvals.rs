@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -217,6 +218,47 @@ pub enum ApprovalError {
     /// The OS random generator failed, so no unguessable id could be made; the call was not held.
     #[error("the operating system's random generator is unavailable")]
     RandomnessUnavailable,
+    /// As many requests as [`ApprovalLimits::max_pending`] already wait; the call was not held.
+    /// Answer or revoke some, or raise the limit.
+    #[error("too many calls are waiting for approval (limit {limit})")]
+    TooManyPending {
+        /// The limit in force.
+        limit: usize,
+    },
+}
+
+/// Bounds on waiting requests, so memory stays bounded and old asks do not linger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApprovalLimits {
+    /// How long a request may wait; answering it later denies the call as expired. `None`: no
+    /// expiry. Default: one hour.
+    pub time_to_live: Option<Duration>,
+    /// How many requests may wait at once; past it a new ask is denied. Default: 1,024.
+    pub max_pending: usize,
+}
+
+impl Default for ApprovalLimits {
+    fn default() -> Self {
+        Self {
+            time_to_live: Some(Duration::from_secs(3600)),
+            max_pending: 1024,
+        }
+    }
+}
+
+impl ApprovalLimits {
+    /// The default limits with another time to live.
+    pub fn with_time_to_live(mut self, time_to_live: Option<Duration>) -> Self {
+        self.time_to_live = time_to_live;
+        self
+    }
+
+    /// The default limits with another cap on waiting requests.
+    pub fn with_max_pending(mut self, max_pending: usize) -> Self {
+        self.max_pending = max_pending;
+        self
+    }
 }
 
 /// A consumed approval: proof that a person approved this request and that the request was
@@ -243,11 +285,27 @@ impl Approval {
 /// The outcome of answering a pending request.
 #[derive(Debug)]
 #[must_use]
+#[non_exhaustive]
 pub enum Answered {
     /// Approved and consumed; pass it to [`Authorized::by_approval`](crate::Authorized::by_approval).
     Approved(Approval),
     /// Rejected; the request is gone and nothing ran.
     Rejected(ApprovalRequest),
+    /// The request outlived its time to live; expiry counts as a denial, whatever the answer.
+    Expired(ApprovalRequest),
+}
+
+/// A held request and when it stops being answerable.
+#[derive(Debug)]
+struct Waiting {
+    request: ApprovalRequest,
+    expires: Option<Instant>,
+}
+
+impl Waiting {
+    fn expired(&self, now: Instant) -> bool {
+        self.expires.is_some_and(|expires| now >= expires)
+    }
 }
 
 /// The requests waiting for a person, each answerable exactly once.
@@ -275,13 +333,27 @@ pub enum Answered {
 #[derive(Debug, Default)]
 pub struct PendingApprovals {
     // The lock is held only to insert, remove or copy entries, never while a handler runs.
-    requests: Mutex<FastMap<ApprovalId, ApprovalRequest>>,
+    requests: Mutex<FastMap<ApprovalId, Waiting>>,
+    limits: ApprovalLimits,
 }
 
 impl PendingApprovals {
-    /// An empty set.
+    /// An empty set with the default [`ApprovalLimits`].
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty set with the given limits.
+    pub fn with_limits(limits: ApprovalLimits) -> Self {
+        Self {
+            requests: Mutex::default(),
+            limits,
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> ApprovalLimits {
+        self.limits
     }
 
     /// Holds a prepared call for a person under a fresh random id and returns the request to show
@@ -289,7 +361,9 @@ impl PendingApprovals {
     ///
     /// # Errors
     ///
-    /// [`ApprovalError::RandomnessUnavailable`] if no id could be drawn; nothing is held then.
+    /// [`ApprovalError::RandomnessUnavailable`] if no id could be drawn, or
+    /// [`ApprovalError::TooManyPending`] at the cap (expired requests do not count); nothing is
+    /// held then.
     pub fn request(
         &self,
         prepared: PreparedToolCall,
@@ -304,7 +378,28 @@ impl PendingApprovals {
             call,
             reason,
         };
-        self.lock().insert(request.approval_id, request.clone());
+        let now = Instant::now();
+        let mut requests = self.lock();
+        if requests.len() >= self.limits.max_pending {
+            // Expired requests can no longer be approved; they make room.
+            requests.retain(|_, waiting| !waiting.expired(now));
+            if requests.len() >= self.limits.max_pending {
+                return Err(ApprovalError::TooManyPending {
+                    limit: self.limits.max_pending,
+                });
+            }
+        }
+        let expires = self
+            .limits
+            .time_to_live
+            .and_then(|time_to_live| now.checked_add(time_to_live));
+        requests.insert(
+            request.approval_id,
+            Waiting {
+                request: request.clone(),
+                expires,
+            },
+        );
         Ok(request)
     }
 
@@ -315,34 +410,55 @@ impl PendingApprovals {
     ///
     /// [`ApprovalError::NotPending`] if no request with that id is waiting.
     pub fn answer(&self, response: ApprovalResponse) -> Result<Answered, ApprovalError> {
-        let request =
-            self.lock()
-                .remove(&response.approval_id)
-                .ok_or(ApprovalError::NotPending {
-                    approval_id: response.approval_id,
-                })?;
+        let waiting = self.take(response.approval_id)?;
+        if waiting.expired(Instant::now()) {
+            return Ok(Answered::Expired(waiting.request));
+        }
+        let request = waiting.request;
         Ok(match response.verdict {
             Verdict::Approve => Answered::Approved(Approval { request }),
             Verdict::Reject => Answered::Rejected(request),
         })
     }
 
-    /// The waiting requests, for a UI to show (in no particular order).
+    /// Withdraws a waiting request (from a UI, or because its context is gone): it can no longer
+    /// be answered, and nothing ran.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::NotPending`] if no request with that id is waiting.
+    pub fn revoke(&self, approval_id: ApprovalId) -> Result<ApprovalRequest, ApprovalError> {
+        Ok(self.take(approval_id)?.request)
+    }
+
+    /// The requests that can still be answered — call, reason and digest — for a UI to show,
+    /// oldest first by expiry.
     pub fn list(&self) -> Vec<ApprovalRequest> {
-        self.lock().values().cloned().collect()
+        let now = Instant::now();
+        let requests = self.lock();
+        let mut waiting: Vec<&Waiting> = requests.values().filter(|w| !w.expired(now)).collect();
+        waiting.sort_by_key(|w| w.expires);
+        waiting.into_iter().map(|w| w.request.clone()).collect()
     }
 
-    /// How many requests are waiting.
+    fn take(&self, approval_id: ApprovalId) -> Result<Waiting, ApprovalError> {
+        self.lock()
+            .remove(&approval_id)
+            .ok_or(ApprovalError::NotPending { approval_id })
+    }
+
+    /// How many requests can still be answered.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        let now = Instant::now();
+        self.lock().values().filter(|w| !w.expired(now)).count()
     }
 
-    /// Whether no request is waiting.
+    /// Whether no request can be answered.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, FastMap<ApprovalId, ApprovalRequest>> {
+    fn lock(&self) -> MutexGuard<'_, FastMap<ApprovalId, Waiting>> {
         // No code that can panic runs under this lock, so poisoning cannot happen; if it ever
         // did, the map itself is still consistent (each operation is a single insert or remove).
         self.requests.lock().unwrap_or_else(PoisonError::into_inner)

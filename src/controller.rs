@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::approvals::{
-    Answered, ApprovalError, ApprovalRequest, ApprovalResponse, PendingApprovals,
+    Answered, ApprovalError, ApprovalId, ApprovalLimits, ApprovalRequest, ApprovalResponse,
+    PendingApprovals,
 };
 use crate::authorized::{Authorized, PolicyOutcome};
 use crate::contract::{ToolCall, ToolResult};
@@ -232,6 +233,12 @@ impl ToolController {
                     "rejected: the person reviewing this call did not approve it; it did not run",
                 ));
             }
+            Answered::Expired(request) => {
+                return Step::Done(ToolResult::error(
+                    request.call.call_id,
+                    "denied: the approval request expired before it was answered; propose the call again",
+                ));
+            }
             Answered::Approved(approval) => approval,
         };
         let gate = self.gate();
@@ -241,9 +248,31 @@ impl ToolController {
         }
     }
 
-    /// The requests waiting for a person.
+    /// The same controller with other bounds on waiting approvals (time to live, how many may
+    /// wait). Call before the first `handle`: requests already waiting are dropped.
+    #[must_use]
+    pub fn with_approval_limits(mut self, limits: ApprovalLimits) -> Self {
+        self.pending = PendingApprovals::with_limits(limits);
+        self
+    }
+
+    /// The requests waiting for a person: call, reason and digest.
     pub fn pending(&self) -> Vec<ApprovalRequest> {
         self.pending.list()
+    }
+
+    /// Withdraws a waiting request; the returned error result tells the model its call did not
+    /// run.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::NotPending`] if no request with that id is waiting.
+    pub fn revoke(&self, approval_id: ApprovalId) -> Result<ToolResult, ApprovalError> {
+        let request = self.pending.revoke(approval_id)?;
+        Ok(ToolResult::error(
+            request.call.call_id,
+            "revoked: the approval request was withdrawn; the call did not run",
+        ))
     }
 
     /// The specs to show the model, from the current registry, in registration order.
@@ -398,7 +427,7 @@ mod observe {
     pub(super) fn record_answered(span: &Span, answered: &Answered) {
         let request = match answered {
             Answered::Approved(approval) => approval.request(),
-            Answered::Rejected(request) => request,
+            Answered::Rejected(request) | Answered::Expired(request) => request,
         };
         span.record(
             "call_id",

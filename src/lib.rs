@@ -88,8 +88,8 @@ mod runtime;
 mod workspace;
 
 pub use approvals::{
-    Answered, Approval, ApprovalError, ApprovalId, ApprovalIdError, ApprovalRequest,
-    ApprovalResponse, PendingApprovals, Verdict,
+    Answered, Approval, ApprovalError, ApprovalId, ApprovalIdError, ApprovalLimits,
+    ApprovalRequest, ApprovalResponse, PendingApprovals, Verdict,
 };
 pub use authorized::{Authorized, PolicyOutcome};
 pub use contract::{ToolCall, ToolResult, ToolSpec};

@@ -189,7 +189,7 @@ fn approvals_bind_to_the_call_and_definition_digests() {
         .unwrap()
     {
         Answered::Approved(approval) => approval,
-        Answered::Rejected(_) => panic!("approved"),
+        other => panic!("expected an approval, got {other:?}"),
     };
     // Same meaning, same digest; another value, another digest.
     let first = hold(json!({"n": 1, "s": "x"}));

@@ -39,7 +39,7 @@ use crate::runtime::{PreparedToolCall, ToolRuntime};
 ///     .prepare(ToolCall::new("c1", "add2", json!({"a": 40})))
 ///     .map_err(|result| result.content)?;
 /// match Authorized::by_policy(&policy, prepared) {
-///     PolicyOutcome::Allowed(authorized) => assert_eq!(runtime.execute(authorized).content, "42"),
+///     PolicyOutcome::Allowed { authorized, .. } => assert_eq!(runtime.execute(authorized).content, "42"),
 ///     other => panic!("expected allow, got {other:?}"),
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -76,7 +76,12 @@ impl<T: fmt::Debug> fmt::Debug for Authorized<T> {
 #[must_use]
 pub enum PolicyOutcome {
     /// The policy allowed the call; execute it.
-    Allowed(Authorized<PreparedToolCall>),
+    Allowed {
+        /// The proof to pass to `execute`.
+        authorized: Authorized<PreparedToolCall>,
+        /// The decision, with the rule and policy that took it.
+        decision: PolicyDecision,
+    },
     /// The policy wants a person's confirmation; hold the call as an approval request.
     NeedsApproval {
         /// The call, validated but not authorized.
@@ -115,7 +120,10 @@ impl Authorized<PreparedToolCall> {
     pub fn by_policy<P: Policy + ?Sized>(policy: &P, prepared: PreparedToolCall) -> PolicyOutcome {
         let decision = policy.decide(&prepared);
         match decision.action {
-            PolicyAction::Allow => PolicyOutcome::Allowed(Self { inner: prepared }),
+            PolicyAction::Allow => PolicyOutcome::Allowed {
+                authorized: Self { inner: prepared },
+                decision,
+            },
             PolicyAction::Ask => PolicyOutcome::NeedsApproval { prepared, decision },
             PolicyAction::Deny => PolicyOutcome::Denied { prepared, decision },
         }

@@ -9,6 +9,7 @@ use crate::approvals::{
     Answered, ApprovalError, ApprovalId, ApprovalLimits, ApprovalRequest, ApprovalResponse,
     PendingApprovals,
 };
+use crate::audit::{AuditError, AuditEvent, AuditKind, AuditSink, AuditSubject};
 use crate::authorized::{Authorized, PolicyOutcome};
 use crate::contract::{ToolCall, ToolResult};
 use crate::policy::Policy;
@@ -28,8 +29,17 @@ pub enum Outcome {
 /// What is left to do after the gate: run an authorized call with the gate it was authorized
 /// under, or nothing.
 enum Step<T> {
-    Run(Arc<Gate>, Authorized<PreparedToolCall>),
+    Run(
+        Arc<Gate>,
+        Authorized<PreparedToolCall>,
+        Option<AuditSubject>,
+    ),
     Done(T),
+}
+
+/// The error result for a call that did not run because its audit record could not be written.
+fn unrecorded(call_id: String, error: &AuditError) -> ToolResult {
+    ToolResult::error(call_id, format!("not run: {error}"))
 }
 
 /// The registry and policy in force; replaced whole, never edited in place, so a call sees one
@@ -80,6 +90,7 @@ pub struct ToolController {
     // Tells this controller's entries apart in the threads' caches.
     id: u64,
     pending: PendingApprovals,
+    audit: Option<Arc<dyn AuditSink>>,
 }
 
 /// Hands out controller ids for the thread caches.
@@ -113,7 +124,18 @@ impl ToolController {
             generation: AtomicU64::new(0),
             id: NEXT_CONTROLLER_ID.fetch_add(1, Ordering::Relaxed),
             pending: PendingApprovals::new(),
+            audit: None,
         }
+    }
+
+    /// The same controller, recording every call, decision, approval and outcome in `sink`
+    /// ([`AuditEvent`](crate::AuditEvent)s name calls and tools and carry argument digests, never
+    /// argument values). Fail closed: if an event leading to a handler cannot be recorded, the
+    /// handler does not run and the model gets an error result.
+    #[must_use]
+    pub fn with_audit_sink(mut self, sink: impl AuditSink + 'static) -> Self {
+        self.audit = Some(Arc::new(sink));
+        self
     }
 
     /// Takes a proposed call through preparation and policy: runs it if allowed, holds it if the
@@ -125,7 +147,11 @@ impl ToolController {
         #[cfg(feature = "tracing")]
         let _entered = observe::handle_span(&call).entered();
         match self.gate_call(call) {
-            Step::Run(gate, authorized) => Outcome::Completed(gate.runtime.execute(authorized)),
+            Step::Run(gate, authorized, subject) => {
+                let result = gate.runtime.execute(authorized);
+                self.record_outcome(subject, &result);
+                Outcome::Completed(result)
+            }
             Step::Done(outcome) => outcome,
         }
     }
@@ -137,8 +163,10 @@ impl ToolController {
         let span = observe::handle_span(&call);
         let work = async move {
             match self.gate_call(call) {
-                Step::Run(gate, authorized) => {
-                    Outcome::Completed(gate.runtime.execute_async(authorized).await)
+                Step::Run(gate, authorized, subject) => {
+                    let result = gate.runtime.execute_async(authorized).await;
+                    self.record_outcome(subject, &result);
+                    Outcome::Completed(result)
                 }
                 Step::Done(outcome) => outcome,
             }
@@ -164,7 +192,11 @@ impl ToolController {
         #[cfg(feature = "tracing")]
         observe::record_answered(&span, &answered);
         Ok(match self.answer(answered) {
-            Step::Run(gate, authorized) => gate.runtime.execute(authorized),
+            Step::Run(gate, authorized, subject) => {
+                let result = gate.runtime.execute(authorized);
+                self.record_outcome(subject, &result);
+                result
+            }
             Step::Done(result) => result,
         })
     }
@@ -187,7 +219,11 @@ impl ToolController {
             #[cfg(feature = "tracing")]
             observe::record_answered(&recorded, &answered);
             Ok(match self.answer(answered) {
-                Step::Run(gate, authorized) => gate.runtime.execute_async(authorized).await,
+                Step::Run(gate, authorized, subject) => {
+                    let result = gate.runtime.execute_async(authorized).await;
+                    self.record_outcome(subject, &result);
+                    result
+                }
                 Step::Done(result) => result,
             })
         };
@@ -198,23 +234,62 @@ impl ToolController {
 
     /// Everything `handle` does before the handler runs.
     fn gate_call(&self, call: ToolCall) -> Step<Outcome> {
+        let subject = self.audit.as_ref().map(|_| AuditSubject::of(&call));
+        if let Err(error) = self.record(&subject, |s| s.event(AuditKind::CallReceived)) {
+            return Step::Done(Outcome::Completed(unrecorded(call.call_id, &error)));
+        }
         let gate = self.gate();
         let prepared = match gate.runtime.prepare(call) {
             Ok(prepared) => prepared,
-            Err(result) => return Step::Done(Outcome::Completed(result)),
+            Err(result) => {
+                // Nothing runs either way; a failed record changes nothing here.
+                let _ = self.record(&subject, |s| AuditEvent {
+                    reason: Some(result.content.clone()),
+                    is_error: Some(true),
+                    ..s.event(AuditKind::RejectedAtPreparation)
+                });
+                return Step::Done(Outcome::Completed(result));
+            }
         };
         Step::Done(
             match Authorized::by_policy(gate.policy.as_ref(), prepared) {
-                PolicyOutcome::Allowed(authorized) => return Step::Run(gate, authorized),
+                PolicyOutcome::Allowed {
+                    authorized,
+                    decision,
+                } => {
+                    if let Err(error) = self.record(&subject, |s| s.decision(&decision)) {
+                        let call_id = authorized.call_id().to_owned();
+                        return Step::Done(Outcome::Completed(unrecorded(call_id, &error)));
+                    }
+                    return Step::Run(gate, authorized, subject);
+                }
                 PolicyOutcome::Denied { prepared, decision } => {
+                    let _ = self.record(&subject, |s| s.decision(&decision));
                     Outcome::Completed(PolicyOutcome::denial_result(prepared, &decision))
                 }
                 PolicyOutcome::NeedsApproval { prepared, decision } => {
                     let call_id = prepared.call_id().to_owned();
-                    match self.pending.request(prepared, decision.reason) {
-                        Ok(request) => Outcome::PendingApproval(request),
+                    let recorded = self.record(&subject, |s| s.decision(&decision));
+                    match recorded.map(|()| self.pending.request(prepared, decision.reason)) {
+                        Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
+                        Ok(Ok(request)) => {
+                            let id = request.approval_id;
+                            let asked = self.record(&subject, |s| {
+                                s.clone()
+                                    .with_approval(id)
+                                    .event(AuditKind::ApprovalRequested)
+                            });
+                            match asked {
+                                Ok(()) => Outcome::PendingApproval(request),
+                                // An approval nobody can trace is not handed out.
+                                Err(error) => {
+                                    let _ = self.pending.revoke(id);
+                                    Outcome::Completed(unrecorded(call_id, &error))
+                                }
+                            }
+                        }
                         // Fail closed: without an unguessable id the call is not held, and not run.
-                        Err(error) => Outcome::Completed(ToolResult::error(
+                        Ok(Err(error)) => Outcome::Completed(ToolResult::error(
                             call_id,
                             format!("could not hold the call for approval: {error}"),
                         )),
@@ -224,16 +299,47 @@ impl ToolController {
         )
     }
 
+    /// Records an event when a sink is set; `make` builds it only then.
+    fn record(
+        &self,
+        subject: &Option<AuditSubject>,
+        make: impl FnOnce(&AuditSubject) -> AuditEvent,
+    ) -> Result<(), AuditError> {
+        match (&self.audit, subject) {
+            (Some(sink), Some(subject)) => sink.record(&make(subject)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records how an execution ended. The handler already ran: a failure to record is reported
+    /// by the sink's own means, not by changing the result.
+    fn record_outcome(&self, subject: Option<AuditSubject>, result: &ToolResult) {
+        let _ = self.record(&subject, |s| AuditEvent {
+            is_error: Some(result.is_error),
+            ..s.event(AuditKind::ExecutionOutcome)
+        });
+    }
+
     /// Everything `resolve` does before the handler runs.
     fn answer(&self, answered: Answered) -> Step<ToolResult> {
+        let request = match &answered {
+            Answered::Approved(approval) => approval.request(),
+            Answered::Rejected(request) | Answered::Expired(request) => request,
+        };
+        let subject = self
+            .audit
+            .as_ref()
+            .map(|_| AuditSubject::of(&request.call).with_approval(request.approval_id));
         let approval = match answered {
             Answered::Rejected(request) => {
+                let _ = self.record(&subject, |s| s.event(AuditKind::ApprovalRejected));
                 return Step::Done(ToolResult::error(
                     request.call.call_id,
                     "rejected: the person reviewing this call did not approve it; it did not run",
                 ));
             }
             Answered::Expired(request) => {
+                let _ = self.record(&subject, |s| s.event(AuditKind::ApprovalExpired));
                 return Step::Done(ToolResult::error(
                     request.call.call_id,
                     "denied: the approval request expired before it was answered; propose the call again",
@@ -241,10 +347,21 @@ impl ToolController {
             }
             Answered::Approved(approval) => approval,
         };
+        if let Err(error) = self.record(&subject, |s| s.event(AuditKind::ApprovalApproved)) {
+            let call_id = approval.request().call.call_id.clone();
+            return Step::Done(unrecorded(call_id, &error));
+        }
         let gate = self.gate();
         match Authorized::by_approval(&gate.runtime, gate.policy.as_ref(), approval) {
-            Ok(authorized) => Step::Run(gate, authorized),
-            Err(result) => Step::Done(result),
+            Ok(authorized) => Step::Run(gate, authorized, subject),
+            Err(result) => {
+                let _ = self.record(&subject, |s| AuditEvent {
+                    reason: Some(result.content.clone()),
+                    is_error: Some(true),
+                    ..s.event(AuditKind::RejectedAtPreparation)
+                });
+                Step::Done(result)
+            }
         }
     }
 
@@ -269,6 +386,11 @@ impl ToolController {
     /// [`ApprovalError::NotPending`] if no request with that id is waiting.
     pub fn revoke(&self, approval_id: ApprovalId) -> Result<ToolResult, ApprovalError> {
         let request = self.pending.revoke(approval_id)?;
+        let subject = self
+            .audit
+            .as_ref()
+            .map(|_| AuditSubject::of(&request.call).with_approval(approval_id));
+        let _ = self.record(&subject, |s| s.event(AuditKind::ApprovalRevoked));
         Ok(ToolResult::error(
             request.call.call_id,
             "revoked: the approval request was withdrawn; the call did not run",

@@ -73,6 +73,7 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 mod approvals;
+mod audit;
 mod authorized;
 mod canonical;
 mod contract;
@@ -90,6 +91,12 @@ mod workspace;
 pub use approvals::{
     Answered, Approval, ApprovalError, ApprovalId, ApprovalIdError, ApprovalLimits,
     ApprovalRequest, ApprovalResponse, PendingApprovals, Verdict,
+};
+#[cfg(feature = "tracing")]
+pub use audit::TracingAuditSink;
+pub use audit::{
+    AuditError, AuditEvent, AuditKind, AuditSink, AuditVerifyError, ChainTip, JsonlAuditSink,
+    MemoryAuditSink, verify_audit_file,
 };
 pub use authorized::{Authorized, PolicyOutcome};
 pub use contract::{ToolCall, ToolResult, ToolSpec};

@@ -113,7 +113,7 @@ fn execute_async_runs_blocking_handlers_too() {
     let prepared = runtime
         .prepare(ToolCall::new("c", "calculator", json!({"a": 2, "b": 3})))
         .unwrap();
-    let PolicyOutcome::Allowed(authorized) =
+    let PolicyOutcome::Allowed { authorized, .. } =
         Authorized::by_policy(&policy(&["calculator"], &[]), prepared)
     else {
         panic!("allowed");

@@ -63,7 +63,7 @@ fn the_policy_mints_and_execute_spends_once() {
     let prepared = runtime
         .prepare(ToolCall::new("c1", "t", json!({})))
         .unwrap();
-    let PolicyOutcome::Allowed(authorized) = Authorized::by_policy(&allow, prepared) else {
+    let PolicyOutcome::Allowed { authorized, .. } = Authorized::by_policy(&allow, prepared) else {
         panic!("t is allowed");
     };
     assert_eq!(runtime.execute(authorized), ToolResult::ok("c1", "run 1"));
@@ -105,7 +105,7 @@ fn authorized_content_is_readable_and_runs_unchanged() {
         .prepare(ToolCall::new("c1", "echo", arguments.clone()))
         .unwrap();
     assert_eq!(prepared.arguments(), &arguments);
-    let PolicyOutcome::Allowed(authorized) =
+    let PolicyOutcome::Allowed { authorized, .. } =
         Authorized::by_policy(&policy(&["echo"], &[]), prepared)
     else {
         panic!("echo is allowed");

@@ -27,7 +27,7 @@ pub fn prepared(runtime: &ToolRuntime) -> PreparedToolCall {
 pub fn authorized(runtime: &ToolRuntime) -> Authorized<PreparedToolCall> {
     let policy = ToolPolicy::new(["t"], Vec::<String>::new()).expect("valid policy");
     match Authorized::by_policy(&policy, prepared(runtime)) {
-        PolicyOutcome::Allowed(authorized) => authorized,
+        PolicyOutcome::Allowed { authorized, .. } => authorized,
         _ => panic!("the policy allows t"),
     }
 }

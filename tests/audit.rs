@@ -1,0 +1,347 @@
+//! The audit log: what is recorded on every path, that it never holds argument values, that a
+//! call whose record fails does not run, and that the JSON Lines chain exposes tampering.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use common::*;
+use serde_json::json;
+use toolgate::*;
+
+fn kinds(sink: &MemoryAuditSink) -> Vec<AuditKind> {
+    sink.events().iter().map(|event| event.kind).collect()
+}
+
+fn audited(runs: &Arc<AtomicUsize>, sink: Arc<dyn AuditSink>) -> ToolController {
+    ToolController::new(
+        registry([calculator(), counted("apply_patch", patch_schema(), runs)]),
+        policy(&["calculator"], &["apply_patch"]),
+    )
+    .with_audit_sink(sink)
+}
+
+#[test]
+fn every_path_is_recorded_in_order() {
+    use AuditKind::*;
+    let sink = Arc::new(MemoryAuditSink::new());
+    let controller = audited(&Arc::default(), sink.clone());
+
+    let _ = controller.handle(ToolCall::new("c1", "calculator", json!({"a": 1, "b": 2})));
+    assert_eq!(kinds(&sink), [CallReceived, Decision, ExecutionOutcome]);
+    let _ = controller.handle(ToolCall::new("c2", "nope", json!({})));
+    assert_eq!(kinds(&sink)[3..], [CallReceived, RejectedAtPreparation]);
+
+    let Outcome::PendingApproval(approved) =
+        controller.handle(ToolCall::new("c3", "apply_patch", json!({"patch": "+"})))
+    else {
+        panic!("asks");
+    };
+    controller
+        .resolve(ApprovalResponse::approve(approved.approval_id))
+        .unwrap();
+    assert_eq!(
+        kinds(&sink)[5..],
+        [
+            CallReceived,
+            Decision,
+            ApprovalRequested,
+            ApprovalApproved,
+            ExecutionOutcome
+        ]
+    );
+    let Outcome::PendingApproval(rejected) =
+        controller.handle(ToolCall::new("c4", "apply_patch", json!({"patch": "+"})))
+    else {
+        panic!("asks");
+    };
+    controller
+        .resolve(ApprovalResponse::reject(rejected.approval_id))
+        .unwrap();
+    let Outcome::PendingApproval(revoked) =
+        controller.handle(ToolCall::new("c5", "apply_patch", json!({"patch": "+"})))
+    else {
+        panic!("asks");
+    };
+    controller.revoke(revoked.approval_id).unwrap();
+    let tail: Vec<AuditKind> = kinds(&sink).into_iter().rev().take(5).collect();
+    assert_eq!(
+        tail,
+        [
+            ApprovalRevoked,
+            ApprovalRequested,
+            Decision,
+            CallReceived,
+            ApprovalRejected
+        ]
+    );
+
+    let events = sink.events();
+    let answered = events.iter().find(|e| e.kind == ApprovalApproved).unwrap();
+    assert_eq!(answered.approval_id, Some(approved.approval_id));
+    assert_eq!(answered.call_id, "c3");
+    assert_eq!(answered.tool, "apply_patch");
+    let outcome = events.iter().find(|e| e.kind == ExecutionOutcome).unwrap();
+    assert_eq!(outcome.is_error, Some(false));
+    let decision = events.iter().find(|e| e.kind == Decision).unwrap();
+    assert_eq!(decision.action, Some(PolicyAction::Allow));
+}
+
+#[test]
+fn expiry_is_recorded() {
+    let sink = Arc::new(MemoryAuditSink::new());
+    let controller = audited(&Arc::default(), sink.clone()).with_approval_limits(
+        ApprovalLimits::default().with_time_to_live(Some(std::time::Duration::ZERO)),
+    );
+    let Outcome::PendingApproval(request) =
+        controller.handle(ToolCall::new("c", "apply_patch", json!({"patch": "+"})))
+    else {
+        panic!("asks");
+    };
+    controller
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    assert_eq!(kinds(&sink).last(), Some(&AuditKind::ApprovalExpired));
+}
+
+#[test]
+fn events_carry_digests_never_argument_values() {
+    let sink = Arc::new(MemoryAuditSink::new());
+    let controller = audited(&Arc::default(), sink.clone());
+    let secret = json!({"patch": "password=hunter2-SECRET"});
+    let Outcome::PendingApproval(request) =
+        controller.handle(ToolCall::new("c", "apply_patch", secret.clone()))
+    else {
+        panic!("asks");
+    };
+    controller
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    let _ = controller.handle(ToolCall::new(
+        "d",
+        "calculator",
+        json!({"a": "SECRET-in-invalid", "b": 1}),
+    ));
+    let written = serde_json::to_string(&sink.events()).unwrap();
+    assert!(
+        !written.contains("SECRET") && !written.contains("hunter2"),
+        "{written}"
+    );
+    let events = sink.events();
+    let digests: Vec<&str> = events
+        .iter()
+        .take(3)
+        .map(|e| e.argument_digest.as_str())
+        .collect();
+    assert!(
+        digests
+            .iter()
+            .all(|d| d.starts_with("sha256:") && *d == digests[0])
+    );
+}
+
+#[test]
+fn rule_decisions_carry_rule_id_and_policy_digest() {
+    let sink = Arc::new(MemoryAuditSink::new());
+    let tools = || registry([calculator()]);
+    let rules = RulePolicy::from_json(
+        r#"{"rules": [{"id": "small-sums", "tool": "calculator", "action": "allow", "reason": "small numbers",
+            "when": {"range": {"pointer": "/a", "max": 100}}}]}"#,
+        &tools(),
+    )
+    .unwrap();
+    let digest = rules.digest().to_owned();
+    let controller = ToolController::new(tools(), rules).with_audit_sink(sink.clone());
+    let _ = controller.handle(ToolCall::new("c", "calculator", json!({"a": 1, "b": 2})));
+    let decision = sink
+        .events()
+        .into_iter()
+        .find(|e| e.kind == AuditKind::Decision)
+        .unwrap();
+    assert_eq!(decision.rule_id.as_deref(), Some("small-sums"));
+    assert_eq!(decision.policy_digest.as_deref(), Some(digest.as_str()));
+}
+
+/// A sink that fails on one kind of event.
+struct FailingOn(AuditKind, MemoryAuditSink);
+
+impl AuditSink for FailingOn {
+    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        if event.kind == self.0 {
+            return Err(AuditError::new("disk full"));
+        }
+        self.1.record(event)
+    }
+}
+
+#[test]
+fn a_failed_record_keeps_the_handler_from_running() {
+    for failing in [AuditKind::CallReceived, AuditKind::Decision] {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let controller = ToolController::new(
+            registry([counted("t", json!({"type": "object"}), &runs)]),
+            policy(&["t"], &[]),
+        )
+        .with_audit_sink(FailingOn(failing, MemoryAuditSink::new()));
+        let result = match controller.handle(ToolCall::new("c", "t", json!({}))) {
+            Outcome::Completed(result) => result,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            result,
+            ToolResult::error("c", "not run: audit log unavailable: disk full")
+        );
+        assert_eq!(run_count(&runs), 0, "{failing:?}");
+    }
+}
+
+#[test]
+fn an_approval_that_cannot_be_recorded_is_not_handed_out_or_run() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let requested = audited(
+        &runs,
+        Arc::new(FailingOn(
+            AuditKind::ApprovalRequested,
+            MemoryAuditSink::new(),
+        )),
+    );
+    let outcome = requested.handle(ToolCall::new("c", "apply_patch", json!({"patch": "+"})));
+    assert!(
+        matches!(
+            outcome,
+            Outcome::Completed(ToolResult { is_error: true, .. })
+        ),
+        "{outcome:?}"
+    );
+    assert!(
+        requested.pending().is_empty(),
+        "the untraceable request was withdrawn"
+    );
+
+    let approved = audited(
+        &runs,
+        Arc::new(FailingOn(
+            AuditKind::ApprovalApproved,
+            MemoryAuditSink::new(),
+        )),
+    );
+    let Outcome::PendingApproval(request) =
+        approved.handle(ToolCall::new("c", "apply_patch", json!({"patch": "+"})))
+    else {
+        panic!("asks");
+    };
+    let result = approved
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    assert!(
+        result.content.starts_with("not run: audit log unavailable"),
+        "{result:?}"
+    );
+    assert_eq!(run_count(&runs), 0);
+}
+
+// ---- the JSON Lines chain ----------------------------------------------------------------------
+
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(name: &str) -> Self {
+        let path = std::env::temp_dir().join(format!(
+            "toolgate-audit-{name}-{}.jsonl",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        Self(path)
+    }
+
+    fn lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.0)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn write_lines(&self, lines: &[String]) {
+        std::fs::write(&self.0, lines.join("\n") + "\n").unwrap();
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn write_some_events(file: &TempFile) {
+    let sink = JsonlAuditSink::open(&file.0).unwrap();
+    let controller = audited(&Arc::default(), Arc::new(sink));
+    for i in 0..3 {
+        let _ = controller.handle(ToolCall::new(
+            format!("c{i}"),
+            "calculator",
+            json!({"a": i, "b": 1}),
+        ));
+    }
+}
+
+#[test]
+fn the_chain_verifies_and_continues_after_reopening() {
+    let file = TempFile::new("reopen");
+    write_some_events(&file);
+    assert_eq!(verify_audit_file(&file.0).unwrap().entries, 9);
+    write_some_events(&file);
+    let tip = verify_audit_file(&file.0).unwrap();
+    assert_eq!(tip.entries, 18);
+    assert_eq!(file.lines().len(), 18);
+}
+
+#[test]
+fn an_edited_entry_is_reported() {
+    let file = TempFile::new("edit");
+    write_some_events(&file);
+    let mut lines = file.lines();
+    lines[4] = lines[4].replace("\"allow\"", "\"deny\"");
+    file.write_lines(&lines);
+    let error = verify_audit_file(&file.0).unwrap_err();
+    assert_eq!(error.line, 5, "{error}");
+    assert!(error.problem.contains("edited"), "{error}");
+    assert!(
+        JsonlAuditSink::open(&file.0).is_err(),
+        "a tampered log is not appended to"
+    );
+}
+
+#[test]
+fn a_deleted_entry_is_reported() {
+    let file = TempFile::new("delete");
+    write_some_events(&file);
+    let mut lines = file.lines();
+    lines.remove(3);
+    file.write_lines(&lines);
+    let error = verify_audit_file(&file.0).unwrap_err();
+    assert_eq!(error.line, 4, "{error}");
+    assert!(error.problem.contains("deleted or moved"), "{error}");
+}
+
+#[test]
+fn reordered_entries_are_reported() {
+    let file = TempFile::new("reorder");
+    write_some_events(&file);
+    let mut lines = file.lines();
+    lines.swap(6, 7);
+    file.write_lines(&lines);
+    assert_eq!(verify_audit_file(&file.0).unwrap_err().line, 7);
+}
+
+#[test]
+fn a_truncated_line_is_reported() {
+    let file = TempFile::new("truncate");
+    write_some_events(&file);
+    let mut lines = file.lines();
+    let cut = lines[8].len() / 2;
+    lines[8].truncate(cut);
+    file.write_lines(&lines);
+    assert_eq!(verify_audit_file(&file.0).unwrap_err().line, 9);
+}

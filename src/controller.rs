@@ -37,6 +37,20 @@ enum Step<T> {
     Done(T),
 }
 
+/// A policy passed through, keeping a copy of its decision for the audit log.
+struct Watched<'a> {
+    policy: &'a dyn Policy,
+    seen: std::sync::Mutex<Option<crate::PolicyDecision>>,
+}
+
+impl Policy for Watched<'_> {
+    fn decide(&self, call: &PreparedToolCall) -> crate::PolicyDecision {
+        let decision = self.policy.decide(call);
+        *self.seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(decision.clone());
+        decision
+    }
+}
+
 /// The error result for a call that did not run because its audit record could not be written.
 fn unrecorded(call_id: String, error: &AuditError) -> ToolResult {
     ToolResult::error(call_id, format!("not run: {error}"))
@@ -352,7 +366,28 @@ impl ToolController {
             return Step::Done(unrecorded(call_id, &error));
         }
         let gate = self.gate();
-        match Authorized::by_approval(&gate.runtime, gate.policy.as_ref(), approval) {
+        // With an audit sink, the re-decision is captured on its way out of the policy so it can
+        // be recorded; the decision itself is untouched.
+        let watched = Watched {
+            policy: gate.policy.as_ref(),
+            seen: std::sync::Mutex::new(None),
+        };
+        let checked = if subject.is_some() {
+            Authorized::by_approval(&gate.runtime, &watched, approval)
+        } else {
+            Authorized::by_approval(&gate.runtime, gate.policy.as_ref(), approval)
+        };
+        let seen = watched
+            .seen
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(decision) = seen {
+            let recorded = self.record(&subject, |s| s.decision(&decision));
+            if let (Err(error), Ok(authorized)) = (recorded, &checked) {
+                return Step::Done(unrecorded(authorized.call_id().to_owned(), &error));
+            }
+        }
+        match checked {
             Ok(authorized) => Step::Run(gate, authorized, subject),
             Err(result) => {
                 let _ = self.record(&subject, |s| AuditEvent {

@@ -48,6 +48,7 @@ fn every_path_is_recorded_in_order() {
             Decision,
             ApprovalRequested,
             ApprovalApproved,
+            Decision,
             ExecutionOutcome
         ]
     );

@@ -177,13 +177,18 @@ pub enum Verdict {
 /// assert_eq!(response.verdict, Verdict::Approve);
 /// # Ok::<(), toolgate::ApprovalIdError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ApprovalResponse {
     /// The request answered.
     pub approval_id: ApprovalId,
     /// The answer.
     pub verdict: Verdict,
+    /// Arguments the person changed before approving, replacing the proposed ones. The edited
+    /// call is a new proposal: validated against the tool's schema and decided by the policy like
+    /// any call (a denial wins), and bound to its own digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_arguments: Option<serde_json::Value>,
 }
 
 impl ApprovalResponse {
@@ -192,6 +197,16 @@ impl ApprovalResponse {
         Self {
             approval_id,
             verdict: Verdict::Approve,
+            edited_arguments: None,
+        }
+    }
+
+    /// Approve the request with this id, with `arguments` in place of the proposed ones.
+    pub fn approve_edited(approval_id: ApprovalId, arguments: serde_json::Value) -> Self {
+        Self {
+            approval_id,
+            verdict: Verdict::Approve,
+            edited_arguments: Some(arguments),
         }
     }
 
@@ -200,6 +215,7 @@ impl ApprovalResponse {
         Self {
             approval_id,
             verdict: Verdict::Reject,
+            edited_arguments: None,
         }
     }
 }
@@ -269,6 +285,7 @@ impl ApprovalLimits {
 #[must_use = "an approval that is not passed to `Authorized::by_approval` runs nothing"]
 pub struct Approval {
     request: ApprovalRequest,
+    edited_arguments: Option<serde_json::Value>,
 }
 
 impl Approval {
@@ -277,8 +294,13 @@ impl Approval {
         &self.request
     }
 
-    pub(crate) fn into_request(self) -> ApprovalRequest {
-        self.request
+    /// The arguments the person substituted, if they edited the call.
+    pub fn edited_arguments(&self) -> Option<&serde_json::Value> {
+        self.edited_arguments.as_ref()
+    }
+
+    pub(crate) fn into_parts(self) -> (ApprovalRequest, Option<serde_json::Value>) {
+        (self.request, self.edited_arguments)
     }
 }
 
@@ -416,7 +438,10 @@ impl PendingApprovals {
         }
         let request = waiting.request;
         Ok(match response.verdict {
-            Verdict::Approve => Answered::Approved(Approval { request }),
+            Verdict::Approve => Answered::Approved(Approval {
+                request,
+                edited_arguments: response.edited_arguments,
+            }),
             Verdict::Reject => Answered::Rejected(request),
         })
     }

@@ -32,6 +32,9 @@ pub enum AuditKind {
     ApprovalRequested,
     /// A person approved; the approval was consumed.
     ApprovalApproved,
+    /// The person approved edited arguments: this event carries their digest (the
+    /// `ApprovalApproved` before it, the proposed arguments' digest).
+    ApprovalEdited,
     /// A person rejected.
     ApprovalRejected,
     /// The request was answered after its time to live.

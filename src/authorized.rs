@@ -172,7 +172,7 @@ impl Authorized<PreparedToolCall> {
         policy: &P,
         approval: Approval,
     ) -> Result<Self, ToolResult> {
-        let request = approval.into_request();
+        let (request, edited_arguments) = approval.into_parts();
         if !request.digest_matches() {
             return Err(ToolResult::error(
                 request.call.call_id,
@@ -186,7 +186,12 @@ impl Authorized<PreparedToolCall> {
                 "denied: stale approval: the tool's definition changed while the approval waited; propose the call again",
             ));
         }
-        let prepared = runtime.prepare(request.call)?;
+        let mut call = request.call;
+        if let Some(arguments) = edited_arguments {
+            // A new proposal: validated and decided below like any call.
+            call.arguments = arguments;
+        }
+        let prepared = runtime.prepare(call)?;
         let decision = policy.decide(&prepared);
         match decision.action {
             PolicyAction::Allow | PolicyAction::Ask => Ok(Self { inner: prepared }),

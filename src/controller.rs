@@ -361,7 +361,22 @@ impl ToolController {
             }
             Answered::Approved(approval) => approval,
         };
-        if let Err(error) = self.record(&subject, |s| s.event(AuditKind::ApprovalApproved)) {
+        let mut recorded = self.record(&subject, |s| s.event(AuditKind::ApprovalApproved));
+        let mut subject = subject;
+        if let (Ok(()), Some(edited), Some(_)) = (&recorded, approval.edited_arguments(), &subject)
+        {
+            // From here on the events are about the edited call, bound to its own digest.
+            let request = approval.request();
+            let edited_call = ToolCall::new(
+                request.call.call_id.clone(),
+                request.call.tool_name.clone(),
+                edited.clone(),
+            );
+            let edited = Some(AuditSubject::of(&edited_call).with_approval(request.approval_id));
+            recorded = self.record(&edited, |s| s.event(AuditKind::ApprovalEdited));
+            subject = edited;
+        }
+        if let Err(error) = recorded {
             let call_id = approval.request().call.call_id.clone();
             return Step::Done(unrecorded(call_id, &error));
         }

@@ -346,3 +346,43 @@ fn a_truncated_line_is_reported() {
     file.write_lines(&lines);
     assert_eq!(verify_audit_file(&file.0).unwrap_err().line, 9);
 }
+
+#[test]
+fn an_edited_approval_records_both_digests() {
+    let sink = Arc::new(MemoryAuditSink::new());
+    let controller = audited(&Arc::default(), sink.clone());
+    let Outcome::PendingApproval(request) = controller.handle(ToolCall::new(
+        "c",
+        "apply_patch",
+        json!({"patch": "proposed"}),
+    )) else {
+        panic!("asks");
+    };
+    controller
+        .resolve(ApprovalResponse::approve_edited(
+            request.approval_id,
+            json!({"patch": "edited"}),
+        ))
+        .unwrap();
+    let events = sink.events();
+    let approved = events
+        .iter()
+        .find(|e| e.kind == AuditKind::ApprovalApproved)
+        .unwrap();
+    let edited = events
+        .iter()
+        .find(|e| e.kind == AuditKind::ApprovalEdited)
+        .unwrap();
+    let received = events
+        .iter()
+        .find(|e| e.kind == AuditKind::CallReceived)
+        .unwrap();
+    assert_eq!(approved.argument_digest, received.argument_digest);
+    assert_ne!(edited.argument_digest, approved.argument_digest);
+    let outcome = events.last().unwrap();
+    assert_eq!(outcome.kind, AuditKind::ExecutionOutcome);
+    assert_eq!(
+        outcome.argument_digest, edited.argument_digest,
+        "the edited call is what ran"
+    );
+}

@@ -698,3 +698,91 @@ fn pending_lists_the_full_call_reason_and_digest() {
     assert!(listed[0].digest.starts_with("sha256:") && listed[0].digest_matches());
     assert_eq!(listed[0].reason.as_str(), "tool requires user confirmation");
 }
+
+// ---- edited approvals --------------------------------------------------------------------------
+
+fn echo_patch(runs: &Arc<AtomicUsize>) -> ToolDefinition {
+    let runs = Arc::clone(runs);
+    ToolDefinition::new(
+        ToolSpec::new("apply_patch", "Apply a patch.", patch_schema()),
+        move |args: &serde_json::Value| -> Result<String, ToolError> {
+            runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(format!("applied {}", args["patch"]))
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn an_edited_approval_runs_the_edited_arguments() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller =
+        ToolController::new(registry([echo_patch(&runs)]), policy(&[], &["apply_patch"]));
+    let request = ask_request(
+        &controller,
+        ToolCall::new("c1", "apply_patch", json!({"patch": "rm -rf"})),
+    );
+    let result = controller
+        .resolve(ApprovalResponse::approve_edited(
+            request.approval_id,
+            json!({"patch": "+safe"}),
+        ))
+        .unwrap();
+    assert_eq!(result, ToolResult::ok("c1", "applied \"+safe\""));
+    assert_eq!(run_count(&runs), 1);
+}
+
+#[test]
+fn edited_arguments_are_validated_like_any_call() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller =
+        ToolController::new(registry([echo_patch(&runs)]), policy(&[], &["apply_patch"]));
+    let request = ask_request(
+        &controller,
+        ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
+    );
+    let result = controller
+        .resolve(ApprovalResponse::approve_edited(
+            request.approval_id,
+            json!({"patch": 7}),
+        ))
+        .unwrap();
+    assert!(
+        result
+            .content
+            .starts_with("invalid arguments for apply_patch"),
+        "{result:?}"
+    );
+    assert_eq!(run_count(&runs), 0);
+}
+
+#[test]
+fn edited_arguments_are_decided_like_any_call() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tools = || registry([echo_patch(&runs)]);
+    let rules = RulePolicy::from_json(
+        r#"{"rules": [
+          {"id": "ask-patches", "tool": "apply_patch", "action": "ask", "reason": "patches change files"},
+          {"id": "no-deletes", "tool": "apply_patch", "action": "deny", "reason": "deleting is for people",
+           "when": {"glob": {"pointer": "/patch", "pattern": "*rm -rf*"}}}
+        ]}"#,
+        &tools(),
+    );
+    // An unconditional ask shadows nothing stricter; the deny rule stays live.
+    let controller = ToolController::new(tools(), rules.unwrap());
+    let request = ask_request(
+        &controller,
+        ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
+    );
+    let result = controller
+        .resolve(ApprovalResponse::approve_edited(
+            request.approval_id,
+            json!({"patch": "rm -rf /"}),
+        ))
+        .unwrap();
+    assert_eq!(
+        result,
+        ToolResult::error("c1", "denied after approval: deleting is for people")
+    );
+    assert_eq!(run_count(&runs), 0);
+}

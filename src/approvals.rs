@@ -2,8 +2,8 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -234,6 +234,13 @@ pub enum ApprovalError {
     /// The OS random generator failed, so no unguessable id could be made; the call was not held.
     #[error("the operating system's random generator is unavailable")]
     RandomnessUnavailable,
+    /// The approval store failed (I/O, a corrupt or newer-version ledger). Nothing was approved
+    /// or held; fix the store.
+    #[error("approval store: {message}")]
+    Store {
+        /// What the store reported.
+        message: String,
+    },
     /// As many requests as [`ApprovalLimits::max_pending`] already wait; the call was not held.
     /// Answer or revoke some, or raise the limit.
     #[error("too many calls are waiting for approval (limit {limit})")]
@@ -317,17 +324,259 @@ pub enum Answered {
     Expired(ApprovalRequest),
 }
 
-/// A held request and when it stops being answerable.
-#[derive(Debug)]
-struct Waiting {
-    request: ApprovalRequest,
-    expires: Option<Instant>,
+/// Where a request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ApprovalState {
+    /// Waiting for a person.
+    Pending,
+    /// Approved and consumed — before its handler ran. `outcome` is `None` until the handler
+    /// ends: after a crash it stays `None` (unknown), and the call is never run again.
+    Approved {
+        /// How the handler ended, once it has.
+        outcome: Option<ExecutionOutcome>,
+    },
+    /// Rejected by a person.
+    Rejected,
+    /// Answered after its time to live; counted as a denial.
+    Expired,
+    /// Withdrawn.
+    Revoked,
 }
 
-impl Waiting {
-    fn expired(&self, now: Instant) -> bool {
-        self.expires.is_some_and(|expires| now >= expires)
+/// How an approved call's handler ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionOutcome {
+    /// The handler returned a result.
+    Ok,
+    /// The handler reported a failure, or the call was denied at the re-check.
+    Error,
+}
+
+/// What answering does to a pending request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transition {
+    /// Approve and consume it.
+    Approve,
+    /// Reject it.
+    Reject,
+    /// Withdraw it.
+    Revoke,
+}
+
+/// Where waiting requests live: in memory ([`MemoryApprovalStore`], the default) or durably
+/// (`SqliteApprovalStore`, feature `sqlite`).
+///
+/// # Guarantees an implementation must keep
+///
+/// `take` moves a request out of `Pending` atomically: of any number of concurrent `take`s for
+/// one id — from threads or processes — exactly one succeeds. A request taken for approval is
+/// stored as approved before `take` returns, so a crash afterwards never makes it pending again.
+pub trait ApprovalStore: Send + Sync + fmt::Debug {
+    /// Stores a new pending request.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::TooManyPending`] when `max_pending` unexpired requests already wait;
+    /// [`ApprovalError::Store`] when storage fails.
+    fn insert(
+        &self,
+        request: &ApprovalRequest,
+        expires_ms: Option<u64>,
+        max_pending: usize,
+        now_ms: u64,
+    ) -> Result<(), ApprovalError>;
+
+    /// Moves a pending request out of `Pending`, returning it and whether it had expired (an
+    /// expired request is stored as expired whatever the transition).
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::NotPending`] if it is not pending; [`ApprovalError::Store`] on failure.
+    fn take(
+        &self,
+        approval_id: ApprovalId,
+        transition: Transition,
+        now_ms: u64,
+    ) -> Result<(ApprovalRequest, bool), ApprovalError>;
+
+    /// The unexpired pending requests, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] when storage fails.
+    fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError>;
+
+    /// Records how an approved call's handler ended.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] when storage fails.
+    fn record_outcome(
+        &self,
+        approval_id: ApprovalId,
+        outcome: ExecutionOutcome,
+    ) -> Result<(), ApprovalError>;
+
+    /// Where a request stands, if the store knows it.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] when storage fails.
+    fn state(&self, approval_id: ApprovalId) -> Result<Option<ApprovalState>, ApprovalError>;
+}
+
+/// Milliseconds since the Unix epoch: expiry survives restarts, so it is wall-clock time.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// How many answered requests the memory store remembers, to say where they stand.
+const REMEMBERED_ANSWERS: usize = 4096;
+
+#[derive(Debug)]
+struct Held {
+    request: ApprovalRequest,
+    expires_ms: Option<u64>,
+}
+
+impl Held {
+    fn expired(&self, now_ms: u64) -> bool {
+        self.expires_ms.is_some_and(|expires| now_ms >= expires)
     }
+}
+
+#[derive(Debug, Default)]
+struct Ledger {
+    pending: FastMap<ApprovalId, Held>,
+    answered: FastMap<ApprovalId, ApprovalState>,
+    answered_order: std::collections::VecDeque<ApprovalId>,
+}
+
+/// The default store: in memory, lost on restart (requests are then never run, either).
+#[derive(Debug, Default)]
+pub struct MemoryApprovalStore {
+    // The lock is held only to insert, remove or copy entries, never while a handler runs.
+    ledger: Mutex<Ledger>,
+}
+
+impl MemoryApprovalStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Ledger> {
+        // No code that can panic runs under this lock; were it ever poisoned, each operation
+        // leaves the maps consistent, so carrying on is safe.
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ApprovalStore for MemoryApprovalStore {
+    fn insert(
+        &self,
+        request: &ApprovalRequest,
+        expires_ms: Option<u64>,
+        max_pending: usize,
+        now_ms: u64,
+    ) -> Result<(), ApprovalError> {
+        let mut ledger = self.lock();
+        if ledger.pending.len() >= max_pending {
+            let expired: Vec<ApprovalId> = ledger
+                .pending
+                .iter()
+                .filter(|(_, held)| held.expired(now_ms))
+                .map(|(id, _)| *id)
+                .collect();
+            for id in expired {
+                ledger.pending.remove(&id);
+                remember(&mut ledger, id, ApprovalState::Expired);
+            }
+            if ledger.pending.len() >= max_pending {
+                return Err(ApprovalError::TooManyPending { limit: max_pending });
+            }
+        }
+        ledger.pending.insert(
+            request.approval_id,
+            Held {
+                request: request.clone(),
+                expires_ms,
+            },
+        );
+        Ok(())
+    }
+
+    fn take(
+        &self,
+        approval_id: ApprovalId,
+        transition: Transition,
+        now_ms: u64,
+    ) -> Result<(ApprovalRequest, bool), ApprovalError> {
+        let mut ledger = self.lock();
+        let held = ledger
+            .pending
+            .remove(&approval_id)
+            .ok_or(ApprovalError::NotPending { approval_id })?;
+        let expired = held.expired(now_ms);
+        let state = match (expired, transition) {
+            (true, _) => ApprovalState::Expired,
+            (false, Transition::Approve) => ApprovalState::Approved { outcome: None },
+            (false, Transition::Reject) => ApprovalState::Rejected,
+            (false, Transition::Revoke) => ApprovalState::Revoked,
+        };
+        remember(&mut ledger, approval_id, state);
+        Ok((held.request, expired))
+    }
+
+    fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        let ledger = self.lock();
+        let mut held: Vec<&Held> = ledger
+            .pending
+            .values()
+            .filter(|held| !held.expired(now_ms))
+            .collect();
+        held.sort_by_key(|held| held.expires_ms);
+        Ok(held.into_iter().map(|held| held.request.clone()).collect())
+    }
+
+    fn record_outcome(
+        &self,
+        approval_id: ApprovalId,
+        outcome: ExecutionOutcome,
+    ) -> Result<(), ApprovalError> {
+        if let Some(state) = self.lock().answered.get_mut(&approval_id) {
+            if let ApprovalState::Approved { outcome: recorded } = state {
+                *recorded = Some(outcome);
+            }
+        }
+        Ok(())
+    }
+
+    fn state(&self, approval_id: ApprovalId) -> Result<Option<ApprovalState>, ApprovalError> {
+        let ledger = self.lock();
+        if ledger.pending.contains_key(&approval_id) {
+            return Ok(Some(ApprovalState::Pending));
+        }
+        Ok(ledger.answered.get(&approval_id).copied())
+    }
+}
+
+fn remember(ledger: &mut Ledger, approval_id: ApprovalId, state: ApprovalState) {
+    if ledger.answered_order.len() >= REMEMBERED_ANSWERS {
+        if let Some(oldest) = ledger.answered_order.pop_front() {
+            ledger.answered.remove(&oldest);
+        }
+    }
+    ledger.answered.insert(approval_id, state);
+    ledger.answered_order.push_back(approval_id);
 }
 
 /// The requests waiting for a person, each answerable exactly once.
@@ -352,23 +601,33 @@ impl Waiting {
 /// assert!(pending.answer(ApprovalResponse::approve(request.approval_id)).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PendingApprovals {
-    // The lock is held only to insert, remove or copy entries, never while a handler runs.
-    requests: Mutex<FastMap<ApprovalId, Waiting>>,
+    store: Arc<dyn ApprovalStore>,
     limits: ApprovalLimits,
 }
 
+impl Default for PendingApprovals {
+    fn default() -> Self {
+        Self::with_store(MemoryApprovalStore::new(), ApprovalLimits::default())
+    }
+}
+
 impl PendingApprovals {
-    /// An empty set with the default [`ApprovalLimits`].
+    /// An empty in-memory set with the default [`ApprovalLimits`].
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// An empty set with the given limits.
+    /// An empty in-memory set with the given limits.
     pub fn with_limits(limits: ApprovalLimits) -> Self {
+        Self::with_store(MemoryApprovalStore::new(), limits)
+    }
+
+    /// Requests kept in `store` (a durable one survives restarts), with the given limits.
+    pub fn with_store(store: impl ApprovalStore + 'static, limits: ApprovalLimits) -> Self {
         Self {
-            requests: Mutex::default(),
+            store: Arc::new(store),
             limits,
         }
     }
@@ -378,14 +637,18 @@ impl PendingApprovals {
         self.limits
     }
 
+    pub(crate) fn set_limits(&mut self, limits: ApprovalLimits) {
+        self.limits = limits;
+    }
+
     /// Holds a prepared call for a person under a fresh random id and returns the request to show
     /// them, bound to the call's digest and its tool definition's digest.
     ///
     /// # Errors
     ///
-    /// [`ApprovalError::RandomnessUnavailable`] if no id could be drawn, or
-    /// [`ApprovalError::TooManyPending`] at the cap (expired requests do not count); nothing is
-    /// held then.
+    /// [`ApprovalError::RandomnessUnavailable`] if no id could be drawn,
+    /// [`ApprovalError::TooManyPending`] at the cap (expired requests do not count), or
+    /// [`ApprovalError::Store`]; nothing is held then.
     pub fn request(
         &self,
         prepared: PreparedToolCall,
@@ -400,43 +663,33 @@ impl PendingApprovals {
             call,
             reason,
         };
-        let now = Instant::now();
-        let mut requests = self.lock();
-        if requests.len() >= self.limits.max_pending {
-            // Expired requests can no longer be approved; they make room.
-            requests.retain(|_, waiting| !waiting.expired(now));
-            if requests.len() >= self.limits.max_pending {
-                return Err(ApprovalError::TooManyPending {
-                    limit: self.limits.max_pending,
-                });
-            }
-        }
-        let expires = self
-            .limits
-            .time_to_live
-            .and_then(|time_to_live| now.checked_add(time_to_live));
-        requests.insert(
-            request.approval_id,
-            Waiting {
-                request: request.clone(),
-                expires,
-            },
-        );
+        let now = now_ms();
+        let expires = self.limits.time_to_live.map(|time_to_live| {
+            now.saturating_add(u64::try_from(time_to_live.as_millis()).unwrap_or(u64::MAX))
+        });
+        self.store
+            .insert(&request, expires, self.limits.max_pending, now)?;
         Ok(request)
     }
 
     /// Takes the request out and records the verdict. Of any number of answers to one id, on any
-    /// number of threads, exactly one succeeds (G5).
+    /// number of threads (or processes sharing a durable store), exactly one succeeds (G5).
     ///
     /// # Errors
     ///
-    /// [`ApprovalError::NotPending`] if no request with that id is waiting.
+    /// [`ApprovalError::NotPending`] if no request with that id is waiting;
+    /// [`ApprovalError::Store`] if the store failed (nothing was approved then).
     pub fn answer(&self, response: ApprovalResponse) -> Result<Answered, ApprovalError> {
-        let waiting = self.take(response.approval_id)?;
-        if waiting.expired(Instant::now()) {
-            return Ok(Answered::Expired(waiting.request));
+        let transition = match response.verdict {
+            Verdict::Approve => Transition::Approve,
+            Verdict::Reject => Transition::Reject,
+        };
+        let (request, expired) = self
+            .store
+            .take(response.approval_id, transition, now_ms())?;
+        if expired {
+            return Ok(Answered::Expired(request));
         }
-        let request = waiting.request;
         Ok(match response.verdict {
             Verdict::Approve => Answered::Approved(Approval {
                 request,
@@ -453,40 +706,57 @@ impl PendingApprovals {
     ///
     /// [`ApprovalError::NotPending`] if no request with that id is waiting.
     pub fn revoke(&self, approval_id: ApprovalId) -> Result<ApprovalRequest, ApprovalError> {
-        Ok(self.take(approval_id)?.request)
+        Ok(self
+            .store
+            .take(approval_id, Transition::Revoke, now_ms())?
+            .0)
     }
 
     /// The requests that can still be answered — call, reason and digest — for a UI to show,
-    /// oldest first by expiry.
+    /// oldest first. An unreadable store lists nothing; [`try_list`](Self::try_list) says why.
     pub fn list(&self) -> Vec<ApprovalRequest> {
-        let now = Instant::now();
-        let requests = self.lock();
-        let mut waiting: Vec<&Waiting> = requests.values().filter(|w| !w.expired(now)).collect();
-        waiting.sort_by_key(|w| w.expires);
-        waiting.into_iter().map(|w| w.request.clone()).collect()
+        self.try_list().unwrap_or_default()
     }
 
-    fn take(&self, approval_id: ApprovalId) -> Result<Waiting, ApprovalError> {
-        self.lock()
-            .remove(&approval_id)
-            .ok_or(ApprovalError::NotPending { approval_id })
+    /// As [`list`](Self::list), with the store's error.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] if the store cannot be read.
+    pub fn try_list(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        self.store.pending(now_ms())
+    }
+
+    /// Records how an approved call's handler ended.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] if the store failed.
+    pub fn record_outcome(
+        &self,
+        approval_id: ApprovalId,
+        outcome: ExecutionOutcome,
+    ) -> Result<(), ApprovalError> {
+        self.store.record_outcome(approval_id, outcome)
+    }
+
+    /// Where a request stands, if the store knows it.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] if the store cannot be read.
+    pub fn state(&self, approval_id: ApprovalId) -> Result<Option<ApprovalState>, ApprovalError> {
+        self.store.state(approval_id)
     }
 
     /// How many requests can still be answered.
     pub fn len(&self) -> usize {
-        let now = Instant::now();
-        self.lock().values().filter(|w| !w.expired(now)).count()
+        self.list().len()
     }
 
     /// Whether no request can be answered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    fn lock(&self) -> MutexGuard<'_, FastMap<ApprovalId, Waiting>> {
-        // No code that can panic runs under this lock, so poisoning cannot happen; if it ever
-        // did, the map itself is still consistent (each operation is a single insert or remove).
-        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

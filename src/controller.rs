@@ -7,7 +7,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::approvals::{
     Answered, ApprovalError, ApprovalId, ApprovalLimits, ApprovalRequest, ApprovalResponse,
-    PendingApprovals,
+    ApprovalState, ApprovalStore, ExecutionOutcome, PendingApprovals,
 };
 use crate::audit::{AuditError, AuditEvent, AuditKind, AuditSink, AuditSubject};
 use crate::authorized::{Authorized, PolicyOutcome};
@@ -35,6 +35,14 @@ enum Step<T> {
         Option<AuditSubject>,
     ),
     Done(T),
+}
+
+/// The id of an approved request, whose outcome the store records.
+fn answered_id(answered: &Answered) -> Option<ApprovalId> {
+    match answered {
+        Answered::Approved(approval) => Some(approval.request().approval_id),
+        _ => None,
+    }
 }
 
 /// A policy passed through, keeping a copy of its decision for the audit log.
@@ -205,13 +213,18 @@ impl ToolController {
         let answered = self.pending.answer(response)?;
         #[cfg(feature = "tracing")]
         observe::record_answered(&span, &answered);
+        let approval_id = answered_id(&answered);
         Ok(match self.answer(answered) {
             Step::Run(gate, authorized, subject) => {
                 let result = gate.runtime.execute(authorized);
                 self.record_outcome(subject, &result);
+                self.settle(approval_id, &result);
                 result
             }
-            Step::Done(result) => result,
+            Step::Done(result) => {
+                self.settle(approval_id, &result);
+                result
+            }
         })
     }
 
@@ -232,13 +245,18 @@ impl ToolController {
             let answered = self.pending.answer(response)?;
             #[cfg(feature = "tracing")]
             observe::record_answered(&recorded, &answered);
+            let approval_id = answered_id(&answered);
             Ok(match self.answer(answered) {
                 Step::Run(gate, authorized, subject) => {
                     let result = gate.runtime.execute_async(authorized).await;
                     self.record_outcome(subject, &result);
+                    self.settle(approval_id, &result);
                     result
                 }
-                Step::Done(result) => result,
+                Step::Done(result) => {
+                    self.settle(approval_id, &result);
+                    result
+                }
             })
         };
         #[cfg(feature = "tracing")]
@@ -322,6 +340,21 @@ impl ToolController {
         match (&self.audit, subject) {
             (Some(sink), Some(subject)) => sink.record(&make(subject)),
             _ => Ok(()),
+        }
+    }
+
+    /// Records in the approval store how an approved call ended (a call denied at the re-check
+    /// counts as an error). Rejections and expiries have their own states; nothing to add.
+    fn settle(&self, approval_id: Option<ApprovalId>, result: &ToolResult) {
+        if let Some(approval_id) = approval_id {
+            let outcome = if result.is_error {
+                ExecutionOutcome::Error
+            } else {
+                ExecutionOutcome::Ok
+            };
+            // The handler already ran; a store failure here leaves the outcome unknown, which is
+            // what a crash would leave too.
+            let _ = self.pending.record_outcome(approval_id, outcome);
         }
     }
 
@@ -419,8 +452,30 @@ impl ToolController {
     /// wait). Call before the first `handle`: requests already waiting are dropped.
     #[must_use]
     pub fn with_approval_limits(mut self, limits: ApprovalLimits) -> Self {
-        self.pending = PendingApprovals::with_limits(limits);
+        self.pending.set_limits(limits);
         self
+    }
+
+    /// The same controller, keeping approval requests in `store` — a durable store lets a new
+    /// controller over the same ledger answer requests made before a restart (re-checked as
+    /// always). Call before the first `handle`.
+    #[must_use]
+    pub fn with_approval_store(mut self, store: impl ApprovalStore + 'static) -> Self {
+        let limits = self.pending.limits();
+        self.pending = PendingApprovals::with_store(store, limits);
+        self
+    }
+
+    /// Where an approval request stands (pending, approved with its outcome, rejected, …).
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] if the store cannot be read.
+    pub fn approval_state(
+        &self,
+        approval_id: ApprovalId,
+    ) -> Result<Option<ApprovalState>, ApprovalError> {
+        self.pending.state(approval_id)
     }
 
     /// The requests waiting for a person: call, reason and digest.

@@ -90,7 +90,8 @@ mod workspace;
 
 pub use approvals::{
     Answered, Approval, ApprovalError, ApprovalId, ApprovalIdError, ApprovalLimits,
-    ApprovalRequest, ApprovalResponse, PendingApprovals, Verdict,
+    ApprovalRequest, ApprovalResponse, ApprovalState, ApprovalStore, ExecutionOutcome,
+    MemoryApprovalStore, PendingApprovals, Transition, Verdict,
 };
 #[cfg(feature = "tracing")]
 pub use audit::TracingAuditSink;

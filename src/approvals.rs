@@ -552,10 +552,10 @@ impl ApprovalStore for MemoryApprovalStore {
         approval_id: ApprovalId,
         outcome: ExecutionOutcome,
     ) -> Result<(), ApprovalError> {
-        if let Some(state) = self.lock().answered.get_mut(&approval_id) {
-            if let ApprovalState::Approved { outcome: recorded } = state {
-                *recorded = Some(outcome);
-            }
+        if let Some(ApprovalState::Approved { outcome: recorded }) =
+            self.lock().answered.get_mut(&approval_id)
+        {
+            *recorded = Some(outcome);
         }
         Ok(())
     }

@@ -570,10 +570,10 @@ impl ApprovalStore for MemoryApprovalStore {
 }
 
 fn remember(ledger: &mut Ledger, approval_id: ApprovalId, state: ApprovalState) {
-    if ledger.answered_order.len() >= REMEMBERED_ANSWERS {
-        if let Some(oldest) = ledger.answered_order.pop_front() {
-            ledger.answered.remove(&oldest);
-        }
+    if ledger.answered_order.len() >= REMEMBERED_ANSWERS
+        && let Some(oldest) = ledger.answered_order.pop_front()
+    {
+        ledger.answered.remove(&oldest);
     }
     ledger.answered.insert(approval_id, state);
     ledger.answered_order.push_back(approval_id);

@@ -85,6 +85,8 @@ pub mod providers;
 mod registry;
 mod rules;
 mod runtime;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 #[cfg(feature = "cap-std")]
 mod workspace;
 
@@ -115,6 +117,8 @@ pub use rules::{
     RuleTrace,
 };
 pub use runtime::{PreparedToolCall, ToolRuntime};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteApprovalStore;
 #[cfg(feature = "cap-std")]
 pub use workspace::{MAX_READ_BYTES, workspace_tools};
 

@@ -1,0 +1,309 @@
+//! A durable approval ledger in SQLite (feature `sqlite`; SQLite is bundled, nothing to install).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::approvals::{
+    ApprovalError, ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, ExecutionOutcome,
+    Transition,
+};
+
+/// The ledger layout this version writes and reads.
+const SCHEMA_VERSION: i64 = 1;
+
+/// Approval requests kept in a SQLite file: they survive restarts, and several processes may
+/// share one file.
+///
+/// # Guarantees
+///
+/// - Written with WAL and `synchronous=FULL`: an answer that returned is on disk.
+/// - A request is consumed by a conditional update (`… WHERE state = 'pending'`) inside an
+///   `IMMEDIATE` transaction: of any number of answers from any number of threads or processes,
+///   exactly one succeeds, and it is stored as approved *before* the handler runs — a crash
+///   afterwards leaves it approved with an unknown outcome, never pending again.
+/// - A file that is not a ledger, is corrupt or truncated, or was written by a newer version is
+///   refused when opened, and nothing is approved from it. A stored request whose call no
+///   longer matches its digest is denied when answered.
+///
+/// # Examples
+///
+/// ```no_run
+/// use toolgate::*;
+/// # fn registry() -> ToolRegistry { ToolRegistry::default() }
+/// let controller = ToolController::new(registry(), ToolPolicy::default())
+///     .with_approval_store(SqliteApprovalStore::open("approvals.db")?);
+/// // After a restart, a new controller over the same file sees and answers the same requests.
+/// # Ok::<(), ApprovalError>(())
+/// ```
+#[derive(Debug)]
+pub struct SqliteApprovalStore {
+    path: PathBuf,
+    // One connection per store; SQLite's own locks order access between processes.
+    connection: Mutex<Connection>,
+}
+
+fn store_error(error: impl std::fmt::Display) -> ApprovalError {
+    ApprovalError::Store {
+        message: error.to_string(),
+    }
+}
+
+impl SqliteApprovalStore {
+    /// Opens (or creates) a ledger file, checking its integrity and version first.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] if the file cannot be opened, is not a SQLite database, fails
+    /// SQLite's integrity check, or holds a ledger of a newer version.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, ApprovalError> {
+        let path = path.as_ref().to_owned();
+        let at = |error: rusqlite::Error| store_error(format!("{}: {error}", path.display()));
+        let mut connection = Connection::open(&path).map_err(at)?;
+        connection
+            .busy_timeout(Duration::from_secs(10))
+            .map_err(at)?;
+        let check: String = connection
+            .query_row("PRAGMA quick_check", [], |row| row.get(0))
+            .map_err(at)?;
+        if check != "ok" {
+            return Err(store_error(format!(
+                "{}: the ledger is corrupt ({check})",
+                path.display()
+            )));
+        }
+        let _mode: String = connection
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(at)?;
+        connection
+            .pragma_update(None, "synchronous", "FULL")
+            .map_err(at)?;
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(at)?;
+        transaction
+            .execute(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+                [],
+            )
+            .map_err(at)?;
+        let version: Option<i64> = transaction
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(at)?;
+        match version {
+            None => {
+                transaction
+                    .execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
+                        [SCHEMA_VERSION],
+                    )
+                    .map_err(at)?;
+                transaction
+                    .execute(
+                        "CREATE TABLE approvals (
+                            id TEXT PRIMARY KEY,
+                            request TEXT NOT NULL,
+                            state TEXT NOT NULL CHECK (state IN
+                                ('pending', 'approved', 'rejected', 'expired', 'revoked')),
+                            outcome TEXT CHECK (outcome IN ('ok', 'error')),
+                            created_ms INTEGER NOT NULL,
+                            expires_ms INTEGER
+                        )",
+                        [],
+                    )
+                    .map_err(at)?;
+            }
+            Some(SCHEMA_VERSION) => {}
+            Some(other) => {
+                return Err(store_error(format!(
+                    "{}: ledger schema version {other}, this toolgate reads version {SCHEMA_VERSION}",
+                    path.display()
+                )));
+            }
+        }
+        transaction.commit().map_err(at)?;
+        Ok(Self {
+            path,
+            connection: Mutex::new(connection),
+        })
+    }
+
+    /// The ledger file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // No user code runs under this lock; a poisoned lock still guards a usable connection,
+        // and SQLite's transactions keep the file consistent.
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn as_sql(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+impl ApprovalStore for SqliteApprovalStore {
+    fn insert(
+        &self,
+        request: &ApprovalRequest,
+        expires_ms: Option<u64>,
+        max_pending: usize,
+        now_ms: u64,
+    ) -> Result<(), ApprovalError> {
+        let text = serde_json::to_string(request).map_err(store_error)?;
+        let mut connection = self.lock();
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(store_error)?;
+        let waiting: i64 = transaction
+            .query_row(
+                "SELECT COUNT(*) FROM approvals
+                 WHERE state = 'pending' AND (expires_ms IS NULL OR expires_ms > ?1)",
+                [as_sql(now_ms)],
+                |row| row.get(0),
+            )
+            .map_err(store_error)?;
+        if usize::try_from(waiting).unwrap_or(usize::MAX) >= max_pending {
+            return Err(ApprovalError::TooManyPending { limit: max_pending });
+        }
+        transaction
+            .execute(
+                "INSERT INTO approvals (id, request, state, created_ms, expires_ms)
+                 VALUES (?1, ?2, 'pending', ?3, ?4)",
+                params![
+                    request.approval_id.to_string(),
+                    text,
+                    as_sql(now_ms),
+                    expires_ms.map(as_sql)
+                ],
+            )
+            .map_err(store_error)?;
+        transaction.commit().map_err(store_error)
+    }
+
+    fn take(
+        &self,
+        approval_id: ApprovalId,
+        transition: Transition,
+        now_ms: u64,
+    ) -> Result<(ApprovalRequest, bool), ApprovalError> {
+        let id = approval_id.to_string();
+        let mut connection = self.lock();
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(store_error)?;
+        let row: Option<(String, Option<i64>)> = transaction
+            .query_row(
+                "SELECT request, expires_ms FROM approvals WHERE id = ?1 AND state = 'pending'",
+                [&id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(store_error)?;
+        let Some((text, expires_ms)) = row else {
+            return Err(ApprovalError::NotPending { approval_id });
+        };
+        // Read before the state changes: a row that does not parse is left as it is.
+        let request: ApprovalRequest = serde_json::from_str(&text)
+            .map_err(|error| store_error(format!("stored request {id} is unreadable: {error}")))?;
+        let expired = expires_ms.is_some_and(|expires| expires <= as_sql(now_ms));
+        let state = match (expired, transition) {
+            (true, _) => "expired",
+            (false, Transition::Approve) => "approved",
+            (false, Transition::Reject) => "rejected",
+            (false, Transition::Revoke) => "revoked",
+        };
+        let changed = transaction
+            .execute(
+                "UPDATE approvals SET state = ?1 WHERE id = ?2 AND state = 'pending'",
+                params![state, id],
+            )
+            .map_err(store_error)?;
+        if changed != 1 {
+            return Err(ApprovalError::NotPending { approval_id });
+        }
+        transaction.commit().map_err(store_error)?;
+        Ok((request, expired))
+    }
+
+    fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        let connection = self.lock();
+        let mut statement = connection
+            .prepare(
+                "SELECT request FROM approvals
+                 WHERE state = 'pending' AND (expires_ms IS NULL OR expires_ms > ?1)
+                 ORDER BY created_ms, id",
+            )
+            .map_err(store_error)?;
+        let rows = statement
+            .query_map([as_sql(now_ms)], |row| row.get::<_, String>(0))
+            .map_err(store_error)?;
+        let mut requests = Vec::new();
+        for row in rows {
+            let text = row.map_err(store_error)?;
+            requests.push(serde_json::from_str(&text).map_err(store_error)?);
+        }
+        Ok(requests)
+    }
+
+    fn record_outcome(
+        &self,
+        approval_id: ApprovalId,
+        outcome: ExecutionOutcome,
+    ) -> Result<(), ApprovalError> {
+        let outcome = match outcome {
+            ExecutionOutcome::Ok => "ok",
+            ExecutionOutcome::Error => "error",
+        };
+        self.lock()
+            .execute(
+                "UPDATE approvals SET outcome = ?1 WHERE id = ?2 AND state = 'approved'",
+                params![outcome, approval_id.to_string()],
+            )
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    fn state(&self, approval_id: ApprovalId) -> Result<Option<ApprovalState>, ApprovalError> {
+        let row: Option<(String, Option<String>)> = self
+            .lock()
+            .query_row(
+                "SELECT state, outcome FROM approvals WHERE id = ?1",
+                [approval_id.to_string()],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(store_error)?;
+        let Some((state, outcome)) = row else {
+            return Ok(None);
+        };
+        let outcome = match outcome.as_deref() {
+            None => None,
+            Some("ok") => Some(ExecutionOutcome::Ok),
+            Some(_) => Some(ExecutionOutcome::Error),
+        };
+        Ok(Some(match state.as_str() {
+            "pending" => ApprovalState::Pending,
+            "approved" => ApprovalState::Approved { outcome },
+            "rejected" => ApprovalState::Rejected,
+            "expired" => ApprovalState::Expired,
+            "revoked" => ApprovalState::Revoked,
+            other => {
+                return Err(store_error(format!(
+                    "unknown state {other:?} in the ledger"
+                )));
+            }
+        }))
+    }
+}

@@ -194,5 +194,36 @@ fn throughput(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, gate, throughput);
+/// The same round trip with the durable SQLite ledger (feature `sqlite`): two fsync'd
+/// transactions per approval (hold, consume) plus the outcome.
+#[cfg(feature = "sqlite")]
+fn durable(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("toolgate-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let ledger = toolgate::SqliteApprovalStore::open(dir.join("approvals.db")).expect("ledger");
+    let ask = controller(0, &[], &["calculator"]).with_approval_store(ledger);
+    let valid = json!({"a": 40, "b": 2});
+    let mut group = c.benchmark_group("gate");
+    group.sample_size(20);
+    group.bench_function("ask_approve_execute_sqlite", |b| {
+        b.iter_batched(
+            || call("calculator", valid.clone()),
+            |call| {
+                let Outcome::PendingApproval(request) = ask.handle(call) else {
+                    panic!("calculator asks");
+                };
+                ask.resolve(ApprovalResponse::approve(request.approval_id))
+                    .expect("pending")
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn durable(_: &mut Criterion) {}
+
+criterion_group!(benches, gate, throughput, durable);
 criterion_main!(benches);

@@ -220,11 +220,7 @@ fn line_hash(seq: u64, prev: &str, event: &Value) -> String {
     hasher.update(prev.as_bytes());
     hasher.update([0]);
     hasher.update(canonical::canonical_json(event).as_bytes());
-    let mut text = String::from("sha256:");
-    for byte in hasher.finalize() {
-        text.push_str(&format!("{byte:02x}"));
-    }
-    text
+    canonical::hex_digest(&hasher.finalize())
 }
 
 /// A JSON Lines audit file where each entry carries its sequence number, the previous entry's

@@ -19,6 +19,7 @@ type RecordedSpan = (String, Vec<(String, String)>);
 #[derive(Clone, Default)]
 struct Recorder {
     spans: Arc<Mutex<Vec<RecordedSpan>>>,
+    events: Arc<Mutex<Vec<RecordedSpan>>>,
 }
 
 struct Fields<'a>(&'a mut Vec<(String, String)>);
@@ -46,7 +47,12 @@ impl Subscriber for Recorder {
         values.record(&mut Fields(&mut spans[index].1));
     }
     fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, _: &Event<'_>) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = Vec::new();
+        event.record(&mut Fields(&mut fields));
+        let target = event.metadata().target().to_owned();
+        self.events.lock().unwrap().push((target, fields));
+    }
     fn enter(&self, _: &Id) {}
     fn exit(&self, _: &Id) {}
 }
@@ -115,5 +121,45 @@ fn handle_and_resolve_spans_carry_ids_and_tool_names_only() {
     assert!(
         !everything.contains("SECRET") && !everything.contains("40"),
         "{everything}"
+    );
+}
+
+#[test]
+fn the_tracing_audit_sink_emits_one_event_per_audit_record() {
+    let recorder = Recorder::default();
+    let controller = ToolController::new(registry([calculator()]), policy(&["calculator"], &[]))
+        .with_audit_sink(TracingAuditSink);
+    tracing::subscriber::with_default(recorder.clone(), || {
+        let _ = controller.handle(ToolCall::new(
+            "c7",
+            "calculator",
+            json!({"a": 12345, "b": 1}),
+        ));
+    });
+    let events = recorder.events.lock().unwrap().clone();
+    let audit: Vec<&RecordedSpan> = events
+        .iter()
+        .filter(|(target, _)| target == "toolgate::audit")
+        .collect();
+    let kinds: Vec<String> = audit
+        .iter()
+        .map(|(_, fields)| {
+            fields
+                .iter()
+                .find(|(name, _)| name == "kind")
+                .unwrap()
+                .1
+                .clone()
+        })
+        .collect();
+    assert_eq!(kinds, ["CallReceived", "Decision", "ExecutionOutcome"]);
+    let everything = format!("{audit:?}");
+    assert!(
+        everything.contains("c7") && everything.contains("sha256:"),
+        "{everything}"
+    );
+    assert!(
+        !everything.contains("12345"),
+        "no argument values: {everything}"
     );
 }

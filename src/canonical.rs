@@ -11,14 +11,15 @@ use sha2::{Digest as _, Sha256};
 /// round-tripping decimal. Strings are escaped as `serde_json` escapes them.
 ///
 /// Walks without recursion so a value nested deeper than the stack allows cannot overflow it.
-pub(crate) fn canonical_json(value: &Value) -> String {
+pub(crate) fn canonical_json<'a>(value: &'a Value) -> String {
     enum Step<'a> {
         Value(&'a Value),
         Text(&'static str),
         Key(&'a str),
     }
-    let mut out = String::new();
-    let mut stack = vec![Step::Value(value)];
+    let mut out = String::with_capacity(64);
+    let mut stack: Vec<Step<'a>> = Vec::with_capacity(16);
+    stack.push(Step::Value(value));
     while let Some(step) = stack.pop() {
         match step {
             Step::Text(text) => out.push_str(text),
@@ -43,13 +44,24 @@ pub(crate) fn canonical_json(value: &Value) -> String {
             Step::Value(Value::Object(map)) => {
                 out.push('{');
                 stack.push(Step::Text("}"));
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                for (index, (key, item)) in entries.into_iter().enumerate().rev() {
+                let mut push_entry = |index: usize, key: &'a String, item: &'a Value| {
                     stack.push(Step::Value(item));
                     stack.push(Step::Key(key));
                     if index > 0 {
                         stack.push(Step::Text(","));
+                    }
+                };
+                // serde_json's default map is a BTreeMap, already in key order; sort only when a
+                // feature elsewhere in the build switched it to insertion order.
+                if map.keys().is_sorted() {
+                    for (index, (key, item)) in map.iter().enumerate().rev() {
+                        push_entry(index, key, item);
+                    }
+                } else {
+                    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    for (index, (key, item)) in entries.into_iter().enumerate().rev() {
+                        push_entry(index, key, item);
                     }
                 }
             }

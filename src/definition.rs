@@ -366,14 +366,7 @@ impl ToolDefinition {
         spec: ToolSpec,
         handler: impl AsyncToolHandler + 'static,
     ) -> Result<Self, DefinitionError> {
-        let validator = compile_schema(&spec)?;
-        Ok(Self {
-            digest: spec_digest(&spec),
-            spec,
-            validator,
-            argument_check: None,
-            handler: Handler::Async(Arc::new(handler)),
-        })
+        Self::build(spec, Handler::Async(Arc::new(handler)))
     }
 
     /// Like [`new`](Self::new), for a handler already shared behind an `Arc`.
@@ -400,13 +393,18 @@ impl ToolDefinition {
         spec: ToolSpec,
         handler: Arc<dyn ToolHandler>,
     ) -> Result<Self, DefinitionError> {
+        Self::build(spec, Handler::Blocking(handler))
+    }
+
+    /// The one place a definition is assembled: the schema compiled, the spec digested.
+    fn build(spec: ToolSpec, handler: Handler) -> Result<Self, DefinitionError> {
         let validator = compile_schema(&spec)?;
         Ok(Self {
             digest: spec_digest(&spec),
             spec,
             validator,
             argument_check: None,
-            handler: Handler::Blocking(handler),
+            handler,
         })
     }
 

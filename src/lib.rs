@@ -4,7 +4,7 @@
 //!
 //! toolgate does not sandbox handlers (a handler that touches files must confine itself), does not
 //! talk to model providers over the network, and does not protect against a policy that allows
-//! everything on purpose or against `unsafe` code in the program that uses it.
+//! everything on purpose or against code in the program that opts out of Rust's safety checks.
 //!
 //! ```text
 //! ToolCall ──ToolRuntime::prepare──▶ PreparedToolCall ──policy: Allow──▶ Authorized<PreparedToolCall> ──ToolRuntime::execute──▶ ToolResult

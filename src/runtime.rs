@@ -182,7 +182,7 @@ fn into_result(call_id: String, outcome: Result<String, crate::ToolError>) -> To
 }
 
 /// Drives a future to completion on the current thread, parking between polls. Enough for a
-/// handler that does not need a particular runtime's reactor; no `unsafe`, no dependency.
+/// handler that does not need a particular runtime's reactor; safe code only, no dependency.
 fn block_on<F: Future>(future: F) -> F::Output {
     struct Unpark(std::thread::Thread);
     impl Wake for Unpark {

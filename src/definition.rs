@@ -23,6 +23,10 @@ pub const MAX_SCHEMA_NODES: usize = 20_000;
 /// values built in code.
 pub const MAX_ARGUMENT_DEPTH: usize = 64;
 
+/// The most bytes of handler output passed on to the model unless a definition sets its own
+/// limit ([`ToolDefinition::with_max_output_bytes`]); longer output becomes an error result.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 20;
+
 /// A failure the handler reports: it becomes `ToolResult { is_error: true }` with the call's id.
 ///
 /// Use it for expected failures the model can react to ("file not found"); let defects panic.
@@ -315,6 +319,7 @@ pub struct ToolDefinition {
     digest: Arc<str>,
     validator: jsonschema::Validator,
     argument_check: Option<Box<ArgumentCheck>>,
+    max_output_bytes: usize,
     handler: Handler,
 }
 
@@ -404,8 +409,35 @@ impl ToolDefinition {
             spec,
             validator,
             argument_check: None,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             handler,
         })
+    }
+
+    /// The same tool, passing on at most `limit` bytes of output: a longer result becomes an error
+    /// result saying so (the model's context, and whatever stores transcripts, stay bounded).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use toolgate::{ToolDefinition, ToolError, ToolSpec};
+    ///
+    /// let spec = ToolSpec::new("cat", "Print a file.", json!({"type": "object"}));
+    /// let cat = ToolDefinition::new(spec, |_: &Value| -> Result<String, ToolError> { Ok(String::new()) })?
+    ///     .with_max_output_bytes(64 * 1024);
+    /// assert_eq!(cat.max_output_bytes(), 64 * 1024);
+    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// ```
+    #[must_use]
+    pub fn with_max_output_bytes(mut self, limit: usize) -> Self {
+        self.max_output_bytes = limit;
+        self
+    }
+
+    /// The most bytes of output this tool passes on.
+    pub fn max_output_bytes(&self) -> usize {
+        self.max_output_bytes
     }
 
     /// A tool over a Rust argument type: the schema is generated from `T` (feature `schemars`),

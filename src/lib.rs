@@ -105,8 +105,9 @@ pub use authorized::{Authorized, PolicyOutcome};
 pub use contract::{ToolCall, ToolResult, ToolSpec};
 pub use controller::{Outcome, ToolController};
 pub use definition::{
-    ArgumentErrors, AsyncToolHandler, BoxFuture, DefinitionError, MAX_ARGUMENT_DEPTH,
-    MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, ToolDefinition, ToolError, ToolHandler, Violation,
+    ArgumentErrors, AsyncToolHandler, BoxFuture, DEFAULT_MAX_OUTPUT_BYTES, DefinitionError,
+    MAX_ARGUMENT_DEPTH, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, ToolDefinition, ToolError, ToolHandler,
+    Violation,
 };
 pub use policy::{
     EmptyReason, Policy, PolicyAction, PolicyDecision, PolicyError, Reason, ToolPolicy,

@@ -155,7 +155,7 @@ impl ToolRuntime {
             Handler::Blocking(handler) => handler.call(&arguments),
             Handler::Async(handler) => block_on(handler.call(arguments)),
         };
-        into_result(call_id, outcome)
+        into_result(call_id, outcome, definition.max_output_bytes())
     }
 
     /// The async form of [`execute`](Self::execute), with the same typestate and guarantees: an
@@ -170,15 +170,29 @@ impl ToolRuntime {
             Handler::Blocking(handler) => handler.call(&arguments),
             Handler::Async(handler) => handler.call(arguments).await,
         };
-        into_result(call_id, outcome)
+        into_result(call_id, outcome, definition.max_output_bytes())
     }
 }
 
-fn into_result(call_id: String, outcome: Result<String, crate::ToolError>) -> ToolResult {
-    match outcome {
+fn into_result(
+    call_id: String,
+    outcome: Result<String, crate::ToolError>,
+    max_output_bytes: usize,
+) -> ToolResult {
+    let result = match outcome {
         Ok(content) => ToolResult::ok(call_id, content),
         Err(error) => ToolResult::error(call_id, error.to_string()),
+    };
+    if result.content.len() <= max_output_bytes {
+        return result;
     }
+    let size = result.content.len();
+    ToolResult::error(
+        result.call_id,
+        format!(
+            "tool output too large: {size} bytes, the limit is {max_output_bytes}; it was not passed on"
+        ),
+    )
 }
 
 /// Drives a future to completion on the current thread, parking between polls. Enough for a

@@ -203,3 +203,39 @@ fn hostile_remote_file_refs_and_unknown_schema() {
         );
     }
 }
+
+#[test]
+fn hostile_handler_returning_huge_output() {
+    let flood = ToolDefinition::new(
+        ToolSpec::new("flood", "Returns 20 MB.", json!({"type": "object"})),
+        |_: &Value| -> Result<String, ToolError> { Ok("y".repeat(20 * 1024 * 1024)) },
+    )
+    .unwrap();
+    let small = ToolDefinition::new(
+        ToolSpec::new(
+            "small",
+            "Returns 100 bytes, limit 10.",
+            json!({"type": "object"}),
+        ),
+        |_: &Value| -> Result<String, ToolError> { Ok("z".repeat(100)) },
+    )
+    .unwrap()
+    .with_max_output_bytes(10);
+    let controller =
+        ToolController::new(registry([flood, small]), policy(&["flood", "small"], &[]));
+    let result = completed(controller.handle(ToolCall::new("c1", "flood", json!({}))));
+    assert!(result.is_error);
+    assert_eq!(result.call_id, "c1");
+    assert_eq!(
+        result.content,
+        format!(
+            "tool output too large: {} bytes, the limit is {DEFAULT_MAX_OUTPUT_BYTES}; it was not passed on",
+            20 * 1024 * 1024
+        )
+    );
+    let result = completed(controller.handle(ToolCall::new("c2", "small", json!({}))));
+    assert!(
+        result.is_error && result.content.contains("100 bytes, the limit is 10"),
+        "{result:?}"
+    );
+}

@@ -118,10 +118,8 @@ fn handle_and_resolve_spans_carry_ids_and_tool_names_only() {
     assert!(field(2, "approval_id").is_some());
     assert_eq!(field(3, "call_id").as_deref(), Some("call_3"));
     let everything = format!("{spans:?}");
-    assert!(
-        !everything.contains("SECRET") && !everything.contains("40"),
-        "{everything}"
-    );
+    // (Not a digit check: the random approval id is hex and may hold any digits.)
+    assert!(!everything.contains("SECRET"), "{everything}");
 }
 
 #[test]
@@ -158,8 +156,22 @@ fn the_tracing_audit_sink_emits_one_event_per_audit_record() {
         everything.contains("c7") && everything.contains("sha256:"),
         "{everything}"
     );
-    assert!(
-        !everything.contains("12345"),
-        "no argument values: {everything}"
-    );
+    // No field can carry argument values: only these are ever emitted. (A digit search would be
+    // flaky: digests and ids are hex.)
+    let allowed = [
+        "kind",
+        "call_id",
+        "tool",
+        "argument_digest",
+        "approval_id",
+        "action",
+        "rule_id",
+        "policy_digest",
+        "is_error",
+    ];
+    for (_, fields) in &audit {
+        for (name, _) in fields {
+            assert!(allowed.contains(&name.as_str()), "unexpected field {name}");
+        }
+    }
 }

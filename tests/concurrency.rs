@@ -14,7 +14,7 @@ use toolgate::*;
 const THREADS: usize = 8;
 const REQUESTS: usize = 200;
 
-fn storm(controller: Arc<ToolController>, runs: &Arc<AtomicUsize>, label: &str) {
+fn storm(controller: Arc<ToolController>, runs: &Arc<AtomicUsize>, label: &str, expiring: bool) {
     let requests: Vec<ApprovalRequest> = (0..REQUESTS)
         .map(|i| {
             match controller.handle(ToolCall::new(
@@ -82,9 +82,11 @@ fn storm(controller: Arc<ToolController>, runs: &Arc<AtomicUsize>, label: &str) 
         per_request.iter().all(|count| *count == 1),
         "{label}: {per_request:?}"
     );
+    // Expired requests are settled by the first answer too, and never run.
+    let expected_runs = if expiring { 0 } else { approved };
     assert_eq!(
         runs.load(Ordering::SeqCst),
-        approved,
+        expected_runs,
         "{label}: runs == approvals that won"
     );
     assert!(controller.pending().is_empty());
@@ -95,7 +97,7 @@ fn storm(controller: Arc<ToolController>, runs: &Arc<AtomicUsize>, label: &str) 
         "{label}: every other answer refused"
     );
     println!(
-        "{label}: {THREADS} threads × {REQUESTS} answers each over {REQUESTS} requests → {REQUESTS} settled exactly once, {approved} ran once each, {refused} answers refused as already settled"
+        "{label}: {THREADS} threads × {REQUESTS} answers each over {REQUESTS} requests → {REQUESTS} settled exactly once, {expected_runs} ran once each, {refused} answers refused as already settled"
     );
 }
 
@@ -106,7 +108,20 @@ fn memory_store_settles_each_request_exactly_once() {
         registry([counted("apply_patch", patch_schema(), &runs)]),
         policy(&[], &["apply_patch"]),
     );
-    storm(Arc::new(controller), &runs, "memory");
+    storm(Arc::new(controller), &runs, "memory", false);
+}
+
+#[test]
+fn expired_requests_are_settled_exactly_once_and_never_run() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::new(
+        registry([counted("apply_patch", patch_schema(), &runs)]),
+        policy(&[], &["apply_patch"]),
+    )
+    .with_approval_limits(
+        ApprovalLimits::default().with_time_to_live(Some(std::time::Duration::ZERO)),
+    );
+    storm(Arc::new(controller), &runs, "memory, all expired", true);
 }
 
 #[cfg(feature = "sqlite")]
@@ -121,6 +136,6 @@ fn sqlite_store_settles_each_request_exactly_once() {
         policy(&[], &["apply_patch"]),
     )
     .with_approval_store(SqliteApprovalStore::open(dir.join("approvals.db")).unwrap());
-    storm(Arc::new(controller), &runs, "sqlite");
+    storm(Arc::new(controller), &runs, "sqlite", false);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,5 +1,5 @@
 //! Model-based test of the whole lifecycle: random sequences of handle, approve, reject, revoke,
-//! answers with unknown or used ids, policy and registry replacement and panicking handlers,
+//! answers with unknown or used ids, policy and registry replacement, expiry and panicking handlers,
 //! checked after every step against a small reference model. Invariants: a handler runs only for
 //! an Allow or for an approval consumed once whose re-check passed; no approval runs twice; every
 //! result carries its call's id; a waiting request is never lost.
@@ -28,6 +28,10 @@ enum Op {
     AnswerUsed(usize),
     SetPolicy(u8),
     SetRegistry(u8),
+    /// Hold a call on the controller whose requests expire at once.
+    HandleExpiring,
+    /// Answer one of those expired requests (then answer it again).
+    AnswerExpired(usize),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -59,12 +63,16 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::AnswerUsed),
         1 => (0_u8..3).prop_map(Op::SetPolicy),
         1 => (0_u8..3).prop_map(Op::SetRegistry),
+        1 => Just(Op::HandleExpiring),
+        1 => any::<usize>().prop_map(Op::AnswerExpired),
     ]
 }
 
 /// The real system under test, and the handler run counters it increments.
 struct System {
     controller: ToolController,
+    // Same tools and policy, but every request expires as soon as it is made.
+    expiring: ToolController,
     runs: [Arc<AtomicUsize>; 3], // allowed, asked, denied
 }
 
@@ -112,6 +120,8 @@ struct Model {
     // (approval id, call id, registry variant when held)
     pending: Vec<(ApprovalId, String, u8)>,
     used: Vec<ApprovalId>,
+    // Requests held on the expiring controller: (approval id, call id).
+    expired: Vec<(ApprovalId, String)>,
     runs: [usize; 3],
     next_call: usize,
 }
@@ -126,6 +136,10 @@ fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let runs: [Arc<AtomicUsize>; 3] = Default::default();
     let system = System {
         controller: ToolController::new(registry_variant(0, &runs), policy_variant(0)),
+        expiring: ToolController::new(registry_variant(0, &runs), policy_variant(0))
+            .with_approval_limits(
+                ApprovalLimits::default().with_time_to_live(Some(std::time::Duration::ZERO)),
+            ),
         runs: runs.clone(),
     };
     let mut model = Model::default();
@@ -150,6 +164,10 @@ fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
             .collect();
         let expected: HashSet<ApprovalId> = model.pending.iter().map(|p| p.0).collect();
         prop_assert_eq!(waiting, expected, "a waiting request was lost or invented");
+        prop_assert!(
+            system.expiring.pending().is_empty(),
+            "an expired request was listed"
+        );
     }
     Ok(())
 }
@@ -260,11 +278,58 @@ fn step(
         }
         Op::SetPolicy(variant) => {
             controller.replace_policy(policy_variant(variant));
+            system.expiring.replace_policy(policy_variant(variant));
             model.policy = variant;
         }
         Op::SetRegistry(variant) => {
             controller.replace_registry(registry_variant(variant, runs));
+            system
+                .expiring
+                .replace_registry(registry_variant(variant, runs));
             model.registry = variant;
+        }
+        Op::HandleExpiring => {
+            model.next_call += 1;
+            let call_id = format!("call-{}", model.next_call);
+            let outcome =
+                system
+                    .expiring
+                    .handle(ToolCall::new(call_id.clone(), "asked", json!({"n": 5})));
+            match outcome {
+                Outcome::PendingApproval(request) => {
+                    prop_assert!(model.policy == 0 && model.asked_present());
+                    model.expired.push((request.approval_id, call_id));
+                }
+                Outcome::Completed(result) => {
+                    prop_assert_eq!(&result.call_id, &call_id);
+                    let ran = model.asked_present() && model.policy == 2;
+                    prop_assert_eq!(!result.is_error, ran, "result {:?}", result);
+                    if ran {
+                        model.runs[1] += 1;
+                    }
+                }
+            }
+        }
+        Op::AnswerExpired(index) => {
+            if model.expired.is_empty() {
+                return Ok(());
+            }
+            let (id, call_id) = model.expired.remove(index % model.expired.len());
+            let result = system
+                .expiring
+                .resolve(ApprovalResponse::approve(id))
+                .map_err(|error| {
+                    TestCaseError::fail(format!("an expired request was lost: {error}"))
+                })?;
+            prop_assert_eq!(&result.call_id, &call_id);
+            prop_assert!(
+                result.is_error && result.content.contains("expired"),
+                "{:?}",
+                result
+            );
+            let again = system.expiring.resolve(ApprovalResponse::approve(id));
+            let refused = matches!(again, Err(ApprovalError::NotPending { .. }));
+            prop_assert!(refused, "an expired request was answered twice");
         }
     }
     Ok(())

@@ -367,6 +367,18 @@ pub enum Transition {
     Revoke,
 }
 
+impl Transition {
+    /// The state a pending request settles in: expired wins over any answer.
+    pub(crate) fn settled(self, expired: bool) -> ApprovalState {
+        match (expired, self) {
+            (true, _) => ApprovalState::Expired,
+            (false, Transition::Approve) => ApprovalState::Approved { outcome: None },
+            (false, Transition::Reject) => ApprovalState::Rejected,
+            (false, Transition::Revoke) => ApprovalState::Revoked,
+        }
+    }
+}
+
 /// Where waiting requests live: in memory ([`MemoryApprovalStore`], the default) or durably
 /// (`SqliteApprovalStore`, feature `sqlite`).
 ///
@@ -526,13 +538,7 @@ impl ApprovalStore for MemoryApprovalStore {
             .remove(&approval_id)
             .ok_or(ApprovalError::NotPending { approval_id })?;
         let expired = held.expired(now_ms);
-        let state = match (expired, transition) {
-            (true, _) => ApprovalState::Expired,
-            (false, Transition::Approve) => ApprovalState::Approved { outcome: None },
-            (false, Transition::Reject) => ApprovalState::Rejected,
-            (false, Transition::Revoke) => ApprovalState::Revoked,
-        };
-        remember(&mut ledger, approval_id, state);
+        remember(&mut ledger, approval_id, transition.settled(expired));
         Ok((held.request, expired))
     }
 

@@ -218,11 +218,12 @@ impl ApprovalStore for SqliteApprovalStore {
         let request: ApprovalRequest = serde_json::from_str(&text)
             .map_err(|error| store_error(format!("stored request {id} is unreadable: {error}")))?;
         let expired = expires_ms.is_some_and(|expires| expires <= as_sql(now_ms));
-        let state = match (expired, transition) {
-            (true, _) => "expired",
-            (false, Transition::Approve) => "approved",
-            (false, Transition::Reject) => "rejected",
-            (false, Transition::Revoke) => "revoked",
+        let state = match transition.settled(expired) {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Approved { .. } => "approved",
+            ApprovalState::Rejected => "rejected",
+            ApprovalState::Expired => "expired",
+            ApprovalState::Revoked => "revoked",
         };
         let changed = transaction
             .execute(

@@ -36,19 +36,13 @@ pub const MAX_READ_BYTES: u64 = 1 << 20;
 /// ```
 pub fn workspace_tools(workspace: Dir) -> Result<Vec<ToolDefinition>, DefinitionError> {
     let workspace = Arc::new(workspace);
-    let path_schema = json!({"type": "string", "minLength": 1, "description": "A path relative to the workspace."});
     let read = {
         let workspace = Arc::clone(&workspace);
         ToolDefinition::new(
             ToolSpec::new(
                 "read_file",
                 "Read a UTF-8 text file in the workspace.",
-                json!({
-                    "type": "object",
-                    "properties": {"path": path_schema},
-                    "required": ["path"],
-                    "additionalProperties": false
-                }),
+                path_only_schema(),
             ),
             move |args: &Value| -> Result<String, ToolError> {
                 let path = path_argument(args)?;
@@ -76,12 +70,7 @@ pub fn workspace_tools(workspace: Dir) -> Result<Vec<ToolDefinition>, Definition
             ToolSpec::new(
                 "list_dir",
                 "List the entries of a directory in the workspace (\".\" is the workspace).",
-                json!({
-                    "type": "object",
-                    "properties": {"path": path_schema},
-                    "required": ["path"],
-                    "additionalProperties": false
-                }),
+                path_only_schema(),
             ),
             move |args: &Value| -> Result<String, ToolError> {
                 let path = path_argument(args)?;
@@ -108,7 +97,7 @@ pub fn workspace_tools(workspace: Dir) -> Result<Vec<ToolDefinition>, Definition
             "Create or replace a UTF-8 text file in the workspace.",
             json!({
                 "type": "object",
-                "properties": {"path": path_schema, "content": {"type": "string"}},
+                "properties": {"path": path_schema(), "content": {"type": "string"}},
                 "required": ["path", "content"],
                 "additionalProperties": false
             }),
@@ -123,6 +112,19 @@ pub fn workspace_tools(workspace: Dir) -> Result<Vec<ToolDefinition>, Definition
         },
     )?;
     Ok(vec![read, list, write])
+}
+
+fn path_schema() -> Value {
+    json!({"type": "string", "minLength": 1, "description": "A path relative to the workspace."})
+}
+
+fn path_only_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"path": path_schema()},
+        "required": ["path"],
+        "additionalProperties": false
+    })
 }
 
 fn path_argument(args: &Value) -> Result<&str, ToolError> {

@@ -171,7 +171,7 @@ impl ToolController {
         match self.gate_call(call) {
             Step::Run(gate, authorized, subject) => {
                 let result = gate.runtime.execute(authorized);
-                self.record_outcome(subject, &result);
+                self.finished(subject, None, &result);
                 Outcome::Completed(result)
             }
             Step::Done(outcome) => outcome,
@@ -187,7 +187,7 @@ impl ToolController {
             match self.gate_call(call) {
                 Step::Run(gate, authorized, subject) => {
                     let result = gate.runtime.execute_async(authorized).await;
-                    self.record_outcome(subject, &result);
+                    self.finished(subject, None, &result);
                     Outcome::Completed(result)
                 }
                 Step::Done(outcome) => outcome,
@@ -217,8 +217,7 @@ impl ToolController {
         Ok(match self.answer(answered) {
             Step::Run(gate, authorized, subject) => {
                 let result = gate.runtime.execute(authorized);
-                self.record_outcome(subject, &result);
-                self.settle(approval_id, &result);
+                self.finished(subject, approval_id, &result);
                 result
             }
             Step::Done(result) => {
@@ -249,8 +248,7 @@ impl ToolController {
             Ok(match self.answer(answered) {
                 Step::Run(gate, authorized, subject) => {
                     let result = gate.runtime.execute_async(authorized).await;
-                    self.record_outcome(subject, &result);
-                    self.settle(approval_id, &result);
+                    self.finished(subject, approval_id, &result);
                     result
                 }
                 Step::Done(result) => {
@@ -358,13 +356,20 @@ impl ToolController {
         }
     }
 
-    /// Records how an execution ended. The handler already ran: a failure to record is reported
-    /// by the sink's own means, not by changing the result.
-    fn record_outcome(&self, subject: Option<AuditSubject>, result: &ToolResult) {
+    /// Records how an execution ended, in the audit log and (for an approved call) in the approval
+    /// store. The handler already ran: a failure to record is left to the sink and store to
+    /// report, not turned into a different result.
+    fn finished(
+        &self,
+        subject: Option<AuditSubject>,
+        approval_id: Option<ApprovalId>,
+        result: &ToolResult,
+    ) {
         let _ = self.record(&subject, |s| AuditEvent {
             is_error: Some(result.is_error),
             ..s.event(AuditKind::ExecutionOutcome)
         });
+        self.settle(approval_id, result);
     }
 
     /// Everything `resolve` does before the handler runs.

@@ -147,10 +147,7 @@ impl ToolRuntime {
     /// authorization runs at most once. Passing a `PreparedToolCall` or a `ToolCall` does not
     /// compile (`ui-tests/execute_prepared.rs`, `ui-tests/execute_raw_call.rs`).
     pub fn execute(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
-        let PreparedToolCall { call, definition } = authorized.into_inner();
-        let ToolCall {
-            call_id, arguments, ..
-        } = call;
+        let (call_id, arguments, definition) = unpack(authorized);
         let outcome = match definition.handler() {
             Handler::Blocking(handler) => handler.call(&arguments),
             Handler::Async(handler) => block_on(handler.call(arguments)),
@@ -162,16 +159,20 @@ impl ToolRuntime {
     /// async handler is awaited (its arguments moved into it, not copied); a blocking handler
     /// runs on the task that polls this future.
     pub async fn execute_async(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
-        let PreparedToolCall { call, definition } = authorized.into_inner();
-        let ToolCall {
-            call_id, arguments, ..
-        } = call;
+        let (call_id, arguments, definition) = unpack(authorized);
         let outcome = match definition.handler() {
             Handler::Blocking(handler) => handler.call(&arguments),
             Handler::Async(handler) => handler.call(arguments).await,
         };
         into_result(call_id, outcome, definition.max_output_bytes())
     }
+}
+
+/// Spends the proof: the call's id and arguments (moved, not copied) and the definition they
+/// validated against.
+fn unpack(authorized: Authorized<PreparedToolCall>) -> (String, Value, Arc<ToolDefinition>) {
+    let PreparedToolCall { call, definition } = authorized.into_inner();
+    (call.call_id, call.arguments, definition)
 }
 
 fn into_result(

@@ -786,3 +786,63 @@ fn edited_arguments_are_decided_like_any_call() {
     );
     assert_eq!(run_count(&runs), 0);
 }
+
+#[test]
+fn no_lock_is_held_while_a_handler_runs() {
+    // The handler calls back into its own controller: it replaces the policy (the write lock),
+    // lists approvals (the store's lock) and handles a nested call. Any lock held across the
+    // handler would deadlock, which the timeout below turns into a failure.
+    use std::sync::{OnceLock, mpsc};
+    let slot: Arc<OnceLock<std::sync::Weak<ToolController>>> = Arc::new(OnceLock::new());
+    let reentrant = {
+        let slot = Arc::clone(&slot);
+        ToolDefinition::new(
+            ToolSpec::new(
+                "reentrant",
+                "Calls its own controller.",
+                json!({"type": "object"}),
+            ),
+            move |_: &serde_json::Value| -> Result<String, ToolError> {
+                let controller = slot
+                    .get()
+                    .and_then(std::sync::Weak::upgrade)
+                    .expect("controller");
+                controller.replace_policy(policy(&["reentrant", "calculator"], &["apply_patch"]));
+                let waiting = controller.pending().len();
+                let nested = completed(controller.handle(ToolCall::new(
+                    "inner",
+                    "calculator",
+                    json!({"a": 1, "b": 1}),
+                )));
+                Ok(format!("{waiting} waiting, nested {}", nested.content))
+            },
+        )
+        .unwrap()
+    };
+    let controller = Arc::new(ToolController::new(
+        registry([
+            reentrant,
+            calculator(),
+            counted("apply_patch", patch_schema(), &Arc::default()),
+        ]),
+        policy(&["reentrant", "calculator"], &["apply_patch"]),
+    ));
+    slot.set(Arc::downgrade(&controller)).unwrap();
+    let _ = ask_request(
+        &controller,
+        ToolCall::new("w", "apply_patch", json!({"patch": "+"})),
+    );
+    let (done, result) = mpsc::channel();
+    let worker = Arc::clone(&controller);
+    thread::spawn(move || {
+        let outcome = worker.handle(ToolCall::new("outer", "reentrant", json!({})));
+        let _ = done.send(outcome);
+    });
+    let outcome = result
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("a lock was held across the handler (deadlock)");
+    assert_eq!(
+        outcome,
+        Outcome::Completed(ToolResult::ok("outer", "1 waiting, nested 2"))
+    );
+}

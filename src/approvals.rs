@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::canonical::call_digest;
-use crate::contract::ToolCall;
+use crate::contract::{Redacted, ToolCall};
 use crate::names::FastMap;
 use crate::policy::Reason;
 use crate::runtime::PreparedToolCall;
@@ -177,7 +177,7 @@ pub enum Verdict {
 /// assert_eq!(response.verdict, Verdict::Approve);
 /// # Ok::<(), toolgate::ApprovalIdError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ApprovalResponse {
     /// The request answered.
@@ -189,6 +189,20 @@ pub struct ApprovalResponse {
     /// any call (a denial wins), and bound to its own digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_arguments: Option<serde_json::Value>,
+}
+
+/// Edited arguments are never printed: they may hold secrets.
+impl fmt::Debug for ApprovalResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApprovalResponse")
+            .field("approval_id", &self.approval_id)
+            .field("verdict", &self.verdict)
+            .field(
+                "edited_arguments",
+                &self.edited_arguments.as_ref().map(|_| Redacted),
+            )
+            .finish()
+    }
 }
 
 impl ApprovalResponse {
@@ -288,11 +302,23 @@ impl ApprovalLimits {
 /// taken out of [`PendingApprovals`], so no other answer can use it (G5).
 ///
 /// Not `Clone`: it is spent by [`Authorized::by_approval`](crate::Authorized::by_approval).
-#[derive(Debug)]
 #[must_use = "an approval that is not passed to `Authorized::by_approval` runs nothing"]
 pub struct Approval {
     request: ApprovalRequest,
     edited_arguments: Option<serde_json::Value>,
+}
+
+/// The request prints as its own `Debug` does (arguments redacted); edited arguments never print.
+impl fmt::Debug for Approval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Approval")
+            .field("request", &self.request)
+            .field(
+                "edited_arguments",
+                &self.edited_arguments.as_ref().map(|_| Redacted),
+            )
+            .finish()
+    }
 }
 
 impl Approval {

@@ -1,5 +1,7 @@
 //! The plain data that crosses the boundary to and from the model.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -20,7 +22,7 @@ use serde_json::Value;
 /// assert_eq!(serde_json::from_str::<ToolCall>(&wire)?, call);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The provider's id for this call; every [`ToolResult`] answering it carries the same id.
     pub call_id: String,
@@ -28,6 +30,28 @@ pub struct ToolCall {
     pub tool_name: String,
     /// The arguments as the model sent them, before validation.
     pub arguments: Value,
+}
+
+/// Names the call and its tool; the arguments, which may hold secrets, are never printed, so a
+/// `{:?}` in a log line is safe (also inside [`ApprovalRequest`](crate::ApprovalRequest),
+/// [`Outcome`](crate::Outcome) and the controller).
+impl fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolCall")
+            .field("call_id", &self.call_id)
+            .field("tool_name", &self.tool_name)
+            .field("arguments", &Redacted)
+            .finish()
+    }
+}
+
+/// Stands in for a value a model or a person sent, in `Debug` output.
+pub(crate) struct Redacted;
+
+impl fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 impl ToolCall {

@@ -38,10 +38,10 @@ fn policy(count: usize, tool_of: impl Fn(usize) -> usize, registry: &ToolRegistr
                 actions[(i / TOOLS) % 3],
                 "bench",
             )
-            .when(Condition::glob("/path", format!("/dir{i}/*")))
+            .when(Condition::path_glob("/path", format!("/dir{i}/*")))
         })
-        .collect();
-    RulePolicy::new(PolicyConfig { rules }, registry).expect("bench policy loads")
+        .collect::<Vec<_>>();
+    RulePolicy::new(PolicyConfig::new(rules), registry).expect("bench policy loads")
 }
 
 fn decide(c: &mut Criterion) {

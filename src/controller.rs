@@ -12,7 +12,7 @@ use crate::approvals::{
 use crate::audit::{AuditError, AuditEvent, AuditKind, AuditSink, AuditSubject};
 use crate::authorized::{Authorized, PolicyOutcome};
 use crate::contract::{ToolCall, ToolResult};
-use crate::policy::Policy;
+use crate::policy::{Policy, PolicyMismatch, Unfit};
 use crate::registry::ToolRegistry;
 use crate::runtime::{PreparedToolCall, ToolRuntime};
 
@@ -68,7 +68,34 @@ fn unrecorded(call_id: String, error: &AuditError) -> ToolResult {
 /// consistent pair from start to end.
 struct Gate {
     runtime: Arc<ToolRuntime>,
+    // The policy that decides: `configured` when it fits the registry, else a denial of every call
+    // (see `Gate::new`).
     policy: Arc<dyn Policy>,
+    configured: Arc<dyn Policy>,
+}
+
+impl Gate {
+    /// The pair in force, or the mismatch if `configured` does not fit the registry.
+    fn checked(
+        runtime: Arc<ToolRuntime>,
+        configured: Arc<dyn Policy>,
+    ) -> Result<Self, (PolicyMismatch, Self)> {
+        match configured.check_registry(runtime.registry()) {
+            Ok(()) => Ok(Self {
+                runtime,
+                policy: Arc::clone(&configured),
+                configured,
+            }),
+            Err(mismatch) => {
+                let denying = Self {
+                    runtime,
+                    policy: Arc::new(Unfit::new(&mismatch)),
+                    configured,
+                };
+                Err((mismatch, denying))
+            }
+        }
+    }
 }
 
 /// Joins registry, runtime, policy and approvals so that calls go through them in order.
@@ -137,12 +164,33 @@ impl fmt::Debug for ToolController {
 
 impl ToolController {
     /// A controller over `registry` and `policy`, with no waiting approvals.
+    ///
+    /// If the policy does not fit the registry ([`Policy::check_registry`]: a rule names a tool or
+    /// field the registry lacks), every call is denied, naming the mismatch, until a fitting
+    /// registry or policy is loaded; [`try_new`](Self::try_new) reports it instead.
     pub fn new(registry: ToolRegistry, policy: impl Policy + 'static) -> Self {
+        let gate = Gate::checked(Arc::new(ToolRuntime::new(registry)), Arc::new(policy))
+            .unwrap_or_else(|(_, denying)| denying);
+        Self::with_gate(gate)
+    }
+
+    /// A controller over `registry` and `policy`, if the policy fits the registry.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyMismatch`] listing what does not fit.
+    pub fn try_new(
+        registry: ToolRegistry,
+        policy: impl Policy + 'static,
+    ) -> Result<Self, PolicyMismatch> {
+        Gate::checked(Arc::new(ToolRuntime::new(registry)), Arc::new(policy))
+            .map(Self::with_gate)
+            .map_err(|(mismatch, _)| mismatch)
+    }
+
+    fn with_gate(gate: Gate) -> Self {
         Self {
-            gate: RwLock::new(Arc::new(Gate {
-                runtime: Arc::new(ToolRuntime::new(registry)),
-                policy: Arc::new(policy),
-            })),
+            gate: RwLock::new(Arc::new(gate)),
             generation: AtomicU64::new(0),
             id: NEXT_CONTROLLER_ID.fetch_add(1, Ordering::Relaxed),
             pending: PendingApprovals::new(),
@@ -512,35 +560,66 @@ impl ToolController {
         self.gate().runtime.registry().specs().cloned().collect()
     }
 
-    /// Replaces the tools. Calls already running finish with the tools they started with; waiting
-    /// approvals are checked against the new tools when answered.
-    pub fn replace_registry(&self, registry: ToolRegistry) {
-        let mut gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
-        *gate = Arc::new(Gate {
-            runtime: Arc::new(ToolRuntime::new(registry)),
-            policy: Arc::clone(&gate.policy),
-        });
-        self.generation.fetch_add(1, Ordering::Release);
-    }
-
-    /// Replaces the policy. Waiting approvals are decided again under the new policy when
-    /// answered; a denial then wins.
-    pub fn replace_policy(&self, policy: impl Policy + 'static) {
-        let mut gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
-        *gate = Arc::new(Gate {
-            runtime: Arc::clone(&gate.runtime),
-            policy: Arc::new(policy),
-        });
-        self.generation.fetch_add(1, Ordering::Release);
-    }
-
-    /// Builds a policy against the current registry and puts it in force only if it built: on an
-    /// error the old policy stays, untouched. The registry cannot change while `build` runs.
-    /// Waiting approvals are decided again under the new policy when answered.
+    /// Replaces the tools, if the policy in force fits them. Calls already running finish with the
+    /// tools they started with; waiting approvals are checked against the new tools when answered.
     ///
     /// # Errors
     ///
-    /// Whatever `build` returned; the policy in force is unchanged then.
+    /// [`PolicyMismatch`] if the policy would not load against `registry` (a rule's tool is gone,
+    /// a field a rule judges was renamed): the old registry stays in force, untouched. Load a
+    /// policy for the new tools first, or together through [`replace`](Self::replace).
+    pub fn replace_registry(&self, registry: ToolRegistry) -> Result<(), PolicyMismatch> {
+        let mut gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
+        let next = Gate::checked(
+            Arc::new(ToolRuntime::new(registry)),
+            Arc::clone(&gate.configured),
+        )
+        .map_err(|(mismatch, _)| mismatch)?;
+        self.publish(&mut gate, next);
+        Ok(())
+    }
+
+    /// Replaces the policy, if it fits the registry in force. Waiting approvals are decided again
+    /// under the new policy when answered; a denial then wins.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyMismatch`] if the policy does not fit the registry (it was built for other tools);
+    /// the policy in force stays.
+    pub fn replace_policy(&self, policy: impl Policy + 'static) -> Result<(), PolicyMismatch> {
+        let mut gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
+        let next = Gate::checked(Arc::clone(&gate.runtime), Arc::new(policy))
+            .map_err(|(mismatch, _)| mismatch)?;
+        self.publish(&mut gate, next);
+        Ok(())
+    }
+
+    /// Replaces tools and policy together, if the policy fits the tools — the way to follow a
+    /// tool change that the old policy does not fit (an MCP server renamed a field).
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyMismatch`] if they do not fit each other; the pair in force stays.
+    pub fn replace(
+        &self,
+        registry: ToolRegistry,
+        policy: impl Policy + 'static,
+    ) -> Result<(), PolicyMismatch> {
+        let next = Gate::checked(Arc::new(ToolRuntime::new(registry)), Arc::new(policy))
+            .map_err(|(mismatch, _)| mismatch)?;
+        let mut gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
+        self.publish(&mut gate, next);
+        Ok(())
+    }
+
+    /// Builds a policy against the current registry and puts it in force only if it built and
+    /// fits: on an error the old policy stays, untouched. The registry cannot change while `build`
+    /// runs. Waiting approvals are decided again under the new policy when answered.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `build` returned, or its [`PolicyMismatch`] converted into `E`; the policy in force
+    /// is unchanged then.
     ///
     /// # Examples
     ///
@@ -563,15 +642,20 @@ impl ToolController {
     ) -> Result<(), E>
     where
         P: Policy + 'static,
+        E: From<PolicyMismatch>,
     {
         let mut gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
         let policy = build(gate.runtime.registry())?;
-        *gate = Arc::new(Gate {
-            runtime: Arc::clone(&gate.runtime),
-            policy: Arc::new(policy),
-        });
-        self.generation.fetch_add(1, Ordering::Release);
+        let next = Gate::checked(Arc::clone(&gate.runtime), Arc::new(policy))
+            .map_err(|(mismatch, _)| E::from(mismatch))?;
+        self.publish(&mut gate, next);
         Ok(())
+    }
+
+    /// Puts `next` in force under the write lock, and bumps the generation before releasing it.
+    fn publish(&self, gate: &mut Arc<Gate>, next: Gate) {
+        *gate = Arc::new(next);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     /// The gate in force, shared; the lock is released before anything runs.
@@ -603,6 +687,7 @@ impl ToolController {
             let own = Arc::new(Gate {
                 runtime: Arc::clone(&published.runtime),
                 policy: Arc::clone(&published.policy),
+                configured: Arc::clone(&published.configured),
             });
             (generation, own)
         };

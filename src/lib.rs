@@ -83,7 +83,7 @@ mod names;
 mod policy;
 pub mod providers;
 mod registry;
-mod rules;
+pub mod rules;
 mod runtime;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -110,12 +110,13 @@ pub use definition::{
     Violation,
 };
 pub use policy::{
-    EmptyReason, Policy, PolicyAction, PolicyDecision, PolicyError, Reason, ToolPolicy,
+    EmptyReason, Policy, PolicyAction, PolicyDecision, PolicyError, PolicyMismatch, Reason,
+    ToolPolicy,
 };
 pub use registry::{RegistryError, ToolRegistry};
 pub use rules::{
-    Condition, Explanation, LoadProblem, PolicyConfig, PolicyLoadError, RuleConfig, RulePolicy,
-    RuleTrace,
+    Condition, Explanation, LoadProblem, PathOptions, PolicyConfig, PolicyLoadError, RuleConfig,
+    RulePolicy, RuleTrace,
 };
 pub use runtime::{PreparedToolCall, ToolRuntime};
 #[cfg(feature = "sqlite")]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::names::FastSet;
+use crate::registry::ToolRegistry;
 use crate::runtime::PreparedToolCall;
 
 /// What a policy wants done with a call.
@@ -233,6 +234,20 @@ impl PolicyDecision {
 pub trait Policy: Send + Sync {
     /// The decision for `call`.
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision;
+
+    /// Whether this policy means over `registry` what it was written to mean. The controller asks
+    /// whenever the registry or the policy changes, and never puts a pair in force that fails it.
+    /// The default accepts every registry: right for policies that judge tool names only (an
+    /// unknown tool never prepares). A policy that judges argument fields must check that they
+    /// still exist ([`RulePolicy`](crate::RulePolicy) loads itself again).
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyMismatch`] listing what no longer fits.
+    fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
+        let _ = registry;
+        Ok(())
+    }
 }
 
 impl<F> Policy for F
@@ -241,6 +256,64 @@ where
 {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
         self(call)
+    }
+}
+
+/// One thing wrong in a policy, and where: `rules[2] (id "read-ws").when.all[0].path_within`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadProblem {
+    /// Where in the configuration.
+    pub place: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for LoadProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.place, self.message)
+    }
+}
+
+/// A policy does not fit a registry: it names tools or fields the registry's tools do not have
+/// (say, after an MCP server renamed a field in its `tools/list`). The controller refused the
+/// change that caused it; load a policy written for the new tools, or keep the old ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the policy does not fit the registry: {} problem(s): {}", .problems.len(), join_problems(.problems))]
+#[non_exhaustive]
+pub struct PolicyMismatch {
+    /// Every problem, with its place in the policy.
+    pub problems: Vec<LoadProblem>,
+}
+
+pub(crate) fn join_problems(problems: &[LoadProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// In force instead of a policy that does not fit the registry: every call is denied, naming the
+/// mismatch, until a fitting registry or policy is loaded (fail closed).
+pub(crate) struct Unfit {
+    reason: Reason,
+}
+
+impl Unfit {
+    pub(crate) fn new(mismatch: &PolicyMismatch) -> Self {
+        Self {
+            reason: Reason::new(format!(
+                "denied: the policy in force does not fit the tools ({} problem(s)); no call runs until a fitting policy is loaded",
+                mismatch.problems.len()
+            ))
+            .unwrap_or(Reason::from_static("denied: the policy does not fit the tools")),
+        }
+    }
+}
+
+impl Policy for Unfit {
+    fn decide(&self, _: &PreparedToolCall) -> PolicyDecision {
+        PolicyDecision::deny(self.reason.clone())
     }
 }
 

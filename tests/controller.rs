@@ -213,7 +213,9 @@ fn schema_changed_while_waiting_makes_the_approval_stale() {
         "properties": {"patch": {"type": "string"}, "path": {"type": "string"}},
         "required": ["patch", "path"]
     });
-    controller.replace_registry(registry([counted("apply_patch", stricter, &runs)]));
+    controller
+        .replace_registry(registry([counted("apply_patch", stricter, &runs)]))
+        .expect("the policy fits the tools");
 
     let result = controller
         .resolve(ApprovalResponse::approve(request.approval_id))
@@ -247,11 +249,13 @@ fn schema_changed_while_waiting_but_still_valid_runs_the_new_handler() {
         &controller,
         ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
     );
-    controller.replace_registry(registry([counted(
-        "apply_patch",
-        patch_schema(),
-        &new_runs,
-    )]));
+    controller
+        .replace_registry(registry([counted(
+            "apply_patch",
+            patch_schema(),
+            &new_runs,
+        )]))
+        .expect("the policy fits the tools");
     let result = controller
         .resolve(ApprovalResponse::approve(request.approval_id))
         .unwrap();
@@ -270,7 +274,9 @@ fn policy_changed_to_deny_while_waiting_wins_over_the_approval() {
         &controller,
         ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
     );
-    controller.replace_policy(policy(&[], &[]));
+    controller
+        .replace_policy(policy(&[], &[]))
+        .expect("the policy fits the tools");
     let result = controller
         .resolve(ApprovalResponse::approve(request.approval_id))
         .unwrap();
@@ -295,7 +301,9 @@ fn policy_changed_to_allow_while_waiting_still_runs_once() {
         &controller,
         ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
     );
-    controller.replace_policy(policy(&["apply_patch"], &[]));
+    controller
+        .replace_policy(policy(&["apply_patch"], &[]))
+        .expect("the policy fits the tools");
     assert!(
         !controller
             .resolve(ApprovalResponse::approve(request.approval_id))
@@ -316,7 +324,9 @@ fn tool_removed_while_waiting_is_an_unknown_tool() {
         &controller,
         ToolCall::new("c1", "apply_patch", json!({"patch": "+x"})),
     );
-    controller.replace_registry(registry([calculator()]));
+    controller
+        .replace_registry(registry([calculator()]))
+        .expect("the policy fits the tools");
     let result = controller
         .resolve(ApprovalResponse::approve(request.approval_id))
         .unwrap();
@@ -388,7 +398,9 @@ fn panicking_handler_reaches_the_caller_and_the_controller_keeps_working() {
         completed(controller.handle(ToolCall::new("next", "calculator", json!({"a": 1, "b": 2}))));
     assert_eq!(result, ToolResult::ok("next", "3"));
     assert_eq!(controller.pending(), vec![waiting.clone()]);
-    controller.replace_policy(policy(&["calculator"], &["apply_patch"]));
+    controller
+        .replace_policy(policy(&["calculator"], &["apply_patch"]))
+        .expect("the policy fits the tools");
     let result = controller
         .resolve(ApprovalResponse::approve(waiting.approval_id))
         .unwrap();
@@ -462,7 +474,9 @@ fn every_result_keeps_its_call_id() {
         answer(ApprovalResponse::reject(rejected.approval_id)),
         "id-rejected"
     );
-    controller.replace_policy(policy(&[], &[]));
+    controller
+        .replace_policy(policy(&[], &[]))
+        .expect("the policy fits the tools");
     assert_eq!(
         answer(ApprovalResponse::approve(overridden.approval_id)),
         "id-overridden"
@@ -533,14 +547,18 @@ fn a_replacement_reaches_threads_that_already_handled_calls() {
         !results.recv().unwrap().is_error,
         "allowed before the change"
     );
-    controller.replace_policy(policy(&[], &[]));
+    controller
+        .replace_policy(policy(&[], &[]))
+        .expect("the policy fits the tools");
     go.send(()).unwrap();
     let denied = results.recv().unwrap();
     assert!(
         denied.content.contains("default deny"),
         "the worker saw the new policy: {denied:?}"
     );
-    controller.replace_registry(registry([]));
+    controller
+        .replace_registry(registry([]))
+        .expect("the policy fits the tools");
     go.send(()).unwrap();
     assert_eq!(
         results.recv().unwrap(),
@@ -807,7 +825,9 @@ fn no_lock_is_held_while_a_handler_runs() {
                     .get()
                     .and_then(std::sync::Weak::upgrade)
                     .expect("controller");
-                controller.replace_policy(policy(&["reentrant", "calculator"], &["apply_patch"]));
+                controller
+                    .replace_policy(policy(&["reentrant", "calculator"], &["apply_patch"]))
+                    .expect("the policy fits the tools");
                 let waiting = controller.pending().len();
                 let nested = completed(controller.handle(ToolCall::new(
                     "inner",

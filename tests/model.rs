@@ -277,15 +277,23 @@ fn step(
             prop_assert!(refused, "a used id was answered twice");
         }
         Op::SetPolicy(variant) => {
-            controller.replace_policy(policy_variant(variant));
-            system.expiring.replace_policy(policy_variant(variant));
+            controller
+                .replace_policy(policy_variant(variant))
+                .expect("name-only policies fit every registry");
+            system
+                .expiring
+                .replace_policy(policy_variant(variant))
+                .expect("name-only policies fit every registry");
             model.policy = variant;
         }
         Op::SetRegistry(variant) => {
-            controller.replace_registry(registry_variant(variant, runs));
+            controller
+                .replace_registry(registry_variant(variant, runs))
+                .expect("name-only policies fit every registry");
             system
                 .expiring
-                .replace_registry(registry_variant(variant, runs));
+                .replace_registry(registry_variant(variant, runs))
+                .expect("name-only policies fit every registry");
             model.registry = variant;
         }
         Op::HandleExpiring => {

@@ -41,13 +41,13 @@ fn tools(runs: &Arc<AtomicUsize>) -> ToolRegistry {
     ])
 }
 
-const WORKSPACE_POLICY: &str = r#"{"rules": [
+const WORKSPACE_POLICY: &str = r#"{"paths": {"working_directory": "/work"}, "rules": [
   {"id": "read-workspace", "tool": "read_file", "action": "allow", "reason": "reading inside the workspace",
    "when": {"path_within": {"pointer": "/path", "roots": ["/work"]}},
    "match": [{"path": "/work/src/lib.rs"}, {"path": "src/lib.rs"}],
    "not_match": [{"path": "/work-evil/x"}, {"path": "/work/../etc/passwd"}]},
   {"id": "read-secrets", "tool": "read_file", "action": "deny", "reason": "secrets are never read",
-   "when": {"glob": {"pointer": "/path", "pattern": "*.pem"}}},
+   "when": {"path_glob": {"pointer": "/path", "pattern": "*.pem"}}},
   {"id": "read-elsewhere", "tool": "read_file", "action": "ask", "reason": "reading outside the workspace",
    "when": {"not": {"path_within": {"pointer": "/path", "roots": ["/work"]}}},
    "not_match": [{"path": "/work/a.txt"}, {"path": "a.txt"}]},
@@ -148,32 +148,35 @@ fn evasion_relative_paths_are_taken_against_the_root() {
 fn evasion_nul_byte_is_never_allowed() {
     let policy = workspace_policy(&tools(&Arc::default()));
     let decision = policy.decide_arguments("read_file", &read("/work/a\0/../../etc/passwd"));
-    assert_eq!(
-        decision.action,
-        PolicyAction::Ask,
-        "undetermined: a person decides, never allowed"
-    );
+    // Undetermined: never allowed, and the deny rule on the same field applies first.
+    assert_eq!(decision.action, PolicyAction::Deny);
+    assert_eq!(decision.rule_id.as_deref(), Some("read-secrets"));
 }
 
 #[test]
-fn evasion_tilde_env_and_url_encoding_are_literal() {
+fn evasion_tilde_env_and_url_encoding_are_undetermined() {
     let policy = workspace_policy(&tools(&Arc::default()));
-    // Taken literally, each of these names an entry inside /work; nothing expands them.
-    for literal in ["~/x", "$HOME/x", "%2e%2e/%2e%2e/etc"] {
+    // A shell, a Windows API or a URL decoder in the handler could turn each of these into
+    // another path: never allowed (and the deny rule on the field applies).
+    for spelling in [
+        "~/x",
+        "~root/x",
+        "$HOME/x",
+        "/work/${HOME}",
+        "%2e%2e/%2e%2e/etc",
+        "/work/%2e%2e/etc",
+        "~/../../etc",
+    ] {
         assert_eq!(
-            action(&policy, "read_file", read(literal)),
-            PolicyAction::Allow,
-            "{literal}"
+            action(&policy, "read_file", read(spelling)),
+            PolicyAction::Deny,
+            "{spelling}"
         );
     }
-    // `..` still counts after a literal `~`: /work/~/../../etc is /etc.
+    // `~` inside a name is an ordinary character.
     assert_eq!(
-        action(&policy, "read_file", read("~/../../etc")),
-        PolicyAction::Ask
-    );
-    assert_eq!(
-        action(&policy, "read_file", read("/~root/x")),
-        PolicyAction::Ask
+        action(&policy, "read_file", read("/work/notes~")),
+        PolicyAction::Allow
     );
 }
 
@@ -403,7 +406,7 @@ fn load_error_relative_root_and_bad_pointer_syntax() {
                          {"glob": {"pointer": "path", "pattern": "*"}}]}}]}"#,
     );
     assert_eq!(problems.len(), 2, "{problems:#?}");
-    assert!(problems[0].message.contains("not an absolute path"));
+    assert!(problems[0].message.contains("not a plain absolute path"));
     assert!(problems[1].message.contains("must start with '/'"));
 }
 
@@ -454,16 +457,14 @@ fn policy_loads_from_a_file() {
 #[test]
 fn precedence_is_deny_then_ask_then_allow_then_default() {
     let policy = RulePolicy::new(
-        PolicyConfig {
-            rules: vec![
-                RuleConfig::new("allow-md", "read_file", PolicyAction::Allow, "docs")
-                    .when(Condition::glob("/path", "*.md")),
-                RuleConfig::new("ask-private", "read_file", PolicyAction::Ask, "private")
-                    .when(Condition::glob("/path", "*private*")),
-                RuleConfig::new("deny-key", "read_file", PolicyAction::Deny, "keys")
-                    .when(Condition::glob("/path", "*key*")),
-            ],
-        },
+        PolicyConfig::new([
+            RuleConfig::new("allow-md", "read_file", PolicyAction::Allow, "docs")
+                .when(Condition::glob("/path", "*.md")),
+            RuleConfig::new("ask-private", "read_file", PolicyAction::Ask, "private")
+                .when(Condition::glob("/path", "*private*")),
+            RuleConfig::new("deny-key", "read_file", PolicyAction::Deny, "keys")
+                .when(Condition::glob("/path", "*key*")),
+        ]),
         &tools(&Arc::default()),
     )
     .unwrap();
@@ -601,7 +602,7 @@ fn waiting_approvals_are_decided_again_under_a_new_rule_policy() {
 /// A pool of rules that load together (no repeats, no shadowing), mixing all three actions.
 fn rule_pool() -> Vec<RuleConfig> {
     use PolicyAction::*;
-    let glob = |p: &str| Condition::glob("/path", p);
+    let glob = |p: &str| Condition::path_glob("/path", p);
     vec![
         RuleConfig::new("a1", "read_file", Allow, "r")
             .when(Condition::path_within("/path", ["/work"])),
@@ -610,7 +611,7 @@ fn rule_pool() -> Vec<RuleConfig> {
         RuleConfig::new("k1", "read_file", Ask, "r")
             .when(Condition::path_within("/path", ["/home"])),
         RuleConfig::new("k2", "read_file", Ask, "r").when(glob("*secret*")),
-        RuleConfig::new("k3", "read_file", Ask, "r").when(glob("*/drafts/*")),
+        RuleConfig::new("k3", "read_file", Ask, "r").when(glob("drafts/*")),
         RuleConfig::new("d1", "read_file", Deny, "r").when(glob("*.pem")),
         RuleConfig::new("d2", "read_file", Deny, "r")
             .when(Condition::path_within("/path", ["/work/.git"])),
@@ -663,7 +664,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let registry = tools(&Arc::default());
-        let written = RulePolicy::new(PolicyConfig { rules: chosen.clone() }, &registry).unwrap();
+        let written = RulePolicy::new(PolicyConfig::new(chosen.clone()), &registry).unwrap();
         let mut shuffled = chosen;
         // A seeded Fisher–Yates shuffle, so a failure replays from proptest's seed.
         let mut state = seed | 1;
@@ -673,7 +674,7 @@ proptest! {
             state ^= state << 17;
             shuffled.swap(i, (state % (i as u64 + 1)) as usize);
         }
-        let permuted = RulePolicy::new(PolicyConfig { rules: shuffled }, &registry).unwrap();
+        let permuted = RulePolicy::new(PolicyConfig::new(shuffled), &registry).unwrap();
         prop_assert_eq!(written.digest(), permuted.digest());
         for (tool, arguments) in argument_pool() {
             prop_assert_eq!(

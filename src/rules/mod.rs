@@ -2,21 +2,21 @@
 //! loaded from JSON or built in code, checked against the registry, and explained.
 
 mod condition;
+mod load;
+mod schema_pointer;
 
-use std::collections::HashMap;
-use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use condition::Condition;
-use condition::{Compiled, Truth};
+use condition::{Compiled, PathSettings, Truth};
+pub use condition::{Condition, PathOptions};
 
-use crate::canonical;
 use crate::names::FastMap;
-use crate::policy::{Policy, PolicyAction, PolicyDecision, Reason};
+pub use crate::policy::LoadProblem;
+use crate::policy::{Policy, PolicyAction, PolicyDecision, PolicyMismatch, Reason};
 use crate::registry::ToolRegistry;
 use crate::runtime::PreparedToolCall;
 
@@ -36,9 +36,31 @@ use crate::runtime::PreparedToolCall;
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PolicyConfig {
+    /// How paths are read: the one working directory relative paths are taken against, and case
+    /// sensitivity.
+    #[serde(default, skip_serializing_if = "PathOptions::is_default")]
+    pub paths: PathOptions,
     /// The rules; their order never changes a decision.
     pub rules: Vec<RuleConfig>,
+}
+
+impl PolicyConfig {
+    /// A policy of `rules`, with default path options.
+    pub fn new(rules: impl IntoIterator<Item = RuleConfig>) -> Self {
+        Self {
+            paths: PathOptions::default(),
+            rules: rules.into_iter().collect(),
+        }
+    }
+
+    /// The same policy, reading paths as `paths` says.
+    #[must_use]
+    pub fn with_paths(mut self, paths: PathOptions) -> Self {
+        self.paths = paths;
+        self
+    }
 }
 
 /// One rule: for `tool`, take `action` when `when` holds (or always, without `when`).
@@ -106,21 +128,6 @@ impl RuleConfig {
     }
 }
 
-/// One thing wrong in a policy, and where: `rules[2] (id "read-ws").when.all[0].path_within`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadProblem {
-    /// Where in the configuration.
-    pub place: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for LoadProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.place, self.message)
-    }
-}
-
 /// A policy that was not loaded. Nothing of it took effect; the author of the configuration is at
 /// fault and every problem is listed with its place.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -141,19 +148,19 @@ pub enum PolicyLoadError {
         message: String,
     },
     /// The policy parsed but does not fit the registry or contradicts itself.
-    #[error("policy has {} problem(s): {}", .problems.len(), join(.problems))]
+    #[error("policy has {} problem(s): {}", .problems.len(), crate::policy::join_problems(.problems))]
     Invalid {
         /// Every problem found.
         problems: Vec<LoadProblem>,
     },
 }
 
-fn join(problems: &[LoadProblem]) -> String {
-    problems
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
+impl From<PolicyMismatch> for PolicyLoadError {
+    fn from(mismatch: PolicyMismatch) -> Self {
+        Self::Invalid {
+            problems: mismatch.problems,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -165,18 +172,18 @@ struct Rule {
 
 impl Rule {
     /// Whether the rule applies: restrictive rules (ask, deny) also when undetermined.
-    fn applies(&self, action: PolicyAction, arguments: &Value) -> bool {
-        match self.truth(arguments) {
+    fn applies(&self, action: PolicyAction, arguments: &Value, paths: &PathSettings) -> bool {
+        match self.truth(arguments, paths) {
             Truth::Yes => true,
             Truth::Unknown => action != PolicyAction::Allow,
             Truth::No => false,
         }
     }
 
-    fn truth(&self, arguments: &Value) -> Truth {
+    fn truth(&self, arguments: &Value, paths: &PathSettings) -> Truth {
         self.condition
             .as_ref()
-            .map_or(Truth::Yes, |condition| condition.evaluate(arguments))
+            .map_or(Truth::Yes, |condition| condition.evaluate(arguments, paths))
     }
 }
 
@@ -246,7 +253,7 @@ pub struct Explanation {
 /// let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
 /// let registry = ToolRegistry::new([ToolDefinition::new(ToolSpec::new("read_file", "Read.", schema), read)?])?;
 ///
-/// let policy = RulePolicy::from_json(r#"{"rules": [
+/// let policy = RulePolicy::from_json(r#"{"paths": {"working_directory": "/workspace"}, "rules": [
 ///   {"id": "read-workspace", "tool": "read_file", "action": "allow", "reason": "inside the workspace",
 ///    "when": {"path_within": {"pointer": "/path", "roots": ["/workspace"]}},
 ///    "match": [{"path": "src/main.rs"}], "not_match": [{"path": "/workspace/../etc/passwd"}]},
@@ -263,6 +270,7 @@ pub struct Explanation {
 #[derive(Debug)]
 pub struct RulePolicy {
     by_tool: FastMap<String, ToolRules>,
+    paths: PathSettings,
     digest: Arc<str>,
     config: PolicyConfig,
 }
@@ -274,7 +282,7 @@ impl RulePolicy {
     ///
     /// [`PolicyLoadError::Invalid`] listing every problem with its place.
     pub fn new(config: PolicyConfig, registry: &ToolRegistry) -> Result<Self, PolicyLoadError> {
-        load(config, registry)
+        load::load(config, registry)
     }
 
     /// Parses a JSON policy and builds it against `registry`.
@@ -326,7 +334,10 @@ impl RulePolicy {
             return self.default_decision();
         };
         for (action, rules) in rules.by_precedence() {
-            if let Some(rule) = rules.iter().find(|rule| rule.applies(action, arguments)) {
+            if let Some(rule) = rules
+                .iter()
+                .find(|rule| rule.applies(action, arguments, &self.paths))
+            {
                 return PolicyDecision::new(action, rule.reason.clone())
                     .with_rule_id(Arc::clone(&rule.id))
                     .with_policy_digest(Arc::clone(&self.digest));
@@ -351,11 +362,11 @@ impl RulePolicy {
                     .into_iter()
                     .flat_map(|(action, rules)| {
                         rules.iter().map(move |rule| {
-                            let truth = rule.truth(arguments);
+                            let truth = rule.truth(arguments, &self.paths);
                             RuleTrace {
                                 rule_id: Arc::clone(&rule.id),
                                 action,
-                                applied: rule.applies(action, arguments),
+                                applied: rule.applies(action, arguments, &self.paths),
                                 determined: truth != Truth::Unknown,
                             }
                         })
@@ -381,254 +392,21 @@ impl Policy for RulePolicy {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
         self.decide_arguments(call.tool_name(), call.arguments())
     }
-}
 
-fn load(config: PolicyConfig, registry: &ToolRegistry) -> Result<RulePolicy, PolicyLoadError> {
-    let mut problems = Vec::new();
-    let mut problem =
-        |place: String, message: String| problems.push(LoadProblem { place, message });
-    let mut by_tool: FastMap<String, ToolRules> = FastMap::default();
-    let mut seen_ids: HashMap<&str, usize> = HashMap::new();
-    // (tool, canonical condition) → (rule index, action), to find repeats and contradictions.
-    let mut seen_conditions: HashMap<(&str, String), (usize, PolicyAction)> = HashMap::new();
-
-    for (index, rule) in config.rules.iter().enumerate() {
-        let place = format!("rules[{index}] (id {:?})", rule.id);
-        if rule.id.trim().is_empty() {
-            problem(place.clone(), "id is empty".to_owned());
-        } else if let Some(first) = seen_ids.get(rule.id.as_str()) {
-            problem(place.clone(), format!("id repeats rules[{first}]"));
-        } else {
-            seen_ids.insert(&rule.id, index);
+    /// Loads this policy's configuration again against `registry`: a tool it names is gone, a
+    /// field a condition judges was renamed or became a list, an example no longer behaves — each
+    /// is a problem, and the controller refuses the registry (or denies every call) rather than
+    /// apply a silently weaker policy.
+    fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
+        match load::load(self.config.clone(), registry) {
+            Ok(_) => Ok(()),
+            Err(PolicyLoadError::Invalid { problems }) => Err(PolicyMismatch { problems }),
+            Err(other) => Err(PolicyMismatch {
+                problems: vec![LoadProblem {
+                    place: "policy".to_owned(),
+                    message: other.to_string(),
+                }],
+            }),
         }
-        let reason = Reason::new(rule.reason.clone());
-        if reason.is_err() {
-            problem(place.clone(), "reason is empty".to_owned());
-        }
-        let Some(definition) = registry.resolve(&rule.tool) else {
-            problem(
-                place.clone(),
-                format!("tool {:?} is not in the registry", rule.tool),
-            );
-            continue;
-        };
-        let schema = &definition.spec().input_schema;
-
-        let mut condition_problems = Vec::new();
-        let compiled = rule.when.as_ref().map(|when| {
-            condition::compile(
-                when,
-                "when",
-                &|pointer| schema_has_pointer(schema, pointer),
-                &mut condition_problems,
-            )
-        });
-        for (where_in_rule, message) in condition_problems {
-            problem(format!("{place}.{where_in_rule}"), message);
-        }
-        let condition = match compiled {
-            None => None,
-            Some(Some(compiled)) => Some(compiled),
-            Some(None) => continue,
-        };
-
-        let key = (
-            rule.tool.as_str(),
-            rule.when
-                .as_ref()
-                .map(|when| {
-                    canonical::canonical_json(&serde_json::to_value(when).unwrap_or_default())
-                })
-                .unwrap_or_default(),
-        );
-        if let Some(&(first, action)) = seen_conditions.get(&key) {
-            let message = if action == rule.action {
-                format!("repeats rules[{first}] (same tool, same condition)")
-            } else {
-                format!(
-                    "conflicts with rules[{first}]: same tool and condition, but {} instead of {action}",
-                    rule.action
-                )
-            };
-            problem(place.clone(), message);
-        } else {
-            seen_conditions.insert(key, (index, rule.action));
-        }
-
-        let (Ok(reason), false) = (reason, rule.id.trim().is_empty()) else {
-            continue;
-        };
-        let compiled_rule = Rule {
-            id: Arc::from(rule.id.as_str()),
-            reason,
-            condition,
-        };
-        for (kind, examples, expected) in [
-            ("match", &rule.match_examples, true),
-            ("not_match", &rule.not_match, false),
-        ] {
-            for (example_index, example) in examples.iter().enumerate() {
-                let here = format!("{place}.{kind}[{example_index}]");
-                if let Err(errors) = definition.validate(example) {
-                    problem(
-                        here,
-                        format!("example is not valid arguments for the tool: {errors}"),
-                    );
-                } else if compiled_rule.applies(rule.action, example) != expected {
-                    let verb = if expected {
-                        "does not apply"
-                    } else {
-                        "applies"
-                    };
-                    problem(here, format!("the rule {verb} to this example"));
-                }
-            }
-        }
-        let rules = by_tool.entry(rule.tool.clone()).or_default();
-        match rule.action {
-            PolicyAction::Deny => rules.deny.push(compiled_rule),
-            PolicyAction::Ask => rules.ask.push(compiled_rule),
-            PolicyAction::Allow => rules.allow.push(compiled_rule),
-        }
-    }
-
-    // An unconditional stricter rule leaves every weaker rule of its tool inert.
-    for (tool, rules) in &by_tool {
-        let unconditional = |rules: &[Rule]| {
-            rules
-                .iter()
-                .find(|rule| rule.condition.is_none())
-                .map(|rule| Arc::clone(&rule.id))
-        };
-        let shadowing = unconditional(&rules.deny)
-            .map(|id| (id, PolicyAction::Deny))
-            .or_else(|| unconditional(&rules.ask).map(|id| (id, PolicyAction::Ask)));
-        if let Some((strict, strict_action)) = shadowing {
-            for (action, weaker) in rules.by_precedence() {
-                if action == strict_action || action == PolicyAction::Deny {
-                    continue;
-                }
-                for rule in weaker {
-                    problem(
-                        format!("rule {:?}", rule.id),
-                        format!(
-                            "can never decide: rule {strict:?} {strict_action}s tool {tool:?} unconditionally"
-                        ),
-                    );
-                }
-            }
-        }
-    }
-
-    if !problems.is_empty() {
-        problems.sort_by(|a, b| a.place.cmp(&b.place));
-        return Err(PolicyLoadError::Invalid { problems });
-    }
-    for rules in by_tool.values_mut() {
-        for list in [&mut rules.deny, &mut rules.ask, &mut rules.allow] {
-            list.sort_by(|a, b| a.id.cmp(&b.id));
-        }
-    }
-    let mut canonical_rules = config.rules.clone();
-    canonical_rules.sort_by(|a, b| a.id.cmp(&b.id));
-    let digest = canonical::digest(
-        &serde_json::to_value(PolicyConfig {
-            rules: canonical_rules,
-        })
-        .unwrap_or_default(),
-    );
-    Ok(RulePolicy {
-        by_tool,
-        digest: Arc::from(digest),
-        config,
-    })
-}
-
-/// Whether `pointer` names a field the schema declares: each token must be a listed property
-/// (under `properties`, also inside `allOf` / `anyOf` / `oneOf` branches and local `$ref`s) or,
-/// for arrays, an index covered by `items` / `prefixItems`.
-fn schema_has_pointer(root: &Value, pointer: &str) -> bool {
-    let tokens: Vec<String> = pointer
-        .split('/')
-        .skip(1)
-        .map(|token| token.replace("~1", "/").replace("~0", "~"))
-        .collect();
-    let mut frontier = vec![root];
-    for token in &tokens {
-        let mut next = Vec::new();
-        // Bounded: each schema is expanded through at most 32 references or combinators.
-        let mut pending: Vec<(&Value, usize)> =
-            frontier.iter().map(|schema| (*schema, 0)).collect();
-        while let Some((schema, hops)) = pending.pop() {
-            if hops > 32 {
-                continue;
-            }
-            let reference = schema.get("$ref").and_then(Value::as_str);
-            if let Some(target) = reference
-                .and_then(|reference| reference.strip_prefix('#'))
-                .and_then(|fragment| root.pointer(fragment))
-            {
-                pending.push((target, hops + 1));
-            }
-            for combinator in ["allOf", "anyOf", "oneOf"] {
-                if let Some(branches) = schema.get(combinator).and_then(Value::as_array) {
-                    pending.extend(branches.iter().map(|branch| (branch, hops + 1)));
-                }
-            }
-            if let Some(property) = schema.get("properties").and_then(|p| p.get(token)) {
-                next.push(property);
-            }
-            if let Ok(index) = token.parse::<usize>() {
-                if let Some(item) = schema
-                    .get("prefixItems")
-                    .and_then(Value::as_array)
-                    .and_then(|items| items.get(index))
-                {
-                    next.push(item);
-                }
-                if let Some(items) = schema.get("items").filter(|items| items.is_object()) {
-                    next.push(items);
-                }
-            }
-        }
-        if next.is_empty() {
-            return false;
-        }
-        frontier = next;
-    }
-    true
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn schema_pointers_follow_properties_items_refs_and_combinators() {
-        let schema = json!({
-            "$defs": {"opts": {"type": "object", "properties": {"cwd": {"type": "string"}}}},
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "argv": {"type": "array", "items": {"type": "string"}},
-                "options": {"$ref": "#/$defs/opts"},
-                "a/b": {"type": "string"}
-            },
-            "allOf": [{"properties": {"mode": {"type": "string"}}}]
-        });
-        for present in ["/path", "/argv/0", "/options/cwd", "/mode", "/a~1b"] {
-            assert!(schema_has_pointer(&schema, present), "{present}");
-        }
-        for absent in ["/pth", "/argv/x", "/options/home", "/path/0", "/a/b"] {
-            assert!(!schema_has_pointer(&schema, absent), "{absent}");
-        }
-    }
-
-    #[test]
-    fn self_referencing_schemas_terminate() {
-        let schema = json!({"$ref": "#", "properties": {"a": {"$ref": "#"}}});
-        assert!(schema_has_pointer(&schema, "/a/a/a"));
-        assert!(!schema_has_pointer(&schema, "/b"));
     }
 }

@@ -1,0 +1,166 @@
+//! What a tool's input schema declares at a JSON Pointer: a field, nothing, or one index of a list.
+
+use serde_json::Value;
+
+use super::condition::SchemaLookup;
+use super::condition::unescape_token;
+
+/// Looks `pointer` up in `root`: each token must be a listed property (under `properties`, also
+/// inside `allOf` / `anyOf` / `oneOf` / `if` / `then` / `else` branches and local `$ref`s), a
+/// tuple position (`prefixItems`, or an `items` array), or `-` for "any element" of a list
+/// (`items`). A number that picks an element of a list the schema declares with `items` is
+/// [`SchemaLookup::ListIndex`]: a rule on one element says nothing about the others.
+pub(crate) fn lookup(root: &Value, pointer: &str) -> SchemaLookup {
+    if pointer.is_empty() {
+        return SchemaLookup::Declared;
+    }
+    let mut list_index = false;
+    let mut frontier = vec![root];
+    for token in pointer.split('/').skip(1).map(unescape_token) {
+        let mut next = Vec::new();
+        let mut via_items = false;
+        for schema in expand(root, &frontier) {
+            if let Some(property) = schema.get("properties").and_then(|p| p.get(&token)) {
+                next.push(property);
+                continue;
+            }
+            let tuple = schema
+                .get("prefixItems")
+                .or_else(|| schema.get("items").filter(|items| items.is_array()))
+                .and_then(Value::as_array);
+            let items = schema
+                .get("items")
+                .filter(|items| items.is_object())
+                .or_else(|| {
+                    schema
+                        .get("additionalItems")
+                        .filter(|items| items.is_object())
+                });
+            if token == "-" {
+                next.extend(tuple.into_iter().flatten());
+                next.extend(items);
+            } else if let Ok(index) = token.parse::<usize>() {
+                match tuple.and_then(|tuple| tuple.get(index)) {
+                    Some(position) => next.push(position),
+                    None => {
+                        if let Some(items) = items {
+                            next.push(items);
+                            via_items = true;
+                        }
+                    }
+                }
+            }
+        }
+        if next.is_empty() {
+            return SchemaLookup::Missing;
+        }
+        list_index |= via_items;
+        frontier = next;
+    }
+    if list_index {
+        SchemaLookup::ListIndex
+    } else {
+        SchemaLookup::Declared
+    }
+}
+
+/// The schemas in `frontier` with everything they apply to the same value: local `$ref` targets
+/// and combinator branches. Bounded: each schema is expanded through at most 32 hops.
+fn expand<'a>(root: &'a Value, frontier: &[&'a Value]) -> Vec<&'a Value> {
+    let mut expanded = Vec::new();
+    let mut pending: Vec<(&Value, usize)> = frontier.iter().map(|schema| (*schema, 0)).collect();
+    while let Some((schema, hops)) = pending.pop() {
+        if hops > 32 {
+            continue;
+        }
+        expanded.push(schema);
+        if let Some(target) = schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|reference| reference.strip_prefix('#'))
+            .and_then(|fragment| root.pointer(fragment))
+        {
+            pending.push((target, hops + 1));
+        }
+        for combinator in ["allOf", "anyOf", "oneOf"] {
+            if let Some(branches) = schema.get(combinator).and_then(Value::as_array) {
+                pending.extend(branches.iter().map(|branch| (branch, hops + 1)));
+            }
+        }
+        for conditional in ["if", "then", "else"] {
+            if let Some(branch) = schema.get(conditional).filter(|b| b.is_object()) {
+                pending.push((branch, hops + 1));
+            }
+        }
+    }
+    expanded
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn schema_pointers_follow_properties_items_refs_and_combinators() {
+        let schema = json!({
+            "$defs": {"opts": {"type": "object", "properties": {"cwd": {"type": "string"}}}},
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "argv": {"type": "array", "items": {"type": "string"}},
+                "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]},
+                "files": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}}}},
+                "options": {"$ref": "#/$defs/opts"},
+                "a/b": {"type": "string"}
+            },
+            "allOf": [{"properties": {"mode": {"type": "string"}}}],
+            "if": {"properties": {"kind": {"const": "x"}}}
+        });
+        for declared in [
+            "/path",
+            "/options/cwd",
+            "/mode",
+            "/a~1b",
+            "/kind",
+            "/pair/0",
+            "/pair/1",
+            "/argv/-",
+            "/files/-/path",
+            "/files/-",
+            "",
+        ] {
+            assert_eq!(
+                lookup(&schema, declared),
+                SchemaLookup::Declared,
+                "{declared}"
+            );
+        }
+        for missing in [
+            "/pth",
+            "/argv/x",
+            "/options/home",
+            "/path/0",
+            "/a/b",
+            "/pair/-x",
+            "/files/-/name",
+        ] {
+            assert_eq!(lookup(&schema, missing), SchemaLookup::Missing, "{missing}");
+        }
+        for index in ["/argv/0", "/argv/7", "/files/0/path", "/pair/2"] {
+            let expected = if index == "/pair/2" {
+                SchemaLookup::Missing
+            } else {
+                SchemaLookup::ListIndex
+            };
+            assert_eq!(lookup(&schema, index), expected, "{index}");
+        }
+    }
+
+    #[test]
+    fn self_referencing_schemas_terminate() {
+        let schema = json!({"$ref": "#", "properties": {"a": {"$ref": "#"}}});
+        assert_eq!(lookup(&schema, "/a/a/a"), SchemaLookup::Declared);
+        assert_eq!(lookup(&schema, "/b"), SchemaLookup::Missing);
+    }
+}

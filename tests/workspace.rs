@@ -356,3 +356,65 @@ fn listing_marks_directories_but_not_links_to_them() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn swapping_a_name_under_the_handlers_never_leaks_blocks_or_writes_through() {
+    // An attacker with access to the workspace renames links and special files over `target`
+    // while the model reads and writes it: the check-then-open window must not let any through.
+    const ROUNDS: usize = 150;
+    let sandbox = Sandbox::new("swap");
+    let ws = sandbox.workspace();
+    let fifos: Vec<PathBuf> = (0..ROUNDS).map(|i| ws.join(format!("fifo{i}"))).collect();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .args(&fifos)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for i in 0..ROUNDS {
+        std::os::unix::fs::symlink("config/.env", ws.join(format!("link{i}"))).unwrap();
+        std::fs::hard_link(
+            sandbox.root.join("outside/secret.txt"),
+            ws.join(format!("hard{i}")),
+        )
+        .unwrap();
+    }
+    std::fs::write(ws.join("target"), "decoy").unwrap();
+    let attacker = {
+        let ws = ws.clone();
+        std::thread::spawn(move || {
+            let decoy = |i: usize| {
+                let staged = ws.join(format!("decoy{i}"));
+                std::fs::write(&staged, "decoy").unwrap();
+                std::fs::rename(staged, ws.join("target")).unwrap();
+            };
+            for i in 0..ROUNDS {
+                for planted in [format!("link{i}"), format!("hard{i}"), format!("fifo{i}")] {
+                    std::fs::rename(ws.join(planted), ws.join("target")).unwrap();
+                    decoy(i);
+                }
+            }
+        })
+    };
+    let controller = permissive(&ws);
+    let mut calls = 0;
+    while !attacker.is_finished() {
+        let read = run(&controller, "read_file", json!({"path": "target"}));
+        assert!(
+            !SECRETS.iter().any(|secret| read.content.contains(secret)),
+            "leaked"
+        );
+        assert!(read.is_error || read.content == "decoy", "{}", read.content);
+        run(
+            &controller,
+            "write_file",
+            json!({"path": "target", "content": "x"}),
+        );
+        calls += 2;
+    }
+    attacker.join().unwrap();
+    assert!(calls > 0);
+    assert_eq!(sandbox.read("outside/secret.txt"), "TOP SECRET");
+    assert_eq!(sandbox.read("workspace/config/.env"), "API_KEY=hunter2");
+}

@@ -52,20 +52,34 @@ use crate::definition::{DefinitionError, ToolDefinition, ToolError};
 pub const MAX_READ_BYTES: u64 = 1 << 20;
 
 /// `read_file`, `list_dir` and `write_file`, each confined to `workspace`. Paths in arguments are
-/// relative to the workspace.
+/// relative to the workspace. Unix only (feature `cap-std`).
 ///
 /// # Guarantees
 ///
-/// What a handler opens is the object the path names lexically, so a policy's lexical check
-/// judges the real file (details in the [module docs](self)):
+/// A policy's path check is lexical. These handlers touch the object the path names lexically,
+/// or refuse, so that check judges the real file:
 ///
-/// - absolute paths and `..` are refused;
-/// - no symbolic link is followed, in any component, even one that stays inside;
-/// - `read_file` and `write_file` touch only regular files with exactly one hard link; named
-///   pipes, sockets and devices are refused without blocking;
-/// - `write_file` creates with `O_EXCL` or replaces a checked file in place, never through a link;
-/// - `read_file` returns at most [`MAX_READ_BYTES`] bytes, counted while reading;
-/// - a swap between a check and an open is refused as a change.
+/// - absolute paths and any `..` component are refused, even a `..` that stays inside;
+/// - no symbolic link is followed, in any component: in the middle or at the end of a path, in a
+///   chain, dangling, or pointing inside the workspace (`notes.txt -> config/.env` cannot read
+///   what a rule denying `config/*` protects); `list_dir` does not enter a linked directory;
+/// - `read_file` and `write_file` touch only regular files with exactly one hard link, so a hard
+///   link to a file outside the workspace or under a denied path is refused for both;
+/// - named pipes, sockets and devices are refused without blocking: their type is checked before
+///   the open and on the opened handle, and opens carry `O_NONBLOCK` and `O_NOCTTY`;
+/// - each name is checked without being followed and then opened, and the handle must be the same
+///   object (device and inode): a swap in between is refused as a change;
+/// - `write_file` creates a new file with `O_EXCL` (which never follows a link) or replaces the
+///   contents of a checked existing file, truncating only after the checks passed;
+/// - `read_file` returns at most [`MAX_READ_BYTES`] bytes, counted while reading: a file that
+///   has more, whatever its metadata says, is refused, never cut;
+/// - underneath, cap-std confines every open to `workspace`;
+/// - errors name the path the model gave and what was refused, never file contents or the
+///   workspace's location on disk.
+///
+/// Not covered: the `workspace` directory itself is trusted; mount points inside it are entered
+/// like directories; a special file swapped in between a check and its open is opened
+/// (non-blocking) before it is refused, which some devices notice.
 ///
 /// # Errors
 ///

@@ -381,6 +381,7 @@ fn swapping_a_name_under_the_handlers_never_leaks_blocks_or_writes_through() {
         .unwrap();
     }
     std::fs::write(ws.join("target"), "decoy").unwrap();
+    let controller = permissive(&ws);
     let attacker = {
         let ws = ws.clone();
         std::thread::spawn(move || {
@@ -397,24 +398,28 @@ fn swapping_a_name_under_the_handlers_never_leaks_blocks_or_writes_through() {
             }
         })
     };
-    let controller = permissive(&ws);
-    let mut calls = 0;
-    while !attacker.is_finished() {
+    loop {
         let read = run(&controller, "read_file", json!({"path": "target"}));
         assert!(
             !SECRETS.iter().any(|secret| read.content.contains(secret)),
             "leaked"
         );
-        assert!(read.is_error || read.content == "decoy", "{}", read.content);
+        // Only the attacker's decoy or what this loop wrote into it may come back.
+        assert!(
+            read.is_error || read.content == "decoy" || read.content == "x",
+            "{}",
+            read.content
+        );
         run(
             &controller,
             "write_file",
             json!({"path": "target", "content": "x"}),
         );
-        calls += 2;
+        if attacker.is_finished() {
+            break;
+        }
     }
     attacker.join().unwrap();
-    assert!(calls > 0);
     assert_eq!(sandbox.read("outside/secret.txt"), "TOP SECRET");
     assert_eq!(sandbox.read("workspace/config/.env"), "API_KEY=hunter2");
 }

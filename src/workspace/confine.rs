@@ -83,8 +83,9 @@ impl fmt::Display for Refusal {
                 ),
                 ErrorKind::IsADirectory => f.write_str("is a directory"),
                 ErrorKind::NotADirectory => f.write_str("is not a directory"),
-                // The kind of failure (e.g. "no storage space"), never a path on disk.
-                _ => write!(f, "{}", error.kind()),
+                // The operating system's text (e.g. "No space left on device (os error 28)"):
+                // std and cap-std never put a path in it.
+                _ => write!(f, "{error}"),
             },
         }
     }

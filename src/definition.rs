@@ -37,7 +37,6 @@ pub const MAX_ARGUMENT_DEPTH: usize = 64;
 /// limit ([`ToolDefinition::with_max_output_bytes`]); longer output becomes an error result.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 20;
 
-
 /// Why a [`ToolDefinition`] could not be built. The tool's author is at fault; fix the spec.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
@@ -466,4 +465,3 @@ pub(crate) fn drop_deep(value: Value) {
         }
     }
 }
-

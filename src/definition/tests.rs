@@ -56,8 +56,8 @@ fn remote_file_and_relative_refs_are_refused_at_build_time() {
 
 #[test]
 fn unknown_meta_schema_is_refused() {
-    let error = definition(json!({"$schema": "https://example.com/meta", "type": "object"}))
-        .unwrap_err();
+    let error =
+        definition(json!({"$schema": "https://example.com/meta", "type": "object"})).unwrap_err();
     assert!(
         matches!(error, DefinitionError::ExternalReference { .. }),
         "{error}"
@@ -79,9 +79,8 @@ fn local_refs_compile() {
 #[test]
 fn backtracking_only_patterns_are_refused() {
     // Look-around needs a backtracking engine, which could run in exponential time.
-    let error =
-        definition(json!({"type": "object", "properties": {"s": {"pattern": "(?=a)b"}}}))
-            .unwrap_err();
+    let error = definition(json!({"type": "object", "properties": {"s": {"pattern": "(?=a)b"}}}))
+        .unwrap_err();
     assert!(
         matches!(error, DefinitionError::InvalidSchema { .. }),
         "{error}"
@@ -93,8 +92,7 @@ fn catastrophic_pattern_runs_in_linear_time() {
     // `(a+)+$` takes exponential time in a backtracking engine on "aaa…!". The linear-time
     // engine answers at once; were it ever swapped back, this test would not finish.
     let tool =
-        definition(json!({"type": "object", "properties": {"s": {"pattern": "^(a+)+$"}}}))
-            .unwrap();
+        definition(json!({"type": "object", "properties": {"s": {"pattern": "^(a+)+$"}}})).unwrap();
     let hostile = format!("{}!", "a".repeat(100_000));
     let errors = tool.validate(&json!({"s": hostile})).unwrap_err();
     assert_eq!(errors.violations()[0].keyword, "pattern");
@@ -102,8 +100,7 @@ fn catastrophic_pattern_runs_in_linear_time() {
 
 #[test]
 fn schema_depth_and_size_limits() {
-    let deep =
-        json!({"type": "object", "properties": {"x": {"const": nested(MAX_SCHEMA_DEPTH)}}});
+    let deep = json!({"type": "object", "properties": {"x": {"const": nested(MAX_SCHEMA_DEPTH)}}});
     assert!(matches!(
         definition(deep),
         Err(DefinitionError::SchemaTooDeep { .. })
@@ -205,4 +202,36 @@ fn drop_deep_frees_values_too_deep_for_recursion() {
         value = Value::Array(vec![value]);
     }
     drop_deep(value);
+}
+
+#[test]
+fn declared_names_come_from_properties_required_and_dependent_required_anywhere() {
+    let declared = DeclaredNames::collect(&json!({
+        "properties": {"a": {"properties": {"b": {}}}},
+        "$defs": {"d": {"required": ["c"], "dependentRequired": {"e": ["f"]}}},
+        "anyOf": [{"properties": {"g": {}}}]
+    }));
+    let instance = json!({"a": {"b": 1}, "c": 1, "e": 1, "f": 1, "g": 1, "x": 1});
+    for name in ["a", "c", "e", "f", "g"] {
+        assert_eq!(
+            declared.mask_pointer(&format!("/{name}"), &instance),
+            format!("/{name}")
+        );
+    }
+    assert_eq!(declared.mask_pointer("/a/b", &instance), "/a/b");
+    assert_eq!(declared.mask_pointer("/x", &instance), "/*");
+    assert_eq!(declared.mask_pointer("", &instance), "");
+}
+
+#[test]
+fn messages_are_cut_at_a_character_boundary() {
+    let errors = ArgumentErrors::one(String::new(), "argumentCheck", &"é".repeat(1000));
+    let message = &errors.violations()[0].message;
+    assert!(message.len() <= ArgumentErrors::MAX_MESSAGE_BYTES);
+    assert!(
+        message.ends_with('…') && message.starts_with("éé"),
+        "{message}"
+    );
+    let short = ArgumentErrors::one(String::new(), "argumentCheck", "b must not be zero");
+    assert_eq!(short.violations()[0].message, "b must not be zero");
 }

@@ -102,7 +102,9 @@ impl ToolDefinition {
         let typed = move |arguments: &Value| -> Result<String, ToolError> {
             match T::deserialize(arguments) {
                 Ok(arguments) => handler(arguments),
-                Err(_) => Err(ToolError::new(format!("invalid arguments for {tool}: {NOT_THE_TYPE}"))),
+                Err(_) => Err(ToolError::new(format!(
+                    "invalid arguments for {tool}: {NOT_THE_TYPE}"
+                ))),
             }
         };
         let mut definition = Self::new(ToolSpec::new(name, description, schema), typed)?;
@@ -142,7 +144,11 @@ fn round_trip<T: DeserializeOwned + Serialize>(value: &Value) -> Option<Value> {
 
 /// The first place where `normalized` does not keep what `sent` holds, its pointer left in
 /// `pointer`. Recursion is bounded: `sent` passed the argument depth limit.
-fn first_difference(sent: &Value, normalized: &Value, pointer: &mut String) -> Option<&'static str> {
+fn first_difference(
+    sent: &Value,
+    normalized: &Value,
+    pointer: &mut String,
+) -> Option<&'static str> {
     match (sent, normalized) {
         (Value::Object(sent), Value::Object(normalized)) => {
             for (key, value) in sent {
@@ -189,7 +195,8 @@ fn drop_added_nulls(normalized: &mut Value, sent: Option<&Value>) {
     match normalized {
         Value::Object(map) => {
             let sent = sent.and_then(Value::as_object);
-            let has = |key: &str| sent.is_some_and(|sent: &Map<String, Value>| sent.contains_key(key));
+            let has =
+                |key: &str| sent.is_some_and(|sent: &Map<String, Value>| sent.contains_key(key));
             map.retain(|key, value| has(key) || !value.is_null());
             for (key, value) in map.iter_mut() {
                 drop_added_nulls(value, sent.and_then(|sent| sent.get(key)));

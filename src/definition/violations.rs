@@ -154,7 +154,11 @@ impl ArgumentErrors {
     fn render(&self, out: &mut impl fmt::Write) -> fmt::Result {
         let listed = self.violations.len();
         if self.unlisted == 0 {
-            write!(out, "{listed} violation{}: ", if listed == 1 { "" } else { "s" })?;
+            write!(
+                out,
+                "{listed} violation{}: ",
+                if listed == 1 { "" } else { "s" }
+            )?;
         } else if self.unlisted > Self::MAX_COUNTED {
             write!(
                 out,
@@ -265,7 +269,9 @@ impl DeclaredNames {
                     if let Some(Value::Object(dependent)) = map.get("dependentRequired") {
                         names.extend(dependent.keys().cloned());
                         for entries in dependent.values().filter_map(Value::as_array) {
-                            names.extend(entries.iter().filter_map(Value::as_str).map(str::to_owned));
+                            names.extend(
+                                entries.iter().filter_map(Value::as_str).map(str::to_owned),
+                            );
                         }
                     }
                     stack.extend(map.values());

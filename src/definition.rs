@@ -1,13 +1,23 @@
 //! Tool definitions: a spec, its compiled validator and its handler.
 
+mod handler;
+#[cfg(test)]
+mod tests;
+#[cfg(feature = "schemars")]
+mod typed;
+mod violations;
+
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::contract::ToolSpec;
+
+pub(crate) use handler::Handler;
+pub use handler::{AsyncToolHandler, BoxFuture, ToolError, ToolHandler};
+use violations::DeclaredNames;
+pub use violations::{ArgumentErrors, Violation};
 
 /// The deepest JSON nesting a tool's `input_schema` may have; deeper schemas are refused when the
 /// definition is built.
@@ -26,212 +36,6 @@ pub const MAX_ARGUMENT_DEPTH: usize = 64;
 /// The most bytes of handler output passed on to the model unless a definition sets its own
 /// limit ([`ToolDefinition::with_max_output_bytes`]); longer output becomes an error result.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 20;
-
-/// A failure the handler reports: it becomes `ToolResult { is_error: true }` with the call's id.
-///
-/// Use it for expected failures the model can react to ("file not found"); let defects panic.
-///
-/// # Examples
-///
-/// ```
-/// let error = toolgate::ToolError::new("file not found");
-/// assert_eq!(error.to_string(), "file not found");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError {
-    message: String,
-}
-
-impl ToolError {
-    /// A failure described by `message`, shown to the model as the result's content.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let error = toolgate::ToolError::new("no such file");
-    /// assert_eq!(error.message(), "no such file");
-    /// ```
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
-    }
-
-    /// The message the model will see.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(toolgate::ToolError::from("busy").message(), "busy");
-    /// ```
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for ToolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ToolError {}
-
-impl From<String> for ToolError {
-    fn from(message: String) -> Self {
-        Self::new(message)
-    }
-}
-
-impl From<&str> for ToolError {
-    fn from(message: &str) -> Self {
-        Self::new(message)
-    }
-}
-
-/// The code that acts on the world once a call is validated and authorized.
-///
-/// It receives arguments that already satisfied the tool's schema and extra check. It is
-/// implemented for every `Fn(&Value) -> Result<String, ToolError> + Send + Sync` closure.
-///
-/// A returned [`ToolError`] becomes an error result the model sees; a panic is a defect and
-/// reaches the caller of `execute` / `handle` / `resolve` unchanged (G8).
-///
-/// # Examples
-///
-/// ```
-/// use serde_json::Value;
-/// use toolgate::{ToolError, ToolHandler};
-///
-/// struct Echo;
-/// impl ToolHandler for Echo {
-///     fn call(&self, arguments: &Value) -> Result<String, ToolError> {
-///         Ok(arguments.to_string())
-///     }
-/// }
-/// assert_eq!(Echo.call(&serde_json::json!(1))?, "1");
-/// # Ok::<(), ToolError>(())
-/// ```
-pub trait ToolHandler: Send + Sync {
-    /// Runs the tool on validated arguments.
-    ///
-    /// # Errors
-    ///
-    /// An expected failure the model should be told about.
-    fn call(&self, arguments: &Value) -> Result<String, ToolError>;
-}
-
-impl<F> ToolHandler for F
-where
-    F: Fn(&Value) -> Result<String, ToolError> + Send + Sync,
-{
-    fn call(&self, arguments: &Value) -> Result<String, ToolError> {
-        self(arguments)
-    }
-}
-
-/// A boxed, `Send` future, as async handlers return it.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// A handler whose work is asynchronous (network, disk, a subprocess).
-///
-/// It receives the validated arguments by value — moved out of the authorized call, never
-/// copied — and returns a `Send` future, so it runs on any executor: toolgate ties itself to no
-/// async runtime. It is implemented for every
-/// `Fn(Value) -> impl Future<Output = Result<String, ToolError>> + Send + 'static` closure.
-///
-/// # Examples
-///
-/// ```
-/// use serde_json::{json, Value};
-/// use toolgate::{ToolDefinition, ToolError, ToolSpec};
-///
-/// let spec = ToolSpec::new("fetch", "Fetch a URL.", json!({"type": "object"}));
-/// let fetch = ToolDefinition::new_async(spec, |args: Value| async move {
-///     // e.g. `client.get(args["url"].as_str()?).send().await`
-///     Ok::<_, ToolError>(format!("fetched {}", args["url"]))
-/// })?;
-/// # Ok::<(), toolgate::DefinitionError>(())
-/// ```
-pub trait AsyncToolHandler: Send + Sync {
-    /// Starts the tool on validated arguments.
-    fn call(&self, arguments: Value) -> BoxFuture<'static, Result<String, ToolError>>;
-}
-
-impl<F, Fut> AsyncToolHandler for F
-where
-    F: Fn(Value) -> Fut + Send + Sync,
-    Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
-{
-    fn call(&self, arguments: Value) -> BoxFuture<'static, Result<String, ToolError>> {
-        Box::pin(self(arguments))
-    }
-}
-
-/// A definition's handler: plain or async.
-#[derive(Clone)]
-pub(crate) enum Handler {
-    Blocking(Arc<dyn ToolHandler>),
-    Async(Arc<dyn AsyncToolHandler>),
-}
-
-/// One way the arguments broke the tool's rules: where, which rule, and what was expected.
-///
-/// The message never contains the argument's value — values may be secrets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    /// JSON Pointer (RFC 6901) to the offending place in the arguments; `""` is the whole object.
-    pub pointer: String,
-    /// The schema keyword that failed (`type`, `required`, …), or `argumentCheck` for the
-    /// definition's extra check, or `maxDepth` for over-deep arguments.
-    pub keyword: String,
-    /// What was expected, with the value masked.
-    pub message: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "at {:?} ({}): {}",
-            self.pointer, self.keyword, self.message
-        )
-    }
-}
-
-/// Every violation found in one call's arguments (never empty).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArgumentErrors {
-    // Invariant: never empty.
-    violations: Vec<Violation>,
-}
-
-impl ArgumentErrors {
-    /// The violations, in the order the validator reported them.
-    pub fn violations(&self) -> &[Violation] {
-        &self.violations
-    }
-}
-
-impl fmt::Display for ArgumentErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let count = self.violations.len();
-        write!(
-            f,
-            "{count} violation{}: ",
-            if count == 1 { "" } else { "s" }
-        )?;
-        for (index, violation) in self.violations.iter().enumerate() {
-            if index > 0 {
-                f.write_str("; ")?;
-            }
-            violation.fmt(f)?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for ArgumentErrors {}
 
 /// Why a [`ToolDefinition`] could not be built. The tool's author is at fault; fix the spec.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -284,6 +88,10 @@ pub enum DefinitionError {
 
 type ArgumentCheck = dyn Fn(&Value) -> Result<(), String> + Send + Sync;
 
+/// Rewrites validated arguments into the form the handler receives (a typed tool's read-back);
+/// an error rejects the call.
+type Normalizer = dyn Fn(&Value, &DeclaredNames) -> Result<Value, ArgumentErrors> + Send + Sync;
+
 /// A tool: its [`ToolSpec`], the validator compiled from the spec's schema, an optional extra
 /// argument check, and its [`ToolHandler`].
 ///
@@ -318,7 +126,11 @@ pub struct ToolDefinition {
     // Invariant: the digest of `spec`'s name, description and schema (see `digest`).
     digest: Arc<str>,
     validator: jsonschema::Validator,
+    // Invariant: the names `spec.input_schema` declares; the only keys shown in a violation.
+    declared: DeclaredNames,
     argument_check: Option<Box<ArgumentCheck>>,
+    // Set only by `typed`: `None` keeps the untyped path to one check.
+    normalizer: Option<Box<Normalizer>>,
     max_output_bytes: usize,
     handler: Handler,
 }
@@ -328,6 +140,7 @@ impl fmt::Debug for ToolDefinition {
         f.debug_struct("ToolDefinition")
             .field("spec", &self.spec)
             .field("argument_check", &self.argument_check.is_some())
+            .field("normalizes", &self.normalizer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -406,9 +219,11 @@ impl ToolDefinition {
         let validator = compile_schema(&spec)?;
         Ok(Self {
             digest: spec_digest(&spec),
+            declared: DeclaredNames::collect(&spec.input_schema),
             spec,
             validator,
             argument_check: None,
+            normalizer: None,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             handler,
         })
@@ -440,59 +255,12 @@ impl ToolDefinition {
         self.max_output_bytes
     }
 
-    /// A tool over a Rust argument type: the schema is generated from `T` (feature `schemars`),
-    /// arguments are validated against it as for any tool, then deserialized into `T` for the
-    /// handler. A deserialization failure (a schema looser than the type) is an error result that
-    /// does not quote the arguments.
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](Self::new), for the generated schema.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use schemars::JsonSchema;
-    /// use serde::Deserialize;
-    /// use toolgate::{ToolDefinition, ToolError};
-    ///
-    /// #[derive(Deserialize, JsonSchema)]
-    /// struct Add { a: i64, b: i64 }
-    ///
-    /// let calculator = ToolDefinition::typed("calculator", "Add a and b.", |args: Add| {
-    ///     args.a.checked_add(args.b).map(|sum| sum.to_string()).ok_or_else(|| ToolError::new("overflow"))
-    /// })?;
-    /// assert_eq!(calculator.spec().input_schema["required"], serde_json::json!(["a", "b"]));
-    /// # Ok::<(), toolgate::DefinitionError>(())
-    /// ```
-    #[cfg(feature = "schemars")]
-    pub fn typed<T, F>(
-        name: impl Into<String>,
-        description: impl Into<String>,
-        handler: F,
-    ) -> Result<Self, DefinitionError>
-    where
-        T: serde::de::DeserializeOwned + schemars::JsonSchema,
-        F: Fn(T) -> Result<String, ToolError> + Send + Sync + 'static,
-    {
-        let name = name.into();
-        let schema = schemars::schema_for!(T).to_value();
-        let tool = name.clone();
-        let typed = move |arguments: &Value| -> Result<String, ToolError> {
-            match T::deserialize(arguments) {
-                Ok(arguments) => handler(arguments),
-                Err(_) => Err(ToolError::new(format!(
-                    "invalid arguments for {tool}: they satisfy the schema but not the tool's argument type"
-                ))),
-            }
-        };
-        Self::new(ToolSpec::new(name, description, schema), typed)
-    }
-
     /// Adds a check the schema cannot express (the original design's `validate_arguments`). It
     /// runs after the schema passed; an `Err(message)` rejects the call with that message.
     ///
-    /// The message is shown to the model: describe the rule, do not quote the value.
+    /// The message is shown to the model (cut to [`ArgumentErrors::MAX_MESSAGE_BYTES`]): describe
+    /// the rule, do not quote the value. For a [`typed`](Self::typed) tool the check sees the
+    /// normalized arguments, as the handler does.
     ///
     /// # Examples
     ///
@@ -530,45 +298,60 @@ impl ToolDefinition {
         &self.digest
     }
 
-    /// Checks arguments against the compiled schema, then the extra check, without running
-    /// anything. The error lists every schema violation with its JSON Pointer and keyword and
-    /// never quotes an argument value.
+    /// Checks arguments against the compiled schema, then — for a [`typed`](Self::typed) tool —
+    /// reads them back through the Rust type and checks the result again, then runs the extra
+    /// check, without running anything. `Ok` here is exactly when [`ToolRuntime::prepare`]
+    /// accepts the arguments.
+    ///
+    /// The error lists the first [`ArgumentErrors::MAX_LISTED`] violations, each with its JSON
+    /// Pointer and keyword, and counts the rest; it never quotes an argument value, nor a property
+    /// name the schema does not declare.
+    ///
+    /// [`ToolRuntime::prepare`]: crate::ToolRuntime::prepare
     ///
     /// # Errors
     ///
     /// [`ArgumentErrors`] when the arguments are invalid.
     pub fn validate(&self, arguments: &Value) -> Result<(), ArgumentErrors> {
+        self.check(arguments).map(drop)
+    }
+
+    /// [`validate`](Self::validate), also giving back the normalized arguments of a typed tool
+    /// (`None`: the arguments are used as sent).
+    pub(crate) fn check(&self, arguments: &Value) -> Result<Option<Value>, ArgumentErrors> {
+        self.check_schema(arguments)?;
+        let Some(normalize) = &self.normalizer else {
+            self.run_argument_check(arguments)?;
+            return Ok(None);
+        };
+        let normalized = normalize(arguments, &self.declared)?;
+        // Defaults were added: the value the policy and the handler get must satisfy the schema
+        // too.
+        self.check_schema(&normalized)?;
+        self.run_argument_check(&normalized)?;
+        Ok(Some(normalized))
+    }
+
+    fn check_schema(&self, arguments: &Value) -> Result<(), ArgumentErrors> {
         if exceeds_depth(arguments, MAX_ARGUMENT_DEPTH) {
-            return Err(ArgumentErrors {
-                violations: vec![Violation {
-                    pointer: String::new(),
-                    keyword: "maxDepth".to_owned(),
-                    message: format!("arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels"),
-                }],
-            });
+            return Err(ArgumentErrors::one(
+                String::new(),
+                "maxDepth",
+                &format!("arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels"),
+            ));
         }
-        // Fast path: `is_valid` stops at the first failure and allocates nothing; the full
-        // listing is built only when there is something to list.
-        if !self.validator.is_valid(arguments) {
-            let violations = self
-                .validator
-                .iter_errors(arguments)
-                .map(|error| masked_violation(&error))
-                .collect::<Vec<_>>();
-            if !violations.is_empty() {
-                return Err(ArgumentErrors { violations });
-            }
+        match ArgumentErrors::from_schema(&self.validator, arguments, &self.declared) {
+            Some(errors) => Err(errors),
+            None => Ok(()),
         }
-        if let Some(check) = &self.argument_check {
-            check(arguments).map_err(|message| ArgumentErrors {
-                violations: vec![Violation {
-                    pointer: String::new(),
-                    keyword: "argumentCheck".to_owned(),
-                    message,
-                }],
-            })?;
+    }
+
+    fn run_argument_check(&self, arguments: &Value) -> Result<(), ArgumentErrors> {
+        match &self.argument_check {
+            Some(check) => check(arguments)
+                .map_err(|message| ArgumentErrors::one(String::new(), "argumentCheck", &message)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     pub(crate) fn handler(&self) -> &Handler {
@@ -588,22 +371,6 @@ fn spec_digest(spec: &ToolSpec) -> Arc<str> {
         "input_schema": spec.input_schema,
     });
     Arc::from(crate::canonical::digest(&canonical))
-}
-
-fn masked_violation(error: &jsonschema::ValidationError<'_>) -> Violation {
-    let keyword = error.kind().keyword().to_owned();
-    let message = match error.kind() {
-        // The masked message of `propertyNames` quotes the offending key, which is model input.
-        jsonschema::error::ValidationErrorKind::PropertyNames { .. } => {
-            "a property name does not satisfy the propertyNames schema".to_owned()
-        }
-        _ => error.masked_with("value").to_string(),
-    };
-    Violation {
-        pointer: error.instance_path().as_str().to_owned(),
-        keyword,
-        message,
-    }
 }
 
 fn compile_schema(spec: &ToolSpec) -> Result<jsonschema::Validator, DefinitionError> {
@@ -696,217 +463,5 @@ pub(crate) fn drop_deep(value: Value) {
             Value::Object(map) => stack.extend(map.into_iter().map(|(_, item)| item)),
             _ => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn noop(_: &Value) -> Result<String, ToolError> {
-        Ok(String::new())
-    }
-
-    fn definition(schema: Value) -> Result<ToolDefinition, DefinitionError> {
-        ToolDefinition::new(ToolSpec::new("t", "test tool", schema), noop)
-    }
-
-    /// `depth` arrays nested around a number.
-    fn nested(depth: usize) -> Value {
-        let mut value = json!(0);
-        for _ in 0..depth {
-            value = json!([value]);
-        }
-        value
-    }
-
-    #[test]
-    fn empty_name_is_refused() {
-        let error = ToolDefinition::new(ToolSpec::new("", "", json!({})), noop).unwrap_err();
-        assert_eq!(error, DefinitionError::EmptyName);
-    }
-
-    #[test]
-    fn non_object_schema_is_refused() {
-        assert!(matches!(
-            definition(json!(true)),
-            Err(DefinitionError::SchemaNotObject { .. })
-        ));
-    }
-
-    #[test]
-    fn invalid_schema_is_refused_with_the_tool_named() {
-        let error = definition(json!({"type": "objectx"})).unwrap_err();
-        assert!(matches!(error, DefinitionError::InvalidSchema { .. }));
-        assert!(error.to_string().contains("tool \"t\""), "{error}");
-    }
-
-    #[test]
-    fn remote_file_and_relative_refs_are_refused_at_build_time() {
-        for reference in [
-            "https://example.com/schema.json",
-            "file:///etc/passwd",
-            "other.json",
-        ] {
-            let error = definition(json!({"$ref": reference})).unwrap_err();
-            assert!(
-                matches!(error, DefinitionError::ExternalReference { .. }),
-                "{reference}: {error}"
-            );
-        }
-    }
-
-    #[test]
-    fn unknown_meta_schema_is_refused() {
-        let error = definition(json!({"$schema": "https://example.com/meta", "type": "object"}))
-            .unwrap_err();
-        assert!(
-            matches!(error, DefinitionError::ExternalReference { .. }),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn local_refs_compile() {
-        let schema = json!({
-            "$defs": {"n": {"type": "integer"}},
-            "type": "object",
-            "properties": {"a": {"$ref": "#/$defs/n"}}
-        });
-        let tool = definition(schema).unwrap();
-        assert!(tool.validate(&json!({"a": 1})).is_ok());
-        assert!(tool.validate(&json!({"a": "x"})).is_err());
-    }
-
-    #[test]
-    fn backtracking_only_patterns_are_refused() {
-        // Look-around needs a backtracking engine, which could run in exponential time.
-        let error =
-            definition(json!({"type": "object", "properties": {"s": {"pattern": "(?=a)b"}}}))
-                .unwrap_err();
-        assert!(
-            matches!(error, DefinitionError::InvalidSchema { .. }),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn catastrophic_pattern_runs_in_linear_time() {
-        // `(a+)+$` takes exponential time in a backtracking engine on "aaa…!". The linear-time
-        // engine answers at once; were it ever swapped back, this test would not finish.
-        let tool =
-            definition(json!({"type": "object", "properties": {"s": {"pattern": "^(a+)+$"}}}))
-                .unwrap();
-        let hostile = format!("{}!", "a".repeat(100_000));
-        let errors = tool.validate(&json!({"s": hostile})).unwrap_err();
-        assert_eq!(errors.violations()[0].keyword, "pattern");
-    }
-
-    #[test]
-    fn schema_depth_and_size_limits() {
-        let deep =
-            json!({"type": "object", "properties": {"x": {"const": nested(MAX_SCHEMA_DEPTH)}}});
-        assert!(matches!(
-            definition(deep),
-            Err(DefinitionError::SchemaTooDeep { .. })
-        ));
-        let wide = json!({"type": "object", "enum": vec![0; MAX_SCHEMA_NODES]});
-        assert!(matches!(
-            definition(wide),
-            Err(DefinitionError::SchemaTooLarge { .. })
-        ));
-        let fits = json!({"type": "object", "enum": vec![0; MAX_SCHEMA_NODES - 10]});
-        assert!(definition(fits).is_ok());
-    }
-
-    #[test]
-    fn violations_name_pointer_and_keyword_and_mask_values() {
-        let tool = definition(json!({
-            "type": "object",
-            "properties": {
-                "a": {"type": "integer"},
-                "p": {"pattern": "^x", "maxLength": 3},
-                "e": {"enum": [1, 2]},
-                "n": {"propertyNames": {"pattern": "^z"}}
-            },
-            "required": ["a", "b"]
-        }))
-        .unwrap();
-        let errors = tool
-            .validate(&json!({"a": "SECRET1", "p": "SECRET2", "e": "SECRET3", "n": {"SECRET4": 1}}))
-            .unwrap_err();
-        let listing = errors.to_string();
-        assert!(!listing.contains("SECRET"), "{listing}");
-        let found: Vec<(&str, &str)> = errors
-            .violations()
-            .iter()
-            .map(|v| (v.pointer.as_str(), v.keyword.as_str()))
-            .collect();
-        for expected in [
-            ("", "required"),
-            ("/a", "type"),
-            ("/p", "pattern"),
-            ("/p", "maxLength"),
-            ("/e", "enum"),
-            ("/n", "propertyNames"),
-        ] {
-            assert!(
-                found.contains(&expected),
-                "{expected:?} missing from {found:?}"
-            );
-        }
-        assert!(listing.starts_with("6 violations: "), "{listing}");
-    }
-
-    #[test]
-    fn argument_check_runs_after_the_schema() {
-        let tool = definition(json!({"type": "object", "required": ["b"]}))
-            .unwrap()
-            .with_argument_check(|args| {
-                if args["b"] == json!(0) {
-                    Err("b must not be zero".to_owned())
-                } else {
-                    Ok(())
-                }
-            });
-        let errors = tool.validate(&json!({"b": 0})).unwrap_err();
-        assert_eq!(errors.violations()[0].keyword, "argumentCheck");
-        assert_eq!(errors.violations()[0].message, "b must not be zero");
-        // The schema failure is reported alone: the extra check never sees unvalidated input.
-        let errors = tool.validate(&json!({})).unwrap_err();
-        assert_eq!(errors.violations()[0].keyword, "required");
-        assert!(tool.validate(&json!({"b": 1})).is_ok());
-    }
-
-    #[test]
-    fn over_deep_arguments_are_rejected_before_validation() {
-        let recursive = definition(json!({
-            "$defs": {"node": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
-            "type": "object",
-            "properties": {"tree": {"$ref": "#/$defs/node"}}
-        }))
-        .unwrap();
-        let deep = json!({"tree": nested(MAX_ARGUMENT_DEPTH)});
-        let errors = recursive.validate(&deep).unwrap_err();
-        assert_eq!(errors.violations()[0].keyword, "maxDepth");
-        let shallow = json!({"tree": [[[]]]});
-        assert!(recursive.validate(&shallow).is_ok());
-    }
-
-    #[test]
-    fn exceeds_depth_counts_levels() {
-        assert!(!exceeds_depth(&nested(3), 3));
-        assert!(exceeds_depth(&nested(4), 3));
-        assert!(!exceeds_depth(&json!({"a": 1, "b": [1, 2]}), 2));
-    }
-
-    #[test]
-    fn drop_deep_frees_values_too_deep_for_recursion() {
-        let mut value = json!(null);
-        for _ in 0..200_000 {
-            value = Value::Array(vec![value]);
-        }
-        drop_deep(value);
     }
 }

@@ -18,15 +18,19 @@ use crate::registry::ToolRegistry;
 ///
 /// Only [`ToolRuntime::prepare`] builds one (G1): the fields are private, and the type is not
 /// `Clone`, `Default` or `Deserialize`. Its content is read-only, so the arguments a policy sees
-/// are the arguments that validated and the arguments that will run. It carries the definition
+/// are the arguments that validated and the arguments that will run. For a
+/// [`typed`](ToolDefinition::typed) tool they are the normalized arguments — read into the Rust
+/// type and written back, defaults filled in — so the policy and an approval judge what the
+/// handler will receive. It carries the definition
 /// it validated against (shared, not copied), so execution uses the same handler and schema.
 ///
 /// A struct literal fails with "cannot construct `PreparedToolCall` with struct literal syntax due
 /// to private fields" (`ui-tests/forge_prepared_literal.rs`); assigning to `call().arguments`
 /// fails with "cannot assign to data in a `&` reference" (`ui-tests/mutate_prepared_arguments.rs`).
 pub struct PreparedToolCall {
-    // Invariant: `call.tool_name == definition.spec().name` and `definition.validate(&call.arguments)`
-    // succeeded.
+    // Invariant: `call.tool_name == definition.spec().name`, `definition.validate(&call.arguments)`
+    // succeeds, and for a typed tool `call.arguments` is the normalized value (what the handler
+    // receives), not what the model sent.
     call: ToolCall,
     definition: Arc<ToolDefinition>,
 }
@@ -57,7 +61,7 @@ impl PreparedToolCall {
         &self.call.tool_name
     }
 
-    /// The validated arguments, read-only.
+    /// The validated arguments, read-only (for a typed tool, normalized: what the handler receives).
     pub fn arguments(&self) -> &Value {
         &self.call.arguments
     }
@@ -116,19 +120,29 @@ impl ToolRuntime {
     /// # Errors
     ///
     /// An error [`ToolResult`] with the call's id, for the model to read: `unknown tool: NAME`, or
-    /// `invalid arguments for NAME: …` listing every violation with its JSON Pointer and keyword.
-    /// Argument values are never quoted.
-    pub fn prepare(&self, call: ToolCall) -> Result<PreparedToolCall, ToolResult> {
+    /// `invalid arguments for NAME: …` listing the first violations with their JSON Pointers and
+    /// keywords and counting the rest (the listing is at most
+    /// [`ArgumentErrors::MAX_TEXT_BYTES`](crate::ArgumentErrors::MAX_TEXT_BYTES) long). Argument
+    /// values, and property names the schema does not declare, are never quoted.
+    ///
+    /// A [`typed`](ToolDefinition::typed) tool's arguments are normalized after validation and
+    /// validated again; the prepared call holds the normalized arguments.
+    pub fn prepare(&self, mut call: ToolCall) -> Result<PreparedToolCall, ToolResult> {
         let Some(definition) = self.registry.resolve(&call.tool_name) else {
             let mut content = quote_bounded(&call.tool_name);
             content.insert_str(0, "unknown tool: ");
             return Err(reject(call, content));
         };
-        match definition.validate(&call.arguments) {
-            Ok(()) => Ok(PreparedToolCall {
-                call,
-                definition: Arc::clone(definition),
-            }),
+        match definition.check(&call.arguments) {
+            Ok(normalized) => {
+                if let Some(normalized) = normalized {
+                    call.arguments = normalized;
+                }
+                Ok(PreparedToolCall {
+                    call,
+                    definition: Arc::clone(definition),
+                })
+            }
             Err(errors) => {
                 let content = format!("invalid arguments for {}: {errors}", call.tool_name);
                 Err(reject(call, content))

@@ -1,15 +1,22 @@
-//! Tools defined from Rust types (feature `schemars`).
+//! Tools defined from Rust types (feature `schemars`): the schema is generated, the arguments are
+//! normalized to what the handler receives, and a rule on a field sees every value the handler
+//! will get in it. The catalogue below has one case per serde attribute that could make the two
+//! differ; each drives a real `ToolController` with a `RulePolicy`.
 #![cfg(feature = "schemars")]
 
 mod common;
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
 use common::*;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Value, json};
 use toolgate::*;
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Transfer {
     /// Account to debit.
@@ -20,7 +27,7 @@ struct Transfer {
 }
 
 /// Only accepts even-length codes, which the generated schema (a plain string) cannot say.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(try_from = "String")]
 struct EvenCode(String);
 
@@ -35,7 +42,7 @@ impl TryFrom<String> for EvenCode {
     }
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 struct Redeem {
     code: EvenCode,
 }
@@ -107,5 +114,510 @@ fn a_deserialization_failure_is_an_error_result_without_the_value() {
     assert_eq!(
         controller.handle(ToolCall::new("d", "redeem", json!({"code": "AB"}))),
         Outcome::Completed(ToolResult::ok("d", "AB"))
+    );
+}
+
+// ---- The catalogue: a rule on a field is never evaded ----
+
+/// What became of one call.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    /// The handler ran; what it received, written back as JSON.
+    Ran(Value),
+    /// A rule denied it.
+    Denied,
+    /// A rule asked; the arguments the person is shown.
+    Asked(Value),
+    /// Rejected before any policy: the result's content.
+    Invalid(String),
+}
+
+/// A controller over one typed tool `t` whose handler records what it receives, under `rules`
+/// (JSON rule objects for tool `t`) plus an unconditional allow.
+struct Gate {
+    controller: ToolController,
+    received: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Gate {
+    fn new<T>(rules: &str) -> Self
+    where
+        T: DeserializeOwned + Serialize + JsonSchema + 'static,
+    {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&received);
+        let tool = ToolDefinition::typed("t", "A typed tool.", move |args: T| {
+            log.lock()
+                .unwrap()
+                .push(serde_json::to_value(&args).unwrap());
+            Ok("ran".to_owned())
+        })
+        .unwrap();
+        let tools = registry([tool]);
+        let text = format!(
+            r#"{{"rules": [{{"id": "a-allow", "tool": "t", "action": "allow", "reason": "the rest"}}, {rules}]}}"#
+        );
+        let policy = RulePolicy::from_json(&text, &tools).unwrap_or_else(|error| panic!("{error}"));
+        Self {
+            controller: ToolController::new(tools, policy),
+            received,
+        }
+    }
+
+    fn call(&self, arguments: Value) -> Seen {
+        let before = self.received.lock().unwrap().len();
+        let seen = match self.controller.handle(ToolCall::new("c", "t", arguments)) {
+            Outcome::Completed(result) if !result.is_error => {
+                assert_eq!(result.content, "ran");
+                let received = self.received.lock().unwrap();
+                assert_eq!(received.len(), before + 1);
+                return Seen::Ran(received[before].clone());
+            }
+            Outcome::Completed(result) if result.content.starts_with("denied: ") => Seen::Denied,
+            Outcome::Completed(result) => {
+                assert!(
+                    result.content.starts_with("invalid arguments for t: "),
+                    "{}",
+                    result.content
+                );
+                Seen::Invalid(result.content)
+            }
+            Outcome::PendingApproval(request) => Seen::Asked(request.call.arguments),
+        };
+        assert_eq!(
+            self.received.lock().unwrap().len(),
+            before,
+            "the handler ran"
+        );
+        seen
+    }
+}
+
+/// A deny rule: `pointer`'s string matches `pattern`.
+fn deny_glob(pointer: &str, pattern: &str) -> String {
+    format!(
+        r#"{{"id": "deny", "tool": "t", "action": "deny", "reason": "no", "when": {{"glob": {{"pointer": "{pointer}", "pattern": "{pattern}"}}}}}}"#
+    )
+}
+
+/// A deny rule: `pointer`'s value is `"w"`.
+fn deny_w(pointer: &str) -> String {
+    format!(
+        r#"{{"id": "deny", "tool": "t", "action": "deny", "reason": "no writes", "when": {{"equals": {{"pointer": "{pointer}", "value": "w"}}}}}}"#
+    )
+}
+
+/// Rejected as not read by the type, at a masked pointer, quoting nothing sent.
+fn assert_not_read(seen: Seen) {
+    let Seen::Invalid(content) = seen else {
+        panic!("not rejected: {seen:?}")
+    };
+    assert!(content.contains("(argumentType)"), "{content}");
+    assert!(
+        !content.contains("shadow") && !content.contains("SECRET"),
+        "{content}"
+    );
+}
+
+fn write_mode() -> String {
+    "w".to_owned()
+}
+
+fn workspace() -> String {
+    "/work/default".to_owned()
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Aliased {
+    #[serde(alias = "file")]
+    path: Option<String>,
+}
+
+#[test]
+fn evasion_alias_is_rejected() {
+    let gate = Gate::new::<Aliased>(&deny_glob("/path", "/etc/*"));
+    let seen = gate.call(json!({"file": "/etc/shadow"}));
+    assert!(
+        matches!(&seen, Seen::Invalid(content) if content.contains("at \"/*\" (argumentType)")),
+        "{seen:?}"
+    );
+    assert_not_read(seen);
+    assert_eq!(gate.call(json!({"path": "/etc/shadow"})), Seen::Denied);
+    assert_eq!(
+        gate.call(json!({"path": "/tmp/a"})),
+        Seen::Ran(json!({"path": "/tmp/a"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct RenamedAliased {
+    #[serde(rename = "target", alias = "path")]
+    path: Option<String>,
+}
+
+#[test]
+fn evasion_rename_plus_alias_is_rejected() {
+    let gate = Gate::new::<RenamedAliased>(&deny_glob("/target", "/etc/*"));
+    assert_not_read(gate.call(json!({"path": "/etc/shadow"})));
+    assert_eq!(gate.call(json!({"target": "/etc/shadow"})), Seen::Denied);
+    assert_eq!(
+        gate.call(json!({"target": "/tmp/a"})),
+        Seen::Ran(json!({"target": "/tmp/a"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct CamelCase {
+    file_path: String,
+}
+
+#[test]
+fn evasion_rename_all_other_spelling_is_rejected() {
+    let gate = Gate::new::<CamelCase>(&deny_glob("/filePath", "/etc/*"));
+    // The Rust spelling beside the schema's: the type reads only one of them.
+    assert_not_read(gate.call(json!({"filePath": "/tmp/a", "file_path": "/etc/shadow"})));
+    assert_eq!(gate.call(json!({"filePath": "/etc/shadow"})), Seen::Denied);
+    assert_eq!(
+        gate.call(json!({"filePath": "/tmp/a"})),
+        Seen::Ran(json!({"filePath": "/tmp/a"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Open {
+    path: String,
+}
+
+#[test]
+fn evasion_unknown_extra_field_is_rejected() {
+    let gate = Gate::new::<Open>(&deny_glob("/path", "/etc/*"));
+    assert_not_read(gate.call(json!({"path": "/tmp/a", "SECRET_extra": "/etc/shadow"})));
+    assert_eq!(
+        gate.call(json!({"path": "/tmp/a"})),
+        Seen::Ran(json!({"path": "/tmp/a"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Closed {
+    path: String,
+}
+
+#[test]
+fn evasion_unknown_field_with_deny_unknown_fields_is_rejected_by_the_schema() {
+    let gate = Gate::new::<Closed>(&deny_glob("/path", "/etc/*"));
+    let Seen::Invalid(content) = gate.call(json!({"path": "/tmp/a", "file": "/etc/shadow"})) else {
+        panic!("not rejected")
+    };
+    assert!(content.contains("(additionalProperties)"), "{content}");
+    assert!(
+        !content.contains("file") && !content.contains("shadow"),
+        "{content}"
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct InnerTarget {
+    #[serde(alias = "file", default = "workspace")]
+    path: String,
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Flattened {
+    #[serde(flatten)]
+    target: InnerTarget,
+    mode: String,
+}
+
+#[test]
+fn evasion_flatten_struct_with_alias_inside_is_rejected() {
+    let gate = Gate::new::<Flattened>(&deny_glob("/path", "/etc/*"));
+    assert_not_read(gate.call(json!({"file": "/etc/shadow", "mode": "r"})));
+    assert_eq!(
+        gate.call(json!({"path": "/etc/shadow", "mode": "r"})),
+        Seen::Denied
+    );
+    // The flattened default is filled in where the rule can see it.
+    assert_eq!(
+        gate.call(json!({"mode": "r"})),
+        Seen::Ran(json!({"path": "/work/default", "mode": "r"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct WithMap {
+    #[serde(alias = "file")]
+    path: Option<String>,
+    #[serde(flatten)]
+    extra: BTreeMap<String, String>,
+}
+
+#[test]
+fn evasion_flatten_map_beside_an_alias_is_rejected() {
+    let gate = Gate::new::<WithMap>(&deny_glob("/path", "/etc/*"));
+    assert_not_read(gate.call(json!({"file": "/etc/shadow", "note": "x"})));
+    assert_eq!(
+        gate.call(json!({"path": "/etc/shadow", "note": "x"})),
+        Seen::Denied
+    );
+    // Keys the map collects round-trip, so a legitimate call passes unchanged.
+    assert_eq!(
+        gate.call(json!({"path": "/tmp/a", "note": "x", "tag": "y"})),
+        Seen::Ran(json!({"path": "/tmp/a", "note": "x", "tag": "y"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct DefaultedMode {
+    path: String,
+    #[serde(default = "write_mode")]
+    mode: String,
+}
+
+#[test]
+fn evasion_default_field_equal_to_the_denied_value_is_denied() {
+    let gate = Gate::new::<DefaultedMode>(&deny_w("/mode"));
+    assert_eq!(gate.call(json!({"path": "/tmp/a"})), Seen::Denied);
+    assert_eq!(
+        gate.call(json!({"path": "/tmp/a", "mode": "w"})),
+        Seen::Denied
+    );
+    assert_eq!(
+        gate.call(json!({"path": "/tmp/a", "mode": "r"})),
+        Seen::Ran(json!({"path": "/tmp/a", "mode": "r"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(default)]
+struct ContainerDefault {
+    path: String,
+    mode: String,
+}
+
+impl Default for ContainerDefault {
+    fn default() -> Self {
+        Self {
+            path: "/tmp/x".to_owned(),
+            mode: "w".to_owned(),
+        }
+    }
+}
+
+#[test]
+fn evasion_container_default_is_asked_about_with_the_default_shown() {
+    let ask = r#"{"id": "ask", "tool": "t", "action": "ask", "reason": "writes", "when": {"equals": {"pointer": "/mode", "value": "w"}}}"#;
+    let gate = Gate::new::<ContainerDefault>(ask);
+    // The person approving sees the mode the handler would use.
+    assert_eq!(
+        gate.call(json!({})),
+        Seen::Asked(json!({"path": "/tmp/x", "mode": "w"}))
+    );
+    assert_eq!(
+        gate.call(json!({"mode": "r"})),
+        Seen::Ran(json!({"path": "/tmp/x", "mode": "r"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+enum Target {
+    Read {
+        #[serde(alias = "file")]
+        path: String,
+    },
+    Fetch {
+        url: String,
+    },
+}
+
+#[test]
+fn evasion_untagged_enum_reading_another_variant_is_rejected() {
+    let gate = Gate::new::<Target>(&deny_glob("/path", "/etc/*"));
+    // The schema's `Fetch` branch accepts this; serde picks `Read` through the alias.
+    assert_not_read(gate.call(json!({"file": "/etc/shadow", "url": "http://x"})));
+    assert_eq!(gate.call(json!({"path": "/etc/shadow"})), Seen::Denied);
+    assert_eq!(
+        gate.call(json!({"url": "http://x"})),
+        Seen::Ran(json!({"url": "http://x"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(tag = "op")]
+enum Operation {
+    Open {
+        path: String,
+        #[serde(default = "write_mode")]
+        mode: String,
+    },
+    Stat {
+        path: String,
+    },
+}
+
+#[test]
+fn evasion_internally_tagged_enum_default_is_denied() {
+    let gate = Gate::new::<Operation>(&deny_w("/mode"));
+    assert_eq!(
+        gate.call(json!({"op": "Open", "path": "/tmp/a"})),
+        Seen::Denied
+    );
+    assert_not_read(gate.call(json!({"op": "Stat", "path": "/tmp/a", "mode": "w"})));
+    assert_eq!(
+        gate.call(json!({"op": "Open", "path": "/tmp/a", "mode": "r"})),
+        Seen::Ran(json!({"op": "Open", "path": "/tmp/a", "mode": "r"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(tag = "op", content = "args")]
+enum Adjacent {
+    Open {
+        path: String,
+        #[serde(default = "write_mode")]
+        mode: String,
+    },
+}
+
+#[test]
+fn evasion_adjacently_tagged_enum_default_is_denied() {
+    let gate = Gate::new::<Adjacent>(&deny_w("/args/mode"));
+    assert_eq!(
+        gate.call(json!({"op": "Open", "args": {"path": "/tmp/a"}})),
+        Seen::Denied
+    );
+    assert_eq!(
+        gate.call(json!({"op": "Open", "args": {"path": "/tmp/a", "mode": "r"}})),
+        Seen::Ran(json!({"op": "Open", "args": {"path": "/tmp/a", "mode": "r"}}))
+    );
+}
+
+fn some_write() -> Option<String> {
+    Some("w".to_owned())
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct OptionalModes {
+    path: String,
+    #[serde(default = "some_write")]
+    mode: Option<String>,
+    note: Option<String>,
+}
+
+#[test]
+fn evasion_option_field_default_is_denied_and_absent_stays_absent() {
+    let ask_note = r#"{"id": "ask-note", "tool": "t", "action": "ask", "reason": "notes", "when": {"glob": {"pointer": "/note", "pattern": "*secret*"}}}"#;
+    let gate = Gate::new::<OptionalModes>(&format!("{}, {ask_note}", deny_w("/mode")));
+    assert_eq!(gate.call(json!({"path": "/tmp/a"})), Seen::Denied);
+    // An explicit null is `None`, as the handler receives it. The absent `note` is not turned
+    // into `null` (which a glob could not judge, so the ask rule would fire on every call).
+    assert_eq!(
+        gate.call(json!({"path": "/tmp/a", "mode": null})),
+        Seen::Ran(json!({"path": "/tmp/a", "mode": null, "note": null}))
+    );
+    assert_eq!(
+        gate.call(json!({"path": "/tmp/a", "mode": "r", "note": "my secret"})),
+        Seen::Asked(json!({"path": "/tmp/a", "mode": "r", "note": "my secret"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Privileged {
+    path: String,
+    #[serde(skip_deserializing)]
+    admin: bool,
+}
+
+#[test]
+fn evasion_skip_deserializing_field_is_rejected_when_sent() {
+    let gate = Gate::new::<Privileged>(&deny_glob("/path", "/etc/*"));
+    // The model believes it set `admin`; the handler would get `false`: rejected, not ignored.
+    assert_not_read(gate.call(json!({"path": "/tmp/a", "admin": true})));
+    assert_eq!(
+        gate.call(json!({"path": "/tmp/a"})),
+        Seen::Ran(json!({"path": "/tmp/a", "admin": false}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+enum Mode {
+    Read,
+    Write,
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct WithOther {
+    mode: Mode,
+}
+
+#[test]
+fn evasion_serde_other_catch_all_is_rejected() {
+    let deny = r#"{"id": "deny", "tool": "t", "action": "deny", "reason": "no", "when": {"equals": {"pointer": "/mode", "value": "Write"}}}"#;
+    let gate = Gate::new::<WithOther>(deny);
+    let Seen::Invalid(content) = gate.call(json!({"mode": "SECRET_write"})) else {
+        panic!("not rejected")
+    };
+    assert!(!content.contains("SECRET"), "{content}");
+    assert_eq!(gate.call(json!({"mode": "Write"})), Seen::Denied);
+    assert_eq!(
+        gate.call(json!({"mode": "Other"})),
+        Seen::Ran(json!({"mode": "Other"}))
+    );
+}
+
+fn lowercase<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    String::deserialize(deserializer).map(|path| path.to_lowercase())
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Transformed {
+    #[serde(deserialize_with = "lowercase")]
+    path: String,
+}
+
+#[test]
+fn evasion_transforming_deserialize_with_is_rejected() {
+    let gate = Gate::new::<Transformed>(&deny_glob("/path", "/etc/*"));
+    // A rule matching the sent spelling would not match what the handler reads.
+    assert_not_read(gate.call(json!({"path": "/ETC/shadow"})));
+    assert_eq!(gate.call(json!({"path": "/etc/shadow"})), Seen::Denied);
+    assert_eq!(
+        gate.call(json!({"path": "/tmp/a"})),
+        Seen::Ran(json!({"path": "/tmp/a"}))
+    );
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Ratio {
+    scale: f64,
+}
+
+#[test]
+fn numbers_that_read_back_equal_are_accepted() {
+    let deny = r#"{"id": "deny", "tool": "t", "action": "deny", "reason": "no", "when": {"range": {"pointer": "/scale", "min": 100}}}"#;
+    let gate = Gate::new::<Ratio>(deny);
+    assert_eq!(
+        gate.call(json!({"scale": 2})),
+        Seen::Ran(json!({"scale": 2.0}))
+    );
+    assert_eq!(gate.call(json!({"scale": 200})), Seen::Denied);
+}
+
+#[test]
+fn typed_validate_agrees_with_prepare() {
+    let tool = ToolDefinition::typed("t", "", |_: Aliased| Ok(String::new())).unwrap();
+    assert!(tool.validate(&json!({"path": "/tmp/a"})).is_ok());
+    let errors = tool.validate(&json!({"file": "/etc/shadow"})).unwrap_err();
+    assert_eq!(errors.violations()[0].keyword, "argumentType");
+    assert_eq!(errors.violations()[0].pointer, "/*");
+    let debug = format!("{errors:?}");
+    assert!(
+        !debug.contains("file") && !debug.contains("shadow"),
+        "{debug}"
     );
 }

@@ -1,0 +1,222 @@
+//! Crashes mid-write: a torn last line is reported as such (never as tampering), `open` refuses
+//! it, and `open_recovering` moves exactly the torn bytes to a side file and continues the chain.
+//! The crash test kills a real child process (this test binary run again, see
+//! `child_process_role`).
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+fn torn(file: &TempFile) -> (u64, u64, u64) {
+    match verify_audit_file(&file.0) {
+        Err(AuditVerifyError::TornTail {
+            valid_entries,
+            tail_offset,
+            tail_bytes,
+        }) => (valid_entries, tail_offset, tail_bytes),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_cut_at_every_byte_of_the_last_line_is_a_torn_tail_that_recovers() {
+    let file = TempFile::new("torn-every-byte");
+    write_some_events(&file);
+    let whole = file.bytes();
+    let start = whole[..whole.len() - 1]
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .unwrap()
+        + 1;
+    let mut cases = 0;
+    for cut in start + 1..whole.len() {
+        std::fs::write(&file.0, &whole[..cut]).unwrap();
+        let torn_bytes = (cut - start) as u64;
+        assert_eq!(torn(&file), (8, start as u64, torn_bytes), "cut at {cut}");
+        let refused = open_waiting(&file.0, false);
+        assert!(
+            matches!(
+                refused,
+                Err(AuditOpenError::Verify(AuditVerifyError::TornTail { .. }))
+            ),
+            "cut at {cut}: plain open refuses: {refused:?}"
+        );
+        assert_eq!(file.bytes(), &whole[..cut], "refusing changed nothing");
+
+        let sink = Arc::new(open_waiting(&file.0, true).unwrap());
+        let recovered = sink.recovered_tail().unwrap().clone();
+        assert_eq!(
+            (recovered.offset, recovered.bytes, recovered.entries),
+            (start as u64, torn_bytes, 8)
+        );
+        assert!(
+            recovered
+                .evidence
+                .to_string_lossy()
+                .ends_with(&format!(".jsonl.torn-{start}"))
+        );
+        assert_eq!(std::fs::read(&recovered.evidence).unwrap(), &whole[start..cut]);
+        assert_eq!(file.bytes(), &whole[..start]);
+        write_calls_to(sink, "after", 1);
+        assert_eq!(verify_audit_file(&file.0).unwrap().entries, 11, "cut at {cut}");
+        std::fs::remove_file(&recovered.evidence).unwrap();
+        cases += 1;
+    }
+    assert!(cases > 200, "{cases} cuts");
+    // A cut exactly after a newline is a shorter valid chain, not a torn one.
+    std::fs::write(&file.0, &whole[..start]).unwrap();
+    assert_eq!(verify_audit_file(&file.0).unwrap().entries, 8);
+}
+
+#[test]
+fn a_torn_first_write_recovers_to_an_empty_chain() {
+    let file = TempFile::new("torn-first");
+    std::fs::write(&file.0, b"{\"seq\":0,\"prev\":\"sha").unwrap();
+    assert_eq!(torn(&file), (0, 0, 20));
+    let sink = open_waiting(&file.0, true).unwrap();
+    assert_eq!(sink.recovered_tail().unwrap().entries, 0);
+    write_calls_to(Arc::new(sink), "c", 1);
+    assert_eq!(verify_audit_file(&file.0).unwrap().entries, 3);
+}
+
+#[test]
+fn a_clean_file_opens_recovering_without_moving_anything() {
+    let file = TempFile::new("torn-none");
+    write_some_events(&file);
+    let sink = open_waiting(&file.0, true).unwrap();
+    assert_eq!(sink.recovered_tail(), None);
+    assert!(file.side_files().is_empty());
+}
+
+fn tear(file: &TempFile, torn: &[u8]) -> u64 {
+    let offset = file.bytes().len() as u64;
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file.0)
+        .unwrap();
+    log.write_all(torn).unwrap();
+    offset
+}
+
+fn side_file(file: &TempFile, offset: u64) -> std::path::PathBuf {
+    let mut name = file.0.clone().into_os_string();
+    name.push(format!(".torn-{offset}"));
+    name.into()
+}
+
+#[test]
+fn a_recovery_interrupted_after_a_partial_side_file_completes() {
+    let file = TempFile::new("torn-interrupted");
+    write_some_events(&file);
+    let offset = tear(&file, b"{\"seq\":9,\"prev\":\"sha256:01");
+    // The side file got only part of the tail before the crash.
+    std::fs::write(side_file(&file, offset), b"{\"seq\":9,").unwrap();
+    let sink = open_waiting(&file.0, true).unwrap();
+    let recovered = sink.recovered_tail().unwrap();
+    assert_eq!(recovered.evidence, side_file(&file, offset));
+    assert_eq!(
+        std::fs::read(&recovered.evidence).unwrap(),
+        b"{\"seq\":9,\"prev\":\"sha256:01"
+    );
+}
+
+#[test]
+fn a_foreign_side_file_stops_recovery_and_changes_nothing() {
+    let file = TempFile::new("torn-foreign");
+    write_some_events(&file);
+    let offset = tear(&file, b"{\"seq\":9,\"pr");
+    std::fs::write(side_file(&file, offset), b"something else").unwrap();
+    let before = file.bytes();
+    match open_waiting(&file.0, true) {
+        Err(AuditOpenError::EvidenceExists { path }) => assert_eq!(path, side_file(&file, offset)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(file.bytes(), before);
+    assert_eq!(
+        std::fs::read(side_file(&file, offset)).unwrap(),
+        b"something else"
+    );
+}
+
+// ---- a real process killed while writing --------------------------------------------------------
+
+/// Child role: recover the log, say so, then record calls until killed (or 20 s pass).
+pub(crate) fn child_crash_writer(path: &Path, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let sink = loop {
+        match JsonlAuditSink::open_recovering(path) {
+            Ok(sink) => break sink,
+            Err(AuditOpenError::Locked { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(other) => {
+                println!("CHILD FAILED {other}");
+                return;
+            }
+        }
+    };
+    let controller = audited(&Arc::default(), Arc::new(sink));
+    println!("CHILD READY");
+    std::io::stdout().flush().unwrap();
+    let mut i = 0_u64;
+    while Instant::now() < deadline {
+        // Long ids make long lines, so more kills land inside a write.
+        let id = format!("{name}-{i}-{}", "x".repeat(100));
+        let _ = controller.handle(ToolCall::new(id, "calculator", json!({"a": 1, "b": 2})));
+        i += 1;
+    }
+}
+
+#[test]
+fn a_writer_killed_mid_write_leaves_a_log_that_verifies_or_recovers_never_a_broken_one() {
+    let file = TempFile::new("torn-kill");
+    let mut torn_seen = 0;
+    for round in 0..8_u64 {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_process_role", "--nocapture", "--test-threads=1"])
+            .env("TOOLGATE_AUDIT_CHILD_ROLE", "crash_writer")
+            .env("TOOLGATE_AUDIT_FILE", &file.0)
+            .env("TOOLGATE_AUDIT_NAME", format!("r{round}"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("CHILD ") {
+            line.clear();
+            assert_ne!(stdout.read_line(&mut line).unwrap(), 0, "child ended early");
+        }
+        assert!(line.contains("CHILD READY"), "{line}");
+        std::thread::sleep(Duration::from_millis(5 + 7 * round));
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        match verify_audit_file(&file.0) {
+            Ok(_) => {}
+            Err(AuditVerifyError::TornTail { .. }) => torn_seen += 1,
+            Err(other) => panic!("round {round}: {other}"),
+        }
+        // Every other round the kill also lands inside a line, the way a write cut short by the
+        // kernel would leave it, so the next child must recover it.
+        if round % 2 == 1 && verify_audit_file(&file.0).is_ok() {
+            tear(&file, b"{\"seq\":");
+            torn_seen += 1;
+        }
+    }
+    assert!(torn_seen >= 4, "{torn_seen}");
+    let sink = open_waiting(&file.0, true).unwrap();
+    drop(sink);
+    let tip = verify_audit_file(&file.0).unwrap();
+    assert!(tip.entries > 8 * 3, "{tip:?}");
+    // Each side file holds a torn tail: a prefix of some entry, never a complete line.
+    for side in file.side_files() {
+        let bytes = std::fs::read(&side).unwrap();
+        assert!(!bytes.is_empty() && !bytes.contains(&b'\n'), "{side:?}");
+        assert!(bytes.starts_with(b"{\"seq\":"), "{side:?}");
+    }
+    assert_eq!(file.side_files().len(), torn_seen, "one side file per torn tail");
+}

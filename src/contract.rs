@@ -202,3 +202,41 @@ const QUOTE_MAX_CHARS: usize = 128;
 
 /// What `quote_bounded` puts between the kept prefix and the digest of a cut text.
 const CUT_MARK: char = '…';
+
+#[cfg(test)]
+mod tests {
+    use super::quote_bounded;
+
+    #[test]
+    fn cut_texts_are_bounded_and_keep_a_digest_of_the_whole() {
+        for text in [
+            "é".repeat(1_000_000),
+            format!("x\n{}", "\u{301}".repeat(10_000)),
+            "…".repeat(500),
+        ] {
+            let quoted = quote_bounded(&text);
+            assert!(quoted.len() < 1_000, "{} bytes", quoted.len());
+            assert_eq!(quoted.matches('…').count(), 1, "only the cut mark is bare");
+            assert!(quoted.contains("…sha256:"));
+        }
+    }
+
+    #[test]
+    fn texts_differing_anywhere_quote_differently() {
+        let base = "a".repeat(300);
+        let mut seen = std::collections::HashSet::new();
+        for at in [0, 55, 56, 128, 129, 299] {
+            let mut text = base.clone().into_bytes();
+            text[at] = b'b';
+            assert!(
+                seen.insert(quote_bounded(&String::from_utf8(text).unwrap())),
+                "{at}"
+            );
+        }
+        assert!(seen.insert(quote_bounded(&base)));
+        // A text within the bound, a cut text, and one that spells the cut text: all distinct.
+        let short = "a".repeat(128);
+        assert_eq!(quote_bounded(&short), short);
+        assert_ne!(quote_bounded(&quote_bounded(&base)), quote_bounded(&base));
+    }
+}

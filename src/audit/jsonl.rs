@@ -310,8 +310,9 @@ fn sync_parent(path: &Path) -> io::Result<()> {
 
 impl AuditSink for JsonlAuditSink {
     fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
-        let event =
-            serde_json::to_value(event).map_err(|error| AuditError::new(error.to_string()))?;
+        let event = serde_json::to_value(event)
+            .map(|event| crate::canonical::canonical_json(&event))
+            .map_err(|error| AuditError::new(error.to_string()))?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let writer = &mut *state;
         if writer.unusable {

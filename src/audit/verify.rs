@@ -5,8 +5,8 @@ use std::fs::File;
 use std::io::{self, BufRead as _, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
@@ -26,27 +26,27 @@ struct ChainedLine {
     hash: String,
 }
 
-/// The hash an entry carries: over its sequence number, the previous hash and the canonical event.
-pub(super) fn line_hash(seq: u64, prev: &str, event: &Value) -> String {
+/// The hash an entry carries: over its sequence number, the previous hash and the event in
+/// canonical JSON (`event`).
+pub(super) fn line_hash(seq: u64, prev: &str, event: &str) -> String {
     let mut hasher = Sha256::new();
     hasher.update(seq.to_string().as_bytes());
     hasher.update([0]);
     hasher.update(prev.as_bytes());
     hasher.update([0]);
-    hasher.update(canonical::canonical_json(event).as_bytes());
+    hasher.update(event.as_bytes());
     canonical::hex_digest(&hasher.finalize())
 }
 
 /// The one spelling of an entry, newline included: `{"seq":…,"prev":…,"event":…,"hash":…}` with
-/// the fields in this order, no whitespace and the event in canonical JSON. The sink writes exactly
-/// this and verification accepts nothing else.
-pub(super) fn entry_line(seq: u64, prev: &str, event: &Value, hash: &str) -> String {
-    let event = canonical::canonical_json(event);
+/// the fields in this order, no whitespace and the event in canonical JSON (`event`). The sink
+/// writes exactly this and verification accepts nothing else.
+pub(super) fn entry_line(seq: u64, prev: &str, event: &str, hash: &str) -> String {
     let mut line = String::with_capacity(event.len() + prev.len() + hash.len() + 48);
     let _ = write!(line, "{{\"seq\":{seq},\"prev\":");
     push_json_string(&mut line, prev);
     line.push_str(",\"event\":");
-    line.push_str(&event);
+    line.push_str(event);
     line.push_str(",\"hash\":");
     push_json_string(&mut line, hash);
     line.push_str("}\n");
@@ -224,12 +224,13 @@ pub(super) fn scan(reader: impl Read, path: &Path) -> Result<Scan, AuditVerifyEr
     };
     loop {
         line.clear();
-        let read = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|source| AuditVerifyError::Unreadable {
-                path: path.to_owned(),
-                source,
-            })?;
+        let read =
+            reader
+                .read_until(b'\n', &mut line)
+                .map_err(|source| AuditVerifyError::Unreadable {
+                    path: path.to_owned(),
+                    source,
+                })?;
         if read == 0 {
             return Ok(Scan { tip, torn_bytes: 0 });
         }
@@ -267,7 +268,8 @@ fn check_entry(line: &[u8], seq: u64, prev: &str) -> Result<String, AuditEntryPr
     };
     let entry: ChainedLine =
         serde_json::from_value(value).map_err(|_| AuditEntryProblem::NotAnEntry)?;
-    if entry_line(entry.seq, &entry.prev, &entry.event, &entry.hash) != text {
+    let event = canonical::canonical_json(&entry.event);
+    if entry_line(entry.seq, &entry.prev, &event, &entry.hash) != text {
         return Err(AuditEntryProblem::NotCanonical);
     }
     if entry.seq != seq {
@@ -279,7 +281,7 @@ fn check_entry(line: &[u8], seq: u64, prev: &str) -> Result<String, AuditEntryPr
     if entry.prev != prev {
         return Err(AuditEntryProblem::Unchained);
     }
-    if line_hash(entry.seq, &entry.prev, &entry.event) != entry.hash {
+    if line_hash(entry.seq, &entry.prev, &event) != entry.hash {
         return Err(AuditEntryProblem::HashMismatch);
     }
     Ok(entry.hash)

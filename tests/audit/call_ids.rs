@@ -10,7 +10,11 @@ fn audited_call_id(id: &str) -> String {
     let _ = controller.handle(ToolCall::new(id, "calculator", json!({"a": 1, "b": 2})));
     let events = sink.events();
     assert_eq!(events.len(), 3);
-    assert!(events.iter().all(|event| event.call_id == events[0].call_id));
+    assert!(
+        events
+            .iter()
+            .all(|event| event.call_id == events[0].call_id)
+    );
     events[0].call_id.clone()
 }
 
@@ -40,7 +44,12 @@ fn long_ids_sharing_a_prefix_at_many_lengths_stay_distinct() {
 
 #[test]
 fn ids_within_the_bound_are_recorded_unchanged() {
-    for id in ["call_1", "toolu_01A09q90qw90lq917835lq9", &"k".repeat(128), "a b-c_d.e:f/g"] {
+    for id in [
+        "call_1",
+        "toolu_01A09q90qw90lq917835lq9",
+        &"k".repeat(128),
+        "a b-c_d.e:f/g",
+    ] {
         assert_eq!(audited_call_id(id), id);
     }
 }
@@ -61,5 +70,9 @@ fn ids_with_quotes_or_control_characters_are_escaped_and_stay_distinct() {
     let newline = audited_call_id("a\nb");
     assert_eq!(quoted, "a\\\"b");
     assert_eq!(newline, "a\\nb");
-    assert_ne!(audited_call_id("a\\nb"), newline, "a backslash and n is not a newline");
+    assert_ne!(
+        audited_call_id("a\\nb"),
+        newline,
+        "a backslash and n is not a newline"
+    );
 }

@@ -36,14 +36,20 @@ fn an_edited_entry_is_reported() {
     assert!(
         matches!(
             open_waiting(&file.0, false),
-            Err(AuditOpenError::Verify(AuditVerifyError::Broken { line: 5, .. }))
+            Err(AuditOpenError::Verify(AuditVerifyError::Broken {
+                line: 5,
+                ..
+            }))
         ),
         "a tampered log is not appended to"
     );
     assert!(
         matches!(
             open_waiting(&file.0, true),
-            Err(AuditOpenError::Verify(AuditVerifyError::Broken { line: 5, .. }))
+            Err(AuditOpenError::Verify(AuditVerifyError::Broken {
+                line: 5,
+                ..
+            }))
         ),
         "nor is it recovered"
     );

@@ -112,7 +112,13 @@ pub(super) fn write_calls_to(sink: Arc<JsonlAuditSink>, prefix: &str, count: usi
             json!({"a": i, "b": 1}),
         ));
         assert!(
-            matches!(outcome, Outcome::Completed(ToolResult { is_error: false, .. })),
+            matches!(
+                outcome,
+                Outcome::Completed(ToolResult {
+                    is_error: false,
+                    ..
+                })
+            ),
             "{outcome:?}"
         );
     }

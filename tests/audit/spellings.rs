@@ -39,40 +39,160 @@ fn move_member(line: &str, key: &str, before: &str) -> String {
 }
 
 const CATALOGUE: &[Spelling] = &[
-    ("duplicate key at top level, same value", |l| l.replacen("{\"seq\":4,", "{\"seq\":4,\"seq\":4,", 1), DuplicateKey),
-    ("duplicate key inside the event, same value", |l| l.replacen("\"event\":{", "\"event\":{\"kind\":\"decision\",", 1), DuplicateKey),
-    ("duplicate key inside the event, other value first", |l| l.replacen("\"event\":{", "\"event\":{\"kind\":\"call_received\",", 1), DuplicateKey),
-    ("duplicate key inside the event, other value last", |l| l.replacen("\"kind\":\"decision\"", "\"kind\":\"decision\",\"kind\":\"execution_outcome\"", 1), DuplicateKey),
-    ("integer written as 1.0", |l| { let t = time_ms(l); l.replacen(&t, &format!("{t}.0"), 1) }, NotCanonical),
-    ("integer written as 1e0", |l| { let t = time_ms(l); l.replacen(&t, &format!("{t}e0"), 1) }, NotCanonical),
-    ("integer written with an exponent", |l| { let t = time_ms(l); l.replacen(&t, &format!("{}.{}e{}", &t[..1], &t[1..], t.len() - 1), 1) }, NotCanonical),
-    ("sequence written as 4.0", |l| l.replacen("{\"seq\":4,", "{\"seq\":4.0,", 1), NotAnEntry),
-    ("sequence with a leading zero", |l| l.replacen("{\"seq\":4,", "{\"seq\":04,", 1), NotAnEntry),
-    ("letter escaped as \\u0061", |l| l.replacen("\"allow\"", "\"\\u0061llow\"", 1), NotCanonical),
-    ("key escaped as \\u006bind", |l| l.replacen("\"kind\":", "\"\\u006bind\":", 1), NotCanonical),
-    ("escaped letter in the hash", |l| l.replacen("\"hash\":\"sha256", "\"hash\":\"\\u0073ha256", 1), NotCanonical),
-    ("space after the opening brace", |l| l.replacen("{\"seq\"", "{ \"seq\"", 1), NotCanonical),
-    ("space after a colon", |l| l.replacen("\"seq\":4", "\"seq\": 4", 1), NotCanonical),
-    ("space inside the event", |l| l.replacen("\"event\":{", "\"event\": {", 1), NotCanonical),
-    ("top-level keys reordered", |l| move_member(l, "hash", "\"seq\""), NotCanonical),
-    ("event keys reordered", |l| move_member(l, "kind", "\"action\""), NotCanonical),
+    (
+        "duplicate key at top level, same value",
+        |l| l.replacen("{\"seq\":4,", "{\"seq\":4,\"seq\":4,", 1),
+        DuplicateKey,
+    ),
+    (
+        "duplicate key inside the event, same value",
+        |l| l.replacen("\"event\":{", "\"event\":{\"kind\":\"decision\",", 1),
+        DuplicateKey,
+    ),
+    (
+        "duplicate key inside the event, other value first",
+        |l| l.replacen("\"event\":{", "\"event\":{\"kind\":\"call_received\",", 1),
+        DuplicateKey,
+    ),
+    (
+        "duplicate key inside the event, other value last",
+        |l| {
+            l.replacen(
+                "\"kind\":\"decision\"",
+                "\"kind\":\"decision\",\"kind\":\"execution_outcome\"",
+                1,
+            )
+        },
+        DuplicateKey,
+    ),
+    (
+        "integer written as 1.0",
+        |l| {
+            let t = time_ms(l);
+            l.replacen(&t, &format!("{t}.0"), 1)
+        },
+        NotCanonical,
+    ),
+    (
+        "integer written as 1e0",
+        |l| {
+            let t = time_ms(l);
+            l.replacen(&t, &format!("{t}e0"), 1)
+        },
+        NotCanonical,
+    ),
+    (
+        "integer written with an exponent",
+        |l| {
+            let t = time_ms(l);
+            l.replacen(&t, &format!("{}.{}e{}", &t[..1], &t[1..], t.len() - 1), 1)
+        },
+        NotCanonical,
+    ),
+    (
+        "sequence written as 4.0",
+        |l| l.replacen("{\"seq\":4,", "{\"seq\":4.0,", 1),
+        NotAnEntry,
+    ),
+    (
+        "sequence with a leading zero",
+        |l| l.replacen("{\"seq\":4,", "{\"seq\":04,", 1),
+        NotAnEntry,
+    ),
+    (
+        "letter escaped as \\u0061",
+        |l| l.replacen("\"allow\"", "\"\\u0061llow\"", 1),
+        NotCanonical,
+    ),
+    (
+        "key escaped as \\u006bind",
+        |l| l.replacen("\"kind\":", "\"\\u006bind\":", 1),
+        NotCanonical,
+    ),
+    (
+        "escaped letter in the hash",
+        |l| l.replacen("\"hash\":\"sha256", "\"hash\":\"\\u0073ha256", 1),
+        NotCanonical,
+    ),
+    (
+        "space after the opening brace",
+        |l| l.replacen("{\"seq\"", "{ \"seq\"", 1),
+        NotCanonical,
+    ),
+    (
+        "space after a colon",
+        |l| l.replacen("\"seq\":4", "\"seq\": 4", 1),
+        NotCanonical,
+    ),
+    (
+        "space inside the event",
+        |l| l.replacen("\"event\":{", "\"event\": {", 1),
+        NotCanonical,
+    ),
+    (
+        "top-level keys reordered",
+        |l| move_member(l, "hash", "\"seq\""),
+        NotCanonical,
+    ),
+    (
+        "event keys reordered",
+        |l| move_member(l, "kind", "\"action\""),
+        NotCanonical,
+    ),
     ("trailing spaces", |l| format!("{l}  "), NotCanonical),
     ("tab before the newline", |l| format!("{l}\t"), NotCanonical),
     ("CRLF line ending", |l| format!("{l}\r"), NotCanonical),
-    ("upper-case hex in the hash", |l| { let h = hash(l); l.replacen(&h, &h.to_uppercase().replacen("SHA256", "sha256", 1), 1) }, HashMismatch),
-    ("upper-case prefix of the hash", |l| l.replacen("\"hash\":\"sha256:", "\"hash\":\"SHA256:", 1), HashMismatch),
-    ("upper-case hex in the previous hash", |l| { let start = l.find("\"prev\":\"sha256:").unwrap() + 15; format!("{}{}{}", &l[..start], l[start..start + 64].to_uppercase(), &l[start + 64..]) }, Unchained),
-    ("an unknown top-level field", |l| l.replacen("{\"seq\":4,", "{\"seq\":4,\"note\":1,", 1), NotAnEntry),
-    ("an extra event field in key order", |l| l.replacen("\"event\":{", "\"event\":{\"a\":1,", 1), HashMismatch),
+    (
+        "upper-case hex in the hash",
+        |l| {
+            let h = hash(l);
+            l.replacen(&h, &h.to_uppercase().replacen("SHA256", "sha256", 1), 1)
+        },
+        HashMismatch,
+    ),
+    (
+        "upper-case prefix of the hash",
+        |l| l.replacen("\"hash\":\"sha256:", "\"hash\":\"SHA256:", 1),
+        HashMismatch,
+    ),
+    (
+        "upper-case hex in the previous hash",
+        |l| {
+            let start = l.find("\"prev\":\"sha256:").unwrap() + 15;
+            format!(
+                "{}{}{}",
+                &l[..start],
+                l[start..start + 64].to_uppercase(),
+                &l[start + 64..]
+            )
+        },
+        Unchained,
+    ),
+    (
+        "an unknown top-level field",
+        |l| l.replacen("{\"seq\":4,", "{\"seq\":4,\"note\":1,", 1),
+        NotAnEntry,
+    ),
+    (
+        "an extra event field in key order",
+        |l| l.replacen("\"event\":{", "\"event\":{\"a\":1,", 1),
+        HashMismatch,
+    ),
 ];
 
 fn respelled(name: &str, spell: fn(&str) -> String) -> TempFile {
-    let file = TempFile::new(&format!("spelling-{}", name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")));
+    let file = TempFile::new(&format!(
+        "spelling-{}",
+        name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+    ));
     write_some_events(&file);
     let mut lines = file.lines();
     let original = lines[LINE].clone();
     lines[LINE] = spell(&original);
-    assert_ne!(lines[LINE], original, "{name}: the spelling changed nothing");
+    assert_ne!(
+        lines[LINE], original,
+        "{name}: the spelling changed nothing"
+    );
     file.write_lines(&lines);
     file
 }

@@ -58,10 +58,17 @@ fn a_cut_at_every_byte_of_the_last_line_is_a_torn_tail_that_recovers() {
                 .to_string_lossy()
                 .ends_with(&format!(".jsonl.torn-{start}"))
         );
-        assert_eq!(std::fs::read(&recovered.evidence).unwrap(), &whole[start..cut]);
+        assert_eq!(
+            std::fs::read(&recovered.evidence).unwrap(),
+            &whole[start..cut]
+        );
         assert_eq!(file.bytes(), &whole[..start]);
         write_calls_to(sink, "after", 1);
-        assert_eq!(verify_audit_file(&file.0).unwrap().entries, 11, "cut at {cut}");
+        assert_eq!(
+            verify_audit_file(&file.0).unwrap().entries,
+            11,
+            "cut at {cut}"
+        );
         std::fs::remove_file(&recovered.evidence).unwrap();
         cases += 1;
     }
@@ -143,9 +150,14 @@ fn a_foreign_side_file_stops_recovery_and_changes_nothing() {
 
 // ---- a real process killed while writing --------------------------------------------------------
 
-/// Child role: recover the log, say so, then record calls until killed (or 20 s pass).
+/// How many calls a crash-writer child records before it waits to be killed.
+const CHILD_CALLS: u64 = 4;
+
+/// Child role: recover the log, say so, then record `CHILD_CALLS` calls whose decision entries are
+/// a megabyte long (a policy reason), so each is written by many kernel page copies a kill can
+/// interrupt; then wait to be killed.
 pub(crate) fn child_crash_writer(path: &Path, name: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(30);
     let sink = loop {
         match JsonlAuditSink::open_recovering(path) {
             Ok(sink) => break sink,
@@ -158,65 +170,119 @@ pub(crate) fn child_crash_writer(path: &Path, name: &str) {
             }
         }
     };
-    let controller = audited(&Arc::default(), Arc::new(sink));
+    let tools = || registry([calculator()]);
+    let rules = RulePolicy::from_json(
+        &json!({"rules": [{"id": "big", "tool": "calculator", "action": "allow",
+            "reason": "r".repeat(1 << 20)}]})
+        .to_string(),
+        &tools(),
+    )
+    .unwrap();
+    let controller = ToolController::new(tools(), rules).with_audit_sink(sink);
     println!("CHILD READY");
     std::io::stdout().flush().unwrap();
-    let mut i = 0_u64;
-    while Instant::now() < deadline {
-        // Long ids make long lines, so more kills land inside a write.
-        let id = format!("{name}-{i}-{}", "x".repeat(100));
-        let _ = controller.handle(ToolCall::new(id, "calculator", json!({"a": 1, "b": 2})));
-        i += 1;
+    for i in 0..CHILD_CALLS {
+        let _ = controller.handle(ToolCall::new(
+            format!("{name}-{i}"),
+            "calculator",
+            json!({"a": 1, "b": 2}),
+        ));
     }
+    println!("CHILD IDLE");
+    std::io::stdout().flush().unwrap();
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether the file's last byte is something other than a newline: a line is being written.
+fn mid_line(path: &Path) -> bool {
+    use std::io::{Read as _, Seek as _};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut last = [b'\n'];
+    file.seek(std::io::SeekFrom::End(-1)).is_ok()
+        && file.read_exact(&mut last).is_ok()
+        && last[0] != b'\n'
 }
 
 #[test]
 fn a_writer_killed_mid_write_leaves_a_log_that_verifies_or_recovers_never_a_broken_one() {
     let file = TempFile::new("torn-kill");
-    let mut torn_seen = 0;
-    for round in 0..8_u64 {
+    let (mut rounds, mut torn_seen) = (0, 0);
+    // Until four kills have landed inside a write (a kill after a write ends leaves a clean log);
+    // each child first recovers what the one before it tore.
+    while torn_seen < 4 {
+        assert!(
+            rounds < 40,
+            "no kill landed inside a write in {rounds} rounds"
+        );
+        rounds += 1;
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_process_role", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "child_process_role",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("TOOLGATE_AUDIT_CHILD_ROLE", "crash_writer")
             .env("TOOLGATE_AUDIT_FILE", &file.0)
-            .env("TOOLGATE_AUDIT_NAME", format!("r{round}"))
+            .env("TOOLGATE_AUDIT_NAME", format!("r{rounds}"))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        while !line.contains("CHILD ") {
-            line.clear();
-            assert_ne!(stdout.read_line(&mut line).unwrap(), 0, "child ended early");
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (said, heard) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let line = line.unwrap();
+                if let Some(at) = line.find("CHILD ") {
+                    let _ = said.send(line[at + 6..].to_owned());
+                }
+            }
+        });
+        assert_eq!(heard.recv().unwrap(), "READY");
+        // Kill the moment the file is seen ending inside a line, while the write is under way;
+        // stop watching once the child has written all it will.
+        let start = std::fs::metadata(&file.0).unwrap().len();
+        loop {
+            if std::fs::metadata(&file.0).unwrap().len() > start && mid_line(&file.0) {
+                break;
+            }
+            match heard.try_recv() {
+                Ok(word) => {
+                    assert_eq!(word, "IDLE");
+                    break;
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => panic!("child ended early"),
+            }
         }
-        assert!(line.contains("CHILD READY"), "{line}");
-        std::thread::sleep(Duration::from_millis(5 + 7 * round));
         child.kill().unwrap();
         child.wait().unwrap();
+        reader.join().unwrap();
 
         match verify_audit_file(&file.0) {
             Ok(_) => {}
             Err(AuditVerifyError::TornTail { .. }) => torn_seen += 1,
-            Err(other) => panic!("round {round}: {other}"),
-        }
-        // Every other round the kill also lands inside a line, the way a write cut short by the
-        // kernel would leave it, so the next child must recover it.
-        if round % 2 == 1 && verify_audit_file(&file.0).is_ok() {
-            tear(&file, b"{\"seq\":");
-            torn_seen += 1;
+            Err(other) => panic!("round {rounds}: {other}"),
         }
     }
-    assert!(torn_seen >= 4, "{torn_seen}");
     let sink = open_waiting(&file.0, true).unwrap();
     drop(sink);
     let tip = verify_audit_file(&file.0).unwrap();
-    assert!(tip.entries > 8 * 3, "{tip:?}");
-    // Each side file holds a torn tail: a prefix of some entry, never a complete line.
+    assert!(tip.entries >= 2, "{tip:?}");
+    // Each side file holds a torn tail: a prefix of an entry, never a complete line.
     for side in file.side_files() {
         let bytes = std::fs::read(&side).unwrap();
         assert!(!bytes.is_empty() && !bytes.contains(&b'\n'), "{side:?}");
         assert!(bytes.starts_with(b"{\"seq\":"), "{side:?}");
     }
-    assert_eq!(file.side_files().len(), torn_seen, "one side file per torn tail");
+    assert_eq!(
+        file.side_files().len(),
+        torn_seen,
+        "one side file per torn tail"
+    );
 }

@@ -50,7 +50,10 @@ fn a_second_sink_on_the_same_file_is_refused_while_the_first_lives() {
     let file = TempFile::new("lock-second");
     let first = Arc::new(open_waiting(&file.0, false).unwrap());
     write_calls_to(Arc::clone(&first), "a", 1);
-    for attempt in [JsonlAuditSink::open(&file.0), JsonlAuditSink::open_recovering(&file.0)] {
+    for attempt in [
+        JsonlAuditSink::open(&file.0),
+        JsonlAuditSink::open_recovering(&file.0),
+    ] {
         match attempt {
             Err(error @ AuditOpenError::Locked { .. }) => {
                 let message = error.to_string();
@@ -65,7 +68,10 @@ fn a_second_sink_on_the_same_file_is_refused_while_the_first_lives() {
     let second = Arc::new(open_waiting(&file.0, false).unwrap());
     write_calls_to(second, "c", 1);
     assert_eq!(verify_audit_file(&file.0).unwrap().entries, 9);
-    assert_eq!(call_ids(&file), ["a0", "a0", "a0", "b0", "b0", "b0", "c0", "c0", "c0"]);
+    assert_eq!(
+        call_ids(&file),
+        ["a0", "a0", "a0", "b0", "b0", "b0", "c0", "c0", "c0"]
+    );
 }
 
 #[test]
@@ -89,7 +95,12 @@ fn two_processes_taking_turns_on_one_file_fork_nothing_and_lose_nothing() {
         .iter()
         .map(|name| {
             Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "child_process_role", "--nocapture", "--test-threads=1"])
+                .args([
+                    "--exact",
+                    "child_process_role",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
                 .env("TOOLGATE_AUDIT_CHILD_ROLE", "writer")
                 .env("TOOLGATE_AUDIT_FILE", &file.0)
                 .env("TOOLGATE_AUDIT_NAME", name)
@@ -104,7 +115,10 @@ fn two_processes_taking_turns_on_one_file_fork_nothing_and_lose_nothing() {
     for child in children {
         let output = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success() && stdout.contains("CHILD DONE"), "{stdout}");
+        assert!(
+            output.status.success() && stdout.contains("CHILD DONE"),
+            "{stdout}"
+        );
     }
     assert_every_call_recorded(&file, &["p0", "p1", "parent"]);
 }

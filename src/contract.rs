@@ -4,6 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::Digest as _;
 
 /// What the model proposed: run `tool_name` with `arguments`.
 ///
@@ -175,25 +176,91 @@ impl ToolSpec {
     }
 }
 
-/// Shortens text the model sent before it is quoted back in a message, so a megabyte-long tool
-/// name cannot turn every error result into a megabyte.
+/// Bounds and escapes text the model sent (a tool name, a call id) before it is quoted back in a
+/// message, stamped on an audit event or put in a span, so a megabyte-long name cannot turn every
+/// result into a megabyte.
+///
+/// Guarantees:
+/// - text of at most 128 characters (`QUOTE_MAX_CHARS`) comes back whole, escaped with
+///   `char::escape_debug` (plain printable ASCII without quotes or backslashes is unchanged);
+/// - longer text keeps its first 56 characters, escaped, then `…` and the `sha256:` digest (64 hex
+///   digits) of the whole text: at most 128 characters before escapes;
+/// - two different texts never get the same bounded form (short of a SHA-256 collision): the
+///   escaping can be undone, and `…` is escaped (`\u{2026}`) everywhere except as the cut marker, so
+///   a short text cannot pose as a cut long one, and two long texts sharing a prefix differ in
+///   their digests.
 pub(crate) fn quote_bounded(text: &str) -> String {
-    const MAX_CHARS: usize = 128;
+    /// The characters kept, escaped, before the digest of a cut text; with `…` and the 71
+    /// characters of the digest the cut form is exactly `QUOTE_MAX_CHARS` long.
+    const KEPT_CHARS: usize = QUOTE_MAX_CHARS - 1 - 71;
     // Fast path: short printable ASCII with nothing to escape is quoted as it is.
-    if text.len() <= MAX_CHARS
+    if text.len() <= QUOTE_MAX_CHARS
         && text.bytes().all(|byte| {
             byte == b' ' || (byte.is_ascii_graphic() && !matches!(byte, b'\\' | b'"' | b'\''))
         })
     {
         return text.to_owned();
     }
-    let mut quoted: String = text
-        .chars()
-        .take(MAX_CHARS)
-        .flat_map(char::escape_debug)
-        .collect();
-    if text.chars().nth(MAX_CHARS).is_some() {
-        quoted.push('…');
+    let cut = text.chars().nth(QUOTE_MAX_CHARS).is_some();
+    let kept = if cut { KEPT_CHARS } else { QUOTE_MAX_CHARS };
+    let mut quoted = String::with_capacity(QUOTE_MAX_CHARS + 8);
+    for ch in text.chars().take(kept) {
+        // `…` marks a cut; escaped anywhere else so the mark cannot be forged.
+        if ch == CUT_MARK {
+            quoted.push_str("\\u{2026}");
+        } else {
+            quoted.extend(ch.escape_debug());
+        }
+    }
+    if cut {
+        quoted.push(CUT_MARK);
+        quoted.push_str(&crate::canonical::hex_digest(&sha2::Sha256::digest(
+            text.as_bytes(),
+        )));
     }
     quoted
+}
+
+/// Texts up to this many characters are quoted whole by `quote_bounded`.
+const QUOTE_MAX_CHARS: usize = 128;
+
+/// What `quote_bounded` puts between the kept prefix and the digest of a cut text.
+const CUT_MARK: char = '…';
+
+#[cfg(test)]
+mod tests {
+    use super::quote_bounded;
+
+    #[test]
+    fn cut_texts_are_bounded_and_keep_a_digest_of_the_whole() {
+        for text in [
+            "é".repeat(1_000_000),
+            format!("x\n{}", "\u{301}".repeat(10_000)),
+            "…".repeat(500),
+        ] {
+            let quoted = quote_bounded(&text);
+            assert!(quoted.len() < 1_000, "{} bytes", quoted.len());
+            assert_eq!(quoted.matches('…').count(), 1, "only the cut mark is bare");
+            assert!(quoted.contains("…sha256:"));
+        }
+    }
+
+    #[test]
+    fn texts_differing_anywhere_quote_differently() {
+        let base = "a".repeat(300);
+        let mut seen = std::collections::HashSet::new();
+        for at in [0, 55, 56, 128, 129, 299] {
+            let mut text = base.clone().into_bytes();
+            text[at] = b'b';
+            assert!(
+                seen.insert(quote_bounded(&String::from_utf8(text).unwrap())),
+                "{at}"
+            );
+        }
+        assert!(seen.insert(quote_bounded(&base)));
+        // A text within the bound, a cut text, and one that spells the cut text: all distinct.
+        let short = "a".repeat(128);
+        assert_eq!(quote_bounded(&short), short);
+        assert_ne!(quote_bounded(&quote_bounded(&base)), quote_bounded(&base));
+    }
 }

@@ -98,8 +98,8 @@ pub use approvals::{
 #[cfg(feature = "tracing")]
 pub use audit::TracingAuditSink;
 pub use audit::{
-    AuditError, AuditEvent, AuditKind, AuditSink, AuditVerifyError, ChainTip, JsonlAuditSink,
-    MemoryAuditSink, verify_audit_file,
+    AuditEntryProblem, AuditError, AuditEvent, AuditKind, AuditOpenError, AuditSink,
+    AuditVerifyError, ChainTip, JsonlAuditSink, MemoryAuditSink, RecoveredTail, verify_audit_file,
 };
 pub use authorized::{Authorized, PolicyOutcome};
 pub use contract::{ToolCall, ToolResult, ToolSpec};

@@ -242,111 +242,6 @@ fn an_approval_that_cannot_be_recorded_is_not_handed_out_or_run() {
     assert_eq!(run_count(&runs), 0);
 }
 
-// ---- the JSON Lines chain ----------------------------------------------------------------------
-
-struct TempFile(std::path::PathBuf);
-
-impl TempFile {
-    fn new(name: &str) -> Self {
-        let path = std::env::temp_dir().join(format!(
-            "toolgate-audit-{name}-{}.jsonl",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&path);
-        Self(path)
-    }
-
-    fn lines(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.0)
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    fn write_lines(&self, lines: &[String]) {
-        std::fs::write(&self.0, lines.join("\n") + "\n").unwrap();
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn write_some_events(file: &TempFile) {
-    let sink = JsonlAuditSink::open(&file.0).unwrap();
-    let controller = audited(&Arc::default(), Arc::new(sink));
-    for i in 0..3 {
-        let _ = controller.handle(ToolCall::new(
-            format!("c{i}"),
-            "calculator",
-            json!({"a": i, "b": 1}),
-        ));
-    }
-}
-
-#[test]
-fn the_chain_verifies_and_continues_after_reopening() {
-    let file = TempFile::new("reopen");
-    write_some_events(&file);
-    assert_eq!(verify_audit_file(&file.0).unwrap().entries, 9);
-    write_some_events(&file);
-    let tip = verify_audit_file(&file.0).unwrap();
-    assert_eq!(tip.entries, 18);
-    assert_eq!(file.lines().len(), 18);
-}
-
-#[test]
-fn an_edited_entry_is_reported() {
-    let file = TempFile::new("edit");
-    write_some_events(&file);
-    let mut lines = file.lines();
-    lines[4] = lines[4].replace("\"allow\"", "\"deny\"");
-    file.write_lines(&lines);
-    let error = verify_audit_file(&file.0).unwrap_err();
-    assert_eq!(error.line, 5, "{error}");
-    assert!(error.problem.contains("edited"), "{error}");
-    assert!(
-        JsonlAuditSink::open(&file.0).is_err(),
-        "a tampered log is not appended to"
-    );
-}
-
-#[test]
-fn a_deleted_entry_is_reported() {
-    let file = TempFile::new("delete");
-    write_some_events(&file);
-    let mut lines = file.lines();
-    lines.remove(3);
-    file.write_lines(&lines);
-    let error = verify_audit_file(&file.0).unwrap_err();
-    assert_eq!(error.line, 4, "{error}");
-    assert!(error.problem.contains("deleted or moved"), "{error}");
-}
-
-#[test]
-fn reordered_entries_are_reported() {
-    let file = TempFile::new("reorder");
-    write_some_events(&file);
-    let mut lines = file.lines();
-    lines.swap(6, 7);
-    file.write_lines(&lines);
-    assert_eq!(verify_audit_file(&file.0).unwrap_err().line, 7);
-}
-
-#[test]
-fn a_truncated_line_is_reported() {
-    let file = TempFile::new("truncate");
-    write_some_events(&file);
-    let mut lines = file.lines();
-    let cut = lines[8].len() / 2;
-    lines[8].truncate(cut);
-    file.write_lines(&lines);
-    assert_eq!(verify_audit_file(&file.0).unwrap_err().line, 9);
-}
-
 #[test]
 fn an_edited_approval_records_both_digests() {
     let sink = Arc::new(MemoryAuditSink::new());
@@ -385,4 +280,26 @@ fn an_edited_approval_records_both_digests() {
         outcome.argument_digest, edited.argument_digest,
         "the edited call is what ran"
     );
+}
+
+// ---- the JSON Lines file ----------------------------------------------------------------------
+
+/// The hash-chained file: tampering, one spelling per line, torn tails, one writer, bounded ids.
+#[path = "audit/mod.rs"]
+mod file;
+
+/// Entry point for the child processes of `file::writers` and `file::torn`; with no role set it
+/// is not a child and does nothing.
+#[test]
+fn child_process_role() {
+    let Ok(role) = std::env::var("TOOLGATE_AUDIT_CHILD_ROLE") else {
+        return;
+    };
+    let path = std::path::PathBuf::from(std::env::var("TOOLGATE_AUDIT_FILE").unwrap());
+    let name = std::env::var("TOOLGATE_AUDIT_NAME").unwrap();
+    match role.as_str() {
+        "writer" => file::writers::child_writer(&path, &name),
+        "crash_writer" => file::torn::child_crash_writer(&path, &name),
+        other => panic!("unknown child role {other}"),
+    }
 }

@@ -1,16 +1,20 @@
 //! The audit log: every call received, every decision, every approval answered and every
 //! execution outcome — written before the handler runs, so a call that could not be recorded does
 //! not run (fail closed).
+//!
+//! `mod.rs` holds the events and the sink trait; `jsonl` the hash-chained file sink, `verify` the
+//! file format and its check.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+mod jsonl;
+mod verify;
+
+pub use jsonl::{AuditOpenError, JsonlAuditSink, RecoveredTail};
+pub use verify::{AuditEntryProblem, AuditVerifyError, ChainTip, verify_audit_file};
+
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
 use crate::approvals::ApprovalId;
 use crate::canonical;
@@ -198,164 +202,6 @@ impl<S: AuditSink + ?Sized> AuditSink for Arc<S> {
     fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
         (**self).record(event)
     }
-}
-
-/// The hash every chain starts from.
-const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
-
-/// One line of a JSON Lines audit file.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ChainedLine {
-    seq: u64,
-    prev: String,
-    event: Value,
-    hash: String,
-}
-
-fn line_hash(seq: u64, prev: &str, event: &Value) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(seq.to_string().as_bytes());
-    hasher.update([0]);
-    hasher.update(prev.as_bytes());
-    hasher.update([0]);
-    hasher.update(canonical::canonical_json(event).as_bytes());
-    canonical::hex_digest(&hasher.finalize())
-}
-
-/// A JSON Lines audit file where each entry carries its sequence number, the previous entry's
-/// hash and its own: editing, deleting or reordering an entry breaks the chain at that entry, and
-/// [`verify_audit_file`] reports the first one. (Cutting entries off the end leaves a valid, shorter
-/// chain: compare the last `seq` and hash with a copy kept elsewhere to detect that.)
-#[derive(Debug)]
-pub struct JsonlAuditSink {
-    path: PathBuf,
-    state: Mutex<(File, u64, String)>,
-}
-
-impl JsonlAuditSink {
-    /// Opens (or creates) the file and continues its chain. An existing file is verified first.
-    ///
-    /// # Errors
-    ///
-    /// [`AuditError`] if the file cannot be opened or its chain is broken — a tampered log is not
-    /// appended to.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, AuditError> {
-        let path = path.as_ref().to_owned();
-        let (next_seq, last_hash) = if path.exists() {
-            let tip =
-                verify_audit_file(&path).map_err(|error| AuditError::new(error.to_string()))?;
-            (tip.entries, tip.last_hash)
-        } else {
-            (0, GENESIS.to_owned())
-        };
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|error| AuditError::new(format!("{}: {error}", path.display())))?;
-        Ok(Self {
-            path,
-            state: Mutex::new((file, next_seq, last_hash)),
-        })
-    }
-
-    /// The file written to.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl AuditSink for JsonlAuditSink {
-    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
-        let event =
-            serde_json::to_value(event).map_err(|error| AuditError::new(error.to_string()))?;
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let (file, seq, prev) = &mut *state;
-        let hash = line_hash(*seq, prev, &event);
-        let line = ChainedLine {
-            seq: *seq,
-            prev: prev.clone(),
-            event,
-            hash: hash.clone(),
-        };
-        let mut text =
-            serde_json::to_string(&line).map_err(|error| AuditError::new(error.to_string()))?;
-        text.push('\n');
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.flush())
-            .map_err(|error| AuditError::new(format!("{}: {error}", self.path.display())))?;
-        *seq += 1;
-        *prev = hash;
-        Ok(())
-    }
-}
-
-/// The end of a verified chain.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ChainTip {
-    /// How many entries the file holds.
-    pub entries: u64,
-    /// The last entry's hash (the genesis hash for an empty file).
-    pub last_hash: String,
-}
-
-/// Where an audit file's chain breaks.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("audit file broken at line {line}: {problem}")]
-pub struct AuditVerifyError {
-    /// 1-based line number of the first bad entry.
-    pub line: u64,
-    /// What is wrong with it.
-    pub problem: String,
-}
-
-/// Checks a JSON Lines audit file entry by entry and reports the first edited, deleted or
-/// reordered entry.
-///
-/// # Errors
-///
-/// [`AuditVerifyError`] naming the line where the chain breaks (or the file cannot be read).
-pub fn verify_audit_file(path: impl AsRef<Path>) -> Result<ChainTip, AuditVerifyError> {
-    let file = File::open(path.as_ref()).map_err(|error| AuditVerifyError {
-        line: 0,
-        problem: format!("cannot read {}: {error}", path.as_ref().display()),
-    })?;
-    let mut prev = GENESIS.to_owned();
-    let mut entries = 0_u64;
-    for (index, line) in BufReader::new(file).lines().enumerate() {
-        let number = index as u64 + 1;
-        let broken = |problem: String| AuditVerifyError {
-            line: number,
-            problem,
-        };
-        let line = line.map_err(|error| broken(error.to_string()))?;
-        let entry: ChainedLine = serde_json::from_str(&line)
-            .map_err(|_| broken("not an audit entry (edited or truncated)".to_owned()))?;
-        if entry.seq != entries {
-            return Err(broken(format!(
-                "sequence {} where {entries} was expected (an entry was deleted or moved)",
-                entry.seq
-            )));
-        }
-        if entry.prev != prev {
-            return Err(broken(
-                "does not follow the previous entry (an entry was deleted or moved)".to_owned(),
-            ));
-        }
-        if line_hash(entry.seq, &entry.prev, &entry.event) != entry.hash {
-            return Err(broken(
-                "content does not match its hash (edited)".to_owned(),
-            ));
-        }
-        prev = entry.hash;
-        entries += 1;
-    }
-    Ok(ChainTip {
-        entries,
-        last_hash: prev,
-    })
 }
 
 /// Sends events to `tracing` (feature `tracing`) as `info` events with target `toolgate::audit`.

@@ -1,0 +1,344 @@
+//! The hash-chained JSON Lines file sink: one writer at a time, and a recovery for torn writes
+//! that keeps the torn bytes as evidence.
+
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use super::verify::{self, AuditVerifyError, line_hash};
+use super::{AuditError, AuditEvent, AuditSink};
+
+/// A JSON Lines audit file where each entry carries its sequence number, the previous entry's
+/// hash and its own.
+///
+/// # Guarantees
+///
+/// - **Tamper evidence.** Editing, deleting or reordering an entry breaks the chain at that entry,
+///   and each line has exactly one accepted spelling; [`verify_audit_file`](crate::verify_audit_file)
+///   reports the first bad line. A file that does not verify is not appended to. (Cutting whole
+///   entries off the end leaves a valid, shorter chain: keep the last [`ChainTip`](crate::ChainTip)
+///   elsewhere to detect that.)
+/// - **One writer.** The sink holds an exclusive lock on the file (`File::try_lock`: `flock` on
+///   Unix, `LockFileEx` on Windows) from before it reads the chain's tip until it is dropped. A
+///   second sink on the same file — in this process or another — fails to open with
+///   [`AuditOpenError::Locked`] instead of forking the chain; open it again once the first is
+///   dropped. The lock is advisory on Unix (it binds writers that use this type, not `echo >>`),
+///   and on Windows it also keeps other handles from reading the file while the sink lives. A
+///   child process started while a sink is open shares its lock until the child execs (Rust opens
+///   files close-on-exec), so a reopen right after dropping a sink can briefly see `Locked`: retry.
+///   Network filesystems may not honour the lock.
+/// - **Crashes.** An entry is written with one `write_all` of its whole line. If the process dies
+///   mid-write the file ends in a partial line; [`verify_audit_file`](crate::verify_audit_file)
+///   reports that as [`AuditVerifyError::TornTail`], not as tampering, and [`open`](Self::open)
+///   refuses it so nothing changes silently. If a write fails while the process lives, the partial
+///   line is cut off again before the next record; if even that fails, the sink refuses every
+///   later record rather than write after a torn line.
+/// - **Not guaranteed:** durability across power loss (records are not `fsync`ed one by one; the
+///   operating system writes them back), and protection from a writer that ignores the lock.
+///
+/// # Recovering a torn tail
+///
+/// [`open_recovering`](Self::open_recovering) takes the lock, verifies the chain, and if — and only
+/// if — the file ends in a torn line after valid entries, copies the torn bytes to
+/// `<path>.torn-<offset>` (created exclusively and `fsync`ed), cuts the log back to its last
+/// complete entry, `fsync`s it and continues the chain from there.
+/// [`recovered_tail`](Self::recovered_tail) says what was moved. A broken chain is never
+/// "recovered": it stays an error.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::{AuditOpenError, AuditVerifyError, JsonlAuditSink, verify_audit_file};
+///
+/// let path = std::env::temp_dir().join(format!("toolgate-doc-sink-{}.jsonl", std::process::id()));
+/// # let _ = std::fs::remove_file(&path);
+/// let sink = JsonlAuditSink::open(&path)?;
+/// // A second writer is refused while the first lives.
+/// assert!(matches!(JsonlAuditSink::open(&path), Err(AuditOpenError::Locked { .. })));
+/// drop(sink);
+///
+/// // A crash mid-write leaves a torn line; `open` refuses it, `open_recovering` moves it aside.
+/// std::fs::write(&path, b"{\"seq\":0,\"pr")?;
+/// assert!(matches!(
+///     JsonlAuditSink::open(&path),
+///     Err(AuditOpenError::Verify(AuditVerifyError::TornTail { .. }))
+/// ));
+/// let sink = JsonlAuditSink::open_recovering(&path)?;
+/// let torn = sink.recovered_tail().expect("a torn tail was moved");
+/// assert_eq!(std::fs::read(&torn.evidence)?, b"{\"seq\":0,\"pr");
+/// assert_eq!(verify_audit_file(&path)?.entries, 0);
+/// # std::fs::remove_file(&torn.evidence)?;
+/// # drop(sink);
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct JsonlAuditSink {
+    path: PathBuf,
+    recovered: Option<RecoveredTail>,
+    state: Mutex<Writer>,
+}
+
+/// The write end of the chain.
+#[derive(Debug)]
+struct Writer {
+    // Invariant: `file` holds the exclusive lock for as long as the sink lives, and its first `len`
+    // bytes are `seq` verified entries, the last with hash `prev`; the file position is `len`.
+    file: File,
+    seq: u64,
+    prev: String,
+    len: u64,
+    /// A write failed and the partial line could not be cut off: no further record is written.
+    unusable: bool,
+}
+
+/// What [`JsonlAuditSink::open_recovering`] moved out of the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecoveredTail {
+    /// The side file holding the torn bytes, exactly as they were: `<path>.torn-<offset>`.
+    pub evidence: PathBuf,
+    /// Where the torn bytes started in the log; the log is now this long.
+    pub offset: u64,
+    /// How many bytes were moved.
+    pub bytes: u64,
+    /// How many complete entries the log kept.
+    pub entries: u64,
+}
+
+/// An audit file could not be opened for writing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditOpenError {
+    /// The file (or a side file) could not be opened, read, written or locked: the operator's
+    /// storage is at fault.
+    #[error("audit file {}: i/o error", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// Another [`JsonlAuditSink`] — in this process or another — holds the file's exclusive lock.
+    /// Open it again after that sink is dropped; two writers would fork the chain.
+    #[error(
+        "audit file {} is locked by another writer (exclusive file lock held by another sink)",
+        path.display()
+    )]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file does not verify. A [`AuditVerifyError::TornTail`] is a crash mid-write: recover it
+    /// with [`JsonlAuditSink::open_recovering`]. Anything else is tampering and is not appended to.
+    #[error(transparent)]
+    Verify(#[from] AuditVerifyError),
+    /// Recovery found its side file already there with bytes that are not the torn tail's: someone
+    /// else wrote it. Nothing was changed; move that file away and look at both.
+    #[error("evidence file {} exists with other content", path.display())]
+    EvidenceExists {
+        /// The side file.
+        path: PathBuf,
+    },
+}
+
+impl JsonlAuditSink {
+    /// Opens (or creates) the file, takes its lock and continues its chain.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditOpenError::Locked`] while another sink has the file; [`AuditOpenError::Verify`] if
+    /// its chain does not verify — torn at the end (see [`open_recovering`](Self::open_recovering))
+    /// or broken; [`AuditOpenError::Io`] if it cannot be opened or read.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, AuditOpenError> {
+        Self::open_with(path.as_ref(), false)
+    }
+
+    /// Like [`open`](Self::open), but a torn tail after valid entries is moved to a side file and
+    /// cut off (see the type's docs); [`recovered_tail`](Self::recovered_tail) reports it. Running
+    /// it again after a crash during recovery completes that recovery.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open), except for the torn tail; [`AuditOpenError::EvidenceExists`] if
+    /// the side file is there with other bytes.
+    pub fn open_recovering(path: impl AsRef<Path>) -> Result<Self, AuditOpenError> {
+        Self::open_with(path.as_ref(), true)
+    }
+
+    fn open_with(path: &Path, recover: bool) -> Result<Self, AuditOpenError> {
+        let io_error = |source| AuditOpenError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        // Not in append mode: cutting a torn tail needs write access, and with the lock held this
+        // sink is the only writer, so writing at its own position is appending.
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io_error)?;
+        // The lock comes before reading the tip, so no other writer can move it afterwards.
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(AuditOpenError::Locked {
+                    path: path.to_owned(),
+                });
+            }
+            Err(TryLockError::Error(source)) => return Err(io_error(source)),
+        }
+        let scan = verify::scan(&file, path)?;
+        let recovered = match scan.torn_bytes {
+            0 => None,
+            _ if recover => Some(move_torn_tail(&mut file, path, &scan.tip)?),
+            tail_bytes => {
+                return Err(AuditVerifyError::TornTail {
+                    valid_entries: scan.tip.entries,
+                    tail_offset: scan.tip.bytes,
+                    tail_bytes,
+                }
+                .into());
+            }
+        };
+        file.seek(SeekFrom::Start(scan.tip.bytes))
+            .map_err(io_error)?;
+        Ok(Self {
+            path: path.to_owned(),
+            recovered,
+            state: Mutex::new(Writer {
+                file,
+                seq: scan.tip.entries,
+                prev: scan.tip.last_hash,
+                len: scan.tip.bytes,
+                unusable: false,
+            }),
+        })
+    }
+
+    /// The file written to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The torn tail [`open_recovering`](Self::open_recovering) moved aside, if there was one.
+    pub fn recovered_tail(&self) -> Option<&RecoveredTail> {
+        self.recovered.as_ref()
+    }
+}
+
+/// Copies the bytes after the last complete entry to `<path>.torn-<offset>`, then cuts them off.
+/// The copy is durable before the cut, so a crash in between loses nothing: the next recovery finds
+/// the same tail and an identical (or partially written) side file, and finishes.
+fn move_torn_tail(
+    file: &mut File,
+    path: &Path,
+    tip: &crate::ChainTip,
+) -> Result<RecoveredTail, AuditOpenError> {
+    let offset = tip.bytes;
+    let mut name = OsString::from(path.as_os_str());
+    name.push(format!(".torn-{offset}"));
+    let evidence = PathBuf::from(name);
+    let log_error = |source| AuditOpenError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let evidence_error = |source| AuditOpenError::Io {
+        path: evidence.clone(),
+        source,
+    };
+
+    let mut torn = Vec::new();
+    file.seek(SeekFrom::Start(offset)).map_err(log_error)?;
+    file.read_to_end(&mut torn).map_err(log_error)?;
+
+    let mut side = match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&evidence)
+    {
+        Ok(side) => side,
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+            let existing = std::fs::read(&evidence).map_err(evidence_error)?;
+            // Only an interrupted recovery of this very tail leaves a prefix of it there.
+            if !torn.starts_with(&existing) {
+                return Err(AuditOpenError::EvidenceExists { path: evidence });
+            }
+            OpenOptions::new()
+                .write(true)
+                .open(&evidence)
+                .map_err(evidence_error)?
+        }
+        Err(error) => return Err(evidence_error(error)),
+    };
+    side.write_all(&torn)
+        .and_then(|()| side.sync_all())
+        .map_err(evidence_error)?;
+    sync_parent(&evidence).map_err(evidence_error)?;
+
+    file.set_len(offset)
+        .and_then(|()| file.sync_all())
+        .map_err(log_error)?;
+    Ok(RecoveredTail {
+        evidence,
+        offset,
+        bytes: torn.len() as u64,
+        entries: tip.entries,
+    })
+}
+
+/// Makes a new file's directory entry durable (Unix; elsewhere directories cannot be opened).
+fn sync_parent(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    if let Some(parent) = path.parent() {
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        File::open(parent)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+impl AuditSink for JsonlAuditSink {
+    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        let event = serde_json::to_value(event)
+            .map(|event| crate::canonical::canonical_json(&event))
+            .map_err(|error| AuditError::new(error.to_string()))?;
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let writer = &mut *state;
+        if writer.unusable {
+            return Err(AuditError::new(format!(
+                "{}: an earlier write failed and could not be undone; reopen the log",
+                self.path.display()
+            )));
+        }
+        let hash = line_hash(writer.seq, &writer.prev, &event);
+        let line = verify::entry_line(writer.seq, &writer.prev, &event, &hash);
+        if let Err(error) = writer.file.write_all(line.as_bytes()) {
+            // Cut the partial line off, so the next entry does not follow a torn one (which
+            // verification would rightly call tampering).
+            let len = writer.len;
+            let undone = writer
+                .file
+                .set_len(len)
+                .and_then(|()| writer.file.seek(SeekFrom::Start(len)));
+            if undone.is_err() {
+                writer.unusable = true;
+            }
+            return Err(AuditError::new(format!("{}: {error}", self.path.display())));
+        }
+        writer.seq += 1;
+        writer.prev = hash;
+        writer.len += line.len() as u64;
+        Ok(())
+    }
+}

@@ -193,10 +193,10 @@ impl Gate {
     }
 }
 
-/// A deny rule: `pointer`'s string matches `pattern`.
+/// A deny rule: `pointer`'s path matches `pattern`.
 fn deny_glob(pointer: &str, pattern: &str) -> String {
     format!(
-        r#"{{"id": "deny", "tool": "t", "action": "deny", "reason": "no", "when": {{"glob": {{"pointer": "{pointer}", "pattern": "{pattern}"}}}}}}"#
+        r#"{{"id": "deny", "tool": "t", "action": "deny", "reason": "no", "when": {{"path_glob": {{"pointer": "{pointer}", "pattern": "{pattern}"}}}}}}"#
     )
 }
 

@@ -82,7 +82,7 @@ impl Sandbox {
         let workspace = Dir::open_ambient_dir(self.workspace(), ambient_authority()).unwrap();
         let registry = ToolRegistry::new(workspace_tools(workspace).unwrap()).unwrap();
         let policy = RulePolicy::from_json(
-            r#"{"rules": [
+            r#"{"paths": {"working_directory": "/workspace"}, "rules": [
               {"id": "read-ws", "tool": "read_file", "action": "allow", "reason": "inside the workspace",
                "when": {"path_within": {"pointer": "/path", "roots": ["/workspace"]}}},
               {"id": "list-ws", "tool": "list_dir", "action": "allow", "reason": "inside the workspace",
@@ -90,9 +90,9 @@ impl Sandbox {
               {"id": "write-ws", "tool": "write_file", "action": "allow", "reason": "inside the workspace",
                "when": {"path_within": {"pointer": "/path", "roots": ["/workspace"]}}},
               {"id": "no-config-read", "tool": "read_file", "action": "deny", "reason": "config holds secrets",
-               "when": {"glob": {"pointer": "/path", "pattern": "config/*"}}},
+               "when": {"path_glob": {"pointer": "/path", "pattern": "/workspace/config/**"}}},
               {"id": "no-config-write", "tool": "write_file", "action": "deny", "reason": "config holds secrets",
-               "when": {"glob": {"pointer": "/path", "pattern": "config/*"}}}
+               "when": {"path_glob": {"pointer": "/path", "pattern": "/workspace/config/**"}}}
             ]}"#,
             &registry,
         )

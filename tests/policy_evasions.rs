@@ -345,7 +345,7 @@ const COMMANDS: &str = r#"{"rules": [
                     {"not": {"command_option": {"pointer": "/argv", "options": ["-o", "--output"]}}}]}}
 ]}"#;
 
-const PUSH_SPELLINGS: [&str; 14] = [
+const PUSH_SPELLINGS: &[&str] = &[
     "git push",
     "git push origin main",
     "git -C . push",
@@ -360,6 +360,13 @@ const PUSH_SPELLINGS: [&str; 14] = [
     "/usr/bin/git push",
     "./git push",
     "GIT push",
+    "env git push",
+    "env -i git push",
+    "GIT_SSH_COMMAND=x git push",
+    "sudo -u me git push",
+    "nice -n 10 git push",
+    "timeout 5 git -C . push",
+    "bash -c git push",
 ];
 
 #[test]

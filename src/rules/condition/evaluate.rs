@@ -6,7 +6,9 @@ use std::cmp::Ordering;
 use serde_json::Value;
 
 use super::Truth;
-use super::commands::{PrefixMatch, has_option, is_plain_command, prefix_match};
+use super::commands::{
+    PrefixMatch, argv_words, has_option, is_plain_command, prefix_match, string_words,
+};
 use super::compile::Compiled;
 use super::glob::glob_match;
 use super::paths::PathSettings;
@@ -78,13 +80,13 @@ impl Compiled {
                     let matched = if *command_string {
                         match value.as_str() {
                             Some(command) if is_plain_command(command) => {
-                                prefix_match(command.split_whitespace(), prefix)
+                                prefix_match(string_words(command), prefix)
                             }
                             _ => return Truth::Unknown,
                         }
                     } else {
                         match argv(value) {
-                            Some(tokens) => prefix_match(tokens.into_iter(), prefix),
+                            Some(tokens) => prefix_match(argv_words(&tokens), prefix),
                             None => return Truth::Unknown,
                         }
                     };
@@ -98,9 +100,9 @@ impl Compiled {
             Self::CommandOption { pointer, options } => leaf(arguments, pointer, |value| {
                 if let Some(command) = value.as_str() {
                     return is_plain_command(command)
-                        .then(|| has_option(command.split_whitespace(), options));
+                        .then(|| has_option(string_words(command), options));
                 }
-                Some(has_option(argv(value)?.into_iter(), options))
+                Some(has_option(argv_words(&argv(value)?), options))
             }),
             Self::OneOf { pointer, values } => leaf(arguments, pointer, |value| {
                 let mut determined = true;

@@ -85,11 +85,11 @@ pub mod providers;
 mod registry;
 pub mod rules;
 mod runtime;
-#[cfg(feature = "sqlite")]
-mod sqlite;
 #[cfg(feature = "cap-std")]
 mod workspace;
 
+#[cfg(feature = "sqlite")]
+pub use approvals::SqliteApprovalStore;
 pub use approvals::{
     Answered, Approval, ApprovalError, ApprovalId, ApprovalIdError, ApprovalLimits,
     ApprovalRequest, ApprovalResponse, ApprovalState, ApprovalStore, ExecutionOutcome,
@@ -119,8 +119,6 @@ pub use rules::{
     RulePolicy, RuleTrace,
 };
 pub use runtime::{PreparedToolCall, ToolRuntime};
-#[cfg(feature = "sqlite")]
-pub use sqlite::SqliteApprovalStore;
 #[cfg(feature = "cap-std")]
 pub use workspace::{MAX_READ_BYTES, workspace_tools};
 

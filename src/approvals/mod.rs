@@ -1,0 +1,287 @@
+//! One-time approvals: calls held for a person's answer.
+
+mod id;
+mod memory;
+mod pending;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+mod store;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical::call_digest;
+use crate::contract::{Redacted, ToolCall};
+use crate::policy::Reason;
+
+pub use id::{ApprovalId, ApprovalIdError};
+pub use memory::MemoryApprovalStore;
+pub use pending::PendingApprovals;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteApprovalStore;
+pub(crate) use store::now_ms;
+pub use store::{ApprovalStore, Transition};
+
+/// A call held for a person's confirmation. Its handler has not run.
+///
+/// Holding a request grants nothing: only [`PendingApprovals::answer`] with its id does, once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ApprovalRequest {
+    /// The id to answer with.
+    pub approval_id: ApprovalId,
+    /// The exact call that would run.
+    pub call: ToolCall,
+    /// Why the policy asked.
+    pub reason: Reason,
+    /// What the approval binds to: `sha256:` over the tool name, the tool definition's digest and
+    /// the canonical arguments (sorted keys, one spelling per number).
+    pub digest: String,
+    /// The digest of the tool's definition when the call was held
+    /// ([`ToolDefinition::digest`](crate::ToolDefinition::digest)); if the tool's definition
+    /// differs when the request is answered, the approval is stale and the call is denied.
+    pub definition_digest: String,
+}
+
+impl ApprovalRequest {
+    /// Recomputes the digest from the request's own call and recorded definition digest: `false`
+    /// means the stored request was altered after it was made.
+    pub fn digest_matches(&self) -> bool {
+        call_digest(
+            &self.call.tool_name,
+            &self.definition_digest,
+            &self.call.arguments,
+        ) == self.digest
+    }
+}
+
+/// A person's answer to an [`ApprovalRequest`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Run the call (after it is re-prepared and re-decided).
+    Approve,
+    /// Do not run the call; the model is told it was rejected.
+    Reject,
+}
+
+/// A person's answer to one approval request.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::{ApprovalResponse, Verdict};
+///
+/// let id = "0123456789abcdef0123456789abcdef".parse()?;
+/// let response = ApprovalResponse::approve(id);
+/// assert_eq!(response.verdict, Verdict::Approve);
+/// # Ok::<(), toolgate::ApprovalIdError>(())
+/// ```
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ApprovalResponse {
+    /// The request answered.
+    pub approval_id: ApprovalId,
+    /// The answer.
+    pub verdict: Verdict,
+    /// Arguments the person changed before approving, replacing the proposed ones. The edited
+    /// call is a new proposal: validated against the tool's schema and decided by the policy like
+    /// any call (a denial wins), and bound to its own digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_arguments: Option<serde_json::Value>,
+}
+
+/// Edited arguments are never printed: they may hold secrets.
+impl fmt::Debug for ApprovalResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApprovalResponse")
+            .field("approval_id", &self.approval_id)
+            .field("verdict", &self.verdict)
+            .field(
+                "edited_arguments",
+                &self.edited_arguments.as_ref().map(|_| Redacted),
+            )
+            .finish()
+    }
+}
+
+impl ApprovalResponse {
+    /// Approve the request with this id.
+    pub fn approve(approval_id: ApprovalId) -> Self {
+        Self {
+            approval_id,
+            verdict: Verdict::Approve,
+            edited_arguments: None,
+        }
+    }
+
+    /// Approve the request with this id, with `arguments` in place of the proposed ones.
+    pub fn approve_edited(approval_id: ApprovalId, arguments: serde_json::Value) -> Self {
+        Self {
+            approval_id,
+            verdict: Verdict::Approve,
+            edited_arguments: Some(arguments),
+        }
+    }
+
+    /// Reject the request with this id.
+    pub fn reject(approval_id: ApprovalId) -> Self {
+        Self {
+            approval_id,
+            verdict: Verdict::Reject,
+            edited_arguments: None,
+        }
+    }
+}
+
+/// Why an approval could not be requested or answered. Not a tool result: the person or the
+/// program answering is at fault, not the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// No request with this id is waiting: it never existed or was already answered. Nothing ran.
+    #[error("no pending approval with id {approval_id}: unknown or already answered")]
+    NotPending {
+        /// The id that was answered.
+        approval_id: ApprovalId,
+    },
+    /// The OS random generator failed, so no unguessable id could be made; the call was not held.
+    #[error("the operating system's random generator is unavailable")]
+    RandomnessUnavailable,
+    /// The approval store failed (I/O, a corrupt or newer-version ledger). Nothing was approved
+    /// or held; fix the store.
+    #[error("approval store: {message}")]
+    Store {
+        /// What the store reported.
+        message: String,
+    },
+    /// As many requests as [`ApprovalLimits::max_pending`] already wait; the call was not held.
+    /// Answer or revoke some, or raise the limit.
+    #[error("too many calls are waiting for approval (limit {limit})")]
+    TooManyPending {
+        /// The limit in force.
+        limit: usize,
+    },
+}
+
+/// Bounds on waiting requests, so memory stays bounded and old asks do not linger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApprovalLimits {
+    /// How long a request may wait; answering it later denies the call as expired. `None`: no
+    /// expiry. Default: one hour.
+    pub time_to_live: Option<Duration>,
+    /// How many requests may wait at once; past it a new ask is denied. Default: 1,024.
+    pub max_pending: usize,
+}
+
+impl Default for ApprovalLimits {
+    fn default() -> Self {
+        Self {
+            time_to_live: Some(Duration::from_secs(3600)),
+            max_pending: 1024,
+        }
+    }
+}
+
+impl ApprovalLimits {
+    /// The default limits with another time to live.
+    pub fn with_time_to_live(mut self, time_to_live: Option<Duration>) -> Self {
+        self.time_to_live = time_to_live;
+        self
+    }
+
+    /// The default limits with another cap on waiting requests.
+    pub fn with_max_pending(mut self, max_pending: usize) -> Self {
+        self.max_pending = max_pending;
+        self
+    }
+}
+
+/// A consumed approval: proof that a person approved this request and that the request was
+/// taken out of [`PendingApprovals`], so no other answer can use it (G5).
+///
+/// Not `Clone`: it is spent by [`Authorized::by_approval`](crate::Authorized::by_approval).
+#[must_use = "an approval that is not passed to `Authorized::by_approval` runs nothing"]
+pub struct Approval {
+    request: ApprovalRequest,
+    edited_arguments: Option<serde_json::Value>,
+}
+
+/// The request prints as its own `Debug` does (arguments redacted); edited arguments never print.
+impl fmt::Debug for Approval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Approval")
+            .field("request", &self.request)
+            .field(
+                "edited_arguments",
+                &self.edited_arguments.as_ref().map(|_| Redacted),
+            )
+            .finish()
+    }
+}
+
+impl Approval {
+    /// The request that was approved.
+    pub fn request(&self) -> &ApprovalRequest {
+        &self.request
+    }
+
+    /// The arguments the person substituted, if they edited the call.
+    pub fn edited_arguments(&self) -> Option<&serde_json::Value> {
+        self.edited_arguments.as_ref()
+    }
+
+    pub(crate) fn into_parts(self) -> (ApprovalRequest, Option<serde_json::Value>) {
+        (self.request, self.edited_arguments)
+    }
+}
+
+/// The outcome of answering a pending request.
+#[derive(Debug)]
+#[must_use]
+#[non_exhaustive]
+pub enum Answered {
+    /// Approved and consumed; pass it to [`Authorized::by_approval`](crate::Authorized::by_approval).
+    Approved(Approval),
+    /// Rejected; the request is gone and nothing ran.
+    Rejected(ApprovalRequest),
+    /// The request outlived its time to live; expiry counts as a denial, whatever the answer.
+    Expired(ApprovalRequest),
+}
+
+/// Where a request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ApprovalState {
+    /// Waiting for a person.
+    Pending,
+    /// Approved and consumed — before its handler ran. `outcome` is `None` until the handler
+    /// ends: after a crash it stays `None` (unknown), and the call is never run again.
+    Approved {
+        /// How the handler ended, once it has.
+        outcome: Option<ExecutionOutcome>,
+    },
+    /// Rejected by a person.
+    Rejected,
+    /// Answered after its time to live; counted as a denial.
+    Expired,
+    /// Withdrawn.
+    Revoked,
+}
+
+/// How an approved call's handler ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionOutcome {
+    /// The handler returned a result.
+    Ok,
+    /// The handler reported a failure, or the call was denied at the re-check.
+    Error,
+}

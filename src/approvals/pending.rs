@@ -1,0 +1,193 @@
+//! The requests waiting for a person, in front of a store.
+
+use std::sync::Arc;
+
+use super::{
+    Answered, Approval, ApprovalError, ApprovalId, ApprovalLimits, ApprovalRequest,
+    ApprovalResponse, ApprovalState, ApprovalStore, ExecutionOutcome, MemoryApprovalStore,
+    Transition, Verdict, now_ms,
+};
+use crate::canonical::call_digest;
+use crate::policy::Reason;
+use crate::runtime::PreparedToolCall;
+
+/// The requests waiting for a person, each answerable exactly once.
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::{json, Value};
+/// use toolgate::*;
+///
+/// let patch = |_: &Value| -> Result<String, ToolError> { Ok("patched".into()) };
+/// let spec = ToolSpec::new("apply_patch", "Apply a patch.", json!({"type": "object"}));
+/// let runtime = ToolRuntime::new(ToolRegistry::new([ToolDefinition::new(spec, patch)?])?);
+/// let prepared = runtime
+///     .prepare(ToolCall::new("c1", "apply_patch", json!({"patch": "..."})))
+///     .map_err(|result| result.content)?;
+///
+/// let pending = PendingApprovals::new();
+/// let request = pending.request(prepared, Reason::new("writes files")?)?;
+/// assert!(request.digest.starts_with("sha256:"));
+/// assert!(matches!(pending.answer(ApprovalResponse::approve(request.approval_id))?, Answered::Approved(_)));
+/// assert!(pending.answer(ApprovalResponse::approve(request.approval_id)).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct PendingApprovals {
+    store: Arc<dyn ApprovalStore>,
+    limits: ApprovalLimits,
+}
+
+impl Default for PendingApprovals {
+    fn default() -> Self {
+        Self::with_store(MemoryApprovalStore::new(), ApprovalLimits::default())
+    }
+}
+
+impl PendingApprovals {
+    /// An empty in-memory set with the default [`ApprovalLimits`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty in-memory set with the given limits.
+    pub fn with_limits(limits: ApprovalLimits) -> Self {
+        Self::with_store(MemoryApprovalStore::new(), limits)
+    }
+
+    /// Requests kept in `store` (a durable one survives restarts), with the given limits.
+    pub fn with_store(store: impl ApprovalStore + 'static, limits: ApprovalLimits) -> Self {
+        Self {
+            store: Arc::new(store),
+            limits,
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> ApprovalLimits {
+        self.limits
+    }
+
+    pub(crate) fn set_limits(&mut self, limits: ApprovalLimits) {
+        self.limits = limits;
+    }
+
+    /// Holds a prepared call for a person under a fresh random id and returns the request to show
+    /// them, bound to the call's digest and its tool definition's digest.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::RandomnessUnavailable`] if no id could be drawn,
+    /// [`ApprovalError::TooManyPending`] at the cap (expired requests do not count), or
+    /// [`ApprovalError::Store`]; nothing is held then.
+    pub fn request(
+        &self,
+        prepared: PreparedToolCall,
+        reason: Reason,
+    ) -> Result<ApprovalRequest, ApprovalError> {
+        let definition_digest = prepared.definition().digest().to_owned();
+        let call = prepared.into_call();
+        let request = ApprovalRequest {
+            approval_id: ApprovalId::random()?,
+            digest: call_digest(&call.tool_name, &definition_digest, &call.arguments),
+            definition_digest,
+            call,
+            reason,
+        };
+        let now = now_ms();
+        let expires = self.limits.time_to_live.map(|time_to_live| {
+            now.saturating_add(u64::try_from(time_to_live.as_millis()).unwrap_or(u64::MAX))
+        });
+        self.store
+            .insert(&request, expires, self.limits.max_pending, now)?;
+        Ok(request)
+    }
+
+    /// Takes the request out and records the verdict. Of any number of answers to one id, on any
+    /// number of threads (or processes sharing a durable store), exactly one succeeds (G5).
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::NotPending`] if no request with that id is waiting;
+    /// [`ApprovalError::Store`] if the store failed (nothing was approved then).
+    pub fn answer(&self, response: ApprovalResponse) -> Result<Answered, ApprovalError> {
+        let transition = match response.verdict {
+            Verdict::Approve => Transition::Approve,
+            Verdict::Reject => Transition::Reject,
+        };
+        let (request, expired) = self
+            .store
+            .take(response.approval_id, transition, now_ms())?;
+        if expired {
+            return Ok(Answered::Expired(request));
+        }
+        Ok(match response.verdict {
+            Verdict::Approve => Answered::Approved(Approval {
+                request,
+                edited_arguments: response.edited_arguments,
+            }),
+            Verdict::Reject => Answered::Rejected(request),
+        })
+    }
+
+    /// Withdraws a waiting request (from a UI, or because its context is gone): it can no longer
+    /// be answered, and nothing ran.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::NotPending`] if no request with that id is waiting.
+    pub fn revoke(&self, approval_id: ApprovalId) -> Result<ApprovalRequest, ApprovalError> {
+        Ok(self
+            .store
+            .take(approval_id, Transition::Revoke, now_ms())?
+            .0)
+    }
+
+    /// The requests that can still be answered — call, reason and digest — for a UI to show,
+    /// oldest first. An unreadable store lists nothing; [`try_list`](Self::try_list) says why.
+    pub fn list(&self) -> Vec<ApprovalRequest> {
+        self.try_list().unwrap_or_default()
+    }
+
+    /// As [`list`](Self::list), with the store's error.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] if the store cannot be read.
+    pub fn try_list(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        self.store.pending(now_ms())
+    }
+
+    /// Records how an approved call's handler ended.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] if the store failed.
+    pub fn record_outcome(
+        &self,
+        approval_id: ApprovalId,
+        outcome: ExecutionOutcome,
+    ) -> Result<(), ApprovalError> {
+        self.store.record_outcome(approval_id, outcome)
+    }
+
+    /// Where a request stands, if the store knows it.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] if the store cannot be read.
+    pub fn state(&self, approval_id: ApprovalId) -> Result<Option<ApprovalState>, ApprovalError> {
+        self.store.state(approval_id)
+    }
+
+    /// How many requests can still be answered.
+    pub fn len(&self) -> usize {
+        self.list().len()
+    }
+
+    /// Whether no request can be answered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

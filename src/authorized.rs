@@ -6,7 +6,7 @@ use std::ops::Deref;
 use crate::approvals::Approval;
 use crate::contract::ToolResult;
 use crate::policy::{Policy, PolicyAction, PolicyDecision};
-use crate::runtime::{PreparedToolCall, ToolRuntime};
+use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
 
 /// Proof that `T` passed a policy's `Allow` or a consumed one-time approval.
 ///
@@ -35,9 +35,7 @@ use crate::runtime::{PreparedToolCall, ToolRuntime};
 /// let runtime = ToolRuntime::new(ToolRegistry::new([ToolDefinition::new(spec, add)?])?);
 /// let policy = ToolPolicy::new(["add2"], Vec::<String>::new())?;
 ///
-/// let prepared = runtime
-///     .prepare(ToolCall::new("c1", "add2", json!({"a": 40})))
-///     .map_err(|result| result.content)?;
+/// let prepared = runtime.prepare(ToolCall::new("c1", "add2", json!({"a": 40})))?;
 /// match Authorized::by_policy(&policy, prepared) {
 ///     PolicyOutcome::Allowed { authorized, .. } => assert_eq!(runtime.execute(authorized).content, "42"),
 ///     other => panic!("expected allow, got {other:?}"),
@@ -111,6 +109,84 @@ impl PolicyOutcome {
     }
 }
 
+/// What the approval path decided for an approved call: it mirrors [`PolicyOutcome`], with the
+/// two ways an approval can fail before the policy is asked.
+#[derive(Debug)]
+#[must_use]
+#[non_exhaustive]
+pub enum ApprovalOutcome {
+    /// The call re-prepared and the current policy did not deny it; execute it.
+    Allowed {
+        /// The proof to pass to `execute`.
+        authorized: Authorized<PreparedToolCall>,
+        /// The re-decision (`Allow`, or `Ask`, which the person already answered).
+        decision: PolicyDecision,
+    },
+    /// The current policy denies the call: a denial wins over an approval (G6).
+    Denied {
+        /// The call, re-prepared but not authorized.
+        prepared: PreparedToolCall,
+        /// The decision, whose reason is shown to the model.
+        decision: PolicyDecision,
+    },
+    /// The approval no longer covers the call: it was altered in the store, or the tool's
+    /// definition changed while the approval waited. The model may propose the call again.
+    Stale {
+        /// The call's id.
+        call_id: String,
+        /// Why.
+        staleness: Staleness,
+    },
+    /// The call no longer prepares (the tool is gone, or the edited or unchanged arguments do not
+    /// validate against the current schema).
+    Invalid(Rejection),
+}
+
+/// Why an approval no longer covers its call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Staleness {
+    /// The stored request does not match the digest it was approved under.
+    DigestMismatch,
+    /// The tool's definition changed while the approval waited.
+    DefinitionChanged,
+}
+
+impl Staleness {
+    /// What the model is told.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::DigestMismatch => {
+                "denied: the approved call does not match the digest it was approved under"
+            }
+            Self::DefinitionChanged => {
+                "denied: stale approval: the tool's definition changed while the approval waited; propose the call again"
+            }
+        }
+    }
+}
+
+impl ApprovalOutcome {
+    /// The proof, or the error result the model reads (made here, at the edge).
+    ///
+    /// # Errors
+    ///
+    /// An error [`ToolResult`] with the call's id for every outcome but `Allowed`.
+    pub fn into_authorized(self) -> Result<Authorized<PreparedToolCall>, ToolResult> {
+        match self {
+            Self::Allowed { authorized, .. } => Ok(authorized),
+            Self::Denied { prepared, decision } => Err(ToolResult::error(
+                prepared.into_call().call_id,
+                prefixed("denied after approval: ", decision.reason.as_str()),
+            )),
+            Self::Stale { call_id, staleness } => {
+                Err(ToolResult::error(call_id, staleness.message()))
+            }
+            Self::Invalid(rejection) => Err(rejection.into_result()),
+        }
+    }
+}
+
 impl Authorized<PreparedToolCall> {
     /// The policy path: asks `policy` about `prepared` and authorizes it only on `Allow`.
     ///
@@ -133,22 +209,18 @@ impl Authorized<PreparedToolCall> {
     /// registry and decided again by the *current* `policy`. `Allow` or `Ask` authorize it (the
     /// person already answered the ask); `Deny` wins over the approval (G6). The approval covers
     /// exactly what was approved: if the stored call no longer matches its digest, or the tool's
-    /// definition changed while the approval waited (its digest differs), the call is denied as
-    /// stale and the model may propose it again.
+    /// definition changed while the approval waited (its digest differs), the outcome is
+    /// [`ApprovalOutcome::Stale`] and the model may propose the call again.
     ///
     /// The approval was consumed when it was answered, so whatever happens here it cannot be used
     /// again.
-    ///
-    /// # Errors
-    ///
-    /// An error [`ToolResult`] with the call's id if the tool is gone, the arguments no longer
-    /// validate, or the policy now denies the call.
     ///
     /// # Examples
     ///
     /// ```
     /// use serde_json::{json, Value};
     /// use toolgate::*;
+    /// use toolgate::approvals::{Answered, PendingApprovals};
     ///
     /// let patch = |_: &Value| -> Result<String, ToolError> { Ok("patched".into()) };
     /// let spec = ToolSpec::new("apply_patch", "Apply a patch.", json!({"type": "object"}));
@@ -156,14 +228,14 @@ impl Authorized<PreparedToolCall> {
     /// let policy = ToolPolicy::new(Vec::<String>::new(), ["apply_patch"])?;
     /// let pending = PendingApprovals::new();
     ///
-    /// let prepared = runtime
-    ///     .prepare(ToolCall::new("c1", "apply_patch", json!({})))
-    ///     .map_err(|result| result.content)?;
+    /// let prepared = runtime.prepare(ToolCall::new("c1", "apply_patch", json!({})))?;
     /// let request = pending.request(prepared, Reason::new("writes files")?)?;
     /// let Answered::Approved(approval) = pending.answer(ApprovalResponse::approve(request.approval_id))? else {
     ///     unreachable!("approved above")
     /// };
-    /// let authorized = Authorized::by_approval(&runtime, &policy, approval).map_err(|r| r.content)?;
+    /// let ApprovalOutcome::Allowed { authorized, .. } = Authorized::by_approval(&runtime, &policy, approval) else {
+    ///     unreachable!("the policy asks, and the person approved")
+    /// };
     /// assert_eq!(runtime.execute(authorized).content, "patched");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -171,34 +243,37 @@ impl Authorized<PreparedToolCall> {
         runtime: &ToolRuntime,
         policy: &P,
         approval: Approval,
-    ) -> Result<Self, ToolResult> {
+    ) -> ApprovalOutcome {
         let (request, edited_arguments) = approval.into_parts();
         if !request.digest_matches() {
-            return Err(ToolResult::error(
-                request.call.call_id,
-                "denied: the approved call does not match the digest it was approved under",
-            ));
+            return ApprovalOutcome::Stale {
+                call_id: request.call.call_id,
+                staleness: Staleness::DigestMismatch,
+            };
         }
         let current = runtime.registry().resolve(&request.call.tool_name);
         if current.is_some_and(|definition| definition.digest() != request.definition_digest) {
-            return Err(ToolResult::error(
-                request.call.call_id,
-                "denied: stale approval: the tool's definition changed while the approval waited; propose the call again",
-            ));
+            return ApprovalOutcome::Stale {
+                call_id: request.call.call_id,
+                staleness: Staleness::DefinitionChanged,
+            };
         }
         let mut call = request.call;
         if let Some(arguments) = edited_arguments {
             // A new proposal: validated and decided below like any call.
             call.arguments = arguments;
         }
-        let prepared = runtime.prepare(call)?;
+        let prepared = match runtime.prepare(call) {
+            Ok(prepared) => prepared,
+            Err(rejection) => return ApprovalOutcome::Invalid(rejection),
+        };
         let decision = policy.decide(&prepared);
         match decision.action {
-            PolicyAction::Allow | PolicyAction::Ask => Ok(Self { inner: prepared }),
-            PolicyAction::Deny => Err(ToolResult::error(
-                prepared.into_call().call_id,
-                prefixed("denied after approval: ", decision.reason.as_str()),
-            )),
+            PolicyAction::Allow | PolicyAction::Ask => ApprovalOutcome::Allowed {
+                authorized: Self { inner: prepared },
+                decision,
+            },
+            PolicyAction::Deny => ApprovalOutcome::Denied { prepared, decision },
         }
     }
 }

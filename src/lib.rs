@@ -79,6 +79,7 @@ mod canonical;
 mod contract;
 mod controller;
 mod definition;
+mod execute;
 mod names;
 mod policy;
 pub mod providers;
@@ -101,7 +102,7 @@ pub use audit::{
     AuditEntryProblem, AuditError, AuditEvent, AuditKind, AuditOpenError, AuditSink,
     AuditVerifyError, ChainTip, JsonlAuditSink, MemoryAuditSink, RecoveredTail, verify_audit_file,
 };
-pub use authorized::{Authorized, PolicyOutcome};
+pub use authorized::{ApprovalOutcome, Authorized, PolicyOutcome, Staleness};
 pub use contract::{ToolCall, ToolResult, ToolSpec};
 pub use controller::{Outcome, ToolController};
 pub use definition::{
@@ -118,7 +119,7 @@ pub use rules::{
     Condition, Explanation, LoadProblem, PathOptions, PolicyConfig, PolicyLoadError, RuleConfig,
     RulePolicy, RuleTrace,
 };
-pub use runtime::{PreparedToolCall, ToolRuntime};
+pub use runtime::{PreparedToolCall, Rejection, ToolRuntime};
 #[cfg(feature = "cap-std")]
 pub use workspace::{MAX_READ_BYTES, workspace_tools};
 

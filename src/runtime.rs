@@ -1,15 +1,12 @@
-//! Preparation (resolve + validate) and execution.
+//! Preparation: a proposed call resolved by exact name and validated, or a typed rejection.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 
 use serde_json::Value;
 
-use crate::authorized::Authorized;
 use crate::contract::{ToolCall, ToolResult, quote_bounded};
-use crate::definition::{Handler, ToolDefinition, drop_deep};
+use crate::definition::{ArgumentErrors, MAX_ARGUMENT_DEPTH, ToolDefinition, drop_deep};
 use crate::registry::ToolRegistry;
 
 /// A call whose tool resolved and whose arguments validated against that tool's schema.
@@ -71,6 +68,11 @@ impl PreparedToolCall {
         &self.definition
     }
 
+    /// The call and its definition, for execution only.
+    pub(crate) fn into_parts(self) -> (ToolCall, Arc<ToolDefinition>) {
+        (self.call, self.definition)
+    }
+
     /// Gives back the plain call, dropping the proof that it validated.
     pub fn into_call(self) -> ToolCall {
         self.call
@@ -119,19 +121,20 @@ impl ToolRuntime {
     ///
     /// # Errors
     ///
-    /// An error [`ToolResult`] with the call's id, for the model to read: `unknown tool: NAME`, or
-    /// `invalid arguments for NAME: …` listing the first violations with their JSON Pointers and
-    /// keywords and counting the rest (the listing is at most
-    /// [`ArgumentErrors::MAX_TEXT_BYTES`](crate::ArgumentErrors::MAX_TEXT_BYTES) long). Argument
-    /// values, and property names the schema does not declare, are never quoted.
+    /// A [`Rejection`] carrying the call's id: an unknown tool, arguments nested too deep, or
+    /// invalid arguments with their violations. Its text for the model (`Display`, or
+    /// [`Rejection::into_result`]) quotes no argument value and no property name the schema does
+    /// not declare, and is at most a few KiB long.
     ///
     /// A [`typed`](ToolDefinition::typed) tool's arguments are normalized after validation and
     /// validated again; the prepared call holds the normalized arguments.
-    pub fn prepare(&self, mut call: ToolCall) -> Result<PreparedToolCall, ToolResult> {
+    pub fn prepare(&self, mut call: ToolCall) -> Result<PreparedToolCall, Rejection> {
         let Some(definition) = self.registry.resolve(&call.tool_name) else {
-            let mut content = quote_bounded(&call.tool_name);
-            content.insert_str(0, "unknown tool: ");
-            return Err(reject(call, content));
+            let tool = quote_bounded(&call.tool_name);
+            return Err(Rejection::UnknownTool {
+                call_id: free_arguments(call),
+                tool,
+            });
         };
         match definition.check(&call.arguments) {
             Ok(normalized) => {
@@ -144,98 +147,90 @@ impl ToolRuntime {
                 })
             }
             Err(errors) => {
-                let content = format!("invalid arguments for {}: {errors}", call.tool_name);
-                Err(reject(call, content))
+                let tool = definition.spec().name.clone();
+                let call_id = free_arguments(call);
+                Err(if errors.is_depth_limit() {
+                    Rejection::TooDeep {
+                        call_id,
+                        tool,
+                        limit: MAX_ARGUMENT_DEPTH,
+                    }
+                } else {
+                    Rejection::InvalidArguments {
+                        call_id,
+                        tool,
+                        errors,
+                    }
+                })
             }
         }
     }
-
-    /// Runs an authorized call's handler and turns its answer into a result with the call's id.
-    ///
-    /// A [`ToolError`](crate::ToolError) from the handler becomes an error result. A panic in the
-    /// handler is not caught: it is a defect and reaches the caller (G8).
-    ///
-    /// # Guarantees
-    ///
-    /// Only an [`Authorized<PreparedToolCall>`] is accepted (G3), and it is consumed: one
-    /// authorization runs at most once. Passing a `PreparedToolCall` or a `ToolCall` does not
-    /// compile (`ui-tests/execute_prepared.rs`, `ui-tests/execute_raw_call.rs`).
-    pub fn execute(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
-        let (call_id, arguments, definition) = unpack(authorized);
-        let outcome = match definition.handler() {
-            Handler::Blocking(handler) => handler.call(&arguments),
-            Handler::Async(handler) => block_on(handler.call(arguments)),
-        };
-        into_result(call_id, outcome, definition.max_output_bytes())
-    }
-
-    /// The async form of [`execute`](Self::execute), with the same typestate and guarantees: an
-    /// async handler is awaited (its arguments moved into it, not copied); a blocking handler
-    /// runs on the task that polls this future.
-    pub async fn execute_async(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
-        let (call_id, arguments, definition) = unpack(authorized);
-        let outcome = match definition.handler() {
-            Handler::Blocking(handler) => handler.call(&arguments),
-            Handler::Async(handler) => handler.call(arguments).await,
-        };
-        into_result(call_id, outcome, definition.max_output_bytes())
-    }
 }
 
-/// Spends the proof: the call's id and arguments (moved, not copied) and the definition they
-/// validated against.
-fn unpack(authorized: Authorized<PreparedToolCall>) -> (String, Value, Arc<ToolDefinition>) {
-    let PreparedToolCall { call, definition } = authorized.into_inner();
-    (call.call_id, call.arguments, definition)
+/// Why a proposed call did not prepare. The model is at fault and can correct itself: each
+/// variant carries the call's id, and [`into_result`](Self::into_result) makes the error result
+/// it reads. No variant holds an argument value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rejection {
+    /// No tool has this exact name.
+    #[error("unknown tool: {tool}")]
+    UnknownTool {
+        /// The call's id.
+        call_id: String,
+        /// The name the model sent, quoted and bounded in length.
+        tool: String,
+    },
+    /// The arguments nest deeper than [`MAX_ARGUMENT_DEPTH`]; they were not validated.
+    #[error("invalid arguments for {tool}: arguments nest deeper than {limit} levels")]
+    TooDeep {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The limit that was passed.
+        limit: usize,
+    },
+    /// The arguments broke the tool's schema or its extra check.
+    #[error("invalid arguments for {tool}: {errors}")]
+    InvalidArguments {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// What was wrong, masked and bounded.
+        errors: ArgumentErrors,
+    },
 }
 
-fn into_result(
-    call_id: String,
-    outcome: Result<String, crate::ToolError>,
-    max_output_bytes: usize,
-) -> ToolResult {
-    let result = match outcome {
-        Ok(content) => ToolResult::ok(call_id, content),
-        Err(error) => ToolResult::error(call_id, error.to_string()),
-    };
-    if result.content.len() <= max_output_bytes {
-        return result;
-    }
-    let size = result.content.len();
-    ToolResult::error(
-        result.call_id,
-        format!(
-            "tool output too large: {size} bytes, the limit is {max_output_bytes}; it was not passed on"
-        ),
-    )
-}
-
-/// Drives a future to completion on the current thread, parking between polls. Enough for a
-/// handler that does not need a particular runtime's reactor; safe code only, no dependency.
-fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
+impl Rejection {
+    /// The id of the call that was rejected.
+    pub fn call_id(&self) -> &str {
+        match self {
+            Self::UnknownTool { call_id, .. }
+            | Self::TooDeep { call_id, .. }
+            | Self::InvalidArguments { call_id, .. } => call_id,
         }
     }
-    let mut future = std::pin::pin!(future);
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    loop {
-        match future.as_mut().poll(&mut context) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
-        }
+
+    /// The error result the model reads, with the call's id (G7, G8).
+    pub fn into_result(self) -> ToolResult {
+        let content = self.to_string();
+        let call_id = match self {
+            Self::UnknownTool { call_id, .. }
+            | Self::TooDeep { call_id, .. }
+            | Self::InvalidArguments { call_id, .. } => call_id,
+        };
+        ToolResult::error(call_id, content)
     }
 }
 
-/// The error result for a call that did not prepare. The arguments are freed without recursion:
-/// they may be nested deeper than the stack can unwind.
-fn reject(call: ToolCall, content: String) -> ToolResult {
+/// The call's id; the arguments are freed without recursion, since they may be nested deeper than
+/// the stack can unwind.
+fn free_arguments(call: ToolCall) -> String {
     let ToolCall {
         call_id, arguments, ..
     } = call;
     drop_deep(arguments);
-    ToolResult::error(call_id, content)
+    call_id
 }

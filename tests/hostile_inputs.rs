@@ -76,7 +76,11 @@ fn hostile_100000_deep_value_built_in_code() {
     arguments.insert("x".into(), deep_value(100_000));
     let call = ToolCall::new("c1", "calculator", Value::Object(arguments));
     let result = completed(controller().handle(call));
-    assert!(result.content.contains("maxDepth"), "{}", result.content);
+    assert!(
+        result.content.contains("nest deeper than 64 levels"),
+        "{}",
+        result.content
+    );
     // Unknown tool with a deep value: rejected and freed without recursion.
     let call = ToolCall::new("c2", "nope", deep_value(100_000));
     assert_eq!(

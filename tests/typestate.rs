@@ -160,7 +160,12 @@ fn approvals_come_from_answers_and_are_rechecked() {
     };
     assert_eq!(approval.request(), &request);
     // The current policy denies: the approval is spent and nothing runs.
-    let denied = Authorized::by_approval(&runtime, &policy(&[], &[]), approval).unwrap_err();
+    let outcome = Authorized::by_approval(&runtime, &policy(&[], &[]), approval);
+    assert!(
+        matches!(&outcome, ApprovalOutcome::Denied { decision, .. } if decision.action == PolicyAction::Deny),
+        "{outcome:?}"
+    );
+    let denied = outcome.into_authorized().unwrap_err();
     assert!(
         denied.content.starts_with("denied after approval"),
         "{}",
@@ -203,7 +208,9 @@ fn approvals_bind_to_the_call_and_definition_digests() {
     assert!(!altered.digest_matches());
 
     let ask = policy(&[], &["t"]);
-    let authorized = Authorized::by_approval(&runtime, &ask, approve(&first)).unwrap();
+    let authorized = Authorized::by_approval(&runtime, &ask, approve(&first))
+        .into_authorized()
+        .unwrap();
     assert_eq!(runtime.execute(authorized).call_id, "c1");
 
     // The tool's definition changes while `other` waits: stale, denied, not run.
@@ -212,7 +219,18 @@ fn approvals_bind_to_the_call_and_definition_digests() {
         json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
         &runs,
     )]));
-    let stale = Authorized::by_approval(&changed, &ask, approve(&other)).unwrap_err();
+    let outcome = Authorized::by_approval(&changed, &ask, approve(&other));
+    assert!(
+        matches!(
+            outcome,
+            ApprovalOutcome::Stale {
+                staleness: Staleness::DefinitionChanged,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    let stale = outcome.into_authorized().unwrap_err();
     assert!(
         stale.content.contains("stale approval"),
         "{}",

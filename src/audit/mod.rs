@@ -28,7 +28,8 @@ use crate::policy::{PolicyAction, PolicyDecision};
 pub enum AuditKind {
     /// The model proposed a call.
     CallReceived,
-    /// The call did not prepare: unknown tool or invalid arguments.
+    /// The call did not prepare (unknown tool, arguments too deep or invalid), also when an
+    /// approved call no longer prepares against the current tools. `reason` says which.
     RejectedAtPreparation,
     /// A policy decided.
     Decision,
@@ -45,6 +46,9 @@ pub enum AuditKind {
     ApprovalExpired,
     /// The request was withdrawn.
     ApprovalRevoked,
+    /// The approval no longer covered its call (altered in the store, or the tool's definition
+    /// changed while it waited); the call was denied and did not run. `reason` says which.
+    ApprovalStale,
     /// The handler ran; `is_error` says how it ended.
     ExecutionOutcome,
 }
@@ -95,10 +99,15 @@ pub(crate) struct AuditSubject {
 
 impl AuditSubject {
     pub(crate) fn of(call: &ToolCall) -> Self {
+        Self::for_arguments(&call.call_id, &call.tool_name, &call.arguments)
+    }
+
+    /// The subject of a call with other arguments (an edited approval), without building the call.
+    pub(crate) fn for_arguments(call_id: &str, tool: &str, arguments: &serde_json::Value) -> Self {
         Self {
-            call_id: crate::contract::quote_bounded(&call.call_id),
-            tool: crate::contract::quote_bounded(&call.tool_name),
-            argument_digest: canonical::digest(&call.arguments),
+            call_id: crate::contract::quote_bounded(call_id),
+            tool: crate::contract::quote_bounded(tool),
+            argument_digest: canonical::digest(arguments),
             approval_id: None,
         }
     }

@@ -101,6 +101,12 @@ impl ArgumentErrors {
         self.unlisted
     }
 
+    /// Whether these errors say only that the arguments nest deeper than
+    /// [`MAX_ARGUMENT_DEPTH`](crate::MAX_ARGUMENT_DEPTH) (nothing else was checked).
+    pub(crate) fn is_depth_limit(&self) -> bool {
+        matches!(self.violations.as_slice(), [only] if only.keyword == "maxDepth")
+    }
+
     /// A single violation; `message` is cut to [`MAX_MESSAGE_BYTES`](Self::MAX_MESSAGE_BYTES).
     pub(crate) fn one(pointer: String, keyword: &str, message: &str) -> Self {
         let mut bounded = Bounded::new(Self::MAX_MESSAGE_BYTES);

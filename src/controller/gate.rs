@@ -1,0 +1,115 @@
+//! The registry and policy in force, published to every thread without a shared write per call.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
+
+use super::ToolController;
+use crate::policy::{Policy, PolicyMismatch, Unfit};
+use crate::runtime::ToolRuntime;
+
+/// The registry and policy in force; replaced whole, never edited in place, so a call sees one
+/// consistent pair from start to end.
+pub(super) struct Gate {
+    pub(super) runtime: Arc<ToolRuntime>,
+    // The policy that decides: `configured` when it fits the registry, else a denial of every call
+    // (see `Gate::new`).
+    pub(super) policy: Arc<dyn Policy>,
+    pub(super) configured: Arc<dyn Policy>,
+}
+
+impl Gate {
+    /// The pair in force, or the mismatch if `configured` does not fit the registry.
+    pub(super) fn checked(
+        runtime: Arc<ToolRuntime>,
+        configured: Arc<dyn Policy>,
+    ) -> Result<Self, (PolicyMismatch, Self)> {
+        match configured.check_registry(runtime.registry()) {
+            Ok(()) => Ok(Self {
+                runtime,
+                policy: Arc::clone(&configured),
+                configured,
+            }),
+            Err(mismatch) => {
+                let denying = Self {
+                    runtime,
+                    policy: Arc::new(Unfit::new(&mismatch)),
+                    configured,
+                };
+                Err((mismatch, denying))
+            }
+        }
+    }
+}
+
+/// Hands out controller ids for the thread caches.
+pub(super) static NEXT_CONTROLLER_ID: AtomicU64 = AtomicU64::new(0);
+
+/// How many controllers' gates one thread keeps; the oldest is dropped past it.
+const CACHED_GATES_PER_THREAD: usize = 8;
+
+thread_local! {
+    /// (controller id, generation, this thread's own `Arc` of that gate).
+    static CACHED_GATES: RefCell<Vec<(u64, u64, Arc<Gate>)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl ToolController {
+    /// Puts `next` in force under the write lock, and bumps the generation before releasing it.
+    pub(super) fn publish(&self, gate: &mut Arc<Gate>, next: Gate) {
+        *gate = Arc::new(next);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// The gate in force, shared; the lock is released before anything runs.
+    ///
+    /// Every thread keeps its own `Arc` of the gate per controller and generation, so the hot
+    /// path only reads shared memory (the generation) and counts references on a line no other
+    /// thread touches. Cloning the published `Arc` instead made two threads fight over one cache
+    /// line on every call: 2 threads reached 1.03–1.11× the throughput of 1 (separate
+    /// controllers: 1.65–1.91×).
+    pub(super) fn gate(&self) -> Arc<Gate> {
+        let generation = self.generation.load(Ordering::Acquire);
+        let cached = CACHED_GATES
+            .try_with(|cache| {
+                cache
+                    .borrow()
+                    .iter()
+                    .find(|(id, cached, _)| *id == self.id && *cached == generation)
+                    .map(|(_, _, gate)| Arc::clone(gate))
+            })
+            .ok()
+            .flatten();
+        if let Some(gate) = cached {
+            return gate;
+        }
+        let (generation, own) = {
+            let published = self.gate.read().unwrap_or_else(PoisonError::into_inner);
+            // Read under the lock: writers bump it before releasing theirs.
+            let generation = self.generation.load(Ordering::Acquire);
+            let own = Arc::new(Gate {
+                runtime: Arc::clone(&published.runtime),
+                policy: Arc::clone(&published.policy),
+                configured: Arc::clone(&published.configured),
+            });
+            (generation, own)
+        };
+        // Unavailable only while the thread is being torn down; then the copy is just not kept.
+        let _ = CACHED_GATES.try_with(|cache| {
+            let mut cache = cache.borrow_mut();
+            cache.retain(|(id, _, _)| *id != self.id);
+            if cache.len() >= CACHED_GATES_PER_THREAD {
+                cache.remove(0);
+            }
+            cache.push((self.id, generation, Arc::clone(&own)));
+        });
+        own
+    }
+}
+
+impl Drop for ToolController {
+    fn drop(&mut self) {
+        // Other threads' copies go when they are evicted or the threads end.
+        let _ =
+            CACHED_GATES.try_with(|cache| cache.borrow_mut().retain(|(id, _, _)| *id != self.id));
+    }
+}

@@ -1,0 +1,273 @@
+//! The pipeline, written once for the sync and async forms: gate → record → run, for proposed
+//! calls and for a person's answers. Every stage returns a typed outcome; a `ToolResult` is made
+//! only here, at the edge, after the audit log has been told exactly what happened.
+
+use std::sync::Arc;
+
+use super::gate::Gate;
+use super::{Outcome, ToolController};
+use crate::approvals::{Answered, ApprovalError, ApprovalId, ApprovalResponse, ExecutionOutcome};
+use crate::audit::{AuditError, AuditEvent, AuditKind, AuditSubject};
+use crate::authorized::{ApprovalOutcome, Authorized, PolicyOutcome};
+use crate::contract::{ToolCall, ToolResult};
+use crate::runtime::PreparedToolCall;
+
+/// What is left to do after the gate: run an authorized call with the gate it was authorized
+/// under, or nothing.
+enum Step<T> {
+    Run(
+        Arc<Gate>,
+        Authorized<PreparedToolCall>,
+        Option<AuditSubject>,
+    ),
+    Done(T),
+}
+
+/// The id of an approved request, whose outcome the store records.
+fn answered_id(answered: &Answered) -> Option<ApprovalId> {
+    match answered {
+        Answered::Approved(approval) => Some(approval.request().approval_id),
+        _ => None,
+    }
+}
+
+/// The error result for a call that did not run because its audit record could not be written.
+fn unrecorded(call_id: String, error: &AuditError) -> ToolResult {
+    ToolResult::error(call_id, format!("not run: {error}"))
+}
+
+impl ToolController {
+    /// `handle`: gate, then run what was authorized.
+    pub(super) async fn handle_steps(&self, call: ToolCall) -> Outcome {
+        match self.gate_call(call) {
+            Step::Run(gate, authorized, subject) => {
+                let result = gate.runtime.execute_async(authorized).await;
+                self.finished(subject, None, &result);
+                Outcome::Completed(result)
+            }
+            Step::Done(outcome) => outcome,
+        }
+    }
+
+    /// `resolve`: consume the answer, re-check, then run what was authorized.
+    pub(super) async fn resolve_steps(
+        &self,
+        response: ApprovalResponse,
+        #[cfg(feature = "tracing")] span: tracing::Span,
+    ) -> Result<ToolResult, ApprovalError> {
+        let answered = self.pending.answer(response)?;
+        #[cfg(feature = "tracing")]
+        super::observe::record_answered(&span, &answered);
+        let approval_id = answered_id(&answered);
+        Ok(match self.answer(answered) {
+            Step::Run(gate, authorized, subject) => {
+                let result = gate.runtime.execute_async(authorized).await;
+                self.finished(subject, approval_id, &result);
+                result
+            }
+            Step::Done(result) => {
+                self.settle(approval_id, &result);
+                result
+            }
+        })
+    }
+
+    /// Everything `handle` does before the handler runs.
+    fn gate_call(&self, call: ToolCall) -> Step<Outcome> {
+        let subject = self.audit.as_ref().map(|_| AuditSubject::of(&call));
+        if let Err(error) = self.record(&subject, |s| s.event(AuditKind::CallReceived)) {
+            return Step::Done(Outcome::Completed(unrecorded(call.call_id, &error)));
+        }
+        let gate = self.gate();
+        let prepared = match gate.runtime.prepare(call) {
+            Ok(prepared) => prepared,
+            Err(rejection) => {
+                // Nothing runs either way; a failed record changes nothing here.
+                let _ = self.record(&subject, |s| AuditEvent {
+                    reason: Some(rejection.to_string()),
+                    is_error: Some(true),
+                    ..s.event(AuditKind::RejectedAtPreparation)
+                });
+                return Step::Done(Outcome::Completed(rejection.into_result()));
+            }
+        };
+        Step::Done(
+            match Authorized::by_policy(gate.policy.as_ref(), prepared) {
+                PolicyOutcome::Allowed {
+                    authorized,
+                    decision,
+                } => {
+                    if let Err(error) = self.record(&subject, |s| s.decision(&decision)) {
+                        let call_id = authorized.call_id().to_owned();
+                        return Step::Done(Outcome::Completed(unrecorded(call_id, &error)));
+                    }
+                    return Step::Run(gate, authorized, subject);
+                }
+                PolicyOutcome::Denied { prepared, decision } => {
+                    let _ = self.record(&subject, |s| s.decision(&decision));
+                    Outcome::Completed(PolicyOutcome::denial_result(prepared, &decision))
+                }
+                PolicyOutcome::NeedsApproval { prepared, decision } => {
+                    let call_id = prepared.call_id().to_owned();
+                    let recorded = self.record(&subject, |s| s.decision(&decision));
+                    match recorded.map(|()| self.pending.request(prepared, decision.reason)) {
+                        Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
+                        Ok(Ok(request)) => {
+                            let id = request.approval_id;
+                            let asked = self.record(&subject, |s| {
+                                s.clone()
+                                    .with_approval(id)
+                                    .event(AuditKind::ApprovalRequested)
+                            });
+                            match asked {
+                                Ok(()) => Outcome::PendingApproval(request),
+                                // An approval nobody can trace is not handed out.
+                                Err(error) => {
+                                    let _ = self.pending.revoke(id);
+                                    Outcome::Completed(unrecorded(call_id, &error))
+                                }
+                            }
+                        }
+                        // Fail closed: without an unguessable id the call is not held, and not run.
+                        Ok(Err(error)) => Outcome::Completed(ToolResult::error(
+                            call_id,
+                            format!("could not hold the call for approval: {error}"),
+                        )),
+                    }
+                }
+            },
+        )
+    }
+
+    /// Everything `resolve` does before the handler runs.
+    fn answer(&self, answered: Answered) -> Step<ToolResult> {
+        let request = match &answered {
+            Answered::Approved(approval) => approval.request(),
+            Answered::Rejected(request) | Answered::Expired(request) => request,
+        };
+        let subject = self
+            .audit
+            .as_ref()
+            .map(|_| AuditSubject::of(&request.call).with_approval(request.approval_id));
+        let approval = match answered {
+            Answered::Rejected(request) => {
+                let _ = self.record(&subject, |s| s.event(AuditKind::ApprovalRejected));
+                return Step::Done(ToolResult::error(
+                    request.call.call_id,
+                    "rejected: the person reviewing this call did not approve it; it did not run",
+                ));
+            }
+            Answered::Expired(request) => {
+                let _ = self.record(&subject, |s| s.event(AuditKind::ApprovalExpired));
+                return Step::Done(ToolResult::error(
+                    request.call.call_id,
+                    "denied: the approval request expired before it was answered; propose the call again",
+                ));
+            }
+            Answered::Approved(approval) => approval,
+        };
+        let mut recorded = self.record(&subject, |s| s.event(AuditKind::ApprovalApproved));
+        let mut subject = subject;
+        if let (Ok(()), Some(edited), Some(_)) = (&recorded, approval.edited_arguments(), &subject)
+        {
+            // From here on the events are about the edited call, bound to its own digest.
+            let request = approval.request();
+            let edited = Some(
+                AuditSubject::for_arguments(&request.call.call_id, &request.call.tool_name, edited)
+                    .with_approval(request.approval_id),
+            );
+            recorded = self.record(&edited, |s| s.event(AuditKind::ApprovalEdited));
+            subject = edited;
+        }
+        if let Err(error) = recorded {
+            let call_id = approval.request().call.call_id.clone();
+            return Step::Done(unrecorded(call_id, &error));
+        }
+        let gate = self.gate();
+        match Authorized::by_approval(&gate.runtime, gate.policy.as_ref(), approval) {
+            ApprovalOutcome::Allowed {
+                authorized,
+                decision,
+            } => {
+                if let Err(error) = self.record(&subject, |s| s.decision(&decision)) {
+                    return Step::Done(unrecorded(authorized.call_id().to_owned(), &error));
+                }
+                Step::Run(gate, authorized, subject)
+            }
+            ApprovalOutcome::Denied { prepared, decision } => {
+                let _ = self.record(&subject, |s| s.decision(&decision));
+                Step::Done(denied_after_approval(prepared, decision))
+            }
+            ApprovalOutcome::Stale { call_id, staleness } => {
+                let _ = self.record(&subject, |s| AuditEvent {
+                    reason: Some(staleness.message().to_owned()),
+                    is_error: Some(true),
+                    ..s.event(AuditKind::ApprovalStale)
+                });
+                Step::Done(ToolResult::error(call_id, staleness.message()))
+            }
+            ApprovalOutcome::Invalid(rejection) => {
+                let _ = self.record(&subject, |s| AuditEvent {
+                    reason: Some(rejection.to_string()),
+                    is_error: Some(true),
+                    ..s.event(AuditKind::RejectedAtPreparation)
+                });
+                Step::Done(rejection.into_result())
+            }
+        }
+    }
+
+    /// Records an event when a sink is set; `make` builds it only then.
+    pub(super) fn record(
+        &self,
+        subject: &Option<AuditSubject>,
+        make: impl FnOnce(&AuditSubject) -> AuditEvent,
+    ) -> Result<(), AuditError> {
+        match (&self.audit, subject) {
+            (Some(sink), Some(subject)) => sink.record(&make(subject)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records in the approval store how an approved call ended (a call denied at the re-check
+    /// counts as an error). Rejections and expiries have their own states; nothing to add.
+    fn settle(&self, approval_id: Option<ApprovalId>, result: &ToolResult) {
+        if let Some(approval_id) = approval_id {
+            let outcome = if result.is_error {
+                ExecutionOutcome::Error
+            } else {
+                ExecutionOutcome::Ok
+            };
+            // The handler already ran; a store failure here leaves the outcome unknown, which is
+            // what a crash would leave too.
+            let _ = self.pending.record_outcome(approval_id, outcome);
+        }
+    }
+
+    /// Records how an execution ended, in the audit log and (for an approved call) in the approval
+    /// store. The handler already ran: a failure to record is left to the sink and store to
+    /// report, not turned into a different result.
+    fn finished(
+        &self,
+        subject: Option<AuditSubject>,
+        approval_id: Option<ApprovalId>,
+        result: &ToolResult,
+    ) {
+        let _ = self.record(&subject, |s| AuditEvent {
+            is_error: Some(result.is_error),
+            ..s.event(AuditKind::ExecutionOutcome)
+        });
+        self.settle(approval_id, result);
+    }
+}
+
+/// The error result for a call the current policy denies after a person approved it.
+fn denied_after_approval(
+    prepared: PreparedToolCall,
+    decision: crate::policy::PolicyDecision,
+) -> ToolResult {
+    match (ApprovalOutcome::Denied { prepared, decision }).into_authorized() {
+        Err(result) => result,
+        Ok(_) => unreachable!("a denial never authorizes"),
+    }
+}

@@ -1,0 +1,125 @@
+//! Execution: an authorized call's handler run, its answer turned into a result.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use serde_json::Value;
+
+use crate::authorized::Authorized;
+use crate::contract::ToolResult;
+use crate::definition::{Handler, ToolDefinition};
+use crate::runtime::{PreparedToolCall, ToolRuntime};
+
+impl ToolRuntime {
+    /// Runs an authorized call's handler and turns its answer into a result with the call's id.
+    ///
+    /// A [`ToolError`](crate::ToolError) from the handler becomes an error result. A panic in the
+    /// handler is not caught: it is a defect and reaches the caller (G8).
+    ///
+    /// # Guarantees
+    ///
+    /// Only an [`Authorized<PreparedToolCall>`] is accepted (G3), and it is consumed: one
+    /// authorization runs at most once. Passing a `PreparedToolCall` or a `ToolCall` does not
+    /// compile (`ui-tests/execute_prepared.rs`, `ui-tests/execute_raw_call.rs`).
+    pub fn execute(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
+        let (call_id, arguments, definition) = unpack(authorized);
+        let outcome = match definition.handler() {
+            Handler::Blocking(handler) => handler.call(&arguments),
+            Handler::Async(handler) => block_on(handler.call(arguments)),
+        };
+        into_result(call_id, outcome, definition.max_output_bytes())
+    }
+
+    /// The async form of [`execute`](Self::execute), with the same typestate and guarantees: an
+    /// async handler is awaited (its arguments moved into it, not copied); a blocking handler
+    /// runs on the task that polls this future.
+    pub async fn execute_async(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
+        let (call_id, arguments, definition) = unpack(authorized);
+        let outcome = match definition.handler() {
+            Handler::Blocking(handler) => handler.call(&arguments),
+            Handler::Async(handler) => handler.call(arguments).await,
+        };
+        into_result(call_id, outcome, definition.max_output_bytes())
+    }
+}
+
+/// Spends the proof: the call's id and arguments (moved, not copied) and the definition they
+/// validated against.
+fn unpack(authorized: Authorized<PreparedToolCall>) -> (String, Value, Arc<ToolDefinition>) {
+    let (call, definition) = authorized.into_inner().into_parts();
+    (call.call_id, call.arguments, definition)
+}
+
+fn into_result(
+    call_id: String,
+    outcome: Result<String, crate::ToolError>,
+    max_output_bytes: usize,
+) -> ToolResult {
+    let result = match outcome {
+        Ok(content) => ToolResult::ok(call_id, content),
+        Err(error) => ToolResult::error(call_id, error.to_string()),
+    };
+    if result.content.len() <= max_output_bytes {
+        return result;
+    }
+    let size = result.content.len();
+    ToolResult::error(
+        result.call_id,
+        format!(
+            "tool output too large: {size} bytes, the limit is {max_output_bytes}; it was not passed on"
+        ),
+    )
+}
+
+/// Runs a future to completion on this thread: polled once with a waker that does nothing — a
+/// future whose handler is blocking is ready at once, and pays for no thread handle — then, if it
+/// waits, polled again with a waker that unparks this thread, parking between polls. (A future
+/// checks readiness on every poll, so no wake-up is lost between the two wakers.)
+pub(crate) fn drive<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    if let Poll::Ready(output) = future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        return output;
+    }
+    park_until_ready(future)
+}
+
+fn park_until_ready<F: Future>(mut future: std::pin::Pin<&mut F>) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    loop {
+        match future.as_mut().poll(&mut context) {
+            Poll::Ready(output) => return output,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+/// Drives a future to completion on the current thread, parking between polls. Enough for a
+/// handler that does not need a particular runtime's reactor; safe code only, no dependency.
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let mut future = std::pin::pin!(future);
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    loop {
+        match future.as_mut().poll(&mut context) {
+            Poll::Ready(output) => return output,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}

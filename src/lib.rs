@@ -85,6 +85,7 @@ pub mod providers;
 mod registry;
 mod rules;
 mod runtime;
+mod schema_cost;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "cap-std")]

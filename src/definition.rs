@@ -283,8 +283,8 @@ pub enum DefinitionError {
     /// Validating an argument against the schema could take time exponential in its nesting: one
     /// argument value could be evaluated against subschemas more than 4096 times (for instance
     /// through a recursive `$ref` reached by two `anyOf` branches that both recurse), or the
-    /// schema applies to itself without descending into the argument. Make the branches exclusive by a property outside
-    /// the recursion, or keep one branch.
+    /// schema applies to itself without descending into the argument. Make the branches
+    /// exclusive by a property outside the recursion, or keep one branch.
     #[error("tool {tool:?}: input_schema is too costly to validate: {detail}")]
     ValidationTooCostly {
         /// The tool's name.
@@ -660,11 +660,12 @@ fn compile_schema(spec: &ToolSpec) -> Result<jsonschema::Validator, DefinitionEr
             }
         })?;
     // After compiling, so the analysis only sees schemas whose references resolve.
-    crate::schema_cost::check(&spec.input_schema)
-        .map_err(|detail| DefinitionError::ValidationTooCostly {
+    crate::schema_cost::check(&spec.input_schema).map_err(|detail| {
+        DefinitionError::ValidationTooCostly {
             tool: tool(),
             detail,
-        })?;
+        }
+    })?;
     Ok(validator)
 }
 

@@ -14,8 +14,9 @@
 //!   `$dynamicRef`, `$recursiveRef`, `dependentSchemas`, …) must form no cycle, and multiply;
 //! - "child value" edges (`properties`, `patternProperties`, `additionalProperties`, `items`, …) are
 //!   grouped by which child they can reach: a property name, an array index, or any other name or
-//!   index. Every subschema that can apply to the same child counts together; the count vector of
-//!   the next level is the pointwise maximum over those children.
+//!   index. Every subschema that can apply to the same child counts together. A level keeps one
+//!   count vector per set of subschemas its values can meet (merged by pointwise maximum), so
+//!   values of different `$defs` types are not counted as if one value met them all.
 //!
 //! The count vector is propagated over every nesting level an argument may have
 //! ([`MAX_ARGUMENT_DEPTH`]); if one argument value could be evaluated more than
@@ -37,8 +38,8 @@ use crate::definition::MAX_ARGUMENT_DEPTH;
 pub(crate) const EVALUATIONS_PER_VALUE: u64 = 4096;
 
 /// The most elementary steps the analysis itself may take, so a schema crafted against the
-/// analysis cannot stall the definition either (about 0.1 s at worst).
-const ANALYSIS_STEPS: u64 = 20_000_000;
+/// analysis cannot stall the definition either (under a second at worst).
+const ANALYSIS_STEPS: u64 = 10_000_000;
 
 const V: u32 = 0;
 const L: u32 = 1;
@@ -92,7 +93,12 @@ struct Graph<'a> {
 }
 
 /// Roles whose keyword holds a map of subschemas.
-const MAPS: [&str; 4] = ["properties", "patternProperties", "dependentSchemas", "$defs"];
+const MAPS: [&str; 4] = [
+    "properties",
+    "patternProperties",
+    "dependentSchemas",
+    "$defs",
+];
 
 /// The role of keyword `key` holding `value`, for keywords that hold subschemas. Keywords of
 /// every draft count: a keyword a draft ignores only makes the bound more conservative.
@@ -428,6 +434,8 @@ struct Analysis<'g, 'a> {
     /// Scratch for `closure`: the indices on its depth-first stack (all `false` between calls).
     on_stack: Vec<bool>,
     steps: u64,
+    /// The nesting depth being analysed, for messages.
+    depth: usize,
 }
 
 impl<'g, 'a> Analysis<'g, 'a> {
@@ -437,6 +445,7 @@ impl<'g, 'a> Analysis<'g, 'a> {
             closures: vec![None; graph.nodes.len() * MODES as usize],
             on_stack: vec![false; graph.nodes.len() * MODES as usize],
             steps: 0,
+            depth: 0,
         }
     }
 
@@ -493,6 +502,15 @@ impl<'g, 'a> Analysis<'g, 'a> {
                     *entry = entry.saturating_add(count);
                 }
             }
+            // Every closure computed is of a subschema some value is evaluated against, so one
+            // over the budget is already a refusal (and keeps every closure small).
+            if sum
+                .values()
+                .fold(0_u64, |total, &count| total.saturating_add(count))
+                > EVALUATIONS_PER_VALUE
+            {
+                return Err(self.over_budget(&sum, self.depth));
+            }
             let mut sorted: Vec<(Index, u64)> = sum.into_iter().collect();
             sorted.sort_unstable();
             self.closures[index as usize] = Some(sorted.into());
@@ -527,13 +545,19 @@ impl<'g, 'a> Analysis<'g, 'a> {
             *entry = entry.saturating_add(*count);
         }
         self.check_budget(&level, 0)?;
+        let mut states = States::new();
+        fold_state(&mut states, level);
         for depth in 1..=MAX_ARGUMENT_DEPTH {
-            let next = self.children(&level, depth)?;
-            if next.is_empty() || next == level {
+            self.depth = depth;
+            let mut next = States::new();
+            for counts in states.values() {
+                self.children(counts, depth, &mut next)?;
+            }
+            if next.is_empty() || next == states {
                 // Nothing applies deeper, or every deeper level repeats this one.
                 return Ok(());
             }
-            level = next;
+            states = next;
         }
         Ok(())
     }
@@ -545,11 +569,20 @@ impl<'g, 'a> Analysis<'g, 'a> {
         if total <= EVALUATIONS_PER_VALUE {
             return Ok(());
         }
+        Err(self.over_budget(counts, depth))
+    }
+
+    /// The refusal for `counts`, whose total is over the budget: the depth, the total, and the
+    /// subschema evaluated most often.
+    fn over_budget(&self, counts: &HashMap<Index, u64>, depth: usize) -> String {
+        let total = counts
+            .values()
+            .fold(0_u64, |sum, &count| sum.saturating_add(count));
         let (&worst, &times) = counts
             .iter()
             .max_by_key(|&(&index, &count)| (count, std::cmp::Reverse(index)))
             .unwrap_or((&0, &0));
-        Err(format!(
+        format!(
             "one argument value at nesting depth {depth} can trigger {} schema evaluations \
              (limit {EVALUATIONS_PER_VALUE}); the schema at {:?} alone runs {} times, because \
              anyOf/oneOf/allOf branches, if/then/else, or overlapping properties, \
@@ -566,7 +599,7 @@ impl<'g, 'a> Analysis<'g, 'a> {
             } else {
                 times.to_string()
             },
-        ))
+        )
     }
 
     /// The counts one child value can see, maximised over every child a value with `counts` can
@@ -575,7 +608,8 @@ impl<'g, 'a> Analysis<'g, 'a> {
         &mut self,
         counts: &HashMap<Index, u64>,
         depth: usize,
-    ) -> Result<HashMap<Index, u64>, String> {
+        next: &mut States,
+    ) -> Result<(), String> {
         let mut active: Vec<(u32, u32, u64)> = counts
             .iter()
             .map(|(&index, &count)| (index / MODES, index % MODES, count))
@@ -584,7 +618,6 @@ impl<'g, 'a> Analysis<'g, 'a> {
         let graph = self.graph;
         // In `U` mode only `unevaluated*` reach children, checked with `is_valid`.
         let child_mode = |mode: u32| if mode == U { V } else { mode };
-        let mut next = HashMap::new();
 
         // Objects: the base is what any property name gets that no `properties` names.
         let mut base = HashMap::new();
@@ -603,7 +636,7 @@ impl<'g, 'a> Analysis<'g, 'a> {
                 self.add(&mut base, target, child_mode(mode), count)?;
             }
         }
-        let base_total = self.merge_base(&mut next, &base, depth)?;
+        let base_total = self.merge_base(next, &base, depth)?;
         for (name, holders) in names {
             // A named property gets `properties[name]` instead of `additionalProperties`.
             let (mut plus, mut minus) = (HashMap::new(), HashMap::new());
@@ -617,7 +650,7 @@ impl<'g, 'a> Analysis<'g, 'a> {
                 }
             }
             let changed = apply(&base, &plus, &minus);
-            self.merge_child(&mut next, &base, base_total, &changed, depth)?;
+            self.merge_child(next, &base, base_total, &changed, depth)?;
         }
 
         // Arrays: the base is what an item past every prefix gets.
@@ -635,7 +668,7 @@ impl<'g, 'a> Analysis<'g, 'a> {
                 self.add(&mut base, target, child_mode(mode), count)?;
             }
         }
-        let base_total = self.merge_base(&mut next, &base, depth)?;
+        let base_total = self.merge_base(next, &base, depth)?;
         for position in 0..longest {
             let (mut plus, mut minus) = (HashMap::new(), HashMap::new());
             for &(node, mode, count) in &active {
@@ -651,54 +684,67 @@ impl<'g, 'a> Analysis<'g, 'a> {
                 }
             }
             let changed = apply(&base, &plus, &minus);
-            self.merge_child(&mut next, &base, base_total, &changed, depth)?;
+            self.merge_child(next, &base, base_total, &changed, depth)?;
         }
-        next.retain(|_, count| *count > 0);
-        Ok(next)
+        Ok(())
     }
 
     /// Checks one child's counts (`base` with the entries of `changed` replaced) against the
-    /// budget and folds them into `next`, which already holds `base`.
+    /// budget and adds them to the states of the next level.
     fn merge_child(
         &mut self,
-        next: &mut HashMap<Index, u64>,
+        next: &mut States,
         base: &HashMap<Index, u64>,
         base_total: u64,
         changed: &HashMap<Index, u64>,
         depth: usize,
     ) -> Result<(), String> {
-        self.spend(changed.len())?;
+        self.spend(base.len() + changed.len())?;
+        let mut child = base.clone();
+        child.extend(changed.iter().map(|(&index, &count)| (index, count)));
         let total = changed.iter().fold(base_total, |total, (index, &count)| {
             let replaced = base.get(index).copied().unwrap_or(0);
             total.saturating_sub(replaced).saturating_add(count)
         });
         if total > EVALUATIONS_PER_VALUE {
-            let mut child = base.clone();
-            child.extend(changed.iter().map(|(&index, &count)| (index, count)));
             return self.check_budget(&child, depth);
         }
-        for (&index, &count) in changed {
-            let entry = next.entry(index).or_default();
-            *entry = (*entry).max(count);
-        }
+        fold_state(next, child);
         Ok(())
     }
 
     /// Checks `base` (what a child gets that no name or position singles out) against the
-    /// budget and folds it into `next`; returns its total.
+    /// budget and adds it to the states of the next level; returns its total.
     fn merge_base(
         &mut self,
-        next: &mut HashMap<Index, u64>,
+        next: &mut States,
         base: &HashMap<Index, u64>,
         depth: usize,
     ) -> Result<u64, String> {
         self.spend(base.len())?;
         self.check_budget(base, depth)?;
-        for (&index, &count) in base {
-            let entry = next.entry(index).or_default();
-            *entry = (*entry).max(count);
-        }
+        fold_state(next, base.clone());
         Ok(base.values().sum())
+    }
+}
+
+/// The count vectors of one level, keyed by which indices they hold. Different children are
+/// evaluated against different subschemas (one `$defs` type each, say), so a level keeps one
+/// vector per set of subschemas rather than one for all; vectors over the same set are merged by
+/// their pointwise maximum, which bounds each.
+type States = HashMap<Vec<Index>, HashMap<Index, u64>>;
+
+fn fold_state(states: &mut States, mut counts: HashMap<Index, u64>) {
+    counts.retain(|_, count| *count > 0);
+    if counts.is_empty() {
+        return;
+    }
+    let mut support: Vec<Index> = counts.keys().copied().collect();
+    support.sort_unstable();
+    let state = states.entry(support).or_default();
+    for (index, count) in counts {
+        let entry = state.entry(index).or_default();
+        *entry = (*entry).max(count);
     }
 }
 

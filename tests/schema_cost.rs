@@ -81,7 +81,11 @@ fn ref_chain_doubling(n: usize) -> Value {
 fn hostile_schemas_are_refused_with_the_place_named() {
     let recurse = json!({"$ref": "#/$defs/n"});
     let catalogue: Vec<(&str, Value, &str)> = vec![
-        ("anyOf doubling (the issue)", doubling_any_of(), "/$defs/n/anyOf"),
+        (
+            "anyOf doubling (the issue)",
+            doubling_any_of(),
+            "/$defs/n/anyOf",
+        ),
         (
             "oneOf doubling",
             json!({"$defs": {"n": {"oneOf": [
@@ -201,12 +205,15 @@ fn non_recursive_reference_fan_out_is_accepted_while_small() {
     assert!(tool.validate(&json!({"x": "no"})).is_err());
 }
 
+/// An argument, and whether it is valid.
+type Worst = (Value, bool);
+
 /// Accepted recursive schemas, each with arguments that recurse as deep as allowed, valid and
 /// invalid, and one about 1 MB wide.
 #[test]
 fn typical_recursive_schemas_are_accepted_and_answer_their_worst_arguments() {
     let deepest = MAX_ARGUMENT_DEPTH - 1;
-    let cases: Vec<(&str, Value, Vec<(Value, bool)>)> = vec![
+    let cases: Vec<(&str, Value, Vec<Worst>)> = vec![
         (
             "linked list",
             json!({"$defs": {"node": {"type": "object", "properties": {
@@ -284,7 +291,10 @@ fn typical_recursive_schemas_are_accepted_and_answer_their_worst_arguments() {
             vec![
                 (json!({"e": chain("Neg", deepest - 1, json!(1))}), true),
                 (json!({"e": chain("Neg", deepest - 1, json!("x"))}), false),
-                (json!({"e": {"Add": [chain("Neg", deepest - 3, json!(1)), "x"]}}), false),
+                (
+                    json!({"e": {"Add": [chain("Neg", deepest - 3, json!(1)), "x"]}}),
+                    false,
+                ),
             ],
         ),
     ];
@@ -301,6 +311,41 @@ fn typical_recursive_schemas_are_accepted_and_answer_their_worst_arguments() {
 fn nested_tree(levels: usize, leaf_name: impl Into<Value>) -> Value {
     let leaf = json!({"name": leaf_name.into(), "children": []});
     (1..levels).fold(leaf, |inner, _| json!({"name": "n", "children": [inner]}))
+}
+
+/// `count` object types, each referring to the next through a property and to another through an
+/// array: different values are evaluated against different types, never against all at once.
+fn data_model(count: usize) -> Value {
+    let defs: serde_json::Map<String, Value> = (0..count)
+        .map(|i| {
+            let child = format!("#/$defs/d{}", (i + 1) % count);
+            let listed = format!("#/$defs/d{}", (i * 7 + 3) % count);
+            (
+                format!("d{i}"),
+                json!({"type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "child": {"$ref": child},
+                    "list": {"type": "array", "items": {"$ref": listed}}
+                }, "required": ["name"], "additionalProperties": false}),
+            )
+        })
+        .collect();
+    json!({"$defs": defs, "type": "object", "properties": {"root": {"$ref": "#/$defs/d0"}}})
+}
+
+#[test]
+fn mutually_recursive_data_models_are_accepted_and_answer_deep_arguments() {
+    let tool = definition(data_model(300)).unwrap();
+    let deep = chain("child", MAX_ARGUMENT_DEPTH - 2, json!({"name": "x"}));
+    assert!(
+        tool.validate(&json!({"root": deep})).is_err(),
+        "names are missing above the leaf"
+    );
+    let named = (0..MAX_ARGUMENT_DEPTH - 4).fold(
+        json!({"name": "x"}),
+        |inner, _| json!({"name": "n", "child": inner, "list": [{"name": "m"}]}),
+    );
+    assert!(tool.validate(&json!({"root": named})).is_ok());
 }
 
 #[test]
@@ -372,8 +417,9 @@ mod generated {
 
     #[test]
     fn schemars_recursive_types_are_accepted_and_answer_deep_arguments() {
-        let tool = ToolDefinition::typed::<Scene, _>("scene", "Draw.", |_: Scene| Ok(String::new()))
-            .unwrap();
+        let tool =
+            ToolDefinition::typed::<Scene, _>("scene", "Draw.", |_: Scene| Ok(String::new()))
+                .unwrap();
         let deep_node = nested_tree(MAX_ARGUMENT_DEPTH / 2 - 1, "leaf");
         let mut group = json!({"Circle": {"radius": 1.0}});
         for _ in 0..(MAX_ARGUMENT_DEPTH / 2 - 2) {
@@ -381,7 +427,8 @@ mod generated {
         }
         let valid = json!({"root": deep_node, "shapes": [group], "tags": {}});
         assert!(tool.validate(&valid).is_ok());
-        let invalid = json!({"root": nested_tree(MAX_ARGUMENT_DEPTH / 2 - 1, 1), "shapes": [], "tags": {}});
+        let invalid =
+            json!({"root": nested_tree(MAX_ARGUMENT_DEPTH / 2 - 1, 1), "shapes": [], "tags": {}});
         assert!(tool.validate(&invalid).is_err());
     }
 }

@@ -84,6 +84,18 @@ pub enum DefinitionError {
         /// What the schema compiler reported.
         detail: String,
     },
+    /// Validating an argument against the schema could take time exponential in its nesting: one
+    /// argument value could be evaluated against subschemas more than 4096 times (for instance
+    /// through a recursive `$ref` reached by two `anyOf` branches that both recurse), or the
+    /// schema applies to itself without descending into the argument. Make the branches
+    /// exclusive by a property outside the recursion, or keep one branch.
+    #[error("tool {tool:?}: input_schema is too costly to validate: {detail}")]
+    ValidationTooCostly {
+        /// The tool's name.
+        tool: String,
+        /// Where in the schema, and the bound that was passed.
+        detail: String,
+    },
 }
 
 type ArgumentCheck = dyn Fn(&Value) -> Result<(), String> + Send + Sync;
@@ -395,7 +407,7 @@ fn compile_schema(spec: &ToolSpec) -> Result<jsonschema::Validator, DefinitionEr
             limit: MAX_SCHEMA_NODES,
         });
     }
-    jsonschema::options()
+    let validator = jsonschema::options()
         .offline()
         .with_pattern_options(jsonschema::PatternOptions::regex())
         .build(&spec.input_schema)
@@ -413,7 +425,15 @@ fn compile_schema(spec: &ToolSpec) -> Result<jsonschema::Validator, DefinitionEr
                     detail,
                 },
             }
-        })
+        })?;
+    // After compiling, so the analysis only sees schemas whose references resolve.
+    crate::schema_cost::check(&spec.input_schema).map_err(|detail| {
+        DefinitionError::ValidationTooCostly {
+            tool: tool(),
+            detail,
+        }
+    })?;
+    Ok(validator)
 }
 
 /// Depth and node count of a JSON value, walked without recursion and stopping as soon as either

@@ -86,6 +86,7 @@ pub mod providers;
 mod registry;
 pub mod rules;
 mod runtime;
+mod schema_cost;
 #[cfg(feature = "cap-std")]
 mod workspace;
 

@@ -389,17 +389,15 @@ fn ordinary_tool_schemas_are_accepted() {
 mod generated {
     use super::*;
     use schemars::JsonSchema;
-    use serde::Deserialize;
+    use serde::{Deserialize, Serialize};
 
-    #[derive(Deserialize, JsonSchema)]
-    #[expect(dead_code, reason = "only the schema is used")]
+    #[derive(Deserialize, Serialize, JsonSchema)]
     struct Node {
         name: String,
         children: Vec<Node>,
     }
 
-    #[derive(Deserialize, JsonSchema)]
-    #[expect(dead_code, reason = "only the schema is used")]
+    #[derive(Deserialize, Serialize, JsonSchema)]
     enum Shape {
         Circle { radius: f64 },
         Rect { width: f64, height: f64 },
@@ -407,8 +405,7 @@ mod generated {
         Empty,
     }
 
-    #[derive(Deserialize, JsonSchema)]
-    #[expect(dead_code, reason = "only the schema is used")]
+    #[derive(Deserialize, Serialize, JsonSchema)]
     struct Scene {
         root: Node,
         shapes: Vec<Shape>,

@@ -250,6 +250,21 @@ pub trait Policy: Send + Sync {
     }
 }
 
+/// A shared policy is the policy: deciding and checking the registry both go through, so a
+/// `RulePolicy` behind an `Arc` still refuses tools it does not fit.
+impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+        (**self).decide(call)
+    }
+
+    fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
+        (**self).check_registry(registry)
+    }
+}
+
+/// A closure decides; it cannot say whether it fits a registry, so it accepts every one. A closure
+/// that wraps a [`RulePolicy`](crate::RulePolicy) loses that check: share the policy through an
+/// `Arc` (which forwards it) instead of calling it from a closure.
 impl<F> Policy for F
 where
     F: Fn(&PreparedToolCall) -> PolicyDecision + Send + Sync,

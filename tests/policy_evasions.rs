@@ -215,6 +215,11 @@ fn paths_case_insensitive_file_systems_fold_case() {
         (path("/work/x/../SECRETS/key"), Deny),
         (path("/work/secrets/clé"), Deny), // non-ASCII: undetermined under case folding
         (path("/work/ſecrets/key"), Deny), // ſ folds to s on some file systems
+        (path("/work/secrets./key"), Deny), // Windows drops trailing dots and spaces
+        (path("/work/secrets /key"), Deny),
+        (path("/work/key.pem."), Deny),
+        (path("/work/SECRE~1/key"), Deny), // an 8.3 short name
+        (path("//work/x"), Deny),          // a UNC path: another machine
         (path("/WORK/a.txt"), Allow),
         (path("/work/A.TXT"), Allow),
         (path("a.txt"), Allow),
@@ -367,6 +372,13 @@ const PUSH_SPELLINGS: &[&str] = &[
     "nice -n 10 git push",
     "timeout 5 git -C . push",
     "bash -c git push",
+    "eval git push",
+    "valgrind git push",
+    "pkexec git push",
+    "git-push origin",
+    "/usr/lib/git-core/git-push origin main",
+    "git -c alias.x=push x",
+    "git -calias.p=push p origin main",
 ];
 
 #[test]
@@ -382,6 +394,7 @@ fn commands_options_before_a_subcommand_never_hide_it_in_strings() {
         (json!({"command": "git log --grep push"}), Allow),
         (json!({"command": "git push; true"}), Deny),
         (json!({"command": "git status && git push"}), Deny),
+        (json!({"command": "=git push"}), Deny), // zsh: `=git` is git's path
     ]);
     expect_all(&policy, "shell", &cases);
 }
@@ -425,7 +438,8 @@ fn commands_options_that_make_a_reader_write_can_be_matched() {
         shell("git diff -po x"),
         (json!({"command": "git log --oneline"}), Allow),
         (json!({"command": "git log --graph"}), Allow),
-        (json!({"command": "git -C . log --output=/tmp/x"}), Ask),
+        // Global options may redefine the subcommand (`-c alias.log=push`): the push deny applies.
+        (json!({"command": "git -C . log --output=/tmp/x"}), Deny),
     ];
     expect_all(&policy, "shell", &cases);
     let argv = |a: &[&str]| json!({"argv": a});

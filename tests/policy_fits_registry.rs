@@ -265,3 +265,16 @@ fn waiting_approvals_are_rechecked_against_the_pair_in_force_after_a_refused_rep
     assert!(!result.is_error, "{result:?}");
     assert_eq!(run_count(&runs), 1);
 }
+
+#[test]
+fn a_rule_policy_shared_through_an_arc_still_refuses_tools_it_does_not_fit() {
+    let runs = Arc::default();
+    let old = registry([read_file(path_schema(), &runs), shell(&runs)]);
+    let shared = Arc::new(RulePolicy::from_json(POLICY, &old).expect("loads"));
+    let controller = ToolController::try_new(old, Arc::clone(&shared)).expect("fits");
+    let renamed = json!({"type": "object", "properties": {"file": {"type": "string"}}});
+    let error = controller
+        .replace_registry(registry([read_file(renamed, &runs), shell(&runs)]))
+        .expect_err("the shared policy is checked like the policy itself");
+    assert!(error.to_string().contains("names no field"), "{error}");
+}

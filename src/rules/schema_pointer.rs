@@ -2,8 +2,7 @@
 
 use serde_json::Value;
 
-use super::condition::SchemaLookup;
-use super::condition::unescape_token;
+use super::condition::{SchemaLookup, array_index, unescape_token};
 
 /// Looks `pointer` up in `root`: each token must be a listed property (under `properties`, also
 /// inside `allOf` / `anyOf` / `oneOf` / `if` / `then` / `else` branches and local `$ref`s), a
@@ -20,10 +19,6 @@ pub(crate) fn lookup(root: &Value, pointer: &str) -> SchemaLookup {
         let mut next = Vec::new();
         let mut via_items = false;
         for schema in expand(root, &frontier) {
-            if let Some(property) = schema.get("properties").and_then(|p| p.get(&token)) {
-                next.push(property);
-                continue;
-            }
             let tuple = schema
                 .get("prefixItems")
                 .or_else(|| schema.get("items").filter(|items| items.is_array()))
@@ -36,10 +31,15 @@ pub(crate) fn lookup(root: &Value, pointer: &str) -> SchemaLookup {
                         .get("additionalItems")
                         .filter(|items| items.is_object())
                 });
+            if let Some(property) = schema.get("properties").and_then(|p| p.get(&token)) {
+                next.push(property);
+            }
             if token == "-" {
                 next.extend(tuple.into_iter().flatten());
                 next.extend(items);
-            } else if let Ok(index) = token.parse::<usize>() {
+            } else if let Some(index) = array_index(&token) {
+                // Also when a property has this name: a value may be a list (`"type":
+                // ["object", "array"]`), and then the pointer picks one of its elements.
                 match tuple.and_then(|tuple| tuple.get(index)) {
                     Some(position) => next.push(position),
                     None => {
@@ -155,6 +155,18 @@ mod tests {
             };
             assert_eq!(lookup(&schema, index), expected, "{index}");
         }
+    }
+
+    #[test]
+    fn a_property_named_like_an_index_on_a_value_that_may_be_a_list_is_a_list_index() {
+        let schema = json!({"properties": {"x": {
+            "type": ["object", "array"],
+            "properties": {"0": {"type": "string"}},
+            "items": {"type": "string"}
+        }}});
+        assert_eq!(lookup(&schema, "/x/0"), SchemaLookup::ListIndex);
+        let object_only = json!({"properties": {"x": {"properties": {"0": {"type": "string"}}}}});
+        assert_eq!(lookup(&object_only, "/x/0"), SchemaLookup::Declared);
     }
 
     #[test]

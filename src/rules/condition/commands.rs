@@ -5,18 +5,24 @@
 //! subcommand words after it. The words match:
 //!
 //! - **exactly** when the prefix is the command's leading words, spelled the same: `git push -f`;
-//! - **possibly** when the program is another spelling of it (`/usr/bin/git`, `GIT` on a
-//!   case-insensitive file system) or when options stand before a subcommand word
-//!   (`git -C . push`, `git -c k=v push`, `git --no-pager push`): a word starting with `-` is
-//!   skipped, and so is one word after it (it may be the option's value);
-//! - **possibly** when environment assignments (`GIT_DIR=x git push`) or a program that runs
-//!   another one (`env`, `sudo`, `nice`, `timeout 5`, `xargs`, … — see [`RUNNERS`]) stand before
-//!   the program: the program is then looked for among the following words;
+//! - **possibly** when
+//!   - the program is another spelling of it: a path (`/usr/bin/git`), another ASCII case (`GIT`
+//!     on a case-insensitive file system), or its per-subcommand binary (`git-push`);
+//!   - the program is not the first word but comes later: after an environment assignment
+//!     (`GIT_DIR=x git push`), or a program that runs another (`env`, `sudo`, `nice`, `sh -c`,
+//!     `valgrind`, … — no list could be complete, so *any* first word counts);
+//!   - options stand before the first subcommand word (`git -C . push`, `git -c k=v push`): a word
+//!     starting with `-` is skipped with one value after it, and a subcommand word that differs
+//!     after such options is still possible, since options can redefine it
+//!     (`git -c alias.x=push x`);
+//!   - the match relies on a piece of an argv token holding whitespace;
 //! - **not** otherwise.
 //!
 //! "Possibly" is undetermined: an `allow` rule never applies on it, `ask` and `deny` rules do. So a
-//! deny on `git push` holds whatever options precede `push`, and an allow on `git status` allows
-//! only `git status …` as written.
+//! deny on `git push` holds whatever precedes or spells the program, and an allow on `git status`
+//! allows only `git status …` as written. The price is that a deny also applies to commands that
+//! merely mention the program after another word (`echo git push`) or pass global options before
+//! another subcommand (`git -C . status`): such calls are asked or denied, never allowed by it.
 
 /// How a command's words stand to a prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,88 +32,43 @@ pub(crate) enum PrefixMatch {
     No,
 }
 
-/// Letters, digits, whitespace and `- _ . / , : = @ + %`: a command made only of these has no
-/// shell syntax, so splitting it on whitespace gives the words a shell would.
+/// Letters, digits, whitespace and `- _ . / , : = @ + %`, with no word starting with `=`: a command
+/// made only of these has no shell syntax, so splitting it on whitespace gives the words a shell
+/// would.
 pub(crate) fn is_plain_command(command: &str) -> bool {
     command
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == '\t' || "-_./,:=@+%".contains(c))
+        // zsh expands a word starting with `=` into a program's path (`=git` is `/usr/bin/git`).
+        && !command.split_whitespace().any(|word| word.starts_with('='))
 }
 
-/// Whether `word` names `program`: the same word, or a path ending in it or a spelling differing
-/// only in ASCII case (possible).
-fn program_match(word: &str, program: &str) -> PrefixMatch {
+/// How a word names a program.
+enum ProgramWord<'a> {
+    /// The same word.
+    Exact,
+    /// A path ending in it, or a spelling differing only in ASCII case.
+    Other,
+    /// Its per-subcommand binary, `program-sub`: the rest is the first subcommand word.
+    Dashed(&'a str),
+    No,
+}
+
+fn program_word<'a>(word: &'a str, program: &str) -> ProgramWord<'a> {
     if word == program {
-        return PrefixMatch::Exact;
+        return ProgramWord::Exact;
     }
     let base = word.rsplit('/').next().unwrap_or(word);
     if base.eq_ignore_ascii_case(program) {
-        PrefixMatch::Possible
-    } else {
-        PrefixMatch::No
+        return ProgramWord::Other;
     }
-}
-
-/// Programs that run the command given in their arguments. Before one of them, the program a
-/// rule names may come later in the words.
-pub(crate) const RUNNERS: &[&str] = &[
-    "env",
-    "sudo",
-    "doas",
-    "su",
-    "nice",
-    "ionice",
-    "nohup",
-    "timeout",
-    "time",
-    "command",
-    "exec",
-    "builtin",
-    "xargs",
-    "stdbuf",
-    "setsid",
-    "taskset",
-    "chroot",
-    "flock",
-    "watch",
-    "strace",
-    "ltrace",
-    "unbuffer",
-    "busybox",
-    "chrt",
-    "runuser",
-    "systemd-run",
-    "firejail",
-    "caffeinate",
-    "script",
-    "sh",
-    "bash",
-    "dash",
-    "zsh",
-    "ksh",
-    "mksh",
-    "fish",
-    "csh",
-    "tcsh",
-    "ssh",
-    "parallel",
-    "find",
-];
-
-fn is_runner(word: &str) -> bool {
-    let base = word.rsplit('/').next().unwrap_or(word);
-    RUNNERS
-        .iter()
-        .any(|runner| base.eq_ignore_ascii_case(runner))
-}
-
-/// A shell environment assignment, `NAME=value`.
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    })
+    match base.get(..program.len()) {
+        Some(head) if head.eq_ignore_ascii_case(program) => base[program.len()..]
+            .strip_prefix('-')
+            .filter(|rest| !rest.is_empty())
+            .map_or(ProgramWord::No, ProgramWord::Dashed),
+        _ => ProgramWord::No,
+    }
 }
 
 /// How `words` stand to `prefix` (see the module docs). Each word comes with whether it is part
@@ -120,29 +81,46 @@ pub(crate) fn prefix_match<'a>(
     let Some((program, subcommands)) = prefix.split_first() else {
         return PrefixMatch::No;
     };
-    let Some((first, split)) = words.next() else {
-        return PrefixMatch::No;
-    };
-    let mut result = program_match(first, program);
-    if split {
-        result = result.at_most_possible();
-    }
-    if result == PrefixMatch::No {
-        if !(is_assignment(first) || is_runner(first)) {
+    let mut result = PrefixMatch::Exact;
+    let mut first_subcommand = None;
+    let mut is_first = true;
+    loop {
+        let Some((word, split)) = words.next() else {
             return PrefixMatch::No;
+        };
+        let named = program_word(word, program);
+        if !is_first || split {
+            result = PrefixMatch::Possible;
         }
-        // `env`, `sudo`, `VAR=x` …: the program may come later.
-        result = PrefixMatch::No;
-        for (word, _) in words.by_ref() {
-            if program_match(word, program) != PrefixMatch::No {
+        is_first = false;
+        match named {
+            ProgramWord::Exact => break,
+            ProgramWord::Other => {
                 result = PrefixMatch::Possible;
                 break;
             }
-        }
-        if result == PrefixMatch::No {
-            return result;
+            ProgramWord::Dashed(rest) => {
+                result = PrefixMatch::Possible;
+                first_subcommand = Some(rest);
+                break;
+            }
+            // Whatever came first (an assignment, a program running another), the program may
+            // come later.
+            ProgramWord::No => {}
         }
     }
+    let mut subcommands = subcommands.iter();
+    if let Some(rest) = first_subcommand {
+        match subcommands.next() {
+            Some(expected) if expected.eq_ignore_ascii_case(rest) => {}
+            Some(_) => return PrefixMatch::No,
+            None => return result,
+        }
+    }
+    // Options before the first subcommand word are the program's own: they may redefine what
+    // the next word means.
+    let mut global_options = false;
+    let mut matched_any = first_subcommand.is_some();
     'expected: for expected in subcommands {
         let mut after_option = false;
         for (word, split) in words.by_ref() {
@@ -150,31 +128,32 @@ pub(crate) fn prefix_match<'a>(
                 if split {
                     result = PrefixMatch::Possible;
                 }
+                matched_any = true;
                 continue 'expected;
             }
             if word.starts_with('-') {
                 after_option = true;
+                global_options |= !matched_any;
             } else if after_option || split {
                 // An option's value, or a piece of an argv token holding whitespace (never a
                 // subcommand itself).
                 after_option = false;
+            } else if global_options {
+                return PrefixMatch::Possible;
             } else {
                 return PrefixMatch::No;
             }
             result = PrefixMatch::Possible;
         }
-        return PrefixMatch::No;
+        // The words ran out: the word skipped as an option's value may have been the subcommand
+        // (`-cvalue x`), so after global options the match stays possible.
+        return if global_options {
+            PrefixMatch::Possible
+        } else {
+            PrefixMatch::No
+        };
     }
     result
-}
-
-impl PrefixMatch {
-    fn at_most_possible(self) -> Self {
-        match self {
-            Self::Exact => Self::Possible,
-            other => other,
-        }
-    }
 }
 
 /// The words of a plain command string.
@@ -278,13 +257,52 @@ mod tests {
                 "{command}"
             );
         }
-        assert_eq!(prefix("echo git push", &["git", "push"]), PrefixMatch::No);
+        // No list of runners is complete: any first word may run the program.
+        for command in [
+            "eval git push",
+            "valgrind git push",
+            "pkexec git push",
+            "echo git push",
+        ] {
+            assert_eq!(
+                prefix(command, &["git", "push"]),
+                PrefixMatch::Possible,
+                "{command}"
+            );
+        }
         assert_eq!(prefix("env ls", &["git", "push"]), PrefixMatch::No);
         assert_eq!(
             prefix("GIT_DIR=x git status", &["git", "push"]),
             PrefixMatch::No
         );
-        assert_eq!(prefix("1A=x git push", &["git", "push"]), PrefixMatch::No);
+        assert_eq!(prefix("echo push", &["git", "push"]), PrefixMatch::No);
+    }
+
+    #[test]
+    fn per_subcommand_binaries_and_option_aliases_make_a_possible_match() {
+        for command in [
+            "git-push origin",
+            "/usr/lib/git-core/git-push origin main",
+            "GIT-PUSH",
+            "git -c alias.x=push x",
+            "git -c alias.p=push p origin main",
+            "git -calias.x=push x",
+            "git -C . status",
+        ] {
+            assert_eq!(
+                prefix(command, &["git", "push"]),
+                PrefixMatch::Possible,
+                "{command}"
+            );
+        }
+        assert_eq!(prefix("git-status", &["git", "push"]), PrefixMatch::No);
+        assert_eq!(prefix("gitx push", &["git", "push"]), PrefixMatch::No);
+        assert_eq!(prefix("git-push", &["git"]), PrefixMatch::Possible);
+        // Options after the subcommand do not redefine it.
+        assert_eq!(
+            prefix("git remote -v show", &["git", "remote", "add"]),
+            PrefixMatch::No
+        );
     }
 
     #[test]
@@ -376,7 +394,8 @@ mod tests {
         assert_eq!(prefix("git status", &["git", "push"]), PrefixMatch::No);
         assert_eq!(prefix("git pushx", &["git", "push"]), PrefixMatch::No);
         assert_eq!(prefix("git", &["git", "push"]), PrefixMatch::No);
-        assert_eq!(prefix("git -C", &["git", "push"]), PrefixMatch::No);
+        // Global options and nothing after them: the next word cannot be known, so possibly.
+        assert_eq!(prefix("git -C", &["git", "push"]), PrefixMatch::Possible);
         assert_eq!(prefix("", &["git"]), PrefixMatch::No);
     }
 

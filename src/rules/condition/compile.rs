@@ -48,13 +48,30 @@ pub(crate) fn path_pointers(condition: &Condition, base: &str, found: &mut HashS
         }
         Condition::Not(inner) => path_pointers(inner, base, found),
         Condition::PathWithin { pointer, .. } | Condition::PathGlob { pointer, .. } => {
-            found.insert(format!("{base}{pointer}"));
+            found.insert(field_key(&format!("{base}{pointer}")));
         }
         Condition::Every { pointer, condition } | Condition::Some { pointer, condition } => {
             path_pointers(condition, &format!("{base}{pointer}/-"), found);
         }
         _ => {}
     }
+}
+
+/// The field an absolute pointer names, with every list position (an index or `-`) written `-`:
+/// a tuple position and "every element" of the same list are the same field for the rule that it
+/// is judged only as a path.
+fn field_key(pointer: &str) -> String {
+    pointer
+        .split('/')
+        .map(|token| {
+            if token == "-" || super::pointer::array_index(token).is_some() {
+                "-"
+            } else {
+                token
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// A condition checked and pre-processed at load.

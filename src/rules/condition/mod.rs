@@ -14,7 +14,7 @@ use serde_json::{Number, Value};
 pub(crate) use compile::{Compiled, SchemaLookup, Scope, compile, path_pointers};
 pub use paths::PathOptions;
 pub(crate) use paths::PathSettings;
-pub(crate) use pointer::unescape as unescape_token;
+pub(crate) use pointer::{array_index, unescape as unescape_token};
 
 /// A condition on a call's arguments. Every leaf addresses one argument by JSON Pointer
 /// (RFC 6901, e.g. `/path` or `/options/cwd`), so a value in one field never satisfies a rule on

@@ -169,18 +169,32 @@ fn owned(components: &[std::borrow::Cow<'_, str>]) -> Vec<String> {
 /// What a lexical check cannot judge: an empty path; NUL or other control characters; a
 /// backslash, a drive (`C:`) or any `:` in the first component (Windows and URL spellings); `~`
 /// at the start, `$` or `%` anywhere (a shell, a Windows API or a URL decoder might expand them
-/// into another path). With `fold_ascii`, any non-ASCII character too.
+/// into another path). With `fold_ascii` (the mode for case-insensitive file systems, Windows
+/// among them), also any non-ASCII character, a component ending in `.` or a space (Windows drops
+/// them), a `~` in a component (an 8.3 short name such as `SECRE~1`) and a leading `//` (a UNC
+/// path to another machine).
 fn is_undetermined(path: &str, fold_ascii: bool) -> bool {
-    path.is_empty()
+    let lexically = path.is_empty()
         || path.starts_with('~')
-        || path.chars().any(|c| {
-            c.is_control() || matches!(c, '\\' | '$' | '%') || (fold_ascii && !c.is_ascii())
-        })
+        || path
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '\\' | '$' | '%'))
         || path
             .trim_start_matches('/')
             .split('/')
             .next()
-            .is_some_and(|first| first.contains(':'))
+            .is_some_and(|first| first.contains(':'));
+    lexically || (fold_ascii && windows_spelling(path))
+}
+
+/// Spellings a Windows file system reads as another name (see [`is_undetermined`]).
+fn windows_spelling(path: &str) -> bool {
+    !path.is_ascii()
+        || path.starts_with("//")
+        || path.split('/').any(|component| {
+            !matches!(component, "" | "." | "..")
+                && (component.ends_with('.') || component.ends_with(' ') || component.contains('~'))
+        })
 }
 
 /// Lexical normalization: `path` (relative ones taken against `base`) as components with `.`,

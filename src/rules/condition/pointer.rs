@@ -17,10 +17,7 @@ impl Pointer {
             .skip(1)
             .map(|token| {
                 let key = unescape(token);
-                // RFC 6901: an array index is `0` or digits without a leading zero.
-                let index = (key == "0" || !key.starts_with('0'))
-                    .then(|| key.parse().ok())
-                    .flatten();
+                let index = array_index(&key);
                 (key, index)
             })
             .collect();
@@ -37,6 +34,15 @@ impl Pointer {
         }
         Some(value)
     }
+}
+
+/// The array index a token names: RFC 6901 allows only `0` or ASCII digits without a leading zero
+/// (so `+0`, `00` and `0x1` name no element, here and in the schema lookup alike).
+pub(crate) fn array_index(token: &str) -> Option<usize> {
+    let canonical = !token.is_empty()
+        && token.bytes().all(|b| b.is_ascii_digit())
+        && (token == "0" || !token.starts_with('0'));
+    if canonical { token.parse().ok() } else { None }
 }
 
 /// One token with `~1` → `/` and `~0` → `~`, in that order (RFC 6901).
@@ -83,6 +89,8 @@ mod tests {
             ("/a~1b/m~0n/1", Some(json!(20))),
             ("/list/0", Some(json!(1))),
             ("/list/01", None),
+            ("/list/+0", None),
+            ("/list/00", None),
             ("/list/2", None),
             ("/list/-", None),
             ("/01", Some(json!("x"))),

@@ -2,7 +2,9 @@
 //! `tests/fixtures/SOURCES.md`), plus every way a model's call can be unusable.
 
 use serde_json::{Value, json};
-use toolgate::providers::{ExportError, ParsedCall, WireError, anthropic, mcp, openai, responses};
+use toolgate::providers::{
+    self, ExportError, ParsedCall, WireError, anthropic, mcp, openai, responses,
+};
 use toolgate::*;
 
 fn fixture(name: &str) -> Value {
@@ -871,4 +873,54 @@ fn arguments_built_100000_levels_deep_are_refused_without_recursion_in_every_ada
             }
         );
     }
+}
+
+#[test]
+fn parse_body_refuses_duplicate_keys_in_object_form_arguments() {
+    let duplicated = [
+        // Anthropic `input` and MCP `arguments` are objects inside the body.
+        r#"{"content": [{"type": "tool_use", "id": "t1", "name": "t", "input": {"sk-SECRET": 1, "sk-SECRET": 2}}]}"#,
+        r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {"p": {"q": "/work", "q": "/etc"}}}}"#,
+        // And anywhere else in the body.
+        r#"{"id": "a", "id": "b"}"#,
+    ];
+    for body in duplicated {
+        let Err(WireError::Malformed { place, problem }) = providers::parse_body(body) else {
+            panic!("{body}: accepted");
+        };
+        assert_eq!(place, "body");
+        assert!(
+            problem.starts_with("not usable JSON: duplicate key in one object at line 1 column "),
+            "{problem}"
+        );
+        assert!(!problem.contains("SECRET") && !problem.contains("/etc"));
+    }
+    for broken in [
+        "",
+        "{",
+        "{\"a\": NaN}",
+        "{} {}",
+        &format!("{}1{}", "[".repeat(128), "]".repeat(128)),
+    ] {
+        let Err(WireError::Malformed { problem, .. }) = providers::parse_body(broken) else {
+            panic!("{broken}: accepted");
+        };
+        assert!(
+            problem.starts_with("not valid JSON: syntax error at line 1 column "),
+            "{problem}"
+        );
+    }
+    let body = fixture_text("anthropic_parallel.json");
+    assert_eq!(
+        providers::parse_body(&body).unwrap(),
+        serde_json::from_str::<Value>(&body).unwrap()
+    );
+}
+
+fn fixture_text(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture exists")
 }

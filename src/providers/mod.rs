@@ -30,6 +30,9 @@
 //! could see one value and a handler another. An object arrives already parsed by your JSON
 //! parser, which has resolved any duplicate keys in the raw body before toolgate sees it.
 //!
+//! [`parse_body`] parses a provider's whole body with the same strictness, so duplicate keys in
+//! object-form arguments are refused too.
+//!
 //! Error texts name the problem and its position, never a value, key or fragment of what was
 //! sent; names are quoted bounded. No size limit is applied here (validation then bounds depth to
 //! [`MAX_ARGUMENT_DEPTH`](crate::MAX_ARGUMENT_DEPTH)); the provider's body size is yours to cap
@@ -39,11 +42,8 @@ pub mod anthropic;
 pub mod mcp;
 pub mod openai;
 pub mod responses;
+mod strict;
 
-use std::fmt;
-
-use serde::Deserialize;
-use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::contract::{ToolCall, ToolResult, ToolSpec, quote_bounded};
@@ -186,25 +186,46 @@ fn parse_arguments_text(text: &str) -> Result<Value, String> {
     if text.trim_matches(JSON_WHITESPACE).is_empty() {
         return Ok(Value::Object(Map::new()));
     }
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let parsed = StrictValue::deserialize(&mut deserializer).and_then(|value| {
-        deserializer.end()?;
-        Ok(value)
-    });
-    match parsed {
-        Ok(StrictValue(Value::Object(map))) => Ok(Value::Object(map)),
-        Ok(StrictValue(other)) => {
+    match strict::parse(text) {
+        Ok(Value::Object(map)) => Ok(Value::Object(map)),
+        Ok(other) => {
             let kind = kind(&other);
             crate::definition::drop_deep(other);
             Err(format!("arguments must be a JSON object, got {kind}"))
         }
-        Err(error) if error.is_data() => Err(format!("arguments are not usable JSON: {error}")),
-        Err(error) => Err(format!(
-            "arguments are not valid JSON: syntax error at line {} column {}",
-            error.line(),
-            error.column()
-        )),
+        Err(problem) => Err(format!("arguments are {problem}")),
     }
+}
+
+/// Parses a provider's whole response body (or an MCP request) as strictly as toolgate parses
+/// argument strings: valid JSON, no duplicate key in any object, at most 127 levels. Parse the
+/// raw body with it, instead of `serde_json::from_str`, where calls carry their arguments as
+/// objects (Anthropic `input`, MCP `arguments`, compatible servers that send objects): otherwise a
+/// duplicate key in those arguments has been resolved by your parser, one way, before toolgate
+/// sees them.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::providers::{self, anthropic};
+///
+/// let body = r#"{"content": [{"type": "tool_use", "id": "t1", "name": "read_file",
+///                "input": {"path": "/work/a", "path": "/etc/passwd"}}]}"#;
+/// assert!(providers::parse_body(body).is_err());
+/// assert_eq!(serde_json::from_str::<serde_json::Value>(body)?["content"][0]["input"]["path"], "/etc/passwd");
+///
+/// let body = r#"{"content": [{"type": "tool_use", "id": "t1", "name": "read_file",
+///                "input": {"path": "/work/a"}}]}"#;
+/// let calls = anthropic::tool_uses(&providers::parse_body(body)?)?;
+/// assert_eq!(calls.len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`WireError::Malformed`] at place `body`, naming the problem and its position, never the text.
+pub fn parse_body(body: &str) -> Result<Value, WireError> {
+    strict::parse(body).map_err(|problem| WireError::malformed("body", problem))
 }
 
 /// The kind of a JSON value, for messages that must not show the value.
@@ -216,76 +237,6 @@ fn kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-/// A JSON value that refuses duplicate object keys.
-struct StrictValue(Value);
-
-impl<'de> Deserialize<'de> for StrictValue {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor).map(StrictValue)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
-        Ok(Value::Bool(value))
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
-        Ok(value.into())
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
-        Ok(value.into())
-    }
-
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Value, E> {
-        serde_json::Number::from_f64(value)
-            .map(Value::Number)
-            .ok_or_else(|| E::custom("a number is not finite"))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
-        Ok(Value::String(value.to_owned()))
-    }
-
-    fn visit_string<E>(self, value: String) -> Result<Value, E> {
-        Ok(Value::String(value))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(StrictValue(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        let mut map = Map::new();
-        while let Some(key) = access.next_key::<String>()? {
-            if map.contains_key(&key) {
-                // The key is something the model sent: its position says where, not its text.
-                return Err(de::Error::custom("duplicate key in one object"));
-            }
-            let StrictValue(value) = access.next_value()?;
-            map.insert(key, value);
-        }
-        Ok(Value::Object(map))
     }
 }
 

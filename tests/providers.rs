@@ -2,7 +2,9 @@
 //! `tests/fixtures/SOURCES.md`), plus every way a model's call can be unusable.
 
 use serde_json::{Value, json};
-use toolgate::providers::{ExportError, ParsedCall, WireError, anthropic, mcp, openai, responses};
+use toolgate::providers::{
+    self, ExportError, ParsedCall, WireError, anthropic, mcp, openai, responses,
+};
 use toolgate::*;
 
 fn fixture(name: &str) -> Value {
@@ -158,7 +160,7 @@ fn openai_messages_without_ids_are_wire_errors() {
         openai::tool_calls(&message),
         Err(WireError::Malformed {
             place: "tool_calls[0].id".into(),
-            problem: "missing or not a string".into()
+            problem: "missing or not a non-empty string".into()
         })
     );
     assert!(openai::tool_calls(&json!({"tool_calls": {}})).is_err());
@@ -314,14 +316,14 @@ fn anthropic_tools_and_bad_blocks() {
     let tools = anthropic::tools(weather_registry().specs()).unwrap();
     assert_eq!(tools[0]["input_schema"]["type"], "object");
     assert!(tools[0].get("parameters").is_none());
-    let message = json!({"content": [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": "Paris"}]});
+    let message = json!({"content": [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": ["Paris"]}]});
     let parsed = anthropic::tool_uses(&message).unwrap();
     assert!(
         parsed[0]
             .as_ref()
             .unwrap_err()
             .content
-            .contains("got a string")
+            .contains("got an array")
     );
     assert!(
         anthropic::tool_uses(&json!({"content": [{"type": "tool_use", "name": "x"}]})).is_err()
@@ -391,4 +393,534 @@ fn mcp_tools_call_and_unknown_tool_error_match_the_spec() {
     );
     let list = mcp::tools_list_result(registry.specs()).unwrap();
     assert_eq!(list["tools"][1]["name"], "send_email");
+}
+
+// ---- one reading of a call for every adapter ---------------------------------------------------
+
+/// The four adapters that read calls.
+#[derive(Debug, Clone, Copy)]
+enum Adapter {
+    Chat,
+    Responses,
+    Anthropic,
+    Mcp,
+}
+
+const ADAPTERS: [Adapter; 4] = [
+    Adapter::Chat,
+    Adapter::Responses,
+    Adapter::Anthropic,
+    Adapter::Mcp,
+];
+
+/// What an adapter made of one call, in terms every adapter shares.
+#[derive(Debug, Clone, PartialEq)]
+enum Read {
+    /// A usable call with these arguments.
+    Call(Value),
+    /// An error answer addressed to this call id (MCP: a `-32602` response with the request's id).
+    ErrorFor { id: String, content: String },
+    /// Nothing can be addressed (MCP: a `-32600` response with id `null`).
+    Wire,
+}
+
+/// One call in `adapter`'s format, each part placed where that format puts it, or left out.
+fn one_call(
+    adapter: Adapter,
+    id: Option<&Value>,
+    name: Option<&Value>,
+    arguments: Option<&Value>,
+) -> Value {
+    let mut call = serde_json::Map::new();
+    let mut put = |key: &str, value: Option<&Value>| {
+        if let Some(value) = value {
+            call.insert(key.to_owned(), value.clone());
+        }
+    };
+    match adapter {
+        Adapter::Chat => {
+            put("id", id);
+            let mut function = serde_json::Map::new();
+            for (key, value) in [("name", name), ("arguments", arguments)] {
+                if let Some(value) = value {
+                    function.insert(key.to_owned(), value.clone());
+                }
+            }
+            put("type", Some(&json!("function")));
+            put("function", Some(&Value::Object(function)));
+            json!({"role": "assistant", "tool_calls": [call]})
+        }
+        Adapter::Responses => {
+            put("type", Some(&json!("function_call")));
+            put("id", Some(&json!("fc_1")));
+            put("call_id", id);
+            put("name", name);
+            put("arguments", arguments);
+            json!({"output": [call]})
+        }
+        Adapter::Anthropic => {
+            put("type", Some(&json!("tool_use")));
+            put("id", id);
+            put("name", name);
+            put("input", arguments);
+            json!({"role": "assistant", "content": [call]})
+        }
+        Adapter::Mcp => {
+            put("name", name);
+            put("arguments", arguments);
+            let mut request = json!({"jsonrpc": "2.0", "method": "tools/call", "params": call});
+            if let Some(id) = id {
+                request["id"] = id.clone();
+            }
+            request
+        }
+    }
+}
+
+fn one_tool_registry() -> ToolRegistry {
+    let echo = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    let spec = ToolSpec::new("t", "A tool.", json!({"type": "object"}));
+    ToolRegistry::new([ToolDefinition::new(spec, echo).unwrap()]).unwrap()
+}
+
+/// Reads `payload` with `adapter`, checking what every outcome must carry: one call, never
+/// dropped, answered under the id it was sent with.
+fn read(adapter: Adapter, payload: &Value, registry: &ToolRegistry) -> Read {
+    let single = |parsed: Result<Vec<ParsedCall>, WireError>| match parsed {
+        Err(_) => Read::Wire,
+        Ok(mut calls) => {
+            assert_eq!(
+                calls.len(),
+                1,
+                "{adapter:?}: a call was dropped or invented"
+            );
+            match calls.remove(0) {
+                Ok(call) => {
+                    assert_eq!(call.tool_name, "t", "{adapter:?}");
+                    Read::Call(call.arguments)
+                }
+                Err(result) => {
+                    assert!(result.is_error, "{adapter:?}");
+                    Read::ErrorFor {
+                        id: result.call_id,
+                        content: result.content,
+                    }
+                }
+            }
+        }
+    };
+    match adapter {
+        Adapter::Chat => single(openai::tool_calls(payload)),
+        Adapter::Responses => single(responses::function_calls(payload)),
+        Adapter::Anthropic => single(anthropic::tool_uses(payload)),
+        Adapter::Mcp => match mcp::call_from_request(payload, registry) {
+            Ok(call) => {
+                assert_eq!(call.tool_name, "t");
+                Read::Call(call.arguments)
+            }
+            Err(response) if response["error"]["code"] == mcp::INVALID_REQUEST => {
+                assert_eq!(response["id"], Value::Null);
+                Read::Wire
+            }
+            Err(response) => {
+                assert_eq!(response["error"]["code"], mcp::INVALID_PARAMS);
+                assert_eq!(response["id"], payload["id"], "answered under its id");
+                Read::ErrorFor {
+                    id: payload["id"].as_str().unwrap().to_owned(),
+                    content: response["error"]["message"].as_str().unwrap().to_owned(),
+                }
+            }
+        },
+    }
+}
+
+/// Reads the same call through all four adapters and returns the one reading they agree on.
+fn read_everywhere(id: Option<&Value>, name: Option<&Value>, arguments: Option<&Value>) -> Read {
+    let registry = one_tool_registry();
+    let readings: Vec<Read> = ADAPTERS
+        .iter()
+        .map(|&adapter| read(adapter, &one_call(adapter, id, name, arguments), &registry))
+        .collect();
+    for (adapter, reading) in ADAPTERS.iter().zip(&readings).skip(1) {
+        assert_eq!(
+            reading, &readings[0],
+            "{adapter:?} reads the call differently from Chat"
+        );
+    }
+    readings.into_iter().next().unwrap()
+}
+
+/// An object nesting `levels` containers deep: `{"a":[[…[1]…]]}`.
+fn nested_text(levels: usize) -> String {
+    let arrays = levels - 1;
+    format!("{{\"a\":{}1{}}}", "[".repeat(arrays), "]".repeat(arrays))
+}
+
+fn nested_object(levels: usize) -> Value {
+    let mut value = json!(1);
+    for _ in 1..levels {
+        value = Value::Array(vec![value]);
+    }
+    let mut object = serde_json::Map::new();
+    object.insert("a".to_owned(), value);
+    Value::Object(object)
+}
+
+#[test]
+fn hostile_arguments_read_the_same_through_every_adapter() {
+    let big = "x".repeat(1 << 20);
+    let usable: Vec<(&str, Option<Value>, Value)> = vec![
+        ("absent", None, json!({})),
+        ("null", Some(Value::Null), json!({})),
+        ("empty object", Some(json!({})), json!({})),
+        (
+            "object",
+            Some(json!({"a": 1, "b": [true, null]})),
+            json!({"a": 1, "b": [true, null]}),
+        ),
+        ("empty string", Some(json!("")), json!({})),
+        ("JSON whitespace only", Some(json!(" \t\r\n")), json!({})),
+        ("object text", Some(json!("{\"a\":1}")), json!({"a": 1})),
+        (
+            "object text in whitespace",
+            Some(json!("\n {\"a\":1} \t")),
+            json!({"a": 1}),
+        ),
+        (
+            "1 MiB string inside",
+            Some(json!(format!("{{\"a\":\"{big}\"}}"))),
+            json!({"a": big}),
+        ),
+        (
+            "127 levels in text",
+            Some(json!(nested_text(127))),
+            nested_object(127),
+        ),
+        (
+            "127 levels as an object",
+            Some(nested_object(127)),
+            nested_object(127),
+        ),
+    ];
+    for (case, arguments, expected) in &usable {
+        let reading = read_everywhere(Some(&json!("c1")), Some(&json!("t")), arguments.as_ref());
+        assert_eq!(reading, Read::Call(expected.clone()), "{case}");
+    }
+
+    let refused: Vec<(&str, Value, &str)> = vec![
+        ("no-break space only", json!("\u{a0}"), "not valid JSON"),
+        ("byte order mark", json!("\u{feff}{}"), "not valid JSON"),
+        ("cut off", json!("{\"key\": \"sk-SECRET"), "not valid JSON"),
+        (
+            "trailing value",
+            json!("{} {\"key\": \"sk-SECRET\"}"),
+            "not valid JSON",
+        ),
+        ("single quotes", json!("{'a': 1}"), "not valid JSON"),
+        (
+            "comment",
+            json!("{\"a\": 1 /* sk-SECRET */}"),
+            "not valid JSON",
+        ),
+        (
+            "duplicate key",
+            json!("{\"sk-SECRET\": 1, \"sk-SECRET\": 2}"),
+            "duplicate key",
+        ),
+        (
+            "nested duplicate key",
+            json!("{\"x\": {\"p\": \"/work\", \"p\": \"/etc\"}}"),
+            "duplicate key",
+        ),
+        (
+            "duplicate key inside an array",
+            json!("[{\"k\": 1, \"k\": 1}]"),
+            "duplicate key",
+        ),
+        ("NaN", json!("{\"x\": NaN}"), "not valid JSON"),
+        ("Infinity", json!("{\"x\": Infinity}"), "not valid JSON"),
+        ("-Infinity", json!("{\"x\": -Infinity}"), "not valid JSON"),
+        (
+            "number out of range",
+            json!("{\"x\": 1e400}"),
+            "not valid JSON",
+        ),
+        (
+            "lone surrogate",
+            json!("{\"x\": \"\\ud800\"}"),
+            "not valid JSON",
+        ),
+        (
+            "128 levels in text",
+            json!(nested_text(128)),
+            "not valid JSON",
+        ),
+        (
+            "128 levels as an object",
+            nested_object(128),
+            "arguments nest deeper than 127 levels",
+        ),
+        (
+            "null text",
+            json!("null"),
+            "must be a JSON object, got null",
+        ),
+        (
+            "array text",
+            json!("[1]"),
+            "must be a JSON object, got an array",
+        ),
+        (
+            "string text",
+            json!("\"{}\""),
+            "must be a JSON object, got a string",
+        ),
+        (
+            "number text",
+            json!("3"),
+            "must be a JSON object, got a number",
+        ),
+        (
+            "boolean text",
+            json!("true"),
+            "must be a JSON object, got a boolean",
+        ),
+        (
+            "array",
+            json!(["sk-SECRET"]),
+            "or a string holding one, got an array",
+        ),
+        (
+            "empty array",
+            json!([]),
+            "or a string holding one, got an array",
+        ),
+        ("number", json!(3), "or a string holding one, got a number"),
+        (
+            "boolean",
+            json!(false),
+            "or a string holding one, got a boolean",
+        ),
+    ];
+    for (case, arguments, problem) in &refused {
+        let reading = read_everywhere(Some(&json!("c1")), Some(&json!("t")), Some(arguments));
+        let Read::ErrorFor { id, content } = reading else {
+            panic!("{case}: {reading:?}");
+        };
+        assert_eq!(id, "c1", "{case}");
+        assert!(
+            content.starts_with("invalid arguments for t: "),
+            "{case}: {content}"
+        );
+        assert!(content.contains(problem), "{case}: {content}");
+        assert!(
+            !content.contains("SECRET") && !content.contains("/etc"),
+            "{case}: {content}"
+        );
+        assert!(content.len() < 200, "{case}: {} bytes", content.len());
+    }
+}
+
+#[test]
+fn calls_without_a_usable_name_are_error_results_in_every_adapter() {
+    let arguments = json!({"a": 1});
+    for name in [
+        None,
+        Some(Value::Null),
+        Some(json!("")),
+        Some(json!(42)),
+        Some(json!(["t"])),
+        Some(json!({"name": "t"})),
+    ] {
+        assert_eq!(
+            read_everywhere(Some(&json!("c1")), name.as_ref(), Some(&arguments)),
+            Read::ErrorFor {
+                id: "c1".into(),
+                content: "tool call has no name".into()
+            },
+            "{name:?}"
+        );
+    }
+}
+
+#[test]
+fn calls_without_a_usable_id_are_wire_errors_in_every_adapter() {
+    let arguments = json!({"a": 1});
+    for id in [
+        None,
+        Some(Value::Null),
+        Some(json!("")),
+        Some(json!(true)),
+        Some(json!(1.5)),
+        Some(json!(["c1"])),
+        Some(json!({"id": "c1"})),
+    ] {
+        assert_eq!(
+            read_everywhere(id.as_ref(), Some(&json!("t")), Some(&arguments)),
+            Read::Wire,
+            "{id:?}"
+        );
+    }
+    // JSON-RPC, and so MCP, also allows integer ids; the other formats have string ids only.
+    let registry = one_tool_registry();
+    for adapter in ADAPTERS {
+        let payload = one_call(
+            adapter,
+            Some(&json!(7)),
+            Some(&json!("t")),
+            Some(&arguments),
+        );
+        let expected = match adapter {
+            Adapter::Mcp => Read::Call(arguments.clone()),
+            _ => Read::Wire,
+        };
+        assert_eq!(read(adapter, &payload, &registry), expected, "{adapter:?}");
+    }
+}
+
+#[test]
+fn oversized_names_are_quoted_bounded_in_every_adapter() {
+    let name = json!(format!("sk-SECRET{}", "n".repeat(1 << 20)));
+    let registry = one_tool_registry();
+    for adapter in ADAPTERS {
+        let payload = one_call(
+            adapter,
+            Some(&json!("c1")),
+            Some(&name),
+            Some(&json!("[1]")),
+        );
+        let text = match adapter {
+            // MCP refuses a tool its registry lacks before reading arguments.
+            Adapter::Mcp => {
+                mcp::call_from_request(&payload, &registry).unwrap_err()["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            }
+            _ => match read(adapter, &payload, &registry) {
+                Read::ErrorFor { content, .. } => content,
+                other => panic!("{adapter:?}: {other:?}"),
+            },
+        };
+        assert!(text.len() < 300, "{adapter:?}: {} bytes", text.len());
+    }
+}
+
+#[test]
+fn openai_calls_without_a_function_or_of_another_type_are_error_results() {
+    let message = json!({"tool_calls": [
+        {"id": "no_function", "type": "function"},
+        {"id": "function_not_object", "type": "function", "function": "t"},
+        {"id": "type_number", "type": 5, "function": {"name": "t", "arguments": "{}"}},
+        {"id": "no_type", "function": {"name": "t", "arguments": "{}"}}
+    ]});
+    let parsed = openai::tool_calls(&message).unwrap();
+    let contents: Vec<&str> = parsed
+        .iter()
+        .map(|p| p.as_ref().map_or_else(|r| r.content.as_str(), |_| "call"))
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "tool call has no name",
+            "tool call has no name",
+            "unsupported tool call type a number: only function tools can be called",
+            "call"
+        ]
+    );
+}
+
+/// Frees a value without recursion (dropping it the ordinary way would overflow the stack).
+fn free_iteratively(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, item)| item)),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn arguments_built_100000_levels_deep_are_refused_without_recursion_in_every_adapter() {
+    let registry = one_tool_registry();
+    let mut readings = Vec::new();
+    for adapter in ADAPTERS {
+        let mut payload = one_call(
+            adapter,
+            Some(&json!("c1")),
+            Some(&json!("t")),
+            Some(&json!({})),
+        );
+        let slot = match adapter {
+            Adapter::Chat => "/tool_calls/0/function/arguments",
+            Adapter::Responses => "/output/0/arguments",
+            Adapter::Anthropic => "/content/0/input",
+            Adapter::Mcp => "/params/arguments",
+        };
+        // Moved into place, never cloned: a clone of this value would recurse 100,000 times.
+        *payload.pointer_mut(slot).unwrap() = nested_object(100_000);
+        readings.push(read(adapter, &payload, &registry));
+        free_iteratively(payload);
+    }
+    for reading in &readings {
+        assert_eq!(
+            reading,
+            &Read::ErrorFor {
+                id: "c1".into(),
+                content: "invalid arguments for t: arguments nest deeper than 127 levels".into()
+            }
+        );
+    }
+}
+
+#[test]
+fn parse_body_refuses_duplicate_keys_in_object_form_arguments() {
+    let duplicated = [
+        // Anthropic `input` and MCP `arguments` are objects inside the body.
+        r#"{"content": [{"type": "tool_use", "id": "t1", "name": "t", "input": {"sk-SECRET": 1, "sk-SECRET": 2}}]}"#,
+        r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {"p": {"q": "/work", "q": "/etc"}}}}"#,
+        // And anywhere else in the body.
+        r#"{"id": "a", "id": "b"}"#,
+    ];
+    for body in duplicated {
+        let Err(WireError::Malformed { place, problem }) = providers::parse_body(body) else {
+            panic!("{body}: accepted");
+        };
+        assert_eq!(place, "body");
+        assert!(
+            problem.starts_with("not usable JSON: duplicate key in one object at line 1 column "),
+            "{problem}"
+        );
+        assert!(!problem.contains("SECRET") && !problem.contains("/etc"));
+    }
+    for broken in [
+        "",
+        "{",
+        "{\"a\": NaN}",
+        "{} {}",
+        &format!("{}1{}", "[".repeat(128), "]".repeat(128)),
+    ] {
+        let Err(WireError::Malformed { problem, .. }) = providers::parse_body(broken) else {
+            panic!("{broken}: accepted");
+        };
+        assert!(
+            problem.starts_with("not valid JSON: syntax error at line 1 column "),
+            "{problem}"
+        );
+    }
+    let body = fixture_text("anthropic_parallel.json");
+    assert_eq!(
+        providers::parse_body(&body).unwrap(),
+        serde_json::from_str::<Value>(&body).unwrap()
+    );
+}
+
+fn fixture_text(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("fixture exists")
 }

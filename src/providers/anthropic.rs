@@ -19,8 +19,8 @@
 
 use serde_json::{Value, json};
 
-use super::{ExportError, NameRule, ParsedCall, WireError, require_object, string_field, unusable};
-use crate::contract::{ToolCall, ToolResult, ToolSpec};
+use super::{ExportError, NameRule, ParsedCall, WireError, call_id, parse_call};
+use crate::contract::{ToolResult, ToolSpec};
 
 const NAMES: NameRule = NameRule {
     provider: "Anthropic",
@@ -48,11 +48,14 @@ pub fn tools<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> Result<Value,
 }
 
 /// The `tool_use` blocks of an assistant message (or of a bare content array), in order; other
-/// blocks are skipped. An `input` that is not an object is an error result for the block's id.
+/// blocks are skipped. Each block is read as the [module docs](super) say (its `input` an object,
+/// or a string holding one, parsed strictly); a block that cannot be used is an error result for
+/// its id.
 ///
 /// # Errors
 ///
-/// [`WireError`] if there is no `content` array or a `tool_use` block has no string `id`.
+/// [`WireError`] if there is no `content` array or a `tool_use` block has no non-empty string
+/// `id`.
 pub fn tool_uses(message: &Value) -> Result<Vec<ParsedCall>, WireError> {
     let blocks = match message {
         Value::Array(blocks) => blocks,
@@ -66,16 +69,8 @@ pub fn tool_uses(message: &Value) -> Result<Vec<ParsedCall>, WireError> {
         if block.get("type").and_then(Value::as_str) != Some("tool_use") {
             continue;
         }
-        let id = string_field(block, "id", &format!("content[{index}]"))?.to_owned();
-        let Some(name) = block.get("name").and_then(Value::as_str) else {
-            calls.push(Err(ToolResult::error(id, "tool_use block has no name")));
-            continue;
-        };
-        let input = block.get("input").cloned().unwrap_or_else(|| json!({}));
-        calls.push(match require_object(input) {
-            Ok(input) => Ok(ToolCall::new(id, name, input)),
-            Err(problem) => Err(unusable(id, name, &problem)),
-        });
+        let id = call_id(block, "id", &format!("content[{index}]"))?;
+        calls.push(parse_call(id, block.get("name"), block.get("input")));
     }
     Ok(calls)
 }

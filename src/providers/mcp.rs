@@ -28,7 +28,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ExportError, NameRule, WireError, string_field};
+use super::{ExportError, NameRule, WireError, parse_call, string_field};
 use crate::contract::{ToolCall, ToolResult, ToolSpec, quote_bounded};
 use crate::registry::ToolRegistry;
 
@@ -41,6 +41,9 @@ const NAMES: NameRule = NameRule {
 
 /// JSON-RPC "Invalid params", which MCP uses for unknown tools and malformed calls.
 pub const INVALID_PARAMS: i64 = -32602;
+
+/// JSON-RPC "Invalid Request", answered (with id `null`) to a `tools/call` that has no usable id.
+pub const INVALID_REQUEST: i64 = -32600;
 
 /// A tool as an MCP server lists it: the spec toolgate uses, plus what is only informative.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,34 +111,46 @@ pub fn tool_from_list_entry(entry: &Value) -> Result<McpTool, WireError> {
     })
 }
 
-/// The call a `tools/call` request asks for; its `call_id` is the JSON-RPC `id` as text.
+/// The call a `tools/call` request asks for; its `call_id` is the JSON-RPC `id` as text. The
+/// name and `arguments` are read as the [module docs](super) say (an object, or a string holding
+/// one, parsed strictly).
 ///
 /// # Errors
 ///
-/// The JSON-RPC error response to send back, with code [`INVALID_PARAMS`]: for a tool the
-/// registry does not have (exact name), a missing name, or arguments that are not an object.
+/// The JSON-RPC error response to send back:
+/// - code [`INVALID_REQUEST`] with id `null` if the request's `id` is not a non-empty string or an
+///   integer (MCP forbids a `null` id, and a request without one cannot be answered);
+/// - code [`INVALID_PARAMS`] with the request's id for a tool the registry does not have (exact
+///   name), a missing name, or arguments that cannot be used.
 pub fn call_from_request(request: &Value, registry: &ToolRegistry) -> Result<ToolCall, Value> {
-    let id = request.get("id").cloned().unwrap_or(Value::Null);
-    let params = request.get("params");
-    let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
-        return Err(error_response(&id, "tools/call needs params.name"));
+    let call_id = match request.get("id") {
+        Some(Value::String(id)) if !id.is_empty() => id.clone(),
+        Some(Value::Number(id)) if id.is_i64() || id.is_u64() => id.to_string(),
+        _ => {
+            return Err(json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {
+                    "code": INVALID_REQUEST,
+                    "message": "tools/call needs an id: a non-empty string or an integer",
+                },
+            }));
+        }
     };
-    if registry.resolve(name).is_none() {
+    let id = &request["id"];
+    let params = request.get("params");
+    let name = params.and_then(|p| p.get("name"));
+    if let Some(Value::String(name)) = name
+        && !name.is_empty()
+        && registry.resolve(name).is_none()
+    {
         return Err(error_response(
-            &id,
+            id,
             &format!("Unknown tool: {}", quote_bounded(name)),
         ));
     }
-    let arguments = match params.and_then(|p| p.get("arguments")) {
-        None | Some(Value::Null) => json!({}),
-        Some(arguments @ Value::Object(_)) => arguments.clone(),
-        Some(_) => return Err(error_response(&id, "params.arguments must be an object")),
-    };
-    let call_id = match &id {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    };
-    Ok(ToolCall::new(call_id, name, arguments))
+    parse_call(call_id, name, params.and_then(|p| p.get("arguments")))
+        .map_err(|result| error_response(id, &result.content))
 }
 
 /// The `CallToolResult` for a result: its content as one text block, and `isError`.

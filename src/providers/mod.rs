@@ -3,16 +3,47 @@
 //! Parsing never panics and never drops a call: a call whose arguments cannot be used becomes an
 //! error [`ToolResult`] for that call's id, in its place, so the model reads what went wrong.
 //! Only a payload too broken to answer at all (no call id) is a [`WireError`].
+//!
+//! # One reading of a call, for every provider
+//!
+//! Each adapter only finds a call's id, name and arguments where its format puts them (OpenAI
+//! Chat `id` / `function.name` / `function.arguments`, Responses `call_id` / `name` /
+//! `arguments`, Anthropic `id` / `name` / `input`, MCP JSON-RPC `id` / `params.name` /
+//! `params.arguments`); one shared step then reads them, so the same payload gets the same verdict
+//! whichever adapter it is routed through:
+//!
+//! | What the call holds | Outcome |
+//! |---|---|
+//! | no id, or an id that is not a non-empty string (MCP: a non-empty string or an integer) | [`WireError`] (MCP: a JSON-RPC `-32600` error with id `null`) |
+//! | no name, or a name that is not a non-empty string | error result for the call's id |
+//! | arguments absent or `null` | a call with `{}` |
+//! | arguments a JSON object nesting at most 127 levels | a call with that object, as given |
+//! | arguments a string: empty or only JSON whitespace (space, tab, CR, LF) | a call with `{}` |
+//! | arguments a string holding one JSON object | a call with that object |
+//! | arguments a string that is not JSON, has a duplicate key at any depth, a non-finite or out-of-range number, nests deeper than 127 levels, or holds anything but an object (`"null"`, `"[1]"`, …) | error result for the call's id |
+//! | arguments an object nesting deeper than 127 levels, or of any other type (array, number, boolean) | error result for the call's id |
+//!
+//! Both the string form (OpenAI's, by its specification) and the object form (Anthropic's and
+//! MCP's) are accepted by every adapter: OpenAI-compatible servers send objects, proxies send
+//! strings, and either way the value the policy judges is the value the handler receives. Text
+//! is parsed strictly because parsers disagree on duplicate keys (first or last wins), so a policy
+//! could see one value and a handler another. An object arrives already parsed by your JSON
+//! parser, which has resolved any duplicate keys in the raw body before toolgate sees it.
+//!
+//! [`parse_body`] parses a provider's whole body with the same strictness, so duplicate keys in
+//! object-form arguments are refused too.
+//!
+//! Error texts name the problem and its position, never a value, key or fragment of what was
+//! sent; names are quoted bounded. No size limit is applied here (validation then bounds depth to
+//! [`MAX_ARGUMENT_DEPTH`](crate::MAX_ARGUMENT_DEPTH)); the provider's body size is yours to cap
+//! before parsing.
 
 pub mod anthropic;
 pub mod mcp;
 pub mod openai;
 pub mod responses;
+mod strict;
 
-use std::fmt;
-
-use serde::Deserialize;
-use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::contract::{ToolCall, ToolResult, ToolSpec, quote_bounded};
@@ -89,127 +120,123 @@ impl NameRule {
     }
 }
 
-/// Parses a call's `arguments` string strictly: valid JSON, no duplicate keys (which parsers
-/// resolve differently, so a policy could see one value and a handler another), and an object.
-/// An empty or all-whitespace string means no arguments: `{}`.
-///
-/// The error message names the problem and its position, never the text.
-pub(crate) fn parse_arguments(text: &str) -> Result<Value, String> {
-    if text.trim().is_empty() {
-        return Ok(Value::Object(Map::new()));
-    }
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let parsed = StrictValue::deserialize(&mut deserializer).and_then(|value| {
-        deserializer.end()?;
-        Ok(value)
-    });
-    match parsed {
-        Ok(StrictValue(value)) => require_object(value),
-        Err(error) if error.is_data() => Err(format!("arguments are not usable JSON: {error}")),
-        Err(error) => Err(format!(
-            "arguments are not valid JSON: syntax error at line {} column {}",
-            error.line(),
-            error.column()
+/// The shared step every adapter ends in: a non-empty string name, then the arguments read by
+/// [`parse_arguments`]. `id` has been checked by the adapter (its place differs by format).
+pub(crate) fn parse_call(
+    id: String,
+    name: Option<&Value>,
+    arguments: Option<&Value>,
+) -> ParsedCall {
+    let name = match name {
+        Some(Value::String(name)) if !name.is_empty() => name,
+        _ => return Err(ToolResult::error(id, "tool call has no name")),
+    };
+    match parse_arguments(arguments) {
+        Ok(arguments) => Ok(ToolCall::new(id, name.as_str(), arguments)),
+        Err(problem) => Err(ToolResult::error(
+            id,
+            format!("invalid arguments for {}: {problem}", quote_bounded(name)),
         )),
     }
 }
 
-/// Arguments must be a JSON object (every provider's tool input is one).
-pub(crate) fn require_object(value: Value) -> Result<Value, String> {
-    match value {
-        Value::Object(_) => Ok(value),
-        other => {
-            let kind = match other {
-                Value::Null => "null",
-                Value::Bool(_) => "a boolean",
-                Value::Number(_) => "a number",
-                Value::String(_) => "a string",
-                Value::Array(_) => "an array",
-                Value::Object(_) => "an object",
-            };
+/// A call's id: a non-empty string at `place.field`, or a [`WireError`] naming that place.
+fn call_id(value: &Value, field: &str, place: &str) -> Result<String, WireError> {
+    match value.get(field) {
+        Some(Value::String(id)) if !id.is_empty() => Ok(id.clone()),
+        _ => Err(WireError::malformed(
+            format!("{place}.{field}"),
+            "missing or not a non-empty string",
+        )),
+    }
+}
+
+/// Reads a call's arguments as the table in the module docs says: absent or `null` is `{}`, an
+/// object is taken as given, a string is parsed strictly and must hold an object (empty or only
+/// JSON whitespace is `{}`); anything else is refused.
+///
+/// The error message names the problem and its position, never the text.
+pub(crate) fn parse_arguments(arguments: Option<&Value>) -> Result<Value, String> {
+    match arguments {
+        None | Some(Value::Null) => Ok(Value::Object(Map::new())),
+        // Checked before the clone, which recurses: a value built in code can nest arbitrarily.
+        Some(object @ Value::Object(_)) if crate::definition::exceeds_depth(object, MAX_DEPTH) => {
+            Err(format!("arguments nest deeper than {MAX_DEPTH} levels"))
+        }
+        Some(object @ Value::Object(_)) => Ok(object.clone()),
+        Some(Value::String(text)) => parse_arguments_text(text),
+        Some(other) => Err(format!(
+            "arguments must be a JSON object or a string holding one, got {}",
+            kind(other)
+        )),
+    }
+}
+
+/// The deepest nesting read, in either form: `serde_json` reads at most this many levels from
+/// text, and objects are held to the same so both forms agree. (Validation later applies the
+/// tighter [`MAX_ARGUMENT_DEPTH`](crate::MAX_ARGUMENT_DEPTH).)
+const MAX_DEPTH: usize = 127;
+
+/// JSON's own whitespace; other Unicode spaces are not JSON and make the text invalid.
+const JSON_WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
+/// Parses an `arguments` string strictly: valid JSON, no duplicate keys (which parsers resolve
+/// differently, so a policy could see one value and a handler another), and an object.
+fn parse_arguments_text(text: &str) -> Result<Value, String> {
+    if text.trim_matches(JSON_WHITESPACE).is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    match strict::parse(text) {
+        Ok(Value::Object(map)) => Ok(Value::Object(map)),
+        Ok(other) => {
+            let kind = kind(&other);
             crate::definition::drop_deep(other);
             Err(format!("arguments must be a JSON object, got {kind}"))
         }
+        Err(problem) => Err(format!("arguments are {problem}")),
     }
 }
 
-/// The error result for a call whose arguments could not be used.
-pub(crate) fn unusable(call_id: String, tool: &str, problem: &str) -> ToolResult {
-    ToolResult::error(
-        call_id,
-        format!("invalid arguments for {}: {problem}", quote_bounded(tool)),
-    )
+/// Parses a provider's whole response body (or an MCP request) as strictly as toolgate parses
+/// argument strings: valid JSON, no duplicate key in any object, at most 127 levels. Parse the
+/// raw body with it, instead of `serde_json::from_str`, where calls carry their arguments as
+/// objects (Anthropic `input`, MCP `arguments`, compatible servers that send objects): otherwise a
+/// duplicate key in those arguments has been resolved by your parser, one way, before toolgate
+/// sees them.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::providers::{self, anthropic};
+///
+/// let body = r#"{"content": [{"type": "tool_use", "id": "t1", "name": "read_file",
+///                "input": {"path": "/work/a", "path": "/etc/passwd"}}]}"#;
+/// assert!(providers::parse_body(body).is_err());
+/// assert_eq!(serde_json::from_str::<serde_json::Value>(body)?["content"][0]["input"]["path"], "/etc/passwd");
+///
+/// let body = r#"{"content": [{"type": "tool_use", "id": "t1", "name": "read_file",
+///                "input": {"path": "/work/a"}}]}"#;
+/// let calls = anthropic::tool_uses(&providers::parse_body(body)?)?;
+/// assert_eq!(calls.len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`WireError::Malformed`] at place `body`, naming the problem and its position, never the text.
+pub fn parse_body(body: &str) -> Result<Value, WireError> {
+    strict::parse(body).map_err(|problem| WireError::malformed("body", problem))
 }
 
-/// A JSON value that refuses duplicate object keys.
-struct StrictValue(Value);
-
-impl<'de> Deserialize<'de> for StrictValue {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor).map(StrictValue)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
-        Ok(Value::Bool(value))
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
-        Ok(value.into())
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
-        Ok(value.into())
-    }
-
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Value, E> {
-        serde_json::Number::from_f64(value)
-            .map(Value::Number)
-            .ok_or_else(|| E::custom("a number is not finite"))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
-        Ok(Value::String(value.to_owned()))
-    }
-
-    fn visit_string<E>(self, value: String) -> Result<Value, E> {
-        Ok(Value::String(value))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(StrictValue(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        let mut map = Map::new();
-        while let Some(key) = access.next_key::<String>()? {
-            if map.contains_key(&key) {
-                return Err(de::Error::custom(format!(
-                    "duplicate key {:?}",
-                    quote_bounded(&key)
-                )));
-            }
-            let StrictValue(value) = access.next_value()?;
-            map.insert(key, value);
-        }
-        Ok(Value::Object(map))
+/// The kind of a JSON value, for messages that must not show the value.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -229,10 +256,47 @@ mod tests {
     #[test]
     fn strict_arguments_parse_objects() {
         assert_eq!(
-            parse_arguments(r#"{"a": [1, {"b": null}]}"#),
+            parse_arguments_text(r#"{"a": [1, {"b": null}]}"#),
             Ok(json!({"a": [1, {"b": null}]}))
         );
-        assert_eq!(parse_arguments("  "), Ok(json!({})));
+        assert_eq!(parse_arguments_text(" \t\r\n"), Ok(json!({})));
+        assert_eq!(parse_arguments(None), Ok(json!({})));
+        assert_eq!(parse_arguments(Some(&Value::Null)), Ok(json!({})));
+        assert_eq!(parse_arguments(Some(&json!({"a": 1}))), Ok(json!({"a": 1})));
+    }
+
+    #[test]
+    fn only_json_whitespace_counts_as_no_arguments() {
+        for text in ["\u{a0}", "\u{2028}", "\u{feff}", "\u{3000}"] {
+            let error = parse_arguments_text(text).unwrap_err();
+            assert!(
+                error.starts_with("arguments are not valid JSON"),
+                "{text:?}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn duplicate_key_errors_give_a_position_not_the_key() {
+        let error = parse_arguments_text(r#"{"sk-SECRET": 1, "sk-SECRET": 2}"#).unwrap_err();
+        assert_eq!(
+            error,
+            "arguments are not usable JSON: duplicate key in one object at line 1 column 28"
+        );
+    }
+
+    #[test]
+    fn values_neither_object_nor_string_are_refused_by_kind() {
+        for (value, kind) in [
+            (json!([1]), "an array"),
+            (json!(3), "a number"),
+            (json!(true), "a boolean"),
+        ] {
+            assert_eq!(
+                parse_arguments(Some(&value)).unwrap_err(),
+                format!("arguments must be a JSON object or a string holding one, got {kind}")
+            );
+        }
     }
 
     #[test]
@@ -242,23 +306,23 @@ mod tests {
             r#"{"x": {"p": "/work", "p": "/etc"}}"#,
             r#"[{"k":1,"k":1}]"#,
         ] {
-            let error = parse_arguments(text).unwrap_err();
+            let error = parse_arguments_text(text).unwrap_err();
             assert!(error.contains("duplicate key"), "{text}: {error}");
         }
     }
 
     #[test]
     fn syntax_errors_give_a_position_not_the_text() {
-        let error = parse_arguments(r#"{"password": "hunter2""#).unwrap_err();
+        let error = parse_arguments_text(r#"{"password": "hunter2""#).unwrap_err();
         assert!(
             error.starts_with("arguments are not valid JSON: syntax error at line 1"),
             "{error}"
         );
         assert!(!error.contains("hunter2"));
-        let trailing = parse_arguments(r#"{} {"second": "secret"}"#).unwrap_err();
+        let trailing = parse_arguments_text(r#"{} {"second": "secret"}"#).unwrap_err();
         assert!(!trailing.contains("secret"), "{trailing}");
         for nan in ["{\"x\": NaN}", "{\"x\": Infinity}", "{\"x\": -Infinity}"] {
-            assert!(parse_arguments(nan).is_err(), "{nan}");
+            assert!(parse_arguments_text(nan).is_err(), "{nan}");
         }
     }
 
@@ -271,7 +335,7 @@ mod tests {
             ("null", "null"),
         ] {
             assert_eq!(
-                parse_arguments(text).unwrap_err(),
+                parse_arguments_text(text).unwrap_err(),
                 format!("arguments must be a JSON object, got {kind}")
             );
         }
@@ -280,6 +344,6 @@ mod tests {
     #[test]
     fn deep_nesting_is_an_error_not_a_crash() {
         let deep = format!("{{\"a\":{}1{}}}", "[".repeat(200), "]".repeat(200));
-        assert!(parse_arguments(&deep).is_err());
+        assert!(parse_arguments_text(&deep).is_err());
     }
 }

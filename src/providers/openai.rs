@@ -19,10 +19,8 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    ExportError, NameRule, ParsedCall, WireError, parse_arguments, string_field, unusable,
-};
-use crate::contract::{ToolCall, ToolResult, ToolSpec};
+use super::{ExportError, NameRule, ParsedCall, WireError, call_id, parse_call};
+use crate::contract::{ToolResult, ToolSpec, quote_bounded};
 
 pub(super) const NAMES: NameRule = NameRule {
     provider: "OpenAI",
@@ -60,13 +58,13 @@ pub fn tools<'a>(
 }
 
 /// The calls in an assistant message's `tool_calls`, in order. A message without `tool_calls`
-/// has none. Each call's `arguments` string is parsed strictly; a call that cannot be used
-/// (invalid JSON, duplicate keys, not an object, a `custom` tool call) is an error result for its
-/// id, in its place.
+/// has none. Each call is read as the [module docs](super) say (its `arguments` a string holding
+/// an object, parsed strictly, or an object); a call that cannot be used (no name, unusable
+/// arguments, a `custom` tool call) is an error result for its id, in its place.
 ///
 /// # Errors
 ///
-/// [`WireError`] if `tool_calls` is not an array or a call has no string `id`.
+/// [`WireError`] if `tool_calls` is not an array or a call has no non-empty string `id`.
 pub fn tool_calls(message: &Value) -> Result<Vec<ParsedCall>, WireError> {
     let calls = match message.get("tool_calls") {
         None | Some(Value::Null) => return Ok(Vec::new()),
@@ -77,37 +75,30 @@ pub fn tool_calls(message: &Value) -> Result<Vec<ParsedCall>, WireError> {
         .iter()
         .enumerate()
         .map(|(index, call)| {
-            let place = format!("tool_calls[{index}]");
-            let id = string_field(call, "id", &place)?.to_owned();
-            let kind = call
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("function");
-            if kind != "function" {
-                return Ok(Err(ToolResult::error(
-                    id,
-                    format!(
-                        "unsupported tool call type {:?}: only function tools can be called",
-                        crate::contract::quote_bounded(kind)
-                    ),
-                )));
+            let id = call_id(call, "id", &format!("tool_calls[{index}]"))?;
+            match call.get("type") {
+                // `type` is optional in some compatible servers' output; "function" is the only one.
+                None => {}
+                Some(Value::String(kind)) if kind == "function" => {}
+                Some(kind) => {
+                    let kind = match kind.as_str() {
+                        Some(text) => format!("{:?}", quote_bounded(text)),
+                        None => super::kind(kind).to_owned(),
+                    };
+                    return Ok(Err(ToolResult::error(
+                        id,
+                        format!(
+                            "unsupported tool call type {kind}: only function tools can be called"
+                        ),
+                    )));
+                }
             }
-            let function = call
-                .get("function")
-                .ok_or_else(|| WireError::malformed(format!("{place}.function"), "missing"))?;
-            let Some(name) = function.get("name").and_then(Value::as_str) else {
-                return Ok(Err(ToolResult::error(id, "tool call has no function name")));
-            };
-            let arguments = match function.get("arguments") {
-                Some(Value::String(text)) => parse_arguments(text),
-                None | Some(Value::Null) => Ok(json!({})),
-                // Some compatible servers send an object instead of a string.
-                Some(other) => super::require_object(other.clone()),
-            };
-            Ok(match arguments {
-                Ok(arguments) => Ok(ToolCall::new(id, name, arguments)),
-                Err(problem) => Err(unusable(id, name, &problem)),
-            })
+            let function = call.get("function");
+            Ok(parse_call(
+                id,
+                function.and_then(|f| f.get("name")),
+                function.and_then(|f| f.get("arguments")),
+            ))
         })
         .collect()
 }

@@ -21,10 +21,8 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    ExportError, ParsedCall, WireError, openai::NAMES, parse_arguments, string_field, unusable,
-};
-use crate::contract::{ToolCall, ToolResult, ToolSpec, quote_bounded};
+use super::{ExportError, ParsedCall, WireError, call_id, openai::NAMES, parse_call};
+use crate::contract::{ToolResult, ToolSpec, quote_bounded};
 
 /// The request's `tools` array in the Responses API's flat shape: `{"type": "function", name,
 /// description, parameters, strict}`.
@@ -51,12 +49,14 @@ pub fn tools<'a>(
 }
 
 /// The `function_call` items of a response (the whole response object, or its `output` array),
-/// in order; other items (messages, reasoning) are skipped. A `custom_tool_call` item, or a call
-/// whose arguments cannot be used, is an error result for its `call_id`.
+/// in order; other items (messages, reasoning) are skipped. Each call is read as the
+/// [module docs](super) say (its `arguments` a string holding an object, parsed strictly, or an
+/// object). A `custom_tool_call` item, or a call that cannot be used, is an error result for its
+/// `call_id`.
 ///
 /// # Errors
 ///
-/// [`WireError`] if there is no `output` array or a call item has no string `call_id`.
+/// [`WireError`] if there is no `output` array or a call item has no non-empty string `call_id`.
 pub fn function_calls(response: &Value) -> Result<Vec<ParsedCall>, WireError> {
     let items = match response {
         Value::Array(items) => items,
@@ -70,26 +70,14 @@ pub fn function_calls(response: &Value) -> Result<Vec<ParsedCall>, WireError> {
         let place = format!("output[{index}]");
         match item.get("type").and_then(Value::as_str) {
             Some("function_call") => {
-                let call_id = string_field(item, "call_id", &place)?.to_owned();
-                let Some(name) = item.get("name").and_then(Value::as_str) else {
-                    calls.push(Err(ToolResult::error(call_id, "function call has no name")));
-                    continue;
-                };
-                let arguments = match item.get("arguments") {
-                    Some(Value::String(text)) => parse_arguments(text),
-                    None | Some(Value::Null) => Ok(json!({})),
-                    Some(_) => Err("arguments must be a JSON string".to_owned()),
-                };
-                calls.push(match arguments {
-                    Ok(arguments) => Ok(ToolCall::new(call_id, name, arguments)),
-                    Err(problem) => Err(unusable(call_id, name, &problem)),
-                });
+                let id = call_id(item, "call_id", &place)?;
+                calls.push(parse_call(id, item.get("name"), item.get("arguments")));
             }
             Some("custom_tool_call") => {
-                let call_id = string_field(item, "call_id", &place)?.to_owned();
+                let id = call_id(item, "call_id", &place)?;
                 let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
                 calls.push(Err(ToolResult::error(
-                    call_id,
+                    id,
                     format!(
                         "custom tool {:?} cannot be called: only function tools are supported",
                         quote_bounded(name)

@@ -200,7 +200,8 @@ fn throughput(c: &mut Criterion) {
 fn durable(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("toolgate-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let ledger = toolgate::SqliteApprovalStore::open(dir.join("approvals.db")).expect("ledger");
+    let ledger =
+        toolgate::approvals::SqliteApprovalStore::open(dir.join("approvals.db")).expect("ledger");
     let ask = controller(0, &[], &["calculator"]).with_approval_store(ledger);
     let valid = json!({"a": 40, "b": 2});
     let mut group = c.benchmark_group("gate");

@@ -7,7 +7,8 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
-use toolgate::{MAX_ARGUMENT_DEPTH, MAX_SCHEMA_NODES, ToolDefinition, ToolError, ToolSpec};
+use toolgate::definition::{MAX_ARGUMENT_DEPTH, MAX_SCHEMA_NODES};
+use toolgate::{ToolDefinition, ToolError, ToolSpec};
 
 fn noop(_: &Value) -> Result<String, ToolError> {
     Ok(String::new())

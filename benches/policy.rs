@@ -6,10 +6,8 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolgate::{
-    Condition, PolicyAction, PolicyConfig, RuleConfig, RulePolicy, ToolDefinition, ToolError,
-    ToolRegistry, ToolSpec,
-};
+use toolgate::rules::{Condition, PolicyConfig, RuleConfig};
+use toolgate::{PolicyAction, RulePolicy, ToolDefinition, ToolError, ToolRegistry, ToolSpec};
 
 const TOOLS: usize = 100;
 

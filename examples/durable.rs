@@ -5,9 +5,11 @@
 //! Run it with `cargo run --features sqlite --example durable`.
 
 use serde_json::{Value, json};
+use toolgate::approvals::SqliteApprovalStore;
+use toolgate::audit::{JsonlAuditSink, verify_audit_file};
 use toolgate::{
-    ApprovalResponse, JsonlAuditSink, Outcome, SqliteApprovalStore, ToolCall, ToolController,
-    ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolSpec, verify_audit_file,
+    ApprovalResponse, Outcome, ToolCall, ToolController, ToolDefinition, ToolError, ToolPolicy,
+    ToolRegistry, ToolSpec,
 };
 
 fn controller(dir: &std::path::Path) -> Result<ToolController, Box<dyn std::error::Error>> {

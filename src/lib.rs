@@ -72,13 +72,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-mod approvals;
-mod audit;
+pub mod approvals;
+pub mod audit;
 mod authorized;
 mod canonical;
 mod contract;
 mod controller;
-mod definition;
+pub mod definition;
 mod execute;
 mod names;
 mod policy;
@@ -88,27 +88,14 @@ pub mod rules;
 mod runtime;
 mod schema_cost;
 #[cfg(feature = "cap-std")]
-mod workspace;
+pub mod workspace;
 
-#[cfg(feature = "sqlite")]
-pub use approvals::SqliteApprovalStore;
-pub use approvals::{
-    Answered, Approval, ApprovalError, ApprovalId, ApprovalIdError, ApprovalLimits,
-    ApprovalRequest, ApprovalResponse, ApprovalState, ApprovalStore, ExecutionOutcome,
-    MemoryApprovalStore, PendingApprovals, Transition, Verdict,
-};
-#[cfg(feature = "tracing")]
-pub use audit::TracingAuditSink;
-pub use audit::{
-    AuditEntryProblem, AuditError, AuditEvent, AuditKind, AuditOpenError, AuditSink,
-    AuditVerifyError, ChainTip, JsonlAuditSink, MemoryAuditSink, RecoveredTail, verify_audit_file,
-};
+pub use approvals::{ApprovalError, ApprovalId, ApprovalRequest, ApprovalResponse};
 pub use authorized::{ApprovalOutcome, Authorized, PolicyOutcome, Staleness};
 pub use contract::{ToolCall, ToolResult, ToolSpec};
 pub use controller::{Outcome, ToolController};
 pub use definition::{
-    ArgumentErrors, AsyncToolHandler, BoxFuture, DEFAULT_MAX_OUTPUT_BYTES, DefinitionError,
-    MAX_ARGUMENT_DEPTH, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, ToolDefinition, ToolError, ToolHandler,
+    ArgumentErrors, AsyncToolHandler, DefinitionError, ToolDefinition, ToolError, ToolHandler,
     Violation,
 };
 pub use policy::{
@@ -116,13 +103,8 @@ pub use policy::{
     ToolPolicy,
 };
 pub use registry::{RegistryError, ToolRegistry};
-pub use rules::{
-    Condition, Explanation, LoadProblem, PathOptions, PolicyConfig, PolicyLoadError, RuleConfig,
-    RulePolicy, RuleTrace,
-};
+pub use rules::RulePolicy;
 pub use runtime::{PreparedToolCall, Rejection, ToolRuntime};
-#[cfg(feature = "cap-std")]
-pub use workspace::{MAX_READ_BYTES, workspace_tools};
 
 /// The README's examples, compiled and run as doc tests so they cannot drift from the API.
 #[cfg(doctest)]

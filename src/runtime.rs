@@ -85,19 +85,19 @@ impl PreparedToolCall {
 ///
 /// ```
 /// use serde_json::{json, Value};
-/// use toolgate::{ToolCall, ToolDefinition, ToolError, ToolRegistry, ToolRuntime, ToolSpec};
+/// use toolgate::{Rejection, ToolCall, ToolDefinition, ToolError, ToolRegistry, ToolRuntime, ToolSpec};
 ///
 /// let echo = |args: &Value| -> Result<String, ToolError> { Ok(args.to_string()) };
 /// let spec = ToolSpec::new("echo", "Echo.", json!({"type": "object", "required": ["x"]}));
 /// let runtime = ToolRuntime::new(ToolRegistry::new([ToolDefinition::new(spec, echo)?])?);
 ///
 /// let unknown = runtime.prepare(ToolCall::new("c1", "rm", json!({}))).unwrap_err();
-/// assert_eq!(unknown.content, "unknown tool: rm");
+/// assert!(matches!(&unknown, Rejection::UnknownTool { tool, .. } if tool == "rm"));
+/// assert_eq!(unknown.into_result().content, "unknown tool: rm");
 /// let invalid = runtime.prepare(ToolCall::new("c2", "echo", json!({}))).unwrap_err();
-/// assert!(invalid.content.starts_with("invalid arguments for echo: 1 violation"));
-/// let prepared = runtime
-///     .prepare(ToolCall::new("c3", "echo", json!({"x": 1})))
-///     .map_err(|result| result.content)?;
+/// assert!(matches!(&invalid, Rejection::InvalidArguments { errors, .. } if errors.violations()[0].keyword == "required"));
+/// assert!(invalid.to_string().starts_with("invalid arguments for echo: 1 violation"));
+/// let prepared = runtime.prepare(ToolCall::new("c3", "echo", json!({"x": 1})))?;
 /// assert_eq!(prepared.call_id(), "c3");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

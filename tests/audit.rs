@@ -8,6 +8,8 @@ use std::sync::atomic::AtomicUsize;
 
 use common::*;
 use serde_json::json;
+use toolgate::approvals::ApprovalLimits;
+use toolgate::audit::{AuditError, AuditEvent, AuditKind, AuditSink, MemoryAuditSink};
 use toolgate::*;
 
 fn kinds(sink: &MemoryAuditSink) -> Vec<AuditKind> {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Barrier};
 
 use common::*;
 use serde_json::json;
+use toolgate::approvals::{ApprovalLimits, SqliteApprovalStore};
 use toolgate::*;
 
 const THREADS: usize = 8;

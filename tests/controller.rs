@@ -10,6 +10,7 @@ use std::thread;
 
 use common::*;
 use serde_json::json;
+use toolgate::approvals::ApprovalLimits;
 use toolgate::*;
 
 fn ask_request(controller: &ToolController, call: ToolCall) -> ApprovalRequest {

@@ -2,6 +2,7 @@
 //! arguments names calls, tools, ids and digests, so `{:?}` in a log line is safe.
 
 use serde_json::{Value, json};
+use toolgate::approvals::{Answered, PendingApprovals};
 use toolgate::*;
 
 const SECRET: &str = "SECRET-7f3a";

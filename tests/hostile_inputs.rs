@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
+use toolgate::definition::DEFAULT_MAX_OUTPUT_BYTES;
 use toolgate::providers::openai;
 use toolgate::*;
 

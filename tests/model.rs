@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use toolgate::approvals::ApprovalLimits;
 use toolgate::*;
 
 #[derive(Debug, Clone)]

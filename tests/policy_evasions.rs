@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use common::*;
 use serde_json::{Value, json};
+use toolgate::rules::{LoadProblem, PolicyLoadError};
 use toolgate::*;
 
 fn tools() -> ToolRegistry {

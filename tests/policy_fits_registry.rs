@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicUsize;
 
 use common::*;
 use serde_json::{Value, json};
+use toolgate::rules::PolicyLoadError;
 use toolgate::*;
 
 const POLICY: &str = r#"{"paths": {"working_directory": "/work"}, "rules": [

@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicUsize;
 use common::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use toolgate::rules::{Condition, LoadProblem, PolicyConfig, PolicyLoadError, RuleConfig};
 use toolgate::*;
 
 fn tools(runs: &Arc<AtomicUsize>) -> ToolRegistry {

@@ -4,7 +4,8 @@
 //! Nothing here asserts on time; `benches/hostile_schemas.rs` measures it.
 
 use serde_json::{Value, json};
-use toolgate::{DefinitionError, MAX_ARGUMENT_DEPTH, ToolDefinition, ToolError, ToolSpec};
+use toolgate::definition::MAX_ARGUMENT_DEPTH;
+use toolgate::{DefinitionError, ToolDefinition, ToolError, ToolSpec};
 
 fn noop(_: &Value) -> Result<String, ToolError> {
     Ok(String::new())

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{Value, json};
+use toolgate::approvals::{ApprovalLimits, ApprovalState, ExecutionOutcome, SqliteApprovalStore};
 use toolgate::*;
 
 /// A directory holding one test's ledger and run log, removed afterwards.

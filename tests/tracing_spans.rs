@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use serde_json::json;
+use toolgate::audit::TracingAuditSink;
 use toolgate::*;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};

@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicUsize;
 use common::*;
 use serde_json::{Value, json};
 use static_assertions::{assert_impl_all, assert_not_impl_any};
+use toolgate::approvals::{Answered, Approval, PendingApprovals};
 use toolgate::*;
 
 // Shared across threads.

@@ -11,6 +11,7 @@ use std::time::Duration;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use serde_json::{Value, json};
+use toolgate::workspace::{MAX_READ_BYTES, workspace_tools};
 use toolgate::*;
 
 /// Longer than any handler may take; a handler that blocks fails the test instead of hanging it.

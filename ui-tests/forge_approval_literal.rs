@@ -2,7 +2,8 @@
 //! Must fail because `Approval`'s field is private: only `PendingApprovals::answer` builds one (G2, G5).
 mod support;
 
-use toolgate::{Approval, ApprovalRequest, Authorized, ToolPolicy};
+use toolgate::approvals::Approval;
+use toolgate::{ApprovalRequest, Authorized, ToolPolicy};
 
 fn main() {
     let runtime = support::runtime();

@@ -16,9 +16,10 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use serde_json::Value;
 use toolgate::providers::openai;
+use toolgate::workspace::workspace_tools;
 use toolgate::{
     ApprovalRequest, ApprovalResponse, Outcome, RulePolicy, ToolController, ToolRegistry,
-    ToolResult, workspace_tools,
+    ToolResult,
 };
 
 #[derive(Clone, Copy, PartialEq)]

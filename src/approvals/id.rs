@@ -22,7 +22,7 @@ use super::ApprovalError;
 /// let id: ApprovalId = "0123456789abcdef0123456789abcdef".parse()?;
 /// assert_eq!(id.to_string(), "0123456789abcdef0123456789abcdef");
 /// assert!("not-an-id".parse::<ApprovalId>().is_err());
-/// # Ok::<(), toolgate::ApprovalIdError>(())
+/// # Ok::<(), toolgate::approvals::ApprovalIdError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ApprovalId(

@@ -75,12 +75,13 @@ pub enum Verdict {
 /// # Examples
 ///
 /// ```
-/// use toolgate::{ApprovalResponse, Verdict};
+/// use toolgate::ApprovalResponse;
+/// use toolgate::approvals::Verdict;
 ///
 /// let id = "0123456789abcdef0123456789abcdef".parse()?;
 /// let response = ApprovalResponse::approve(id);
 /// assert_eq!(response.verdict, Verdict::Approve);
-/// # Ok::<(), toolgate::ApprovalIdError>(())
+/// # Ok::<(), toolgate::approvals::ApprovalIdError>(())
 /// ```
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]

@@ -18,13 +18,12 @@ use crate::runtime::PreparedToolCall;
 /// ```
 /// use serde_json::{json, Value};
 /// use toolgate::*;
+/// use toolgate::approvals::{Answered, PendingApprovals};
 ///
 /// let patch = |_: &Value| -> Result<String, ToolError> { Ok("patched".into()) };
 /// let spec = ToolSpec::new("apply_patch", "Apply a patch.", json!({"type": "object"}));
 /// let runtime = ToolRuntime::new(ToolRegistry::new([ToolDefinition::new(spec, patch)?])?);
-/// let prepared = runtime
-///     .prepare(ToolCall::new("c1", "apply_patch", json!({"patch": "..."})))
-///     .map_err(|result| result.content)?;
+/// let prepared = runtime.prepare(ToolCall::new("c1", "apply_patch", json!({"patch": "..."})))?;
 ///
 /// let pending = PendingApprovals::new();
 /// let request = pending.request(prepared, Reason::new("writes files")?)?;

@@ -50,7 +50,7 @@ use super::{AuditError, AuditEvent, AuditSink};
 /// # Examples
 ///
 /// ```
-/// use toolgate::{AuditOpenError, AuditVerifyError, JsonlAuditSink, verify_audit_file};
+/// use toolgate::audit::{AuditOpenError, AuditVerifyError, JsonlAuditSink, verify_audit_file};
 ///
 /// let path = std::env::temp_dir().join(format!("toolgate-doc-sink-{}.jsonl", std::process::id()));
 /// # let _ = std::fs::remove_file(&path);
@@ -238,7 +238,7 @@ impl JsonlAuditSink {
 fn move_torn_tail(
     file: &mut File,
     path: &Path,
-    tip: &crate::ChainTip,
+    tip: &crate::audit::ChainTip,
 ) -> Result<RecoveredTail, AuditOpenError> {
     let offset = tip.bytes;
     let mut name = OsString::from(path.as_os_str());

@@ -178,7 +178,7 @@ pub enum AuditEntryProblem {
 /// # Examples
 ///
 /// ```
-/// use toolgate::{AuditVerifyError, verify_audit_file};
+/// use toolgate::audit::{AuditVerifyError, verify_audit_file};
 ///
 /// let path = std::env::temp_dir().join(format!("toolgate-doc-verify-{}.jsonl", std::process::id()));
 /// std::fs::write(&path, b"{\"seq\":0,\"pr")?;

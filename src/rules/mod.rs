@@ -25,7 +25,7 @@ use crate::runtime::PreparedToolCall;
 /// # Examples
 ///
 /// ```
-/// use toolgate::PolicyConfig;
+/// use toolgate::rules::PolicyConfig;
 ///
 /// let config: PolicyConfig = serde_json::from_str(r#"{"rules": [
 ///     {"id": "calc", "tool": "calculator", "action": "allow", "reason": "pure arithmetic"}

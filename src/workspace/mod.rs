@@ -92,7 +92,7 @@ pub const MAX_READ_BYTES: u64 = 1 << 20;
 /// use cap_std::{ambient_authority, fs::Dir};
 ///
 /// let workspace = Dir::open_ambient_dir("/srv/agent-workspace", ambient_authority())?;
-/// let registry = toolgate::ToolRegistry::new(toolgate::workspace_tools(workspace)?)?;
+/// let registry = toolgate::ToolRegistry::new(toolgate::workspace::workspace_tools(workspace)?)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn workspace_tools(workspace: Dir) -> Result<Vec<ToolDefinition>, DefinitionError> {

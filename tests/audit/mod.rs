@@ -1,6 +1,7 @@
 //! The hash-chained file: tampering, one spelling per line, torn tails, one writer, bounded ids.
 
 use super::*;
+use toolgate::audit::*;
 
 mod call_ids;
 mod chain;

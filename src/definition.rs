@@ -427,7 +427,7 @@ fn compile_schema(spec: &ToolSpec) -> Result<jsonschema::Validator, DefinitionEr
             }
         })?;
     // After compiling, so the analysis only sees schemas whose references resolve.
-    crate::schema_cost::check(&spec.input_schema).map_err(|detail| {
+    crate::schema_cost::check(&spec.input_schema, MAX_ARGUMENT_DEPTH).map_err(|detail| {
         DefinitionError::ValidationTooCostly {
             tool: tool(),
             detail,

@@ -19,7 +19,7 @@
 //!   values of different `$defs` types are not counted as if one value met them all.
 //!
 //! The count vector is propagated over every nesting level an argument may have
-//! ([`MAX_ARGUMENT_DEPTH`]); if one argument value could be evaluated more than
+//! (the definition's `MAX_ARGUMENT_DEPTH`); if one argument value could be evaluated more than
 //! [`EVALUATIONS_PER_VALUE`] times, the schema is refused. Branches are never assumed exclusive
 //! (the analysis does not read `const` or `type`), patterns are assumed to match every name, and
 //! `then` and `else` both count.
@@ -28,8 +28,6 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use serde_json::Value;
-
-use crate::definition::MAX_ARGUMENT_DEPTH;
 
 mod graph;
 
@@ -53,9 +51,11 @@ const MODES: u32 = 3;
 /// Refuses `schema` if validating an argument against it could cost more than
 /// [`EVALUATIONS_PER_VALUE`] schema evaluations on one argument value, or if it applies to itself
 /// without descending into the argument. The message names the place in the schema.
-pub(crate) fn check(schema: &Value) -> Result<(), String> {
+/// Arguments nest at most `max_depth` levels (the definition's `MAX_ARGUMENT_DEPTH`, passed in so
+/// that this module depends on no other).
+pub(crate) fn check(schema: &Value, max_depth: usize) -> Result<(), String> {
     let graph = Graph::build(schema)?;
-    Analysis::new(&graph).run()
+    Analysis::new(&graph, max_depth).run()
 }
 
 /// A graph index: `node * MODES + mode`.
@@ -75,16 +75,19 @@ struct Analysis<'g, 'a> {
     steps: u64,
     /// The nesting depth being analysed, for messages.
     depth: usize,
+    /// The deepest an argument may nest.
+    max_depth: usize,
 }
 
 impl<'g, 'a> Analysis<'g, 'a> {
-    fn new(graph: &'g Graph<'a>) -> Self {
+    fn new(graph: &'g Graph<'a>, max_depth: usize) -> Self {
         Self {
             graph,
             closures: vec![None; graph.nodes.len() * MODES as usize],
             on_stack: vec![false; graph.nodes.len() * MODES as usize],
             steps: 0,
             depth: 0,
+            max_depth,
         }
     }
 
@@ -186,7 +189,7 @@ impl<'g, 'a> Analysis<'g, 'a> {
         self.check_budget(&level, 0)?;
         let mut states = States::new();
         fold_state(&mut states, level);
-        for depth in 1..=MAX_ARGUMENT_DEPTH {
+        for depth in 1..=self.max_depth {
             self.depth = depth;
             let mut next = States::new();
             for counts in states.values() {

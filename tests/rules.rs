@@ -438,6 +438,11 @@ fn load_error_missing_file_names_the_path() {
     let error =
         RulePolicy::from_file("/nonexistent/policy.json", &tools(&Arc::default())).unwrap_err();
     assert!(matches!(error, PolicyLoadError::Read { .. }));
+    let cause = std::error::Error::source(&error).and_then(std::error::Error::source);
+    assert!(
+        cause.is_some_and(|cause| cause.is::<std::io::Error>()),
+        "the I/O error is reachable as a source"
+    );
     assert!(error.to_string().contains("/nonexistent/policy.json"));
 }
 

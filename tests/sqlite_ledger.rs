@@ -343,9 +343,22 @@ fn the_cap_holds_across_restarts() {
 
 fn open_error(path: &Path) -> String {
     match SqliteApprovalStore::open(path) {
-        Err(ApprovalError::Store { message }) => message,
+        Err(ApprovalError::Store(error)) => error.message().to_owned(),
         other => panic!("expected a store error, got {other:?}"),
     }
+}
+
+#[test]
+fn store_errors_keep_the_sqlite_error_as_their_source() {
+    let scratch = Scratch::new("garbage-source");
+    std::fs::write(scratch.ledger(), vec![0x42; 8192]).unwrap();
+    let error = SqliteApprovalStore::open(scratch.ledger()).unwrap_err();
+    let chain: Vec<&dyn std::error::Error> =
+        std::iter::successors(std::error::Error::source(&error), |e| e.source()).collect();
+    assert!(
+        chain.iter().any(|cause| cause.is::<rusqlite::Error>()),
+        "no rusqlite::Error in the chain of {error}"
+    );
 }
 
 #[test]

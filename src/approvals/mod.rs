@@ -156,11 +156,8 @@ pub enum ApprovalError {
     RandomnessUnavailable,
     /// The approval store failed (I/O, a corrupt or newer-version ledger). Nothing was approved
     /// or held; fix the store.
-    #[error("approval store: {message}")]
-    Store {
-        /// What the store reported.
-        message: String,
-    },
+    #[error("approval store: {0}")]
+    Store(#[source] StoreError),
     /// As many requests as [`ApprovalLimits::max_pending`] already wait; the call was not held.
     /// Answer or revoke some, or raise the limit.
     #[error("too many calls are waiting for approval (limit {limit})")]
@@ -169,6 +166,75 @@ pub enum ApprovalError {
         limit: usize,
     },
 }
+
+/// What went wrong in an approval store, keeping the error that caused it (SQLite, I/O, JSON) as
+/// its [`source`](std::error::Error::source).
+///
+/// # Examples
+///
+/// ```
+/// use std::error::Error;
+/// use toolgate::approvals::StoreError;
+///
+/// let io = std::io::Error::other("disk full");
+/// let error = StoreError::caused_by("cannot write the ledger", io);
+/// assert_eq!(error.to_string(), "cannot write the ledger");
+/// assert!(error.source().is_some_and(|cause| cause.is::<std::io::Error>()));
+/// ```
+#[derive(Debug, Clone)]
+pub struct StoreError {
+    message: String,
+    cause: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl StoreError {
+    /// A failure the store found itself (a newer ledger version, a failed integrity check).
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// A failure caused by `cause`, described by `message`.
+    pub fn caused_by(
+        message: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            cause: Some(std::sync::Arc::new(cause)),
+        }
+    }
+
+    /// What the store reported.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|cause| cause as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Two store errors are equal when they say the same (causes are not comparable).
+impl PartialEq for StoreError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for StoreError {}
 
 /// Bounds on waiting requests, so memory stays bounded and old asks do not linger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::approvals::{
     ApprovalError, ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, ExecutionOutcome,
-    Transition,
+    StoreError, Transition,
 };
 
 /// The ledger layout this version writes and reads.
@@ -46,10 +46,14 @@ pub struct SqliteApprovalStore {
     connection: Mutex<Connection>,
 }
 
-fn store_error(error: impl std::fmt::Display) -> ApprovalError {
-    ApprovalError::Store {
-        message: error.to_string(),
-    }
+/// A store failure caused by `error` (SQLite, or JSON), which stays reachable as its source.
+fn store_error(error: impl std::error::Error + Send + Sync + 'static) -> ApprovalError {
+    ApprovalError::Store(StoreError::caused_by(error.to_string(), error))
+}
+
+/// A store failure that the store itself found (a newer ledger version, a failed integrity check).
+fn store_problem(message: String) -> ApprovalError {
+    ApprovalError::Store(StoreError::new(message))
 }
 
 impl SqliteApprovalStore {
@@ -61,7 +65,12 @@ impl SqliteApprovalStore {
     /// SQLite's integrity check, or holds a ledger of a newer version.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ApprovalError> {
         let path = path.as_ref().to_owned();
-        let at = |error: rusqlite::Error| store_error(format!("{}: {error}", path.display()));
+        let at = |error: rusqlite::Error| {
+            ApprovalError::Store(StoreError::caused_by(
+                format!("{}: {error}", path.display()),
+                error,
+            ))
+        };
         let mut connection = Connection::open(&path).map_err(at)?;
         connection
             .busy_timeout(Duration::from_secs(10))
@@ -70,7 +79,7 @@ impl SqliteApprovalStore {
             .query_row("PRAGMA quick_check", [], |row| row.get(0))
             .map_err(at)?;
         if check != "ok" {
-            return Err(store_error(format!(
+            return Err(store_problem(format!(
                 "{}: the ledger is corrupt ({check})",
                 path.display()
             )));
@@ -123,7 +132,7 @@ impl SqliteApprovalStore {
             }
             Some(SCHEMA_VERSION) => {}
             Some(other) => {
-                return Err(store_error(format!(
+                return Err(store_problem(format!(
                     "{}: ledger schema version {other}, this toolgate reads version {SCHEMA_VERSION}",
                     path.display()
                 )));
@@ -216,8 +225,12 @@ impl ApprovalStore for SqliteApprovalStore {
             return Err(ApprovalError::NotPending { approval_id });
         };
         // Read before the state changes: a row that does not parse is left as it is.
-        let request: ApprovalRequest = serde_json::from_str(&text)
-            .map_err(|error| store_error(format!("stored request {id} is unreadable: {error}")))?;
+        let request: ApprovalRequest = serde_json::from_str(&text).map_err(|error| {
+            ApprovalError::Store(StoreError::caused_by(
+                format!("stored request {id} is unreadable: {error}"),
+                error,
+            ))
+        })?;
         let expired = expires_ms.is_some_and(|expires| expires <= as_sql(now_ms));
         let state = match transition.settled(expired) {
             ApprovalState::Pending => "pending",
@@ -302,7 +315,7 @@ impl ApprovalStore for SqliteApprovalStore {
             "expired" => ApprovalState::Expired,
             "revoked" => ApprovalState::Revoked,
             other => {
-                return Err(store_error(format!(
+                return Err(store_problem(format!(
                     "unknown state {other:?} in the ledger"
                 )));
             }

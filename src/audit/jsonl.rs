@@ -312,7 +312,7 @@ impl AuditSink for JsonlAuditSink {
     fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
         let event = serde_json::to_value(event)
             .map(|event| crate::canonical::canonical_json(&event))
-            .map_err(|error| AuditError::new(error.to_string()))?;
+            .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let writer = &mut *state;
         if writer.unusable {
@@ -334,7 +334,10 @@ impl AuditSink for JsonlAuditSink {
             if undone.is_err() {
                 writer.unusable = true;
             }
-            return Err(AuditError::new(format!("{}: {error}", self.path.display())));
+            return Err(AuditError::caused_by(
+                format!("{}: {error}", self.path.display()),
+                error,
+            ));
         }
         writer.seq += 1;
         writer.prev = hash;

@@ -148,12 +148,13 @@ impl AuditSubject {
     }
 }
 
-/// An audit record could not be written. The call it was about did not run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("audit log unavailable: {message}")]
+/// An audit record could not be written. The call it was about did not run. The error that caused
+/// it (I/O, say) is its [`source`](std::error::Error::source).
+#[derive(Debug, Clone)]
 pub struct AuditError {
     /// What went wrong (an I/O error, a full disk, a sink's own reason).
     pub message: String,
+    cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl AuditError {
@@ -161,9 +162,55 @@ impl AuditError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// An error caused by `cause`, described by `message`; `cause` stays reachable as the source.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::error::Error;
+    /// use toolgate::audit::AuditError;
+    ///
+    /// let error = AuditError::caused_by("audit.jsonl", std::io::Error::other("disk full"));
+    /// assert_eq!(error.to_string(), "audit log unavailable: audit.jsonl");
+    /// assert!(error.source().is_some_and(|cause| cause.is::<std::io::Error>()));
+    /// ```
+    pub fn caused_by(
+        message: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            message: message.into(),
+            cause: Some(Arc::new(cause)),
         }
     }
 }
+
+impl std::fmt::Display for AuditError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "audit log unavailable: {}", self.message)
+    }
+}
+
+impl std::error::Error for AuditError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|cause| cause as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Two audit errors are equal when they say the same (causes are not comparable).
+impl PartialEq for AuditError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for AuditError {}
 
 /// Where audit events go. `record` must return only once the event is stored: a handler runs
 /// only after the events leading to it were recorded.

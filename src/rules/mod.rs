@@ -134,12 +134,12 @@ impl RuleConfig {
 #[non_exhaustive]
 pub enum PolicyLoadError {
     /// The file could not be read.
-    #[error("cannot read policy file {path}: {message}")]
+    #[error("cannot read policy file {path}: {source}")]
     Read {
         /// The file.
         path: String,
-        /// The operating system's error.
-        message: String,
+        /// The operating system's error (its source is the `std::io::Error`).
+        source: ReadError,
     },
     /// The text is not a policy: bad JSON, an unknown key, a wrong type.
     #[error("policy is not valid JSON for the rule language: {message}")]
@@ -154,6 +154,32 @@ pub enum PolicyLoadError {
         problems: Vec<LoadProblem>,
     },
 }
+
+/// The operating system's error reading a policy file; its [`source`](std::error::Error::source)
+/// is the `std::io::Error`.
+#[derive(Debug, Clone)]
+pub struct ReadError(Arc<std::io::Error>);
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// Equal when the kind and text agree (`std::io::Error` is not comparable).
+impl PartialEq for ReadError {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for ReadError {}
 
 impl From<PolicyMismatch> for PolicyLoadError {
     fn from(mismatch: PolicyMismatch) -> Self {
@@ -310,7 +336,7 @@ impl RulePolicy {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|error| PolicyLoadError::Read {
             path: path.display().to_string(),
-            message: error.to_string(),
+            source: ReadError(Arc::new(error)),
         })?;
         Self::from_json(&text, registry)
     }

@@ -8,13 +8,17 @@
 //!
 //! ```text
 //! ToolCall ──ToolRuntime::prepare──▶ PreparedToolCall ──policy: Allow──▶ Authorized<PreparedToolCall> ──ToolRuntime::execute──▶ ToolResult
-//!    │  unknown tool / invalid arguments ─▶ ToolResult { is_error: true }
+//!    │  unknown tool / invalid arguments ─▶ Rejection ─▶ ToolResult { is_error: true }
 //!    │                          policy: Deny ─▶ ToolResult { is_error: true, content: reason }
 //!    │                          policy: Ask  ─▶ ApprovalRequest ─▶ PendingApprovals
 //!    │                                             ApprovalResponse(reject)  ─▶ ToolResult { is_error: true }
 //!    │                                             ApprovalResponse(approve) ─▶ consume once ─▶ re-prepare (current registry)
-//!    │                                                 ─▶ re-decide (current policy; Deny wins) ─▶ Authorized ─▶ execute
+//!    │                                                 ─▶ re-decide (current policy; Deny wins) ─▶ ApprovalOutcome ─▶ Authorized ─▶ execute
 //! ```
+//!
+//! Each stage returns a typed outcome — [`Rejection`], [`PolicyOutcome`], [`ApprovalOutcome`] —
+//! that the [`ToolController`] records in the audit log as what it is; the text the model reads is
+//! made from it at the edge.
 //!
 //! # Guarantees
 //!
@@ -35,6 +39,26 @@
 //! - **G10** Approval ids hold 128 bits of OS randomness.
 //!
 //! Each guarantee has a test or a compile-fail case in `ui-tests/` that fails if it is lost.
+//!
+//! # Where things are
+//!
+//! The crate root holds the pipeline and what every user touches. Subsystems are modules:
+//! [`approvals`] (pending approvals, stores, the ledger), [`audit`] (events, sinks, the hash-chained
+//! file and its verification), [`rules`] (the argument-aware rule language), [`definition`]
+//! (handlers and the limits on schemas, arguments and output), [`providers`] (wire formats), and
+//! `workspace` (file tools confined to a directory, feature `cap-std`).
+//!
+//! # Crate features
+//!
+//! The core needs none of them (its dependencies: serde, serde_json, jsonschema without network or
+//! file access, thiserror, getrandom, sha2).
+//!
+//! | feature | what it adds |
+//! |---|---|
+//! | `cap-std` | `workspace::workspace_tools`: `read_file`, `list_dir`, `write_file` confined to a directory, refusing links and special files (Unix) |
+//! | `schemars` | [`ToolDefinition::typed`]: tools over a Rust argument type, the schema generated, arguments normalized so the policy sees what the handler gets |
+//! | `sqlite` | [`approvals::SqliteApprovalStore`]: a durable approval ledger in a bundled SQLite |
+//! | `tracing` | spans for `handle` and `resolve` (ids and names, never argument values) and [`audit::TracingAuditSink`] |
 //!
 //! # Example
 //!

@@ -28,7 +28,7 @@ impl Transition {
     }
 }
 
-/// Where waiting requests live: in memory ([`MemoryApprovalStore`], the default) or durably
+/// Where waiting requests live: in memory ([`MemoryApprovalStore`](super::MemoryApprovalStore), the default) or durably
 /// (`SqliteApprovalStore`, feature `sqlite`).
 ///
 /// # Guarantees an implementation must keep

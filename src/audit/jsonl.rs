@@ -16,9 +16,9 @@ use super::{AuditError, AuditEvent, AuditSink};
 /// # Guarantees
 ///
 /// - **Tamper evidence.** Editing, deleting or reordering an entry breaks the chain at that entry,
-///   and each line has exactly one accepted spelling; [`verify_audit_file`](crate::verify_audit_file)
+///   and each line has exactly one accepted spelling; [`verify_audit_file`](crate::audit::verify_audit_file)
 ///   reports the first bad line. A file that does not verify is not appended to. (Cutting whole
-///   entries off the end leaves a valid, shorter chain: keep the last [`ChainTip`](crate::ChainTip)
+///   entries off the end leaves a valid, shorter chain: keep the last [`ChainTip`](crate::audit::ChainTip)
 ///   elsewhere to detect that.)
 /// - **One writer.** The sink holds an exclusive lock on the file (`File::try_lock`: `flock` on
 ///   Unix, `LockFileEx` on Windows) from before it reads the chain's tip until it is dropped. A
@@ -30,7 +30,7 @@ use super::{AuditError, AuditEvent, AuditSink};
 ///   files close-on-exec), so a reopen right after dropping a sink can briefly see `Locked`: retry.
 ///   Network filesystems may not honour the lock.
 /// - **Crashes.** An entry is written with one `write_all` of its whole line. If the process dies
-///   mid-write the file ends in a partial line; [`verify_audit_file`](crate::verify_audit_file)
+///   mid-write the file ends in a partial line; [`verify_audit_file`](crate::audit::verify_audit_file)
 ///   reports that as [`AuditVerifyError::TornTail`], not as tampering, and [`open`](Self::open)
 ///   refuses it so nothing changes silently. If a write fails while the process lives, the partial
 ///   line is cut off again before the next record; if even that fails, the sink refuses every

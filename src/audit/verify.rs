@@ -87,7 +87,7 @@ pub enum AuditVerifyError {
     },
     /// Every complete line is a valid entry, but the file ends in bytes that do not end their line:
     /// the writer died mid-write (or a sink is writing right now). Not tampering: recover with
-    /// [`JsonlAuditSink::open_recovering`](crate::JsonlAuditSink::open_recovering), which keeps the
+    /// [`JsonlAuditSink::open_recovering`](crate::audit::JsonlAuditSink::open_recovering), which keeps the
     /// torn bytes in a side file.
     #[error(
         "audit file ends in a torn write: {valid_entries} entries verify, then {tail_bytes} bytes \
@@ -157,7 +157,7 @@ pub enum AuditEntryProblem {
 ///
 /// # Guarantees
 ///
-/// - Every line must be byte for byte the entry [`JsonlAuditSink`](crate::JsonlAuditSink) would
+/// - Every line must be byte for byte the entry [`JsonlAuditSink`](crate::audit::JsonlAuditSink) would
 ///   write there: the spelling is re-derived from the parsed entry and compared, and a key named
 ///   twice anywhere is refused. Re-spelled numbers (`1.0`, `1e0`), escapes (`\u0041`), whitespace,
 ///   key order, `\r\n`, a byte-order mark, an upper-case hash: each is reported with its line.

@@ -125,7 +125,7 @@ impl ToolController {
     }
 
     /// The same controller, recording every call, decision, approval and outcome in `sink`
-    /// ([`AuditEvent`](crate::AuditEvent)s name calls and tools and carry argument digests, never
+    /// ([`AuditEvent`](crate::audit::AuditEvent)s name calls and tools and carry argument digests, never
     /// argument values). Fail closed: if an event leading to a handler cannot be recorded, the
     /// handler does not run and the model gets an error result.
     #[must_use]

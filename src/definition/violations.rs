@@ -102,7 +102,7 @@ impl ArgumentErrors {
     }
 
     /// Whether these errors say only that the arguments nest deeper than
-    /// [`MAX_ARGUMENT_DEPTH`](crate::MAX_ARGUMENT_DEPTH) (nothing else was checked).
+    /// [`MAX_ARGUMENT_DEPTH`](crate::definition::MAX_ARGUMENT_DEPTH) (nothing else was checked).
     pub(crate) fn is_depth_limit(&self) -> bool {
         matches!(self.violations.as_slice(), [only] if only.keyword == "maxDepth")
     }

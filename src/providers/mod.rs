@@ -35,7 +35,7 @@
 //!
 //! Error texts name the problem and its position, never a value, key or fragment of what was
 //! sent; names are quoted bounded. No size limit is applied here (validation then bounds depth to
-//! [`MAX_ARGUMENT_DEPTH`](crate::MAX_ARGUMENT_DEPTH)); the provider's body size is yours to cap
+//! [`MAX_ARGUMENT_DEPTH`](crate::definition::MAX_ARGUMENT_DEPTH)); the provider's body size is yours to cap
 //! before parsing.
 
 pub mod anthropic;
@@ -174,7 +174,7 @@ pub(crate) fn parse_arguments(arguments: Option<&Value>) -> Result<Value, String
 
 /// The deepest nesting read, in either form: `serde_json` reads at most this many levels from
 /// text, and objects are held to the same so both forms agree. (Validation later applies the
-/// tighter [`MAX_ARGUMENT_DEPTH`](crate::MAX_ARGUMENT_DEPTH).)
+/// tighter [`MAX_ARGUMENT_DEPTH`](crate::definition::MAX_ARGUMENT_DEPTH).)
 const MAX_DEPTH: usize = 127;
 
 /// JSON's own whitespace; other Unicode spaces are not JSON and make the text invalid.

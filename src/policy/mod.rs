@@ -1,0 +1,143 @@
+//! Policies: allow, ask or deny a prepared call.
+
+mod decision;
+mod tool_policy;
+
+use std::fmt;
+
+pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};
+pub use tool_policy::{PolicyError, ToolPolicy};
+
+use crate::registry::ToolRegistry;
+use crate::runtime::PreparedToolCall;
+
+/// Decides what happens to a prepared call. Implement it to write your own policy.
+///
+/// # Guarantees
+///
+/// A policy returns a [`PolicyDecision`], nothing more: it sees the call by shared reference and
+/// cannot build an [`Authorized`](crate::Authorized) (G2). A `decide` that tries to return one
+/// does not match the trait (`ui-tests/policy_mints_authorized.rs`). Closures
+/// `Fn(&PreparedToolCall) -> PolicyDecision + Send + Sync` are policies.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::{Policy, PolicyDecision, PreparedToolCall, Reason};
+///
+/// struct ReadOnly;
+/// impl Policy for ReadOnly {
+///     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+///         if call.tool_name().starts_with("read_") {
+///             PolicyDecision::allow(Reason::from_static("read-only tool"))
+///         } else {
+///             PolicyDecision::deny(Reason::from_static("only read-only tools may run"))
+///         }
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a toolgate policy",
+    label = "a policy must implement `toolgate::Policy`",
+    note = "implement `Policy::decide`, or pass a closure `Fn(&PreparedToolCall) -> PolicyDecision + Send + Sync`"
+)]
+pub trait Policy: Send + Sync {
+    /// The decision for `call`.
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision;
+
+    /// Whether this policy means over `registry` what it was written to mean. The controller asks
+    /// whenever the registry or the policy changes, and never puts a pair in force that fails it.
+    /// The default accepts every registry: right for policies that judge tool names only (an
+    /// unknown tool never prepares). A policy that judges argument fields must check that they
+    /// still exist ([`RulePolicy`](crate::RulePolicy) loads itself again).
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyMismatch`] listing what no longer fits.
+    fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
+        let _ = registry;
+        Ok(())
+    }
+}
+
+/// A shared policy is the policy: deciding and checking the registry both go through, so a
+/// `RulePolicy` behind an `Arc` still refuses tools it does not fit.
+impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+        (**self).decide(call)
+    }
+
+    fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
+        (**self).check_registry(registry)
+    }
+}
+
+/// A closure decides; it cannot say whether it fits a registry, so it accepts every one. A closure
+/// that wraps a [`RulePolicy`](crate::RulePolicy) loses that check: share the policy through an
+/// `Arc` (which forwards it) instead of calling it from a closure.
+impl<F> Policy for F
+where
+    F: Fn(&PreparedToolCall) -> PolicyDecision + Send + Sync,
+{
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+        self(call)
+    }
+}
+
+/// One thing wrong in a policy, and where: `rules[2] (id "read-ws").when.all[0].path_within`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadProblem {
+    /// Where in the configuration.
+    pub place: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for LoadProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.place, self.message)
+    }
+}
+
+/// A policy does not fit a registry: it names tools or fields the registry's tools do not have
+/// (say, after an MCP server renamed a field in its `tools/list`). The controller refused the
+/// change that caused it; load a policy written for the new tools, or keep the old ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the policy does not fit the registry: {} problem(s): {}", .problems.len(), join_problems(.problems))]
+#[non_exhaustive]
+pub struct PolicyMismatch {
+    /// Every problem, with its place in the policy.
+    pub problems: Vec<LoadProblem>,
+}
+
+pub(crate) fn join_problems(problems: &[LoadProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// In force instead of a policy that does not fit the registry: every call is denied, naming the
+/// mismatch, until a fitting registry or policy is loaded (fail closed).
+pub(crate) struct Unfit {
+    reason: Reason,
+}
+
+impl Unfit {
+    pub(crate) fn new(mismatch: &PolicyMismatch) -> Self {
+        Self {
+            reason: Reason::new(format!(
+                "denied: the policy in force does not fit the tools ({} problem(s)); no call runs until a fitting policy is loaded",
+                mismatch.problems.len()
+            ))
+            .unwrap_or(Reason::from_static("denied: the policy does not fit the tools")),
+        }
+    }
+}
+
+impl Policy for Unfit {
+    fn decide(&self, _: &PreparedToolCall) -> PolicyDecision {
+        PolicyDecision::deny(self.reason.clone())
+    }
+}

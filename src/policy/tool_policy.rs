@@ -101,7 +101,7 @@ impl Policy for ToolPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::PolicyAction;
+    use crate::policy::{EmptyReason, PolicyAction};
 
     #[test]
     fn overlap_is_an_error_naming_the_tool() {

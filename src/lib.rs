@@ -123,8 +123,8 @@ pub use definition::{
     Violation,
 };
 pub use policy::{
-    EmptyReason, Policy, PolicyAction, PolicyDecision, PolicyError, PolicyMismatch, Reason,
-    ToolPolicy,
+    EmptyReason, LayerError, Layers, Policy, PolicyAction, PolicyDecision, PolicyError,
+    PolicyMismatch, Reason, ToolPolicy,
 };
 pub use registry::{RegistryError, ToolRegistry};
 pub use rules::RulePolicy;

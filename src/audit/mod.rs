@@ -86,6 +86,9 @@ pub struct AuditEvent {
     /// For `ExecutionOutcome` and `RejectedAtPreparation`: whether the result was an error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
+    /// The layer that decided, in a [`Layers`](crate::Layers) stack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<Arc<str>>,
 }
 
 /// What the controller knows about a call, to stamp on each of its events.
@@ -133,6 +136,7 @@ impl AuditSubject {
             reason: None,
             rule_id: None,
             policy_digest: None,
+            layer: None,
             is_error: None,
         }
     }
@@ -143,6 +147,7 @@ impl AuditSubject {
             reason: Some(decision.reason.to_string()),
             rule_id: decision.rule_id.clone(),
             policy_digest: decision.policy_digest.clone(),
+            layer: decision.layer.clone(),
             ..self.event(AuditKind::Decision)
         }
     }

@@ -154,6 +154,13 @@ pub struct PolicyDecision {
     /// ([`RulePolicy::digest`](crate::RulePolicy::digest)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_digest: Option<Arc<str>>,
+    /// The layer that decided, in a [`Layers`](crate::Layers) stack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<Arc<str>>,
+    /// No rule and no listed name decided: this is the policy's default (a denial). A stack of
+    /// layers takes a fallback as "no opinion" and asks the other layers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fallback: bool,
 }
 
 impl PolicyDecision {
@@ -164,7 +171,24 @@ impl PolicyDecision {
             reason,
             rule_id: None,
             policy_digest: None,
+            layer: None,
+            fallback: false,
         }
+    }
+
+    /// The policy's default denial: no rule or listed name decided.
+    pub fn fallback_deny(reason: Reason) -> Self {
+        Self {
+            fallback: true,
+            ..Self::deny(reason)
+        }
+    }
+
+    /// The same decision, saying which layer took it.
+    #[must_use]
+    pub fn with_layer(mut self, layer: Arc<str>) -> Self {
+        self.layer = Some(layer);
+        self
     }
 
     /// The same decision, saying which rule took it.

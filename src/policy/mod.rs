@@ -1,11 +1,13 @@
 //! Policies: allow, ask or deny a prepared call.
 
 mod decision;
+mod layers;
 mod tool_policy;
 
 use std::fmt;
 
 pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};
+pub use layers::{LayerError, Layers};
 pub use tool_policy::{PolicyError, ToolPolicy};
 
 use crate::registry::ToolRegistry;

@@ -85,7 +85,7 @@ impl ToolPolicy {
         } else if self.confirmation_required.contains(tool_name) {
             PolicyDecision::ask(Reason::from_static("tool requires user confirmation"))
         } else {
-            PolicyDecision::deny(Reason::from_static(
+            PolicyDecision::fallback_deny(Reason::from_static(
                 "tool is not allowed by policy (default deny)",
             ))
         }

@@ -407,7 +407,7 @@ impl RulePolicy {
     }
 
     fn default_decision(&self) -> PolicyDecision {
-        PolicyDecision::deny(Reason::from_static(
+        PolicyDecision::fallback_deny(Reason::from_static(
             "no rule allows this call (default deny)",
         ))
         .with_policy_digest(Arc::clone(&self.digest))

@@ -1,0 +1,166 @@
+//! A stack of policies, highest first: an organisation's layer that no project can loosen.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::{LoadProblem, Policy, PolicyAction, PolicyDecision, PolicyMismatch, Reason};
+use crate::registry::ToolRegistry;
+use crate::runtime::PreparedToolCall;
+
+/// An ordered stack of policies — e.g. organisation, project, session — deciding together.
+///
+/// # Guarantees
+///
+/// - Every layer decides every call. A layer's [fallback](PolicyDecision::fallback) (its default
+///   denial: no rule of its own applied) is "no opinion"; every other decision counts.
+/// - Deny in any layer wins; then ask; allow only when some layer allows and none asks or denies.
+///   So a lower layer can never turn a higher layer's deny or ask into an allow, whatever its
+///   rules. When no layer has an opinion, the call is denied (default deny).
+/// - The decision names the layer that took it ([`PolicyDecision::layer`]) and keeps that layer's
+///   rule id and digest; among layers with the same action the highest is named.
+/// - Each layer is checked against the registry on its own; [`replace`](Self::replace) swaps one
+///   layer and keeps the others, and a controller refuses the new stack if that layer does not fit
+///   (the stack in force keeps the layer's last good version).
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::{json, Value};
+/// use toolgate::*;
+///
+/// let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+/// let registry = ToolRegistry::new([
+///     ToolDefinition::new(ToolSpec::new("shell", "Run.", json!({"type": "object"})), noop)?,
+/// ])?;
+/// let organisation = ToolPolicy::new(Vec::<String>::new(), ["shell"])?; // shell always asks
+/// let project = ToolPolicy::new(["shell"], Vec::<String>::new())?;       // tries to allow it
+/// let layers = Layers::new().layer("organisation", organisation)?.layer("project", project)?;
+///
+/// let controller = ToolController::try_new(registry, layers)?;
+/// let outcome = controller.handle(ToolCall::new("c1", "shell", json!({})));
+/// let Outcome::PendingApproval(request) = outcome else { panic!("the organisation asks") };
+/// assert_eq!(request.reason.as_str(), "tool requires user confirmation");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct Layers {
+    // Highest first. Invariant: names are unique and not empty.
+    layers: Vec<(Arc<str>, Arc<dyn Policy>)>,
+}
+
+impl fmt::Debug for Layers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.layers.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+/// A layer could not be added or replaced: the program composing the stack is at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LayerError {
+    /// Two layers would have this name, or it is empty.
+    #[error("layer name {name:?} is empty or already used")]
+    BadName {
+        /// The name.
+        name: String,
+    },
+    /// No layer has this name.
+    #[error("no layer is named {name:?}")]
+    Unknown {
+        /// The name.
+        name: String,
+    },
+}
+
+impl Layers {
+    /// An empty stack: it denies every call.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The same stack with `policy` added below the existing layers.
+    ///
+    /// # Errors
+    ///
+    /// [`LayerError::BadName`] if `name` is empty or already used.
+    pub fn layer(
+        mut self,
+        name: impl Into<String>,
+        policy: impl Policy + 'static,
+    ) -> Result<Self, LayerError> {
+        let name = name.into();
+        if name.trim().is_empty() || self.layers.iter().any(|(n, _)| **n == *name) {
+            return Err(LayerError::BadName { name });
+        }
+        self.layers.push((Arc::from(name), Arc::new(policy)));
+        Ok(self)
+    }
+
+    /// A new stack with layer `name` replaced by `policy`, the other layers shared. Put it in force
+    /// with [`ToolController::replace_policy`](crate::ToolController::replace_policy), which checks
+    /// every layer against the registry and keeps the stack in force if one does not fit.
+    ///
+    /// # Errors
+    ///
+    /// [`LayerError::Unknown`] if no layer has this name.
+    pub fn replace(&self, name: &str, policy: impl Policy + 'static) -> Result<Self, LayerError> {
+        let mut next = self.clone();
+        let Some(slot) = next.layers.iter_mut().find(|(n, _)| &**n == name) else {
+            return Err(LayerError::Unknown {
+                name: name.to_owned(),
+            });
+        };
+        slot.1 = Arc::new(policy);
+        Ok(next)
+    }
+
+    /// The layers' names, highest first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.layers.iter().map(|(name, _)| &**name)
+    }
+}
+
+impl Policy for Layers {
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+        let mut ask = None;
+        let mut allow = None;
+        for (name, policy) in &self.layers {
+            let decision = policy.decide(call);
+            if decision.fallback {
+                continue;
+            }
+            match decision.action {
+                // Layers are highest first: the first deny is the highest one.
+                PolicyAction::Deny => return decision.with_layer(Arc::clone(name)),
+                PolicyAction::Ask if ask.is_none() => ask = Some((name, decision)),
+                PolicyAction::Allow if allow.is_none() => allow = Some((name, decision)),
+                PolicyAction::Ask | PolicyAction::Allow => {}
+            }
+        }
+        match ask.or(allow) {
+            Some((name, decision)) => decision.with_layer(Arc::clone(name)),
+            None => PolicyDecision::fallback_deny(Reason::from_static(
+                "no layer allows this call (default deny)",
+            )),
+        }
+    }
+
+    fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
+        let mut problems = Vec::new();
+        for (name, policy) in &self.layers {
+            if let Err(mismatch) = policy.check_registry(registry) {
+                problems.extend(mismatch.problems.into_iter().map(|problem| LoadProblem {
+                    place: format!("layer {name:?}: {}", problem.place),
+                    message: problem.message,
+                }));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(PolicyMismatch { problems })
+        }
+    }
+}

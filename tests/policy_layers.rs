@@ -1,0 +1,220 @@
+//! Layers: a deny in any layer wins, a lower layer never turns a higher deny or ask into an allow,
+//! the decision names the layer, and each layer is checked against the registry on its own.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use proptest::prelude::*;
+use serde_json::json;
+use toolgate::*;
+
+/// What a layer says about the one tool: an opinion, or nothing (its default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Says {
+    Allow,
+    Ask,
+    Deny,
+    Nothing,
+}
+
+fn layer_policy(says: Says) -> impl Policy {
+    move |_: &PreparedToolCall| match says {
+        Says::Allow => PolicyDecision::allow(Reason::from_static("layer allows")),
+        Says::Ask => PolicyDecision::ask(Reason::from_static("layer asks")),
+        Says::Deny => PolicyDecision::deny(Reason::from_static("layer denies")),
+        Says::Nothing => PolicyDecision::fallback_deny(Reason::from_static("no rule")),
+    }
+}
+
+fn prepared() -> PreparedToolCall {
+    let runtime = ToolRuntime::new(registry([counted(
+        "t",
+        json!({"type": "object"}),
+        &Arc::default(),
+    )]));
+    runtime
+        .prepare(ToolCall::new("c", "t", json!({})))
+        .expect("valid")
+}
+
+fn says() -> impl Strategy<Value = Says> {
+    prop_oneof![
+        Just(Says::Allow),
+        Just(Says::Ask),
+        Just(Says::Deny),
+        Just(Says::Nothing)
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// Over random stacks: the result is the strictest opinion of any layer (deny > ask > allow),
+    /// default deny when none has one, and the named layer is the highest holding that opinion.
+    #[test]
+    fn no_lower_layer_loosens_a_higher_one(stack in proptest::collection::vec(says(), 0..6)) {
+        let mut layers = Layers::new();
+        for (index, says) in stack.iter().enumerate() {
+            layers = layers.layer(format!("l{index}"), layer_policy(*says)).unwrap();
+        }
+        let decision = layers.decide(&prepared());
+        let strictest = [Says::Deny, Says::Ask, Says::Allow]
+            .into_iter()
+            .find(|opinion| stack.contains(opinion));
+        match strictest {
+            None => {
+                prop_assert_eq!(decision.action, PolicyAction::Deny);
+                prop_assert!(decision.fallback);
+                prop_assert!(decision.layer.is_none());
+            }
+            Some(opinion) => {
+                let expected = match opinion {
+                    Says::Deny => PolicyAction::Deny,
+                    Says::Ask => PolicyAction::Ask,
+                    _ => PolicyAction::Allow,
+                };
+                prop_assert_eq!(decision.action, expected);
+                prop_assert!(!decision.fallback);
+                let highest = stack.iter().position(|s| *s == opinion).unwrap();
+                let expected_layer = format!("l{highest}");
+                prop_assert_eq!(decision.layer.as_deref(), Some(expected_layer.as_str()));
+            }
+        }
+    }
+}
+
+fn tools() -> ToolRegistry {
+    let runs = Arc::default();
+    registry([
+        counted(
+            "read_file",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            &runs,
+        ),
+        counted(
+            "shell",
+            json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+            &runs,
+        ),
+    ])
+}
+
+const ORGANISATION: &str = r#"{"rules": [
+  {"id": "no-push", "tool": "shell", "action": "deny", "reason": "pushing is for people",
+   "when": {"command_prefix": {"pointer": "/command", "prefix": ["git", "push"]}}},
+  {"id": "secrets", "tool": "read_file", "action": "deny", "reason": "secrets",
+   "when": {"path_glob": {"pointer": "/path", "pattern": "/etc/**"}}}
+]}"#;
+
+const PROJECT: &str = r#"{"rules": [
+  {"id": "shell", "tool": "shell", "action": "allow", "reason": "the project trusts its shell"},
+  {"id": "read", "tool": "read_file", "action": "allow", "reason": "read anything"}
+]}"#;
+
+#[test]
+fn rule_layers_name_the_layer_and_rule_that_decided() {
+    let registry = tools();
+    let layers = Layers::new()
+        .layer(
+            "organisation",
+            RulePolicy::from_json(ORGANISATION, &registry).unwrap(),
+        )
+        .unwrap()
+        .layer(
+            "project",
+            RulePolicy::from_json(PROJECT, &registry).unwrap(),
+        )
+        .unwrap();
+    let controller = ToolController::try_new(registry, layers).unwrap();
+    let run = |tool: &str, arguments: serde_json::Value| match controller
+        .handle(ToolCall::new("c", tool, arguments))
+    {
+        Outcome::Completed(result) => result,
+        Outcome::PendingApproval(request) => panic!("{request:?}"),
+    };
+    assert!(run("shell", json!({"command": "git push"})).is_error);
+    assert!(run("shell", json!({"command": "git -C . push"})).is_error);
+    assert!(!run("shell", json!({"command": "git status"})).is_error);
+    assert!(run("read_file", json!({"path": "/etc//shadow"})).is_error);
+    assert!(!run("read_file", json!({"path": "/work/a"})).is_error);
+    let layers = Layers::new()
+        .layer(
+            "organisation",
+            RulePolicy::from_json(ORGANISATION, &tools()).unwrap(),
+        )
+        .unwrap()
+        .layer("project", RulePolicy::from_json(PROJECT, &tools()).unwrap())
+        .unwrap();
+    let runtime = ToolRuntime::new(tools());
+    let push = runtime
+        .prepare(ToolCall::new("c", "shell", json!({"command": "git push"})))
+        .unwrap();
+    let decision = layers.decide(&push);
+    assert_eq!(decision.layer.as_deref(), Some("organisation"));
+    assert_eq!(decision.rule_id.as_deref(), Some("no-push"));
+    let status = runtime
+        .prepare(ToolCall::new(
+            "c",
+            "shell",
+            json!({"command": "git status"}),
+        ))
+        .unwrap();
+    let decision = layers.decide(&status);
+    assert_eq!(decision.layer.as_deref(), Some("project"));
+    assert_eq!(decision.rule_id.as_deref(), Some("shell"));
+}
+
+#[test]
+fn a_layer_that_does_not_fit_is_refused_and_the_stack_keeps_its_last_good_version() {
+    let tools = tools();
+    let layers = Layers::new()
+        .layer(
+            "organisation",
+            RulePolicy::from_json(ORGANISATION, &tools).unwrap(),
+        )
+        .unwrap()
+        .layer("project", RulePolicy::from_json(PROJECT, &tools).unwrap())
+        .unwrap();
+    let controller = ToolController::try_new(tools, layers.clone()).unwrap();
+    // A project layer written for other tools: its own load would fail against these; built
+    // against a registry where `shell` takes `cmd`, it does not fit the one in force.
+    let other = registry([counted(
+        "shell",
+        json!({"type": "object", "properties": {"cmd": {"type": "string"}}}),
+        &Arc::default(),
+    )]);
+    let misfit = RulePolicy::from_json(
+        r#"{"rules": [{"id": "s", "tool": "shell", "action": "allow", "reason": "r",
+            "when": {"command_prefix": {"pointer": "/cmd", "prefix": ["ls"]}}}]}"#,
+        &other,
+    )
+    .unwrap();
+    let error = controller
+        .replace_policy(layers.replace("project", misfit).unwrap())
+        .unwrap_err();
+    assert!(
+        error.problems[0].place.starts_with("layer \"project\""),
+        "{error}"
+    );
+    // The stack in force still decides with the project's last good version.
+    let Outcome::Completed(result) =
+        controller.handle(ToolCall::new("c", "shell", json!({"command": "ls"})))
+    else {
+        panic!("decided");
+    };
+    assert!(!result.is_error, "{result:?}");
+    assert!(matches!(
+        layers.replace("nope", ToolPolicy::default()),
+        Err(LayerError::Unknown { .. })
+    ));
+    assert!(matches!(
+        Layers::new()
+            .layer("a", ToolPolicy::default())
+            .unwrap()
+            .layer("a", ToolPolicy::default()),
+        Err(LayerError::BadName { .. })
+    ));
+    assert_eq!(format!("{layers:?}"), r#"["organisation", "project"]"#);
+}

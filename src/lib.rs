@@ -123,8 +123,8 @@ pub use definition::{
     Violation,
 };
 pub use policy::{
-    EmptyReason, LayerError, Layers, Policy, PolicyAction, PolicyDecision, PolicyError,
-    PolicyMismatch, Reason, ToolPolicy,
+    DecisionKey, EmptyReason, LayerError, Layers, Policy, PolicyAction, PolicyDecision,
+    PolicyError, PolicyMismatch, Reason, Shadow, ShadowReport, ToolPolicy,
 };
 pub use registry::{RegistryError, ToolRegistry};
 pub use rules::RulePolicy;

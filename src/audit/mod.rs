@@ -51,6 +51,9 @@ pub enum AuditKind {
     ApprovalStale,
     /// The handler ran; `is_error` says how it ended.
     ExecutionOutcome,
+    /// In shadow mode, the candidate policy would have decided this call differently; `action`,
+    /// `rule_id` and `layer` are the candidate's, `reason` says both. Nothing changed for the call.
+    ShadowDifference,
 }
 
 /// One audit record. It names the call and its tool and carries a digest of the arguments —
@@ -89,6 +92,14 @@ pub struct AuditEvent {
     /// The layer that decided, in a [`Layers`](crate::Layers) stack.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layer: Option<Arc<str>>,
+}
+
+impl AuditEvent {
+    /// The same event, of another kind.
+    pub(crate) fn with_kind(mut self, kind: AuditKind) -> Self {
+        self.kind = kind;
+        self
+    }
 }
 
 /// What the controller knows about a call, to stamp on each of its events.

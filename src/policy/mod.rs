@@ -2,12 +2,14 @@
 
 mod decision;
 mod layers;
+mod shadow;
 mod tool_policy;
 
 use std::fmt;
 
 pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};
 pub use layers::{LayerError, Layers};
+pub use shadow::{DecisionKey, Shadow, ShadowReport};
 pub use tool_policy::{PolicyError, ToolPolicy};
 
 use crate::registry::ToolRegistry;

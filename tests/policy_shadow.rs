@@ -33,6 +33,15 @@ const CANDIDATE: &str = r#"{"rules": [
    "when": {"command_prefix": {"pointer": "/command", "prefix": ["ls"]}}}
 ]}"#;
 
+/// (enforced action, enforced rule, candidate action, candidate rule, count).
+type Pair = (
+    PolicyAction,
+    Option<String>,
+    PolicyAction,
+    Option<String>,
+    u64,
+);
+
 #[test]
 fn differences_are_counted_exactly_and_nothing_changes_for_the_call() {
     let runs = Arc::new(AtomicUsize::new(0));
@@ -73,13 +82,7 @@ fn differences_are_counted_exactly_and_nothing_changes_for_the_call() {
     let report = shadow.report();
     assert_eq!(report.calls, 6);
     assert_eq!(report.differing, 3);
-    let pairs: Vec<(
-        PolicyAction,
-        Option<String>,
-        PolicyAction,
-        Option<String>,
-        u64,
-    )> = report
+    let pairs: Vec<Pair> = report
         .differences
         .iter()
         .map(|(enforced, candidate, count)| {

@@ -385,6 +385,9 @@ fn make_nullable(schema: &mut Value) {
     };
     if let Some(values) = map.get_mut("enum").and_then(Value::as_array_mut) {
         values.push(Value::Null);
+        if !map.contains_key("type") {
+            return;
+        }
     }
     let has_const = map.contains_key("const");
     match map.get_mut("type") {

@@ -43,7 +43,8 @@ fn strict_weather_registry() -> ToolRegistry {
     let echo = |args: &Value| -> Result<String, ToolError> { Ok(args.to_string()) };
     let location = json!({"type": "object", "properties": {"location": {"type": "string"}},
         "required": ["location"], "additionalProperties": false});
-    let empty = json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false});
+    let empty =
+        json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false});
     ToolRegistry::new([
         ToolDefinition::new(
             ToolSpec::new("get_weather", "Weather for a location.", location),

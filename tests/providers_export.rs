@@ -82,27 +82,60 @@ fn gemini_declarations_convert_the_schema_dialect() {
     );
     // A tool without parameters declares none.
     let bare = gemini::tools([&spec("ping", json!({"type": "object"}))]).unwrap();
-    assert!(bare[0]["functionDeclarations"][0].get("parameters").is_none());
+    assert!(
+        bare[0]["functionDeclarations"][0]
+            .get("parameters")
+            .is_none()
+    );
 }
 
 #[test]
 fn gemini_schemas_it_cannot_express_are_export_errors_naming_the_place() {
     let object = |properties: Value| json!({"type": "object", "properties": properties});
     for (schema, place) in [
-        (object(json!({"a": {"not": {"type": "string"}}})), "/properties/a/not"),
-        (object(json!({"a": {"allOf": [{"type": "string"}]}})), "/properties/a/allOf"),
-        (object(json!({"a": {"type": "object", "additionalProperties": {"type": "string"}}})), "/properties/a/additionalProperties"),
-        (object(json!({"a": {"type": "array", "items": [{"type": "string"}]}})), "/properties/a/items"),
-        (object(json!({"a": {"type": "integer", "enum": [1, 2]}})), "/properties/a/enum"),
-        (object(json!({"a": {"type": ["string", "integer"]}})), "/properties/a/type"),
-        (object(json!({"a": {"type": "array", "uniqueItems": true}})), "/properties/a/uniqueItems"),
-        (object(json!({"a": {"type": "number", "exclusiveMinimum": 0.5}})), "/properties/a/exclusiveMinimum"),
+        (
+            object(json!({"a": {"not": {"type": "string"}}})),
+            "/properties/a/not",
+        ),
+        (
+            object(json!({"a": {"allOf": [{"type": "string"}]}})),
+            "/properties/a/allOf",
+        ),
+        (
+            object(json!({"a": {"type": "object", "additionalProperties": {"type": "string"}}})),
+            "/properties/a/additionalProperties",
+        ),
+        (
+            object(json!({"a": {"type": "array", "items": [{"type": "string"}]}})),
+            "/properties/a/items",
+        ),
+        (
+            object(json!({"a": {"type": "integer", "enum": [1, 2]}})),
+            "/properties/a/enum",
+        ),
+        (
+            object(json!({"a": {"type": ["string", "integer"]}})),
+            "/properties/a/type",
+        ),
+        (
+            object(json!({"a": {"type": "array", "uniqueItems": true}})),
+            "/properties/a/uniqueItems",
+        ),
+        (
+            object(json!({"a": {"type": "number", "exclusiveMinimum": 0.5}})),
+            "/properties/a/exclusiveMinimum",
+        ),
         (object(json!({"a": {}})), "/properties/a"),
         (object(json!({"a/b": true})), "/properties/a~1b"),
-        (json!({"type": "object", "properties": {"n": {"$ref": "#/$defs/Node"}},
+        (
+            json!({"type": "object", "properties": {"n": {"$ref": "#/$defs/Node"}},
                 "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}}}),
-         "/properties/n/$ref/properties/next/$ref"),
-        (object(json!({"a": {"$ref": "https://example.com/schema"}})), "/properties/a/$ref"),
+            "/properties/n/$ref/properties/next/$ref",
+        ),
+        (
+            object(json!({"a": {"$ref": "https://example.com/schema"}})),
+            "/properties/a/$ref",
+        ),
         (json!({"type": "array"}), "/type"),
     ] {
         let error = gemini::tools([&spec("t", schema.clone())]).unwrap_err();
@@ -134,13 +167,25 @@ fn gemini_calls_keep_their_ids_or_get_stable_derived_ones() {
     assert_eq!(calls[2].arguments, json!({"brightness": 0.5}));
     // Derived ids: distinct, stable across reads, different for different content.
     let ids: Vec<&str> = calls.iter().map(|c| c.call_id.as_str()).collect();
-    assert!(ids.iter().all(|id| id.starts_with(gemini::DERIVED_ID_PREFIX)));
-    assert_eq!(ids.iter().collect::<std::collections::BTreeSet<_>>().len(), 3);
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with(gemini::DERIVED_ID_PREFIX))
+    );
+    assert_eq!(
+        ids.iter().collect::<std::collections::BTreeSet<_>>().len(),
+        3
+    );
     let again = gemini::function_calls(&response).unwrap();
     assert_eq!(again[0].as_ref().unwrap().call_id, ids[0]);
     let mut other = response.clone();
     other["candidates"][0]["content"]["parts"][0]["functionCall"]["args"]["power"] = json!(false);
-    assert_ne!(gemini::function_calls(&other).unwrap()[0].as_ref().unwrap().call_id, ids[0]);
+    assert_ne!(
+        gemini::function_calls(&other).unwrap()[0]
+            .as_ref()
+            .unwrap()
+            .call_id,
+        ids[0]
+    );
     // A derived id does not go back to Gemini; a provided one does.
     let part = gemini::function_response("dim_lights", &ToolResult::ok(ids[2], "dimmed"), None);
     assert!(part["functionResponse"].get("id").is_none());
@@ -151,7 +196,13 @@ fn gemini_calls_keep_their_ids_or_get_stable_derived_ones() {
     ]});
     let parsed = gemini::function_calls(&content).unwrap();
     assert_eq!(parsed[0].as_ref().unwrap().call_id, "fc_1");
-    assert!(parsed[1].as_ref().unwrap_err().content.contains("duplicate key"));
+    assert!(
+        parsed[1]
+            .as_ref()
+            .unwrap_err()
+            .content
+            .contains("duplicate key")
+    );
     assert_eq!(parsed[2].as_ref().unwrap_err().call_id, "fc_3");
     // Two calls sharing an id, or an id that is not a string, cannot be answered apart.
     for parts in [
@@ -175,7 +226,11 @@ fn gemini_round_trip_through_the_controller() {
     for call in gemini::function_calls(&response).unwrap() {
         let call = call.unwrap();
         let name = call.tool_name.clone();
-        parts.push(gemini::function_response(&name, &run(&controller, call), None));
+        parts.push(gemini::function_response(
+            &name,
+            &run(&controller, call),
+            None,
+        ));
     }
     assert_eq!(
         gemini::function_responses_content(parts),
@@ -223,7 +278,11 @@ fn strict_transformation_requires_everything_and_makes_optional_nullable() {
                 "required": ["after", "field"], "additionalProperties": false}}
         })
     );
-    let places: Vec<&str> = strict.changes("search").iter().map(|c| c.place.as_str()).collect();
+    let places: Vec<&str> = strict
+        .changes("search")
+        .iter()
+        .map(|c| c.place.as_str())
+        .collect();
     assert!(places.contains(&"/properties/limit/default"), "{places:?}");
     assert!(places.contains(&"/properties/sort"), "{places:?}");
     // The transformed schema meets the rules, so exporting it as strict is accepted.
@@ -244,7 +303,9 @@ fn strict_nulls_are_restored_so_the_original_schema_judges_the_call() {
                       "filter": {"field": null, "after": "2024-01-01"}});
     let unrestored = run(&controller, ToolCall::new("c0", "search", sent.clone()));
     assert!(unrestored.is_error, "the original schema refuses the nulls");
-    let call = strict.restore(Ok(ToolCall::new("c1", "search", sent))).unwrap();
+    let call = strict
+        .restore(Ok(ToolCall::new("c1", "search", sent)))
+        .unwrap();
     assert_eq!(
         call.arguments,
         json!({"query": "q", "note": null, "filter": {"after": "2024-01-01"}}),
@@ -262,13 +323,28 @@ fn strict_nulls_are_restored_so_the_original_schema_judges_the_call() {
 fn strict_schemas_it_cannot_express_are_export_errors_naming_the_place() {
     let object = |properties: Value| json!({"type": "object", "properties": properties});
     for (schema, place) in [
-        (object(json!({"a": {"type": "string", "minLength": 1}})), "/properties/a/minLength"),
-        (object(json!({"a": {"allOf": [{"type": "string"}]}})), "/properties/a/allOf"),
-        (object(json!({"a": {"type": "object", "additionalProperties": {"type": "string"}}})), "/properties/a/additionalProperties"),
-        (object(json!({"a": {"type": "array", "uniqueItems": true}})), "/properties/a/uniqueItems"),
+        (
+            object(json!({"a": {"type": "string", "minLength": 1}})),
+            "/properties/a/minLength",
+        ),
+        (
+            object(json!({"a": {"allOf": [{"type": "string"}]}})),
+            "/properties/a/allOf",
+        ),
+        (
+            object(json!({"a": {"type": "object", "additionalProperties": {"type": "string"}}})),
+            "/properties/a/additionalProperties",
+        ),
+        (
+            object(json!({"a": {"type": "array", "uniqueItems": true}})),
+            "/properties/a/uniqueItems",
+        ),
         (object(json!({"a": true})), "/properties/a"),
         (json!({"anyOf": [{"type": "object"}]}), "/type"),
-        (json!({"type": "object", "additionalProperties": true}), "/additionalProperties"),
+        (
+            json!({"type": "object", "additionalProperties": true}),
+            "/additionalProperties",
+        ),
     ] {
         let error = StrictTools::new([&spec("t", schema.clone())]).unwrap_err();
         assert_eq!(unsupported_place(error), place, "{schema}");
@@ -306,8 +382,13 @@ mod typed {
     #[test]
     fn typed_tools_export_cleanly_in_both_modes_and_run_after_restore() {
         let definition = ToolDefinition::typed("transfer", "Move money.", |args: Transfer| {
-            Ok(format!("{} from {} urgent={} {}", args.amount, args.from, args.urgent,
-                matches!(args.kind, Kind::External { .. })))
+            Ok(format!(
+                "{} from {} urgent={} {}",
+                args.amount,
+                args.from,
+                args.urgent,
+                matches!(args.kind, Kind::External { .. })
+            ))
         })
         .unwrap();
         let registry = ToolRegistry::new([definition]).unwrap();
@@ -316,14 +397,26 @@ mod typed {
         assert!(anthropic::tools(&specs).is_ok());
         let strict = StrictTools::new(&specs).unwrap();
         let transformed = spec("transfer", strict.schema("transfer").unwrap().clone());
-        assert!(openai::tools([&transformed], true).is_ok(), "{}", transformed.input_schema);
+        assert!(
+            openai::tools([&transformed], true).is_ok(),
+            "{}",
+            transformed.input_schema
+        );
         assert!(gemini::tools(&specs).is_ok());
-        let controller = ToolController::new(registry, ToolPolicy::new(["transfer"], Vec::<&str>::new()).unwrap());
+        let controller = ToolController::new(
+            registry,
+            ToolPolicy::new(["transfer"], Vec::<&str>::new()).unwrap(),
+        );
         let sent = json!({"from": "acct-1", "amount": 5, "memo": null, "urgent": null,
                           "kind": {"external": {"iban": "DE00"}}});
-        let call = strict.restore(Ok(ToolCall::new("c1", "transfer", sent))).unwrap();
+        let call = strict
+            .restore(Ok(ToolCall::new("c1", "transfer", sent)))
+            .unwrap();
         let result = run(&controller, call);
-        assert_eq!(result.content, "5 from acct-1 urgent=false true", "{result:?}");
+        assert_eq!(
+            result.content, "5 from acct-1 urgent=false true",
+            "{result:?}"
+        );
     }
 }
 
@@ -347,12 +440,22 @@ fn refused_names_map_reversibly_and_without_collisions() {
         let wire_specs = names.specs(&specs);
         let mut seen = std::collections::BTreeSet::new();
         for (original, wire) in specs.iter().zip(&wire_specs) {
-            assert!(seen.insert(wire.name.clone()), "{provider:?}: {} clashes", wire.name);
-            assert_eq!(names.original_name(&wire.name), Some(original.name.as_str()));
+            assert!(
+                seen.insert(wire.name.clone()),
+                "{provider:?}: {} clashes",
+                wire.name
+            );
+            assert_eq!(
+                names.original_name(&wire.name),
+                Some(original.name.as_str())
+            );
             assert!(wire.name.len() <= 64);
         }
         assert_eq!(names.wire_name("get_weather"), Some("get_weather"));
-        assert_eq!(names.wire_name("github_create_issue"), Some("github_create_issue"));
+        assert_eq!(
+            names.wire_name("github_create_issue"),
+            Some("github_create_issue")
+        );
         // Every wire name is accepted by the provider's own export.
         match provider {
             Provider::OpenAi => assert!(openai::tools(&wire_specs, false).is_ok()),
@@ -394,6 +497,9 @@ fn calls_under_wire_names_reach_the_original_tool() {
         .collect();
     let tools: Vec<&str> = calls.iter().map(|c| c.tool_name.as_str()).collect();
     assert_eq!(tools, ["github.create_issue", "get_weather", "not_a_tool"]);
-    let results: Vec<bool> = calls.into_iter().map(|c| run(&controller, c).is_error).collect();
+    let results: Vec<bool> = calls
+        .into_iter()
+        .map(|c| run(&controller, c).is_error)
+        .collect();
     assert_eq!(results, [false, false, true]);
 }

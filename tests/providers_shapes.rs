@@ -4,9 +4,7 @@
 //! Also: structured results in each provider's result format.
 
 use serde_json::{Value, json};
-use toolgate::providers::{
-    NotHandledReason, WireError, anthropic, gemini, mcp, openai, responses,
-};
+use toolgate::providers::{NotHandledReason, WireError, anthropic, gemini, mcp, openai, responses};
 use toolgate::*;
 
 fn fixture(name: &str) -> Value {
@@ -20,9 +18,9 @@ fn fixture(name: &str) -> Value {
 fn wrong_shapes_are_wire_errors_in_every_adapter() {
     let chat = fixture("openai_chat_parallel.json");
     for wrong in [
-        chat.clone(),                           // the whole chat.completion
-        chat["choices"][0].clone(),             // the choice, not its message
-        chat["choices"].clone(),                // the array
+        chat.clone(),               // the whole chat.completion
+        chat["choices"][0].clone(), // the choice, not its message
+        chat["choices"].clone(),    // the array
         json!({"role": "user", "content": "hi"}),
         json!("tool_calls"),
         json!({"role": "assistant", "content": null, "function_call": {"name": "t", "arguments": "{}"}}),
@@ -32,10 +30,19 @@ fn wrong_shapes_are_wire_errors_in_every_adapter() {
             "{wrong}"
         );
     }
-    assert_eq!(openai::tool_calls(&chat["choices"][0]["message"]).unwrap().len(), 3);
+    assert_eq!(
+        openai::tool_calls(&chat["choices"][0]["message"])
+            .unwrap()
+            .len(),
+        3
+    );
 
     let response = fixture("responses_parallel.json");
-    for wrong in [json!({"choices": []}), json!({"output": {}}), json!({"output": [5]})] {
+    for wrong in [
+        json!({"choices": []}),
+        json!({"output": {}}),
+        json!({"output": [5]}),
+    ] {
         assert!(responses::function_calls(&wrong).is_err(), "{wrong}");
     }
     let message = fixture("anthropic_parallel.json");
@@ -57,9 +64,11 @@ fn wrong_shapes_are_wire_errors_in_every_adapter() {
         assert!(gemini::function_calls(&wrong).is_err(), "{wrong}");
     }
     assert_eq!(responses::function_calls(&response).unwrap().len(), 3);
-    let error = gemini::function_calls(&json!({"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL"}]}))
-        .unwrap_err()
-        .to_string();
+    let error = gemini::function_calls(
+        &json!({"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL"}]}),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(error.contains("MALFORMED_FUNCTION_CALL"), "{error}");
 }
 
@@ -154,8 +163,11 @@ fn gemini_parts_the_gate_cannot_run_are_reported() {
     ]});
     let turn = gemini::turn(&content).unwrap();
     assert_eq!(turn.calls.len(), 1);
-    let kinds: Vec<(&str, NotHandledReason)> =
-        turn.not_handled.iter().map(|item| (item.kind.as_str(), item.reason)).collect();
+    let kinds: Vec<(&str, NotHandledReason)> = turn
+        .not_handled
+        .iter()
+        .map(|item| (item.kind.as_str(), item.reason))
+        .collect();
     assert_eq!(
         kinds,
         [
@@ -196,8 +208,15 @@ fn json_rpc_ids_keep_their_type() {
     let mut call_ids = std::collections::BTreeSet::new();
     for id in &ids {
         let call = mcp::call_from_request(&request(id.clone()), &registry).unwrap();
-        assert_eq!(&mcp::request_id(&call.call_id), id, "{id} comes back with its type");
-        assert!(call_ids.insert(call.call_id.clone()), "{id} shares a call id");
+        assert_eq!(
+            &mcp::request_id(&call.call_id),
+            id,
+            "{id} comes back with its type"
+        );
+        assert!(
+            call_ids.insert(call.call_id.clone()),
+            "{id} shares a call id"
+        );
     }
     assert_eq!(mcp::call_id_for(&json!(1)).as_deref(), Some("1"));
     assert_eq!(mcp::call_id_for(&json!("req-7")).as_deref(), Some("req-7"));
@@ -210,20 +229,40 @@ fn json_rpc_ids_keep_their_type() {
 fn mcp_messages_other_than_tools_call_requests_are_never_calls() {
     let registry = registry();
     let notification = json!({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "t"}});
-    let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    let cancelled =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    let other_with_name = json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": "t"}});
+    let other_with_name =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": "t"}});
     let response = json!({"jsonrpc": "2.0", "id": 4, "result": {"content": []}});
-    assert_eq!(mcp::read_message(&notification, &registry), mcp::Message::Notification);
-    assert_eq!(mcp::read_message(&cancelled, &registry), mcp::Message::Notification);
-    assert_eq!(mcp::read_message(&list, &registry), mcp::Message::OtherMethod);
-    assert_eq!(mcp::read_message(&other_with_name, &registry), mcp::Message::OtherMethod);
-    assert_eq!(mcp::read_message(&response, &registry), mcp::Message::Response);
+    assert_eq!(
+        mcp::read_message(&notification, &registry),
+        mcp::Message::Notification
+    );
+    assert_eq!(
+        mcp::read_message(&cancelled, &registry),
+        mcp::Message::Notification
+    );
+    assert_eq!(
+        mcp::read_message(&list, &registry),
+        mcp::Message::OtherMethod
+    );
+    assert_eq!(
+        mcp::read_message(&other_with_name, &registry),
+        mcp::Message::OtherMethod
+    );
+    assert_eq!(
+        mcp::read_message(&response, &registry),
+        mcp::Message::Response
+    );
     assert!(matches!(
         mcp::read_message(&request(json!(5)), &registry),
         mcp::Message::Call(call) if call.call_id == "5"
     ));
-    assert!(matches!(mcp::read_message(&json!([1]), &registry), mcp::Message::Reply(_)));
+    assert!(matches!(
+        mcp::read_message(&json!([1]), &registry),
+        mcp::Message::Reply(_)
+    ));
     // Read with call_from_request, another method is METHOD_NOT_FOUND under its id, and a
     // notification never a call.
     let error = mcp::call_from_request(&other_with_name, &registry).unwrap_err();
@@ -245,10 +284,16 @@ fn structured_results_map_to_each_providers_result_format() {
         chat["content"],
         json!([{"type": "text", "text": "2 rows"}, {"type": "text", "text": rows_text}])
     );
-    assert_eq!(openai::tool_message_with(&result, None), openai::tool_message(&result));
+    assert_eq!(
+        openai::tool_message_with(&result, None),
+        openai::tool_message(&result)
+    );
 
     let item = responses::function_call_output_with(&result, Some(&rows));
-    assert_eq!(item["output"][1], json!({"type": "input_text", "text": rows_text}));
+    assert_eq!(
+        item["output"][1],
+        json!({"type": "input_text", "text": rows_text})
+    );
 
     let block = anthropic::tool_result_block_with(&ToolResult::error("c1", "partial"), Some(&rows));
     assert_eq!(block["is_error"], true);
@@ -257,17 +302,29 @@ fn structured_results_map_to_each_providers_result_format() {
     let mcp_result = mcp::call_tool_result_with(&result, Some(&rows));
     assert_eq!(mcp_result["structuredContent"], rows);
     assert_eq!(mcp_result["content"][1]["text"], rows_text.as_str());
-    assert!(mcp::call_tool_result_with(&result, Some(&json!([1])))
-        .get("structuredContent")
-        .is_none(), "MCP structuredContent is an object");
+    assert!(
+        mcp::call_tool_result_with(&result, Some(&json!([1])))
+            .get("structuredContent")
+            .is_none(),
+        "MCP structuredContent is an object"
+    );
 
     let part = gemini::function_response("query", &result, Some(&rows));
-    assert_eq!(part["functionResponse"]["response"], json!({"output": rows, "text": "2 rows"}));
+    assert_eq!(
+        part["functionResponse"]["response"],
+        json!({"output": rows, "text": "2 rows"})
+    );
     assert_eq!(part["functionResponse"]["id"], "c1");
     let only_json = gemini::function_response("query", &ToolResult::ok("c1", ""), Some(&rows));
-    assert_eq!(only_json["functionResponse"]["response"], json!({"output": rows}));
+    assert_eq!(
+        only_json["functionResponse"]["response"],
+        json!({"output": rows})
+    );
     let failed = gemini::function_response("query", &ToolResult::error("c1", "no table"), None);
-    assert_eq!(failed["functionResponse"]["response"], json!({"error": "no table"}));
+    assert_eq!(
+        failed["functionResponse"]["response"],
+        json!({"error": "no table"})
+    );
     // A JSON-only result sends no empty text block.
     let chat = openai::tool_message_with(&ToolResult::ok("c1", ""), Some(&rows));
     assert_eq!(chat["content"].as_array().unwrap().len(), 1);

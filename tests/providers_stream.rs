@@ -9,7 +9,10 @@ use toolgate::providers::{NotHandledReason, ParsedCall, WireError, anthropic, op
 use toolgate::*;
 
 fn lines(name: &str) -> Vec<String> {
-    let path = format!("{}/tests/fixtures/stream/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/stream/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(path)
         .expect("fixture exists")
         .lines()
@@ -74,7 +77,10 @@ fn responses_stream_from_the_docs_yields_each_call_at_its_done_event() {
     }
     assert_eq!(
         at,
-        [(10, "call_1234xyz".to_owned()), (15, "call_67890abc".to_owned())]
+        [
+            (10, "call_1234xyz".to_owned()),
+            (15, "call_67890abc".to_owned())
+        ]
     );
     let rest = stream.finish().unwrap();
     assert!(rest.calls.is_empty() && rest.not_handled.is_empty());
@@ -153,12 +159,18 @@ fn chat_stream_interleaved_calls_are_assembled_by_index() {
 #[test]
 fn responses_stream_interleaved_calls_complete_independently() {
     let mut stream = ResponsesStream::new();
-    let added = |index: u64, id: &str| json!({"type": "response.output_item.added", "output_index": index,
-        "item": {"type": "function_call", "id": format!("fc_{id}"), "call_id": id, "name": "t", "arguments": ""}});
-    let delta = |index: u64, id: &str, text: &str| json!({"type": "response.function_call_arguments.delta",
-        "output_index": index, "item_id": format!("fc_{id}"), "delta": text});
-    let done = |index: u64, id: &str, text: &str| json!({"type": "response.function_call_arguments.done",
-        "output_index": index, "item_id": format!("fc_{id}"), "arguments": text});
+    let added = |index: u64, id: &str| {
+        json!({"type": "response.output_item.added", "output_index": index,
+        "item": {"type": "function_call", "id": format!("fc_{id}"), "call_id": id, "name": "t", "arguments": ""}})
+    };
+    let delta = |index: u64, id: &str, text: &str| {
+        json!({"type": "response.function_call_arguments.delta",
+        "output_index": index, "item_id": format!("fc_{id}"), "delta": text})
+    };
+    let done = |index: u64, id: &str, text: &str| {
+        json!({"type": "response.function_call_arguments.done",
+        "output_index": index, "item_id": format!("fc_{id}"), "arguments": text})
+    };
     stream.push(&added(0, "a")).unwrap();
     stream.push(&added(1, "b")).unwrap();
     stream.push(&delta(1, "b", "{\"y\":")).unwrap();
@@ -173,17 +185,25 @@ fn responses_stream_interleaved_calls_complete_independently() {
 #[test]
 fn anthropic_stream_interleaved_blocks_are_assembled_by_index() {
     let mut stream = AnthropicStream::new();
-    let start = |index: u64, id: &str| json!({"type": "content_block_start", "index": index,
-        "content_block": {"type": "tool_use", "id": id, "name": "t", "input": {}}});
-    let delta = |index: u64, text: &str| json!({"type": "content_block_delta", "index": index,
-        "delta": {"type": "input_json_delta", "partial_json": text}});
+    let start = |index: u64, id: &str| {
+        json!({"type": "content_block_start", "index": index,
+        "content_block": {"type": "tool_use", "id": id, "name": "t", "input": {}}})
+    };
+    let delta = |index: u64, text: &str| {
+        json!({"type": "content_block_delta", "index": index,
+        "delta": {"type": "input_json_delta", "partial_json": text}})
+    };
     stream.push(&start(0, "a")).unwrap();
     stream.push(&start(1, "b")).unwrap();
     stream.push(&delta(1, "{\"y\":")).unwrap();
     stream.push(&delta(0, "{\"x\":1}")).unwrap();
     stream.push(&delta(1, "2}")).unwrap();
-    let b = stream.push(&json!({"type": "content_block_stop", "index": 1})).unwrap();
-    let a = stream.push(&json!({"type": "content_block_stop", "index": 0})).unwrap();
+    let b = stream
+        .push(&json!({"type": "content_block_stop", "index": 1}))
+        .unwrap();
+    let a = stream
+        .push(&json!({"type": "content_block_stop", "index": 0}))
+        .unwrap();
     assert_eq!(summary(&b), [("b".to_owned(), Ok(json!({"y": 2})))]);
     assert_eq!(summary(&a), [("a".to_owned(), Ok(json!({"x": 1})))]);
 }
@@ -262,7 +282,8 @@ fn chat_stream_malformed_chunks_are_wire_errors_or_error_results_for_their_ids()
         }
         out
     };
-    let tc = |tool_calls: Value| json!({"choices": [{"index": 0, "delta": {"tool_calls": tool_calls}}]});
+    let tc =
+        |tool_calls: Value| json!({"choices": [{"index": 0, "delta": {"tool_calls": tool_calls}}]});
     let finish = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
     // Unattributable: no index, a choice other than 0, the legacy function_call, not a chunk.
     for chunk in [
@@ -272,10 +293,19 @@ fn chat_stream_malformed_chunks_are_wire_errors_or_error_results_for_their_ids()
         json!({"object": "chat.completion.chunk"}),
         json!({"error": {"message": "server error"}}),
     ] {
-        assert!(matches!(push(&[chunk.clone()])[0], Err(WireError::Malformed { .. })), "{chunk}");
+        assert!(
+            matches!(
+                push(std::slice::from_ref(&chunk))[0],
+                Err(WireError::Malformed { .. })
+            ),
+            "{chunk}"
+        );
     }
     // A call that never got an id cannot be answered.
-    let out = push(&[tc(json!([{"index": 0, "function": {"name": "t", "arguments": "{}"}}])), finish.clone()]);
+    let out = push(&[
+        tc(json!([{"index": 0, "function": {"name": "t", "arguments": "{}"}}])),
+        finish.clone(),
+    ]);
     assert!(out[1].is_err());
     // Two ids at one index: both ids get an error result; a non-text fragment: an error result.
     let out = push(&[
@@ -289,7 +319,10 @@ fn chat_stream_malformed_chunks_are_wire_errors_or_error_results_for_their_ids()
     let done = out[5].as_ref().unwrap();
     assert_eq!(error_ids(done), ["b", "a", "c", "d"]);
     // Nothing after the end.
-    let out = push(&[finish.clone(), tc(json!([{"index": 0, "id": "late", "function": {"name": "t"}}]))]);
+    let out = push(&[
+        finish.clone(),
+        tc(json!([{"index": 0, "id": "late", "function": {"name": "t"}}])),
+    ]);
     assert!(out[1].is_err());
 }
 
@@ -351,7 +384,11 @@ fn anthropic_stream_contradictions_are_error_results_or_wire_errors() {
     );
     assert!(stream.push(&stop).is_err());
     assert!(stream.push(&start).is_err());
-    assert!(stream.push(&json!({"type": "content_block_stop", "index": 9})).is_err());
+    assert!(
+        stream
+            .push(&json!({"type": "content_block_stop", "index": 9}))
+            .is_err()
+    );
     assert!(
         stream
             .push(&json!({"type": "content_block_start", "index": 5, "content_block": {"type": "tool_use", "name": "t"}}))
@@ -360,7 +397,10 @@ fn anthropic_stream_contradictions_are_error_results_or_wire_errors() {
     // A block without deltas keeps its start input; nothing after message_stop.
     let mut stream = AnthropicStream::new();
     stream.push(&start).unwrap();
-    assert_eq!(stream.push(&stop).unwrap()[0].as_ref().unwrap().arguments, json!({}));
+    assert_eq!(
+        stream.push(&stop).unwrap()[0].as_ref().unwrap().arguments,
+        json!({})
+    );
     stream.push(&json!({"type": "message_stop"})).unwrap();
     assert!(stream.push(&start).is_err());
 }
@@ -370,7 +410,11 @@ fn stream_envelopes_with_duplicate_keys_are_refused() {
     let mut chat = ChatStream::new();
     assert!(chat.push_data(r#"{"choices": [], "choices": []}"#).is_err());
     let mut responses = ResponsesStream::new();
-    assert!(responses.push_data(r#"{"type": "ping", "type": "error"}"#).is_err());
+    assert!(
+        responses
+            .push_data(r#"{"type": "ping", "type": "error"}"#)
+            .is_err()
+    );
     let mut anthropic = AnthropicStream::new();
     assert!(anthropic.push_data("{\"type\": ").is_err());
 }
@@ -387,16 +431,40 @@ fn streamed_provider_side_items_are_reported_not_skipped() {
     assert_eq!(error_ids(&custom), ["call_c"]);
     stream.push(&json!({"type": "response.output_item.done", "output_index": 2, "item":
         {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_s", "action": {"type": "exec", "command": ["ls"]}}})).unwrap();
-    let reasons: Vec<NotHandledReason> = stream.not_handled().iter().map(|item| item.reason).collect();
-    assert_eq!(reasons, [NotHandledReason::RanByProvider, NotHandledReason::NeedsAnswer]);
-    assert_eq!(stream.finish().unwrap().not_handled[1].id.as_deref(), Some("call_s"));
+    let reasons: Vec<NotHandledReason> = stream
+        .not_handled()
+        .iter()
+        .map(|item| item.reason)
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            NotHandledReason::RanByProvider,
+            NotHandledReason::NeedsAnswer
+        ]
+    );
+    assert_eq!(
+        stream.finish().unwrap().not_handled[1].id.as_deref(),
+        Some("call_s")
+    );
 
     let mut stream = AnthropicStream::new();
-    stream.push(&json!({"type": "content_block_start", "index": 0, "content_block":
-        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}})).unwrap();
-    stream.push(&json!({"type": "content_block_delta", "index": 0, "delta":
-        {"type": "input_json_delta", "partial_json": "{\"query\": \"weather\"}"}})).unwrap();
-    assert!(stream.push(&json!({"type": "content_block_stop", "index": 0})).unwrap().is_empty());
+    stream
+        .push(
+            &json!({"type": "content_block_start", "index": 0, "content_block":
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}}),
+        )
+        .unwrap();
+    stream
+        .push(&json!({"type": "content_block_delta", "index": 0, "delta":
+        {"type": "input_json_delta", "partial_json": "{\"query\": \"weather\"}"}}))
+        .unwrap();
+    assert!(
+        stream
+            .push(&json!({"type": "content_block_stop", "index": 0}))
+            .unwrap()
+            .is_empty()
+    );
     let turn = stream.finish().unwrap();
     assert_eq!(turn.not_handled[0].kind, "server_tool_use");
     assert_eq!(turn.not_handled[0].reason, NotHandledReason::RanByProvider);
@@ -431,7 +499,10 @@ fn argument_texts() -> Vec<String> {
 /// Splits text into pieces of `size` characters.
 fn pieces(text: &str, size: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
-    chars.chunks(size.max(1)).map(|c| c.iter().collect()).collect()
+    chars
+        .chunks(size.max(1))
+        .map(|c| c.iter().collect())
+        .collect()
 }
 
 #[test]
@@ -451,7 +522,9 @@ fn streamed_calls_get_the_same_verdict_as_whole_messages() {
                     .unwrap();
             }
             let streamed = chat
-                .push(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}))
+                .push(
+                    &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+                )
                 .unwrap();
             assert_eq!(streamed, whole_chat, "chat {text:?} in pieces of {size}");
 
@@ -462,24 +535,38 @@ fn streamed_calls_get_the_same_verdict_as_whole_messages() {
             stream.push(&json!({"type": "response.output_item.added", "output_index": 0, "item":
                 {"type": "function_call", "id": "fc", "call_id": "c1", "name": "t", "arguments": ""}})).unwrap();
             for piece in pieces(&text, size) {
-                stream.push(&json!({"type": "response.function_call_arguments.delta", "output_index": 0,
-                    "item_id": "fc", "delta": piece})).unwrap();
+                stream
+                    .push(
+                        &json!({"type": "response.function_call_arguments.delta", "output_index": 0,
+                    "item_id": "fc", "delta": piece}),
+                    )
+                    .unwrap();
             }
-            let streamed = stream.push(&json!({"type": "response.function_call_arguments.done",
-                "output_index": 0, "item_id": "fc", "arguments": text})).unwrap();
+            let streamed = stream
+                .push(&json!({"type": "response.function_call_arguments.done",
+                "output_index": 0, "item_id": "fc", "arguments": text}))
+                .unwrap();
             assert_eq!(streamed, whole, "responses {text:?} in pieces of {size}");
 
             let whole = anthropic::tool_uses(&json!({"content": [
                 {"type": "tool_use", "id": "c1", "name": "t", "input": text}]}))
             .unwrap();
             let mut stream = AnthropicStream::new();
-            stream.push(&json!({"type": "content_block_start", "index": 0, "content_block":
-                {"type": "tool_use", "id": "c1", "name": "t", "input": {}}})).unwrap();
+            stream
+                .push(
+                    &json!({"type": "content_block_start", "index": 0, "content_block":
+                {"type": "tool_use", "id": "c1", "name": "t", "input": {}}}),
+                )
+                .unwrap();
             for piece in pieces(&text, size) {
-                stream.push(&json!({"type": "content_block_delta", "index": 0, "delta":
-                    {"type": "input_json_delta", "partial_json": piece}})).unwrap();
+                stream
+                    .push(&json!({"type": "content_block_delta", "index": 0, "delta":
+                    {"type": "input_json_delta", "partial_json": piece}}))
+                    .unwrap();
             }
-            let streamed = stream.push(&json!({"type": "content_block_stop", "index": 0})).unwrap();
+            let streamed = stream
+                .push(&json!({"type": "content_block_stop", "index": 0}))
+                .unwrap();
             assert_eq!(streamed, whole, "anthropic {text:?} in pieces of {size}");
             if let Err(result) = &streamed[0] {
                 assert!(!result.content.contains("SECRET"));

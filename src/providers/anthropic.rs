@@ -19,9 +19,7 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    ExportError, NameRule, NotHandled, ParsedCall, Turn, WireError, call_id, parse_call,
-};
+use super::{ExportError, NameRule, NotHandled, ParsedCall, Turn, WireError, call_id, parse_call};
 use crate::contract::{ToolResult, ToolSpec};
 
 pub(super) const NAMES: NameRule = NameRule {
@@ -79,7 +77,10 @@ pub fn turn(message: &Value) -> Result<Turn, WireError> {
         Value::Array(blocks) => blocks,
         _ => {
             if message.get("role").is_some_and(|role| role != "assistant") {
-                return Err(WireError::malformed("role", "expected an assistant message"));
+                return Err(WireError::malformed(
+                    "role",
+                    "expected an assistant message",
+                ));
             }
             message
                 .get("content")
@@ -91,9 +92,15 @@ pub fn turn(message: &Value) -> Result<Turn, WireError> {
     for (index, block) in blocks.iter().enumerate() {
         let place = format!("content[{index}]");
         if !block.is_object() {
-            return Err(WireError::malformed(place, "a content block is not an object"));
+            return Err(WireError::malformed(
+                place,
+                "a content block is not an object",
+            ));
         }
-        let kind = block.get("type").and_then(Value::as_str).unwrap_or("(none)");
+        let kind = block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("(none)");
         if kind == "tool_use" {
             let id = call_id(block, "id", &place)?;
             turn.calls

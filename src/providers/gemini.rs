@@ -60,7 +60,10 @@ pub fn tools<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> Result<Value,
     let mut declarations = Vec::new();
     for spec in specs {
         NAMES.check(spec)?;
-        if spec.name.starts_with(|c: char| c.is_ascii_digit() || c == '-') {
+        if spec
+            .name
+            .starts_with(|c: char| c.is_ascii_digit() || c == '-')
+        {
             return Err(ExportError::InvalidName {
                 tool: spec.name.clone(),
                 provider: NAMES.provider,
@@ -139,7 +142,10 @@ pub fn function_calls(response: &Value) -> Result<Vec<ParsedCall>, WireError> {
 pub fn turn(response: &Value) -> Result<Turn, WireError> {
     let content = content_of(response)?;
     if content.get("role").is_some_and(|role| role != "model") {
-        return Err(WireError::malformed("content.role", "expected a model content"));
+        return Err(WireError::malformed(
+            "content.role",
+            "expected a model content",
+        ));
     }
     let parts = content
         .get("parts")

@@ -106,13 +106,19 @@ impl Converter<'_> {
                     let mut converted = Map::new();
                     for (name, property) in properties {
                         let property_place = format!("{at}/{}", escape(name));
-                        converted.insert(name.clone(), self.node(property, &property_place, depth + 1)?);
+                        converted.insert(
+                            name.clone(),
+                            self.node(property, &property_place, depth + 1)?,
+                        );
                     }
                     out.insert(key.clone(), Value::Object(converted));
                 }
                 "items" => {
                     if !value.is_object() {
-                        return Err(fail(&at, "a tuple (items as an array or boolean) has no Gemini equivalent"));
+                        return Err(fail(
+                            &at,
+                            "a tuple (items as an array or boolean) has no Gemini equivalent",
+                        ));
                     }
                     out.insert(key.clone(), self.node(value, &at, depth + 1)?);
                 }
@@ -122,7 +128,9 @@ impl Converter<'_> {
                     };
                     let mut converted = Vec::new();
                     for (index, branch) in branches.iter().enumerate() {
-                        if branch.get("type").is_some_and(|kind| kind == "null") && branch.as_object().is_some_and(|b| b.len() == 1) {
+                        if branch.get("type").is_some_and(|kind| kind == "null")
+                            && branch.as_object().is_some_and(|b| b.len() == 1)
+                        {
                             nullable = true;
                             continue;
                         }
@@ -143,7 +151,10 @@ impl Converter<'_> {
                 }
                 "additionalProperties" => {
                     if !value.is_boolean() {
-                        return Err(fail(&at, "a map (additionalProperties with a schema) has no Gemini equivalent"));
+                        return Err(fail(
+                            &at,
+                            "a map (additionalProperties with a schema) has no Gemini equivalent",
+                        ));
                     }
                 }
                 "$schema" | "$id" | "$comment" | "$defs" | "definitions" | "examples"
@@ -160,14 +171,19 @@ impl Converter<'_> {
         if let Some(Value::Array(branches)) = out.get("anyOf")
             && branches.len() == 1
             && !out.contains_key("type")
-            && let Some(Value::Object(only)) = out.remove("anyOf").and_then(|b| b.as_array().and_then(|b| b.first().cloned()))
+            && let Some(Value::Object(only)) = out
+                .remove("anyOf")
+                .and_then(|b| b.as_array().and_then(|b| b.first().cloned()))
         {
             for (key, value) in only {
                 out.entry(key).or_insert(value);
             }
         }
         if !out.contains_key("type") && !out.contains_key("anyOf") {
-            return Err(fail(place, "a schema without a type has no Gemini equivalent"));
+            return Err(fail(
+                place,
+                "a schema without a type has no Gemini equivalent",
+            ));
         }
         Ok(Value::Object(out))
     }
@@ -199,7 +215,10 @@ impl Converter<'_> {
                 out.insert("type".into(), Value::String(one.clone()));
                 Ok(())
             }
-            [] => Err(fail(at, "a schema that only allows null has no Gemini equivalent")),
+            [] => Err(fail(
+                at,
+                "a schema that only allows null has no Gemini equivalent",
+            )),
             _ => Err(fail(at, "several non-null types have no Gemini equivalent")),
         }
     }
@@ -215,18 +234,31 @@ impl Converter<'_> {
         let Some(text) = reference.as_str() else {
             return Err(fail(&at, "$ref is not a string"));
         };
-        if map.keys().any(|key| !matches!(key.as_str(), "$ref" | "description" | "title")) {
-            return Err(fail(place, "keywords beside $ref have no Gemini equivalent"));
+        if map
+            .keys()
+            .any(|key| !matches!(key.as_str(), "$ref" | "description" | "title"))
+        {
+            return Err(fail(
+                place,
+                "keywords beside $ref have no Gemini equivalent",
+            ));
         }
         if self.refs.iter().any(|seen| seen == text) {
             return Err(fail(&at, "a recursive $ref cannot be inlined"));
         }
-        let target = resolve(self.root, text).ok_or_else(|| fail(&at, "only local $refs into $defs or definitions are inlined"))?;
+        let target = resolve(self.root, text).ok_or_else(|| {
+            fail(
+                &at,
+                "only local $refs into $defs or definitions are inlined",
+            )
+        })?;
         self.refs.push(text.to_owned());
         let converted = self.node(target, &at, depth + 1);
         self.refs.pop();
         let mut converted = converted?;
-        if let (Some(object), Some(description)) = (converted.as_object_mut(), map.get("description")) {
+        if let (Some(object), Some(description)) =
+            (converted.as_object_mut(), map.get("description"))
+        {
             object.insert("description".into(), description.clone());
         }
         Ok(converted)

@@ -152,15 +152,15 @@ pub fn call_id_for(id: &Value) -> Option<String> {
 
 /// The JSON-RPC id a `call_id` made by [`call_id_for`] came from.
 pub fn request_id(call_id: &str) -> Value {
-    if looks_like_integer(call_id) {
-        if let Ok(Value::Number(number)) = serde_json::from_str::<Value>(call_id) {
-            return Value::Number(number);
-        }
+    if looks_like_integer(call_id)
+        && let Ok(Value::Number(number)) = serde_json::from_str::<Value>(call_id)
+    {
+        return Value::Number(number);
     }
-    if call_id.starts_with('"') {
-        if let Ok(text @ Value::String(_)) = serde_json::from_str::<Value>(call_id) {
-            return text;
-        }
+    if call_id.starts_with('"')
+        && let Ok(text @ Value::String(_)) = serde_json::from_str::<Value>(call_id)
+    {
+        return text;
     }
     Value::String(call_id.to_owned())
 }
@@ -207,14 +207,16 @@ pub fn read_message(message: &Value, registry: &ToolRegistry) -> Message {
 /// - code [`INVALID_PARAMS`] with the request's id for a tool the registry does not have (exact
 ///   name), a missing name, or arguments that cannot be used.
 pub fn call_from_request(request: &Value, registry: &ToolRegistry) -> Result<ToolCall, Value> {
-    if request.get("method").is_some_and(|method| method != "tools/call") {
-        if let Some(id) = request.get("id").filter(|id| call_id_for(id).is_some()) {
-            return Err(json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "error": {"code": METHOD_NOT_FOUND, "message": "only tools/call is read here"},
-            }));
-        }
+    if request
+        .get("method")
+        .is_some_and(|method| method != "tools/call")
+        && let Some(id) = request.get("id").filter(|id| call_id_for(id).is_some())
+    {
+        return Err(json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": METHOD_NOT_FOUND, "message": "only tools/call is read here"},
+        }));
     }
     read_call(request, registry)
 }

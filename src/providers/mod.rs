@@ -77,7 +77,9 @@ pub enum WireError {
     /// itself, one that waits for an answer toolgate cannot give, or an unknown type), and the
     /// reader used has no place to report it. Read the payload with the adapter's `turn`
     /// function, which lists such items in [`Turn::not_handled`].
-    #[error("{place}: item of type {kind:?} is not a call toolgate runs ({reason:?}); read it with `turn`")]
+    #[error(
+        "{place}: item of type {kind:?} is not a call toolgate runs ({reason:?}); read it with `turn`"
+    )]
     NotHandled {
         /// Where in the payload, e.g. `output[1]`.
         place: String,

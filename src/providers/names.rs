@@ -65,7 +65,8 @@ impl Provider {
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || rule.extra.contains(c));
-        fits && (self != Self::Gemini || name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+        fits && (self != Self::Gemini
+            || name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
     }
 }
 
@@ -186,7 +187,9 @@ fn mapped(provider: Provider, name: &str, digits: usize) -> String {
             }
         })
         .collect();
-    if provider == Provider::Gemini && !kept.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+    if provider == Provider::Gemini
+        && !kept.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+    {
         kept.insert(0, '_');
     }
     kept.truncate(rule.max_len - 1 - digits);

@@ -120,7 +120,10 @@ fn check_message(message: &Value) -> Result<(), WireError> {
     let Some(object) = message.as_object() else {
         return Err(WireError::malformed(
             "message",
-            format!("expected an assistant message object, got {}", super::kind(message)),
+            format!(
+                "expected an assistant message object, got {}",
+                super::kind(message)
+            ),
         ));
     };
     if object.contains_key("choices") || object.contains_key("object") {
@@ -148,7 +151,10 @@ fn check_message(message: &Value) -> Result<(), WireError> {
             "expected an assistant message (choices[0].message): no role, content or tool_calls",
         ));
     }
-    if object.get("function_call").is_some_and(|call| !call.is_null()) {
+    if object
+        .get("function_call")
+        .is_some_and(|call| !call.is_null())
+    {
         return Err(WireError::malformed(
             "message.function_call",
             "legacy function_call has no id to answer: request tools instead of functions",

@@ -95,7 +95,10 @@ pub fn turn(response: &Value) -> Result<Turn, WireError> {
     for (index, item) in items.iter().enumerate() {
         let place = format!("output[{index}]");
         if !item.is_object() {
-            return Err(WireError::malformed(place, "an output item is not an object"));
+            return Err(WireError::malformed(
+                place,
+                "an output item is not an object",
+            ));
         }
         if let Some(call) = read_item(item, &place)? {
             turn.calls.push(call);
@@ -111,7 +114,11 @@ pub(crate) fn read_item(item: &Value, place: &str) -> Result<Option<ParsedCall>,
     match item.get("type").and_then(Value::as_str) {
         Some("function_call") => {
             let id = call_id(item, "call_id", place)?;
-            Ok(Some(parse_call(id, item.get("name"), item.get("arguments"))))
+            Ok(Some(parse_call(
+                id,
+                item.get("name"),
+                item.get("arguments"),
+            )))
         }
         Some("custom_tool_call") => {
             let id = call_id(item, "call_id", place)?;

@@ -57,7 +57,15 @@ use crate::contract::ToolSpec;
 const PROVIDER: &str = "OpenAI strict mode";
 
 const FORMATS: [&str; 9] = [
-    "date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid",
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
 ];
 
 /// One change the transformation made to a schema.
@@ -96,7 +104,9 @@ impl StrictTools {
                 check_only: false,
                 changes: Vec::new(),
             };
-            let schema = transform.root().map_err(|failure| unsupported(spec, failure))?;
+            let schema = transform
+                .root()
+                .map_err(|failure| unsupported(spec, failure))?;
             by_name.insert(spec.name.clone(), tools.len());
             tools.push((spec.clone(), schema, transform.changes));
         }
@@ -173,7 +183,10 @@ pub(super) fn check(spec: &ToolSpec) -> Result<(), ExportError> {
         check_only: true,
         changes: Vec::new(),
     };
-    transform.root().map(|_| ()).map_err(|failure| unsupported(spec, failure))
+    transform
+        .root()
+        .map(|_| ())
+        .map_err(|failure| unsupported(spec, failure))
 }
 
 fn unsupported(spec: &ToolSpec, (place, problem): (String, String)) -> ExportError {
@@ -205,7 +218,10 @@ const MAX_DEPTH: usize = 64;
 impl Transform<'_> {
     fn root(&mut self) -> Result<Value, Failure> {
         if self.root.get("type").and_then(Value::as_str) != Some("object") {
-            return Err(fail("/type", "the root must be an object schema (\"type\": \"object\")"));
+            return Err(fail(
+                "/type",
+                "the root must be an object schema (\"type\": \"object\")",
+            ));
         }
         self.node(self.root, "", 0)
     }
@@ -215,7 +231,11 @@ impl Transform<'_> {
             return Err(fail(place, format!("not strict: {what}")));
         }
         self.changes.push(Change {
-            place: if place.is_empty() { "/".into() } else { place.to_owned() },
+            place: if place.is_empty() {
+                "/".into()
+            } else {
+                place.to_owned()
+            },
             what,
         });
         Ok(())
@@ -226,7 +246,10 @@ impl Transform<'_> {
             return Err(fail(place, format!("nests deeper than {MAX_DEPTH} levels")));
         }
         let Some(map) = node.as_object() else {
-            return Err(fail(place, "a boolean schema is not allowed in strict mode"));
+            return Err(fail(
+                place,
+                "a boolean schema is not allowed in strict mode",
+            ));
         };
         let mut out = Map::new();
         for (key, value) in map {
@@ -238,7 +261,10 @@ impl Transform<'_> {
                     out.insert(key.clone(), value.clone());
                 }
                 "format" => {
-                    if value.as_str().is_some_and(|format| FORMATS.contains(&format)) {
+                    if value
+                        .as_str()
+                        .is_some_and(|format| FORMATS.contains(&format))
+                    {
                         out.insert(key.clone(), value.clone());
                     } else {
                         self.change(&at, "format removed (not one strict mode takes)")?;
@@ -270,12 +296,17 @@ impl Transform<'_> {
                         return Err(fail(&at, "not an array"));
                     };
                     if key == "oneOf" {
-                        self.change(&at, "oneOf exported as anyOf (the gate still enforces oneOf)")?;
+                        self.change(
+                            &at,
+                            "oneOf exported as anyOf (the gate still enforces oneOf)",
+                        )?;
                     }
                     let converted = branches
                         .iter()
                         .enumerate()
-                        .map(|(index, branch)| self.node(branch, &format!("{at}/{index}"), depth + 1))
+                        .map(|(index, branch)| {
+                            self.node(branch, &format!("{at}/{index}"), depth + 1)
+                        })
                         .collect::<Result<Vec<_>, _>>()?;
                     out.insert("anyOf".into(), Value::Array(converted));
                 }
@@ -292,7 +323,10 @@ impl Transform<'_> {
             }
         }
         let is_object = out.get("type").is_some_and(|kind| {
-            kind == "object" || kind.as_array().is_some_and(|kinds| kinds.iter().any(|k| k == "object"))
+            kind == "object"
+                || kind
+                    .as_array()
+                    .is_some_and(|kinds| kinds.iter().any(|k| k == "object"))
         }) || out.contains_key("properties");
         if is_object {
             self.object(&mut out, map, place)?;
@@ -360,7 +394,11 @@ fn admits_null_within(schema: &Value, root: &Value, hops: usize) -> bool {
     let Some(map) = schema.as_object() else {
         return schema == &Value::Bool(true);
     };
-    if let Some(target) = map.get("$ref").and_then(Value::as_str).and_then(|r| resolve(root, r)) {
+    if let Some(target) = map
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve(root, r))
+    {
         return admits_null_within(target, root, hops + 1);
     }
     let typed = match map.get("type") {
@@ -369,12 +407,19 @@ fn admits_null_within(schema: &Value, root: &Value, hops: usize) -> bool {
         _ => false,
     };
     typed
-        || map.get("enum").and_then(Value::as_array).is_some_and(|values| values.contains(&Value::Null))
+        || map
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|values| values.contains(&Value::Null))
         || map.get("const") == Some(&Value::Null)
         || ["anyOf", "oneOf"].iter().any(|key| {
             map.get(*key)
                 .and_then(Value::as_array)
-                .is_some_and(|branches| branches.iter().any(|b| admits_null_within(b, root, hops + 1)))
+                .is_some_and(|branches| {
+                    branches
+                        .iter()
+                        .any(|b| admits_null_within(b, root, hops + 1))
+                })
         })
 }
 
@@ -398,7 +443,10 @@ fn make_nullable(schema: &mut Value) {
         Some(Value::Array(kinds)) if !has_const => kinds.push(json!("null")),
         _ => {
             let branch = std::mem::take(map);
-            map.insert("anyOf".into(), json!([Value::Object(branch), {"type": "null"}]));
+            map.insert(
+                "anyOf".into(),
+                json!([Value::Object(branch), {"type": "null"}]),
+            );
         }
     }
 }
@@ -407,14 +455,20 @@ fn make_nullable(schema: &mut Value) {
 fn restore(schema: &Value, root: &Value, value: &mut Value) {
     let mut schema = schema;
     for _ in 0..16 {
-        match schema.get("$ref").and_then(Value::as_str).and_then(|r| resolve(root, r)) {
+        match schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| resolve(root, r))
+        {
             Some(target) => schema = target,
             None => break,
         }
     }
     let non_null_branch = ["anyOf", "oneOf"].iter().find_map(|key| {
         let branches = schema.get(*key)?.as_array()?;
-        let mut rest = branches.iter().filter(|b| b.get("type") != Some(&json!("null")));
+        let mut rest = branches
+            .iter()
+            .filter(|b| b.get("type") != Some(&json!("null")));
         let only = rest.next()?;
         rest.next().is_none().then_some(only)
     });

@@ -77,9 +77,16 @@ pub(super) fn responses_item(kind: &str) -> Class {
     use NotHandledReason::*;
     match kind {
         "message" | "reasoning" => Class::Content,
-        "file_search_call" | "web_search_call" | "code_interpreter_call"
-        | "image_generation_call" | "mcp_call" | "mcp_list_tools" => Class::NotHandled(RanByProvider),
-        "computer_call" | "local_shell_call" | "shell_call" | "apply_patch_call"
+        "file_search_call"
+        | "web_search_call"
+        | "code_interpreter_call"
+        | "image_generation_call"
+        | "mcp_call"
+        | "mcp_list_tools" => Class::NotHandled(RanByProvider),
+        "computer_call"
+        | "local_shell_call"
+        | "shell_call"
+        | "apply_patch_call"
         | "mcp_approval_request" => Class::NotHandled(NeedsAnswer),
         _ => Class::NotHandled(Unknown),
     }

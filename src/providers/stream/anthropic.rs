@@ -134,7 +134,10 @@ impl AnthropicStream {
                                 Some(&start_input),
                             )]);
                         }
-                        if start_input.as_object().is_some_and(|input| !input.is_empty()) {
+                        if start_input
+                            .as_object()
+                            .is_some_and(|input| !input.is_empty())
+                        {
                             partial.fail("the stream sent the input both whole and in deltas");
                         }
                         Ok(vec![partial.complete(id)])
@@ -151,13 +154,14 @@ impl AnthropicStream {
                 }
             }
             "message_delta" => {
-                let stop = event.get("delta").and_then(|delta| delta.get("stop_reason"));
+                let stop = event
+                    .get("delta")
+                    .and_then(|delta| delta.get("stop_reason"));
                 match stop.and_then(Value::as_str) {
                     None | Some("tool_use" | "end_turn" | "stop_sequence") => Ok(Vec::new()),
-                    Some(_) => Ok(self.cut_open(&format!(
-                        "the message stopped ({})",
-                        reason(stop)
-                    ))),
+                    Some(_) => {
+                        Ok(self.cut_open(&format!("the message stopped ({})", reason(stop))))
+                    }
                 }
             }
             "message_stop" => {
@@ -188,7 +192,10 @@ impl AnthropicStream {
                 "a content block started twice",
             ));
         }
-        let kind = block.get("type").and_then(Value::as_str).unwrap_or("(none)");
+        let kind = block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("(none)");
         if kind == "tool_use" {
             let id = call_id(block, "id", &format!("{place}.content_block"))?;
             let mut partial = Partial {
@@ -197,7 +204,13 @@ impl AnthropicStream {
             };
             partial.name(block.get("name").unwrap_or(&Value::Null));
             let start_input = block.get("input").cloned().unwrap_or(Value::Null);
-            self.blocks.insert(slot, Block::Tool { partial, start_input });
+            self.blocks.insert(
+                slot,
+                Block::Tool {
+                    partial,
+                    start_input,
+                },
+            );
         } else {
             if let Some(item) = classify(block, kind, format!("content[{slot}]")) {
                 self.not_handled.push(item);

@@ -113,7 +113,10 @@ impl ChatStream {
                 ));
             }
             if self.ended {
-                return Err(WireError::malformed(place, "a chunk after the stream ended"));
+                return Err(WireError::malformed(
+                    place,
+                    "a chunk after the stream ended",
+                ));
             }
             if let Some(delta) = choice.get("delta").filter(|delta| !delta.is_null()) {
                 self.delta(delta, &format!("{place}.delta"))?;
@@ -135,7 +138,10 @@ impl ChatStream {
         if !delta.is_object() {
             return Err(WireError::malformed(place, "a delta is not an object"));
         }
-        if delta.get("function_call").is_some_and(|call| !call.is_null()) {
+        if delta
+            .get("function_call")
+            .is_some_and(|call| !call.is_null())
+        {
             return Err(WireError::malformed(
                 format!("{place}.function_call"),
                 "legacy function_call has no id to answer: request tools instead of functions",
@@ -181,7 +187,8 @@ impl ChatStream {
             }
             if let Some(function) = fragment.get("function").filter(|f| !f.is_null()) {
                 if !function.is_object() {
-                    call.partial.fail("the stream sent a function that is not an object");
+                    call.partial
+                        .fail("the stream sent a function that is not an object");
                     continue;
                 }
                 if let Some(name) = function.get("name") {

@@ -104,8 +104,13 @@ impl ResponsesStream {
             kind,
             "response.completed" | "response.incomplete" | "response.failed" | "error"
         );
-        if self.ended && (ends || kind.starts_with("response.output_item") || kind.contains("arguments")) {
-            return Err(WireError::malformed(place, "an event after the response ended"));
+        if self.ended
+            && (ends || kind.starts_with("response.output_item") || kind.contains("arguments"))
+        {
+            return Err(WireError::malformed(
+                place,
+                "an event after the response ended",
+            ));
         }
         match kind {
             "response.output_item.added" => self.added(event, &place),
@@ -132,7 +137,9 @@ impl ResponsesStream {
                                 partial.arguments.clone_from(text);
                             }
                             Some(Value::String(text)) if *text == partial.arguments => {}
-                            _ => partial.fail("the stream's final arguments differ from its deltas"),
+                            _ => {
+                                partial.fail("the stream's final arguments differ from its deltas")
+                            }
                         }
                         Ok(vec![self.yield_call(slot)])
                     }
@@ -148,7 +155,10 @@ impl ResponsesStream {
                     .get("response")
                     .and_then(|response| response.get("status"))
                     .or_else(|| event.get("code"));
-                let why = format!("the response ended ({})", reason(status.or(Some(&Value::String(kind.to_owned())))));
+                let why = format!(
+                    "the response ended ({})",
+                    reason(status.or(Some(&Value::String(kind.to_owned()))))
+                );
                 Ok(self.cut_open(&why))
             }
             // Text, reasoning, provider-side tool progress and lifecycle events carry no call:
@@ -159,9 +169,12 @@ impl ResponsesStream {
 
     fn added(&mut self, event: &Value, place: &str) -> Result<Vec<ParsedCall>, WireError> {
         let slot = index(event, "output_index", place)?;
-        let item = event.get("item").filter(|item| item.is_object()).ok_or_else(|| {
-            WireError::malformed(format!("{place}.item"), "missing or not an object")
-        })?;
+        let item = event
+            .get("item")
+            .filter(|item| item.is_object())
+            .ok_or_else(|| {
+                WireError::malformed(format!("{place}.item"), "missing or not an object")
+            })?;
         if self.items.contains_key(&slot) {
             return Err(WireError::malformed(
                 format!("{place}.output_index"),
@@ -201,9 +214,12 @@ impl ResponsesStream {
 
     fn item_done(&mut self, event: &Value, place: &str) -> Result<Vec<ParsedCall>, WireError> {
         let slot = index(event, "output_index", place)?;
-        let item = event.get("item").filter(|item| item.is_object()).ok_or_else(|| {
-            WireError::malformed(format!("{place}.item"), "missing or not an object")
-        })?;
+        let item = event
+            .get("item")
+            .filter(|item| item.is_object())
+            .ok_or_else(|| {
+                WireError::malformed(format!("{place}.item"), "missing or not an object")
+            })?;
         match self.items.get_mut(&slot) {
             // Never opened: read the whole item, as in a whole response.
             None => {

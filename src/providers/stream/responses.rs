@@ -275,8 +275,10 @@ impl ResponsesStream {
 
     /// Completes the open call at `slot` and remembers what it was yielded as.
     fn yield_call(&mut self, slot: u64) -> ParsedCall {
-        let Some(Item::Open { mut partial, .. }) = self.items.remove(&slot) else {
-            unreachable!("yield_call is only called for an open item");
+        // Only called for an open item; anything else completes as an unusable, unnamed call.
+        let mut partial = match self.items.remove(&slot) {
+            Some(Item::Open { partial, .. }) => partial,
+            _ => Partial::default(),
         };
         let call_id = partial.id.take().unwrap_or_default();
         self.items.insert(

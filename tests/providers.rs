@@ -38,6 +38,24 @@ fn weather_registry() -> ToolRegistry {
     .unwrap()
 }
 
+/// The weather tools with schemas that already meet OpenAI's strict-mode rules.
+fn strict_weather_registry() -> ToolRegistry {
+    let echo = |args: &Value| -> Result<String, ToolError> { Ok(args.to_string()) };
+    let location = json!({"type": "object", "properties": {"location": {"type": "string"}},
+        "required": ["location"], "additionalProperties": false});
+    let empty =
+        json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false});
+    ToolRegistry::new([
+        ToolDefinition::new(
+            ToolSpec::new("get_weather", "Weather for a location.", location),
+            echo,
+        )
+        .unwrap(),
+        ToolDefinition::new(ToolSpec::new("send_email", "Send an email.", empty), echo).unwrap(),
+    ])
+    .unwrap()
+}
+
 // ---- OpenAI Chat Completions and DeepSeek ------------------------------------------------------
 
 #[test]
@@ -172,7 +190,12 @@ fn openai_messages_without_ids_are_wire_errors() {
 
 #[test]
 fn openai_tools_export_in_order_with_strict() {
-    let registry = weather_registry();
+    // `strict: true` is only claimed for a schema that meets the strict-mode rules.
+    assert!(matches!(
+        openai::tools(weather_registry().specs(), true),
+        Err(ExportError::UnsupportedSchema { place, .. }) if place == "/"
+    ));
+    let registry = strict_weather_registry();
     let tools = openai::tools(registry.specs(), true).unwrap();
     assert_eq!(tools[0]["type"], "function");
     assert_eq!(tools[0]["function"]["name"], "get_weather");
@@ -232,11 +255,12 @@ fn responses_calls_correlate_by_call_id_not_item_id() {
         output,
         json!({"type": "function_call_output", "call_id": "call_67890abc", "output": "18°C"})
     );
-    let tools = responses::tools(weather_registry().specs(), true).unwrap();
+    assert!(responses::tools(weather_registry().specs(), true).is_err());
+    let tools = responses::tools(strict_weather_registry().specs(), true).unwrap();
     assert_eq!(
         tools[0],
         json!({"type": "function", "name": "get_weather", "description": "Weather for a location.",
-        "parameters": weather_registry().specs().next().unwrap().input_schema, "strict": true})
+        "parameters": strict_weather_registry().specs().next().unwrap().input_schema, "strict": true})
     );
 }
 

@@ -19,10 +19,10 @@
 
 use serde_json::{Value, json};
 
-use super::{ExportError, NameRule, ParsedCall, WireError, call_id, parse_call};
+use super::{ExportError, NameRule, NotHandled, ParsedCall, Turn, WireError, call_id, parse_call};
 use crate::contract::{ToolResult, ToolSpec};
 
-const NAMES: NameRule = NameRule {
+pub(super) const NAMES: NameRule = NameRule {
     provider: "Anthropic",
     max_len: 64,
     extra: "_-",
@@ -47,32 +47,83 @@ pub fn tools<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> Result<Value,
     Ok(Value::Array(tools))
 }
 
-/// The `tool_use` blocks of an assistant message (or of a bare content array), in order; other
-/// blocks are skipped. Each block is read as the [module docs](super) say (its `input` an object,
-/// or a string holding one, parsed strictly); a block that cannot be used is an error result for
-/// its id.
+/// The `tool_use` blocks of an assistant message (or of a bare content array), in order. Each
+/// block is read as the [module docs](super) say (its `input` an object, or a string holding
+/// one, parsed strictly); a block that cannot be used is an error result for its id. Text and
+/// thinking blocks are content and skipped.
 ///
 /// # Errors
 ///
-/// [`WireError`] if there is no `content` array or a `tool_use` block has no non-empty string
-/// `id`.
+/// [`WireError`] if there is no `content` array, the message's `role` is not `assistant`, or a
+/// `tool_use` block has no non-empty string `id`; [`WireError::NotHandled`] for the first block
+/// that is not a call toolgate runs (`server_tool_use`, `mcp_tool_use`, their results, an
+/// unknown type) — [`turn`] lists those instead.
 pub fn tool_uses(message: &Value) -> Result<Vec<ParsedCall>, WireError> {
+    let turn = turn(message)?;
+    super::turn::refuse(&turn.not_handled)?;
+    Ok(turn.calls)
+}
+
+/// The calls of an assistant message, as [`tool_uses`] reads them, and every block that is not
+/// a call toolgate runs: tools Anthropic ran itself (`server_tool_use`, `mcp_tool_use` and the
+/// `*_tool_result` blocks that answer them) and unknown types.
+///
+/// # Errors
+///
+/// [`WireError`] if there is no `content` array, the `role` is not `assistant`, a block is not
+/// an object, or a `tool_use` block has no non-empty string `id`.
+pub fn turn(message: &Value) -> Result<Turn, WireError> {
     let blocks = match message {
         Value::Array(blocks) => blocks,
-        _ => message
-            .get("content")
-            .and_then(Value::as_array)
-            .ok_or_else(|| WireError::malformed("content", "missing or not an array"))?,
-    };
-    let mut calls = Vec::new();
-    for (index, block) in blocks.iter().enumerate() {
-        if block.get("type").and_then(Value::as_str) != Some("tool_use") {
-            continue;
+        _ => {
+            if message.get("role").is_some_and(|role| role != "assistant") {
+                return Err(WireError::malformed(
+                    "role",
+                    "expected an assistant message",
+                ));
+            }
+            message
+                .get("content")
+                .and_then(Value::as_array)
+                .ok_or_else(|| WireError::malformed("content", "missing or not an array"))?
         }
-        let id = call_id(block, "id", &format!("content[{index}]"))?;
-        calls.push(parse_call(id, block.get("name"), block.get("input")));
+    };
+    let mut turn = Turn::default();
+    for (index, block) in blocks.iter().enumerate() {
+        let place = format!("content[{index}]");
+        if !block.is_object() {
+            return Err(WireError::malformed(
+                place,
+                "a content block is not an object",
+            ));
+        }
+        let kind = block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("(none)");
+        if kind == "tool_use" {
+            let id = call_id(block, "id", &place)?;
+            turn.calls
+                .push(parse_call(id, block.get("name"), block.get("input")));
+        } else if let Some(item) = classify(block, kind, place) {
+            turn.not_handled.push(item);
+        }
     }
-    Ok(calls)
+    Ok(turn)
+}
+
+/// A block other than `tool_use`: `None` for content, else what to report.
+pub(crate) fn classify(block: &Value, kind: &str, place: String) -> Option<NotHandled> {
+    match super::turn::anthropic_block(kind) {
+        super::turn::Class::Content => None,
+        super::turn::Class::NotHandled(reason) => {
+            let id = block
+                .get("id")
+                .or_else(|| block.get("tool_use_id"))
+                .and_then(Value::as_str);
+            Some(NotHandled::new(place, kind, id, reason))
+        }
+    }
 }
 
 /// One `tool_result` block.
@@ -84,6 +135,17 @@ pub fn tool_result_block(result: &ToolResult) -> Value {
     });
     if result.is_error {
         block["is_error"] = Value::Bool(true);
+    }
+    block
+}
+
+/// One `tool_result` block for a result with a structured (JSON) part: `content` is an array of
+/// text blocks, the result's text then the value as compact JSON. Without `structured` it is
+/// [`tool_result_block`].
+pub fn tool_result_block_with(result: &ToolResult, structured: Option<&Value>) -> Value {
+    let mut block = tool_result_block(result);
+    if structured.is_some() {
+        block["content"] = Value::Array(super::results::text_blocks(result, structured, "text"));
     }
     block
 }

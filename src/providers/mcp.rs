@@ -111,31 +111,129 @@ pub fn tool_from_list_entry(entry: &Value) -> Result<McpTool, WireError> {
     })
 }
 
-/// The call a `tools/call` request asks for; its `call_id` is the JSON-RPC `id` as text. The
-/// name and `arguments` are read as the [module docs](super) say (an object, or a string holding
-/// one, parsed strictly).
+/// JSON-RPC "Method not found", answered to a request whose method is not `tools/call` when it
+/// is read with [`call_from_request`].
+pub const METHOD_NOT_FOUND: i64 = -32601;
+
+/// What one incoming JSON-RPC message is, as far as tool calls go.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Message {
+    /// A `tools/call` request, read into a call whose `call_id` keeps the id's type (see
+    /// [`call_id_for`]).
+    Call(ToolCall),
+    /// A `tools/call` request that cannot become a call: send this JSON-RPC error response.
+    Reply(Value),
+    /// A notification (no `id`): never a call, and never answered.
+    Notification,
+    /// A request for another method (`tools/list`, `initialize`, …): not a call; route it
+    /// elsewhere.
+    OtherMethod,
+    /// A response or error from the peer (no `method`): not a call.
+    Response,
+}
+
+/// The `call_id` for a JSON-RPC request id, keeping its type so `1` and `"1"` never share one:
+/// an integer is its decimal text (`1` → `1`); a string is itself (`"req-7"` → `req-7`) unless it
+/// could be mistaken for an integer or an escaped string — then it is its JSON text (`"1"` →
+/// `"1"` with the quotes, `"\"x"` → `"\"x"`). `None` for an id MCP does not allow (`null`, an
+/// empty string, a fraction, anything else). [`request_id`] reverses it.
+pub fn call_id_for(id: &Value) -> Option<String> {
+    match id {
+        Value::Number(number) if number.is_i64() || number.is_u64() => Some(number.to_string()),
+        Value::String(text) if text.is_empty() => None,
+        Value::String(text) if looks_like_integer(text) || text.starts_with('"') => {
+            Some(id.to_string())
+        }
+        Value::String(text) => Some(text.clone()),
+        _ => None,
+    }
+}
+
+/// The JSON-RPC id a `call_id` made by [`call_id_for`] came from.
+pub fn request_id(call_id: &str) -> Value {
+    if looks_like_integer(call_id)
+        && let Ok(Value::Number(number)) = serde_json::from_str::<Value>(call_id)
+    {
+        return Value::Number(number);
+    }
+    if call_id.starts_with('"')
+        && let Ok(text @ Value::String(_)) = serde_json::from_str::<Value>(call_id)
+    {
+        return text;
+    }
+    Value::String(call_id.to_owned())
+}
+
+fn looks_like_integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit())
+}
+
+/// Reads one incoming JSON-RPC message: a `tools/call` request becomes a call (or the error
+/// response to send); a notification, another method or a response is never a call.
+///
+/// A `tools/call` request is read as [`call_from_request`] documents.
+pub fn read_message(message: &Value, registry: &ToolRegistry) -> Message {
+    let Some(object) = message.as_object() else {
+        return Message::Reply(invalid_request("a JSON-RPC message is an object"));
+    };
+    let Some(method) = object.get("method") else {
+        return Message::Response;
+    };
+    if !object.contains_key("id") {
+        return Message::Notification;
+    }
+    if method != "tools/call" {
+        return Message::OtherMethod;
+    }
+    match read_call(message, registry) {
+        Ok(call) => Message::Call(call),
+        Err(reply) => Message::Reply(reply),
+    }
+}
+
+/// The call a `tools/call` request asks for; its `call_id` is the JSON-RPC `id` as
+/// [`call_id_for`] spells it (keeping `1` and `"1"` apart). The name and `arguments` are read as
+/// the [module docs](super) say (an object, or a string holding one, parsed strictly).
 ///
 /// # Errors
 ///
 /// The JSON-RPC error response to send back:
 /// - code [`INVALID_REQUEST`] with id `null` if the request's `id` is not a non-empty string or an
-///   integer (MCP forbids a `null` id, and a request without one cannot be answered);
+///   integer (MCP forbids a `null` id, and a request without one cannot be answered), or if the
+///   message is a notification (then send nothing: [`read_message`] tells the two apart);
+/// - code [`METHOD_NOT_FOUND`] with the request's id if its `method` is not `tools/call`;
 /// - code [`INVALID_PARAMS`] with the request's id for a tool the registry does not have (exact
 ///   name), a missing name, or arguments that cannot be used.
 pub fn call_from_request(request: &Value, registry: &ToolRegistry) -> Result<ToolCall, Value> {
-    let call_id = match request.get("id") {
-        Some(Value::String(id)) if !id.is_empty() => id.clone(),
-        Some(Value::Number(id)) if id.is_i64() || id.is_u64() => id.to_string(),
-        _ => {
-            return Err(json!({
-                "jsonrpc": "2.0",
-                "id": null,
-                "error": {
-                    "code": INVALID_REQUEST,
-                    "message": "tools/call needs an id: a non-empty string or an integer",
-                },
-            }));
-        }
+    if request
+        .get("method")
+        .is_some_and(|method| method != "tools/call")
+        && let Some(id) = request.get("id").filter(|id| call_id_for(id).is_some())
+    {
+        return Err(json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": METHOD_NOT_FOUND, "message": "only tools/call is read here"},
+        }));
+    }
+    read_call(request, registry)
+}
+
+fn invalid_request(message: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": INVALID_REQUEST, "message": message},
+    })
+}
+
+fn read_call(request: &Value, registry: &ToolRegistry) -> Result<ToolCall, Value> {
+    let Some(call_id) = request.get("id").and_then(call_id_for) else {
+        return Err(invalid_request(
+            "tools/call needs an id: a non-empty string or an integer",
+        ));
     };
     let id = &request["id"];
     let params = request.get("params");
@@ -159,6 +257,21 @@ pub fn call_tool_result(result: &ToolResult) -> Value {
         "content": [{"type": "text", "text": result.content}],
         "isError": result.is_error,
     })
+}
+
+/// The `CallToolResult` for a result with a structured part: the text block, then the value as
+/// serialized JSON in a second text block (the specification asks servers to send both for
+/// clients that only read text), and the value itself as `structuredContent`. MCP requires
+/// `structuredContent` to be an object; any other value is sent in the text block only.
+pub fn call_tool_result_with(result: &ToolResult, structured: Option<&Value>) -> Value {
+    let mut body = call_tool_result(result);
+    if let Some(value) = structured {
+        body["content"] = Value::Array(super::results::text_blocks(result, structured, "text"));
+        if value.is_object() {
+            body["structuredContent"] = value.clone();
+        }
+    }
+    body
 }
 
 /// The whole JSON-RPC response to a `tools/call` request.

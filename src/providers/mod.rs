@@ -39,10 +39,19 @@
 //! before parsing.
 
 pub mod anthropic;
+pub mod gemini;
+mod gemini_schema;
 pub mod mcp;
+pub mod names;
 pub mod openai;
 pub mod responses;
+mod results;
+pub mod stream;
 mod strict;
+pub mod strict_schema;
+mod turn;
+
+pub use turn::{NotHandled, NotHandledReason, Turn};
 
 use serde_json::{Map, Value};
 
@@ -63,6 +72,21 @@ pub enum WireError {
         place: String,
         /// What is wrong.
         problem: String,
+    },
+    /// The payload holds an item that is not a call toolgate can run (a tool the provider ran
+    /// itself, one that waits for an answer toolgate cannot give, or an unknown type), and the
+    /// reader used has no place to report it. Read the payload with the adapter's `turn`
+    /// function, which lists such items in [`Turn::not_handled`].
+    #[error(
+        "{place}: item of type {kind:?} is not a call toolgate runs ({reason:?}); read it with `turn`"
+    )]
+    NotHandled {
+        /// Where in the payload, e.g. `output[1]`.
+        place: String,
+        /// The item's type, quoted bounded.
+        kind: String,
+        /// Why it is not handled.
+        reason: NotHandledReason,
     },
 }
 
@@ -88,6 +112,19 @@ pub enum ExportError {
         provider: &'static str,
         /// The rule it breaks.
         rule: &'static str,
+    },
+    /// The tool's input schema uses something the provider's schema dialect cannot express.
+    /// Change the schema (or, for names, map them with [`names::NameMap`]).
+    #[error("tool {tool:?} cannot be exported to {provider}: {place}: {problem}")]
+    UnsupportedSchema {
+        /// The tool's name.
+        tool: String,
+        /// The provider (or mode, e.g. `OpenAI strict mode`).
+        provider: &'static str,
+        /// Where in the schema, as a JSON pointer (`/properties/when/not`).
+        place: String,
+        /// What cannot be expressed there.
+        problem: String,
     },
 }
 

@@ -30,13 +30,17 @@ pub(super) const NAMES: NameRule = NameRule {
 };
 
 /// The request's `tools` array: `{"type": "function", "function": {name, description,
-/// parameters}}` per spec, in order; with `strict`, each function sets `"strict": true` (the
-/// schema must then meet OpenAI's strict-mode rules: every property required,
-/// `additionalProperties: false`).
+/// parameters}}` per spec, in order; with `strict`, each function sets `"strict": true`, which
+/// is only claimed for a schema that already meets OpenAI's strict-mode rules (every property
+/// required, `additionalProperties: false` on every object, only supported keywords). To
+/// transform a schema that does not, use [`StrictTools`](super::strict_schema::StrictTools).
 ///
 /// # Errors
 ///
-/// [`ExportError::InvalidName`] for the first spec whose name OpenAI would refuse.
+/// [`ExportError::InvalidName`] for the first spec whose name OpenAI would refuse (map names
+/// with [`NameMap`](super::names::NameMap)); with `strict`,
+/// [`ExportError::UnsupportedSchema`] naming the first place in a schema that breaks the
+/// strict-mode rules.
 pub fn tools<'a>(
     specs: impl IntoIterator<Item = &'a ToolSpec>,
     strict: bool,
@@ -44,6 +48,9 @@ pub fn tools<'a>(
     let mut tools = Vec::new();
     for spec in specs {
         NAMES.check(spec)?;
+        if strict {
+            super::strict_schema::check(spec)?;
+        }
         let mut function = json!({
             "name": spec.name,
             "description": spec.description,
@@ -64,8 +71,12 @@ pub fn tools<'a>(
 ///
 /// # Errors
 ///
-/// [`WireError`] if `tool_calls` is not an array or a call has no non-empty string `id`.
+/// [`WireError`] if the value is not an assistant message (not an object; a whole
+/// `chat.completion` or a `choices[i]` entry instead of `choices[i].message`; a `role` other
+/// than `assistant`), carries a legacy `function_call`, if `tool_calls` is not an array, or a
+/// call has no non-empty string `id`.
 pub fn tool_calls(message: &Value) -> Result<Vec<ParsedCall>, WireError> {
+    check_message(message)?;
     let calls = match message.get("tool_calls") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(calls)) => calls,
@@ -103,7 +114,70 @@ pub fn tool_calls(message: &Value) -> Result<Vec<ParsedCall>, WireError> {
         .collect()
 }
 
+/// Refuses what is not an assistant message, so a payload of the wrong shape cannot read as a
+/// message without calls.
+fn check_message(message: &Value) -> Result<(), WireError> {
+    let Some(object) = message.as_object() else {
+        return Err(WireError::malformed(
+            "message",
+            format!(
+                "expected an assistant message object, got {}",
+                super::kind(message)
+            ),
+        ));
+    };
+    if object.contains_key("choices") || object.contains_key("object") {
+        return Err(WireError::malformed(
+            "message",
+            "expected an assistant message (choices[0].message), got a whole completion",
+        ));
+    }
+    match object.get("role") {
+        None => {}
+        Some(Value::String(role)) if role == "assistant" => {}
+        Some(_) => {
+            return Err(WireError::malformed(
+                "message.role",
+                "expected an assistant message",
+            ));
+        }
+    }
+    if !["tool_calls", "role", "content"]
+        .iter()
+        .any(|key| object.contains_key(*key))
+    {
+        return Err(WireError::malformed(
+            "message",
+            "expected an assistant message (choices[0].message): no role, content or tool_calls",
+        ));
+    }
+    if object
+        .get("function_call")
+        .is_some_and(|call| !call.is_null())
+    {
+        return Err(WireError::malformed(
+            "message.function_call",
+            "legacy function_call has no id to answer: request tools instead of functions",
+        ));
+    }
+    Ok(())
+}
+
 /// The `role: "tool"` message that answers one call.
 pub fn tool_message(result: &ToolResult) -> Value {
     json!({"role": "tool", "tool_call_id": result.call_id, "content": result.content})
+}
+
+/// The `role: "tool"` message for a result with a structured (JSON) part: `content` is an array
+/// of text parts (the only kind a tool message takes), the result's text then the value as
+/// compact JSON. Without `structured` it is [`tool_message`].
+pub fn tool_message_with(result: &ToolResult, structured: Option<&Value>) -> Value {
+    if structured.is_none() {
+        return tool_message(result);
+    }
+    json!({
+        "role": "tool",
+        "tool_call_id": result.call_id,
+        "content": super::results::text_blocks(result, structured, "text"),
+    })
 }

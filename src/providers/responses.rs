@@ -21,15 +21,20 @@
 
 use serde_json::{Value, json};
 
-use super::{ExportError, ParsedCall, WireError, call_id, openai::NAMES, parse_call};
+use super::{
+    ExportError, NotHandled, ParsedCall, Turn, WireError, call_id, openai::NAMES, parse_call,
+};
 use crate::contract::{ToolResult, ToolSpec, quote_bounded};
 
 /// The request's `tools` array in the Responses API's flat shape: `{"type": "function", name,
-/// description, parameters, strict}`.
+/// description, parameters, strict}`. `strict: true` is only claimed for a schema that already
+/// meets OpenAI's strict-mode rules; [`StrictTools`](super::strict_schema::StrictTools)
+/// transforms one that does not.
 ///
 /// # Errors
 ///
-/// [`ExportError::InvalidName`] for the first spec whose name OpenAI would refuse.
+/// [`ExportError::InvalidName`] for the first spec whose name OpenAI would refuse; with
+/// `strict`, [`ExportError::UnsupportedSchema`] naming the first place that breaks the rules.
 pub fn tools<'a>(
     specs: impl IntoIterator<Item = &'a ToolSpec>,
     strict: bool,
@@ -37,6 +42,9 @@ pub fn tools<'a>(
     let mut tools = Vec::new();
     for spec in specs {
         NAMES.check(spec)?;
+        if strict {
+            super::strict_schema::check(spec)?;
+        }
         tools.push(json!({
             "type": "function",
             "name": spec.name,
@@ -49,15 +57,33 @@ pub fn tools<'a>(
 }
 
 /// The `function_call` items of a response (the whole response object, or its `output` array),
-/// in order; other items (messages, reasoning) are skipped. Each call is read as the
-/// [module docs](super) say (its `arguments` a string holding an object, parsed strictly, or an
-/// object). A `custom_tool_call` item, or a call that cannot be used, is an error result for its
-/// `call_id`.
+/// in order. Each call is read as the [module docs](super) say (its `arguments` a string holding
+/// an object, parsed strictly, or an object). A `custom_tool_call` item, or a call that cannot be
+/// used, is an error result for its `call_id`. Messages and reasoning are content and skipped.
 ///
 /// # Errors
 ///
-/// [`WireError`] if there is no `output` array or a call item has no non-empty string `call_id`.
+/// [`WireError`] if there is no `output` array or a call item has no non-empty string
+/// `call_id`; [`WireError::NotHandled`] for the first item that is not a call toolgate runs
+/// (`mcp_call`, `web_search_call`, `local_shell_call`, an unknown type, …) — [`turn`] lists
+/// those instead.
 pub fn function_calls(response: &Value) -> Result<Vec<ParsedCall>, WireError> {
+    let turn = turn(response)?;
+    super::turn::refuse(&turn.not_handled)?;
+    Ok(turn.calls)
+}
+
+/// The calls of a response, as [`function_calls`] reads them, and every item that is not a call
+/// toolgate runs: tools the provider ran itself (`web_search_call`, `file_search_call`,
+/// `code_interpreter_call`, `image_generation_call`, `mcp_call`, `mcp_list_tools`), items that
+/// wait for an answer toolgate cannot give (`computer_call`, `local_shell_call`, `shell_call`,
+/// `apply_patch_call`, `mcp_approval_request`) and unknown types.
+///
+/// # Errors
+///
+/// [`WireError`] if there is no `output` array, an item is not an object, or a call item has no
+/// non-empty string `call_id`.
+pub fn turn(response: &Value) -> Result<Turn, WireError> {
     let items = match response {
         Value::Array(items) => items,
         _ => response
@@ -65,33 +91,85 @@ pub fn function_calls(response: &Value) -> Result<Vec<ParsedCall>, WireError> {
             .and_then(Value::as_array)
             .ok_or_else(|| WireError::malformed("output", "missing or not an array"))?,
     };
-    let mut calls = Vec::new();
+    let mut turn = Turn::default();
     for (index, item) in items.iter().enumerate() {
         let place = format!("output[{index}]");
-        match item.get("type").and_then(Value::as_str) {
-            Some("function_call") => {
-                let id = call_id(item, "call_id", &place)?;
-                calls.push(parse_call(id, item.get("name"), item.get("arguments")));
-            }
-            Some("custom_tool_call") => {
-                let id = call_id(item, "call_id", &place)?;
-                let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
-                calls.push(Err(ToolResult::error(
-                    id,
-                    format!(
-                        "custom tool {:?} cannot be called: only function tools are supported",
-                        quote_bounded(name)
-                    ),
-                )));
-            }
-            _ => {}
+        if !item.is_object() {
+            return Err(WireError::malformed(
+                place,
+                "an output item is not an object",
+            ));
+        }
+        if let Some(call) = read_item(item, &place)? {
+            turn.calls.push(call);
+        } else if let Some(not_handled) = classify(item, place) {
+            turn.not_handled.push(not_handled);
         }
     }
-    Ok(calls)
+    Ok(turn)
+}
+
+/// A `function_call` or `custom_tool_call` item as a call; `None` for any other item.
+pub(crate) fn read_item(item: &Value, place: &str) -> Result<Option<ParsedCall>, WireError> {
+    match item.get("type").and_then(Value::as_str) {
+        Some("function_call") => {
+            let id = call_id(item, "call_id", place)?;
+            Ok(Some(parse_call(
+                id,
+                item.get("name"),
+                item.get("arguments"),
+            )))
+        }
+        Some("custom_tool_call") => {
+            let id = call_id(item, "call_id", place)?;
+            Ok(Some(Err(custom_tool_error(id, item))))
+        }
+        _ => Ok(None),
+    }
+}
+
+pub(crate) fn custom_tool_error(id: String, item: &Value) -> ToolResult {
+    let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+    ToolResult::error(
+        id,
+        format!(
+            "custom tool {:?} cannot be called: only function tools are supported",
+            quote_bounded(name)
+        ),
+    )
+}
+
+/// An item other than a call: `None` for content, else what to report.
+pub(crate) fn classify(item: &Value, place: String) -> Option<NotHandled> {
+    let kind = item.get("type").and_then(Value::as_str).unwrap_or("(none)");
+    match super::turn::responses_item(kind) {
+        super::turn::Class::Content => None,
+        super::turn::Class::NotHandled(reason) => {
+            let id = item
+                .get("call_id")
+                .or_else(|| item.get("id"))
+                .and_then(Value::as_str);
+            Some(NotHandled::new(place, kind, id, reason))
+        }
+    }
 }
 
 /// The `function_call_output` input item that answers one call. An error result's content is
 /// sent as the output text (the Responses API has no error flag on this item).
 pub fn function_call_output(result: &ToolResult) -> Value {
     json!({"type": "function_call_output", "call_id": result.call_id, "output": result.content})
+}
+
+/// The `function_call_output` item for a result with a structured (JSON) part: `output` is an
+/// array of `input_text` items, the result's text then the value as compact JSON. Without
+/// `structured` it is [`function_call_output`].
+pub fn function_call_output_with(result: &ToolResult, structured: Option<&Value>) -> Value {
+    if structured.is_none() {
+        return function_call_output(result);
+    }
+    json!({
+        "type": "function_call_output",
+        "call_id": result.call_id,
+        "output": super::results::text_blocks(result, structured, "input_text"),
+    })
 }

@@ -104,6 +104,8 @@ mod contract;
 mod controller;
 pub mod definition;
 mod execute;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod names;
 mod policy;
 pub mod providers;

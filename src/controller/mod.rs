@@ -5,6 +5,7 @@
 //! tracing spans.
 
 mod gate;
+mod listing;
 #[cfg(feature = "tracing")]
 mod observe;
 mod steps;

@@ -62,6 +62,14 @@ pub trait Policy: Send + Sync {
         let _ = registry;
         Ok(())
     }
+
+    /// `true` only if every call to `tool_name` is denied, whatever its arguments — such a tool
+    /// can be left out of what the model is shown. The default, `false`, is always safe: it
+    /// only keeps a tool listed, never lets a call run.
+    fn denies_every_call(&self, tool_name: &str) -> bool {
+        let _ = tool_name;
+        false
+    }
 }
 
 /// A shared policy is the policy: deciding and checking the registry both go through, so a
@@ -73,6 +81,10 @@ impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
 
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
         (**self).check_registry(registry)
+    }
+
+    fn denies_every_call(&self, tool_name: &str) -> bool {
+        (**self).denies_every_call(tool_name)
     }
 }
 
@@ -143,5 +155,9 @@ impl Unfit {
 impl Policy for Unfit {
     fn decide(&self, _: &PreparedToolCall) -> PolicyDecision {
         PolicyDecision::deny(self.reason.clone())
+    }
+
+    fn denies_every_call(&self, _: &str) -> bool {
+        true
     }
 }

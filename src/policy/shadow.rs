@@ -164,6 +164,11 @@ impl Policy for Shadow {
         enforced
     }
 
+    /// As the enforced policy: the candidate never changes what runs, nor what is listed.
+    fn denies_every_call(&self, tool_name: &str) -> bool {
+        self.enforced.denies_every_call(tool_name)
+    }
+
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
         self.enforced.check_registry(registry)?;
         self.candidate

@@ -1,6 +1,6 @@
 //! The original design's policy: tools by name.
 
-use super::{Policy, PolicyDecision, Reason};
+use super::{Policy, PolicyAction, PolicyDecision, Reason};
 use crate::names::FastSet;
 use crate::runtime::PreparedToolCall;
 
@@ -95,6 +95,10 @@ impl ToolPolicy {
 impl Policy for ToolPolicy {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
         self.decide_for(call.tool_name())
+    }
+
+    fn denies_every_call(&self, tool_name: &str) -> bool {
+        self.decide_for(tool_name).action == PolicyAction::Deny
     }
 }
 

@@ -419,6 +419,15 @@ impl Policy for RulePolicy {
         self.decide_arguments(call.tool_name(), call.arguments())
     }
 
+    /// A tool without rules falls to the default deny; one with an unconditional deny rule is
+    /// denied before any ask or allow rule is looked at.
+    fn denies_every_call(&self, tool_name: &str) -> bool {
+        self.by_tool.get(tool_name).is_none_or(|rules| {
+            rules.deny.iter().any(|rule| rule.condition.is_none())
+                || (rules.ask.is_empty() && rules.allow.is_empty())
+        })
+    }
+
     /// Loads this policy's configuration again against `registry`: a tool it names is gone, a
     /// field a condition judges was renamed or became a list, an example no longer behaves — each
     /// is a problem, and the controller refuses the registry (or denies every call) rather than

@@ -1,0 +1,130 @@
+//! Approvals carried by the protocol: the question shown to the person (an elicitation form) and
+//! the sealed `requestState` that brings the approval id back on a 2026-07-28 retry.
+
+use std::time::Duration;
+
+use std::collections::BTreeMap;
+
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
+    SealOptions,
+};
+use serde_json::{Value, json};
+
+use crate::approvals::{ApprovalId, ApprovalRequest};
+use crate::canonical::{canonical_json, digest};
+use crate::contract::quote_bounded;
+
+/// The key of the one input request toolgate sends: the person's answer comes back under it.
+const ANSWER_KEY: &str = "toolgate_approval";
+
+/// How much of the canonical arguments the question shows before cutting.
+const SHOWN_ARGUMENT_CHARS: usize = 2_000;
+
+/// How long a sealed request state opens; the approval itself may expire sooner.
+const STATE_TIME_TO_LIVE: Duration = Duration::from_secs(15 * 60);
+
+/// What the person answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Approve,
+    Reject,
+}
+
+impl Answer {
+    /// Accept approves; decline and cancel reject (a dismissed question is not a yes).
+    pub(crate) fn of(action: &ElicitationAction) -> Self {
+        match action {
+            ElicitationAction::Accept => Self::Approve,
+            _ => Self::Reject,
+        }
+    }
+}
+
+/// Seals approval ids into `requestState` with a key only this server holds, bound to the tool
+/// and its canonical arguments: a state from another server, for another call, altered in one
+/// byte or older than its time to live does not open.
+pub(crate) struct StateSeal {
+    codec: RequestStateCodec,
+}
+
+impl std::fmt::Debug for StateSeal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateSeal(<key>)")
+    }
+}
+
+impl StateSeal {
+    /// A seal with a fresh 256-bit key from the OS.
+    pub(crate) fn random() -> Result<Self, getrandom::Error> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key)?;
+        // 32 bytes is exactly the SDK's minimum; `try_new` cannot fail on it.
+        let codec = RequestStateCodec::try_new(key.to_vec())
+            .unwrap_or_else(|_| RequestStateCodec::new_unchecked(key.to_vec()));
+        key.fill(0);
+        Ok(Self { codec })
+    }
+
+    /// The input-required result asking the person about `request`.
+    pub(crate) fn input_required(&self, request: &ApprovalRequest) -> InputRequiredResult {
+        let binding = binding(&request.call.tool_name, &request.call.arguments);
+        let state = self.codec.seal_with(
+            request.approval_id.to_string().as_bytes(),
+            &SealOptions::new()
+                .associated_data(binding.as_bytes())
+                .ttl(STATE_TIME_TO_LIVE),
+        );
+        let mut requests = InputRequests::new();
+        requests.insert(
+            ANSWER_KEY.to_owned(),
+            InputRequest::Elicitation(ElicitRequest::new(question(request))),
+        );
+        InputRequiredResult::new(Some(requests), Some(state))
+    }
+
+    /// The approval id sealed in `state`, if this server sealed it for `tool` with `arguments`.
+    pub(crate) fn open(&self, state: &str, tool: &str, arguments: &Value) -> Option<ApprovalId> {
+        let binding = binding(tool, arguments);
+        let payload = self.codec.open_with(state, binding.as_bytes()).ok()?;
+        std::str::from_utf8(&payload).ok()?.parse().ok()
+    }
+}
+
+/// The person's answer in a retry's `inputResponses`, if there is a well-formed one.
+pub(crate) fn answer_in(responses: Option<&InputResponses>) -> Option<Answer> {
+    let response = responses?.get(ANSWER_KEY)?;
+    let result: ElicitResult = serde_json::from_value(response.clone()).ok()?;
+    Some(Answer::of(&result.action))
+}
+
+/// The form shown to the person: which tool, why the policy asks, and the exact arguments that
+/// would run (canonical JSON, cut past `SHOWN_ARGUMENT_CHARS` characters). Accept approves this
+/// call once; decline or cancel rejects it.
+pub(crate) fn question(request: &ApprovalRequest) -> ElicitRequestParams {
+    let arguments = canonical_json(&request.call.arguments);
+    let shown: String = arguments.chars().take(SHOWN_ARGUMENT_CHARS).collect();
+    let cut = if shown.len() < arguments.len() {
+        " … (cut; digest below)"
+    } else {
+        ""
+    };
+    let message = format!(
+        "Allow the tool call {tool} to run once?\nWhy you are asked: {reason}\nArguments: {shown}{cut}\nDigest: {digest}\nAccept runs it once; decline or cancel does not.",
+        tool = quote_bounded(&request.call.tool_name),
+        reason = request.reason,
+        digest = request.digest,
+    );
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        // Nothing to fill in: the answer is the action (accept, decline, cancel).
+        requested_schema: ElicitationSchema::new(BTreeMap::new()),
+    }
+}
+
+/// What a sealed state is bound to: the tool's name and its canonical arguments.
+fn binding(tool: &str, arguments: &Value) -> String {
+    digest(&json!({"tool": tool, "arguments": arguments}))
+}

@@ -1,0 +1,65 @@
+//! The Model Context Protocol, served and guarded through the official Rust SDK (`rmcp`):
+//! a [`ToolController`](crate::ToolController) as an MCP server ([`McpServer`]), and the parts of
+//! a gateway in front of another MCP server ([`Upstream`], [`PolicyFile`]; the
+//! `toolgate-mcp-gateway` binary joins them).
+//!
+//! Every call that reaches a handler — or, through the gateway, the upstream server — went
+//! through the controller: resolved by exact name, validated against the tool's schema, allowed
+//! by the policy or approved once by a person. Tool annotations sent by an upstream are dropped:
+//! they are hints and grant nothing.
+//!
+//! # Protocol revisions
+//!
+//! The SDK negotiates the revision; toolgate behaves the same on each except for approvals:
+//!
+//! | revision | handshake | an `ask` decision |
+//! |---|---|---|
+//! | 2026-07-28 | stateless, `server/discover` | `input_required` result: an elicitation and a sealed `requestState`; the retry carries the answer |
+//! | 2025-11-25 and earlier | `initialize` | an `elicitation/create` request in the same call, if the client declared form elicitation |
+//! | any, client without elicitation | | error result naming the approval id; the call waits to be answered out of band |
+//!
+//! toolgate does not: forward upstream elicitations, sampling or resources through the gateway;
+//! follow an upstream's own tool-list changes (restart the gateway); serve over HTTP (any
+//! transport the SDK offers works with [`McpServer`] through `rmcp::ServiceExt::serve`).
+
+mod approval;
+mod reload;
+mod server;
+mod upstream;
+mod wire;
+
+pub use reload::{PolicyFile, Reload};
+pub use server::McpServer;
+pub use upstream::{Skipped, Upstream};
+pub use wire::APPROVAL_ID_META;
+
+/// The SDK this module is built on, at the version toolgate uses.
+pub use rmcp;
+
+use crate::registry::RegistryError;
+
+/// Why serving or importing over MCP failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// The OS gave no randomness for the request-state key; the server cannot start safely.
+    // getrandom's error implements `std::error::Error` only with its `std` feature, which the
+    // core does not enable; its text is kept instead.
+    #[error("no randomness for the request-state key: {0}")]
+    Randomness(getrandom::Error),
+    /// The MCP session with the client could not start (handshake failed, transport closed).
+    #[error("the mcp session could not start")]
+    Serve(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The MCP session with the client ended abnormally.
+    #[error("the mcp session ended abnormally")]
+    Stopped(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The upstream server's process could not be started; check the command.
+    #[error("cannot start the upstream server")]
+    Spawn(#[source] std::io::Error),
+    /// The upstream server did not complete the handshake or a request.
+    #[error("the upstream server failed")]
+    Upstream(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The upstream's tools do not make a registry (a name listed twice).
+    #[error("the upstream's tools do not make a registry")]
+    Registry(#[from] RegistryError),
+}

@@ -1,0 +1,310 @@
+//! A [`ToolController`] served as an MCP server through the SDK's `ServerHandler`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    InitializeRequestParams, InitializeResult, InputResponses, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
+use rmcp::{ErrorData, ServerHandler, ServiceExt as _};
+use serde_json::Value;
+
+use super::McpError;
+use super::approval::{self, Answer, StateSeal};
+use super::wire;
+use crate::approvals::{ApprovalId, ApprovalRequest, ApprovalResponse};
+use crate::contract::ToolCall;
+use crate::controller::{Outcome, ToolController};
+
+/// How often a connection looks whether the registry or policy was replaced.
+const DEFAULT_CHANGE_POLL: Duration = Duration::from_millis(250);
+
+/// How long a 2025-11-25 elicitation may wait for the person before the call is left pending
+/// out of band.
+const ELICITATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// A [`ToolController`] as an MCP server: `tools/list` shows the controller's current tools less
+/// those its policy denies whatever their arguments; `tools/call` goes through
+/// [`ToolController::handle_async`].
+///
+/// # Guarantees
+///
+/// - A `tools/call` runs a handler only through the controller: resolved, validated, allowed or
+///   approved once (G1–G6). Unknown, invalid and denied calls are error results, never protocol
+///   successes, and run nothing.
+/// - A hidden tool is hidden only from the list; calling it is still decided by the policy.
+/// - When the policy asks: on 2026-07-28 the answer is an `input_required` result with an
+///   elicitation showing the tool, the reason and the arguments, and a `requestState` sealed with
+///   a key only this server holds, bound to the tool and its canonical arguments. The client's
+///   retry with the person's answer resolves the approval: accept → re-checked, run once; decline
+///   or cancel → rejected. A replayed state finds the approval answered; an altered, foreign,
+///   expired or re-targeted one does not open — both are refused and run nothing. On earlier
+///   revisions a client that declared form elicitation is asked in the same request. A client
+///   that can do neither gets an error result naming the approval id; the call waits in the
+///   controller's approval store to be answered out of band.
+/// - The list-changed notification is sent when the controller's
+///   [`generation`](ToolController::generation) moves (checked every 250 ms): after
+///   `initialize`, to the session; on 2026-07-28, on `subscriptions/listen` streams that asked.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn run(controller: toolgate::ToolController) -> Result<(), toolgate::mcp::McpError> {
+/// use std::sync::Arc;
+/// toolgate::mcp::McpServer::new(Arc::new(controller))?.serve_stdio().await
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct McpServer {
+    controller: Arc<ToolController>,
+    seal: Arc<StateSeal>,
+    implementation: (String, String),
+    change_poll: Duration,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("controller", &self.controller)
+            .field("implementation", &self.implementation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server over `controller`, with a fresh key for sealing request states.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Randomness`] if the OS gives no randomness for the key.
+    pub fn new(controller: Arc<ToolController>) -> Result<Self, McpError> {
+        Ok(Self {
+            controller,
+            seal: Arc::new(StateSeal::random().map_err(McpError::Randomness)?),
+            implementation: ("toolgate".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
+            change_poll: DEFAULT_CHANGE_POLL,
+        })
+    }
+
+    /// The same server, naming itself `name` `version` to clients.
+    #[must_use]
+    pub fn with_implementation(
+        mut self,
+        name: impl Into<String>,
+        version: impl Into<String>,
+    ) -> Self {
+        self.implementation = (name.into(), version.into());
+        self
+    }
+
+    /// The controller it serves.
+    pub fn controller(&self) -> &Arc<ToolController> {
+        &self.controller
+    }
+
+    /// Serves one client over this process's stdin and stdout until it disconnects.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Serve`] if the session could not start, [`McpError::Stopped`] if it ended
+    /// abnormally.
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|error| McpError::Serve(Box::new(error)))?;
+        running
+            .waiting()
+            .await
+            .map(drop)
+            .map_err(|error| McpError::Stopped(Box::new(error)))
+    }
+
+    /// Asks the person in the way the client supports, or leaves the call pending.
+    async fn ask(
+        &self,
+        request: ApprovalRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let form = context
+            .client_capabilities()
+            .and_then(|capabilities| capabilities.elicitation)
+            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
+        if form && modern {
+            return self.seal.input_required(&request).into();
+        }
+        if form {
+            let asked = context
+                .peer
+                .create_elicitation_with_timeout(
+                    approval::question(&request),
+                    Some(ELICITATION_TIMEOUT),
+                )
+                .await;
+            // No answer (timeout, transport) leaves the request pending, as for a client that
+            // cannot be asked.
+            if let Ok(answer) = asked {
+                return self
+                    .settle(request.approval_id, Answer::of(&answer.action))
+                    .await
+                    .into();
+            }
+        }
+        let id = request.approval_id.to_string();
+        wire::not_run(
+            format!(
+                "pending approval: {reason}. The call did not run; approval {id} waits for a person to answer it out of band.",
+                reason = request.reason,
+            ),
+            Some(id),
+        )
+        .into()
+    }
+
+    /// A 2026-07-28 retry: opens the state, reads the answer, resolves the approval.
+    async fn retry(
+        &self,
+        state: &str,
+        tool: &str,
+        arguments: &Value,
+        responses: Option<&InputResponses>,
+    ) -> CallToolResult {
+        let Some(approval_id) = self.seal.open(state, tool, arguments) else {
+            return wire::not_run(
+                "refused: the request state was not issued by this server for this call (altered, foreign, for another tool or arguments, or expired); nothing ran".to_owned(),
+                None,
+            );
+        };
+        let Some(answer) = approval::answer_in(responses) else {
+            return wire::not_run(
+                "refused: the retry carries no answer to the approval question; nothing ran"
+                    .to_owned(),
+                Some(approval_id.to_string()),
+            );
+        };
+        self.settle(approval_id, answer).await
+    }
+
+    async fn settle(&self, approval_id: ApprovalId, answer: Answer) -> CallToolResult {
+        let response = match answer {
+            Answer::Approve => ApprovalResponse::approve(approval_id),
+            Answer::Reject => ApprovalResponse::reject(approval_id),
+        };
+        match self.controller.resolve_async(response).await {
+            Ok(result) => wire::call_result(result),
+            Err(error) => wire::not_run(format!("refused: {error}; nothing ran"), None),
+        }
+    }
+
+    /// Waits for the next change of the controller's generation after `seen`.
+    async fn next_change(&self, seen: &mut u64) {
+        loop {
+            tokio::time::sleep(self.change_poll).await;
+            let now = self.controller.generation();
+            if now != *seen {
+                *seen = now;
+                return;
+            }
+        }
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        info.server_info = Implementation::new(&self.implementation.0, &self.implementation.1);
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(wire::list_result(&self.controller.listed_specs()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        if let Some(state) = request.request_state.as_deref() {
+            let responses = request.input_responses.as_ref();
+            return Ok(self
+                .retry(state, &request.name, &arguments, responses)
+                .await
+                .into());
+        }
+        let call = ToolCall::new(context.id.to_string(), request.name, arguments);
+        Ok(match self.controller.handle_async(call).await {
+            Outcome::Completed(result) => wire::call_result(result).into(),
+            Outcome::PendingApproval(request) => self.ask(request, &context).await,
+        })
+    }
+
+    /// The SDK's handshake, plus a watcher that sends `notifications/tools/list_changed` to this
+    /// session when the controller's generation moves. The generation is read here, before the
+    /// client has the result, so a replacement right after the handshake is not missed.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let server = self.clone();
+        let peer = context.peer;
+        let mut seen = server.controller.generation();
+        tokio::spawn(async move {
+            // Checks the transport on every tick, so the task ends with the session.
+            while !peer.is_transport_closed() {
+                tokio::time::sleep(server.change_poll).await;
+                let now = server.controller.generation();
+                if now != seen {
+                    seen = now;
+                    if peer.notify_tool_list_changed().await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        self.negotiate_initialize(&request)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let mut seen = self.controller.generation();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = self.next_change(&mut seen) => {
+                    if context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! toolgate's plain data ↔ the SDK's MCP types.
+
+use rmcp::model::{CallToolResult, ContentBlock, ListToolsResult, MetaObject, Tool};
+use serde_json::{Value, json};
+
+use crate::contract::{ToolResult, ToolSpec};
+
+/// The `_meta` key under which a held call's approval id is given to the client.
+pub const APPROVAL_ID_META: &str = "dev.toolgate/approvalId";
+
+/// The `tools/list` result for `specs`. A spec whose schema is not an object (MCP requires one)
+/// is listed with an empty object schema only if it had none; others are left out, since a client
+/// could not call them correctly.
+pub(crate) fn list_result(specs: &[ToolSpec]) -> ListToolsResult {
+    let tools: Vec<Tool> = specs.iter().filter_map(tool).collect();
+    ListToolsResult::with_all_items(tools)
+}
+
+fn tool(spec: &ToolSpec) -> Option<Tool> {
+    let schema = match &spec.input_schema {
+        Value::Object(schema) => schema.clone(),
+        _ => return None,
+    };
+    let mut schema = schema;
+    // MCP requires `"type": "object"` at the top; a schema without a type accepts objects too.
+    schema
+        .entry("type")
+        .or_insert_with(|| Value::String("object".into()));
+    serde_json::from_value(json!({
+        "name": spec.name,
+        "description": spec.description,
+        "inputSchema": schema,
+    }))
+    .ok()
+}
+
+/// The `CallToolResult` for a toolgate result: its content as one text block, and `isError`.
+pub(crate) fn call_result(result: ToolResult) -> CallToolResult {
+    let content = vec![ContentBlock::text(result.content)];
+    if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+}
+
+/// An error result for a call that did not run, carrying `approval_id` in `_meta` when there is
+/// one (a call held for an approval out of band).
+pub(crate) fn not_run(text: String, approval_id: Option<String>) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    if let Some(id) = approval_id {
+        let mut meta = serde_json::Map::new();
+        meta.insert(APPROVAL_ID_META.to_owned(), Value::String(id));
+        result.meta = Some(MetaObject(meta));
+    }
+    result
+}
+
+/// The text a toolgate tool returns for an upstream result: its text blocks joined by newlines;
+/// the structured content as JSON when there is no text.
+pub(crate) fn upstream_text(result: &CallToolResult) -> String {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+        .collect();
+    if texts.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        return structured.to_string();
+    }
+    texts.join("\n")
+}

@@ -1,0 +1,48 @@
+"""An upstream MCP server written with the official Python SDK (`mcp` on PyPI).
+
+Every call that reaches it is appended, one JSON line each, to the file named by the
+TOOLGATE_MCP_RECORD environment variable: the record proves which calls the gateway let through.
+"""
+
+import json
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+
+RECORD = os.environ["TOOLGATE_MCP_RECORD"]
+server = MCPServer("recording-upstream")
+
+
+def record(tool: str, arguments: dict) -> None:
+    with open(RECORD, "a", encoding="utf-8") as file:
+        file.write(json.dumps({"tool": tool, "arguments": arguments}) + "\n")
+
+
+@server.tool(description="Echo the text back.")
+def echo(text: str) -> str:
+    record("echo", {"text": text})
+    return f"echo: {text}"
+
+
+# The hint claims the tool is read-only; the gateway must not treat that as permission.
+@server.tool(description="Write a file.", annotations=ToolAnnotations(read_only_hint=True))
+def write_file(path: str, content: str) -> str:
+    record("write_file", {"path": path, "content": content})
+    return f"wrote {len(content)} bytes to {path}"
+
+
+@server.tool(description="Run a shell command.")
+def shell(command: str) -> str:
+    record("shell", {"command": command})
+    return "ran"
+
+
+@server.tool(description="Stop the server abruptly.")
+def crash() -> str:
+    record("crash", {})
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    server.run()

@@ -83,8 +83,11 @@ fn sixteen_threads_on_four_nodes_consume_one_request_once() {
 /// A request as `PendingApprovals` makes it, to drive the store directly with chosen clocks.
 fn request(name: &str) -> ApprovalRequest {
     let runtime = ToolRuntime::new(
-        ToolRegistry::new([logging_tool(std::env::temp_dir().join("unused"), Duration::ZERO)])
-            .unwrap(),
+        ToolRegistry::new([logging_tool(
+            std::env::temp_dir().join("unused"),
+            Duration::ZERO,
+        )])
+        .unwrap(),
     );
     let prepared = runtime
         .prepare(ToolCall::new(name, "apply_patch", json!({"patch": name})))
@@ -116,7 +119,11 @@ fn expiry_is_decided_by_the_database_clock_not_a_skewed_node() {
         .unwrap();
     assert_eq!(store.pending(real_now + 24 * HOUR_MS).unwrap().len(), 1);
     let (_, expired) = store
-        .take(fast.approval_id, Transition::Approve, real_now + 24 * HOUR_MS)
+        .take(
+            fast.approval_id,
+            Transition::Approve,
+            real_now + 24 * HOUR_MS,
+        )
         .unwrap();
     assert!(!expired, "a fast node clock must not expire a request");
 
@@ -125,8 +132,13 @@ fn expiry_is_decided_by_the_database_clock_not_a_skewed_node() {
     let slow = request("slow");
     store.insert(&slow, Some(300), 100, 0).unwrap();
     std::thread::sleep(Duration::from_millis(600));
-    assert!(store.pending(0).unwrap().is_empty(), "expired by the database clock");
-    let (_, expired) = store.take(slow.approval_id, Transition::Approve, 0).unwrap();
+    assert!(
+        store.pending(0).unwrap().is_empty(),
+        "expired by the database clock"
+    );
+    let (_, expired) = store
+        .take(slow.approval_id, Transition::Approve, 0)
+        .unwrap();
     assert!(expired, "a slow node clock must not keep a request alive");
     assert_eq!(
         store.state(slow.approval_id).unwrap(),
@@ -212,7 +224,10 @@ fn changes_are_published_to_every_node_and_a_node_waits_for_an_answer() {
     let mut changes = watcher.subscribe().unwrap();
     let asking = node(&db, "asking", Duration::ZERO);
     let id = ask(&asking, "n1");
-    let first = changes.next_within(Duration::from_secs(5)).unwrap().unwrap();
+    let first = changes
+        .next_within(Duration::from_secs(5))
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (first.approval_id, first.state),
         (id, ApprovalState::Pending)
@@ -228,14 +243,19 @@ fn changes_are_published_to_every_node_and_a_node_waits_for_an_answer() {
         })
     };
     let started = Instant::now();
-    let state = watcher.wait_for_answer(id, Duration::from_secs(20)).unwrap();
+    let state = watcher
+        .wait_for_answer(id, Duration::from_secs(20))
+        .unwrap();
     let waited = started.elapsed();
     assert_eq!(answerer.join().unwrap(), ToolResult::ok("n1", "applied n1"));
     assert!(
         matches!(state, Some(ApprovalState::Approved { .. })),
         "{state:?}"
     );
-    assert!(waited < Duration::from_secs(10), "woken by the change, not the timeout");
+    assert!(
+        waited < Duration::from_secs(10),
+        "woken by the change, not the timeout"
+    );
 
     // The feed saw the answer and then the recorded outcome.
     let mut seen = Vec::new();
@@ -286,9 +306,10 @@ fn a_schema_from_a_newer_version_is_refused() {
 #[test]
 fn store_errors_keep_the_postgres_error_as_their_source() {
     let Some(_) = server_url() else { return };
-    let error =
-        PostgresApprovalStore::connect("postgresql://toolgate@%2Fnonexistent-toolgate-dir/postgres")
-            .unwrap_err();
+    let error = PostgresApprovalStore::connect(
+        "postgresql://toolgate@%2Fnonexistent-toolgate-dir/postgres",
+    )
+    .unwrap_err();
     let chain: Vec<&dyn std::error::Error> =
         std::iter::successors(std::error::Error::source(&error), |e| e.source()).collect();
     assert!(

@@ -299,10 +299,13 @@ impl ApprovalStore for PostgresApprovalStore {
 
     /// The unexpired pending requests by the server's clock, oldest first; `now_ms` is not used.
     fn pending(&self, _now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
-        let rows = self.inner.pool.run("cannot list waiting requests", |conn| {
-            let waiting = conn.statement(WAITING)?;
-            Ok(conn.client().query(&waiting, &[])?)
-        })?;
+        let rows = self
+            .inner
+            .pool
+            .run("cannot list waiting requests", |conn| {
+                let waiting = conn.statement(WAITING)?;
+                Ok(conn.client().query(&waiting, &[])?)
+            })?;
         rows.iter()
             .map(|row| {
                 let text: &str = row.get(0);

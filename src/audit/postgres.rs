@@ -212,12 +212,13 @@ impl AuditSink for PostgresAuditSink {
         let mut slot = self.client.lock().unwrap_or_else(PoisonError::into_inner);
         let mut retried = false;
         loop {
-            let client = match slot.as_mut() {
-                Some(client) => client,
-                None => slot.insert(self.config.connect(NoTls).map_err(|error| {
-                    audit_error("cannot connect to the audit database", error)
-                })?),
-            };
+            let client =
+                match slot.as_mut() {
+                    Some(client) => client,
+                    None => slot.insert(self.config.connect(NoTls).map_err(|error| {
+                        audit_error("cannot connect to the audit database", error)
+                    })?),
+                };
             match Self::append(client, &event) {
                 Ok(()) => return Ok(()),
                 Err(AppendError::BeforeCommit(error)) => {

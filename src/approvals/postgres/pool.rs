@@ -141,7 +141,10 @@ impl Pool {
                     }),
                     Err(error) => {
                         self.release(None);
-                        Err(store_error("cannot connect to the approval database", error))
+                        Err(store_error(
+                            "cannot connect to the approval database",
+                            error,
+                        ))
                     }
                 };
             }

@@ -298,24 +298,33 @@ fn a_node_killed_inside_a_handler_leaves_the_call_consumed_and_never_reruns_it()
     assert_eq!(db.sink("verifier").verify().unwrap().entries, 5);
 }
 
-/// Waits until a backend of `application` is in the wait named `event`, and terminates it.
-fn terminate_when_waiting(admin: &mut postgres::Client, application: &str, event: &str) -> i32 {
+/// Waits until a backend of `application` other than `except` is in the wait named `event`, and
+/// terminates it.
+fn terminate_when_waiting(
+    admin: &mut postgres::Client,
+    application: &str,
+    event: &str,
+    except: i32,
+) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let row = admin
             .query_opt(
-                "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event = $2",
-                &[&application, &event],
+                "SELECT pid FROM pg_stat_activity \
+                 WHERE application_name = $1 AND wait_event = $2 AND pid <> $3",
+                &[&application, &event, &except],
             )
             .unwrap();
         if let Some(row) = row {
             let pid: i32 = row.get(0);
+            // `false`: it ended between the two queries; look again.
             let done: bool = admin
                 .query_one("SELECT pg_terminate_backend($1)", &[&pid])
                 .unwrap()
                 .get(0);
-            assert!(done);
-            return pid;
+            if done {
+                return pid;
+            }
         }
         assert!(
             Instant::now() < deadline,
@@ -347,7 +356,7 @@ fn a_backend_terminated_during_an_answer_approves_nothing_uncommitted_and_the_no
         let answering = Arc::clone(&answering);
         std::thread::spawn(move || answering.resolve(ApprovalResponse::approve(first)))
     };
-    let killed = terminate_when_waiting(&mut admin, "answering", "transactionid");
+    let killed = terminate_when_waiting(&mut admin, "answering", "transactionid", 0);
     // The retry waits on the same lock from a new backend; let it through.
     let deadline = Instant::now() + Duration::from_secs(30);
     while admin
@@ -380,13 +389,8 @@ fn a_backend_terminated_during_an_answer_approves_nothing_uncommitted_and_the_no
         let answering = Arc::clone(&answering);
         std::thread::spawn(move || answering.resolve(ApprovalResponse::approve(second)))
     };
-    let once = terminate_when_waiting(&mut admin, "answering", "transactionid");
-    let twice = loop {
-        let pid = terminate_when_waiting(&mut admin, "answering", "transactionid");
-        if pid != once {
-            break pid;
-        }
-    };
+    let once = terminate_when_waiting(&mut admin, "answering", "transactionid", 0);
+    let twice = terminate_when_waiting(&mut admin, "answering", "transactionid", once);
     assert_ne!(once, twice);
     let error = answer.join().unwrap().unwrap_err();
     assert!(matches!(error, ApprovalError::Store(_)), "{error}");
@@ -414,7 +418,7 @@ fn a_backend_terminated_during_an_answer_approves_nothing_uncommitted_and_the_no
         let answering = Arc::clone(&answering);
         std::thread::spawn(move || answering.resolve(ApprovalResponse::approve(second)))
     };
-    terminate_when_waiting(&mut admin, "answering", "PgSleep");
+    terminate_when_waiting(&mut admin, "answering", "PgSleep", 0);
     let error = answer.join().unwrap().unwrap_err();
     assert!(
         error.to_string().contains("commit was not confirmed"),
@@ -459,7 +463,15 @@ fn a_server_restart_mid_run_runs_nothing_twice_and_loses_nothing() {
         assert!(Instant::now() < deadline, "the run never got going");
         std::thread::sleep(Duration::from_millis(5));
     }
+    let started_at = |url: &str| -> std::time::SystemTime {
+        admin(url)
+            .query_one("SELECT pg_postmaster_start_time()", &[])
+            .unwrap()
+            .get(0)
+    };
+    let before = started_at(&url);
     run_script(std::path::Path::new(&restart));
+    assert!(started_at(&url) > before, "the server restarted");
     let ran_before_restart_finished = db.run_lines().len();
     let reports: Vec<Report> = children.into_iter().map(report).collect();
     let store_errors: usize = reports.iter().map(|r| r.store_errors).sum();
@@ -499,7 +511,6 @@ fn a_server_restart_mid_run_runs_nothing_twice_and_loses_nothing() {
         counts.len(),
         tip.entries
     );
-    assert!(store_errors > 0, "the restart was noticed: {reports:?}");
     // Every call recorded as run did run; beyond those, only calls whose outcome is unknown may
     // have run (the handler ran, then the restart cut the outcome's record).
     let recorded_ok = 200 - failed - unknown;

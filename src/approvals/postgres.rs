@@ -57,9 +57,10 @@ const STATE: &str = "SELECT state, outcome FROM toolgate_approvals WHERE id = $1
 ///   *before* the handler runs — a node that dies afterwards leaves it approved with an unknown
 ///   outcome, never pending again.
 /// - **Fail closed.** If the commit fails or its answer is lost, the answer returns
-///   [`ApprovalError::Store`] and nothing runs. A statement is tried once more on a new
-///   connection only when the connection was lost *before* the commit (nothing committed then):
-///   a restarted server or a terminated backend costs one reconnect, never a second run.
+///   [`ApprovalError::Store`] and nothing runs. An operation is tried again on a new connection
+///   only when the connection was lost *before* the commit (nothing committed then): a
+///   terminated backend or a restarted server costs a reconnect — retried for up to 10 s while
+///   the server is away — never a second run.
 /// - **One clock.** Expiry is decided by the database server's clock (`now()`), never a node's:
 ///   the `now_ms` the [`ApprovalStore`] methods receive is used only to recover the time to live
 ///   (`expires_ms - now_ms`, which is the same on every clock), so nodes whose clocks disagree
@@ -133,11 +134,16 @@ impl PostgresApprovalStore {
             config.application_name("toolgate");
         }
         let pool = Pool::new(config, max_connections);
-        let schema = pool.run("cannot create the approval tables", |conn| {
-            schema::create_or_check(conn)?;
-            let row = conn.client().query_one("SELECT current_schema()", &[])?;
-            Ok(row.get::<_, String>(0))
-        })?;
+        // A node starting up is told at once that the server is unreachable.
+        let schema = pool.run_within(
+            "cannot create the approval tables",
+            Duration::ZERO,
+            |conn| {
+                schema::create_or_check(conn)?;
+                let row = conn.client().query_one("SELECT current_schema()", &[])?;
+                Ok(row.get::<_, String>(0))
+            },
+        )?;
         Ok(Self {
             inner: Arc::new(Inner { pool, schema }),
         })

@@ -4,13 +4,18 @@ use std::fmt;
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::fallible_iterator::FallibleIterator as _;
 use postgres::{Client, Config, NoTls};
 
 use super::verify::{self, AuditEntryProblem, AuditVerifyError, ChainTip, GENESIS, line_hash};
 use super::{AuditError, AuditEvent, AuditSink};
+
+/// How long an append whose connection was lost before its commit keeps reconnecting (as the
+/// approval store does), and the longest pause between two tries.
+const RECONNECT_FOR: Duration = Duration::from_secs(10);
+const LONGEST_PAUSE: Duration = Duration::from_millis(500);
 
 /// The layout this version writes and reads.
 const SCHEMA_VERSION: i64 = 1;
@@ -43,7 +48,8 @@ CREATE TABLE toolgate_audit_tip (
 ///   transaction committed (the server's `synchronous_commit` decides how durable that is). If
 ///   the commit fails or goes unanswered, `record` fails and the controller does not take the
 ///   step; the event may then be in the chain for a step that did not happen, never the reverse.
-///   A connection lost *before* the commit is replaced and the append tried once more.
+///   A connection lost *before* the commit is replaced and the append tried again (for up to
+///   10 s while the server is away).
 /// - **Tamper evidence**, as for [`JsonlAuditSink`](crate::JsonlAuditSink): each entry's hash
 ///   covers its sequence number, the previous hash and the event in canonical JSON, computed by
 ///   the same function; [`verify`](Self::verify) reports the first bad entry, and a tip row that
@@ -210,15 +216,24 @@ impl AuditSink for PostgresAuditSink {
             .map(|event| crate::canonical::canonical_json(&event))
             .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
         let mut slot = self.client.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut retried = false;
+        let deadline = Instant::now() + RECONNECT_FOR;
+        let mut pause = Duration::ZERO;
         loop {
-            let client =
-                match slot.as_mut() {
-                    Some(client) => client,
-                    None => slot.insert(self.config.connect(NoTls).map_err(|error| {
-                        audit_error("cannot connect to the audit database", error)
-                    })?),
-                };
+            let client = match slot.as_mut() {
+                Some(client) => client,
+                None => match self.config.connect(NoTls) {
+                    Ok(client) => slot.insert(client),
+                    // The server is away (down, restarting): wait for it, a while.
+                    Err(error) if connection_lost(&error) && Instant::now() + pause < deadline => {
+                        pause = (pause * 2).clamp(Duration::from_millis(50), LONGEST_PAUSE);
+                        std::thread::sleep(pause);
+                        continue;
+                    }
+                    Err(error) => {
+                        return Err(audit_error("cannot connect to the audit database", error));
+                    }
+                },
+            };
             match Self::append(client, &event) {
                 Ok(()) => return Ok(()),
                 Err(AppendError::BeforeCommit(error)) => {
@@ -226,8 +241,11 @@ impl AuditSink for PostgresAuditSink {
                     if lost {
                         *slot = None;
                     }
-                    if lost && !retried {
-                        retried = true;
+                    // Nothing committed: append again on a new connection, at once the first
+                    // time, then with pauses.
+                    if lost && Instant::now() + pause < deadline {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).clamp(Duration::from_millis(50), LONGEST_PAUSE);
                         continue;
                     }
                     return Err(audit_error("cannot append to the audit table", error));

@@ -20,10 +20,16 @@ pub fn server_url() -> Option<String> {
             panic!("CI must run the PostgreSQL tests: start a server with .ci/postgres")
         }
         _ => {
-            eprintln!(
-                "note: TOOLGATE_PG_URL is not set, PostgreSQL test skipped \
-                 (run `.ci/postgres cargo test --features postgres --test ...`)"
-            );
+            // Straight to stderr, once per binary: the test harness captures `eprintln!` of
+            // passing tests, and this note must be seen.
+            static NOTE: std::sync::Once = std::sync::Once::new();
+            NOTE.call_once(|| {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "note: TOOLGATE_PG_URL is not set, PostgreSQL tests skipped \
+                     (run them with `.ci/postgres cargo test --features postgres --test ...`)"
+                );
+            });
             None
         }
     }

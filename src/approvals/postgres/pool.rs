@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::{Client, Config, NoTls, Statement};
 
@@ -12,6 +12,11 @@ use crate::approvals::{ApprovalError, StoreError};
 
 /// How long a caller waits for a connection when all are lent out.
 const WAIT_FOR_CONNECTION: Duration = Duration::from_secs(30);
+
+/// How long an operation whose connection was lost before anything committed keeps reconnecting
+/// (a server restart takes about a second), and the longest pause between two tries.
+const RECONNECT_FOR: Duration = Duration::from_secs(10);
+const LONGEST_PAUSE: Duration = Duration::from_millis(500);
 
 /// One connection with the statements it has prepared (a statement belongs to its connection).
 pub(super) struct Conn {
@@ -118,8 +123,8 @@ impl Pool {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A connection: an idle one unless `fresh`, else a new one.
-    fn get(&self, fresh: bool) -> Result<Conn, ApprovalError> {
+    /// A connection: an idle one unless `fresh`, else a new one. `Ok(Err(_))`: connecting failed.
+    fn get(&self, fresh: bool) -> Result<Result<Conn, postgres::Error>, ApprovalError> {
         let mut slots = self.lock();
         loop {
             if fresh {
@@ -128,23 +133,20 @@ impl Pool {
                 slots.idle.clear();
                 slots.open -= dropped;
             } else if let Some(conn) = slots.idle.pop() {
-                return Ok(conn);
+                return Ok(Ok(conn));
             }
             if slots.open < self.max {
                 slots.open += 1;
                 drop(slots);
                 return match self.config.connect(NoTls) {
-                    Ok(client) => Ok(Conn {
+                    Ok(client) => Ok(Ok(Conn {
                         client,
                         statements: HashMap::new(),
                         broken: false,
-                    }),
+                    })),
                     Err(error) => {
                         self.release(None);
-                        Err(store_error(
-                            "cannot connect to the approval database",
-                            error,
-                        ))
+                        Ok(Err(error))
                     }
                 };
             }
@@ -175,19 +177,47 @@ impl Pool {
     }
 
     /// Runs `op` on a connection. If the connection turns out to be lost before anything could
-    /// have committed (a server restart, a terminated backend), `op` runs once more on a new
-    /// connection; a failed or unanswered commit is never retried — its outcome is unknown, so
-    /// the caller gets an error and, for an answer, nothing runs.
+    /// have committed (a server restart, a terminated backend), `op` runs again on a new
+    /// connection — at once, then with growing pauses, for up to [`RECONNECT_FOR`]. A failed or
+    /// unanswered commit is never retried: its outcome is unknown, so the caller gets an error
+    /// and, for an answer, nothing runs.
     pub(super) fn run<T>(
         &self,
         what: &str,
+        op: impl FnMut(&mut Conn) -> Result<T, OpError>,
+    ) -> Result<T, ApprovalError> {
+        self.run_within(what, RECONNECT_FOR, op)
+    }
+
+    /// As [`run`](Self::run), reconnecting for at most `window` (zero: not at all).
+    pub(super) fn run_within<T>(
+        &self,
+        what: &str,
+        window: Duration,
         mut op: impl FnMut(&mut Conn) -> Result<T, OpError>,
     ) -> Result<T, ApprovalError> {
+        let deadline = Instant::now() + window;
         let mut fresh = false;
+        let mut pause = Duration::ZERO;
         loop {
+            let mut conn = match self.get(fresh)? {
+                Ok(conn) => conn,
+                // The server is away (down, restarting, starting up): wait for it, a while.
+                Err(error) if connection_lost(&error) && Instant::now() + pause < deadline => {
+                    pause = (pause * 2).clamp(Duration::from_millis(50), LONGEST_PAUSE);
+                    std::thread::sleep(pause);
+                    fresh = true;
+                    continue;
+                }
+                Err(error) => {
+                    return Err(store_error(
+                        "cannot connect to the approval database",
+                        error,
+                    ));
+                }
+            };
             // Only this crate's statements run between `get` and `release` (no user code), so the
             // connection always comes back.
-            let mut conn = self.get(fresh)?;
             let result = op(&mut conn);
             if let Err(OpError::Db(error) | OpError::AtCommit(error)) = &result {
                 conn.broken |= connection_lost(error);
@@ -198,7 +228,11 @@ impl Pool {
                 Ok(value) => return Ok(value),
                 Err(OpError::Refused(error)) => return Err(error),
                 Err(OpError::Db(error)) => {
-                    if lost && !fresh {
+                    if lost && Instant::now() + pause < deadline {
+                        // Nothing committed: try again on a new connection, at once the first
+                        // time (a single dropped connection), then with pauses.
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).clamp(Duration::from_millis(50), LONGEST_PAUSE);
                         fresh = true;
                         continue;
                     }

@@ -50,7 +50,7 @@ CREATE TABLE toolgate_audit_tip (
 ///   step; the event may then be in the chain for a step that did not happen, never the reverse.
 ///   A connection lost *before* the commit is replaced and the append tried again (for up to
 ///   10 s while the server is away).
-/// - **Tamper evidence**, as for [`JsonlAuditSink`](crate::JsonlAuditSink): each entry's hash
+/// - **Tamper evidence**, as for [`JsonlAuditSink`](crate::audit::JsonlAuditSink): each entry's hash
 ///   covers its sequence number, the previous hash and the event in canonical JSON, computed by
 ///   the same function; [`verify`](Self::verify) reports the first bad entry, and a tip row that
 ///   disagrees with the entries (entries cut off the end, or the tip edited).

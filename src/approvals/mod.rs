@@ -3,6 +3,8 @@
 mod id;
 mod memory;
 mod pending;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
@@ -21,6 +23,8 @@ use crate::policy::Reason;
 pub use id::{ApprovalId, ApprovalIdError};
 pub use memory::MemoryApprovalStore;
 pub use pending::PendingApprovals;
+#[cfg(feature = "postgres")]
+pub use postgres::{ApprovalChange, ApprovalChanges, PostgresApprovalStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteApprovalStore;
 pub(crate) use store::now_ms;

@@ -6,9 +6,13 @@
 //! file format and its check.
 
 mod jsonl;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod verify;
 
 pub use jsonl::{AuditOpenError, JsonlAuditSink, RecoveredTail};
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresAuditSink, PostgresAuditVerifyError};
 pub use verify::{AuditEntryProblem, AuditVerifyError, ChainTip, verify_audit_file};
 
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,0 +1,470 @@
+//! The PostgreSQL approval store and audit sink (feature `postgres`) against a real server: nodes
+//! sharing requests, one clock for expiry, the cap across nodes, published changes, refused
+//! schemas and rows, and one audit chain under concurrent writers. Without `TOOLGATE_PG_URL` each
+//! test prints a note and passes (`.ci/postgres` starts a server and sets it; CI always does).
+#![cfg(feature = "postgres")]
+
+mod postgres_support;
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use postgres_support::*;
+use serde_json::json;
+use toolgate::approvals::{
+    ApprovalLimits, ApprovalState, ApprovalStore, ExecutionOutcome, PostgresApprovalStore,
+    Transition,
+};
+use toolgate::audit::{
+    AuditEntryProblem, AuditEvent, AuditKind, AuditSink, PostgresAuditSink,
+    PostgresAuditVerifyError,
+};
+use toolgate::*;
+
+#[test]
+fn a_request_made_on_one_node_is_listed_and_answered_once_on_another() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "two_nodes");
+    let (first, second) = (
+        node(&db, "first", Duration::ZERO),
+        node(&db, "second", Duration::ZERO),
+    );
+    let id = ask(&first, "c1");
+    let waiting = second.pending();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].approval_id, id);
+    assert!(waiting[0].digest_matches());
+    let result = second.resolve(ApprovalResponse::approve(id)).unwrap();
+    assert_eq!(result, ToolResult::ok("c1", "applied c1"));
+    assert_eq!(
+        first.resolve(ApprovalResponse::approve(id)),
+        Err(ApprovalError::NotPending { approval_id: id })
+    );
+    assert_eq!(
+        first.approval_state(id).unwrap(),
+        Some(ApprovalState::Approved {
+            outcome: Some(ExecutionOutcome::Ok)
+        })
+    );
+    assert_eq!(db.run_lines(), ["c1"]);
+}
+
+#[test]
+fn sixteen_threads_on_four_nodes_consume_one_request_once() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "race");
+    let nodes: Vec<Arc<ToolController>> = (0..4)
+        .map(|n| Arc::new(node(&db, &format!("node{n}"), Duration::ZERO)))
+        .collect();
+    for round in 0..5 {
+        let id = ask(&nodes[0], &format!("r{round}"));
+        let barrier = Arc::new(Barrier::new(16));
+        let handles: Vec<_> = (0..16)
+            .map(|t| {
+                let (node, barrier) = (Arc::clone(&nodes[t % 4]), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    node.resolve(ApprovalResponse::approve(id))
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let approved = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(approved, 1, "round {round}: {results:?}");
+        assert!(
+            results
+                .iter()
+                .all(|r| r.is_ok() || *r == Err(ApprovalError::NotPending { approval_id: id }))
+        );
+    }
+    assert_eq!(db.run_lines().len(), 5, "one run per round");
+}
+
+/// A request as `PendingApprovals` makes it, to drive the store directly with chosen clocks.
+fn request(name: &str) -> ApprovalRequest {
+    let runtime = ToolRuntime::new(
+        ToolRegistry::new([logging_tool(
+            std::env::temp_dir().join("unused"),
+            Duration::ZERO,
+        )])
+        .unwrap(),
+    );
+    let prepared = runtime
+        .prepare(ToolCall::new(name, "apply_patch", json!({"patch": name})))
+        .unwrap();
+    let pending = toolgate::approvals::PendingApprovals::new();
+    pending
+        .request(prepared, Reason::new("asks").unwrap())
+        .unwrap()
+}
+
+const HOUR_MS: u64 = 3_600_000;
+
+#[test]
+fn expiry_is_decided_by_the_database_clock_not_a_skewed_node() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "clock");
+    let store = db.store("skewed");
+    let real_now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+
+    // A node whose clock runs an hour fast holds a request for a minute; a node whose clock runs
+    // a day fast answers it at once: by the database's clock it has not expired.
+    let fast = request("fast");
+    let ahead = real_now + HOUR_MS;
+    store
+        .insert(&fast, Some(ahead + 60_000), 100, ahead)
+        .unwrap();
+    assert_eq!(store.pending(real_now + 24 * HOUR_MS).unwrap().len(), 1);
+    let (_, expired) = store
+        .take(
+            fast.approval_id,
+            Transition::Approve,
+            real_now + 24 * HOUR_MS,
+        )
+        .unwrap();
+    assert!(!expired, "a fast node clock must not expire a request");
+
+    // A node whose clock is stuck at the epoch holds one for 300 ms; after 600 ms it has expired
+    // although that node's clock says no time passed.
+    let slow = request("slow");
+    store.insert(&slow, Some(300), 100, 0).unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        store.pending(0).unwrap().is_empty(),
+        "expired by the database clock"
+    );
+    let (_, expired) = store
+        .take(slow.approval_id, Transition::Approve, 0)
+        .unwrap();
+    assert!(expired, "a slow node clock must not keep a request alive");
+    assert_eq!(
+        store.state(slow.approval_id).unwrap(),
+        Some(ApprovalState::Expired)
+    );
+}
+
+#[test]
+fn expiry_rejection_and_revocation_are_shared_by_every_node() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "lifecycle");
+    let expiring = node(&db, "a", Duration::ZERO)
+        .with_approval_limits(ApprovalLimits::default().with_time_to_live(Some(Duration::ZERO)));
+    let other = node(&db, "b", Duration::ZERO);
+    let expired = ask(&expiring, "e");
+    let result = other.resolve(ApprovalResponse::approve(expired)).unwrap();
+    assert!(result.content.contains("expired"), "{result:?}");
+    assert_eq!(
+        expiring.approval_state(expired).unwrap(),
+        Some(ApprovalState::Expired)
+    );
+
+    let rejected = ask(&other, "r");
+    let result = expiring
+        .resolve(ApprovalResponse::reject(rejected))
+        .unwrap();
+    assert!(result.is_error);
+    assert_eq!(
+        other.approval_state(rejected).unwrap(),
+        Some(ApprovalState::Rejected)
+    );
+
+    let revoked = ask(&other, "v");
+    expiring.revoke(revoked).unwrap();
+    assert_eq!(
+        other.approval_state(revoked).unwrap(),
+        Some(ApprovalState::Revoked)
+    );
+    assert!(other.resolve(ApprovalResponse::approve(revoked)).is_err());
+    assert!(db.run_lines().is_empty());
+}
+
+#[test]
+fn the_cap_counts_the_requests_of_every_node_even_when_they_ask_at_once() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "cap");
+    let limits = ApprovalLimits::default().with_max_pending(3);
+    let nodes: Vec<Arc<ToolController>> = (0..4)
+        .map(|n| {
+            Arc::new(node(&db, &format!("cap{n}"), Duration::ZERO).with_approval_limits(limits))
+        })
+        .collect();
+    let barrier = Arc::new(Barrier::new(12));
+    let handles: Vec<_> = (0..12)
+        .map(|t| {
+            let (node, barrier) = (Arc::clone(&nodes[t % 4]), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                matches!(
+                    node.handle(ToolCall::new(
+                        format!("c{t}"),
+                        "apply_patch",
+                        json!({"patch": "+"})
+                    )),
+                    Outcome::PendingApproval(_)
+                )
+            })
+        })
+        .collect();
+    let held = handles
+        .into_iter()
+        .filter_map(|h| h.join().unwrap().then_some(()))
+        .count();
+    assert_eq!(held, 3, "exactly the cap is held across nodes");
+    assert_eq!(nodes[0].pending().len(), 3);
+}
+
+#[test]
+fn changes_are_published_to_every_node_and_a_node_waits_for_an_answer() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "notify");
+    let watcher = db.store("watcher");
+    let mut changes = watcher.subscribe().unwrap();
+    let asking = node(&db, "asking", Duration::ZERO);
+    let id = ask(&asking, "n1");
+    let first = changes
+        .next_within(Duration::from_secs(5))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (first.approval_id, first.state),
+        (id, ApprovalState::Pending)
+    );
+
+    // A node waits for the answer another node gives 300 ms later.
+    let answering = Arc::new(node(&db, "answering", Duration::ZERO));
+    let answerer = {
+        let answering = Arc::clone(&answering);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            answering.resolve(ApprovalResponse::approve(id)).unwrap()
+        })
+    };
+    let started = Instant::now();
+    let state = watcher
+        .wait_for_answer(id, Duration::from_secs(20))
+        .unwrap();
+    let waited = started.elapsed();
+    assert_eq!(answerer.join().unwrap(), ToolResult::ok("n1", "applied n1"));
+    assert!(
+        matches!(state, Some(ApprovalState::Approved { .. })),
+        "{state:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(10),
+        "woken by the change, not the timeout"
+    );
+
+    // The feed saw the answer and then the recorded outcome.
+    let mut seen = Vec::new();
+    while let Some(change) = changes.next_within(Duration::from_millis(500)).unwrap() {
+        seen.push(change.state);
+    }
+    assert_eq!(
+        seen,
+        [
+            ApprovalState::Approved { outcome: None },
+            ApprovalState::Approved {
+                outcome: Some(ExecutionOutcome::Ok)
+            }
+        ]
+    );
+
+    // Nobody answers: the wait ends at its timeout with the request still pending.
+    let unanswered = ask(&asking, "n2");
+    let started = Instant::now();
+    assert_eq!(
+        watcher
+            .wait_for_answer(unanswered, Duration::from_millis(300))
+            .unwrap(),
+        Some(ApprovalState::Pending)
+    );
+    assert!(started.elapsed() >= Duration::from_millis(300));
+}
+
+#[test]
+fn a_schema_from_a_newer_version_is_refused() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "newer");
+    drop(db.store("first"));
+    drop(db.sink("first"));
+    db.admin()
+        .batch_execute("UPDATE toolgate_meta SET value = 2")
+        .unwrap();
+    match PostgresApprovalStore::connect(&db.url("again")) {
+        Err(ApprovalError::Store(error)) => {
+            assert!(error.message().contains("schema version 2"), "{error}")
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let error = PostgresAuditSink::connect(&db.url("again")).unwrap_err();
+    assert!(error.message.contains("schema version 2"), "{error}");
+}
+
+#[test]
+fn store_errors_keep_the_postgres_error_as_their_source() {
+    let Some(_) = server_url() else { return };
+    let error = PostgresApprovalStore::connect(
+        "postgresql://toolgate@%2Fnonexistent-toolgate-dir/postgres",
+    )
+    .unwrap_err();
+    let chain: Vec<&dyn std::error::Error> =
+        std::iter::successors(std::error::Error::source(&error), |e| e.source()).collect();
+    assert!(
+        chain.iter().any(|cause| cause.is::<postgres::Error>()),
+        "no postgres::Error in the chain of {error}"
+    );
+    let error = PostgresAuditSink::connect("postgresql://toolgate@%2Fnonexistent-toolgate-dir/x")
+        .unwrap_err();
+    assert!(
+        std::error::Error::source(&error).is_some_and(|cause| cause.is::<postgres::Error>()),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_tampered_stored_request_is_not_run() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "tampered");
+    let node = node(&db, "n", Duration::ZERO);
+    let id = ask(&node, "ok");
+    // Someone with write access to the table swaps the arguments but cannot redo the digest.
+    db.admin()
+        .execute(
+            "UPDATE toolgate_approvals SET request = replace(request, '\"patch\":\"ok\"', '\"patch\":\"rm -rf /\"') WHERE id = $1",
+            &[&id.to_string()],
+        )
+        .unwrap();
+    let result = node.resolve(ApprovalResponse::approve(id)).unwrap();
+    assert!(
+        result.content.contains("does not match the digest"),
+        "{result:?}"
+    );
+    assert!(db.run_lines().is_empty());
+
+    // An unreadable row is refused and left as it was.
+    let broken = ask(&node, "broken");
+    db.admin()
+        .execute(
+            "UPDATE toolgate_approvals SET request = '{' WHERE id = $1",
+            &[&broken.to_string()],
+        )
+        .unwrap();
+    assert!(matches!(
+        node.resolve(ApprovalResponse::approve(broken)),
+        Err(ApprovalError::Store(_))
+    ));
+    assert_eq!(
+        node.approval_state(broken).unwrap(),
+        Some(ApprovalState::Pending)
+    );
+}
+
+// ---- the shared audit chain ----------------------------------------------------------------------
+
+fn event(n: usize) -> AuditEvent {
+    let mut event: AuditEvent = serde_json::from_value(json!({
+        "time_ms": 1, "kind": "call_received", "call_id": format!("c{n}"),
+        "tool": "apply_patch", "argument_digest": "sha256:00"
+    }))
+    .unwrap();
+    event.kind = AuditKind::CallReceived;
+    event
+}
+
+#[test]
+fn four_nodes_with_four_threads_each_append_one_linear_chain() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "chain");
+    let sinks: Vec<Arc<PostgresAuditSink>> = (0..4)
+        .map(|n| Arc::new(db.sink(&format!("sink{n}"))))
+        .collect();
+    let barrier = Arc::new(Barrier::new(16));
+    let handles: Vec<_> = (0..16)
+        .map(|t| {
+            let (sink, barrier) = (Arc::clone(&sinks[t % 4]), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                for n in 0..25 {
+                    sink.record(&event(t * 100 + n)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    let tip = sinks[0].verify().unwrap();
+    assert_eq!(tip.entries, 400);
+}
+
+#[test]
+fn an_edited_deleted_or_cut_audit_entry_is_reported_at_the_first_bad_entry() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "tamper");
+    let sink = db.sink("writer");
+    for n in 0..10 {
+        sink.record(&event(n)).unwrap();
+    }
+    assert_eq!(sink.verify().unwrap().entries, 10);
+    let mut admin = db.admin();
+
+    admin
+        .batch_execute(
+            "UPDATE toolgate_audit SET event = replace(event, '\"c4\"', '\"c9\"') WHERE seq = 4",
+        )
+        .unwrap();
+    match sink.verify() {
+        Err(PostgresAuditVerifyError::Broken { seq: 4, problem }) => {
+            assert_eq!(problem, AuditEntryProblem::HashMismatch)
+        }
+        other => panic!("{other:?}"),
+    }
+    admin
+        .batch_execute(
+            "UPDATE toolgate_audit SET event = replace(event, '\"c9\"', '\"c4\"') WHERE seq = 4",
+        )
+        .unwrap();
+    assert!(sink.verify().is_ok(), "restored");
+
+    admin
+        .batch_execute("UPDATE toolgate_audit SET event = event || ' ' WHERE seq = 2")
+        .unwrap();
+    assert!(matches!(
+        sink.verify(),
+        Err(PostgresAuditVerifyError::Broken {
+            seq: 2,
+            problem: AuditEntryProblem::NotCanonical
+        })
+    ));
+    admin
+        .batch_execute("UPDATE toolgate_audit SET event = rtrim(event) WHERE seq = 2")
+        .unwrap();
+
+    admin
+        .batch_execute("DELETE FROM toolgate_audit WHERE seq = 9")
+        .unwrap();
+    assert!(matches!(
+        sink.verify(),
+        Err(PostgresAuditVerifyError::TipMismatch {
+            entries: 9,
+            tip_entries: 10
+        })
+    ));
+
+    admin
+        .batch_execute("DELETE FROM toolgate_audit WHERE seq = 6")
+        .unwrap();
+    assert!(matches!(
+        sink.verify(),
+        Err(PostgresAuditVerifyError::Broken {
+            seq: 6,
+            problem: AuditEntryProblem::Sequence {
+                found: 7,
+                expected: 6
+            }
+        })
+    ));
+}

@@ -117,9 +117,11 @@ pub(crate) fn call_digest_of(
 /// How many (tool, definition) hash prefixes one thread keeps.
 const CACHED_PREFIXES_PER_THREAD: usize = 8;
 
+/// (tool, definition digest, the hasher after `tool \0 definition \0`).
+type CachedPrefix = (Box<str>, Box<str>, Sha256);
+
 thread_local! {
-    /// (tool, definition digest, the hasher after `tool \0 definition \0`).
-    static PREFIXES: RefCell<Vec<(Box<str>, Box<str>, Sha256)>> = const { RefCell::new(Vec::new()) };
+    static PREFIXES: RefCell<Vec<CachedPrefix>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The hasher after absorbing `tool \0 definition_digest \0`. That prefix is longer than one
@@ -342,6 +344,14 @@ mod tests {
             call_digest("ab", "c", &arguments),
             call_digest("a", "bc", &arguments)
         );
+    }
+
+    #[test]
+    fn hex_digests_are_lowercase_pairs_of_every_byte() {
+        assert_eq!(hex_digest(&[0x00, 0xff, 0x1a]), "sha256:00ff1a");
+        let long: Vec<u8> = (0..40).collect();
+        let expected: String = long.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex_digest(&long), format!("sha256:{expected}"));
     }
 
     #[test]

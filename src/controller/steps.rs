@@ -14,6 +14,10 @@ use crate::runtime::PreparedToolCall;
 
 /// What is left to do after the gate: run an authorized call with the gate it was authorized
 /// under, or nothing.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "returned once per call and matched at once; boxing would allocate on every call"
+)]
 enum Step<T> {
     Run(
         Arc<Gate>,

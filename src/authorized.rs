@@ -4,6 +4,7 @@ use std::fmt;
 use std::ops::Deref;
 
 use crate::approvals::Approval;
+use crate::canonical::ArgumentHash;
 use crate::contract::ToolResult;
 use crate::policy::{Policy, PolicyAction, PolicyDecision};
 use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
@@ -244,8 +245,24 @@ impl Authorized<PreparedToolCall> {
         policy: &P,
         approval: Approval,
     ) -> ApprovalOutcome {
+        Self::by_approval_hashed(runtime, policy, approval, None)
+    }
+
+    /// [`by_approval`](Self::by_approval), given the hash of the stored request's arguments when
+    /// the caller computed it from the same request (for its audit subject). The digest is
+    /// re-checked either way.
+    pub(crate) fn by_approval_hashed<P: Policy + ?Sized>(
+        runtime: &ToolRuntime,
+        policy: &P,
+        approval: Approval,
+        arguments: Option<ArgumentHash>,
+    ) -> ApprovalOutcome {
         let (request, edited_arguments) = approval.into_parts();
-        if !request.digest_matches() {
+        let matches = match arguments {
+            Some(arguments) => request.digest_matches_hash(&arguments),
+            None => request.digest_matches(),
+        };
+        if !matches {
             return ApprovalOutcome::Stale {
                 call_id: request.call.call_id,
                 staleness: Staleness::DigestMismatch,

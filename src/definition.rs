@@ -310,6 +310,12 @@ impl ToolDefinition {
         &self.digest
     }
 
+    /// Whether [`check`](Self::check) may replace the arguments (a typed tool's normalized value):
+    /// if not, a prepared call holds exactly what the model sent.
+    pub(crate) fn normalizes(&self) -> bool {
+        self.normalizer.is_some()
+    }
+
     /// Checks arguments against the compiled schema, then — for a [`typed`](Self::typed) tool —
     /// reads them back through the Rust type and checks the result again, then runs the extra
     /// check, without running anything. `Ok` here is exactly when [`ToolRuntime::prepare`]

@@ -72,40 +72,12 @@ fn into_result(
     )
 }
 
-/// Runs a future to completion on this thread: polled once with a waker that does nothing — a
-/// future whose handler is blocking is ready at once, and pays for no thread handle — then, if it
-/// waits, polled again with a waker that unparks this thread, parking between polls. (A future
-/// checks readiness on every poll, so no wake-up is lost between the two wakers.)
-pub(crate) fn drive<F: Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    if let Poll::Ready(output) = future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        return output;
-    }
-    park_until_ready(future)
-}
-
-fn park_until_ready<F: Future>(mut future: std::pin::Pin<&mut F>) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    loop {
-        match future.as_mut().poll(&mut context) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
-
 /// Drives a future to completion on the current thread, parking between polls. Enough for a
 /// handler that does not need a particular runtime's reactor; safe code only, no dependency.
+///
+/// Polled once with a waker that does nothing — a future that is ready at once pays for no thread
+/// handle — then, if it waits, with a waker that unparks this thread. (A future checks readiness
+/// on every poll, so no wake-up is lost between the two wakers.)
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     struct Unpark(std::thread::Thread);
     impl Wake for Unpark {
@@ -114,6 +86,12 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
         }
     }
     let mut future = std::pin::pin!(future);
+    if let Poll::Ready(output) = future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        return output;
+    }
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut context = Context::from_waker(&waker);
     loop {

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::canonical::call_digest;
+use crate::canonical::{ArgumentHash, call_digest, call_digest_of};
 use crate::contract::{Redacted, ToolCall};
 use crate::policy::Reason;
 
@@ -43,7 +43,8 @@ pub struct ApprovalRequest {
     /// Why the policy asked.
     pub reason: Reason,
     /// What the approval binds to: `sha256:` over the tool name, the tool definition's digest and
-    /// the canonical arguments (sorted keys, one spelling per number).
+    /// the SHA-256 of the canonical arguments (sorted keys, one spelling per number) — the hash
+    /// an audit event's `argument_digest` shows.
     pub digest: String,
     /// The digest of the tool's definition when the call was held
     /// ([`ToolDefinition::digest`](crate::ToolDefinition::digest)); if the tool's definition
@@ -60,6 +61,12 @@ impl ApprovalRequest {
             &self.definition_digest,
             &self.call.arguments,
         ) == self.digest
+    }
+
+    /// [`digest_matches`](Self::digest_matches), given the hash of this request's own arguments
+    /// (computed once at answer time for the audit subject too).
+    pub(crate) fn digest_matches_hash(&self, arguments: &ArgumentHash) -> bool {
+        call_digest_of(&self.call.tool_name, &self.definition_digest, arguments) == self.digest
     }
 }
 

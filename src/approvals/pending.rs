@@ -7,7 +7,7 @@ use super::{
     ApprovalResponse, ApprovalState, ApprovalStore, ExecutionOutcome, MemoryApprovalStore,
     Transition, Verdict, now_ms,
 };
-use crate::canonical::call_digest;
+use crate::canonical::{ArgumentHash, call_digest_of};
 use crate::policy::Reason;
 use crate::runtime::PreparedToolCall;
 
@@ -85,11 +85,23 @@ impl PendingApprovals {
         prepared: PreparedToolCall,
         reason: Reason,
     ) -> Result<ApprovalRequest, ApprovalError> {
+        self.request_hashed(prepared, reason, None)
+    }
+
+    /// [`request`](Self::request), reusing `arguments`, the hash of the prepared call's arguments
+    /// when the caller already has it (the audit subject's), instead of hashing them again.
+    pub(crate) fn request_hashed(
+        &self,
+        prepared: PreparedToolCall,
+        reason: Reason,
+        arguments: Option<ArgumentHash>,
+    ) -> Result<ApprovalRequest, ApprovalError> {
         let definition_digest = prepared.definition().digest().to_owned();
         let call = prepared.into_call();
+        let arguments = arguments.unwrap_or_else(|| ArgumentHash::of(&call.arguments));
         let request = ApprovalRequest {
             approval_id: ApprovalId::random()?,
-            digest: call_digest(&call.tool_name, &definition_digest, &call.arguments),
+            digest: call_digest_of(&call.tool_name, &definition_digest, &arguments),
             definition_digest,
             call,
             reason,

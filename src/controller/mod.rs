@@ -20,7 +20,6 @@ use crate::approvals::{
 };
 use crate::audit::{AuditKind, AuditSink, AuditSubject};
 use crate::contract::{ToolCall, ToolResult};
-use crate::execute::drive;
 use crate::policy::{Policy, PolicyMismatch};
 use crate::registry::ToolRegistry;
 use crate::runtime::ToolRuntime;
@@ -144,7 +143,9 @@ impl ToolController {
     /// `handle_async` inside that runtime). A panic in the handler reaches the caller; the
     /// controller stays usable.
     pub fn handle(&self, call: ToolCall) -> Outcome {
-        drive(self.handle_async(call))
+        #[cfg(feature = "tracing")]
+        let _entered = observe::handle_span(&call).entered();
+        self.handle_blocking(call)
     }
 
     /// The async form of [`handle`](Self::handle): the same steps and guarantees, with the
@@ -166,7 +167,15 @@ impl ToolController {
     ///
     /// [`ApprovalError::NotPending`] if the id is unknown or was already answered; nothing runs.
     pub fn resolve(&self, response: ApprovalResponse) -> Result<ToolResult, ApprovalError> {
-        drive(self.resolve_async(response))
+        #[cfg(feature = "tracing")]
+        let span = observe::resolve_span(&response);
+        #[cfg(feature = "tracing")]
+        let _entered = span.enter();
+        self.resolve_blocking(
+            response,
+            #[cfg(feature = "tracing")]
+            &span,
+        )
     }
 
     /// The async form of [`resolve`](Self::resolve).

@@ -14,6 +14,10 @@ use crate::runtime::PreparedToolCall;
 
 /// What is left to do after the gate: run an authorized call with the gate it was authorized
 /// under, or nothing.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "returned once per call and matched at once; boxing would allocate on every call"
+)]
 enum Step<T> {
     Run(
         Arc<Gate>,
@@ -37,7 +41,24 @@ fn unrecorded(call_id: String, error: &AuditError) -> ToolResult {
 }
 
 impl ToolController {
-    /// `handle`: gate, then run what was authorized.
+    /// `handle`, on this thread: gate, then run what was authorized. A blocking handler is called
+    /// directly — no future is built or polled, which cost about 400 instructions per call — and
+    /// an async one is driven to completion here ([`ToolRuntime::execute`]).
+    ///
+    /// [`ToolRuntime::execute`]: crate::ToolRuntime::execute
+    pub(super) fn handle_blocking(&self, call: ToolCall) -> Outcome {
+        match self.gate_call(call) {
+            Step::Run(gate, authorized, subject) => {
+                let result = gate.runtime.execute(authorized);
+                self.finished(subject, None, &result);
+                Outcome::Completed(result)
+            }
+            Step::Done(outcome) => outcome,
+        }
+    }
+
+    /// `handle_async`: the same steps as [`handle_blocking`](Self::handle_blocking), with the
+    /// handler awaited.
     pub(super) async fn handle_steps(&self, call: ToolCall) -> Outcome {
         match self.gate_call(call) {
             Step::Run(gate, authorized, subject) => {
@@ -49,17 +70,43 @@ impl ToolController {
         }
     }
 
-    /// `resolve`: consume the answer, re-check, then run what was authorized.
+    /// `resolve`, on this thread: consume the answer, re-check, then run what was authorized.
+    pub(super) fn resolve_blocking(
+        &self,
+        response: ApprovalResponse,
+        #[cfg(feature = "tracing")] span: &tracing::Span,
+    ) -> Result<ToolResult, ApprovalError> {
+        let (approval_id, step) = self.take_answer(
+            response,
+            #[cfg(feature = "tracing")]
+            span,
+        )?;
+        Ok(match step {
+            Step::Run(gate, authorized, subject) => {
+                let result = gate.runtime.execute(authorized);
+                self.finished(subject, approval_id, &result);
+                result
+            }
+            Step::Done(result) => {
+                self.settle(approval_id, &result);
+                result
+            }
+        })
+    }
+
+    /// `resolve_async`: the same steps as [`resolve_blocking`](Self::resolve_blocking), with the
+    /// handler awaited.
     pub(super) async fn resolve_steps(
         &self,
         response: ApprovalResponse,
         #[cfg(feature = "tracing")] span: tracing::Span,
     ) -> Result<ToolResult, ApprovalError> {
-        let answered = self.pending.answer(response)?;
-        #[cfg(feature = "tracing")]
-        super::observe::record_answered(&span, &answered);
-        let approval_id = answered_id(&answered);
-        Ok(match self.answer(answered) {
+        let (approval_id, step) = self.take_answer(
+            response,
+            #[cfg(feature = "tracing")]
+            &span,
+        )?;
+        Ok(match step {
             Step::Run(gate, authorized, subject) => {
                 let result = gate.runtime.execute_async(authorized).await;
                 self.finished(subject, approval_id, &result);
@@ -70,6 +117,20 @@ impl ToolController {
                 result
             }
         })
+    }
+
+    /// Consumes the answer and does everything `resolve` does before the handler runs; also
+    /// returns the id of an approved request, whose outcome the store records.
+    fn take_answer(
+        &self,
+        response: ApprovalResponse,
+        #[cfg(feature = "tracing")] span: &tracing::Span,
+    ) -> Result<(Option<ApprovalId>, Step<ToolResult>), ApprovalError> {
+        let answered = self.pending.answer(response)?;
+        #[cfg(feature = "tracing")]
+        super::observe::record_answered(span, &answered);
+        let approval_id = answered_id(&answered);
+        Ok((approval_id, self.answer(answered)))
     }
 
     /// Everything `handle` does before the handler runs.
@@ -110,7 +171,17 @@ impl ToolController {
                 PolicyOutcome::NeedsApproval { prepared, decision } => {
                     let call_id = prepared.call_id().to_owned();
                     let recorded = self.record(&subject, |s| s.decision(&decision));
-                    match recorded.map(|()| self.pending.request(prepared, decision.reason)) {
+                    // The audit subject hashed the arguments already; unless preparing replaced
+                    // them (a typed tool's normalized value), the approval digest reuses it.
+                    let hashed = subject
+                        .as_ref()
+                        .filter(|_| !prepared.definition().normalizes())
+                        .map(AuditSubject::argument_hash);
+                    let held = |()| {
+                        self.pending
+                            .request_hashed(prepared, decision.reason, hashed)
+                    };
+                    match recorded.map(held) {
                         Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
                         Ok(Ok(request)) => {
                             let id = request.approval_id;
@@ -166,6 +237,7 @@ impl ToolController {
             }
             Answered::Approved(approval) => approval,
         };
+        let stored_hash = subject.as_ref().map(AuditSubject::argument_hash);
         let mut recorded = self.record(&subject, |s| s.event(AuditKind::ApprovalApproved));
         let mut subject = subject;
         if let (Ok(()), Some(edited), Some(_)) = (&recorded, approval.edited_arguments(), &subject)
@@ -184,7 +256,15 @@ impl ToolController {
             return Step::Done(unrecorded(call_id, &error));
         }
         let gate = self.gate();
-        match Authorized::by_approval(&gate.runtime, gate.policy.as_ref(), approval) {
+        // The subject hashed the stored arguments; the digest re-check reuses that hash (the
+        // edited subject, if any, is about other arguments).
+        let outcome = Authorized::by_approval_hashed(
+            &gate.runtime,
+            gate.policy.as_ref(),
+            approval,
+            stored_hash,
+        );
+        match outcome {
             ApprovalOutcome::Allowed {
                 authorized,
                 decision,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use condition::{Compiled, PathSettings, Truth};
+use condition::{CallPaths, Compiled, PathSettings, Truth};
 pub use condition::{Condition, PathOptions};
 
 use crate::names::FastMap;
@@ -199,6 +199,16 @@ struct Rule {
 impl Rule {
     /// Whether the rule applies: restrictive rules (ask, deny) also when undetermined.
     fn applies(&self, action: PolicyAction, arguments: &Value, paths: &PathSettings) -> bool {
+        self.applies_in(action, arguments, &mut CallPaths::new(paths))
+    }
+
+    /// [`applies`](Self::applies), within one decision whose paths are normalized once.
+    fn applies_in<'a>(
+        &self,
+        action: PolicyAction,
+        arguments: &'a Value,
+        paths: &mut CallPaths<'a>,
+    ) -> bool {
         match self.truth(arguments, paths) {
             Truth::Yes => true,
             Truth::Unknown => action != PolicyAction::Allow,
@@ -206,7 +216,7 @@ impl Rule {
         }
     }
 
-    fn truth(&self, arguments: &Value, paths: &PathSettings) -> Truth {
+    fn truth<'a>(&self, arguments: &'a Value, paths: &mut CallPaths<'a>) -> Truth {
         self.condition
             .as_ref()
             .map_or(Truth::Yes, |condition| condition.evaluate(arguments, paths))
@@ -359,10 +369,12 @@ impl RulePolicy {
         let Some(rules) = self.by_tool.get(tool) else {
             return self.default_decision();
         };
+        // Each path argument is normalized once for all the tool's rules.
+        let mut paths = CallPaths::new(&self.paths);
         for (action, rules) in rules.by_precedence() {
             if let Some(rule) = rules
                 .iter()
-                .find(|rule| rule.applies(action, arguments, &self.paths))
+                .find(|rule| rule.applies_in(action, arguments, &mut paths))
             {
                 return PolicyDecision::new(action, rule.reason.clone())
                     .with_rule_id(Arc::clone(&rule.id))
@@ -388,7 +400,7 @@ impl RulePolicy {
                     .into_iter()
                     .flat_map(|(action, rules)| {
                         rules.iter().map(move |rule| {
-                            let truth = rule.truth(arguments, &self.paths);
+                            let truth = rule.truth(arguments, &mut CallPaths::new(&self.paths));
                             RuleTrace {
                                 rule_id: Arc::clone(&rule.id),
                                 action,

@@ -6,18 +6,19 @@ use std::cmp::Ordering;
 use serde_json::Value;
 
 use super::Truth;
+use super::call_paths::CallPaths;
 use super::commands::{
     PrefixMatch, argv_words, has_option, is_plain_command, prefix_match, string_words,
 };
 use super::compile::Compiled;
 use super::glob::glob_match;
-use super::paths::PathSettings;
 use super::pointer::Pointer;
 use super::values::{compare_numbers, json_equal};
 
 impl Compiled {
-    /// The condition's truth for `arguments`; `paths` is the policy's path settings.
-    pub(crate) fn evaluate(&self, arguments: &Value, paths: &PathSettings) -> Truth {
+    /// The condition's truth for `arguments`; `paths` holds the policy's path settings and the
+    /// paths of this call normalized so far.
+    pub(crate) fn evaluate<'a>(&self, arguments: &'a Value, paths: &mut CallPaths<'a>) -> Truth {
         match self {
             Self::All(items) => {
                 let mut truth = Truth::Yes;
@@ -142,7 +143,11 @@ fn argv(value: &Value) -> Option<Vec<&str>> {
 }
 
 /// An absent field is `No`; a present one is judged by `judge`, whose `None` means undetermined.
-fn leaf(arguments: &Value, pointer: &Pointer, judge: impl FnOnce(&Value) -> Option<bool>) -> Truth {
+fn leaf<'a>(
+    arguments: &'a Value,
+    pointer: &Pointer,
+    judge: impl FnOnce(&'a Value) -> Option<bool>,
+) -> Truth {
     match pointer.resolve(arguments) {
         None => Truth::No,
         Some(value) => Truth::from_judgement(judge(value)),
@@ -150,7 +155,11 @@ fn leaf(arguments: &Value, pointer: &Pointer, judge: impl FnOnce(&Value) -> Opti
 }
 
 /// An absent list is `No`, a value that is not a list is undetermined.
-fn list(arguments: &Value, pointer: &Pointer, judge: impl FnOnce(&[Value]) -> Truth) -> Truth {
+fn list<'a>(
+    arguments: &'a Value,
+    pointer: &Pointer,
+    judge: impl FnOnce(&'a [Value]) -> Truth,
+) -> Truth {
     match pointer.resolve(arguments) {
         None => Truth::No,
         Some(Value::Array(items)) => judge(items),

@@ -36,6 +36,8 @@ pub(crate) fn glob_match(pattern: &[GlobToken], text: &str, fold_ascii: bool) ->
             c
         };
         match pattern.get(p) {
+            // A trailing `*` matches whatever is left: no need to walk it.
+            Some(GlobToken::AnyRun) if p + 1 == pattern.len() => return true,
             Some(GlobToken::AnyRun) => {
                 resume = Some((p, t));
                 p += 1;
@@ -73,9 +75,9 @@ pub(crate) enum ComponentPattern {
 /// Matches path components against component patterns, with the same one-backtracking-point
 /// algorithm one level up (`**` plays `*`, a component glob plays a character): polynomial at
 /// worst, never exponential.
-pub(crate) fn path_glob_match(
+pub(crate) fn path_glob_match<S: AsRef<str>>(
     pattern: &[ComponentPattern],
-    components: &[&str],
+    components: &[S],
     fold_ascii: bool,
 ) -> bool {
     let (mut p, mut c) = (0, 0);
@@ -87,7 +89,7 @@ pub(crate) fn path_glob_match(
                 p += 1;
             }
             Some(ComponentPattern::Glob(tokens))
-                if glob_match(tokens, components[c], fold_ascii) =>
+                if glob_match(tokens, components[c].as_ref(), fold_ascii) =>
             {
                 p += 1;
                 c += 1;

@@ -1,5 +1,6 @@
 //! Conditions on argument values: what they mean, checked once at load, evaluated per call.
 
+mod call_paths;
 mod commands;
 mod compile;
 mod evaluate;
@@ -11,6 +12,7 @@ mod values;
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
+pub(crate) use call_paths::CallPaths;
 pub(crate) use compile::{Compiled, SchemaLookup, Scope, compile, path_pointers};
 pub use paths::PathOptions;
 pub(crate) use paths::PathSettings;

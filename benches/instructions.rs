@@ -1,0 +1,195 @@
+//! The scenarios of `benches/gate.rs` and `benches/policy.rs`, run a given number of times, for
+//! counting instructions under `valgrind --tool=callgrind` (see `./bench-instructions`). Time on a
+//! shared machine drifts by tens of percent; instruction counts do not.
+//!
+//! Usage: `instructions <scenario> <iterations>`. Only the work inside [`measured`] is counted
+//! (`--toggle-collect`); building each iteration's input (criterion's `iter_batched` setup) and
+//! dropping what it returns are not. The script runs 1 and 1,001 iterations and divides the
+//! difference by 1,000, so first-call costs (thread-local caches, lazy statics) fall out too.
+
+use std::hint::black_box;
+
+use serde_json::{Value, json};
+use toolgate::rules::{Condition, PolicyConfig, RuleConfig};
+use toolgate::{
+    ApprovalResponse, Outcome, PolicyAction, RulePolicy, ToolCall, ToolController, ToolDefinition,
+    ToolError, ToolPolicy, ToolRegistry, ToolResult, ToolSpec,
+};
+
+/// Every scenario, in the order `./bench-instructions` reports them.
+const SCENARIOS: &[&str] = &[
+    "floor_allow",
+    "allow",
+    "deny",
+    "unknown_tool",
+    "ask_approve_execute",
+    "policy_1_rule_allow",
+    "policy_1_rule_default_deny",
+    "policy_10_rules_allow",
+    "policy_10_rules_default_deny",
+];
+
+/// The counted region: callgrind's `--toggle-collect=*measured*` counts only what runs inside.
+#[inline(never)]
+fn measured<I, O>(work: &impl Fn(I) -> O, input: I) -> O {
+    work(black_box(input))
+}
+
+fn repeat<I, O>(iterations: u64, setup: impl Fn() -> I, work: impl Fn(I) -> O) {
+    for _ in 0..iterations {
+        let input = setup();
+        let output = measured(&work, input);
+        drop(black_box(output));
+    }
+}
+
+fn calculator_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "additionalProperties": false
+    })
+}
+
+fn add(args: &Value) -> Result<String, ToolError> {
+    let (a, b) = (
+        args["a"].as_i64().unwrap_or(0),
+        args["b"].as_i64().unwrap_or(0),
+    );
+    Ok((a + b).to_string())
+}
+
+fn controller(allowed: &[&str], asked: &[&str]) -> ToolController {
+    let spec = ToolSpec::new("calculator", "Add a and b.", calculator_schema());
+    let registry = ToolRegistry::new([ToolDefinition::new(spec, add).expect("schema compiles")])
+        .expect("one tool");
+    let policy = ToolPolicy::new(allowed.iter().copied(), asked.iter().copied()).expect("disjoint");
+    ToolController::new(registry, policy)
+}
+
+fn completed(outcome: Outcome) -> ToolResult {
+    match outcome {
+        Outcome::Completed(result) => result,
+        Outcome::PendingApproval(_) => panic!("expected a result"),
+    }
+}
+
+/// As in `benches/policy.rs`: 100 tools, `count` rules, rule `i` on tool `i % 100`, a third each
+/// allow / ask / deny, each a `path_glob` on its own directory. Tool 0 has 1 rule of 1 and 10
+/// rules of 1,000.
+fn rule_policy(count: usize) -> RulePolicy {
+    const TOOLS: usize = 100;
+    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    let registry = ToolRegistry::new((0..TOOLS).map(|tool| {
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        ToolDefinition::new(
+            ToolSpec::new(format!("tool_{tool:03}"), "bench", schema),
+            noop,
+        )
+        .expect("schema compiles")
+    }))
+    .expect("distinct names");
+    let actions = [PolicyAction::Allow, PolicyAction::Ask, PolicyAction::Deny];
+    let rules = (0..count).map(|i| {
+        RuleConfig::new(
+            format!("r{i:04}"),
+            format!("tool_{:03}", i % TOOLS),
+            actions[(i / TOOLS) % 3],
+            "bench",
+        )
+        .when(Condition::path_glob("/path", format!("/dir{i}/*")))
+    });
+    RulePolicy::new(PolicyConfig::new(rules.collect::<Vec<_>>()), &registry)
+        .expect("bench policy loads")
+}
+
+fn policy(iterations: u64, rules: usize, arguments: Value) {
+    let policy = rule_policy(rules);
+    repeat(
+        iterations,
+        || (),
+        |()| drop(black_box(policy.decide_arguments("tool_000", &arguments))),
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(scenario), Some(iterations)) = (
+        args.first(),
+        args.get(1).and_then(|n| n.parse::<u64>().ok()),
+    ) else {
+        eprintln!(
+            "usage: instructions <scenario> <iterations>\nscenarios: {}",
+            SCENARIOS.join(" ")
+        );
+        std::process::exit(2);
+    };
+    let valid = json!({"a": 40, "b": 2});
+    let call = |tool: &str| ToolCall::new("call_1", tool, valid.clone());
+    let matching = json!({"path": "/dir0/file.txt"});
+    let unmatched = json!({"path": "/elsewhere/file.txt"});
+    match scenario.as_str() {
+        "floor_allow" => {
+            let validator = jsonschema::options()
+                .offline()
+                .build(&calculator_schema())
+                .expect("schema compiles");
+            repeat(
+                iterations,
+                || call("calculator"),
+                |call: ToolCall| {
+                    assert!(validator.is_valid(&call.arguments));
+                    let content = add(&call.arguments).expect("adds");
+                    ToolResult::ok(call.call_id, content)
+                },
+            );
+        }
+        "allow" => {
+            let allow = controller(&["calculator"], &[]);
+            repeat(
+                iterations,
+                || call("calculator"),
+                |call| completed(allow.handle(call)),
+            );
+        }
+        "deny" => {
+            let deny = controller(&[], &[]);
+            repeat(
+                iterations,
+                || call("calculator"),
+                |call| completed(deny.handle(call)),
+            );
+        }
+        "unknown_tool" => {
+            let allow = controller(&["calculator"], &[]);
+            repeat(
+                iterations,
+                || call("delete_everything"),
+                |call| completed(allow.handle(call)),
+            );
+        }
+        "ask_approve_execute" => {
+            let ask = controller(&[], &["calculator"]);
+            repeat(
+                iterations,
+                || call("calculator"),
+                |call| {
+                    let Outcome::PendingApproval(request) = ask.handle(call) else {
+                        panic!("calculator asks");
+                    };
+                    ask.resolve(ApprovalResponse::approve(request.approval_id))
+                        .expect("pending")
+                },
+            );
+        }
+        "policy_1_rule_allow" => policy(iterations, 1, matching),
+        "policy_1_rule_default_deny" => policy(iterations, 1, unmatched),
+        "policy_10_rules_allow" => policy(iterations, 1000, matching),
+        "policy_10_rules_default_deny" => policy(iterations, 1000, unmatched),
+        other => {
+            eprintln!("unknown scenario {other}; one of: {}", SCENARIOS.join(" "));
+            std::process::exit(2);
+        }
+    }
+}

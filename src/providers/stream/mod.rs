@@ -15,10 +15,10 @@
 //!
 //! | Event | Outcome |
 //! |---|---|
-//! | an event that cannot be attributed to a call (no index, an index never opened, a call item without an id) or is not an object | [`WireError`](super::WireError) |
+//! | an event that cannot be attributed to a call (no index, an index never opened, a call item without an id) or is not an object | [`WireError`] |
 //! | an event for a call that contradicts it (a second id or name, a delta that is not text, `done` arguments other than the deltas) | error result for that call's id |
 //! | the stream stops (`length`, `max_tokens`, `response.incomplete`, an `error` event, or `finish` without the end) while a call is open | error result for that call's id |
-//! | an event for a call already yielded | [`WireError`](super::WireError): a yielded call cannot be taken back |
+//! | an event for a call already yielded | [`WireError`]: a yielded call cannot be taken back |
 //!
 //! Parallel calls may interleave: events are matched to calls by index (Chat `tool_calls[].index`,
 //! Responses `output_index`, Anthropic content block `index`), never by arrival order.

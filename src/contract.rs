@@ -91,6 +91,10 @@ pub struct ToolResult {
     pub content: String,
     /// `true` when the call failed or did not run.
     pub is_error: bool,
+    /// The handler's structured output, for a tool with an output schema: a JSON value that
+    /// satisfied it. `content` then holds the same value as JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
 }
 
 impl ToolResult {
@@ -107,6 +111,25 @@ impl ToolResult {
             call_id: call_id.into(),
             content: content.into(),
             is_error: false,
+            structured: None,
+        }
+    }
+
+    /// A successful result carrying structured output: `content` is the value as compact JSON.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let result = toolgate::ToolResult::structured("call_1", serde_json::json!({"sum": 42}));
+    /// assert_eq!(result.content, r#"{"sum":42}"#);
+    /// assert_eq!(result.structured, Some(serde_json::json!({"sum": 42})));
+    /// ```
+    pub fn structured(call_id: impl Into<String>, value: Value) -> Self {
+        Self {
+            call_id: call_id.into(),
+            content: value.to_string(),
+            is_error: false,
+            structured: Some(value),
         }
     }
 
@@ -123,6 +146,7 @@ impl ToolResult {
             call_id: call_id.into(),
             content: content.into(),
             is_error: true,
+            structured: None,
         }
     }
 }
@@ -152,6 +176,10 @@ pub struct ToolSpec {
     pub description: String,
     /// The JSON Schema its arguments must satisfy.
     pub input_schema: Value,
+    /// The JSON Schema its structured output satisfies, for a tool built with
+    /// [`ToolDefinition::structured`](crate::ToolDefinition::structured) (MCP `outputSchema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 impl ToolSpec {
@@ -172,7 +200,15 @@ impl ToolSpec {
             name: name.into(),
             description: description.into(),
             input_schema,
+            output_schema: None,
         }
+    }
+
+    /// The same spec, declaring the JSON Schema of the tool's structured output.
+    #[must_use]
+    pub fn with_output_schema(mut self, output_schema: Value) -> Self {
+        self.output_schema = Some(output_schema);
+        self
     }
 }
 

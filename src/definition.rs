@@ -1,6 +1,8 @@
 //! Tool definitions: a spec, its compiled validator and its handler.
 
 mod handler;
+mod output;
+mod schema;
 #[cfg(test)]
 mod tests;
 #[cfg(feature = "schemars")]
@@ -96,6 +98,16 @@ pub enum DefinitionError {
         /// Where in the schema, and the bound that was passed.
         detail: String,
     },
+    /// The output schema and the handler do not go together: a structured handler needs an
+    /// `output_schema` (an object schema), and a tool that declares one needs a structured
+    /// handler ([`ToolDefinition::structured`]).
+    #[error("tool {tool:?}: {detail}")]
+    OutputSchema {
+        /// The tool's name.
+        tool: String,
+        /// What does not fit.
+        detail: String,
+    },
 }
 
 type ArgumentCheck = dyn Fn(&Value) -> Result<(), String> + Send + Sync;
@@ -135,9 +147,11 @@ type Normalizer = dyn Fn(&Value, &DeclaredNames) -> Result<Value, ArgumentErrors
 /// ```
 pub struct ToolDefinition {
     spec: ToolSpec,
-    // Invariant: the digest of `spec`'s name, description and schema (see `digest`).
+    // Invariant: the digest of `spec`'s name, description and schemas (see `digest`).
     digest: Arc<str>,
     validator: jsonschema::Validator,
+    // Invariant: `Some` exactly when `spec.output_schema` is, and then the handler is structured.
+    output_validator: Option<jsonschema::Validator>,
     // Invariant: the names `spec.input_schema` declares; the only keys shown in a violation.
     declared: DeclaredNames,
     argument_check: Option<Box<ArgumentCheck>>,
@@ -229,7 +243,9 @@ impl ToolDefinition {
     /// The one place a definition is assembled: the schema compiled, the spec digested.
     fn build(spec: ToolSpec, handler: Handler) -> Result<Self, DefinitionError> {
         let validator = compile_schema(&spec)?;
+        let output_validator = output::compile(&spec, &handler)?;
         Ok(Self {
+            output_validator,
             digest: spec_digest(&spec),
             declared: DeclaredNames::collect(&spec.input_schema),
             spec,
@@ -383,83 +399,28 @@ impl ToolDefinition {
 }
 
 fn spec_digest(spec: &ToolSpec) -> Arc<str> {
-    let canonical = serde_json::json!({
+    let mut canonical = serde_json::json!({
         "name": spec.name,
         "description": spec.description,
         "input_schema": spec.input_schema,
     });
+    // Only when declared, so the digests of tools without one are unchanged.
+    if let Some(output_schema) = &spec.output_schema {
+        canonical["output_schema"] = output_schema.clone();
+    }
     Arc::from(crate::canonical::digest(&canonical))
 }
 
 fn compile_schema(spec: &ToolSpec) -> Result<jsonschema::Validator, DefinitionError> {
-    let tool = || spec.name.clone();
     if spec.name.is_empty() {
         return Err(DefinitionError::EmptyName);
     }
     if !spec.input_schema.is_object() {
-        return Err(DefinitionError::SchemaNotObject { tool: tool() });
-    }
-    // Measured before compiling: the compiler recurses over the schema.
-    let (depth, nodes) = measure(&spec.input_schema, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES);
-    if depth > MAX_SCHEMA_DEPTH {
-        return Err(DefinitionError::SchemaTooDeep {
-            tool: tool(),
-            limit: MAX_SCHEMA_DEPTH,
+        return Err(DefinitionError::SchemaNotObject {
+            tool: spec.name.clone(),
         });
     }
-    if nodes > MAX_SCHEMA_NODES {
-        return Err(DefinitionError::SchemaTooLarge {
-            tool: tool(),
-            limit: MAX_SCHEMA_NODES,
-        });
-    }
-    let validator = jsonschema::options()
-        .offline()
-        .with_pattern_options(jsonschema::PatternOptions::regex())
-        .build(&spec.input_schema)
-        .map_err(|error| {
-            let detail = error.to_string();
-            match error.kind() {
-                jsonschema::error::ValidationErrorKind::Referencing(_) => {
-                    DefinitionError::ExternalReference {
-                        tool: tool(),
-                        detail,
-                    }
-                }
-                _ => DefinitionError::InvalidSchema {
-                    tool: tool(),
-                    detail,
-                },
-            }
-        })?;
-    // After compiling, so the analysis only sees schemas whose references resolve.
-    crate::schema_cost::check(&spec.input_schema, MAX_ARGUMENT_DEPTH).map_err(|detail| {
-        DefinitionError::ValidationTooCostly {
-            tool: tool(),
-            detail,
-        }
-    })?;
-    Ok(validator)
-}
-
-/// Depth and node count of a JSON value, walked without recursion and stopping as soon as either
-/// limit is passed (so the cost is bounded by the limits, not by the value).
-fn measure(value: &Value, max_depth: usize, max_nodes: usize) -> (usize, usize) {
-    let mut stack = vec![(value, 1_usize)];
-    let (mut deepest, mut nodes) = (0, 0);
-    while let Some((value, depth)) = stack.pop() {
-        nodes += 1;
-        deepest = deepest.max(depth);
-        if deepest > max_depth || nodes > max_nodes {
-            break;
-        }
-        match value {
-            Value::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
-            Value::Object(map) => stack.extend(map.values().map(|item| (item, depth + 1))),
-            _ => {}
-        }
-    }
-    (deepest, nodes)
+    schema::compile(&spec.name, &spec.input_schema)
 }
 
 /// Whether `value` nests more than `limit` arrays or objects deep (counted as `serde_json`'s

@@ -27,6 +27,9 @@ impl ToolRuntime {
         let outcome = match definition.handler() {
             Handler::Blocking(handler) => handler.call(&arguments),
             Handler::Async(handler) => block_on(handler.call(arguments)),
+            Handler::Structured(handler) => {
+                return structured(call_id, handler(&arguments), &definition);
+            }
         };
         into_result(call_id, outcome, definition.max_output_bytes())
     }
@@ -39,6 +42,9 @@ impl ToolRuntime {
         let outcome = match definition.handler() {
             Handler::Blocking(handler) => handler.call(&arguments),
             Handler::Async(handler) => handler.call(arguments).await,
+            Handler::Structured(handler) => {
+                return structured(call_id, handler(&arguments), &definition);
+            }
         };
         into_result(call_id, outcome, definition.max_output_bytes())
     }
@@ -51,6 +57,20 @@ fn unpack(authorized: Authorized<PreparedToolCall>) -> (String, Value, Arc<ToolD
     (call.call_id, call.arguments, definition)
 }
 
+/// The result of a structured handler: checked against the output schema, then bounded like any
+/// output (its JSON text counts).
+fn structured(
+    call_id: String,
+    outcome: Result<Value, crate::ToolError>,
+    definition: &ToolDefinition,
+) -> ToolResult {
+    let result = match outcome {
+        Ok(value) => definition.structured_result(call_id, value),
+        Err(error) => ToolResult::error(call_id, error.to_string()),
+    };
+    bounded(result, definition.max_output_bytes())
+}
+
 fn into_result(
     call_id: String,
     outcome: Result<String, crate::ToolError>,
@@ -60,6 +80,11 @@ fn into_result(
         Ok(content) => ToolResult::ok(call_id, content),
         Err(error) => ToolResult::error(call_id, error.to_string()),
     };
+    bounded(result, max_output_bytes)
+}
+
+/// The result, or an error result if its text is longer than the tool passes on.
+fn bounded(result: ToolResult, max_output_bytes: usize) -> ToolResult {
     if result.content.len() <= max_output_bytes {
         return result;
     }

@@ -361,3 +361,44 @@ async fn replacing_the_policy_notifies_list_changed_and_changes_the_list() {
         .collect();
     assert_eq!(listed, ["echo", "shell"]);
 }
+
+#[tokio::test]
+async fn structured_output_is_listed_and_sent_as_structured_content_in_both_revisions() {
+    for revision in REVISIONS {
+        let output_schema = json!({"type": "object", "properties": {"sum": {"type": "integer"}},
+                                   "required": ["sum"], "additionalProperties": false});
+        let spec = ToolSpec::new(
+            "add",
+            "Add a and b.",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}),
+        )
+        .with_output_schema(output_schema.clone());
+        let add = ToolDefinition::structured(spec, |args: &Value| {
+            Ok(json!({"sum": args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)}))
+        })
+        .unwrap();
+        let controller = Arc::new(ToolController::new(
+            ToolRegistry::new([add]).unwrap(),
+            ToolPolicy::new(["add"], Vec::<String>::new()).unwrap(),
+        ));
+        let session = connect(McpServer::new(controller).unwrap(), revision, None).await;
+        let listed = session.client.list_all_tools().await.unwrap();
+        let declared = listed[0]
+            .output_schema
+            .as_ref()
+            .map(|schema| Value::Object((**schema).clone()));
+        assert_eq!(declared, Some(output_schema), "{revision:?}");
+        let result = session
+            .client
+            .call_tool(call("add", json!({"a": 40, "b": 2})))
+            .await
+            .unwrap();
+        assert_eq!(
+            result.structured_content,
+            Some(json!({"sum": 42})),
+            "{revision:?}"
+        );
+        assert_eq!(text(&result), r#"{"sum":42}"#);
+        assert_eq!(result.is_error, Some(false));
+    }
+}

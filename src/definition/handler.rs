@@ -148,9 +148,14 @@ where
     }
 }
 
-/// A definition's handler: plain or async.
+/// A handler returning structured output (a JSON value), see
+/// [`ToolDefinition::structured`](crate::ToolDefinition::structured).
+pub(crate) type StructuredHandler = dyn Fn(&Value) -> Result<Value, ToolError> + Send + Sync;
+
+/// A definition's handler: plain, async, or returning structured output.
 #[derive(Clone)]
 pub(crate) enum Handler {
     Blocking(Arc<dyn ToolHandler>),
     Async(Arc<dyn AsyncToolHandler>),
+    Structured(Arc<StructuredHandler>),
 }

@@ -26,22 +26,34 @@ fn tool(spec: &ToolSpec) -> Option<Tool> {
     schema
         .entry("type")
         .or_insert_with(|| Value::String("object".into()));
-    serde_json::from_value(json!({
+    let mut tool = json!({
         "name": spec.name,
         "description": spec.description,
         "inputSchema": schema,
-    }))
-    .ok()
+    });
+    if let Some(output_schema) = spec
+        .output_schema
+        .as_ref()
+        .filter(|schema| schema.is_object())
+    {
+        tool["outputSchema"] = output_schema.clone();
+    }
+    serde_json::from_value(tool).ok()
 }
 
-/// The `CallToolResult` for a toolgate result: its content as one text block, and `isError`.
+/// The `CallToolResult` for a toolgate result: its content as one text block, and `isError`; a
+/// structured result (an object, as MCP requires) also as `structuredContent`.
 pub(crate) fn call_result(result: ToolResult) -> CallToolResult {
     let content = vec![ContentBlock::text(result.content)];
-    if result.is_error {
+    let mut call_result = if result.is_error {
         CallToolResult::error(content)
     } else {
         CallToolResult::success(content)
+    };
+    if let Some(value) = result.structured.filter(Value::is_object) {
+        call_result.structured_content = Some(value);
     }
+    call_result
 }
 
 /// An error result for a call that did not run, carrying `approval_id` in `_meta` when there is

@@ -251,12 +251,18 @@ fn read_call(request: &Value, registry: &ToolRegistry) -> Result<ToolCall, Value
         .map_err(|result| error_response(id, &result.content))
 }
 
-/// The `CallToolResult` for a result: its content as one text block, and `isError`.
+/// The `CallToolResult` for a result: its content as one text block, and `isError`; a result with
+/// structured output ([`ToolResult::structured`]) also carries it as `structuredContent` (when it
+/// is an object, as MCP requires), its text being the same value as JSON.
 pub fn call_tool_result(result: &ToolResult) -> Value {
-    json!({
+    let mut body = json!({
         "content": [{"type": "text", "text": result.content}],
         "isError": result.is_error,
-    })
+    });
+    if let Some(value) = result.structured.as_ref().filter(|value| value.is_object()) {
+        body["structuredContent"] = value.clone();
+    }
+    body
 }
 
 /// The `CallToolResult` for a result with a structured part: the text block, then the value as
@@ -264,7 +270,10 @@ pub fn call_tool_result(result: &ToolResult) -> Value {
 /// clients that only read text), and the value itself as `structuredContent`. MCP requires
 /// `structuredContent` to be an object; any other value is sent in the text block only.
 pub fn call_tool_result_with(result: &ToolResult, structured: Option<&Value>) -> Value {
-    let mut body = call_tool_result(result);
+    let mut body = json!({
+        "content": [{"type": "text", "text": result.content}],
+        "isError": result.is_error,
+    });
     if let Some(value) = structured {
         body["content"] = Value::Array(super::results::text_blocks(result, structured, "text"));
         if value.is_object() {

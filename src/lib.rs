@@ -104,6 +104,7 @@ pub mod approvals;
 pub mod audit;
 mod authorized;
 mod canonical;
+mod cause;
 mod contract;
 mod controller;
 pub mod definition;

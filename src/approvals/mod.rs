@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::canonical::{ArgumentHash, call_digest, call_digest_of};
+use crate::cause::Cause;
 use crate::contract::{Redacted, ToolCall};
 use crate::policy::Reason;
 
@@ -192,10 +193,11 @@ pub enum ApprovalError {
 /// assert_eq!(error.to_string(), "cannot write the ledger");
 /// assert!(error.source().is_some_and(|cause| cause.is::<std::io::Error>()));
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreError {
     message: String,
-    cause: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+    // Not compared: two store errors are equal when they say the same.
+    cause: Cause,
 }
 
 impl StoreError {
@@ -203,7 +205,7 @@ impl StoreError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
-            cause: None,
+            cause: Cause::default(),
         }
     }
 
@@ -214,7 +216,7 @@ impl StoreError {
     ) -> Self {
         Self {
             message: message.into(),
-            cause: Some(std::sync::Arc::new(cause)),
+            cause: Cause::of(cause),
         }
     }
 
@@ -232,20 +234,9 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause
-            .as_deref()
-            .map(|cause| cause as &(dyn std::error::Error + 'static))
+        self.cause.source()
     }
 }
-
-/// Two store errors are equal when they say the same (causes are not comparable).
-impl PartialEq for StoreError {
-    fn eq(&self, other: &Self) -> bool {
-        self.message == other.message
-    }
-}
-
-impl Eq for StoreError {}
 
 /// Bounds on waiting requests, so memory stays bounded and old asks do not linger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

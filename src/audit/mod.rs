@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approvals::ApprovalId;
 use crate::canonical::ArgumentHash;
+use crate::cause::Cause;
 use crate::contract::ToolCall;
 use crate::policy::{PolicyAction, PolicyDecision};
 
@@ -179,11 +180,12 @@ impl AuditSubject {
 
 /// An audit record could not be written. The call it was about did not run. The error that caused
 /// it (I/O, say) is its [`source`](std::error::Error::source).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditError {
     /// What went wrong (an I/O error, a full disk, a sink's own reason).
     pub message: String,
-    cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    // Not compared: two audit errors are equal when they say the same.
+    cause: Cause,
 }
 
 impl AuditError {
@@ -191,7 +193,7 @@ impl AuditError {
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
-            cause: None,
+            cause: Cause::default(),
         }
     }
 
@@ -213,7 +215,7 @@ impl AuditError {
     ) -> Self {
         Self {
             message: message.into(),
-            cause: Some(Arc::new(cause)),
+            cause: Cause::of(cause),
         }
     }
 }
@@ -226,20 +228,9 @@ impl std::fmt::Display for AuditError {
 
 impl std::error::Error for AuditError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause
-            .as_deref()
-            .map(|cause| cause as &(dyn std::error::Error + 'static))
+        self.cause.source()
     }
 }
-
-/// Two audit errors are equal when they say the same (causes are not comparable).
-impl PartialEq for AuditError {
-    fn eq(&self, other: &Self) -> bool {
-        self.message == other.message
-    }
-}
-
-impl Eq for AuditError {}
 
 /// Where audit events go. `record` must return only once the event is stored: a handler runs
 /// only after the events leading to it were recorded.

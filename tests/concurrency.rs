@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 
 use common::*;
 use serde_json::json;
-use toolgate::approvals::{ApprovalLimits, SqliteApprovalStore};
+use toolgate::approvals::ApprovalLimits;
 use toolgate::*;
 
 const THREADS: usize = 8;
@@ -136,7 +136,9 @@ fn sqlite_store_settles_each_request_exactly_once() {
         registry([counted("apply_patch", patch_schema(), &runs)]),
         policy(&[], &["apply_patch"]),
     )
-    .with_approval_store(SqliteApprovalStore::open(dir.join("approvals.db")).unwrap());
+    .with_approval_store(
+        toolgate::approvals::SqliteApprovalStore::open(dir.join("approvals.db")).unwrap(),
+    );
     storm(Arc::new(controller), &runs, "sqlite", false);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use condition::{CallPaths, Compiled, PathSettings, Truth};
+use condition::{CallPaths, Cause, Compiled, PathSettings, Truth};
 pub use condition::{Condition, PathOptions};
 
 use crate::names::FastMap;
@@ -211,12 +211,12 @@ impl Rule {
     ) -> bool {
         match self.truth(arguments, paths) {
             Truth::Yes => true,
-            Truth::Unknown => action != PolicyAction::Allow,
+            Truth::Unknown(_) => action != PolicyAction::Allow,
             Truth::No => false,
         }
     }
 
-    fn truth<'a>(&self, arguments: &'a Value, paths: &mut CallPaths<'a>) -> Truth {
+    fn truth<'a>(&self, arguments: &'a Value, paths: &mut CallPaths<'a>) -> Truth<'_> {
         self.condition
             .as_ref()
             .map_or(Truth::Yes, |condition| condition.evaluate(arguments, paths))
@@ -267,8 +267,16 @@ pub struct Explanation {
 }
 
 /// A policy of rules on tool names and argument values. Precedence is deny > ask > allow >
-/// default deny; among rules of the winning action the smallest id is named. The order in which
-/// rules are written never changes a decision.
+/// default deny; among rules of the winning action, one whose condition holds is named before one
+/// that applies only because its condition could not be judged, then the smallest id. The order in
+/// which rules are written never changes a decision.
+///
+/// When the deciding rule applies only because a value could not be judged (shell syntax, a NUL
+/// byte, a wrong type, a number that may have been rounded, a path that cannot be read lexically,
+/// options that may hide a subcommand), the decision's reason says so — `cannot judge /command: it
+/// contains shell syntax …` — instead of the rule's own reason, which would describe a case the
+/// call may have nothing to do with; the rule's id is still recorded. The reason names the
+/// policy's pointer, never the value.
 ///
 /// # Guarantees
 ///
@@ -372,16 +380,34 @@ impl RulePolicy {
         // Each path argument is normalized once for all the tool's rules.
         let mut paths = CallPaths::new(&self.paths);
         for (action, rules) in rules.by_precedence() {
-            if let Some(rule) = rules
-                .iter()
-                .find(|rule| rule.applies_in(action, arguments, &mut paths))
-            {
-                return PolicyDecision::new(action, rule.reason.clone())
-                    .with_rule_id(Arc::clone(&rule.id))
-                    .with_policy_digest(Arc::clone(&self.digest));
+            // A rule that applies only because its condition could not be judged decides only if
+            // no rule of the same action holds outright; the scan goes on only on this slow path.
+            let mut undetermined: Option<(&Rule, Cause<'_>)> = None;
+            for rule in rules {
+                match rule.truth(arguments, &mut paths) {
+                    Truth::Yes => return self.decision(action, rule, rule.reason.clone()),
+                    Truth::Unknown(cause)
+                        if action != PolicyAction::Allow && undetermined.is_none() =>
+                    {
+                        undetermined = Some((rule, cause));
+                    }
+                    Truth::Unknown(_) | Truth::No => {}
+                }
+            }
+            if let Some((rule, cause)) = undetermined {
+                // The reason says what could not be judged (never the value itself); the rule's
+                // own reason would name a case the call may have nothing to do with.
+                let reason = Reason::new(cause.to_string()).unwrap_or_else(|_| rule.reason.clone());
+                return self.decision(action, rule, reason);
             }
         }
         self.default_decision()
+    }
+
+    fn decision(&self, action: PolicyAction, rule: &Rule, reason: Reason) -> PolicyDecision {
+        PolicyDecision::new(action, reason)
+            .with_rule_id(Arc::clone(&rule.id))
+            .with_policy_digest(Arc::clone(&self.digest))
     }
 
     /// The decision for `call` and how every rule of its tool evaluated.
@@ -405,7 +431,7 @@ impl RulePolicy {
                                 rule_id: Arc::clone(&rule.id),
                                 action,
                                 applied: rule.applies(action, arguments, &self.paths),
-                                determined: truth != Truth::Unknown,
+                                determined: !matches!(truth, Truth::Unknown(_)),
                             }
                         })
                     })

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use super::Undetermined;
 use super::glob::ComponentPattern;
 use super::paths::{PathSettings, within_components};
 
@@ -42,6 +43,11 @@ impl<'a> CallPaths<'a> {
             }
         };
         self.normalized[index].1.as_deref()
+    }
+
+    /// Why `path` cannot be judged, once `within` or `matches` said it cannot.
+    pub(crate) fn undetermined(&self, path: &str) -> Undetermined {
+        self.settings.undetermined(path)
     }
 
     /// Whether `path` lies inside one of `roots`; `None` when it cannot be judged.

@@ -15,6 +15,7 @@ use serde_json::{Number, Value};
 pub(crate) use call_paths::CallPaths;
 
 pub(crate) use compile::{Compiled, SchemaLookup, Scope, compile, path_pointers};
+pub(crate) use glob::{GlobToken, glob_match, tokenize_glob};
 pub use paths::PathOptions;
 pub(crate) use paths::PathSettings;
 pub(crate) use pointer::{array_index, unescape as unescape_token};

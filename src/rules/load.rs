@@ -152,6 +152,7 @@ pub(super) fn load(
             // Exact names first, then by id: the naming order of `RulePolicy`.
             list.sort_by(|a, b| b.exact.cmp(&a.exact).then_with(|| a.id.cmp(&b.id)));
         }
+        rules.build_index();
     }
     let mut canonical_rules = config.rules.clone();
     canonical_rules.sort_by(|a, b| a.id.cmp(&b.id));

@@ -4,7 +4,10 @@
 mod condition;
 mod error;
 mod groups;
+#[cfg(test)]
+mod index_tests;
 mod load;
+mod scan;
 mod schema_pointer;
 
 use std::path::Path;
@@ -13,7 +16,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use condition::{CallPaths, Cause, Compiled, PathSettings, Truth};
+use condition::{CallPaths, Cause, Compiled, Index, PathSettings, Truth};
 pub use condition::{Condition, PathOptions};
 pub use error::{PolicyLoadError, ReadError};
 
@@ -177,9 +180,17 @@ struct ToolRules {
     deny: Vec<Rule>,
     ask: Vec<Rule>,
     allow: Vec<Rule>,
+    // Built at load once the lists are sorted: deny, ask, allow (`None` for short lists).
+    index: [Option<Index>; 3],
 }
 
 impl ToolRules {
+    /// Indexes each list; called once the lists are in naming order.
+    fn build_index(&mut self) {
+        let index = |rules: &[Rule]| Index::build(rules.iter().map(|rule| rule.condition.as_ref()));
+        self.index = [index(&self.deny), index(&self.ask), index(&self.allow)];
+    }
+
     fn by_precedence(&self) -> [(PolicyAction, &[Rule]); 3] {
         [
             (PolicyAction::Deny, &self.deny),
@@ -328,55 +339,42 @@ impl RulePolicy {
     /// The decision for `arguments` to `tool`, without validating them (for checking a policy;
     /// the controller decides only on validated calls).
     pub fn decide_arguments(&self, tool: &str, arguments: &Value) -> PolicyDecision {
-        if let Some(rules) = self.by_tool.get(tool) {
-            return self.scan(
-                rules
-                    .by_precedence()
-                    .map(|(action, rules)| (action, rules.iter())),
-                arguments,
-            );
-        }
-        // A tool registered after the policy was loaded: only patterns can cover it.
-        match groups::rules_for(&self.groups, tool) {
-            Some(lists) => self.scan(
-                lists.map(|(action, rules)| (action, rules.into_iter())),
-                arguments,
-            ),
-            None => self.default_decision(),
-        }
-    }
-
-    /// The first rule, by precedence, that decides; each list in its naming order.
-    fn scan<'r, I: Iterator<Item = &'r Rule>>(
-        &self,
-        lists: [(PolicyAction, I); 3],
-        arguments: &Value,
-    ) -> PolicyDecision {
         // Each path argument is normalized once for all the tool's rules.
         let mut paths = CallPaths::new(&self.paths);
-        for (action, rules) in lists {
-            // A rule that applies only because its condition could not be judged decides only if
-            // no rule of the same action holds outright; the scan goes on only on this slow path.
-            let mut undetermined: Option<(&Rule, Cause<'_>)> = None;
-            for rule in rules {
-                match rule.truth(arguments, &mut paths) {
-                    Truth::Yes => return self.decision(action, rule, rule.reason.clone()),
-                    Truth::Unknown(cause)
-                        if action != PolicyAction::Allow && undetermined.is_none() =>
-                    {
-                        undetermined = Some((rule, cause));
-                    }
-                    Truth::Unknown(_) | Truth::No => {}
+        if let Some(rules) = self.by_tool.get(tool) {
+            for ((action, list), index) in rules.by_precedence().into_iter().zip(&rules.index) {
+                let pick = match index {
+                    Some(index) => scan::pick_indexed(list, index, action, arguments, &mut paths),
+                    None => scan::pick_linear(list.iter(), action, arguments, &mut paths),
+                };
+                if let Some(pick) = pick {
+                    return self.picked(action, pick);
                 }
             }
-            if let Some((rule, cause)) = undetermined {
-                // The reason says what could not be judged (never the value itself); the rule's
-                // own reason would name a case the call may have nothing to do with.
-                let reason = Reason::new(cause.to_string()).unwrap_or_else(|_| rule.reason.clone());
-                return self.decision(action, rule, reason);
+            return self.default_decision();
+        }
+        // A tool registered after the policy was loaded: only patterns can cover it.
+        for (action, list) in groups::rules_for(&self.groups, tool).into_iter().flatten() {
+            if let Some(pick) = scan::pick_linear(list.into_iter(), action, arguments, &mut paths) {
+                return self.picked(action, pick);
             }
         }
         self.default_decision()
+    }
+
+    /// The decision naming `rule`; when it applies only because its condition could not be
+    /// judged, the reason says what could not be judged (never the value) — the rule's own reason
+    /// would name a case the call may have nothing to do with.
+    fn picked(
+        &self,
+        action: PolicyAction,
+        (rule, cause): (&Rule, Option<Cause<'_>>),
+    ) -> PolicyDecision {
+        let reason = match cause {
+            None => rule.reason.clone(),
+            Some(cause) => Reason::new(cause.to_string()).unwrap_or_else(|_| rule.reason.clone()),
+        };
+        self.decision(action, rule, reason)
     }
 
     fn decision(&self, action: PolicyAction, rule: &Rule, reason: Reason) -> PolicyDecision {

@@ -5,6 +5,7 @@ mod commands;
 mod compile;
 mod evaluate;
 mod glob;
+mod index;
 mod paths;
 mod pointer;
 mod values;
@@ -16,6 +17,7 @@ pub(crate) use call_paths::CallPaths;
 
 pub(crate) use compile::{Compiled, SchemaLookup, Scope, compile, path_pointers};
 pub(crate) use glob::{GlobToken, glob_match, tokenize_glob};
+pub(crate) use index::Index;
 pub use paths::PathOptions;
 pub(crate) use paths::PathSettings;
 pub(crate) use pointer::{array_index, unescape as unescape_token};

@@ -27,6 +27,10 @@ const SCENARIOS: &[&str] = &[
     "policy_1_rule_default_deny",
     "policy_10_rules_allow",
     "policy_10_rules_default_deny",
+    "policy_1_on_tool_paths_allow",
+    "policy_1000_on_tool_paths_allow",
+    "policy_1_on_tool_commands_allow",
+    "policy_1000_on_tool_commands_allow",
 ];
 
 /// The counted region: callgrind's `--toggle-collect=*measured*` counts only what runs inside.
@@ -113,6 +117,48 @@ fn policy(iterations: u64, rules: usize, arguments: Value) {
     );
 }
 
+/// As in `benches/policy.rs`: `count` deny rules on the called tool, each on its own directory
+/// (`paths`) or program, and one allow rule that the call meets.
+fn on_tool(iterations: u64, count: usize, paths: bool) {
+    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    let schema = json!({"type": "object", "properties": {"path": {"type": "string"}, "command": {"type": "string"}}});
+    let registry =
+        ToolRegistry::new([
+            ToolDefinition::new(ToolSpec::new("tool_000", "bench", schema), noop)
+                .expect("schema compiles"),
+        ])
+        .expect("one tool");
+    let mut rules: Vec<RuleConfig> = (0..count)
+        .map(|i| {
+            let condition = if paths {
+                Condition::path_glob("/path", format!("/dir{i}/*"))
+            } else {
+                Condition::command_prefix("/command", [format!("prog{i}"), "run".to_owned()])
+            };
+            RuleConfig::new(format!("d{i:04}"), "tool_000", PolicyAction::Deny, "bench")
+                .when(condition)
+        })
+        .collect();
+    rules.push(
+        RuleConfig::new("allow", "tool_000", PolicyAction::Allow, "bench").when(if paths {
+            Condition::path_within("/path", ["/work"])
+        } else {
+            Condition::command_prefix("/command", ["git", "status"])
+        }),
+    );
+    let policy = RulePolicy::new(PolicyConfig::new(rules), &registry).expect("bench policy loads");
+    let arguments = if paths {
+        json!({"path": "/work/src/file.txt"})
+    } else {
+        json!({"command": "git status --short"})
+    };
+    repeat(
+        iterations,
+        || (),
+        |()| drop(black_box(policy.decide_arguments("tool_000", &arguments))),
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(scenario), Some(iterations)) = (
@@ -187,6 +233,10 @@ fn main() {
         "policy_1_rule_default_deny" => policy(iterations, 1, unmatched),
         "policy_10_rules_allow" => policy(iterations, 1000, matching),
         "policy_10_rules_default_deny" => policy(iterations, 1000, unmatched),
+        "policy_1_on_tool_paths_allow" => on_tool(iterations, 0, true),
+        "policy_1000_on_tool_paths_allow" => on_tool(iterations, 1000, true),
+        "policy_1_on_tool_commands_allow" => on_tool(iterations, 0, false),
+        "policy_1000_on_tool_commands_allow" => on_tool(iterations, 1000, false),
         other => {
             eprintln!("unknown scenario {other}; one of: {}", SCENARIOS.join(" "));
             std::process::exit(2);

@@ -1,6 +1,8 @@
 //! Rule-policy decision time as the rule count grows: 1, 100 and 1,000 rules over 100 tools.
 //! Rules are indexed by tool, so the total count should not matter; what remains is the rules of
-//! the call's own tool (1, 1 and 10 here).
+//! the call's own tool (1, 1 and 10 here). The `1000_on_tool` cases put 1,000 rules on the called
+//! tool itself (1,000 denies on distinct directories or programs, one allow): the load-time index
+//! should keep them within 3x of the one-rule cases.
 
 use std::hint::black_box;
 
@@ -14,7 +16,7 @@ const TOOLS: usize = 100;
 fn registry() -> ToolRegistry {
     let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
     ToolRegistry::new((0..TOOLS).map(|tool| {
-        let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string"}, "command": {"type": "string"}}});
         ToolDefinition::new(
             ToolSpec::new(format!("tool_{tool:03}"), "bench", schema),
             noop,
@@ -40,6 +42,55 @@ fn policy(count: usize, tool_of: impl Fn(usize) -> usize, registry: &ToolRegistr
         })
         .collect::<Vec<_>>();
     RulePolicy::new(PolicyConfig::new(rules), registry).expect("bench policy loads")
+}
+
+/// 1,000 deny rules on `tool_000`, each on its own directory (`paths`) or program, and one allow.
+fn on_tool(count: usize, paths: bool, registry: &ToolRegistry) -> RulePolicy {
+    let mut rules: Vec<RuleConfig> = (0..count)
+        .map(|i| {
+            let condition = if paths {
+                Condition::path_glob("/path", format!("/dir{i}/*"))
+            } else {
+                Condition::command_prefix("/command", [format!("prog{i}"), "run".to_owned()])
+            };
+            RuleConfig::new(format!("d{i:04}"), "tool_000", PolicyAction::Deny, "bench")
+                .when(condition)
+        })
+        .collect();
+    rules.push(
+        RuleConfig::new("allow", "tool_000", PolicyAction::Allow, "bench").when(if paths {
+            Condition::path_within("/path", ["/work"])
+        } else {
+            Condition::command_prefix("/command", ["git", "status"])
+        }),
+    );
+    RulePolicy::new(PolicyConfig::new(rules), registry).expect("bench policy loads")
+}
+
+fn decide_on_tool(c: &mut Criterion) {
+    let registry = registry();
+    let path = json!({"path": "/work/src/file.txt"});
+    let command = json!({"command": "git status --short"});
+    let mut group = c.benchmark_group("policy_decide");
+    for (name, policy, arguments) in [
+        ("1_on_tool_paths", on_tool(0, true, &registry), &path),
+        ("1000_on_tool_paths", on_tool(1000, true, &registry), &path),
+        ("1_on_tool_commands", on_tool(0, false, &registry), &command),
+        (
+            "1000_on_tool_commands",
+            on_tool(1000, false, &registry),
+            &command,
+        ),
+    ] {
+        assert_eq!(
+            policy.decide_arguments("tool_000", arguments).action,
+            PolicyAction::Allow
+        );
+        group.bench_function(format!("{name}_allow"), |b| {
+            b.iter(|| policy.decide_arguments(black_box("tool_000"), black_box(arguments)))
+        });
+    }
+    group.finish();
 }
 
 fn decide(c: &mut Criterion) {
@@ -68,5 +119,5 @@ fn decide(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decide);
+criterion_group!(benches, decide, decide_on_tool);
 criterion_main!(benches);

@@ -130,8 +130,8 @@ pub use definition::{
     Violation,
 };
 pub use policy::{
-    DecisionKey, EmptyReason, LayerError, Layers, Policy, PolicyAction, PolicyDecision,
-    PolicyError, PolicyMismatch, Reason, Shadow, ShadowReport, ToolPolicy,
+    AsyncPolicy, DecisionKey, EmptyReason, LayerError, Layers, Policy, PolicyAction,
+    PolicyDecision, PolicyError, PolicyMismatch, Reason, Shadow, ShadowReport, ToolPolicy,
 };
 pub use registry::{RegistryError, ToolRegistry};
 pub use rules::RulePolicy;

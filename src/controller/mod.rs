@@ -20,7 +20,7 @@ use crate::approvals::{
 };
 use crate::audit::{AuditKind, AuditSink, AuditSubject};
 use crate::contract::{ToolCall, ToolResult};
-use crate::policy::{Policy, PolicyMismatch};
+use crate::policy::{AsyncCheck, AsyncPolicy, Policy, PolicyMismatch};
 use crate::registry::ToolRegistry;
 use crate::runtime::ToolRuntime;
 use gate::{Gate, NEXT_CONTROLLER_ID};
@@ -77,6 +77,8 @@ pub struct ToolController {
     id: u64,
     pending: PendingApprovals,
     audit: Option<Arc<dyn AuditSink>>,
+    // Asked only where the policy's decision is a fallback; see `with_async_check`.
+    async_check: Option<AsyncCheck>,
 }
 
 impl fmt::Debug for ToolController {
@@ -121,7 +123,30 @@ impl ToolController {
             id: NEXT_CONTROLLER_ID.fetch_add(1, Ordering::Relaxed),
             pending: PendingApprovals::new(),
             audit: None,
+            async_check: None,
         }
+    }
+
+    /// The same controller, asking `check` about every call the policy leaves undecided — where
+    /// its decision is a [`fallback`](crate::PolicyDecision::fallback), such as a
+    /// [`RulePolicy`](crate::RulePolicy)'s default deny — and taking its decision instead. Cheap
+    /// synchronous rules run first; a call any rule decides never reaches the check.
+    ///
+    /// The check must decide within `timeout`, or the call is denied with a reason naming the
+    /// timeout (fail closed); no async runtime is needed (a timer thread wakes the waiting task).
+    /// [`handle_async`](Self::handle_async) awaits the check; [`handle`](Self::handle),
+    /// [`resolve`](Self::resolve) and [`resolve_async`](Self::resolve_async) drive it on the
+    /// calling thread. When an approved call is re-checked on `resolve`, the check is asked
+    /// again about the call as it will run. The typestate is unchanged: the check returns a
+    /// decision only, and the controller builds the proof types from it.
+    #[must_use]
+    pub fn with_async_check(
+        mut self,
+        check: impl AsyncPolicy + 'static,
+        timeout: std::time::Duration,
+    ) -> Self {
+        self.async_check = Some(AsyncCheck::new(Arc::new(check), timeout));
+        self
     }
 
     /// The same controller, recording every call, decision, approval and outcome in `sink`

@@ -10,6 +10,8 @@ use crate::approvals::{Answered, ApprovalError, ApprovalId, ApprovalResponse, Ex
 use crate::audit::{AuditError, AuditEvent, AuditKind, AuditSubject};
 use crate::authorized::{ApprovalOutcome, Authorized, PolicyOutcome};
 use crate::contract::{ToolCall, ToolResult};
+use crate::execute::block_on;
+use crate::policy::{AsyncCheck, PolicyDecision, WithChecked};
 use crate::runtime::PreparedToolCall;
 
 /// What is left to do after the gate: run an authorized call with the gate it was authorized
@@ -47,7 +49,16 @@ impl ToolController {
     ///
     /// [`ToolRuntime::execute`]: crate::ToolRuntime::execute
     pub(super) fn handle_blocking(&self, call: ToolCall) -> Outcome {
-        match self.gate_call(call) {
+        let step = match self.prepare_call(call) {
+            Err(result) => Step::Done(Outcome::Completed(result)),
+            Ok((gate, prepared, subject)) => {
+                let checked = self
+                    .check_needed(&gate, &prepared)
+                    .map(|check| block_on(check.decide(&prepared)));
+                self.gate_call(gate, prepared, subject, checked)
+            }
+        };
+        match step {
             Step::Run(gate, authorized, subject) => {
                 let result = gate.runtime.execute(authorized);
                 self.finished(subject, None, &result);
@@ -60,7 +71,17 @@ impl ToolController {
     /// `handle_async`: the same steps as [`handle_blocking`](Self::handle_blocking), with the
     /// handler awaited.
     pub(super) async fn handle_steps(&self, call: ToolCall) -> Outcome {
-        match self.gate_call(call) {
+        let step = match self.prepare_call(call) {
+            Err(result) => Step::Done(Outcome::Completed(result)),
+            Ok((gate, prepared, subject)) => {
+                let checked = match self.check_needed(&gate, &prepared) {
+                    Some(check) => Some(check.decide(&prepared).await),
+                    None => None,
+                };
+                self.gate_call(gate, prepared, subject, checked)
+            }
+        };
+        match step {
             Step::Run(gate, authorized, subject) => {
                 let result = gate.runtime.execute_async(authorized).await;
                 self.finished(subject, None, &result);
@@ -133,15 +154,27 @@ impl ToolController {
         Ok((approval_id, self.answer(answered)))
     }
 
-    /// Everything `handle` does before the handler runs.
-    fn gate_call(&self, call: ToolCall) -> Step<Outcome> {
+    /// The async check, when one is set and the policy leaves `prepared` undecided.
+    fn check_needed(&self, gate: &Gate, prepared: &PreparedToolCall) -> Option<&AsyncCheck> {
+        self.async_check
+            .as_ref()
+            .filter(|_| gate.policy.decide(prepared).fallback)
+    }
+
+    /// The first steps of `handle`: record the call, prepare it against the gate in force.
+    // Inlined: returning the prepared call through a `Result` cost about 100 instructions a call.
+    #[inline(always)]
+    fn prepare_call(
+        &self,
+        call: ToolCall,
+    ) -> Result<(Arc<Gate>, PreparedToolCall, Option<AuditSubject>), ToolResult> {
         let subject = self.audit.as_ref().map(|_| AuditSubject::of(&call));
         if let Err(error) = self.record(&subject, |s| s.event(AuditKind::CallReceived)) {
-            return Step::Done(Outcome::Completed(unrecorded(call.call_id, &error)));
+            return Err(unrecorded(call.call_id, &error));
         }
         let gate = self.gate();
-        let prepared = match gate.runtime.prepare(call) {
-            Ok(prepared) => prepared,
+        match gate.runtime.prepare(call) {
+            Ok(prepared) => Ok((gate, prepared, subject)),
             Err(rejection) => {
                 // Nothing runs either way; a failed record changes nothing here.
                 let _ = self.record(&subject, |s| AuditEvent {
@@ -149,65 +182,85 @@ impl ToolController {
                     is_error: Some(true),
                     ..s.event(AuditKind::RejectedAtPreparation)
                 });
-                return Step::Done(Outcome::Completed(rejection.into_result()));
+                Err(rejection.into_result())
             }
+        }
+    }
+
+    /// Everything else `handle` does before the handler runs; `checked` is the async check's
+    /// decision, where the policy left the call undecided.
+    #[inline(always)]
+    fn gate_call(
+        &self,
+        gate: Arc<Gate>,
+        prepared: PreparedToolCall,
+        subject: Option<AuditSubject>,
+        checked: Option<PolicyDecision>,
+    ) -> Step<Outcome> {
+        let decided = match checked {
+            None => Authorized::by_policy(gate.policy.as_ref(), prepared),
+            Some(checked) => Authorized::by_policy(
+                &WithChecked {
+                    policy: gate.policy.as_ref(),
+                    checked,
+                },
+                prepared,
+            ),
         };
-        Step::Done(
-            match Authorized::by_policy(gate.policy.as_ref(), prepared) {
-                PolicyOutcome::Allowed {
-                    authorized,
-                    decision,
-                } => {
-                    if let Err(error) = self.record(&subject, |s| s.decision(&decision)) {
-                        let call_id = authorized.call_id().to_owned();
-                        return Step::Done(Outcome::Completed(unrecorded(call_id, &error)));
-                    }
-                    return Step::Run(gate, authorized, subject);
+        Step::Done(match decided {
+            PolicyOutcome::Allowed {
+                authorized,
+                decision,
+            } => {
+                if let Err(error) = self.record(&subject, |s| s.decision(&decision)) {
+                    let call_id = authorized.call_id().to_owned();
+                    return Step::Done(Outcome::Completed(unrecorded(call_id, &error)));
                 }
-                PolicyOutcome::Denied { prepared, decision } => {
-                    let _ = self.record(&subject, |s| s.decision(&decision));
-                    Outcome::Completed(PolicyOutcome::denial_result(prepared, &decision))
-                }
-                PolicyOutcome::NeedsApproval { prepared, decision } => {
-                    let call_id = prepared.call_id().to_owned();
-                    let recorded = self.record(&subject, |s| s.decision(&decision));
-                    // The audit subject hashed the arguments already; unless preparing replaced
-                    // them (a typed tool's normalized value), the approval digest reuses it.
-                    let hashed = subject
-                        .as_ref()
-                        .filter(|_| !prepared.definition().normalizes())
-                        .map(AuditSubject::argument_hash);
-                    let held = |()| {
-                        self.pending
-                            .request_hashed(prepared, decision.reason, hashed)
-                    };
-                    match recorded.map(held) {
-                        Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
-                        Ok(Ok(request)) => {
-                            let id = request.approval_id;
-                            let asked = self.record(&subject, |s| {
-                                s.clone()
-                                    .with_approval(id)
-                                    .event(AuditKind::ApprovalRequested)
-                            });
-                            match asked {
-                                Ok(()) => Outcome::PendingApproval(request),
-                                // An approval nobody can trace is not handed out.
-                                Err(error) => {
-                                    let _ = self.pending.revoke(id);
-                                    Outcome::Completed(unrecorded(call_id, &error))
-                                }
+                return Step::Run(gate, authorized, subject);
+            }
+            PolicyOutcome::Denied { prepared, decision } => {
+                let _ = self.record(&subject, |s| s.decision(&decision));
+                Outcome::Completed(PolicyOutcome::denial_result(prepared, &decision))
+            }
+            PolicyOutcome::NeedsApproval { prepared, decision } => {
+                let call_id = prepared.call_id().to_owned();
+                let recorded = self.record(&subject, |s| s.decision(&decision));
+                // The audit subject hashed the arguments already; unless preparing replaced
+                // them (a typed tool's normalized value), the approval digest reuses it.
+                let hashed = subject
+                    .as_ref()
+                    .filter(|_| !prepared.definition().normalizes())
+                    .map(AuditSubject::argument_hash);
+                let held = |()| {
+                    self.pending
+                        .request_hashed(prepared, decision.reason, hashed)
+                };
+                match recorded.map(held) {
+                    Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
+                    Ok(Ok(request)) => {
+                        let id = request.approval_id;
+                        let asked = self.record(&subject, |s| {
+                            s.clone()
+                                .with_approval(id)
+                                .event(AuditKind::ApprovalRequested)
+                        });
+                        match asked {
+                            Ok(()) => Outcome::PendingApproval(request),
+                            // An approval nobody can trace is not handed out.
+                            Err(error) => {
+                                let _ = self.pending.revoke(id);
+                                Outcome::Completed(unrecorded(call_id, &error))
                             }
                         }
-                        // Fail closed: without an unguessable id the call is not held, and not run.
-                        Ok(Err(error)) => Outcome::Completed(ToolResult::error(
-                            call_id,
-                            format!("could not hold the call for approval: {error}"),
-                        )),
                     }
+                    // Fail closed: without an unguessable id the call is not held, and not run.
+                    Ok(Err(error)) => Outcome::Completed(ToolResult::error(
+                        call_id,
+                        format!("could not hold the call for approval: {error}"),
+                    )),
                 }
-            },
-        )
+            }
+        })
     }
 
     /// Everything `resolve` does before the handler runs.
@@ -258,12 +311,37 @@ impl ToolController {
         let gate = self.gate();
         // The subject hashed the stored arguments; the digest re-check reuses that hash (the
         // edited subject, if any, is about other arguments).
-        let outcome = Authorized::by_approval_hashed(
-            &gate.runtime,
-            gate.policy.as_ref(),
-            approval,
-            stored_hash,
-        );
+        // The async check is asked again about the call as it will run (edited or not), if the
+        // policy leaves it undecided; driven on this thread.
+        let checked = self.async_check.as_ref().and_then(|check| {
+            let request = approval.request();
+            let mut call = request.call.clone();
+            if let Some(edited) = approval.edited_arguments() {
+                call.arguments = edited.clone();
+            }
+            let prepared = gate.runtime.prepare(call).ok()?;
+            gate.policy
+                .decide(&prepared)
+                .fallback
+                .then(|| block_on(check.decide(&prepared)))
+        });
+        let outcome = match checked {
+            None => Authorized::by_approval_hashed(
+                &gate.runtime,
+                gate.policy.as_ref(),
+                approval,
+                stored_hash,
+            ),
+            Some(checked) => Authorized::by_approval_hashed(
+                &gate.runtime,
+                &WithChecked {
+                    policy: gate.policy.as_ref(),
+                    checked,
+                },
+                approval,
+                stored_hash,
+            ),
+        };
         match outcome {
             ApprovalOutcome::Allowed {
                 authorized,

@@ -1,5 +1,6 @@
 //! Policies: allow, ask or deny a prepared call.
 
+mod async_check;
 mod decision;
 mod layers;
 mod shadow;
@@ -7,6 +8,8 @@ mod tool_policy;
 
 use std::fmt;
 
+pub use async_check::AsyncPolicy;
+pub(crate) use async_check::{AsyncCheck, WithChecked};
 pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};
 pub use layers::{LayerError, Layers};
 pub use shadow::{DecisionKey, Shadow, ShadowReport};

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::condition::{self, PathSettings, Scope};
+use super::groups::{GroupRule, ToolPattern, is_pattern};
 use super::{LoadProblem, PolicyConfig, PolicyLoadError, Rule, RuleConfig, RulePolicy, ToolRules};
 use crate::canonical;
 use crate::names::FastMap;
@@ -33,8 +34,9 @@ pub(super) fn load(
         problems.push("paths", message);
         PathSettings::default()
     });
-    let path_fields = path_fields_by_tool(&config.rules);
+    let path_fields = path_fields_by_tool(&config.rules, registry);
     let mut by_tool: FastMap<String, ToolRules> = FastMap::default();
+    let mut groups: Vec<GroupRule> = Vec::new();
     let mut seen_ids: HashMap<&str, usize> = HashMap::new();
     // (tool, canonical condition) → (rule index, action), to find repeats and contradictions.
     let mut seen_conditions: HashMap<(&str, String), (usize, PolicyAction)> = HashMap::new();
@@ -52,85 +54,105 @@ pub(super) fn load(
         if reason.is_err() {
             problems.push(place.clone(), "reason is empty");
         }
-        let Some(definition) = registry.resolve(&rule.tool) else {
-            problems.push(
-                place.clone(),
-                format!("tool {:?} is not in the registry", rule.tool),
-            );
-            continue;
+        let exact = !is_pattern(&rule.tool);
+        let pattern = ToolPattern::new(&rule.tool);
+        let tools: Vec<&str> = if exact {
+            if registry.resolve(&rule.tool).is_none() {
+                problems.push(
+                    place.clone(),
+                    format!("tool {:?} is not in the registry", rule.tool),
+                );
+                continue;
+            }
+            vec![rule.tool.as_str()]
+        } else {
+            let tools = pattern.tools(registry);
+            if tools.is_empty() {
+                problems.push(
+                    place.clone(),
+                    format!(
+                        "tool pattern {:?} matches no tool in the registry",
+                        rule.tool
+                    ),
+                );
+                continue;
+            }
+            tools
         };
-        let schema = &definition.spec().input_schema;
-        let no_fields = HashSet::new();
-        let scope = Scope {
-            lookup: &|pointer| super::schema_pointer::lookup(schema, pointer),
-            paths: &paths,
-            path_fields: path_fields.get(rule.tool.as_str()).unwrap_or(&no_fields),
-            restrictive: rule.action != PolicyAction::Allow,
-            base: String::new(),
-        };
-        let mut condition_problems = Vec::new();
-        let compiled = rule
-            .when
-            .as_ref()
-            .map(|when| condition::compile(when, "when", &scope, &mut condition_problems));
-        for (where_in_rule, message) in condition_problems {
-            problems.push(format!("{place}.{where_in_rule}"), message);
-        }
-        let condition = match compiled {
-            None => None,
-            Some(Some(compiled)) => Some(compiled),
-            Some(None) => continue,
-        };
-
         check_repeats(rule, index, &place, &mut seen_conditions, &mut problems);
-
-        let (Ok(reason), false) = (reason, rule.id.trim().is_empty()) else {
-            continue;
+        let reason = match (reason, rule.id.trim().is_empty()) {
+            (Ok(reason), false) => Some(reason),
+            _ => None,
         };
-        let compiled_rule = Rule {
-            id: Arc::from(rule.id.as_str()),
-            reason,
-            condition,
-        };
-        for (kind, examples, expected) in [
-            ("match", &rule.match_examples, true),
-            ("not_match", &rule.not_match, false),
-        ] {
-            for (example_index, example) in examples.iter().enumerate() {
-                let here = format!("{place}.{kind}[{example_index}]");
-                if let Err(errors) = definition.validate(example) {
-                    problems.push(
-                        here,
-                        format!("example is not valid arguments for the tool: {errors}"),
-                    );
-                } else if compiled_rule.applies(rule.action, example, &paths) != expected {
-                    let verb = if expected {
-                        "does not apply"
-                    } else {
-                        "applies"
-                    };
-                    problems.push(here, format!("the rule {verb} to this example"));
-                }
+        let mut group_rule = None;
+        // A pattern rule is compiled and checked against each tool it covers: every pointer must
+        // name a field of each, every example must behave on each.
+        for tool in tools {
+            let here = if exact {
+                place.clone()
+            } else {
+                format!("{place} on tool {tool:?}")
+            };
+            let Some(compiled_rule) = compile_rule(
+                rule,
+                tool,
+                exact,
+                reason.as_ref(),
+                &here,
+                registry,
+                &paths,
+                &path_fields,
+                &mut problems,
+            ) else {
+                continue;
+            };
+            if !exact && group_rule.is_none() {
+                group_rule = compile_rule(
+                    rule,
+                    tool,
+                    exact,
+                    reason.as_ref(),
+                    &here,
+                    registry,
+                    &paths,
+                    &path_fields,
+                    &mut Problems::default(),
+                );
+            }
+            let rules = by_tool.entry(tool.to_owned()).or_default();
+            match rule.action {
+                PolicyAction::Deny => rules.deny.push(compiled_rule),
+                PolicyAction::Ask => rules.ask.push(compiled_rule),
+                PolicyAction::Allow => rules.allow.push(compiled_rule),
             }
         }
-        let rules = by_tool.entry(rule.tool.clone()).or_default();
-        match rule.action {
-            PolicyAction::Deny => rules.deny.push(compiled_rule),
-            PolicyAction::Ask => rules.ask.push(compiled_rule),
-            PolicyAction::Allow => rules.allow.push(compiled_rule),
+        if let Some(rule_compiled) = group_rule {
+            groups.push(GroupRule {
+                pattern,
+                action: rule.action,
+                rule: rule_compiled,
+            });
         }
     }
     check_shadowing(&by_tool, &mut problems);
 
     let mut problems = problems.0;
     if !problems.is_empty() {
-        problems.sort_by(|a, b| a.place.cmp(&b.place));
+        problems.sort_by(|a, b| {
+            a.place
+                .cmp(&b.place)
+                .then_with(|| a.message.cmp(&b.message))
+        });
+        // A pattern rule shadowed on several tools is reported once.
+        problems.dedup();
         return Err(PolicyLoadError::Invalid { problems });
     }
     for rules in by_tool.values_mut() {
         for list in [&mut rules.deny, &mut rules.ask, &mut rules.allow] {
-            list.sort_by(|a, b| a.id.cmp(&b.id));
+            // Exact names first, then by id: the naming order of `RulePolicy`.
+            list.sort_by(|a, b| b.exact.cmp(&a.exact).then_with(|| a.id.cmp(&b.id)));
         }
+        rules.build_index();
     }
     let mut canonical_rules = config.rules.clone();
     canonical_rules.sort_by(|a, b| a.id.cmp(&b.id));
@@ -143,22 +165,106 @@ pub(super) fn load(
     );
     Ok(RulePolicy {
         by_tool,
+        groups,
         paths,
         digest: Arc::from(digest),
         config,
     })
 }
 
-/// For each tool, the pointers any of its rules judges as a path: every other condition on them
-/// must judge them as paths too.
-fn path_fields_by_tool(rules: &[RuleConfig]) -> HashMap<&str, HashSet<String>> {
-    let mut fields: HashMap<&str, HashSet<String>> = HashMap::new();
+/// For each tool, the pointers any of its rules (exact or by pattern) judges as a path: every other
+/// condition on them must judge them as paths too.
+fn path_fields_by_tool(
+    rules: &[RuleConfig],
+    registry: &ToolRegistry,
+) -> HashMap<String, HashSet<String>> {
+    let mut fields: HashMap<String, HashSet<String>> = HashMap::new();
     for rule in rules {
-        if let Some(when) = &rule.when {
-            condition::path_pointers(when, "", fields.entry(rule.tool.as_str()).or_default());
+        let Some(when) = &rule.when else { continue };
+        let tools = if is_pattern(&rule.tool) {
+            ToolPattern::new(&rule.tool)
+                .tools(registry)
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        } else {
+            vec![rule.tool.clone()]
+        };
+        for tool in tools {
+            condition::path_pointers(when, "", fields.entry(tool).or_default());
         }
     }
     fields
+}
+
+/// Compiles `rule` for `tool` and checks its examples; `None` (with the problems pushed) if it
+/// does not fit, or if its id or reason was already found wanting.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one rule's load context; a struct would only rename these"
+)]
+fn compile_rule(
+    rule: &RuleConfig,
+    tool: &str,
+    exact: bool,
+    reason: Option<&Reason>,
+    place: &str,
+    registry: &ToolRegistry,
+    paths: &PathSettings,
+    path_fields: &HashMap<String, HashSet<String>>,
+    problems: &mut Problems,
+) -> Option<Rule> {
+    let definition = registry.resolve(tool)?;
+    let schema = &definition.spec().input_schema;
+    let no_fields = HashSet::new();
+    let scope = Scope {
+        lookup: &|pointer| super::schema_pointer::lookup(schema, pointer),
+        paths,
+        path_fields: path_fields.get(tool).unwrap_or(&no_fields),
+        restrictive: rule.action != PolicyAction::Allow,
+        base: String::new(),
+    };
+    let mut condition_problems = Vec::new();
+    let compiled = rule
+        .when
+        .as_ref()
+        .map(|when| condition::compile(when, "when", &scope, &mut condition_problems));
+    for (where_in_rule, message) in condition_problems {
+        problems.push(format!("{place}.{where_in_rule}"), message);
+    }
+    let condition = match compiled {
+        None => None,
+        Some(Some(compiled)) => Some(compiled),
+        Some(None) => return None,
+    };
+    let compiled_rule = Rule {
+        id: Arc::from(rule.id.as_str()),
+        reason: reason?.clone(),
+        condition,
+        exact,
+    };
+    for (kind, examples, expected) in [
+        ("match", &rule.match_examples, true),
+        ("not_match", &rule.not_match, false),
+    ] {
+        for (example_index, example) in examples.iter().enumerate() {
+            let here = format!("{place}.{kind}[{example_index}]");
+            if let Err(errors) = definition.validate(example) {
+                problems.push(
+                    here,
+                    format!("example is not valid arguments for the tool: {errors}"),
+                );
+            } else if compiled_rule.applies(rule.action, example, paths) != expected {
+                let verb = if expected {
+                    "does not apply"
+                } else {
+                    "applies"
+                };
+                problems.push(here, format!("the rule {verb} to this example"));
+            }
+        }
+    }
+    Some(compiled_rule)
 }
 
 /// Two rules with the same tool and condition repeat or contradict each other.
@@ -191,9 +297,16 @@ fn check_repeats<'a>(
     }
 }
 
-/// An unconditional stricter rule leaves every weaker rule of its tool inert.
+/// An unconditional stricter rule leaves every weaker rule of its tool inert. A pattern rule is
+/// inert only if it is so on every tool it covers (`srv__*` may still decide for `srv__read` when
+/// `srv__delete` is denied outright).
 fn check_shadowing(by_tool: &FastMap<String, ToolRules>, problems: &mut Problems) {
-    for (tool, rules) in by_tool {
+    // Pattern rule id → (tools it covers, (tools where it is shadowed, the last message)).
+    let mut patterns: HashMap<Arc<str>, (usize, usize, String)> = HashMap::new();
+    let mut tools: Vec<&String> = by_tool.keys().collect();
+    tools.sort();
+    for tool in tools {
+        let rules = &by_tool[tool];
         let unconditional = |rules: &[Rule]| {
             rules
                 .iter()
@@ -203,20 +316,36 @@ fn check_shadowing(by_tool: &FastMap<String, ToolRules>, problems: &mut Problems
         let shadowing = unconditional(&rules.deny)
             .map(|id| (id, PolicyAction::Deny))
             .or_else(|| unconditional(&rules.ask).map(|id| (id, PolicyAction::Ask)));
-        if let Some((strict, strict_action)) = shadowing {
-            for (action, weaker) in rules.by_precedence() {
-                if action == strict_action || action == PolicyAction::Deny {
+        for (action, list) in rules.by_precedence() {
+            for rule in list {
+                let shadowed = shadowing.as_ref().filter(|(_, strict_action)| {
+                    action != *strict_action && action != PolicyAction::Deny
+                });
+                let message = shadowed.map(|(strict, strict_action)| {
+                    format!(
+                        "can never decide: rule {strict:?} {strict_action}s tool {tool:?} unconditionally"
+                    )
+                });
+                if rule.exact {
+                    if let Some(message) = message {
+                        problems.push(format!("rule {:?}", rule.id), message);
+                    }
                     continue;
                 }
-                for rule in weaker {
-                    problems.push(
-                        format!("rule {:?}", rule.id),
-                        format!(
-                            "can never decide: rule {strict:?} {strict_action}s tool {tool:?} unconditionally"
-                        ),
-                    );
+                let entry = patterns
+                    .entry(Arc::clone(&rule.id))
+                    .or_insert_with(|| (0, 0, String::new()));
+                entry.0 += 1;
+                if let Some(message) = message {
+                    entry.1 += 1;
+                    entry.2 = message;
                 }
             }
+        }
+    }
+    for (id, (covered, shadowed, message)) in patterns {
+        if covered == shadowed {
+            problems.push(format!("rule {id:?}"), message);
         }
     }
 }

@@ -2,7 +2,12 @@
 //! loaded from JSON or built in code, checked against the registry, and explained.
 
 mod condition;
+mod error;
+mod groups;
+#[cfg(test)]
+mod index_tests;
 mod load;
+mod scan;
 mod schema_pointer;
 
 use std::path::Path;
@@ -11,8 +16,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use condition::{CallPaths, Compiled, PathSettings, Truth};
+use condition::{CallPaths, Cause, Compiled, Index, PathSettings, Truth};
 pub use condition::{Condition, PathOptions};
+pub use error::{PolicyLoadError, ReadError};
 
 use crate::names::FastMap;
 pub use crate::policy::LoadProblem;
@@ -70,7 +76,10 @@ impl PolicyConfig {
 pub struct RuleConfig {
     /// A unique, non-empty id, named by every decision this rule takes.
     pub id: String,
-    /// The exact name of a registered tool.
+    /// The exact name of a registered tool, or a pattern over whole tool names (`server__*`):
+    /// `*` matches any run of characters, `?` exactly one, `\\` escapes the next one. A `tool`
+    /// holding `*` or `?` is a pattern; it must match at least one registered tool, and it also
+    /// covers tools registered later (once the controller has checked the new registry).
     pub tool: String,
     /// What to do when the rule applies.
     pub action: PolicyAction,
@@ -128,72 +137,13 @@ impl RuleConfig {
     }
 }
 
-/// A policy that was not loaded. Nothing of it took effect; the author of the configuration is at
-/// fault and every problem is listed with its place.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PolicyLoadError {
-    /// The file could not be read.
-    #[error("cannot read policy file {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// The operating system's error (its source is the `std::io::Error`).
-        source: ReadError,
-    },
-    /// The text is not a policy: bad JSON, an unknown key, a wrong type.
-    #[error("policy is not valid JSON for the rule language: {message}")]
-    Syntax {
-        /// serde's error, with line and column.
-        message: String,
-    },
-    /// The policy parsed but does not fit the registry or contradicts itself.
-    #[error("policy has {} problem(s): {}", .problems.len(), crate::policy::join_problems(.problems))]
-    Invalid {
-        /// Every problem found.
-        problems: Vec<LoadProblem>,
-    },
-}
-
-/// The operating system's error reading a policy file; its [`source`](std::error::Error::source)
-/// is the `std::io::Error`.
-#[derive(Debug, Clone)]
-pub struct ReadError(Arc<std::io::Error>);
-
-impl std::fmt::Display for ReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for ReadError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.0)
-    }
-}
-
-/// Equal when the kind and text agree (`std::io::Error` is not comparable).
-impl PartialEq for ReadError {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string()
-    }
-}
-
-impl Eq for ReadError {}
-
-impl From<PolicyMismatch> for PolicyLoadError {
-    fn from(mismatch: PolicyMismatch) -> Self {
-        Self::Invalid {
-            problems: mismatch.problems,
-        }
-    }
-}
-
 #[derive(Debug)]
 struct Rule {
     id: Arc<str>,
     reason: Reason,
     condition: Option<Compiled>,
+    // Whether the rule names its tool exactly (not by a pattern): named first among its action.
+    exact: bool,
 }
 
 impl Rule {
@@ -211,28 +161,36 @@ impl Rule {
     ) -> bool {
         match self.truth(arguments, paths) {
             Truth::Yes => true,
-            Truth::Unknown => action != PolicyAction::Allow,
+            Truth::Unknown(_) => action != PolicyAction::Allow,
             Truth::No => false,
         }
     }
 
-    fn truth<'a>(&self, arguments: &'a Value, paths: &mut CallPaths<'a>) -> Truth {
+    fn truth<'a>(&self, arguments: &'a Value, paths: &mut CallPaths<'a>) -> Truth<'_> {
         self.condition
             .as_ref()
             .map_or(Truth::Yes, |condition| condition.evaluate(arguments, paths))
     }
 }
 
-/// The rules of one tool, by action, each list sorted by id so that the deciding rule does not
-/// depend on the order rules were written in.
+/// The rules of one tool, by action, each list sorted exact names first, then by id, so that the
+/// deciding rule does not depend on the order rules were written in.
 #[derive(Debug, Default)]
 struct ToolRules {
     deny: Vec<Rule>,
     ask: Vec<Rule>,
     allow: Vec<Rule>,
+    // Built at load once the lists are sorted: deny, ask, allow (`None` for short lists).
+    index: [Option<Index>; 3],
 }
 
 impl ToolRules {
+    /// Indexes each list; called once the lists are in naming order.
+    fn build_index(&mut self) {
+        let index = |rules: &[Rule]| Index::build(rules.iter().map(|rule| rule.condition.as_ref()));
+        self.index = [index(&self.deny), index(&self.ask), index(&self.allow)];
+    }
+
     fn by_precedence(&self) -> [(PolicyAction, &[Rule]); 3] {
         [
             (PolicyAction::Deny, &self.deny),
@@ -262,13 +220,25 @@ pub struct RuleTrace {
 pub struct Explanation {
     /// The decision, with the deciding rule's id (`None` when the default decided).
     pub decision: PolicyDecision,
-    /// Every rule on the call's tool, in precedence order (deny, ask, allow), then by id.
+    /// Every rule on the call's tool, in precedence order (deny, ask, allow), then exact names
+    /// before patterns, then by id.
     pub rules: Vec<RuleTrace>,
 }
 
 /// A policy of rules on tool names and argument values. Precedence is deny > ask > allow >
-/// default deny; among rules of the winning action the smallest id is named. The order in which
-/// rules are written never changes a decision.
+/// default deny, across every rule that applies to the call's tool, whether it names the tool
+/// exactly or by a pattern (a pattern never weakens an exact rule's action, nor the reverse). Among
+/// rules of the winning action, the rule named is: one whose condition holds before one that
+/// applies only because its condition could not be judged; then a rule naming the tool exactly
+/// before a pattern rule; then the smallest id. The order in which rules are written never changes
+/// a decision.
+///
+/// When the deciding rule applies only because a value could not be judged (shell syntax, a NUL
+/// byte, a wrong type, a number that may have been rounded, a path that cannot be read lexically,
+/// options that may hide a subcommand), the decision's reason says so — `cannot judge /command: it
+/// contains shell syntax …` — instead of the rule's own reason, which would describe a case the
+/// call may have nothing to do with; the rule's id is still recorded. The reason names the
+/// policy's pointer, never the value.
 ///
 /// # Guarantees
 ///
@@ -305,7 +275,10 @@ pub struct Explanation {
 /// ```
 #[derive(Debug)]
 pub struct RulePolicy {
+    // Every registered tool's rules, pattern rules expanded into each tool they match.
     by_tool: FastMap<String, ToolRules>,
+    // The pattern rules once more, for tools registered after load.
+    groups: Vec<groups::GroupRule>,
     paths: PathSettings,
     digest: Arc<str>,
     config: PolicyConfig,
@@ -366,22 +339,48 @@ impl RulePolicy {
     /// The decision for `arguments` to `tool`, without validating them (for checking a policy;
     /// the controller decides only on validated calls).
     pub fn decide_arguments(&self, tool: &str, arguments: &Value) -> PolicyDecision {
-        let Some(rules) = self.by_tool.get(tool) else {
-            return self.default_decision();
-        };
         // Each path argument is normalized once for all the tool's rules.
         let mut paths = CallPaths::new(&self.paths);
-        for (action, rules) in rules.by_precedence() {
-            if let Some(rule) = rules
-                .iter()
-                .find(|rule| rule.applies_in(action, arguments, &mut paths))
-            {
-                return PolicyDecision::new(action, rule.reason.clone())
-                    .with_rule_id(Arc::clone(&rule.id))
-                    .with_policy_digest(Arc::clone(&self.digest));
+        if let Some(rules) = self.by_tool.get(tool) {
+            for ((action, list), index) in rules.by_precedence().into_iter().zip(&rules.index) {
+                let pick = match index {
+                    Some(index) => scan::pick_indexed(list, index, action, arguments, &mut paths),
+                    None => scan::pick_linear(list.iter(), action, arguments, &mut paths),
+                };
+                if let Some(pick) = pick {
+                    return self.picked(action, pick);
+                }
+            }
+            return self.default_decision();
+        }
+        // A tool registered after the policy was loaded: only patterns can cover it.
+        for (action, list) in groups::rules_for(&self.groups, tool).into_iter().flatten() {
+            if let Some(pick) = scan::pick_linear(list.into_iter(), action, arguments, &mut paths) {
+                return self.picked(action, pick);
             }
         }
         self.default_decision()
+    }
+
+    /// The decision naming `rule`; when it applies only because its condition could not be
+    /// judged, the reason says what could not be judged (never the value) — the rule's own reason
+    /// would name a case the call may have nothing to do with.
+    fn picked(
+        &self,
+        action: PolicyAction,
+        (rule, cause): (&Rule, Option<Cause<'_>>),
+    ) -> PolicyDecision {
+        let reason = match cause {
+            None => rule.reason.clone(),
+            Some(cause) => Reason::new(cause.to_string()).unwrap_or_else(|_| rule.reason.clone()),
+        };
+        self.decision(action, rule, reason)
+    }
+
+    fn decision(&self, action: PolicyAction, rule: &Rule, reason: Reason) -> PolicyDecision {
+        PolicyDecision::new(action, reason)
+            .with_rule_id(Arc::clone(&rule.id))
+            .with_policy_digest(Arc::clone(&self.digest))
     }
 
     /// The decision for `call` and how every rule of its tool evaluated.
@@ -391,27 +390,30 @@ impl RulePolicy {
 
     /// As [`explain`](Self::explain), for arguments that were not validated.
     pub fn explain_arguments(&self, tool: &str, arguments: &Value) -> Explanation {
-        let rules = self
-            .by_tool
-            .get(tool)
-            .map(|rules| {
-                rules
-                    .by_precedence()
-                    .into_iter()
-                    .flat_map(|(action, rules)| {
-                        rules.iter().map(move |rule| {
-                            let truth = rule.truth(arguments, &mut CallPaths::new(&self.paths));
-                            RuleTrace {
-                                rule_id: Arc::clone(&rule.id),
-                                action,
-                                applied: rule.applies(action, arguments, &self.paths),
-                                determined: truth != Truth::Unknown,
-                            }
-                        })
-                    })
-                    .collect()
+        let lists: Vec<(PolicyAction, Vec<&Rule>)> = match self.by_tool.get(tool) {
+            Some(rules) => rules
+                .by_precedence()
+                .into_iter()
+                .map(|(action, rules)| (action, rules.iter().collect()))
+                .collect(),
+            None => groups::rules_for(&self.groups, tool)
+                .map(Vec::from)
+                .unwrap_or_default(),
+        };
+        let rules = lists
+            .into_iter()
+            .flat_map(|(action, rules)| {
+                rules.into_iter().map(move |rule| {
+                    let truth = rule.truth(arguments, &mut CallPaths::new(&self.paths));
+                    RuleTrace {
+                        rule_id: Arc::clone(&rule.id),
+                        action,
+                        applied: rule.applies(action, arguments, &self.paths),
+                        determined: !matches!(truth, Truth::Unknown(_)),
+                    }
+                })
             })
-            .unwrap_or_default();
+            .collect();
         Explanation {
             decision: self.decide_arguments(tool, arguments),
             rules,
@@ -434,10 +436,16 @@ impl Policy for RulePolicy {
     /// A tool without rules falls to the default deny; one with an unconditional deny rule is
     /// denied before any ask or allow rule is looked at.
     fn denies_every_call(&self, tool_name: &str) -> bool {
-        self.by_tool.get(tool_name).is_none_or(|rules| {
-            rules.deny.iter().any(|rule| rule.condition.is_none())
-                || (rules.ask.is_empty() && rules.allow.is_empty())
-        })
+        if let Some(rules) = self.by_tool.get(tool_name) {
+            return rules.deny.iter().any(|rule| rule.condition.is_none())
+                || (rules.ask.is_empty() && rules.allow.is_empty());
+        }
+        groups::rules_for(&self.groups, tool_name).is_none_or(
+            |[(_, deny), (_, ask), (_, allow)]| {
+                deny.iter().any(|rule| rule.condition.is_none())
+                    || (ask.is_empty() && allow.is_empty())
+            },
+        )
     }
 
     /// Loads this policy's configuration again against `registry`: a tool it names is gone, a

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use super::Undetermined;
 use super::glob::ComponentPattern;
 use super::paths::{PathSettings, within_components};
 
@@ -42,6 +43,17 @@ impl<'a> CallPaths<'a> {
             }
         };
         self.normalized[index].1.as_deref()
+    }
+
+    /// The first component of `path` normalized: `None` when it cannot be judged, `Some(None)`
+    /// for `/` itself.
+    pub(crate) fn first_component(&mut self, path: &'a str) -> Option<Option<&str>> {
+        Some(self.components(path)?.first().map(AsRef::as_ref))
+    }
+
+    /// Why `path` cannot be judged, once `within` or `matches` said it cannot.
+    pub(crate) fn undetermined(&self, path: &str) -> Undetermined {
+        self.settings.undetermined(path)
     }
 
     /// Whether `path` lies inside one of `roots`; `None` when it cannot be judged.

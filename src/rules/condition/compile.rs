@@ -204,12 +204,17 @@ fn compile_list(
         &element,
         problems,
     )?);
-    let pointer = Pointer::parse(pointer);
+    let pointer = scoped_pointer(pointer, scope);
     Some(if every {
         Compiled::Every { pointer, condition }
     } else {
         Compiled::Some { pointer, condition }
     })
+}
+
+/// `pointer` parsed, named in reasons by its absolute form (`/files/-/path` inside `every`).
+fn scoped_pointer(pointer: &str, scope: &Scope<'_>) -> Pointer {
+    Pointer::parse(pointer).named(format!("{}{pointer}", scope.base))
 }
 
 /// Checks a pointer's syntax and that the schema declares it (never as one index of a list).
@@ -277,7 +282,7 @@ fn compile_leaf(
     };
     let checked = |pointer: &str, leaf: &str, problems_here: &mut Vec<ConditionProblem>| {
         check_pointer(pointer, &format!("{place}.{leaf}"), scope, problems_here);
-        Pointer::parse(pointer)
+        scoped_pointer(pointer, scope)
     };
     let mut own = Vec::new();
     let compiled = match condition {
@@ -449,7 +454,7 @@ fn compile_values(
     }
     check_pointer(pointer, here, scope, problems);
     Compiled::OneOf {
-        pointer: Pointer::parse(pointer),
+        pointer: scoped_pointer(pointer, scope),
         values: values.to_vec(),
     }
 }

@@ -5,6 +5,7 @@ mod commands;
 mod compile;
 mod evaluate;
 mod glob;
+mod index;
 mod paths;
 mod pointer;
 mod values;
@@ -13,7 +14,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
 pub(crate) use call_paths::CallPaths;
+
 pub(crate) use compile::{Compiled, SchemaLookup, Scope, compile, path_pointers};
+pub(crate) use glob::{GlobToken, glob_match, tokenize_glob};
+pub(crate) use index::Index;
 pub use paths::PathOptions;
 pub(crate) use paths::PathSettings;
 pub(crate) use pointer::{array_index, unescape as unescape_token};
@@ -275,28 +279,77 @@ impl Condition {
 }
 
 /// Three-valued truth: what cannot be judged is `Unknown`, and restrictive rules treat it as a
-/// match.
+/// match. `Unknown` carries the first leaf that could not be judged, so a denial can say what it
+/// could not judge instead of repeating an unrelated rule's reason; it is a borrowed pointer and a
+/// kind, so the allow path still allocates nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Truth {
+pub(crate) enum Truth<'c> {
     Yes,
     No,
-    Unknown,
+    Unknown(Cause<'c>),
 }
 
-impl Truth {
-    fn from_judgement(judgement: Option<bool>) -> Self {
-        match judgement {
-            Some(true) => Self::Yes,
-            Some(false) => Self::No,
-            None => Self::Unknown,
-        }
-    }
-
+impl Truth<'_> {
     fn not(self) -> Self {
         match self {
             Self::Yes => Self::No,
             Self::No => Self::Yes,
-            Self::Unknown => Self::Unknown,
+            unknown @ Self::Unknown(_) => unknown,
         }
+    }
+}
+
+/// Where and why a condition could not be judged: the rule's pointer (written by the policy's
+/// author, never an argument value) and the kind of value found there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cause<'c> {
+    pub(crate) pointer: &'c str,
+    pub(crate) kind: Undetermined,
+}
+
+impl std::fmt::Display for Cause<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot judge {}: {}", self.pointer, self.kind)
+    }
+}
+
+/// Why a value could not be judged. The text never quotes the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Undetermined {
+    /// Not the type the condition judges (a number where a path was expected, …).
+    WrongType,
+    /// A command string with shell syntax or a character a plain command never holds.
+    ShellSyntax,
+    /// A NUL byte or another control character.
+    ControlCharacter,
+    /// A number that may have been rounded when it was parsed.
+    InexactNumber,
+    /// A relative path, and the policy has no working directory.
+    RelativePath,
+    /// A path spelled with `~`, `$`, `%`, a backslash, a drive letter or a scheme.
+    PathSpelling,
+    /// Options before a subcommand, or another spelling of the program, may hide what runs.
+    HiddenCommand,
+}
+
+impl std::fmt::Display for Undetermined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::WrongType => "it is not of the type the rule judges",
+            Self::ShellSyntax => {
+                "it contains shell syntax (or a character a plain command never holds)"
+            }
+            Self::ControlCharacter => "it contains a NUL byte or another control character",
+            Self::InexactNumber => "it is a number that may have been rounded when it was read",
+            Self::RelativePath => "it is a relative path and the policy has no working directory",
+            Self::PathSpelling => {
+                "its spelling cannot be judged as a path (a leading ~, $, %, a backslash, a drive \
+                 letter, a scheme or a Windows alias)"
+            }
+            Self::HiddenCommand => {
+                "options before a subcommand, or another spelling of the program, may hide what \
+                 it runs"
+            }
+        })
     }
 }

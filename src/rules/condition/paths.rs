@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Undetermined;
 use super::glob::{ComponentPattern, GlobToken, path_glob_match, tokenize_glob};
 
 /// How the policy reads paths; one setting for every `path_within` and `path_glob`.
@@ -92,6 +93,18 @@ impl PathSettings {
             self.working_directory.as_deref()?
         };
         Some(normalize(path, base, self.fold_ascii))
+    }
+
+    /// Why `path` cannot be judged, for a path [`components`](Self::components) refused.
+    pub(crate) fn undetermined(&self, path: &str) -> Undetermined {
+        let control = path.chars().any(|c| c.is_control());
+        if control {
+            Undetermined::ControlCharacter
+        } else if is_undetermined(path, self.fold_ascii) {
+            Undetermined::PathSpelling
+        } else {
+            Undetermined::RelativePath
+        }
     }
 
     /// Compiles a root of `path_within`; the error says what is wrong.

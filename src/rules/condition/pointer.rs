@@ -7,6 +7,9 @@ use serde_json::Value;
 #[derive(Debug)]
 pub(crate) struct Pointer {
     tokens: Vec<(String, Option<usize>)>,
+    // The pointer as the policy wrote it, from the top of the arguments (`/files/-/path` inside
+    // `every`): named in a decision's reason when the value there cannot be judged.
+    text: Box<str>,
 }
 
 impl Pointer {
@@ -21,7 +24,21 @@ impl Pointer {
                 (key, index)
             })
             .collect();
-        Self { tokens }
+        Self {
+            tokens,
+            text: pointer.into(),
+        }
+    }
+
+    /// The same pointer, named `text` in reasons (its absolute form inside `every` / `some`).
+    pub(crate) fn named(mut self, text: String) -> Self {
+        self.text = text.into_boxed_str();
+        self
+    }
+
+    /// The pointer as a reason names it.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
     }
 
     pub(crate) fn resolve<'a>(&self, mut value: &'a Value) -> Option<&'a Value> {

@@ -137,6 +137,14 @@ struct NameRule {
     text: &'static str,
 }
 
+/// OpenAI's naming rule (Chat Completions and Responses), shared with the strict-schema export.
+const OPENAI_NAMES: NameRule = NameRule {
+    provider: "OpenAI",
+    max_len: 64,
+    extra: "_-",
+    text: "1 to 64 characters from a-z, A-Z, 0-9, '_' and '-'",
+};
+
 impl NameRule {
     fn check(&self, spec: &ToolSpec) -> Result<(), ExportError> {
         let name = &spec.name;

@@ -52,7 +52,7 @@ pub enum Provider {
 impl Provider {
     fn rule(self) -> &'static NameRule {
         match self {
-            Self::OpenAi => &super::openai::NAMES,
+            Self::OpenAi => &super::OPENAI_NAMES,
             Self::Anthropic => &super::anthropic::NAMES,
             Self::Gemini => &super::gemini::NAMES,
         }

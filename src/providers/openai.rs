@@ -19,15 +19,8 @@
 
 use serde_json::{Value, json};
 
-use super::{ExportError, NameRule, ParsedCall, WireError, call_id, parse_call};
+use super::{ExportError, OPENAI_NAMES as NAMES, ParsedCall, WireError, call_id, parse_call};
 use crate::contract::{ToolResult, ToolSpec, quote_bounded};
-
-pub(super) const NAMES: NameRule = NameRule {
-    provider: "OpenAI",
-    max_len: 64,
-    extra: "_-",
-    text: "1 to 64 characters from a-z, A-Z, 0-9, '_' and '-'",
-};
 
 /// The request's `tools` array: `{"type": "function", "function": {name, description,
 /// parameters}}` per spec, in order; with `strict`, each function sets `"strict": true`, which

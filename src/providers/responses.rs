@@ -22,7 +22,8 @@
 use serde_json::{Value, json};
 
 use super::{
-    ExportError, NotHandled, ParsedCall, Turn, WireError, call_id, openai::NAMES, parse_call,
+    ExportError, NotHandled, OPENAI_NAMES as NAMES, ParsedCall, Turn, WireError, call_id,
+    parse_call,
 };
 use crate::contract::{ToolResult, ToolSpec, quote_bounded};
 

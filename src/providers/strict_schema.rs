@@ -98,7 +98,7 @@ impl StrictTools {
         let mut tools = Vec::new();
         let mut by_name = BTreeMap::new();
         for spec in specs {
-            super::openai::NAMES.check(spec)?;
+            super::OPENAI_NAMES.check(spec)?;
             let mut transform = Transform {
                 root: &spec.input_schema,
                 check_only: false,

@@ -219,3 +219,38 @@ fn a_controller_shows_the_specs_of_its_current_tools_in_order() {
     let names: Vec<String> = controller.specs().into_iter().map(|s| s.name).collect();
     assert_eq!(names, ["c"]);
 }
+
+#[test]
+fn listed_specs_hide_only_what_the_policy_denies_whatever_the_arguments() {
+    let runs = Arc::default();
+    let tools = || {
+        registry([
+            counted("a", json!({"type": "object"}), &runs),
+            counted("b", json!({"type": "object"}), &runs),
+        ])
+    };
+    let names = |controller: &ToolController| -> Vec<String> {
+        controller
+            .listed_specs()
+            .into_iter()
+            .map(|s| s.name)
+            .collect()
+    };
+    // A closure cannot say what it denies: every tool stays listed (it may allow some calls).
+    let closure = ToolController::new(tools(), |_: &PreparedToolCall| {
+        PolicyDecision::deny(Reason::from_static("no"))
+    });
+    assert_eq!(names(&closure), ["a", "b"]);
+    // A name policy shared through an Arc says it, and the Arc forwards it.
+    let shared = ToolController::new(tools(), Arc::new(policy(&["a"], &[])));
+    assert_eq!(names(&shared), ["a"]);
+    let layered = ToolController::new(
+        tools(),
+        Layers::new().layer("only", policy(&["a"], &[])).unwrap(),
+    );
+    assert_eq!(
+        names(&layered),
+        ["a", "b"],
+        "a stack keeps every tool listed"
+    );
+}

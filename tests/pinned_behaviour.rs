@@ -254,3 +254,27 @@ fn listed_specs_hide_only_what_the_policy_denies_whatever_the_arguments() {
         "a stack keeps every tool listed"
     );
 }
+
+#[test]
+fn a_controller_over_a_misfit_lists_no_tool() {
+    let runs = Arc::default();
+    let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+    let old = registry([counted("read", schema, &runs)]);
+    let policy = RulePolicy::from_json(
+        r#"{"rules": [{"id": "r", "tool": "read", "action": "allow", "reason": "r",
+            "when": {"path_within": {"pointer": "/path", "roots": ["/work"]}}}]}"#,
+        &old,
+    )
+    .unwrap();
+    let renamed = registry([counted(
+        "read",
+        json!({"type": "object", "properties": {"file": {"type": "string"}}}),
+        &runs,
+    )]);
+    let controller = ToolController::new(renamed, policy);
+    assert!(
+        controller.listed_specs().is_empty(),
+        "every call is denied, so nothing is shown"
+    );
+    assert_eq!(controller.specs().len(), 1);
+}

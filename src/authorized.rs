@@ -196,6 +196,16 @@ impl Authorized<PreparedToolCall> {
     /// See [`Authorized`].
     pub fn by_policy<P: Policy + ?Sized>(policy: &P, prepared: PreparedToolCall) -> PolicyOutcome {
         let decision = policy.decide(&prepared);
+        Self::by_decision(decision, prepared)
+    }
+
+    /// The policy path for a decision already taken for `prepared` — by the controller's policy,
+    /// or, where that policy left the call undecided, by its async check. Crate-internal: outside
+    /// this crate a decision can only reach `Authorized` through [`by_policy`](Self::by_policy).
+    pub(crate) fn by_decision(
+        decision: PolicyDecision,
+        prepared: PreparedToolCall,
+    ) -> PolicyOutcome {
         match decision.action {
             PolicyAction::Allow => PolicyOutcome::Allowed {
                 authorized: Self { inner: prepared },

@@ -11,7 +11,7 @@ use crate::audit::{AuditError, AuditEvent, AuditKind, AuditSubject};
 use crate::authorized::{ApprovalOutcome, Authorized, PolicyOutcome};
 use crate::contract::{ToolCall, ToolResult};
 use crate::execute::block_on;
-use crate::policy::{AsyncCheck, PolicyDecision, WithChecked};
+use crate::policy::{AsyncCheck, DrivenCheck, PolicyDecision};
 use crate::runtime::PreparedToolCall;
 
 /// What is left to do after the gate: run an authorized call with the gate it was authorized
@@ -52,10 +52,12 @@ impl ToolController {
         let step = match self.prepare_call(call) {
             Err(result) => Step::Done(Outcome::Completed(result)),
             Ok((gate, prepared, subject)) => {
-                let checked = self
-                    .check_needed(&gate, &prepared)
-                    .map(|check| block_on(check.decide(&prepared)));
-                self.gate_call(gate, prepared, subject, checked)
+                let decision = gate.policy.decide(&prepared);
+                let decision = match self.check_needed(&decision) {
+                    Some(check) => block_on(check.decide(&prepared)),
+                    None => decision,
+                };
+                self.gate_call(gate, prepared, subject, decision)
             }
         };
         match step {
@@ -74,11 +76,12 @@ impl ToolController {
         let step = match self.prepare_call(call) {
             Err(result) => Step::Done(Outcome::Completed(result)),
             Ok((gate, prepared, subject)) => {
-                let checked = match self.check_needed(&gate, &prepared) {
-                    Some(check) => Some(check.decide(&prepared).await),
-                    None => None,
+                let decision = gate.policy.decide(&prepared);
+                let decision = match self.check_needed(&decision) {
+                    Some(check) => check.decide(&prepared).await,
+                    None => decision,
                 };
-                self.gate_call(gate, prepared, subject, checked)
+                self.gate_call(gate, prepared, subject, decision)
             }
         };
         match step {
@@ -154,11 +157,9 @@ impl ToolController {
         Ok((approval_id, self.answer(answered)))
     }
 
-    /// The async check, when one is set and the policy leaves `prepared` undecided.
-    fn check_needed(&self, gate: &Gate, prepared: &PreparedToolCall) -> Option<&AsyncCheck> {
-        self.async_check
-            .as_ref()
-            .filter(|_| gate.policy.decide(prepared).fallback)
+    /// The async check, when one is set and the policy's `decision` leaves the call undecided.
+    fn check_needed(&self, decision: &PolicyDecision) -> Option<&AsyncCheck> {
+        self.async_check.as_ref().filter(|_| decision.fallback)
     }
 
     /// The first steps of `handle`: record the call, prepare it against the gate in force.
@@ -187,26 +188,17 @@ impl ToolController {
         }
     }
 
-    /// Everything else `handle` does before the handler runs; `checked` is the async check's
-    /// decision, where the policy left the call undecided.
+    /// Everything else `handle` does before the handler runs, on the call's one decision (the
+    /// policy's, or the async check's where the policy left the call undecided).
     #[inline(always)]
     fn gate_call(
         &self,
         gate: Arc<Gate>,
         prepared: PreparedToolCall,
         subject: Option<AuditSubject>,
-        checked: Option<PolicyDecision>,
+        decision: PolicyDecision,
     ) -> Step<Outcome> {
-        let decided = match checked {
-            None => Authorized::by_policy(gate.policy.as_ref(), prepared),
-            Some(checked) => Authorized::by_policy(
-                &WithChecked {
-                    policy: gate.policy.as_ref(),
-                    checked,
-                },
-                prepared,
-            ),
-        };
+        let decided = Authorized::by_decision(decision, prepared);
         Step::Done(match decided {
             PolicyOutcome::Allowed {
                 authorized,
@@ -311,32 +303,20 @@ impl ToolController {
         let gate = self.gate();
         // The subject hashed the stored arguments; the digest re-check reuses that hash (the
         // edited subject, if any, is about other arguments).
-        // The async check is asked again about the call as it will run (edited or not), if the
-        // policy leaves it undecided; driven on this thread.
-        let checked = self.async_check.as_ref().and_then(|check| {
-            let request = approval.request();
-            let mut call = request.call.clone();
-            if let Some(edited) = approval.edited_arguments() {
-                call.arguments = edited.clone();
-            }
-            let prepared = gate.runtime.prepare(call).ok()?;
-            gate.policy
-                .decide(&prepared)
-                .fallback
-                .then(|| block_on(check.decide(&prepared)))
-        });
-        let outcome = match checked {
+        // The async check is asked again about the call as it will run (edited or not), where the
+        // policy leaves it undecided; driven on this thread, within the one re-decision.
+        let outcome = match &self.async_check {
             None => Authorized::by_approval_hashed(
                 &gate.runtime,
                 gate.policy.as_ref(),
                 approval,
                 stored_hash,
             ),
-            Some(checked) => Authorized::by_approval_hashed(
+            Some(check) => Authorized::by_approval_hashed(
                 &gate.runtime,
-                &WithChecked {
+                &DrivenCheck {
                     policy: gate.policy.as_ref(),
-                    checked,
+                    check,
                 },
                 approval,
                 stored_hash,

@@ -127,6 +127,11 @@ impl Future for Deadline {
     fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<PolicyDecision> {
         if let Poll::Ready(decision) = self.inner.as_mut().poll(context) {
             self.stop_timer();
+            // A decision that arrives after the deadline (a check that blocked inside its poll, or
+            // one woken just late) is too late: fail closed as for a check that never answers.
+            if Instant::now() >= self.deadline {
+                return Poll::Ready(self.timed_out());
+            }
             return Poll::Ready(decision);
         }
         if Instant::now() >= self.deadline {
@@ -165,18 +170,20 @@ impl Future for Deadline {
     }
 }
 
-/// The synchronous policy's decision where it decided, else the async check's (already computed
-/// for the same call).
-pub(crate) struct WithChecked<'p> {
+/// A policy with the async check asked where it leaves a call undecided, for the approval path.
+pub(crate) struct DrivenCheck<'p> {
     pub(crate) policy: &'p dyn super::Policy,
-    pub(crate) checked: PolicyDecision,
+    pub(crate) check: &'p AsyncCheck,
 }
 
-impl super::Policy for WithChecked<'_> {
+/// The policy, with the async check asked — driven on this thread — where the policy leaves the
+/// call undecided: one decision per call, so a policy with side effects (a shadow's counters)
+/// sees each call once.
+impl super::Policy for DrivenCheck<'_> {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
         let decision = self.policy.decide(call);
         if decision.fallback {
-            self.checked.clone()
+            crate::execute::block_on(self.check.decide(call))
         } else {
             decision
         }

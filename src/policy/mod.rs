@@ -9,7 +9,7 @@ mod tool_policy;
 use std::fmt;
 
 pub use async_check::AsyncPolicy;
-pub(crate) use async_check::{AsyncCheck, WithChecked};
+pub(crate) use async_check::{AsyncCheck, DrivenCheck};
 pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};
 pub use layers::{LayerError, Layers};
 pub use shadow::{DecisionKey, Shadow, ShadowReport};

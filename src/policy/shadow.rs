@@ -41,6 +41,8 @@ pub struct ShadowReport {
     pub calls: u64,
     /// Calls the candidate would have decided with another action.
     pub differing: u64,
+    /// Calls where the candidate panicked (the enforced decision stood; nothing was compared).
+    pub candidate_failures: u64,
     /// Each pair (enforced, candidate) that differed, with its count, most frequent first.
     pub differences: Vec<(DecisionKey, DecisionKey, u64)>,
 }
@@ -53,7 +55,9 @@ pub struct ShadowReport {
 /// # Guarantees
 ///
 /// - The decision returned is the enforced policy's, unchanged (the candidate cannot loosen or
-///   tighten anything, and a failing audit sink changes nothing).
+///   tighten anything, a candidate that panics is counted in
+///   [`candidate_failures`](ShadowReport::candidate_failures), and a failing audit sink changes
+///   nothing). The candidate runs inline: a slow candidate slows every call.
 /// - Differences are counted exactly: [`report`](Self::report) tells how many calls each pair of
 ///   decisions covered.
 /// - Both policies must fit the registry ([`Policy::check_registry`]), so a candidate written for
@@ -85,6 +89,7 @@ pub struct Shadow {
     candidate: Arc<dyn Policy>,
     audit: Option<Arc<dyn AuditSink>>,
     calls: AtomicU64,
+    candidate_failures: AtomicU64,
     // The lock is taken only when the two differ, and never while anything else runs.
     differences: Mutex<BTreeMap<(DecisionKey, DecisionKey), u64>>,
 }
@@ -105,6 +110,7 @@ impl Shadow {
             candidate: Arc::new(candidate),
             audit: None,
             calls: AtomicU64::new(0),
+            candidate_failures: AtomicU64::new(0),
             differences: Mutex::new(BTreeMap::new()),
         }
     }
@@ -130,6 +136,7 @@ impl Shadow {
         differences.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| (&a.0, &a.1).cmp(&(&b.0, &b.1))));
         ShadowReport {
             calls: self.calls.load(Ordering::Relaxed),
+            candidate_failures: self.candidate_failures.load(Ordering::Relaxed),
             differing: differences.iter().map(|(_, _, count)| count).sum(),
             differences,
         }
@@ -139,8 +146,15 @@ impl Shadow {
 impl Policy for Shadow {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
         let enforced = self.enforced.decide(call);
-        let candidate = self.candidate.decide(call);
         self.calls.fetch_add(1, Ordering::Relaxed);
+        // A candidate on trial must not take the calls down: a panic in it is counted, and the
+        // enforced decision stands.
+        let candidate =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.candidate.decide(call)));
+        let Ok(candidate) = candidate else {
+            self.candidate_failures.fetch_add(1, Ordering::Relaxed);
+            return enforced;
+        };
         if enforced.action != candidate.action {
             let key = (DecisionKey::of(&enforced), DecisionKey::of(&candidate));
             *self

@@ -323,7 +323,8 @@ fn check_shadowing(by_tool: &FastMap<String, ToolRules>, problems: &mut Problems
                 });
                 let message = shadowed.map(|(strict, strict_action)| {
                     format!(
-                        "can never decide: rule {strict:?} {strict_action}s tool {tool:?} unconditionally"
+                        "can never decide: rule {strict:?} {} tool {tool:?} unconditionally",
+                        verb(*strict_action)
                     )
                 });
                 if rule.exact {
@@ -347,5 +348,14 @@ fn check_shadowing(by_tool: &FastMap<String, ToolRules>, problems: &mut Problems
         if covered == shadowed {
             problems.push(format!("rule {id:?}"), message);
         }
+    }
+}
+
+/// The third-person verb of an action, for messages ("denies", "asks for", "allows").
+fn verb(action: PolicyAction) -> &'static str {
+    match action {
+        PolicyAction::Deny => "denies",
+        PolicyAction::Ask => "asks for",
+        PolicyAction::Allow => "allows",
     }
 }

@@ -217,4 +217,8 @@ fn a_layer_that_does_not_fit_is_refused_and_the_stack_keeps_its_last_good_versio
         Err(LayerError::BadName { .. })
     ));
     assert_eq!(format!("{layers:?}"), r#"["organisation", "project"]"#);
+    assert_eq!(
+        layers.names().collect::<Vec<_>>(),
+        ["organisation", "project"]
+    );
 }

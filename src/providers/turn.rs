@@ -44,7 +44,7 @@ pub enum NotHandledReason {
     /// The provider waits for an answer toolgate cannot give (a local shell or computer action,
     /// an MCP approval request): answer or refuse it yourself.
     NeedsAnswer,
-    /// A type this version of toolgate does not know: treat it as unsafe to ignore.
+    /// A type this version of toolgate does not know: do not ignore it silently.
     Unknown,
 }
 

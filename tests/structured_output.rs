@@ -75,6 +75,12 @@ fn output_that_breaks_the_schema_is_never_passed_on_and_never_quoted() {
             result.content
         );
     }
+    // The count is exact: `{"total": 42}` misses `sum` and adds `total`.
+    let tool = ToolDefinition::structured(spec(), |_: &Value| Ok(json!({"total": 42}))).unwrap();
+    assert!(
+        run(tool, json!({})).content.contains("(2 violation(s))"),
+        "the violations are counted"
+    );
     // A handler error is an error result as for any tool.
     let failing =
         ToolDefinition::structured(spec(), |_: &Value| Err(ToolError::new("no sum"))).unwrap();

@@ -94,17 +94,15 @@ impl ToolDefinition {
         if validator.is_valid(&value) {
             return ToolResult::structured(call_id, value);
         }
-        let violations = ArgumentErrors::from_schema(validator, &value, &self.declared_output())
-            .map_or(1, |errors| errors.violations().len() + errors.unlisted());
+        // Only the count is told (nothing of the output is quoted), so the violations are counted,
+        // not listed; counting stops where the argument listings stop.
+        let limit = ArgumentErrors::MAX_LISTED + ArgumentErrors::MAX_COUNTED + 1;
+        let violations = validator.iter_errors(&value).take(limit).count().max(1);
         ToolResult::error(
             call_id,
             format!(
                 "the tool's output does not satisfy its output schema ({violations} violation(s)); it was not passed on"
             ),
         )
-    }
-
-    fn declared_output(&self) -> super::DeclaredNames {
-        super::DeclaredNames::collect(self.spec.output_schema.as_ref().unwrap_or(&Value::Null))
     }
 }

@@ -105,6 +105,7 @@ pub mod audit;
 mod authorized;
 mod canonical;
 mod cause;
+pub mod clock;
 mod contract;
 mod controller;
 pub mod definition;

@@ -92,9 +92,6 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
 
 /// Milliseconds since the Unix epoch: expiry survives restarts, so it is wall-clock time.
 pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        })
+    use crate::clock::Clock;
+    crate::clock::SystemClock.now_ms()
 }

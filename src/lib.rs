@@ -110,6 +110,7 @@ mod contract;
 mod controller;
 pub mod definition;
 mod execute;
+pub mod limits;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod names;

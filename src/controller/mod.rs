@@ -5,6 +5,7 @@
 //! tracing spans.
 
 mod gate;
+mod limit;
 mod listing;
 #[cfg(feature = "tracing")]
 mod observe;
@@ -19,6 +20,8 @@ use crate::approvals::{
     ApprovalStore, PendingApprovals,
 };
 use crate::audit::{AuditKind, AuditSink, AuditSubject};
+use crate::clock::{Clock, SystemClock};
+use crate::limits::{MemoryRateCounters, RateCounters};
 use crate::contract::{ToolCall, ToolResult};
 use crate::policy::{AsyncCheck, AsyncPolicy, Policy, PolicyMismatch};
 use crate::registry::ToolRegistry;
@@ -79,6 +82,9 @@ pub struct ToolController {
     audit: Option<Arc<dyn AuditSink>>,
     // Asked only where the policy's decision is a fallback; see `with_async_check`.
     async_check: Option<AsyncCheck>,
+    // Where rate limits are counted, and the time they are counted at.
+    counters: Arc<dyn RateCounters>,
+    clock: Arc<dyn Clock>,
 }
 
 impl fmt::Debug for ToolController {
@@ -124,7 +130,29 @@ impl ToolController {
             pending: PendingApprovals::new(),
             audit: None,
             async_check: None,
+            counters: Arc::new(MemoryRateCounters::default()),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same controller, counting rate limits in `counters` — a durable store shared by
+    /// several processes (`SqliteRateCounters`, `PostgresRateCounters`) makes a limit hold across
+    /// them. The default counts in this process's memory ([`MemoryRateCounters`]). Call before the
+    /// first `handle`: counts already taken stay behind.
+    ///
+    /// [`MemoryRateCounters`]: crate::limits::MemoryRateCounters
+    #[must_use]
+    pub fn with_rate_counters(mut self, counters: impl RateCounters + 'static) -> Self {
+        self.counters = Arc::new(counters);
+        self
+    }
+
+    /// The same controller, reading time from `clock` for rate-limit windows (the system clock
+    /// by default; a [`ManualClock`](crate::clock::ManualClock) in tests).
+    #[must_use]
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
     }
 
     /// The same controller, asking `check` about every call the policy leaves undecided — where

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::gate::Gate;
+use super::limit::{Counted, Stage};
 use super::{Outcome, ToolController};
 use crate::approvals::{Answered, ApprovalError, ApprovalId, ApprovalResponse, ExecutionOutcome};
 use crate::audit::{AuditError, AuditEvent, AuditKind, AuditSubject};
@@ -57,6 +58,8 @@ impl ToolController {
                     Some(check) => block_on(check.decide(&prepared)),
                     None => decision,
                 };
+                let decision =
+                    self.counted(gate.policy.as_ref(), &prepared, decision, Stage::Proposed);
                 self.gate_call(gate, prepared, subject, decision)
             }
         };
@@ -81,6 +84,8 @@ impl ToolController {
                     Some(check) => check.decide(&prepared).await,
                     None => decision,
                 };
+                let decision =
+                    self.counted(gate.policy.as_ref(), &prepared, decision, Stage::Proposed);
                 self.gate_call(gate, prepared, subject, decision)
             }
         };
@@ -305,23 +310,24 @@ impl ToolController {
         // edited subject, if any, is about other arguments).
         // The async check is asked again about the call as it will run (edited or not), where the
         // policy leaves it undecided; driven on this thread, within the one re-decision.
-        let outcome = match &self.async_check {
-            None => Authorized::by_approval_hashed(
-                &gate.runtime,
-                gate.policy.as_ref(),
-                approval,
-                stored_hash,
-            ),
-            Some(check) => Authorized::by_approval_hashed(
-                &gate.runtime,
-                &DrivenCheck {
+        // The approved call is counted against its rate limits within the same one decision.
+        let driven;
+        let policy: &dyn crate::policy::Policy = match &self.async_check {
+            None => gate.policy.as_ref(),
+            Some(check) => {
+                driven = DrivenCheck {
                     policy: gate.policy.as_ref(),
                     check,
-                },
-                approval,
-                stored_hash,
-            ),
+                };
+                &driven
+            }
         };
+        let counted = Counted {
+            controller: self,
+            policy,
+        };
+        let outcome =
+            Authorized::by_approval_hashed(&gate.runtime, &counted, approval, stored_hash);
         match outcome {
             ApprovalOutcome::Allowed {
                 authorized,

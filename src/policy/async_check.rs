@@ -188,4 +188,8 @@ impl super::Policy for DrivenCheck<'_> {
             decision
         }
     }
+
+    fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<super::RateSlot>, PolicyDecision> {
+        self.policy.rate_slots(call)
+    }
 }

@@ -147,6 +147,23 @@ impl Policy for Layers {
         }
     }
 
+    /// Every layer's limits: a call runs only if it fits them all. Each slot names its layer; a
+    /// call no layer can count is denied, naming the layer.
+    fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<super::RateSlot>, PolicyDecision> {
+        let mut slots = Vec::new();
+        for (name, policy) in &self.layers {
+            let named = |slot: super::RateSlot| super::RateSlot {
+                layer: Some(Arc::clone(name)),
+                ..slot
+            };
+            match policy.rate_slots(call) {
+                Ok(more) => slots.extend(more.into_iter().map(named)),
+                Err(denial) => return Err(denial.with_layer(Arc::clone(name))),
+            }
+        }
+        Ok(slots)
+    }
+
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
         let mut problems = Vec::new();
         for (name, policy) in &self.layers {

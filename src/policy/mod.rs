@@ -3,6 +3,7 @@
 mod async_check;
 mod decision;
 mod layers;
+mod rate_slot;
 mod shadow;
 mod tool_policy;
 
@@ -12,6 +13,7 @@ pub use async_check::AsyncPolicy;
 pub(crate) use async_check::{AsyncCheck, DrivenCheck};
 pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};
 pub use layers::{LayerError, Layers};
+pub use rate_slot::RateSlot;
 pub use shadow::{DecisionKey, Shadow, ShadowReport};
 pub use tool_policy::{PolicyError, ToolPolicy};
 
@@ -73,10 +75,24 @@ pub trait Policy: Send + Sync {
         let _ = tool_name;
         false
     }
+
+    /// The rate-limit counters `call` takes a slot in if it runs (see
+    /// [`limits`](crate::limits)). Naming them counts nothing: the
+    /// [`ToolController`](crate::ToolController) takes the slots once, when it authorizes the
+    /// call, so a policy may be asked about a call any number of times. The default names none.
+    ///
+    /// # Errors
+    ///
+    /// A denial when the call cannot be counted (its key cannot be read, it has too many keys);
+    /// the controller denies the call with it (fail closed).
+    fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<RateSlot>, PolicyDecision> {
+        let _ = call;
+        Ok(Vec::new())
+    }
 }
 
-/// A shared policy is the policy: deciding and checking the registry both go through, so a
-/// `RulePolicy` behind an `Arc` still refuses tools it does not fit.
+/// A shared policy is the policy: deciding, checking the registry and naming rate limits all go
+/// through, so a `RulePolicy` behind an `Arc` still refuses tools it does not fit.
 impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
         (**self).decide(call)
@@ -88,6 +104,10 @@ impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
 
     fn denies_every_call(&self, tool_name: &str) -> bool {
         (**self).denies_every_call(tool_name)
+    }
+
+    fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<RateSlot>, PolicyDecision> {
+        (**self).rate_slots(call)
     }
 }
 

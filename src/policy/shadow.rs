@@ -183,6 +183,11 @@ impl Policy for Shadow {
         self.enforced.denies_every_call(tool_name)
     }
 
+    /// The enforced policy's: a candidate's limits are not counted (it decides nothing).
+    fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<super::RateSlot>, PolicyDecision> {
+        self.enforced.rate_slots(call)
+    }
+
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
         self.enforced.check_registry(registry)?;
         self.candidate

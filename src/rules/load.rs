@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::condition::{self, PathSettings, Scope};
 use super::groups::{GroupRule, ToolPattern, is_pattern};
+use super::limits::RateLimits;
 use super::{LoadProblem, PolicyConfig, PolicyLoadError, Rule, RuleConfig, RulePolicy, ToolRules};
 use crate::canonical;
 use crate::names::FastMap;
@@ -137,6 +138,8 @@ pub(super) fn load(
     check_shadowing(&by_tool, &mut problems);
 
     let mut problems = problems.0;
+    let rule_ids = config.rules.iter().map(|rule| rule.id.as_str()).collect();
+    let limits = RateLimits::load(&config.limits, registry, &rule_ids, &mut problems);
     if !problems.is_empty() {
         problems.sort_by(|a, b| {
             a.place
@@ -156,18 +159,22 @@ pub(super) fn load(
     }
     let mut canonical_rules = config.rules.clone();
     canonical_rules.sort_by(|a, b| a.id.cmp(&b.id));
-    let digest = canonical::digest(
+    let mut canonical_limits = config.limits.clone();
+    canonical_limits.sort_by(|a, b| a.id.cmp(&b.id));
+    let digest: Arc<str> = Arc::from(canonical::digest(
         &serde_json::to_value(PolicyConfig {
             paths: config.paths.clone(),
             rules: canonical_rules,
+            limits: canonical_limits,
         })
         .unwrap_or_default(),
-    );
+    ));
     Ok(RulePolicy {
         by_tool,
         groups,
+        limits: limits.with_policy_digest(&digest),
         paths,
-        digest: Arc::from(digest),
+        digest,
         config,
     })
 }

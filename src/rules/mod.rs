@@ -6,6 +6,7 @@ mod error;
 mod groups;
 #[cfg(test)]
 mod index_tests;
+mod limits;
 mod load;
 mod scan;
 mod schema_pointer;
@@ -20,6 +21,7 @@ use condition::{CallPaths, Cause, Compiled, Index, PathSettings, Truth};
 pub use condition::{Condition, PathOptions};
 pub use error::{PolicyLoadError, ReadError};
 
+use crate::limits::RateLimitConfig;
 use crate::names::FastMap;
 pub use crate::policy::LoadProblem;
 use crate::policy::{Policy, PolicyAction, PolicyDecision, PolicyMismatch, Reason};
@@ -50,6 +52,10 @@ pub struct PolicyConfig {
     pub paths: PathOptions,
     /// The rules; their order never changes a decision.
     pub rules: Vec<RuleConfig>,
+    /// Rate limits on tools or groups (see [`limits`](crate::limits)); their order never changes
+    /// a decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<RateLimitConfig>,
 }
 
 impl PolicyConfig {
@@ -58,7 +64,15 @@ impl PolicyConfig {
         Self {
             paths: PathOptions::default(),
             rules: rules.into_iter().collect(),
+            limits: Vec::new(),
         }
+    }
+
+    /// The same policy, with `limits` added.
+    #[must_use]
+    pub fn with_limits(mut self, limits: impl IntoIterator<Item = RateLimitConfig>) -> Self {
+        self.limits.extend(limits);
+        self
     }
 
     /// The same policy, reading paths as `paths` says.
@@ -279,6 +293,7 @@ pub struct RulePolicy {
     by_tool: FastMap<String, ToolRules>,
     // The pattern rules once more, for tools registered after load.
     groups: Vec<groups::GroupRule>,
+    limits: limits::RateLimits,
     paths: PathSettings,
     digest: Arc<str>,
     config: PolicyConfig,
@@ -452,6 +467,12 @@ impl Policy for RulePolicy {
     /// field a condition judges was renamed or became a list, an example no longer behaves — each
     /// is a problem, and the controller refuses the registry (or denies every call) rather than
     /// apply a silently weaker policy.
+    /// The limits covering the call's tool (by exact name or pattern), one counter per distinct
+    /// key for a keyed limit.
+    fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<crate::policy::RateSlot>, PolicyDecision> {
+        self.limits.slots(call.tool_name(), call.arguments())
+    }
+
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
         match load::load(self.config.clone(), registry) {
             Ok(_) => Ok(()),

@@ -1,0 +1,108 @@
+//! Rate limits, counted where a call is authorized: once per call, after every policy, layer and
+//! async check has decided (a policy only names the counters; see [`crate::limits`]).
+
+use std::sync::Arc;
+
+use super::ToolController;
+use crate::limits::{Take, Taken};
+use crate::policy::{Policy, PolicyAction, PolicyDecision, RateSlot, Reason};
+use crate::runtime::PreparedToolCall;
+
+/// Where in the pipeline a call is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// Proposed by the model: every cap is enforced; a call to be asked about is not counted yet.
+    Proposed,
+    /// Approved by a person: `ask` caps were the person's to waive, `deny` caps still hold.
+    Approved,
+}
+
+impl ToolController {
+    /// `decision`, unless the call is past a rate limit: then the limit's `over` action with a
+    /// reason naming it. A call about to run takes its slots here, all or none.
+    pub(super) fn counted(
+        &self,
+        policy: &dyn Policy,
+        call: &PreparedToolCall,
+        decision: PolicyDecision,
+        stage: Stage,
+    ) -> PolicyDecision {
+        let runs = match decision.action {
+            PolicyAction::Allow => true,
+            // Held for a person: counted when the approval is answered (if it runs).
+            PolicyAction::Ask => stage == Stage::Approved,
+            PolicyAction::Deny => false,
+        };
+        if !runs {
+            return decision;
+        }
+        let mut slots = match policy.rate_slots(call) {
+            Ok(slots) if slots.is_empty() => return decision,
+            Ok(slots) => slots,
+            Err(denial) => return denial,
+        };
+        // `deny` caps first, so that when several caps are full the stricter one is named.
+        slots.sort_by_key(|slot| slot.over != PolicyAction::Deny);
+        let takes: Vec<Take<'_>> = slots
+            .iter()
+            .map(|slot| Take {
+                bucket: &slot.bucket,
+                window_ms: slot.window_ms,
+                max: slot.max,
+                enforce: stage == Stage::Proposed || slot.over == PolicyAction::Deny,
+            })
+            .collect();
+        match self.counters.take(&takes, self.clock.now_ms()) {
+            Ok(Taken::All) => decision,
+            Ok(Taken::Full(index)) => past_the_cap(&slots[index], decision),
+            Err(error) => PolicyDecision {
+                layer: None,
+                rule_id: None,
+                ..PolicyDecision::deny(
+                    Reason::new(format!(
+                        "denied: the call could not be counted against its rate limits ({error})"
+                    ))
+                    .unwrap_or(Reason::from_static("denied: rate limits could not be counted")),
+                )
+            },
+        }
+    }
+}
+
+/// The decision for a call past `slot`'s cap: its `over` action, naming the limit, its layer and
+/// the policy that decided.
+fn past_the_cap(slot: &RateSlot, decided: PolicyDecision) -> PolicyDecision {
+    let window = match slot.window_ms {
+        None => "session".to_owned(),
+        Some(60_000) => "minute".to_owned(),
+        Some(3_600_000) => "hour".to_owned(),
+        Some(86_400_000) => "day".to_owned(),
+        Some(ms) => format!("{ms} ms"),
+    };
+    let reason = Reason::new(format!(
+        "rate limit {:?} reached ({} per {window}): {}",
+        &*slot.limit_id,
+        slot.max,
+        slot.reason.as_str()
+    ))
+    .unwrap_or_else(|_| slot.reason.clone());
+    PolicyDecision {
+        policy_digest: decided.policy_digest,
+        layer: slot.layer.clone(),
+        ..PolicyDecision::new(slot.over, reason).with_rule_id(Arc::clone(&slot.limit_id))
+    }
+}
+
+/// The policy in force for the re-check after approval, with the approved call counted.
+pub(super) struct Counted<'a> {
+    pub(super) controller: &'a ToolController,
+    pub(super) policy: &'a dyn Policy,
+}
+
+impl Policy for Counted<'_> {
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+        let decision = self.policy.decide(call);
+        self.controller
+            .counted(self.policy, call, decision, Stage::Approved)
+    }
+}

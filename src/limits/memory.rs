@@ -1,0 +1,190 @@
+//! Counters in this process's memory: exact sliding windows, bounded by a capacity in call times.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, PoisonError};
+
+use super::{CounterError, RateCounters, Take, Taken};
+
+/// How many call times [`MemoryRateCounters::default`] holds: 2^20 (8 MiB of times).
+const DEFAULT_CAPACITY: usize = 1 << 20;
+
+/// Counts in memory, for one process: a controller's default.
+///
+/// # Guarantees
+///
+/// - Exact: each counter keeps the times of the calls in its window (a sliding window).
+/// - Bounded: at most `capacity` call times in all; when a call would exceed it after dropping the
+///   times whose window has passed, the call is denied ([`CounterError::Full`]) — nothing is
+///   forgotten early, which would let calls past a cap.
+/// - `"per": "session"` counters last as long as this value.
+#[derive(Debug)]
+pub struct MemoryRateCounters {
+    state: Mutex<State>,
+    capacity: usize,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    counters: HashMap<String, Counter>,
+    // Call times held across all counters.
+    held: usize,
+}
+
+#[derive(Debug)]
+struct Counter {
+    window_ms: Option<u64>,
+    // Oldest first.
+    times: VecDeque<u64>,
+}
+
+impl Counter {
+    /// Drops the times whose window has passed at `now_ms`; returns how many.
+    fn expire(&mut self, now_ms: u64) -> usize {
+        let Some(window) = self.window_ms else {
+            return 0;
+        };
+        let before = self.times.len();
+        // A time `t` counts while `now - t < window`. A time after `now` (a clock stepped back)
+        // still counts; only the oldest can have passed, so popping from the front suffices.
+        while self
+            .times
+            .front()
+            .is_some_and(|&time| now_ms.saturating_sub(time) >= window)
+        {
+            self.times.pop_front();
+        }
+        before - self.times.len()
+    }
+}
+
+impl Default for MemoryRateCounters {
+    fn default() -> Self {
+        Self::with_capacity(DEFAULT_CAPACITY)
+    }
+}
+
+impl MemoryRateCounters {
+    /// Counters holding at most `capacity` call times in all.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            capacity,
+        }
+    }
+
+    /// How many call times are held now (for tests and metrics).
+    pub fn held(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .held
+    }
+}
+
+impl RateCounters for MemoryRateCounters {
+    fn take(&self, takes: &[Take<'_>], now_ms: u64) -> Result<Taken, CounterError> {
+        // The state is consistent after every statement, so a poisoned lock is still usable.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let State { counters, held } = &mut *state;
+        for (index, take) in takes.iter().enumerate() {
+            let count = match counters.get_mut(take.bucket) {
+                Some(counter) => {
+                    *held -= counter.expire(now_ms);
+                    counter.times.len()
+                }
+                None => 0,
+            };
+            if take.enforce && count >= take.max as usize {
+                return Ok(Taken::Full(index));
+            }
+        }
+        if *held + takes.len() > self.capacity {
+            // Make room from every counter's passed times before refusing.
+            counters.retain(|_, counter| {
+                *held -= counter.expire(now_ms);
+                !counter.times.is_empty()
+            });
+            if *held + takes.len() > self.capacity {
+                return Err(CounterError::Full {
+                    capacity: self.capacity,
+                });
+            }
+        }
+        for take in takes {
+            let counter = counters
+                .entry(take.bucket.to_owned())
+                .or_insert_with(|| Counter {
+                    window_ms: take.window_ms,
+                    times: VecDeque::new(),
+                });
+            counter.times.push_back(now_ms);
+            *held += 1;
+        }
+        Ok(Taken::All)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn take(bucket: &str, window_ms: Option<u64>, max: u32) -> Take<'_> {
+        Take {
+            bucket,
+            window_ms,
+            max,
+            enforce: true,
+        }
+    }
+
+    #[test]
+    fn a_window_holds_max_calls_and_frees_a_slot_exactly_when_the_oldest_leaves() {
+        let counters = MemoryRateCounters::default();
+        let minute = [take("a", Some(60_000), 2)];
+        assert_eq!(counters.take(&minute, 1_000).unwrap(), Taken::All);
+        assert_eq!(counters.take(&minute, 30_000).unwrap(), Taken::All);
+        assert_eq!(counters.take(&minute, 60_999).unwrap(), Taken::Full(0));
+        assert_eq!(counters.take(&minute, 61_000).unwrap(), Taken::All);
+        assert_eq!(counters.take(&minute, 61_000).unwrap(), Taken::Full(0));
+        assert_eq!(counters.held(), 2);
+    }
+
+    #[test]
+    fn all_or_none_a_full_counter_takes_nothing_from_the_others() {
+        let counters = MemoryRateCounters::default();
+        let both = [take("a", None, 5), take("b", None, 1)];
+        assert_eq!(counters.take(&both, 0).unwrap(), Taken::All);
+        assert_eq!(counters.take(&both, 0).unwrap(), Taken::Full(1));
+        assert_eq!(counters.held(), 2, "the refused call took no slot in a");
+        // An unenforced take counts past the cap.
+        let forced = [Take {
+            enforce: false,
+            ..take("b", None, 1)
+        }];
+        assert_eq!(counters.take(&forced, 0).unwrap(), Taken::All);
+        assert_eq!(counters.held(), 3);
+    }
+
+    #[test]
+    fn full_capacity_refuses_after_dropping_passed_times_never_forgets_live_ones() {
+        let counters = MemoryRateCounters::with_capacity(2);
+        let minute = |bucket| [take(bucket, Some(60_000), 10)];
+        assert_eq!(counters.take(&minute("a"), 0).unwrap(), Taken::All);
+        assert_eq!(counters.take(&minute("b"), 10).unwrap(), Taken::All);
+        assert!(matches!(
+            counters.take(&minute("c"), 59_999),
+            Err(CounterError::Full { capacity: 2 })
+        ));
+        // At 60,000 "a" has left its window: room for "c".
+        assert_eq!(counters.take(&minute("c"), 60_000).unwrap(), Taken::All);
+        assert_eq!(counters.held(), 2);
+    }
+
+    #[test]
+    fn a_clock_stepped_back_still_counts_later_times() {
+        let counters = MemoryRateCounters::default();
+        let minute = [take("a", Some(60_000), 1)];
+        assert_eq!(counters.take(&minute, 100_000).unwrap(), Taken::All);
+        assert_eq!(counters.take(&minute, 10_000).unwrap(), Taken::Full(0));
+    }
+}

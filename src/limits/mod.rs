@@ -1,0 +1,266 @@
+//! Rate limits: how often a tool (or a group of tools) may run — per minute, hour or day, for the
+//! session, and optionally per key taken from an argument (per recipient, per repository).
+//!
+//! Limits are written in a [`RulePolicy`](crate::RulePolicy)'s JSON beside its rules and checked
+//! at load like them; the [`ToolController`](crate::ToolController) counts. A policy only says
+//! which counters a call would take ([`Policy::rate_slots`](crate::Policy::rate_slots)); deciding
+//! counts nothing, because a call may be decided several times (explained, shadowed, re-checked).
+//!
+//! ```json
+//! {"limits": [
+//!   {"id": "mail-per-recipient", "tool": "send_email", "max": 5, "per": "hour",
+//!    "key": {"pointer": "/to", "case_insensitive": true},
+//!    "over": "deny", "reason": "at most 5 emails an hour to one recipient"},
+//!   {"id": "deploys", "tool": "deploy__*", "max": 3, "per": "day", "over": "ask",
+//!    "reason": "more than 3 deploys a day need a person"}
+//! ]}
+//! ```
+//!
+//! # Guarantees
+//!
+//! - **Counted when it runs.** A call takes one slot in each of its counters at the moment the
+//!   controller authorizes it — after every policy, layer and async check has decided, once per
+//!   call — and all or none: a call refused by one limit takes no slot from another.
+//! - **Exact windows.** A limit of `max` per minute lets at most `max` calls be authorized in any
+//!   60 seconds (a sliding window over the times of the calls, not fixed clock minutes);
+//!   `"per": "session"` counts for the counters' whole life.
+//! - **Past the cap.** `"over": "deny"` denies the call, naming the limit; `"over": "ask"` holds it
+//!   for a person, and an approved call runs and is counted. A call held for approval for another
+//!   reason is counted when the approval is answered, and a `deny` limit reached by then denies it.
+//! - **Never a value.** Counters are named by the limit's id and a SHA-256 of the key's
+//!   canonical JSON, never by the value; reasons name the limit and the pointer.
+//! - **Fail closed.** A key that cannot be read, a call with more than [`MAX_KEYS_PER_CALL`]
+//!   keys, full counters or a counter store that fails all deny the call.
+//! - **Bounded.** [`MemoryRateCounters`] holds at most its capacity in call times and refuses
+//!   (denies) rather than forgets; the SQLite and PostgreSQL counters delete times once their
+//!   window has passed.
+//!
+//! Times come from the controller's [`Clock`](crate::clock::Clock), so tests move time with a
+//! [`ManualClock`](crate::clock::ManualClock).
+
+mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use memory::MemoryRateCounters;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresRateCounters;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteRateCounters;
+
+pub use crate::policy::RateSlot;
+use crate::policy::PolicyAction;
+
+/// The most distinct keys one call may count under one limit (a list of recipients); a call with
+/// more is denied rather than counted partly.
+pub const MAX_KEYS_PER_CALL: usize = 64;
+
+/// The largest `max` a limit may have.
+pub const MAX_CALLS_PER_LIMIT: u32 = 100_000;
+
+/// One limit as written in a policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RateLimitConfig {
+    /// A unique, non-empty id (unique among the rules' ids too), named by every decision the
+    /// limit takes.
+    pub id: String,
+    /// A tool's exact name, or a pattern over whole names (`server__*`) whose matching tools
+    /// share one count.
+    pub tool: String,
+    /// How many calls may run in one window, 1 to [`MAX_CALLS_PER_LIMIT`].
+    pub max: u32,
+    /// The window.
+    pub per: Per,
+    /// Count separately per value of this argument; absent: one count for the tool or group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<LimitKey>,
+    /// What happens to a call past the cap: `deny` or `ask`.
+    pub over: PolicyAction,
+    /// Why, shown when the cap is reached; not empty.
+    pub reason: String,
+}
+
+impl RateLimitConfig {
+    /// A limit of `max` calls to `tool` per `per`, then `over`, with `reason`.
+    pub fn new(
+        id: impl Into<String>,
+        tool: impl Into<String>,
+        max: u32,
+        per: Per,
+        over: PolicyAction,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            tool: tool.into(),
+            max,
+            per,
+            key: None,
+            over,
+            reason: reason.into(),
+        }
+    }
+
+    /// The same limit, counted per value at `key`.
+    #[must_use]
+    pub fn per_key(mut self, key: LimitKey) -> Self {
+        self.key = Some(key);
+        self
+    }
+}
+
+/// The window of a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Per {
+    /// Any 60 seconds.
+    Minute,
+    /// Any 3,600 seconds.
+    Hour,
+    /// Any 86,400 seconds.
+    Day,
+    /// The counters' whole life: the controller's for [`MemoryRateCounters`], the session id's
+    /// for a durable store.
+    Session,
+}
+
+impl Per {
+    /// The window in milliseconds; `None` for a session.
+    pub fn window_ms(self) -> Option<u64> {
+        match self {
+            Self::Minute => Some(60_000),
+            Self::Hour => Some(3_600_000),
+            Self::Day => Some(86_400_000),
+            Self::Session => None,
+        }
+    }
+}
+
+impl fmt::Display for Per {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Minute => "minute",
+            Self::Hour => "hour",
+            Self::Day => "day",
+            Self::Session => "session",
+        })
+    }
+}
+
+/// Which argument a limit counts by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LimitKey {
+    /// A JSON Pointer into the arguments naming a field of every covered tool's schema. A list
+    /// there counts once for each distinct element (each recipient); a missing value or an empty
+    /// list counts under one shared "none" key.
+    pub pointer: String,
+    /// Compare text keys ignoring case (`Bob@Example.com` and `bob@example.com` share a count).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub case_insensitive: bool,
+}
+
+impl LimitKey {
+    /// Counting by the value at `pointer`, case-sensitive.
+    pub fn new(pointer: impl Into<String>) -> Self {
+        Self {
+            pointer: pointer.into(),
+            case_insensitive: false,
+        }
+    }
+
+    /// The same key, comparing text ignoring case.
+    #[must_use]
+    pub fn case_insensitive(mut self) -> Self {
+        self.case_insensitive = true;
+        self
+    }
+}
+
+/// One counter to take a slot in, and whether its cap is enforced (`false`: the call is counted
+/// whatever the count, because a person approved it past an `ask` limit).
+#[derive(Debug, Clone, Copy)]
+pub struct Take<'a> {
+    /// The counter.
+    pub bucket: &'a str,
+    /// Its window; `None` for the session.
+    pub window_ms: Option<u64>,
+    /// Its cap.
+    pub max: u32,
+    /// Whether a full counter refuses the call.
+    pub enforce: bool,
+}
+
+/// What [`RateCounters::take`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// Every counter took a slot.
+    All,
+    /// The counter at this index is full; no counter took a slot.
+    Full(usize),
+}
+
+/// Counting failed: the call is denied (fail closed).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CounterError {
+    /// The counters hold as many call times as they may; nothing is forgotten to make room.
+    #[error("the rate-limit counters are full ({capacity} call times)")]
+    Full {
+        /// The capacity.
+        capacity: usize,
+    },
+    /// The store failed.
+    #[error("the rate-limit store failed: {message}")]
+    Store {
+        /// What failed.
+        message: String,
+        /// The store's own error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+}
+
+impl CounterError {
+    /// A store failure caused by `error`, kept as the source.
+    pub fn store(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Store {
+            message: error.to_string(),
+            source: Some(Box::new(error)),
+        }
+    }
+}
+
+/// Where counts are kept. [`MemoryRateCounters`] counts in one process; `SqliteRateCounters` and
+/// `PostgresRateCounters` share counts between processes through the approval store's database.
+///
+/// # Contract
+///
+/// `take` is atomic: of concurrent takes (from any thread or process sharing the store), each sees
+/// the others' slots, and either every counter takes a slot at `now_ms` or none does. A counter
+/// holds the call times within its window before `now_ms` (times later than `now_ms`, left by a
+/// clock that stepped back, still count).
+pub trait RateCounters: Send + Sync + fmt::Debug {
+    /// Takes a slot in every counter of `takes` at `now_ms`, unless an enforced one is full.
+    ///
+    /// # Errors
+    ///
+    /// [`CounterError`] when the counters cannot count; the controller then denies the call.
+    fn take(&self, takes: &[Take<'_>], now_ms: u64) -> Result<Taken, CounterError>;
+}
+
+impl<C: RateCounters + ?Sized> RateCounters for Arc<C> {
+    fn take(&self, takes: &[Take<'_>], now_ms: u64) -> Result<Taken, CounterError> {
+        (**self).take(takes, now_ms)
+    }
+}

@@ -1,0 +1,155 @@
+//! Counters in a SQLite file (feature `sqlite`) — the approval ledger's file, typically — so
+//! that processes sharing it share their limits.
+
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use super::{CounterError, RateCounters, Take, Taken};
+
+/// Counts kept in a SQLite file, shared by every process that opens it with the same session.
+///
+/// # Guarantees
+///
+/// - A take runs in one `IMMEDIATE` transaction: counting and recording are one step for every
+///   process sharing the file, so two processes under a cap of `n` authorize `n` calls between
+///   them, not `2n`; and a refused call records nothing.
+/// - Call times are deleted once their window has passed (on every take, by an index on the
+///   expiry time); `"per": "session"` times stay until [`forget_session`](Self::forget_session).
+/// - Counters of different sessions never mix.
+///
+/// # Examples
+///
+/// ```no_run
+/// use toolgate::*;
+/// use toolgate::approvals::SqliteApprovalStore;
+/// use toolgate::limits::SqliteRateCounters;
+/// # fn registry() -> ToolRegistry { ToolRegistry::default() }
+/// let controller = ToolController::new(registry(), ToolPolicy::default())
+///     .with_approval_store(SqliteApprovalStore::open("toolgate.db")?)
+///     .with_rate_counters(SqliteRateCounters::open("toolgate.db", "agent-7")?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct SqliteRateCounters {
+    connection: Mutex<Connection>,
+    session: String,
+}
+
+impl SqliteRateCounters {
+    /// Opens (or creates) the counters in the SQLite file at `path` for `session`: processes
+    /// passing the same session share their counts, including `"per": "session"` ones.
+    ///
+    /// # Errors
+    ///
+    /// [`CounterError::Store`] if the file cannot be opened or is not a SQLite database.
+    pub fn open(path: impl AsRef<Path>, session: impl Into<String>) -> Result<Self, CounterError> {
+        let connection = Connection::open(path).map_err(CounterError::store)?;
+        connection
+            .busy_timeout(Duration::from_secs(10))
+            .map_err(CounterError::store)?;
+        let _mode: String = connection
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(CounterError::store)?;
+        connection
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS toolgate_rate_events (
+                     bucket TEXT NOT NULL,
+                     at_ms INTEGER NOT NULL,
+                     expires_ms INTEGER
+                 );
+                 CREATE INDEX IF NOT EXISTS toolgate_rate_events_bucket
+                     ON toolgate_rate_events (bucket, at_ms);
+                 CREATE INDEX IF NOT EXISTS toolgate_rate_events_expiry
+                     ON toolgate_rate_events (expires_ms) WHERE expires_ms IS NOT NULL;",
+            )
+            .map_err(CounterError::store)?;
+        Ok(Self {
+            connection: Mutex::new(connection),
+            session: session.into(),
+        })
+    }
+
+    /// Deletes this session's counts, `"per": "session"` ones included.
+    ///
+    /// # Errors
+    ///
+    /// [`CounterError::Store`] if the file cannot be written.
+    pub fn forget_session(&self) -> Result<(), CounterError> {
+        let connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        connection
+            .execute(
+                "DELETE FROM toolgate_rate_events WHERE substr(bucket, 1, ?2) = ?1",
+                params![self.prefix(), as_sql(self.prefix().len() as u64)],
+            )
+            .map_err(CounterError::store)?;
+        Ok(())
+    }
+
+    /// Every bucket of this session starts with the session's length and name, so no session's
+    /// name can be a prefix of another's buckets.
+    fn prefix(&self) -> String {
+        format!("{}:{}/", self.session.len(), self.session)
+    }
+}
+
+/// SQLite integers are signed; times past `i64::MAX` ms (292 million years) are clamped.
+fn as_sql(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+impl RateCounters for SqliteRateCounters {
+    fn take(&self, takes: &[Take<'_>], now_ms: u64) -> Result<Taken, CounterError> {
+        let mut connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(CounterError::store)?;
+        let now = as_sql(now_ms);
+        transaction
+            .execute(
+                "DELETE FROM toolgate_rate_events WHERE expires_ms IS NOT NULL AND expires_ms <= ?1",
+                [now],
+            )
+            .map_err(CounterError::store)?;
+        let prefix = self.prefix();
+        let buckets: Vec<String> = takes
+            .iter()
+            .map(|take| format!("{prefix}{}", take.bucket))
+            .collect();
+        for (index, (take, bucket)) in takes.iter().zip(&buckets).enumerate() {
+            if !take.enforce {
+                continue;
+            }
+            let count: i64 = transaction
+                .query_row(
+                    "SELECT COUNT(*) FROM toolgate_rate_events WHERE bucket = ?1",
+                    [bucket],
+                    |row| row.get(0),
+                )
+                .map_err(CounterError::store)?;
+            if count >= i64::from(take.max) {
+                // Dropping the transaction rolls back: the refused call records nothing.
+                return Ok(Taken::Full(index));
+            }
+        }
+        for (take, bucket) in takes.iter().zip(&buckets) {
+            let expires = take.window_ms.map(|window| as_sql(now_ms.saturating_add(window)));
+            transaction
+                .execute(
+                    "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms) VALUES (?1, ?2, ?3)",
+                    params![bucket, now, expires],
+                )
+                .map_err(CounterError::store)?;
+        }
+        transaction.commit().map_err(CounterError::store)?;
+        Ok(Taken::All)
+    }
+}

@@ -1,0 +1,58 @@
+//! What a policy says about rate limits: the counters a call would take a slot in.
+
+use std::sync::Arc;
+
+use super::{PolicyAction, Reason};
+
+/// One counter a call would take a slot in: which, its window and cap, and what happens past it.
+/// A policy names them ([`Policy::rate_slots`](crate::Policy::rate_slots)); the controller counts
+/// (see [`limits`](crate::limits)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RateSlot {
+    /// The counter: the limit's id and, for a keyed limit, the key's digest (never its value).
+    pub bucket: String,
+    /// The window in milliseconds; `None` counts for the session.
+    pub window_ms: Option<u64>,
+    /// How many calls the window holds.
+    pub max: u32,
+    /// `Deny` or `Ask`, past the cap.
+    pub over: PolicyAction,
+    /// The limit's id.
+    pub limit_id: Arc<str>,
+    /// The limit's reason.
+    pub reason: Reason,
+    /// The layer the limit came from, when the policy is a stack of layers.
+    pub layer: Option<Arc<str>>,
+}
+
+
+impl RateSlot {
+    /// A counter named `limit_id` (which is also its bucket), holding `max` calls per
+    /// `window_ms` (`None`: for the session), then `over` with `reason`.
+    pub fn new(
+        limit_id: impl Into<Arc<str>>,
+        window_ms: Option<u64>,
+        max: u32,
+        over: PolicyAction,
+        reason: Reason,
+    ) -> Self {
+        let limit_id = limit_id.into();
+        Self {
+            bucket: limit_id.to_string(),
+            window_ms,
+            max,
+            over,
+            limit_id,
+            reason,
+            layer: None,
+        }
+    }
+
+    /// The same slot in the counter `bucket` (a keyed limit's own counter).
+    #[must_use]
+    pub fn in_bucket(mut self, bucket: String) -> Self {
+        self.bucket = bucket;
+        self
+    }
+}

@@ -1,0 +1,230 @@
+//! A policy's rate limits, checked at load against the registry and compiled once: which counters
+//! a call takes a slot in. Counting is the controller's (see [`crate::limits`]).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::condition::SchemaLookup;
+use super::groups::{ToolPattern, is_pattern};
+use super::schema_pointer;
+use crate::canonical::{canonical_json, hex_digest};
+use crate::limits::{MAX_CALLS_PER_LIMIT, MAX_KEYS_PER_CALL, RateLimitConfig};
+use crate::policy::{LoadProblem, PolicyAction, PolicyDecision, RateSlot, Reason};
+use crate::registry::ToolRegistry;
+
+/// One limit, compiled.
+#[derive(Debug)]
+struct Limit {
+    id: Arc<str>,
+    tool: ToolPattern,
+    max: u32,
+    window_ms: Option<u64>,
+    over: PolicyAction,
+    reason: Reason,
+    // Key pointer tokens (unescaped), and whether text compares ignoring case.
+    key: Option<(Box<str>, Vec<String>, bool)>,
+    policy_digest: Arc<str>,
+}
+
+/// A policy's limits.
+#[derive(Debug, Default)]
+pub(super) struct RateLimits(Vec<Limit>);
+
+impl RateLimits {
+    /// Checks and compiles `configs`; problems are pushed with their places. `rule_ids` are the
+    /// rules' ids, which a limit's id must not repeat (a decision names one or the other).
+    pub(super) fn load(
+        configs: &[RateLimitConfig],
+        registry: &ToolRegistry,
+        rule_ids: &BTreeSet<&str>,
+        problems: &mut Vec<LoadProblem>,
+    ) -> Self {
+        let mut seen = BTreeSet::new();
+        let mut limits = Vec::new();
+        for (index, config) in configs.iter().enumerate() {
+            let place = format!("limits[{index}] (id {:?})", config.id);
+            let mut problem = |message: String| {
+                problems.push(LoadProblem {
+                    place: place.clone(),
+                    message,
+                });
+            };
+            if config.id.trim().is_empty() {
+                problem("id is empty".to_owned());
+            } else if rule_ids.contains(config.id.as_str()) || !seen.insert(config.id.as_str()) {
+                problem("id repeats another limit's or rule's id".to_owned());
+            }
+            let reason = Reason::new(config.reason.clone());
+            if reason.is_err() {
+                problem("reason is empty".to_owned());
+            }
+            if !(1..=MAX_CALLS_PER_LIMIT).contains(&config.max) {
+                problem(format!(
+                    "max must be 1 to {MAX_CALLS_PER_LIMIT} (a tool that may never run needs a deny rule)"
+                ));
+            }
+            if config.over == PolicyAction::Allow {
+                problem("over must be deny or ask".to_owned());
+            }
+            let tool = ToolPattern::new(&config.tool);
+            let tools: Vec<&str> = if is_pattern(&config.tool) {
+                tool.tools(registry)
+            } else {
+                registry
+                    .resolve(&config.tool)
+                    .map(|_| vec![config.tool.as_str()])
+                    .unwrap_or_default()
+            };
+            if tools.is_empty() {
+                problem(format!("tool {:?} matches no tool in the registry", config.tool));
+            }
+            let key = config.key.as_ref().map(|key| {
+                if let Err(message) = check_key_pointer(&key.pointer) {
+                    problem(message);
+                }
+                for name in &tools {
+                    let schema = registry.resolve(name).map(|tool| &tool.spec().input_schema);
+                    let declared = schema.map(|schema| schema_pointer::lookup(schema, &key.pointer));
+                    if declared != Some(SchemaLookup::Declared) {
+                        problem(format!(
+                            "key {:?} names no field of tool {name:?}'s schema",
+                            key.pointer
+                        ));
+                    }
+                }
+                let tokens = key
+                    .pointer
+                    .split('/')
+                    .skip(1)
+                    .map(super::condition::unescape_token)
+                    .collect();
+                (key.pointer.clone().into_boxed_str(), tokens, key.case_insensitive)
+            });
+            if let Ok(reason) = reason {
+                limits.push(Limit {
+                    id: Arc::from(config.id.as_str()),
+                    tool,
+                    max: config.max,
+                    window_ms: config.per.window_ms(),
+                    over: config.over,
+                    reason,
+                    key,
+                    policy_digest: Arc::from(""),
+                });
+            }
+        }
+        Self(limits)
+    }
+
+    /// Sets the digest every denial names: the policy's.
+    pub(super) fn with_policy_digest(mut self, digest: &Arc<str>) -> Self {
+        for limit in &mut self.0 {
+            limit.policy_digest = Arc::clone(digest);
+        }
+        self
+    }
+
+    /// The counters a call to `tool` with `arguments` takes a slot in: per limit covering the
+    /// tool, one counter, or one per distinct key.
+    pub(super) fn slots(
+        &self,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Vec<RateSlot>, PolicyDecision> {
+        let mut slots = Vec::new();
+        for limit in self.0.iter().filter(|limit| limit.tool.matches(tool)) {
+            let slot = RateSlot::new(
+                Arc::clone(&limit.id),
+                limit.window_ms,
+                limit.max,
+                limit.over,
+                limit.reason.clone(),
+            );
+            let Some((pointer, tokens, fold)) = &limit.key else {
+                slots.push(slot);
+                continue;
+            };
+            let keys = keys_at(arguments, tokens, *fold);
+            if keys.len() > MAX_KEYS_PER_CALL {
+                return Err(limit.cannot_count(format!(
+                    "cannot count the call for limit {:?}: more than {MAX_KEYS_PER_CALL} distinct keys at {pointer}",
+                    limit.id
+                )));
+            }
+            slots.extend(keys.into_iter().map(|key| {
+                let bucket = format!("{}:{}:{key}", limit.id.len(), limit.id);
+                slot.clone().in_bucket(bucket)
+            }));
+        }
+        Ok(slots)
+    }
+}
+
+impl Limit {
+    fn cannot_count(&self, message: String) -> PolicyDecision {
+        PolicyDecision::deny(Reason::new(message).unwrap_or_else(|_| self.reason.clone()))
+            .with_rule_id(Arc::clone(&self.id))
+            .with_policy_digest(Arc::clone(&self.policy_digest))
+    }
+}
+
+/// A key pointer must name a field (`""` would be the whole arguments), escape `~` as RFC 6901
+/// says, and pick no `-` element (a list is counted per element already).
+fn check_key_pointer(pointer: &str) -> Result<(), String> {
+    if !pointer.starts_with('/') {
+        return Err(format!("key {pointer:?} must start with '/' and name a field"));
+    }
+    let mut chars = pointer.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+            return Err(format!("key {pointer:?} has a '~' not followed by 0 or 1"));
+        }
+    }
+    if pointer.split('/').skip(1).any(|token| token == "-") {
+        return Err(format!(
+            "key {pointer:?} holds '-': point at the list itself, each element is counted"
+        ));
+    }
+    Ok(())
+}
+
+/// The distinct keys of a call, as hex SHA-256 digests of their canonical JSON (never the value):
+/// each element of a list, or the value itself; "none" when the value is missing or an empty list
+/// (so leaving the key out is no way around the limit).
+fn keys_at(arguments: &Value, tokens: &[String], fold_case: bool) -> BTreeSet<String> {
+    let mut value = Some(arguments);
+    for token in tokens {
+        value = value.and_then(|value| match value {
+            Value::Object(map) => map.get(token),
+            Value::Array(items) => super::condition::array_index(token).and_then(|i| items.get(i)),
+            _ => None,
+        });
+    }
+    let elements: Vec<&Value> = match value {
+        Some(Value::Array(items)) => items.iter().collect(),
+        Some(value) => vec![value],
+        None => Vec::new(),
+    };
+    if elements.is_empty() {
+        return BTreeSet::from(["none".to_owned()]);
+    }
+    elements
+        .into_iter()
+        .map(|element| {
+            let text = match (element, fold_case) {
+                (Value::String(text), true) => canonical_json(&Value::String(fold(text))),
+                _ => canonical_json(element),
+            };
+            hex_digest(&Sha256::digest(text.as_bytes()))
+        })
+        .collect()
+}
+
+/// Text folded for comparison ignoring case: Unicode lowercase (`str::to_lowercase`). No
+/// normalization form is applied: composed and decomposed spellings of one letter count apart.
+fn fold(text: &str) -> String {
+    text.to_lowercase()
+}

@@ -105,7 +105,10 @@ fn a_cap_per_minute_holds_max_calls_in_any_sixty_seconds_edges_to_the_millisecon
     assert!(ran(&mail(&bench, json!("b"))));
     let refused = mail(&bench, json!("a"));
     let reason = denial(&refused);
-    assert!(reason.contains("mail-cap") && reason.contains("3 per minute"), "{reason}");
+    assert!(
+        reason.contains("mail-cap") && reason.contains("3 per minute"),
+        "{reason}"
+    );
     assert!(reason.contains("three emails a minute"), "{reason}");
     // One millisecond before the first call leaves the window: still full.
     bench.clock.set(T0 + 59_999);
@@ -154,7 +157,11 @@ fn over_ask_holds_the_call_for_a_person_and_an_approved_call_is_counted() {
     let Outcome::PendingApproval(request) = call(&bench, "deploy__db", json!({})) else {
         panic!("past the cap, the group's next call is asked")
     };
-    assert!(request.reason.as_str().contains("deploys"), "{}", request.reason);
+    assert!(
+        request.reason.as_str().contains("deploys"),
+        "{}",
+        request.reason
+    );
     let result = bench
         .controller
         .resolve(ApprovalResponse::approve(request.approval_id))
@@ -216,13 +223,22 @@ fn per_key_counts_each_recipient_apart_ignoring_case_and_each_element_of_a_list(
     assert!(ran(&mail(&bench, json!("carol@example.com"))));
     // A list counts each distinct element once; a full element refuses the whole call.
     assert!(ran(&mail(&bench, json!(["dave", "Dave", "erin"]))));
-    assert!(!ran(&mail(&bench, json!(["erin", "carol@example.com", "bob@example.com"]))));
+    assert!(!ran(&mail(
+        &bench,
+        json!(["erin", "carol@example.com", "bob@example.com"])
+    )));
     assert!(ran(&mail(&bench, json!(["erin", "dave"]))));
     assert!(!ran(&mail(&bench, json!(["frank", "dave"]))));
-    assert!(ran(&mail(&bench, json!("frank"))), "the refused list took no slot for frank");
+    assert!(
+        ran(&mail(&bench, json!("frank"))),
+        "the refused list took no slot for frank"
+    );
     for event in bench.audit.events() {
         let text = format!("{event:?}");
-        assert!(!text.to_lowercase().contains("bob") && !text.contains("frank"), "{text}");
+        assert!(
+            !text.to_lowercase().contains("bob") && !text.contains("frank"),
+            "{text}"
+        );
     }
 }
 
@@ -246,9 +262,14 @@ fn more_keys_than_can_be_counted_deny_the_call_without_counting() {
         r#"{"id": "per-recipient", "tool": "send_email", "max": 1000, "per": "hour", "over": "deny",
             "key": {"pointer": "/to"}, "reason": "bounded"}"#,
     ));
-    let many: Vec<String> = (0..=limits::MAX_KEYS_PER_CALL).map(|i| format!("r{i}")).collect();
+    let many: Vec<String> = (0..=limits::MAX_KEYS_PER_CALL)
+        .map(|i| format!("r{i}"))
+        .collect();
     let reason = denial(&mail(&bench, json!(many)));
-    assert!(reason.contains("more than 64 distinct keys at /to"), "{reason}");
+    assert!(
+        reason.contains("more than 64 distinct keys at /to"),
+        "{reason}"
+    );
     assert!(!reason.contains("r0"), "{reason}");
     let exactly: Vec<String> = many[..limits::MAX_KEYS_PER_CALL].to_vec();
     assert!(ran(&mail(&bench, json!(exactly))));
@@ -262,18 +283,28 @@ fn a_group_shares_one_count_and_covers_tools_registered_later() {
     assert!(ran(&call(&bench, "deploy__web", json!({}))));
     assert!(ran(&call(&bench, "deploy__db", json!({}))));
     assert!(!ran(&call(&bench, "deploy__web", json!({}))));
-    assert!(ran(&call(&bench, "read_file", json!({}))), "other tools are not counted");
+    assert!(
+        ran(&call(&bench, "read_file", json!({}))),
+        "other tools are not counted"
+    );
     // A tool added later that matches the pattern shares the group's count.
     let runs = Arc::clone(&bench.runs);
     let mut tools: Vec<ToolDefinition> = ["send_email", "deploy__web", "deploy__db", "read_file"]
         .into_iter()
         .map(|name| {
-            let schema = if name == "send_email" { mail_schema() } else { json!({"type": "object", "properties": {"path": {"type": "string"}}}) };
+            let schema = if name == "send_email" {
+                mail_schema()
+            } else {
+                json!({"type": "object", "properties": {"path": {"type": "string"}}})
+            };
             counted(name, schema, &runs)
         })
         .collect();
     tools.push(counted("deploy__cache", json!({"type": "object"}), &runs));
-    bench.controller.replace_registry(ToolRegistry::new(tools).unwrap()).unwrap();
+    bench
+        .controller
+        .replace_registry(ToolRegistry::new(tools).unwrap())
+        .unwrap();
     let reason = denial(&call(&bench, "deploy__cache", json!({})));
     assert!(reason.contains("deploys"), "{reason}");
 }
@@ -315,7 +346,9 @@ mod policy_future {
     pub type Decided =
         std::pin::Pin<Box<dyn std::future::Future<Output = PolicyDecision> + Send + 'static>>;
     pub fn deny() -> Decided {
-        Box::pin(std::future::ready(PolicyDecision::deny(Reason::from_static("async says no"))))
+        Box::pin(std::future::ready(PolicyDecision::deny(
+            Reason::from_static("async says no"),
+        )))
     }
 }
 
@@ -338,7 +371,11 @@ fn layers_apply_every_layers_limits_all_or_none() {
         &registry,
     )
     .unwrap();
-    let layers = Layers::new().layer("org", org).unwrap().layer("project", project).unwrap();
+    let layers = Layers::new()
+        .layer("org", org)
+        .unwrap()
+        .layer("project", project)
+        .unwrap();
     let audit = Arc::new(MemoryAuditSink::new());
     let controller = ToolController::try_new(registry, layers)
         .unwrap()
@@ -357,7 +394,12 @@ fn layers_apply_every_layers_limits_all_or_none() {
         .events()
         .into_iter()
         .filter(|event| event.action == Some(PolicyAction::Deny))
-        .map(|event| (event.rule_id.as_deref().map(str::to_owned), event.layer.as_deref().map(str::to_owned)))
+        .map(|event| {
+            (
+                event.rule_id.as_deref().map(str::to_owned),
+                event.layer.as_deref().map(str::to_owned),
+            )
+        })
         .collect();
     assert_eq!(
         denied,
@@ -384,7 +426,10 @@ fn full_counters_and_failing_stores_deny_the_call() {
     assert!(ran(&mail(&full, json!("a"))));
     assert!(ran(&mail(&full, json!("b"))));
     let reason = denial(&mail(&full, json!("c")));
-    assert!(reason.contains("could not be counted") && reason.contains("full"), "{reason}");
+    assert!(
+        reason.contains("could not be counted") && reason.contains("full"),
+        "{reason}"
+    );
 
     #[derive(Debug)]
     struct Broken;
@@ -407,7 +452,8 @@ fn full_counters_and_failing_stores_deny_the_call() {
 
 #[test]
 fn limits_are_checked_at_load_with_their_places() {
-    let registry = ToolRegistry::new([counted("send_email", mail_schema(), &Arc::default())]).unwrap();
+    let registry =
+        ToolRegistry::new([counted("send_email", mail_schema(), &Arc::default())]).unwrap();
     let load = |limits: &str| {
         RulePolicy::from_json(
             &format!(
@@ -423,14 +469,35 @@ fn limits_are_checked_at_load_with_their_places() {
     };
     assert!(load(&base("")).is_ok());
     let bad = [
-        (base("").replace(r#""max": 1"#, r#""max": 0"#), "max must be 1 to"),
-        (base("").replace(r#""max": 1"#, r#""max": 100001"#), "max must be 1 to"),
-        (base("").replace(r#""over": "deny""#, r#""over": "allow""#), "over must be deny or ask"),
-        (base("").replace(r#""reason": "r""#, r#""reason": " ""#), "reason is empty"),
-        (base("").replace(r#""id": "cap""#, r#""id": "mail""#), "repeats"),
+        (
+            base("").replace(r#""max": 1"#, r#""max": 0"#),
+            "max must be 1 to",
+        ),
+        (
+            base("").replace(r#""max": 1"#, r#""max": 100001"#),
+            "max must be 1 to",
+        ),
+        (
+            base("").replace(r#""over": "deny""#, r#""over": "allow""#),
+            "over must be deny or ask",
+        ),
+        (
+            base("").replace(r#""reason": "r""#, r#""reason": " ""#),
+            "reason is empty",
+        ),
+        (
+            base("").replace(r#""id": "cap""#, r#""id": "mail""#),
+            "repeats",
+        ),
         (format!("{},{}", base(""), base("")), "repeats"),
-        (base("").replace("send_email", "send_mail"), "matches no tool"),
-        (base("").replace("send_email", "nothing__*"), "matches no tool"),
+        (
+            base("").replace("send_email", "send_mail"),
+            "matches no tool",
+        ),
+        (
+            base("").replace("send_email", "nothing__*"),
+            "matches no tool",
+        ),
         (base(r#", "key": {"pointer": "/cc"}"#), "names no field"),
         (base(r#", "key": {"pointer": "to"}"#), "must start with '/'"),
         (base(r#", "key": {"pointer": "/to~2"}"#), "'~' not followed"),
@@ -439,7 +506,9 @@ fn limits_are_checked_at_load_with_their_places() {
     for (limit, message) in bad {
         match load(&limit) {
             Err(PolicyLoadError::Invalid { problems }) => assert!(
-                problems.iter().any(|p| p.place.starts_with("limits[") && p.message.contains(message)),
+                problems
+                    .iter()
+                    .any(|p| p.place.starts_with("limits[") && p.message.contains(message)),
                 "{limit}: {problems:?}"
             ),
             other => panic!("{limit}: {other:?}"),
@@ -450,18 +519,25 @@ fn limits_are_checked_at_load_with_their_places() {
         base("").replace(r#""per": "minute""#, r#""per": "week""#),
         base(r#", "key": {"pointer": "/to", "fold": true}"#),
     ] {
-        assert!(matches!(load(&unknown), Err(PolicyLoadError::Syntax { .. })), "{unknown}");
+        assert!(
+            matches!(load(&unknown), Err(PolicyLoadError::Syntax { .. })),
+            "{unknown}"
+        );
     }
 }
 
 #[test]
 fn the_policy_digest_covers_its_limits_but_not_their_order() {
-    let registry = ToolRegistry::new([counted("send_email", mail_schema(), &Arc::default())]).unwrap();
+    let registry =
+        ToolRegistry::new([counted("send_email", mail_schema(), &Arc::default())]).unwrap();
     let digest = |limits: &str| {
-        RulePolicy::from_json(&format!(r#"{{"rules": [], "limits": [{limits}]}}"#), &registry)
-            .unwrap()
-            .digest()
-            .to_owned()
+        RulePolicy::from_json(
+            &format!(r#"{{"rules": [], "limits": [{limits}]}}"#),
+            &registry,
+        )
+        .unwrap()
+        .digest()
+        .to_owned()
     };
     let a = r#"{"id": "a", "tool": "send_email", "max": 1, "per": "minute", "over": "deny", "reason": "r"}"#;
     let b = r#"{"id": "b", "tool": "send_email", "max": 9, "per": "hour", "over": "ask", "reason": "r"}"#;

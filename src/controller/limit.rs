@@ -62,7 +62,9 @@ impl ToolController {
                     Reason::new(format!(
                         "denied: the call could not be counted against its rate limits ({error})"
                     ))
-                    .unwrap_or(Reason::from_static("denied: rate limits could not be counted")),
+                    .unwrap_or(Reason::from_static(
+                        "denied: rate limits could not be counted",
+                    )),
                 )
             },
         }

@@ -21,8 +21,8 @@ use crate::approvals::{
 };
 use crate::audit::{AuditKind, AuditSink, AuditSubject};
 use crate::clock::{Clock, SystemClock};
-use crate::limits::{MemoryRateCounters, RateCounters};
 use crate::contract::{ToolCall, ToolResult};
+use crate::limits::{MemoryRateCounters, RateCounters};
 use crate::policy::{AsyncCheck, AsyncPolicy, Policy, PolicyMismatch};
 use crate::registry::ToolRegistry;
 use crate::runtime::ToolRuntime;

@@ -55,8 +55,8 @@ pub use postgres::PostgresRateCounters;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteRateCounters;
 
-pub use crate::policy::RateSlot;
 use crate::policy::PolicyAction;
+pub use crate::policy::RateSlot;
 
 /// The most distinct keys one call may count under one limit (a list of recipients); a call with
 /// more is denied rather than counted partly.

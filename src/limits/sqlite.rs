@@ -141,7 +141,9 @@ impl RateCounters for SqliteRateCounters {
             }
         }
         for (take, bucket) in takes.iter().zip(&buckets) {
-            let expires = take.window_ms.map(|window| as_sql(now_ms.saturating_add(window)));
+            let expires = take
+                .window_ms
+                .map(|window| as_sql(now_ms.saturating_add(window)));
             transaction
                 .execute(
                     "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms) VALUES (?1, ?2, ?3)",

@@ -26,7 +26,6 @@ pub struct RateSlot {
     pub layer: Option<Arc<str>>,
 }
 
-
 impl RateSlot {
     /// A counter named `limit_id` (which is also its bucket), holding `max` calls per
     /// `window_ms` (`None`: for the session), then `over` with `reason`.

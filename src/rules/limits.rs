@@ -79,7 +79,10 @@ impl RateLimits {
                     .unwrap_or_default()
             };
             if tools.is_empty() {
-                problem(format!("tool {:?} matches no tool in the registry", config.tool));
+                problem(format!(
+                    "tool {:?} matches no tool in the registry",
+                    config.tool
+                ));
             }
             let key = config.key.as_ref().map(|key| {
                 if let Err(message) = check_key_pointer(&key.pointer) {
@@ -87,7 +90,8 @@ impl RateLimits {
                 }
                 for name in &tools {
                     let schema = registry.resolve(name).map(|tool| &tool.spec().input_schema);
-                    let declared = schema.map(|schema| schema_pointer::lookup(schema, &key.pointer));
+                    let declared =
+                        schema.map(|schema| schema_pointer::lookup(schema, &key.pointer));
                     if declared != Some(SchemaLookup::Declared) {
                         problem(format!(
                             "key {:?} names no field of tool {name:?}'s schema",
@@ -101,7 +105,11 @@ impl RateLimits {
                     .skip(1)
                     .map(super::condition::unescape_token)
                     .collect();
-                (key.pointer.clone().into_boxed_str(), tokens, key.case_insensitive)
+                (
+                    key.pointer.clone().into_boxed_str(),
+                    tokens,
+                    key.case_insensitive,
+                )
             });
             if let Ok(reason) = reason {
                 limits.push(Limit {
@@ -175,7 +183,9 @@ impl Limit {
 /// says, and pick no `-` element (a list is counted per element already).
 fn check_key_pointer(pointer: &str) -> Result<(), String> {
     if !pointer.starts_with('/') {
-        return Err(format!("key {pointer:?} must start with '/' and name a field"));
+        return Err(format!(
+            "key {pointer:?} must start with '/' and name a field"
+        ));
     }
     let mut chars = pointer.chars();
     while let Some(c) = chars.next() {

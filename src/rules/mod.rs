@@ -469,7 +469,10 @@ impl Policy for RulePolicy {
     /// apply a silently weaker policy.
     /// The limits covering the call's tool (by exact name or pattern), one counter per distinct
     /// key for a keyed limit.
-    fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<crate::policy::RateSlot>, PolicyDecision> {
+    fn rate_slots(
+        &self,
+        call: &PreparedToolCall,
+    ) -> Result<Vec<crate::policy::RateSlot>, PolicyDecision> {
         self.limits.slots(call.tool_name(), call.arguments())
     }
 

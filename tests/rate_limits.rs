@@ -566,3 +566,57 @@ fn threads_racing_for_the_last_slots_never_exceed_the_cap() {
     assert_eq!(allowed, 25);
     assert_eq!(bench.runs.load(Ordering::SeqCst), 25);
 }
+
+#[test]
+fn a_replaced_policy_counts_past_calls_by_its_own_window() {
+    let minute = policy(
+        r#"{"id": "cap", "tool": "read_file", "max": 1, "per": "minute", "over": "deny", "reason": "one"}"#,
+    );
+    let bench = bench(&minute);
+    assert!(ran(&call(&bench, "read_file", json!({}))));
+    bench.clock.advance(Duration::from_secs(30));
+    bench
+        .controller
+        .try_replace_policy(|registry| {
+            RulePolicy::from_json(&minute.replace("minute", "hour"), registry)
+        })
+        .unwrap();
+    // 90 s after the first call: past a minute, within the hour the policy now says.
+    bench.clock.advance(Duration::from_secs(60));
+    assert!(!ran(&call(&bench, "read_file", json!({}))));
+}
+
+#[test]
+fn keys_that_mean_the_same_number_or_text_share_a_count() {
+    let registry = ToolRegistry::new([counted(
+        "transfer",
+        json!({"type": "object", "properties": {"account": {}}}),
+        &Arc::default(),
+    )])
+    .unwrap();
+    let policy = RulePolicy::from_json(
+        r#"{"rules": [{"id": "t", "tool": "transfer", "action": "allow", "reason": "r"}],
+            "limits": [{"id": "per-account", "tool": "transfer", "max": 1, "per": "day", "over": "deny",
+                        "key": {"pointer": "/account"}, "reason": "one transfer a day per account"}]}"#,
+        &registry,
+    )
+    .unwrap();
+    let controller = ToolController::try_new(registry, policy)
+        .unwrap()
+        .with_clock(ManualClock::new(T0));
+    let runs = |arguments: &str| {
+        let arguments: Value = serde_json::from_str(arguments).unwrap();
+        ran(&controller.handle(ToolCall::new("c", "transfer", arguments)))
+    };
+    assert!(runs(r#"{"account": 42}"#));
+    assert!(!runs(r#"{"account": 42.0}"#));
+    assert!(!runs(r#"{"account": 4.2e1}"#));
+    assert!(!runs(r#"{"account": [42, 42.0]}"#));
+    assert!(runs(r#"{"account": "42"}"#), "text is not the number");
+    assert!(!runs(r#"{"account": "\u0034\u0032"}"#));
+    assert!(runs(r#"{"account": {"b": 1, "a": 2}}"#));
+    assert!(
+        !runs(r#"{"account": {"a": 2, "b": 1}}"#),
+        "key order is not a new key"
+    );
+}

@@ -89,6 +89,9 @@ impl RateCounters for MemoryRateCounters {
         for (index, take) in takes.iter().enumerate() {
             let count = match counters.get_mut(take.bucket) {
                 Some(counter) => {
+                    // The window in force now: a policy replaced with another window for the
+                    // same limit id counts by the new one.
+                    counter.window_ms = take.window_ms;
                     *held -= counter.expire(now_ms);
                     counter.times.len()
                 }

@@ -147,10 +147,14 @@ impl RateCounters for PostgresRateCounters {
                 if !take.enforce {
                     continue;
                 }
+                // Counted by the window in force now (a replaced policy may have changed it); a
+                // time's own expiry only decides when it is deleted.
+                let since = take.window_ms.map(|window| as_sql(now_ms.saturating_sub(window)));
                 let count: i64 = transaction
                     .query_one(
-                        "SELECT COUNT(*) FROM toolgate_rate_events WHERE bucket = $1",
-                        &[bucket],
+                        "SELECT COUNT(*) FROM toolgate_rate_events
+                         WHERE bucket = $1 AND ($2::BIGINT IS NULL OR at_ms > $2)",
+                        &[bucket, &since],
                     )?
                     .get(0);
                 if count >= i64::from(take.max) {

@@ -128,10 +128,16 @@ impl RateCounters for SqliteRateCounters {
             if !take.enforce {
                 continue;
             }
+            // Counted by the window in force now (a replaced policy may have changed it); a
+            // time's own expiry only decides when it is deleted.
+            let since = take
+                .window_ms
+                .map(|window| as_sql(now_ms.saturating_sub(window)));
             let count: i64 = transaction
                 .query_row(
-                    "SELECT COUNT(*) FROM toolgate_rate_events WHERE bucket = ?1",
-                    [bucket],
+                    "SELECT COUNT(*) FROM toolgate_rate_events
+                     WHERE bucket = ?1 AND (?2 IS NULL OR at_ms > ?2)",
+                    params![bucket, since],
                     |row| row.get(0),
                 )
                 .map_err(CounterError::store)?;

@@ -221,16 +221,19 @@ fn keys_at(arguments: &Value, tokens: &[String], fold_case: bool) -> BTreeSet<St
     if elements.is_empty() {
         return BTreeSet::from(["none".to_owned()]);
     }
-    elements
-        .into_iter()
-        .map(|element| {
-            let text = match (element, fold_case) {
-                (Value::String(text), true) => canonical_json(&Value::String(fold(text))),
-                _ => canonical_json(element),
-            };
-            hex_digest(&Sha256::digest(text.as_bytes()))
-        })
-        .collect()
+    let mut keys = BTreeSet::new();
+    for element in elements {
+        let text = match (element, fold_case) {
+            (Value::String(text), true) => canonical_json(&Value::String(fold(text))),
+            _ => canonical_json(element),
+        };
+        keys.insert(hex_digest(&Sha256::digest(text.as_bytes())));
+        // One past the most that can be counted is enough to refuse the call; stop hashing.
+        if keys.len() > MAX_KEYS_PER_CALL {
+            break;
+        }
+    }
+    keys
 }
 
 /// Text folded for comparison ignoring case: Unicode lowercase (`str::to_lowercase`). No

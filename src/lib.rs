@@ -45,7 +45,8 @@
 //! The crate root holds the pipeline and what every user touches. Subsystems are modules:
 //! [`approvals`] (pending approvals, stores, the ledger), [`audit`] (events, sinks, the hash-chained
 //! file and its verification), [`rules`] (the argument-aware rule language), [`definition`]
-//! (handlers and the limits on schemas, arguments and output), [`providers`] (wire formats),
+//! (handlers and the limits on schemas, arguments and output), [`limits`] (rate limits and
+//! their counters), [`clock`] (the time expiry and windows read), [`providers`] (wire formats),
 //! `workspace` (file tools confined to a directory, feature `cap-std`) and `mcp` (feature `mcp`).
 //! Policies compose at the root: [`Layers`] (a stack where no lower layer loosens a higher one)
 //! and [`Shadow`] (a candidate policy tried beside the enforced one).
@@ -59,8 +60,8 @@
 //! |---|---|
 //! | `cap-std` | `workspace::workspace_tools`: `read_file`, `list_dir`, `write_file` confined to a directory, refusing links and special files (Unix) |
 //! | `schemars` | [`ToolDefinition::typed`]: tools over a Rust argument type, the schema generated, arguments normalized so the policy sees what the handler gets |
-//! | `sqlite` | [`approvals::SqliteApprovalStore`]: a durable approval ledger in a bundled SQLite |
-//! | `postgres` | `approvals::PostgresApprovalStore` and `audit::PostgresAuditSink`: approvals consumed once and one audit chain across several servers |
+//! | `sqlite` | [`approvals::SqliteApprovalStore`]: a durable approval ledger in a bundled SQLite; `limits::SqliteRateCounters`: rate limits shared through that file |
+//! | `postgres` | `approvals::PostgresApprovalStore`, `audit::PostgresAuditSink` and `limits::PostgresRateCounters`: approvals consumed once, one audit chain and shared rate limits across several servers |
 //! | `mcp` | `mcp::McpServer` (a controller served over MCP through `rmcp`), the `toolgate-mcp-gateway` binary, approvals over the protocol |
 //! | `tracing` | spans for `handle` and `resolve` (ids and names, never argument values) and [`audit::TracingAuditSink`] |
 //!

@@ -32,28 +32,46 @@ struct State {
 
 #[derive(Debug)]
 struct Counter {
-    window_ms: Option<u64>,
-    // Oldest first.
+    // How long times are kept: the longest window any take of this counter has named (`u64::MAX`
+    // for a session), so a policy replaced with a longer window still sees the calls of the
+    // shorter one's.
+    keep_ms: u64,
+    // Ascending: a time earlier than the last (a clock stepped back) is kept as the last, which
+    // only makes it count longer.
     times: VecDeque<u64>,
 }
 
+/// A window as a length; a session's never ends.
+fn length(window_ms: Option<u64>) -> u64 {
+    window_ms.unwrap_or(u64::MAX)
+}
+
 impl Counter {
-    /// Drops the times whose window has passed at `now_ms`; returns how many.
+    /// Drops the times older than every window this counter has been taken with; returns how many.
     fn expire(&mut self, now_ms: u64) -> usize {
-        let Some(window) = self.window_ms else {
-            return 0;
-        };
         let before = self.times.len();
-        // A time `t` counts while `now - t < window`. A time after `now` (a clock stepped back)
-        // still counts; only the oldest can have passed, so popping from the front suffices.
         while self
             .times
             .front()
-            .is_some_and(|&time| now_ms.saturating_sub(time) >= window)
+            .is_some_and(|&time| now_ms.saturating_sub(time) >= self.keep_ms)
         {
             self.times.pop_front();
         }
         before - self.times.len()
+    }
+
+    /// The times within `window_ms` before `now_ms`: `t` counts while `now - t < window`.
+    fn count(&self, window_ms: Option<u64>, now_ms: u64) -> usize {
+        let window = length(window_ms);
+        let passed = self
+            .times
+            .partition_point(|&time| now_ms.saturating_sub(time) >= window);
+        self.times.len() - passed
+    }
+
+    fn push(&mut self, now_ms: u64) {
+        let time = self.times.back().map_or(now_ms, |&last| last.max(now_ms));
+        self.times.push_back(time);
     }
 }
 
@@ -89,11 +107,15 @@ impl RateCounters for MemoryRateCounters {
         for (index, take) in takes.iter().enumerate() {
             let count = match counters.get_mut(take.bucket) {
                 Some(counter) => {
-                    // The window in force now: a policy replaced with another window for the
-                    // same limit id counts by the new one.
-                    counter.window_ms = take.window_ms;
+                    // Counted by the window in force now; kept for the longest one seen.
+                    counter.keep_ms = counter.keep_ms.max(length(take.window_ms));
                     *held -= counter.expire(now_ms);
-                    counter.times.len()
+                    let count = counter.count(take.window_ms, now_ms);
+                    if counter.times.is_empty() {
+                        // An empty counter costs memory the capacity does not count.
+                        counters.remove(take.bucket);
+                    }
+                    count
                 }
                 None => 0,
             };
@@ -117,10 +139,10 @@ impl RateCounters for MemoryRateCounters {
             let counter = counters
                 .entry(take.bucket.to_owned())
                 .or_insert_with(|| Counter {
-                    window_ms: take.window_ms,
+                    keep_ms: length(take.window_ms),
                     times: VecDeque::new(),
                 });
-            counter.times.push_back(now_ms);
+            counter.push(now_ms);
             *held += 1;
         }
         Ok(Taken::All)

@@ -32,8 +32,8 @@
 //! - **Fail closed.** A key that cannot be read, a call with more than [`MAX_KEYS_PER_CALL`]
 //!   keys, full counters or a counter store that fails all deny the call.
 //! - **Bounded.** [`MemoryRateCounters`] holds at most its capacity in call times and refuses
-//!   (denies) rather than forgets; the SQLite and PostgreSQL counters delete times once their
-//!   window has passed.
+//!   (denies) rather than forgets; the SQLite and PostgreSQL counters delete times a day (the
+//!   longest window) after they were taken.
 //!
 //! Times come from the controller's [`Clock`](crate::clock::Clock), so tests move time with a
 //! [`ManualClock`](crate::clock::ManualClock).
@@ -61,6 +61,10 @@ pub use crate::policy::RateSlot;
 /// The most distinct keys one call may count under one limit (a list of recipients); a call with
 /// more is denied rather than counted partly.
 pub const MAX_KEYS_PER_CALL: usize = 64;
+
+/// The longest window ([`Per::Day`]): durable counters keep every call time this long, so a policy
+/// replaced with a longer window still sees the calls counted under a shorter one.
+pub(crate) const LONGEST_WINDOW_MS: u64 = 86_400_000;
 
 /// The largest `max` a limit may have.
 pub const MAX_CALLS_PER_LIMIT: u32 = 100_000;

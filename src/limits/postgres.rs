@@ -20,8 +20,8 @@ use super::{CounterError, RateCounters, Take, Taken};
 /// - Windows are judged by the controllers' clocks (see [`Clock`](crate::clock::Clock)), not the
 ///   database server's: servers sharing counters should keep their clocks in step (NTP); a skew
 ///   of `s` milliseconds moves a window's edge by at most `s`.
-/// - Call times are deleted once their window has passed; `"per": "session"` times stay until
-///   [`forget_session`](Self::forget_session).
+/// - Call times are deleted a day after they were taken (the longest window); `"per": "session"`
+///   times stay until [`forget_session`](Self::forget_session).
 pub struct PostgresRateCounters {
     config: Config,
     client: Mutex<Option<Client>>,
@@ -163,7 +163,10 @@ impl RateCounters for PostgresRateCounters {
                 }
             }
             for (take, bucket) in takes.iter().zip(&buckets) {
-                let expires = take.window_ms.map(|window| as_sql(now_ms.saturating_add(window)));
+                // Kept for the longest window, whatever this one: see `LONGEST_WINDOW_MS`.
+            let expires = take
+                .window_ms
+                .map(|_| as_sql(now_ms.saturating_add(super::LONGEST_WINDOW_MS)));
                 transaction.execute(
                     "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms) VALUES ($1, $2, $3)",
                     &[bucket, &now, &expires],

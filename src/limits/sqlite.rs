@@ -16,8 +16,9 @@ use super::{CounterError, RateCounters, Take, Taken};
 /// - A take runs in one `IMMEDIATE` transaction: counting and recording are one step for every
 ///   process sharing the file, so two processes under a cap of `n` authorize `n` calls between
 ///   them, not `2n`; and a refused call records nothing.
-/// - Call times are deleted once their window has passed (on every take, by an index on the
-///   expiry time); `"per": "session"` times stay until [`forget_session`](Self::forget_session).
+/// - Call times are deleted a day after they were taken (the longest window; on every take, by
+///   an index on the expiry time); `"per": "session"` times stay until
+///   [`forget_session`](Self::forget_session).
 /// - Counters of different sessions never mix.
 ///
 /// # Examples
@@ -147,9 +148,10 @@ impl RateCounters for SqliteRateCounters {
             }
         }
         for (take, bucket) in takes.iter().zip(&buckets) {
+            // Kept for the longest window, whatever this one: see `LONGEST_WINDOW_MS`.
             let expires = take
                 .window_ms
-                .map(|window| as_sql(now_ms.saturating_add(window)));
+                .map(|_| as_sql(now_ms.saturating_add(super::LONGEST_WINDOW_MS)));
             transaction
                 .execute(
                     "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms) VALUES (?1, ?2, ?3)",

@@ -152,7 +152,10 @@ impl Policy for Layers {
     fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<super::RateSlot>, PolicyDecision> {
         let mut slots = Vec::new();
         for (name, policy) in &self.layers {
+            // Each layer counts in its own counters: two layers may use one limit id with
+            // different windows and caps, and each must hold.
             let named = |slot: super::RateSlot| super::RateSlot {
+                bucket: format!("{}:{name}/{}", name.len(), slot.bucket),
                 layer: Some(Arc::clone(name)),
                 ..slot
             };

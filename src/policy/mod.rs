@@ -111,9 +111,11 @@ impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
     }
 }
 
-/// A closure decides; it cannot say whether it fits a registry, so it accepts every one. A closure
-/// that wraps a [`RulePolicy`](crate::RulePolicy) loses that check: share the policy through an
-/// `Arc` (which forwards it) instead of calling it from a closure.
+/// A closure decides; it cannot say whether it fits a registry, so it accepts every one, and it
+/// names no rate limits. A closure that wraps a [`RulePolicy`](crate::RulePolicy) loses both its
+/// registry check and its [`limits`](crate::limits): share the policy through an `Arc` (which
+/// forwards everything), or stack it in [`Layers`](crate::Layers), instead of calling it from a
+/// closure.
 impl<F> Policy for F
 where
     F: Fn(&PreparedToolCall) -> PolicyDecision + Send + Sync,

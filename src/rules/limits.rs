@@ -213,19 +213,19 @@ fn keys_at(arguments: &Value, tokens: &[String], fold_case: bool) -> BTreeSet<St
             _ => None,
         });
     }
-    let elements: Vec<&Value> = match value {
-        Some(Value::Array(items)) => items.iter().collect(),
-        Some(value) => vec![value],
-        None => Vec::new(),
-    };
+    let mut elements = Vec::new();
+    if let Some(value) = value {
+        leaves(value, &mut elements);
+    }
     if elements.is_empty() {
         return BTreeSet::from(["none".to_owned()]);
     }
     let mut keys = BTreeSet::new();
     for element in elements {
-        let text = match (element, fold_case) {
-            (Value::String(text), true) => canonical_json(&Value::String(fold(text))),
-            _ => canonical_json(element),
+        let text = if fold_case {
+            canonical_json(&folded(element))
+        } else {
+            canonical_json(element)
         };
         keys.insert(hex_digest(&Sha256::digest(text.as_bytes())));
         // One past the most that can be counted is enough to refuse the call; stop hashing.
@@ -236,8 +236,34 @@ fn keys_at(arguments: &Value, tokens: &[String], fold_case: bool) -> BTreeSet<St
     keys
 }
 
-/// Text folded for comparison ignoring case: Unicode lowercase (`str::to_lowercase`). No
-/// normalization form is applied: composed and decomposed spellings of one letter count apart.
+/// The keys in `value`: a list counts by its elements, nested lists by theirs (`[["bob"]]` is
+/// `bob`, so nesting is no way to a fresh count); `null` is no key (as a missing value).
+fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|item| leaves(item, out)),
+        Value::Null => {}
+        other => out.push(other),
+    }
+}
+
+/// `value` with every text in it folded, object keys included.
+fn folded(value: &Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(fold(text)),
+        Value::Array(items) => Value::Array(items.iter().map(folded).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| (fold(key), folded(value)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Text folded for comparison ignoring case: upper-cased, then lower-cased, which maps every
+/// letter with case variants to one form (`ς`, `σ` and `Σ`; `ſ`, `s` and `S`; `ß` and `ss`; the
+/// Kelvin sign and `k`) as full case folding does for the letters models write. No normalization
+/// form is applied: composed and decomposed spellings of one letter count apart.
 fn fold(text: &str) -> String {
-    text.to_lowercase()
+    text.to_uppercase().to_lowercase()
 }

@@ -193,3 +193,57 @@ fn postgres_servers_share_their_limits_across_processes_threads_and_sessions() {
     let again = controller(PostgresRateCounters::connect(&url, "shared").unwrap());
     assert_eq!(allowed(&again, 1), 0);
 }
+
+/// A policy replaced with a longer window still sees the calls counted under the shorter one, in
+/// both durable stores (they keep every time for the longest window, a day).
+#[test]
+fn durable_counters_count_past_calls_by_a_replaced_policys_longer_window() {
+    let scratch = Scratch::new("window");
+    let mut stores: Vec<Box<dyn Fn(&str) -> Arc<dyn RateCounters>>> = Vec::new();
+    let file = scratch.file();
+    stores.push(Box::new(move |session| {
+        Arc::new(SqliteRateCounters::open(&file, session).unwrap())
+    }));
+    let db = postgres_support::server_url().map(|base| postgres_support::Db::new(&base, "window"));
+    if let Some(db) = &db {
+        let url = db.url("window");
+        stores.push(Box::new(move |session| {
+            Arc::new(PostgresRateCounters::connect(&url, session).unwrap())
+        }));
+    }
+    for open in &stores {
+        let registry = ToolRegistry::new([counted(
+            "read_file",
+            json!({"type": "object"}),
+            &Arc::new(AtomicUsize::new(0)),
+        )])
+        .unwrap();
+        let text = |per: &str| {
+            format!(
+                r#"{{"rules": [{{"id": "read", "tool": "read_file", "action": "allow", "reason": "r"}}],
+                    "limits": [{{"id": "cap", "tool": "read_file", "max": 1, "per": "{per}", "over": "deny", "reason": "one"}}]}}"#
+            )
+        };
+        let clock = ManualClock::new(T0);
+        let policy = RulePolicy::from_json(&text("minute"), &registry).unwrap();
+        let controller = ToolController::try_new(registry, policy)
+            .unwrap()
+            .with_clock(clock.clone())
+            .with_rate_counters(open("window"));
+        let runs = || {
+            let outcome = controller.handle(ToolCall::new("c", "read_file", json!({})));
+            matches!(outcome, Outcome::Completed(result) if !result.is_error)
+        };
+        assert!(runs());
+        clock.advance(std::time::Duration::from_secs(70));
+        controller
+            .try_replace_policy(|registry| RulePolicy::from_json(&text("hour"), registry))
+            .unwrap();
+        assert!(
+            !runs(),
+            "70 s after the first call, within the hour now in force"
+        );
+        clock.advance(std::time::Duration::from_secs(3_600));
+        assert!(runs());
+    }
+}

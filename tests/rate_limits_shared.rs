@@ -194,12 +194,15 @@ fn postgres_servers_share_their_limits_across_processes_threads_and_sessions() {
     assert_eq!(allowed(&again, 1), 0);
 }
 
+/// Opens a store's counters for a session.
+type OpenCounters = Box<dyn Fn(&str) -> Arc<dyn RateCounters>>;
+
 /// A policy replaced with a longer window still sees the calls counted under the shorter one, in
 /// both durable stores (they keep every time for the longest window, a day).
 #[test]
 fn durable_counters_count_past_calls_by_a_replaced_policys_longer_window() {
     let scratch = Scratch::new("window");
-    let mut stores: Vec<Box<dyn Fn(&str) -> Arc<dyn RateCounters>>> = Vec::new();
+    let mut stores: Vec<OpenCounters> = Vec::new();
     let file = scratch.file();
     stores.push(Box::new(move |session| {
         Arc::new(SqliteRateCounters::open(&file, session).unwrap())

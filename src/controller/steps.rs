@@ -217,16 +217,7 @@ impl ToolController {
             PolicyOutcome::NeedsApproval { prepared, decision } => {
                 let call_id = prepared.call_id().to_owned();
                 let recorded = self.record(&subject, |s| s.decision(&decision));
-                // The audit subject hashed the arguments already; unless preparing replaced
-                // them (a typed tool's normalized value), the approval digest reuses it.
-                let hashed = subject
-                    .as_ref()
-                    .filter(|_| !prepared.definition().normalizes())
-                    .map(AuditSubject::argument_hash);
-                let held = |()| {
-                    self.pending
-                        .request_hashed(prepared, decision.reason, hashed)
-                };
+                let held = |()| self.pending.request(prepared, decision.reason);
                 match recorded.map(held) {
                     Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
                     Ok(Ok(request)) => {
@@ -282,7 +273,6 @@ impl ToolController {
             }
             Answered::Approved(approval) => approval,
         };
-        let stored_hash = subject.as_ref().map(AuditSubject::argument_hash);
         let mut recorded = self.record(&subject, |s| s.event(AuditKind::ApprovalApproved));
         let mut subject = subject;
         if let (Ok(()), Some(edited), Some(_)) = (&recorded, approval.edited_arguments(), &subject)
@@ -301,25 +291,17 @@ impl ToolController {
             return Step::Done(unrecorded(call_id, &error));
         }
         let gate = self.gate();
-        // The subject hashed the stored arguments; the digest re-check reuses that hash (the
-        // edited subject, if any, is about other arguments).
         // The async check is asked again about the call as it will run (edited or not), where the
         // policy leaves it undecided; driven on this thread, within the one re-decision.
         let outcome = match &self.async_check {
-            None => Authorized::by_approval_hashed(
-                &gate.runtime,
-                gate.policy.as_ref(),
-                approval,
-                stored_hash,
-            ),
-            Some(check) => Authorized::by_approval_hashed(
+            None => Authorized::by_approval(&gate.runtime, gate.policy.as_ref(), approval),
+            Some(check) => Authorized::by_approval(
                 &gate.runtime,
                 &DrivenCheck {
                     policy: gate.policy.as_ref(),
                     check,
                 },
                 approval,
-                stored_hash,
             ),
         };
         match outcome {

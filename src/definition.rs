@@ -434,11 +434,20 @@ fn compile_schema(spec: &ToolSpec) -> Result<jsonschema::Validator, DefinitionEr
 pub(crate) fn exceeds_depth(value: &Value, limit: usize) -> bool {
     match value {
         Value::Array(items) => {
-            limit == 0 || items.iter().any(|item| exceeds_depth(item, limit - 1))
+            limit == 0 || items.iter().any(|item| nested_exceeds(item, limit - 1))
         }
-        Value::Object(map) => limit == 0 || map.values().any(|item| exceeds_depth(item, limit - 1)),
+        Value::Object(map) => {
+            limit == 0 || map.values().any(|item| nested_exceeds(item, limit - 1))
+        }
         _ => false,
     }
+}
+
+/// [`exceeds_depth`] for a member: a scalar is answered here, without a call (most arguments
+/// are flat objects of scalars).
+#[inline(always)]
+fn nested_exceeds(value: &Value, limit: usize) -> bool {
+    matches!(value, Value::Array(_) | Value::Object(_)) && exceeds_depth(value, limit)
 }
 
 /// Drops a value without recursion, so a value nested far deeper than the stack allows (one a

@@ -4,7 +4,6 @@ use std::fmt;
 use std::ops::Deref;
 
 use crate::approvals::Approval;
-use crate::canonical::ArgumentHash;
 use crate::contract::ToolResult;
 use crate::policy::{Policy, PolicyAction, PolicyDecision};
 use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
@@ -255,21 +254,13 @@ impl Authorized<PreparedToolCall> {
         policy: &P,
         approval: Approval,
     ) -> ApprovalOutcome {
-        Self::by_approval_hashed(runtime, policy, approval, None)
-    }
-
-    /// [`by_approval`](Self::by_approval), given the hash of the stored request's arguments when
-    /// the caller computed it from the same request (for its audit subject). The digest is
-    /// re-checked either way.
-    pub(crate) fn by_approval_hashed<P: Policy + ?Sized>(
-        runtime: &ToolRuntime,
-        policy: &P,
-        approval: Approval,
-        arguments: Option<ArgumentHash>,
-    ) -> ApprovalOutcome {
         let (request, edited_arguments) = approval.into_parts();
-        let matches = match arguments {
-            Some(arguments) => request.digest_matches_hash(&arguments),
+        let current = runtime.registry().resolve(&request.call.tool_name);
+        // The digest is recomputed from the stored request either way; a current definition with
+        // the recorded name and digest holds the hasher state after them, which is the state
+        // `digest_matches` would compute from the request's own strings.
+        let matches = match current.filter(|d| d.digest() == request.definition_digest) {
+            Some(definition) => request.digest_matches_from(definition.call_prefix()),
             None => request.digest_matches(),
         };
         if !matches {
@@ -278,7 +269,6 @@ impl Authorized<PreparedToolCall> {
                 staleness: Staleness::DigestMismatch,
             };
         }
-        let current = runtime.registry().resolve(&request.call.tool_name);
         if current.is_some_and(|definition| definition.digest() != request.definition_digest) {
             return ApprovalOutcome::Stale {
                 call_id: request.call.call_id,

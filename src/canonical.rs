@@ -6,6 +6,32 @@ use std::fmt::Write as _;
 use serde_json::{Number, Value};
 use sha2::{Digest as _, Sha256};
 
+mod stream;
+
+/// Where canonical JSON is written: a `String`, or a hasher's buffer ([`stream::HashSink`]).
+pub(crate) trait Out {
+    fn text(&mut self, text: &str);
+
+    /// One ASCII punctuation byte (`{`, `:`, …).
+    fn byte(&mut self, byte: u8);
+
+    /// ASCII decimal digits.
+    fn digits(&mut self, digits: &[u8]) {
+        // ASCII digits, so this never fails.
+        self.text(std::str::from_utf8(digits).unwrap_or_default());
+    }
+}
+
+impl Out for String {
+    fn text(&mut self, text: &str) {
+        self.push_str(text);
+    }
+
+    fn byte(&mut self, byte: u8) {
+        self.push(char::from(byte));
+    }
+}
+
 /// Writes `value` in canonical form: object keys sorted by their UTF-16 code units' byte order
 /// (plain byte order of UTF-8 here), no whitespace, and each number in one spelling — an integral
 /// value as a plain integer (`1.0`, `1e0` and `1` all become `1`), any other as the shortest
@@ -80,7 +106,7 @@ pub(crate) struct ArgumentHash([u8; 32]);
 impl ArgumentHash {
     /// Canonicalizes `value` and hashes it.
     pub(crate) fn of(value: &Value) -> Self {
-        Self(Sha256::digest(canonical_json(value).as_bytes()).into())
+        Self(hash_canonical(Sha256::new(), value))
     }
 
     /// `sha256:` and the hash in hex: the same text as [`digest`] of the value.
@@ -94,24 +120,56 @@ pub(crate) fn digest(value: &Value) -> String {
     ArgumentHash::of(value).text()
 }
 
-/// The digest an approval binds to: `sha256:` over the tool name, the definition's digest and
-/// the arguments' [`ArgumentHash`] (32 bytes), the first two each followed by a NUL byte (which
-/// neither can contain). Same meaning → same digest; any change of tool, definition or argument
-/// value → another (SHA-256 is collision resistant, so the argument hash stands for the
-/// arguments).
+/// The digest an approval binds to: `sha256:` over the tool name and the definition's digest, each
+/// followed by a NUL byte, then the arguments' canonical JSON. The definition's digest has a fixed
+/// form without NUL and canonical JSON escapes control characters, so the three parts are read
+/// back unambiguously: same meaning → same digest; any change of tool, definition or argument
+/// value → another (SHA-256 is collision resistant).
+///
+/// The arguments are hashed in the same pass as the prefix rather than hashed apart and their hash
+/// appended: with the prefix's first block kept (see [`call_prefix`]), a call whose canonical
+/// arguments fit the rest of a block costs one SHA-256 compression instead of two.
 pub(crate) fn call_digest(tool: &str, definition_digest: &str, arguments: &Value) -> String {
-    call_digest_of(tool, definition_digest, &ArgumentHash::of(arguments))
+    hex_digest(&call_hash(prefix_state(tool, definition_digest), arguments))
 }
 
-/// [`call_digest`] from the arguments' hash, computed once and shared with the audit subject.
-pub(crate) fn call_digest_of(
-    tool: &str,
-    definition_digest: &str,
-    arguments: &ArgumentHash,
-) -> String {
-    let mut hasher = prefix_state(tool, definition_digest);
-    hasher.update(arguments.0);
-    hex_digest(&hasher.finalize())
+/// The raw [`call_digest`], from the hasher after [`call_prefix`] of the call's tool and
+/// definition digest.
+pub(crate) fn call_hash(prefix: Sha256, arguments: &Value) -> [u8; 32] {
+    hash_canonical(prefix, arguments)
+}
+
+/// The hasher after absorbing `tool \0 definition_digest \0`: the part of a [`call_digest`] that is
+/// the same for every call of a tool. A definition keeps its own (`ToolDefinition::call_prefix`).
+pub(crate) fn call_prefix(tool: &str, definition_digest: &str) -> Sha256 {
+    let mut hasher = Sha256::new();
+    hasher.update(tool.as_bytes());
+    hasher.update([0]);
+    hasher.update(definition_digest.as_bytes());
+    hasher.update([0]);
+    hasher
+}
+
+/// Whether `text` is the digest text (`sha256:` and lowercase hex) of `hash`, without building it.
+pub(crate) fn digest_is(text: &str, hash: &[u8; 32]) -> bool {
+    let Some(hex) = text.as_bytes().strip_prefix(b"sha256:") else {
+        return false;
+    };
+    hex.len() == 64 && hex_pairs(hash) == *hex
+}
+
+/// `prefix` with `value`'s canonical JSON absorbed, finished.
+fn hash_canonical(prefix: Sha256, value: &Value) -> [u8; 32] {
+    let mut hasher = prefix.clone();
+    let mut sink = stream::HashSink::new(&mut hasher);
+    if stream::write(&mut sink, value, 0).is_ok() {
+        sink.finish();
+        return hasher.finalize().into();
+    }
+    // Too deep for the recursive walk, or a map to sort: the same bytes, built as text.
+    let mut hasher = prefix;
+    hasher.update(canonical_json(value).as_bytes());
+    hasher.finalize().into()
 }
 
 /// How many (tool, definition) hash prefixes one thread keeps.
@@ -124,10 +182,10 @@ thread_local! {
     static PREFIXES: RefCell<Vec<CachedPrefix>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The hasher after absorbing `tool \0 definition_digest \0`. That prefix is longer than one
-/// SHA-256 block (64 bytes) and the same for every call of a tool, so the state after it is kept
-/// per thread: a call digest then costs one compression instead of two. The state is a pure
-/// function of the two strings it is keyed by, so a cached one is the one that would be computed.
+/// [`call_prefix`], kept per thread for [`call_digest`] callers that have no definition at hand
+/// (`ApprovalRequest::digest_matches`). That prefix is longer than one SHA-256 block (64 bytes),
+/// so keeping it saves a compression. The state is a pure function of the two strings it is keyed
+/// by, so a cached one is the one that would be computed.
 fn prefix_state(tool: &str, definition_digest: &str) -> Sha256 {
     let cached = PREFIXES
         .try_with(|cache| {
@@ -142,11 +200,7 @@ fn prefix_state(tool: &str, definition_digest: &str) -> Sha256 {
     if let Some(state) = cached {
         return state;
     }
-    let mut hasher = Sha256::new();
-    hasher.update(tool.as_bytes());
-    hasher.update([0]);
-    hasher.update(definition_digest.as_bytes());
-    hasher.update([0]);
+    let hasher = call_prefix(tool, definition_digest);
     // Unavailable only while the thread is being torn down; then the state is just not kept.
     let _ = PREFIXES.try_with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -161,38 +215,45 @@ fn prefix_state(tool: &str, definition_digest: &str) -> Sha256 {
 /// `sha256:` and the hash in lowercase hex. (Formatting each byte with `write!` cost about 4,000
 /// instructions per digest, pushing each character about 750; pairs into a buffer cost about 200.)
 pub(crate) fn hex_digest(hash: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(7 + 2 * hash.len());
     text.push_str("sha256:");
     for chunk in hash.chunks(32) {
-        let mut pairs = [0_u8; 64];
-        for (pair, byte) in pairs.chunks_exact_mut(2).zip(chunk) {
-            pair[0] = HEX[usize::from(byte >> 4)];
-            pair[1] = HEX[usize::from(byte & 0x0f)];
-        }
+        let mut block = [0_u8; 32];
+        block[..chunk.len()].copy_from_slice(chunk);
+        let pairs = hex_pairs(&block);
         // ASCII throughout, so this never fails.
         text.push_str(std::str::from_utf8(&pairs[..2 * chunk.len()]).unwrap_or_default());
     }
     text
 }
 
-fn push_string(out: &mut String, text: &str) {
+/// Each byte of `hash` as two lowercase hex digits.
+fn hex_pairs(hash: &[u8; 32]) -> [u8; 64] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut pairs = [0_u8; 64];
+    for (pair, byte) in pairs.chunks_exact_mut(2).zip(hash) {
+        pair[0] = HEX[usize::from(byte >> 4)];
+        pair[1] = HEX[usize::from(byte & 0x0f)];
+    }
+    pairs
+}
+
+fn push_string(out: &mut impl Out, text: &str) {
     // What serde_json escapes: `"`, `\` and control characters below U+0020. Text without them is
     // written as is, the same bytes serde_json would write, without its allocation.
     if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.reserve(text.len() + 2);
-        out.push('"');
-        out.push_str(text);
-        out.push('"');
+        out.byte(b'"');
+        out.text(text);
+        out.byte(b'"');
         return;
     }
     // Serializing a &str cannot fail.
-    out.push_str(&serde_json::to_string(text).unwrap_or_default());
+    out.text(&serde_json::to_string(text).unwrap_or_default());
 }
 
 /// `integer` in decimal, as `{}` prints it, without the formatting machinery (about 300
 /// instructions per number).
-fn push_unsigned(out: &mut String, mut integer: u64) {
+fn push_unsigned(out: &mut impl Out, mut integer: u64) {
     let mut digits = [0_u8; 20];
     let mut start = digits.len();
     loop {
@@ -204,17 +265,17 @@ fn push_unsigned(out: &mut String, mut integer: u64) {
         }
     }
     // ASCII digits, so this never fails.
-    out.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
+    out.digits(&digits[start..]);
 }
 
-fn push_signed(out: &mut String, integer: i64) {
+fn push_signed(out: &mut impl Out, integer: i64) {
     if integer < 0 {
-        out.push('-');
+        out.byte(b'-');
     }
     push_unsigned(out, integer.unsigned_abs());
 }
 
-fn push_number(out: &mut String, number: &Number) {
+fn push_number(out: &mut impl Out, number: &Number) {
     if let Some(integer) = number.as_i64() {
         push_signed(out, integer);
     } else if let Some(integer) = number.as_u64() {
@@ -225,7 +286,9 @@ fn push_number(out: &mut String, number: &Number) {
             push_signed(out, float as i64);
         } else {
             // `{}` on f64 is the shortest decimal that reads back as the same float.
-            let _ = write!(out, "{float:e}");
+            let mut text = String::new();
+            let _ = write!(text, "{float:e}");
+            out.text(&text);
         }
     }
 }
@@ -296,11 +359,11 @@ mod tests {
     }
 
     #[test]
-    fn call_digest_is_derived_from_the_argument_hash() {
+    fn call_digest_hashes_tool_definition_and_canonical_arguments_in_one_pass() {
         let arguments = json!({"path": "/work/a.txt", "n": 1.0});
         let mut hasher = Sha256::new();
         hasher.update(b"write_file\0sha256:def\0");
-        hasher.update(Sha256::digest(canonical_json(&arguments).as_bytes()));
+        hasher.update(br#"{"n":1,"path":"/work/a.txt"}"#);
         let expected = hex_digest(&hasher.finalize());
         // The first computation fills the thread's prefix cache, the second reads it.
         for _ in 0..2 {
@@ -309,10 +372,69 @@ mod tests {
                 expected
             );
         }
+        let hash = call_hash(call_prefix("write_file", "sha256:def"), &arguments);
+        assert!(digest_is(&expected, &hash));
+        assert_eq!(hex_digest(&hash), expected);
         assert_eq!(
             ArgumentHash::of(&arguments).text(),
             digest(&json!({"n": 1, "path": "/work/a.txt"}))
         );
+    }
+
+    #[test]
+    fn digest_is_accepts_only_the_exact_lowercase_text() {
+        let hash: [u8; 32] = Sha256::digest(b"x").into();
+        let text = hex_digest(&hash);
+        assert!(digest_is(&text, &hash));
+        for wrong in [
+            text.to_uppercase(),
+            text.replacen("sha256:", "sha512:", 1),
+            text[..text.len() - 1].to_owned(),
+            format!("{text}0"),
+            text.replacen("sha256:", "", 1),
+            String::new(),
+        ] {
+            assert!(!digest_is(&wrong, &hash), "{wrong}");
+        }
+        let mut other = hash;
+        other[31] ^= 1;
+        assert!(!digest_is(&text, &other));
+    }
+
+    /// The streamed hash is the hash of `canonical_json`'s text, for every kind of value: escapes,
+    /// numbers, text longer than the buffer, and nesting past the recursion bound (which takes the
+    /// text path).
+    #[test]
+    fn streamed_hash_equals_the_hash_of_the_canonical_text() {
+        let mut deep = json!({"x": 1});
+        for _ in 0..150 {
+            deep = json!({"d": [deep]});
+        }
+        let values = [
+            json!(null),
+            json!(true),
+            json!(-0.0),
+            json!(1.5e300),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!("quote \" backslash \\ control \u{1} é 😀"),
+            json!({"b": [1, 2.5, {"z": null, "a": false}], "a": "", "": {}}),
+            json!([[], {}, [[[]]]]),
+            json!({"long": "x".repeat(1000), "keys": {"é": 1, "e": 2, "E": 3}}),
+            deep,
+        ];
+        for value in values {
+            assert_eq!(
+                ArgumentHash::of(&value).0,
+                <[u8; 32]>::from(Sha256::digest(canonical_json(&value).as_bytes())),
+                "{}",
+                canonical_json(&value).chars().take(80).collect::<String>()
+            );
+            let mut expected = call_prefix("t", "sha256:d");
+            expected.update(canonical_json(&value).as_bytes());
+            let expected: [u8; 32] = expected.finalize().into();
+            assert_eq!(call_hash(call_prefix("t", "sha256:d"), &value), expected);
+        }
     }
 
     #[test]
@@ -324,7 +446,7 @@ mod tests {
             hasher.update([0]);
             hasher.update(definition.as_bytes());
             hasher.update([0]);
-            hasher.update(ArgumentHash::of(&arguments).0);
+            hasher.update(canonical_json(&arguments).as_bytes());
             hex_digest(&hasher.finalize())
         };
         // More pairs than the cache holds, each asked twice, in an order that evicts.

@@ -149,6 +149,9 @@ pub struct ToolDefinition {
     spec: ToolSpec,
     // Invariant: the digest of `spec`'s name, description and schemas (see `digest`).
     digest: Arc<str>,
+    // Invariant: `canonical::call_prefix(&spec.name, &digest)`, kept so that an approval digest of
+    // this tool's calls absorbs only the arguments.
+    call_prefix: sha2::Sha256,
     validator: jsonschema::Validator,
     // Invariant: `Some` exactly when `spec.output_schema` is, and then the handler is structured.
     output_validator: Option<jsonschema::Validator>,
@@ -244,9 +247,11 @@ impl ToolDefinition {
     fn build(spec: ToolSpec, handler: Handler) -> Result<Self, DefinitionError> {
         let validator = compile_schema(&spec)?;
         let output_validator = output::compile(&spec, &handler)?;
+        let digest = spec_digest(&spec);
         Ok(Self {
             output_validator,
-            digest: spec_digest(&spec),
+            call_prefix: crate::canonical::call_prefix(&spec.name, &digest),
+            digest,
             declared: DeclaredNames::collect(&spec.input_schema),
             spec,
             validator,
@@ -326,10 +331,10 @@ impl ToolDefinition {
         &self.digest
     }
 
-    /// Whether [`check`](Self::check) may replace the arguments (a typed tool's normalized value):
-    /// if not, a prepared call holds exactly what the model sent.
-    pub(crate) fn normalizes(&self) -> bool {
-        self.normalizer.is_some()
+    /// The hasher after this tool's name and definition digest: where an approval digest of one
+    /// of its calls starts (`canonical::call_digest`).
+    pub(crate) fn call_prefix(&self) -> &sha2::Sha256 {
+        &self.call_prefix
     }
 
     /// Checks arguments against the compiled schema, then — for a [`typed`](Self::typed) tool —
@@ -429,11 +434,20 @@ fn compile_schema(spec: &ToolSpec) -> Result<jsonschema::Validator, DefinitionEr
 pub(crate) fn exceeds_depth(value: &Value, limit: usize) -> bool {
     match value {
         Value::Array(items) => {
-            limit == 0 || items.iter().any(|item| exceeds_depth(item, limit - 1))
+            limit == 0 || items.iter().any(|item| nested_exceeds(item, limit - 1))
         }
-        Value::Object(map) => limit == 0 || map.values().any(|item| exceeds_depth(item, limit - 1)),
+        Value::Object(map) => {
+            limit == 0 || map.values().any(|item| nested_exceeds(item, limit - 1))
+        }
         _ => false,
     }
+}
+
+/// [`exceeds_depth`] for a member: a scalar is answered here, without a call (most arguments
+/// are flat objects of scalars).
+#[inline(always)]
+fn nested_exceeds(value: &Value, limit: usize) -> bool {
+    matches!(value, Value::Array(_) | Value::Object(_)) && exceeds_depth(value, limit)
 }
 
 /// Drops a value without recursion, so a value nested far deeper than the stack allows (one a

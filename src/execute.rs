@@ -71,6 +71,7 @@ fn structured(
     bounded(result, definition.max_output_bytes())
 }
 
+#[inline]
 fn into_result(
     call_id: String,
     outcome: Result<String, crate::ToolError>,
@@ -84,6 +85,7 @@ fn into_result(
 }
 
 /// The result, or an error result if its text is longer than the tool passes on.
+#[inline]
 fn bounded(result: ToolResult, max_output_bytes: usize) -> ToolResult {
     if result.content.len() <= max_output_bytes {
         return result;

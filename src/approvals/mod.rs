@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::canonical::{ArgumentHash, call_digest, call_digest_of};
+use crate::canonical::{call_digest, call_hash, digest_is};
 use crate::cause::Cause;
 use crate::contract::{Redacted, ToolCall};
 use crate::policy::Reason;
@@ -43,9 +43,9 @@ pub struct ApprovalRequest {
     pub call: ToolCall,
     /// Why the policy asked.
     pub reason: Reason,
-    /// What the approval binds to: `sha256:` over the tool name, the tool definition's digest and
-    /// the SHA-256 of the canonical arguments (sorted keys, one spelling per number) — the hash
-    /// an audit event's `argument_digest` shows.
+    /// What the approval binds to: `sha256:` over the tool name and the tool definition's digest,
+    /// each followed by a NUL byte, and the canonical arguments (sorted keys, no whitespace, one
+    /// spelling per number).
     pub digest: String,
     /// The digest of the tool's definition when the call was held
     /// ([`ToolDefinition::digest`](crate::ToolDefinition::digest)); if the tool's definition
@@ -64,10 +64,13 @@ impl ApprovalRequest {
         ) == self.digest
     }
 
-    /// [`digest_matches`](Self::digest_matches), given the hash of this request's own arguments
-    /// (computed once at answer time for the audit subject too).
-    pub(crate) fn digest_matches_hash(&self, arguments: &ArgumentHash) -> bool {
-        call_digest_of(&self.call.tool_name, &self.definition_digest, arguments) == self.digest
+    /// [`digest_matches`](Self::digest_matches), given the hasher after this request's tool name
+    /// and definition digest (a definition with that name and digest keeps it).
+    pub(crate) fn digest_matches_from(&self, prefix: &sha2::Sha256) -> bool {
+        digest_is(
+            &self.digest,
+            &call_hash(prefix.clone(), &self.call.arguments),
+        )
     }
 }
 

@@ -7,7 +7,7 @@ use super::{
     ApprovalResponse, ApprovalState, ApprovalStore, ExecutionOutcome, MemoryApprovalStore,
     Transition, Verdict, now_ms,
 };
-use crate::canonical::{ArgumentHash, call_digest_of};
+use crate::canonical::{call_hash, hex_digest};
 use crate::policy::Reason;
 use crate::runtime::PreparedToolCall;
 
@@ -85,25 +85,19 @@ impl PendingApprovals {
         prepared: PreparedToolCall,
         reason: Reason,
     ) -> Result<ApprovalRequest, ApprovalError> {
-        self.request_hashed(prepared, reason, None)
-    }
-
-    /// [`request`](Self::request), reusing `arguments`, the hash of the prepared call's arguments
-    /// when the caller already has it (the audit subject's), instead of hashing them again.
-    pub(crate) fn request_hashed(
-        &self,
-        prepared: PreparedToolCall,
-        reason: Reason,
-        arguments: Option<ArgumentHash>,
-    ) -> Result<ApprovalRequest, ApprovalError> {
-        let definition_digest = prepared.definition().digest().to_owned();
-        let call = prepared.into_call();
-        let arguments = arguments.unwrap_or_else(|| ArgumentHash::of(&call.arguments));
+        let definition = prepared.definition();
+        // The definition keeps the hasher after its name and digest: only the arguments are
+        // hashed here, once.
+        let digest = hex_digest(&call_hash(
+            definition.call_prefix().clone(),
+            prepared.arguments(),
+        ));
+        let definition_digest = definition.digest().to_owned();
         let request = ApprovalRequest {
             approval_id: ApprovalId::random()?,
-            digest: call_digest_of(&call.tool_name, &definition_digest, &arguments),
+            digest,
             definition_digest,
-            call,
+            call: prepared.into_call(),
             reason,
         };
         let now = now_ms();

@@ -112,8 +112,6 @@ impl AuditEvent {
 pub(crate) struct AuditSubject {
     call_id: String,
     tool: String,
-    // Invariant: `argument_digest == argument_hash.text()`.
-    argument_hash: ArgumentHash,
     argument_digest: String,
     approval_id: Option<ApprovalId>,
 }
@@ -125,19 +123,12 @@ impl AuditSubject {
 
     /// The subject of a call with other arguments (an edited approval), without building the call.
     pub(crate) fn for_arguments(call_id: &str, tool: &str, arguments: &serde_json::Value) -> Self {
-        let argument_hash = ArgumentHash::of(arguments);
         Self {
             call_id: crate::contract::quote_bounded(call_id),
             tool: crate::contract::quote_bounded(tool),
-            argument_digest: argument_hash.text(),
-            argument_hash,
+            argument_digest: ArgumentHash::of(arguments).text(),
             approval_id: None,
         }
-    }
-
-    /// The hash of the arguments this subject names, for an approval digest to reuse.
-    pub(crate) fn argument_hash(&self) -> ArgumentHash {
-        self.argument_hash
     }
 
     pub(crate) fn with_approval(mut self, approval_id: ApprovalId) -> Self {

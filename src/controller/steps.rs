@@ -17,10 +17,6 @@ use crate::runtime::PreparedToolCall;
 
 /// What is left to do after the gate: run an authorized call with the gate it was authorized
 /// under, or nothing.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "returned once per call and matched at once; boxing would allocate on every call"
-)]
 enum Step<T> {
     Run(
         Arc<Gate>,
@@ -50,52 +46,48 @@ impl ToolController {
     ///
     /// [`ToolRuntime::execute`]: crate::ToolRuntime::execute
     pub(super) fn handle_blocking(&self, call: ToolCall) -> Outcome {
-        let step = match self.prepare_call(call) {
-            Err(result) => Step::Done(Outcome::Completed(result)),
-            Ok((gate, prepared, subject)) => {
-                let decision = gate.policy.decide(&prepared);
-                let decision = match self.check_needed(&decision) {
-                    Some(check) => block_on(check.decide(&prepared)),
-                    None => decision,
-                };
-                let decision =
-                    self.counted(gate.policy.as_ref(), &prepared, decision, Stage::Proposed);
-                self.gate_call(gate, prepared, subject, decision)
-            }
+        // The gate and the subject stay here, lent to each step: moving them through the steps'
+        // return values cost about a hundred instructions a call.
+        let (gate, prepared, subject) = match self.prepare_call(call) {
+            Err(result) => return Outcome::Completed(result),
+            Ok(parts) => parts,
         };
-        match step {
-            Step::Run(gate, authorized, subject) => {
+        let decision = gate.policy.decide(&prepared);
+        let decision = match self.check_needed(&decision) {
+            Some(check) => block_on(check.decide(&prepared)),
+            None => decision,
+        };
+        let decision = self.counted(gate.policy.as_ref(), &prepared, decision, Stage::Proposed);
+        match self.gate_call(prepared, &subject, decision) {
+            Ok(authorized) => {
                 let result = gate.runtime.execute(authorized);
-                self.finished(subject, None, &result);
+                self.finished(&subject, None, &result);
                 Outcome::Completed(result)
             }
-            Step::Done(outcome) => outcome,
+            Err(outcome) => outcome,
         }
     }
 
     /// `handle_async`: the same steps as [`handle_blocking`](Self::handle_blocking), with the
     /// handler awaited.
     pub(super) async fn handle_steps(&self, call: ToolCall) -> Outcome {
-        let step = match self.prepare_call(call) {
-            Err(result) => Step::Done(Outcome::Completed(result)),
-            Ok((gate, prepared, subject)) => {
-                let decision = gate.policy.decide(&prepared);
-                let decision = match self.check_needed(&decision) {
-                    Some(check) => check.decide(&prepared).await,
-                    None => decision,
-                };
-                let decision =
-                    self.counted(gate.policy.as_ref(), &prepared, decision, Stage::Proposed);
-                self.gate_call(gate, prepared, subject, decision)
-            }
+        let (gate, prepared, subject) = match self.prepare_call(call) {
+            Err(result) => return Outcome::Completed(result),
+            Ok(parts) => parts,
         };
-        match step {
-            Step::Run(gate, authorized, subject) => {
+        let decision = gate.policy.decide(&prepared);
+        let decision = match self.check_needed(&decision) {
+            Some(check) => check.decide(&prepared).await,
+            None => decision,
+        };
+        let decision = self.counted(gate.policy.as_ref(), &prepared, decision, Stage::Proposed);
+        match self.gate_call(prepared, &subject, decision) {
+            Ok(authorized) => {
                 let result = gate.runtime.execute_async(authorized).await;
-                self.finished(subject, None, &result);
+                self.finished(&subject, None, &result);
                 Outcome::Completed(result)
             }
-            Step::Done(outcome) => outcome,
+            Err(outcome) => outcome,
         }
     }
 
@@ -113,7 +105,7 @@ impl ToolController {
         Ok(match step {
             Step::Run(gate, authorized, subject) => {
                 let result = gate.runtime.execute(authorized);
-                self.finished(subject, approval_id, &result);
+                self.finished(&subject, approval_id, &result);
                 result
             }
             Step::Done(result) => {
@@ -138,7 +130,7 @@ impl ToolController {
         Ok(match step {
             Step::Run(gate, authorized, subject) => {
                 let result = gate.runtime.execute_async(authorized).await;
-                self.finished(subject, approval_id, &result);
+                self.finished(&subject, approval_id, &result);
                 result
             }
             Step::Done(result) => {
@@ -194,49 +186,44 @@ impl ToolController {
     }
 
     /// Everything else `handle` does before the handler runs, on the call's one decision (the
-    /// policy's, or the async check's where the policy left the call undecided).
+    /// policy's, or the async check's where the policy left the call undecided): the proof to
+    /// run, or the outcome without running.
     #[inline(always)]
+    #[expect(
+        clippy::result_large_err,
+        reason = "inlined into its one caller and matched at once; boxing would allocate on every held call"
+    )]
     fn gate_call(
         &self,
-        gate: Arc<Gate>,
         prepared: PreparedToolCall,
-        subject: Option<AuditSubject>,
+        subject: &Option<AuditSubject>,
         decision: PolicyDecision,
-    ) -> Step<Outcome> {
+    ) -> Result<Authorized<PreparedToolCall>, Outcome> {
         let decided = Authorized::by_decision(decision, prepared);
-        Step::Done(match decided {
+        Err(match decided {
             PolicyOutcome::Allowed {
                 authorized,
                 decision,
             } => {
-                if let Err(error) = self.record(&subject, |s| s.decision(&decision)) {
+                if let Err(error) = self.record(subject, |s| s.decision(&decision)) {
                     let call_id = authorized.call_id().to_owned();
-                    return Step::Done(Outcome::Completed(unrecorded(call_id, &error)));
+                    return Err(Outcome::Completed(unrecorded(call_id, &error)));
                 }
-                return Step::Run(gate, authorized, subject);
+                return Ok(authorized);
             }
             PolicyOutcome::Denied { prepared, decision } => {
-                let _ = self.record(&subject, |s| s.decision(&decision));
+                let _ = self.record(subject, |s| s.decision(&decision));
                 Outcome::Completed(PolicyOutcome::denial_result(prepared, &decision))
             }
             PolicyOutcome::NeedsApproval { prepared, decision } => {
                 let call_id = prepared.call_id().to_owned();
-                let recorded = self.record(&subject, |s| s.decision(&decision));
-                // The audit subject hashed the arguments already; unless preparing replaced
-                // them (a typed tool's normalized value), the approval digest reuses it.
-                let hashed = subject
-                    .as_ref()
-                    .filter(|_| !prepared.definition().normalizes())
-                    .map(AuditSubject::argument_hash);
-                let held = |()| {
-                    self.pending
-                        .request_hashed(prepared, decision.reason, hashed)
-                };
+                let recorded = self.record(subject, |s| s.decision(&decision));
+                let held = |()| self.pending.request(prepared, decision.reason);
                 match recorded.map(held) {
                     Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
                     Ok(Ok(request)) => {
                         let id = request.approval_id;
-                        let asked = self.record(&subject, |s| {
+                        let asked = self.record(subject, |s| {
                             s.clone()
                                 .with_approval(id)
                                 .event(AuditKind::ApprovalRequested)
@@ -287,7 +274,6 @@ impl ToolController {
             }
             Answered::Approved(approval) => approval,
         };
-        let stored_hash = subject.as_ref().map(AuditSubject::argument_hash);
         let mut recorded = self.record(&subject, |s| s.event(AuditKind::ApprovalApproved));
         let mut subject = subject;
         if let (Ok(()), Some(edited), Some(_)) = (&recorded, approval.edited_arguments(), &subject)
@@ -306,8 +292,6 @@ impl ToolController {
             return Step::Done(unrecorded(call_id, &error));
         }
         let gate = self.gate();
-        // The subject hashed the stored arguments; the digest re-check reuses that hash (the
-        // edited subject, if any, is about other arguments).
         // The async check is asked again about the call as it will run (edited or not), where the
         // policy leaves it undecided; driven on this thread, within the one re-decision.
         // The approved call is counted against its rate limits within the same one decision.
@@ -326,8 +310,7 @@ impl ToolController {
             controller: self,
             policy,
         };
-        let outcome =
-            Authorized::by_approval_hashed(&gate.runtime, &counted, approval, stored_hash);
+        let outcome = Authorized::by_approval(&gate.runtime, &counted, approval);
         match outcome {
             ApprovalOutcome::Allowed {
                 authorized,
@@ -393,11 +376,11 @@ impl ToolController {
     /// report, not turned into a different result.
     fn finished(
         &self,
-        subject: Option<AuditSubject>,
+        subject: &Option<AuditSubject>,
         approval_id: Option<ApprovalId>,
         result: &ToolResult,
     ) {
-        let _ = self.record(&subject, |s| AuditEvent {
+        let _ = self.record(subject, |s| AuditEvent {
             is_error: Some(result.is_error),
             ..s.event(AuditKind::ExecutionOutcome)
         });

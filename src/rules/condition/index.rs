@@ -18,7 +18,7 @@ use super::pointer::Pointer;
 use crate::names::FastMap;
 
 /// Below this many rules a linear scan is as fast as the index.
-const INDEXED_FROM: usize = 8;
+const INDEXED_FROM: usize = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {

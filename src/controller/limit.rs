@@ -18,28 +18,44 @@ pub(super) enum Stage {
 }
 
 impl ToolController {
-    /// `decision`, unless the call is past a rate limit: then the limit's `over` action with a
-    /// reason naming it. A call about to run takes its slots here, all or none.
-    pub(super) fn counted(
+    /// Leaves `decision` as it is unless the call is past a rate limit: then it becomes the
+    /// limit's `over` action with a reason naming it. A call about to run takes its slots here,
+    /// all or none.
+    // Inlined, and the decision changed in place: moving it in and out cost about 60
+    // instructions on every allowed call, most of which have no limit.
+    #[inline(always)]
+    pub(super) fn count(
         &self,
         policy: &dyn Policy,
         call: &PreparedToolCall,
-        decision: PolicyDecision,
+        decision: &mut PolicyDecision,
         stage: Stage,
-    ) -> PolicyDecision {
+    ) {
         let runs = match decision.action {
             PolicyAction::Allow => true,
             // Held for a person: counted when the approval is answered (if it runs).
             PolicyAction::Ask => stage == Stage::Approved,
             PolicyAction::Deny => false,
         };
-        if !runs {
-            return decision;
+        if runs {
+            if let Some(replacement) = self.past_a_limit(policy, call, decision, stage) {
+                *decision = replacement;
+            }
         }
+    }
+
+    /// The decision replacing `decision` when the call is past a limit or cannot be counted.
+    fn past_a_limit(
+        &self,
+        policy: &dyn Policy,
+        call: &PreparedToolCall,
+        decision: &PolicyDecision,
+        stage: Stage,
+    ) -> Option<PolicyDecision> {
         let mut slots = match policy.rate_slots(call) {
-            Ok(slots) if slots.is_empty() => return decision,
+            Ok(slots) if slots.is_empty() => return None,
             Ok(slots) => slots,
-            Err(denial) => return denial,
+            Err(denial) => return Some(denial),
         };
         // `deny` caps first, so that when several caps are full the stricter one is named.
         slots.sort_by_key(|slot| slot.over != PolicyAction::Deny);
@@ -53,9 +69,9 @@ impl ToolController {
             })
             .collect();
         match self.counters.take(&takes, self.clock.now_ms()) {
-            Ok(Taken::All) => decision,
-            Ok(Taken::Full(index)) => past_the_cap(&slots[index], decision),
-            Err(error) => PolicyDecision {
+            Ok(Taken::All) => None,
+            Ok(Taken::Full(index)) => Some(past_the_cap(&slots[index], decision)),
+            Err(error) => Some(PolicyDecision {
                 layer: None,
                 rule_id: None,
                 ..PolicyDecision::deny(
@@ -66,14 +82,14 @@ impl ToolController {
                         "denied: rate limits could not be counted",
                     )),
                 )
-            },
+            }),
         }
     }
 }
 
 /// The decision for a call past `slot`'s cap: its `over` action, naming the limit, its layer and
 /// the policy that decided.
-fn past_the_cap(slot: &RateSlot, decided: PolicyDecision) -> PolicyDecision {
+fn past_the_cap(slot: &RateSlot, decided: &PolicyDecision) -> PolicyDecision {
     let window = match slot.window_ms {
         None => "session".to_owned(),
         Some(60_000) => "minute".to_owned(),
@@ -89,7 +105,7 @@ fn past_the_cap(slot: &RateSlot, decided: PolicyDecision) -> PolicyDecision {
     ))
     .unwrap_or_else(|_| slot.reason.clone());
     PolicyDecision {
-        policy_digest: decided.policy_digest,
+        policy_digest: decided.policy_digest.clone(),
         layer: slot.layer.clone(),
         ..PolicyDecision::new(slot.over, reason).with_rule_id(Arc::clone(&slot.limit_id))
     }
@@ -103,8 +119,9 @@ pub(super) struct Counted<'a> {
 
 impl Policy for Counted<'_> {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
-        let decision = self.policy.decide(call);
+        let mut decision = self.policy.decide(call);
         self.controller
-            .counted(self.policy, call, decision, Stage::Approved)
+            .count(self.policy, call, &mut decision, Stage::Approved);
+        decision
     }
 }

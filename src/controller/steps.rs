@@ -53,11 +53,16 @@ impl ToolController {
             Ok(parts) => parts,
         };
         let decision = gate.policy.decide(&prepared);
-        let decision = match self.check_needed(&decision) {
+        let mut decision = match self.check_needed(&decision) {
             Some(check) => block_on(check.decide(&prepared)),
             None => decision,
         };
-        let decision = self.counted(gate.policy.as_ref(), &prepared, decision, Stage::Proposed);
+        self.count(
+            gate.policy.as_ref(),
+            &prepared,
+            &mut decision,
+            Stage::Proposed,
+        );
         match self.gate_call(prepared, &subject, decision) {
             Ok(authorized) => {
                 let result = gate.runtime.execute(authorized);
@@ -76,11 +81,16 @@ impl ToolController {
             Ok(parts) => parts,
         };
         let decision = gate.policy.decide(&prepared);
-        let decision = match self.check_needed(&decision) {
+        let mut decision = match self.check_needed(&decision) {
             Some(check) => check.decide(&prepared).await,
             None => decision,
         };
-        let decision = self.counted(gate.policy.as_ref(), &prepared, decision, Stage::Proposed);
+        self.count(
+            gate.policy.as_ref(),
+            &prepared,
+            &mut decision,
+            Stage::Proposed,
+        );
         match self.gate_call(prepared, &subject, decision) {
             Ok(authorized) => {
                 let result = gate.runtime.execute_async(authorized).await;

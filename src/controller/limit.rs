@@ -37,10 +37,8 @@ impl ToolController {
             PolicyAction::Ask => stage == Stage::Approved,
             PolicyAction::Deny => false,
         };
-        if runs {
-            if let Some(replacement) = self.past_a_limit(policy, call, decision, stage) {
-                *decision = replacement;
-            }
+        if runs && let Some(replacement) = self.past_a_limit(policy, call, decision, stage) {
+            *decision = replacement;
         }
     }
 

@@ -620,3 +620,100 @@ fn keys_that_mean_the_same_number_or_text_share_a_count() {
         "key order is not a new key"
     );
 }
+
+#[test]
+fn limits_built_in_code_mean_what_the_same_json_means() {
+    use toolgate::limits::{LimitKey, Per, RateLimitConfig};
+    use toolgate::rules::{PolicyConfig, RuleConfig};
+    let registry =
+        ToolRegistry::new([counted("send_email", mail_schema(), &Arc::default())]).unwrap();
+    let json = r#"{"rules": [{"id": "mail", "tool": "send_email", "action": "allow", "reason": "r"}],
+        "limits": [{"id": "cap", "tool": "send_email", "max": 2, "per": "hour", "over": "ask",
+                    "key": {"pointer": "/to", "case_insensitive": true}, "reason": "two an hour"}]}"#;
+    let from_json = RulePolicy::from_json(json, &registry).unwrap();
+    let config = PolicyConfig::new([RuleConfig::new(
+        "mail",
+        "send_email",
+        PolicyAction::Allow,
+        "r",
+    )])
+    .with_limits([RateLimitConfig::new(
+        "cap",
+        "send_email",
+        2,
+        Per::Hour,
+        PolicyAction::Ask,
+        "two an hour",
+    )
+    .per_key(LimitKey::new("/to").case_insensitive())]);
+    let from_code = RulePolicy::new(config, &registry).unwrap();
+    assert_eq!(from_json.digest(), from_code.digest());
+    assert_eq!(from_json.config(), from_code.config());
+    assert_eq!(
+        [Per::Minute, Per::Hour, Per::Day, Per::Session].map(Per::window_ms),
+        [Some(60_000), Some(3_600_000), Some(86_400_000), None]
+    );
+    assert_eq!(
+        [Per::Minute, Per::Hour, Per::Day, Per::Session].map(|per| per.to_string()),
+        ["minute", "hour", "day", "session"]
+    );
+    // A cap over the day names its window.
+    let daily = policy(
+        r#"{"id": "cap", "tool": "read_file", "max": 1, "per": "day", "over": "deny", "reason": "once a day"}"#,
+    );
+    let bench = bench(&daily);
+    assert!(ran(&call(&bench, "read_file", json!({}))));
+    let reason = denial(&call(&bench, "read_file", json!({})));
+    assert!(reason.contains("(1 per day)"), "{reason}");
+    let hourly = bench_with(&daily.replace("day", "hour"));
+    assert!(denial(&hourly).contains("(1 per hour)"));
+}
+
+/// The reason a second call to `read_file` gets under `policy`.
+fn bench_with(policy: &str) -> Outcome {
+    let bench = bench(policy);
+    let _ = call(&bench, "read_file", json!({}));
+    call(&bench, "read_file", json!({}))
+}
+
+#[test]
+fn a_policy_of_its_own_can_name_counters_with_any_window() {
+    use toolgate::limits::RateSlot;
+    struct Custom;
+    impl Policy for Custom {
+        fn decide(&self, _: &PreparedToolCall) -> PolicyDecision {
+            PolicyDecision::allow(Reason::from_static("fine"))
+        }
+        fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<RateSlot>, PolicyDecision> {
+            let slot = RateSlot::new(
+                "burst",
+                Some(1_500),
+                1,
+                PolicyAction::Deny,
+                Reason::from_static("one per 1.5 s"),
+            );
+            Ok(vec![slot.in_bucket(format!("burst/{}", call.tool_name()))])
+        }
+    }
+    let runs = Arc::new(AtomicUsize::new(0));
+    let registry = ToolRegistry::new([
+        counted("a", json!({"type": "object"}), &runs),
+        counted("b", json!({"type": "object"}), &runs),
+    ])
+    .unwrap();
+    let clock = ManualClock::new(T0);
+    let controller = ToolController::new(registry, Custom).with_clock(clock.clone());
+    let handle = |tool: &str| ran(&controller.handle(ToolCall::new("c", tool, json!({}))));
+    assert!(handle("a"));
+    assert!(handle("b"), "its own bucket per tool");
+    let Outcome::Completed(refused) = controller.handle(ToolCall::new("c", "a", json!({}))) else {
+        panic!()
+    };
+    assert!(
+        refused.content.contains("(1 per 1500 ms)"),
+        "{}",
+        refused.content
+    );
+    clock.advance(Duration::from_millis(1_500));
+    assert!(handle("a"));
+}

@@ -357,6 +357,7 @@ impl ToolDefinition {
 
     /// [`validate`](Self::validate), also giving back the normalized arguments of a typed tool
     /// (`None`: the arguments are used as sent).
+    #[inline]
     pub(crate) fn check(&self, arguments: &Value) -> Result<Option<Value>, ArgumentErrors> {
         self.check_schema(arguments)?;
         let Some(normalize) = &self.normalizer else {
@@ -371,6 +372,7 @@ impl ToolDefinition {
         Ok(Some(normalized))
     }
 
+    #[inline(always)]
     fn check_schema(&self, arguments: &Value) -> Result<(), ArgumentErrors> {
         if exceeds_depth(arguments, MAX_ARGUMENT_DEPTH) {
             return Err(ArgumentErrors::one(

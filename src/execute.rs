@@ -22,6 +22,7 @@ impl ToolRuntime {
     /// Only an [`Authorized<PreparedToolCall>`] is accepted (G3), and it is consumed: one
     /// authorization runs at most once. Passing a `PreparedToolCall` or a `ToolCall` does not
     /// compile (`ui-tests/execute_prepared.rs`, `ui-tests/execute_raw_call.rs`).
+    #[inline]
     pub fn execute(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
         let (call_id, arguments, definition) = unpack(authorized);
         let outcome = match definition.handler() {
@@ -71,7 +72,7 @@ fn structured(
     bounded(result, definition.max_output_bytes())
 }
 
-#[inline]
+#[inline(always)]
 fn into_result(
     call_id: String,
     outcome: Result<String, crate::ToolError>,
@@ -85,11 +86,18 @@ fn into_result(
 }
 
 /// The result, or an error result if its text is longer than the tool passes on.
-#[inline]
+#[inline(always)]
 fn bounded(result: ToolResult, max_output_bytes: usize) -> ToolResult {
     if result.content.len() <= max_output_bytes {
         return result;
     }
+    too_large(result, max_output_bytes)
+}
+
+/// The error result for an output longer than the tool passes on.
+#[cold]
+#[inline(never)]
+fn too_large(result: ToolResult, max_output_bytes: usize) -> ToolResult {
     let size = result.content.len();
     ToolResult::error(
         result.call_id,

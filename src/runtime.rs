@@ -30,6 +30,8 @@ pub struct PreparedToolCall {
     // receives), not what the model sent.
     call: ToolCall,
     definition: Arc<ToolDefinition>,
+    // Invariant: `definition`'s position in the registry the call was prepared against.
+    position: usize,
 }
 
 impl fmt::Debug for PreparedToolCall {
@@ -66,6 +68,12 @@ impl PreparedToolCall {
     /// The definition the arguments validated against.
     pub fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    /// The definition's position in the registry the call was prepared against, for tables kept
+    /// beside that registry (see `ToolRegistry::position`).
+    pub(crate) fn position(&self) -> usize {
+        self.position
     }
 
     /// The call and its definition, for execution only.
@@ -129,7 +137,7 @@ impl ToolRuntime {
     /// A [`typed`](ToolDefinition::typed) tool's arguments are normalized after validation and
     /// validated again; the prepared call holds the normalized arguments.
     pub fn prepare(&self, mut call: ToolCall) -> Result<PreparedToolCall, Rejection> {
-        let Some(definition) = self.registry.resolve(&call.tool_name) else {
+        let Some((position, definition)) = self.registry.position(&call.tool_name) else {
             let tool = quote_bounded(&call.tool_name);
             return Err(Rejection::UnknownTool {
                 call_id: free_arguments(call),
@@ -144,6 +152,7 @@ impl ToolRuntime {
                 Ok(PreparedToolCall {
                     call,
                     definition: Arc::clone(definition),
+                    position,
                 })
             }
             Err(errors) => {

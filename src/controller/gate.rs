@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
 use super::ToolController;
-use crate::policy::{Policy, PolicyMismatch, Unfit};
-use crate::runtime::ToolRuntime;
+use crate::policy::sealed::Token;
+use crate::policy::{Policy, PolicyAction, PolicyDecision, PolicyMismatch, ToolPolicy, Unfit};
+use crate::runtime::{PreparedToolCall, ToolRuntime};
 
 /// The registry and policy in force; replaced whole, never edited in place, so a call sees one
 /// consistent pair from start to end.
@@ -16,6 +17,10 @@ pub(super) struct Gate {
     // (see `Gate::new`).
     pub(super) policy: Arc<dyn Policy>,
     pub(super) configured: Arc<dyn Policy>,
+    // Invariant: `Some` only when `policy` is a `ToolPolicy` (`Policy::by_name_only`, which no
+    // other crate can override): then entry `i` is its action for the tool at position `i` of
+    // `runtime`'s registry.
+    pub(super) by_tool: Option<Arc<[PolicyAction]>>,
 }
 
 impl Gate {
@@ -26,6 +31,7 @@ impl Gate {
     ) -> Result<Self, (PolicyMismatch, Self)> {
         match configured.check_registry(runtime.registry()) {
             Ok(()) => Ok(Self {
+                by_tool: by_tool(&runtime, configured.as_ref()),
                 runtime,
                 policy: Arc::clone(&configured),
                 configured,
@@ -35,11 +41,37 @@ impl Gate {
                     runtime,
                     policy: Arc::new(Unfit::new(&mismatch)),
                     configured,
+                    by_tool: None,
                 };
                 Err((mismatch, denying))
             }
         }
     }
+
+    /// The policy's decision for `prepared` (prepared against this gate's registry), and whether
+    /// the call may take rate-limit slots. A `ToolPolicy` is answered from the table, without
+    /// looking the name up again: the same decision `decide` gives, and it names no limits.
+    #[inline(always)]
+    pub(super) fn decide(&self, prepared: &PreparedToolCall) -> (PolicyDecision, bool) {
+        if let Some(actions) = &self.by_tool
+            && let Some(&action) = actions.get(prepared.position())
+        {
+            return (ToolPolicy::decision(action), false);
+        }
+        (self.policy.decide(prepared), true)
+    }
+}
+
+/// The per-tool table of a name-only policy, in registry order; `None` for every other policy.
+fn by_tool(runtime: &ToolRuntime, policy: &dyn Policy) -> Option<Arc<[PolicyAction]>> {
+    let by_name = policy.by_name_only(Token::new())?;
+    let definitions = runtime.registry().definitions();
+    Some(
+        definitions
+            .iter()
+            .map(|definition| by_name.action_for(&definition.spec().name))
+            .collect(),
+    )
 }
 
 /// Hands out controller ids for the thread caches.
@@ -90,6 +122,7 @@ impl ToolController {
                 runtime: Arc::clone(&published.runtime),
                 policy: Arc::clone(&published.policy),
                 configured: Arc::clone(&published.configured),
+                by_tool: published.by_tool.clone(),
             });
             (generation, own)
         };

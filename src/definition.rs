@@ -357,7 +357,7 @@ impl ToolDefinition {
 
     /// [`validate`](Self::validate), also giving back the normalized arguments of a typed tool
     /// (`None`: the arguments are used as sent).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check(&self, arguments: &Value) -> Result<Option<Value>, ArgumentErrors> {
         self.check_schema(arguments)?;
         let Some(normalize) = &self.normalizer else {

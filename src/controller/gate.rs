@@ -146,3 +146,95 @@ impl Drop for ToolController {
             CACHED_GATES.try_with(|cache| cache.borrow_mut().retain(|(id, _, _)| *id != self.id));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Layers, PolicyDecision, Reason};
+    use crate::{ToolCall, ToolDefinition, ToolError, ToolRegistry, ToolSpec};
+    use serde_json::{Value, json};
+
+    fn runtime(names: &[&str]) -> Arc<ToolRuntime> {
+        let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+        let tools = names.iter().map(|name| {
+            ToolDefinition::new(ToolSpec::new(*name, "", json!({"type": "object"})), noop).unwrap()
+        });
+        Arc::new(ToolRuntime::new(ToolRegistry::new(tools).unwrap()))
+    }
+
+    fn decide(gate: &Gate, name: &str) -> (PolicyDecision, bool) {
+        let prepared = gate
+            .runtime
+            .prepare(ToolCall::new("c", name, json!({})))
+            .unwrap();
+        gate.decide(&prepared)
+    }
+
+    #[test]
+    fn name_only_table_gives_decide_for_at_every_position() {
+        let names = ["d", "allowed", "c", "asked", "a"];
+        let policy = ToolPolicy::new(["allowed"], ["asked"]).unwrap();
+        let shared: Arc<dyn Policy> = Arc::new(Arc::new(policy.clone()));
+        for configured in [Arc::new(policy.clone()) as Arc<dyn Policy>, shared] {
+            let gate = Gate::checked(runtime(&names), configured).unwrap_or_else(|_| panic!());
+            assert!(gate.by_tool.is_some());
+            for name in names {
+                let (decision, limited) = decide(&gate, name);
+                assert_eq!(decision, policy.decide_for(name), "{name}");
+                assert!(!limited, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_other_policy_is_asked_and_counted() {
+        let names = ["a", "b"];
+        let allow = |_: &PreparedToolCall| PolicyDecision::allow(Reason::from_static("closure"));
+        let layered = Layers::new()
+            .layer("tools", ToolPolicy::new(["a"], ["b"]).unwrap())
+            .unwrap();
+        for configured in [
+            Arc::new(allow) as Arc<dyn Policy>,
+            Arc::new(layered) as Arc<dyn Policy>,
+        ] {
+            let gate = Gate::checked(runtime(&names), Arc::clone(&configured))
+                .unwrap_or_else(|_| panic!());
+            assert!(gate.by_tool.is_none());
+            for name in names {
+                let (decision, limited) = decide(&gate, name);
+                let prepared = gate
+                    .runtime
+                    .prepare(ToolCall::new("c", name, json!({})))
+                    .unwrap();
+                assert_eq!(decision, configured.decide(&prepared), "{name}");
+                assert!(limited, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn unfit_policy_gate_has_no_table_and_denies() {
+        let unfit = |_: &PreparedToolCall| PolicyDecision::allow(Reason::from_static("x"));
+        struct Misfit<P>(P);
+        impl<P: Policy> Policy for Misfit<P> {
+            fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+                self.0.decide(call)
+            }
+            fn check_registry(
+                &self,
+                _: &crate::ToolRegistry,
+            ) -> Result<(), crate::policy::PolicyMismatch> {
+                Err(crate::policy::PolicyMismatch {
+                    problems: Vec::new(),
+                })
+            }
+        }
+        let Err((_, denying)) = Gate::checked(runtime(&["a"]), Arc::new(Misfit(unfit))) else {
+            panic!("a misfit policy must not be put in force");
+        };
+        assert!(denying.by_tool.is_none());
+        let (decision, limited) = decide(&denying, "a");
+        assert_eq!(decision.action, PolicyAction::Deny);
+        assert!(limited);
+    }
+}

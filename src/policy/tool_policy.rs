@@ -99,16 +99,14 @@ impl ToolPolicy {
     /// two cannot differ.
     #[inline]
     pub(crate) fn decision(action: PolicyAction) -> PolicyDecision {
+        // Constants, so the reasons are checked when the crate compiles, not on every call.
+        const ALLOWED: Reason = Reason::from_static("tool is allowed by policy");
+        const ASKED: Reason = Reason::from_static("tool requires user confirmation");
+        const DENIED: Reason = Reason::from_static("tool is not allowed by policy (default deny)");
         match action {
-            PolicyAction::Allow => {
-                PolicyDecision::allow(Reason::from_static("tool is allowed by policy"))
-            }
-            PolicyAction::Ask => {
-                PolicyDecision::ask(Reason::from_static("tool requires user confirmation"))
-            }
-            PolicyAction::Deny => PolicyDecision::fallback_deny(Reason::from_static(
-                "tool is not allowed by policy (default deny)",
-            )),
+            PolicyAction::Allow => PolicyDecision::allow(ALLOWED),
+            PolicyAction::Ask => PolicyDecision::ask(ASKED),
+            PolicyAction::Deny => PolicyDecision::fallback_deny(DENIED),
         }
     }
 }

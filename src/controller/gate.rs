@@ -62,6 +62,16 @@ impl Gate {
     }
 }
 
+impl Gate {
+    /// Whether the table says `Allow` for `prepared`'s tool (prepared against this gate's
+    /// registry); `false` when there is no table.
+    #[inline(always)]
+    pub(super) fn allows_by_name(&self, prepared: &PreparedToolCall) -> bool {
+        let action = self.by_tool.as_deref().and_then(|t| t.get(prepared.position()));
+        action == Some(&PolicyAction::Allow)
+    }
+}
+
 /// The per-tool table of a name-only policy, in registry order; `None` for every other policy.
 fn by_tool(runtime: &ToolRuntime, policy: &dyn Policy) -> Option<Arc<[PolicyAction]>> {
     let by_name = policy.by_name_only(Token::new())?;
@@ -182,6 +192,15 @@ mod tests {
                 let (decision, limited) = decide(&gate, name);
                 assert_eq!(decision, policy.decide_for(name), "{name}");
                 assert!(!limited, "{name}");
+                let prepared = gate
+                    .runtime
+                    .prepare(ToolCall::new("c", name, json!({})))
+                    .unwrap();
+                assert_eq!(
+                    gate.allows_by_name(&prepared),
+                    decision.action == PolicyAction::Allow,
+                    "{name}"
+                );
             }
         }
     }
@@ -208,6 +227,7 @@ mod tests {
                     .unwrap();
                 assert_eq!(decision, configured.decide(&prepared), "{name}");
                 assert!(limited, "{name}");
+                assert!(!gate.allows_by_name(&prepared), "{name}");
             }
         }
     }

@@ -22,14 +22,15 @@ impl ToolRuntime {
     /// Only an [`Authorized<PreparedToolCall>`] is accepted (G3), and it is consumed: one
     /// authorization runs at most once. Passing a `PreparedToolCall` or a `ToolCall` does not
     /// compile (`ui-tests/execute_prepared.rs`, `ui-tests/execute_raw_call.rs`).
-    #[inline]
+    // Inlined into the controller, the async and structured handlers kept out of line: the
+    // authorized call is not copied into a callee's frame.
+    #[inline(always)]
     pub fn execute(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
         let (call_id, arguments, definition) = unpack(authorized);
         let outcome = match definition.handler() {
             Handler::Blocking(handler) => handler.call(&arguments),
-            Handler::Async(handler) => block_on(handler.call(arguments)),
-            Handler::Structured(handler) => {
-                return structured(call_id, handler(&arguments), &definition);
+            Handler::Async(_) | Handler::Structured(_) => {
+                return not_blocking(call_id, arguments, &definition);
             }
         };
         into_result(call_id, outcome, definition.max_output_bytes())
@@ -51,8 +52,22 @@ impl ToolRuntime {
     }
 }
 
+/// [`ToolRuntime::execute`] for an async handler (driven on this thread) or a structured one.
+#[inline(never)]
+fn not_blocking(call_id: String, arguments: Value, definition: &ToolDefinition) -> ToolResult {
+    let outcome = match definition.handler() {
+        Handler::Blocking(handler) => handler.call(&arguments),
+        Handler::Async(handler) => block_on(handler.call(arguments)),
+        Handler::Structured(handler) => {
+            return structured(call_id, handler(&arguments), definition);
+        }
+    };
+    into_result(call_id, outcome, definition.max_output_bytes())
+}
+
 /// Spends the proof: the call's id and arguments (moved, not copied) and the definition they
 /// validated against.
+#[inline(always)]
 fn unpack(authorized: Authorized<PreparedToolCall>) -> (String, Value, Arc<ToolDefinition>) {
     let (call, definition) = authorized.into_inner().into_parts();
     (call.call_id, call.arguments, definition)

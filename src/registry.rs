@@ -94,7 +94,9 @@ impl ToolRegistry {
     #[inline]
     pub(crate) fn position(&self, name: &str) -> Option<(usize, &Arc<ToolDefinition>)> {
         let index = *self.by_name.get(name)?;
-        self.in_order.get(index).map(|definition| (index, definition))
+        self.in_order
+            .get(index)
+            .map(|definition| (index, definition))
     }
 
     /// The definitions in registration order; a definition's position here is the one

@@ -67,7 +67,10 @@ impl Gate {
     /// registry); `false` when there is no table.
     #[inline(always)]
     pub(super) fn allows_by_name(&self, prepared: &PreparedToolCall) -> bool {
-        let action = self.by_tool.as_deref().and_then(|t| t.get(prepared.position()));
+        let action = self
+            .by_tool
+            .as_deref()
+            .and_then(|t| t.get(prepared.position()));
         action == Some(&PolicyAction::Allow)
     }
 }

@@ -205,10 +205,6 @@ impl Authorized<PreparedToolCall> {
     /// for [`by_decision`](Self::by_decision): the allow path's form, which only reads the
     /// decision (moving it in and out of a [`PolicyOutcome`] cost tens of instructions per call).
     #[inline(always)]
-    #[expect(
-        clippy::result_large_err,
-        reason = "inlined into the allow path and matched at once; boxing would allocate per call"
-    )]
     pub(crate) fn if_allowed(
         action: PolicyAction,
         prepared: PreparedToolCall,

@@ -184,10 +184,6 @@ impl ToolController {
     /// async check is not asked about a decided call, and nothing is counted (a `ToolPolicy`
     /// names no rate limits). Here no decision is built, moved or dropped: about 50 instructions.
     #[inline(always)]
-    #[expect(
-        clippy::result_large_err,
-        reason = "inlined into its two callers and matched at once; boxing would allocate per call"
-    )]
     fn allowed_by_name(
         &self,
         gate: &Gate,

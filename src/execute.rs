@@ -33,7 +33,12 @@ impl ToolRuntime {
                 return not_blocking(call_id, arguments, &definition);
             }
         };
-        into_result(call_id, outcome, definition.max_output_bytes())
+        // Freed before the result is made, so the result is made where it is returned instead
+        // of being kept aside across the frees and copied.
+        drop(arguments);
+        let max_output_bytes = definition.max_output_bytes();
+        drop(definition);
+        into_result(call_id, outcome, max_output_bytes)
     }
 
     /// The async form of [`execute`](Self::execute), with the same typestate and guarantees: an

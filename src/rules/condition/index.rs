@@ -250,6 +250,8 @@ impl Group {
 /// Every program a word may name for `prefix_match`, lower-cased: the word itself (a program
 /// written as a path matches only itself), its base name after the last `/`, and each head of
 /// the base name before a `-` with something after it (`git-push` may be `git`).
+// `#[inline]`, as `Index::candidates`: its one caller is the index walk.
+#[inline]
 fn program_keys(word: &str, found: &mut dyn FnMut(&str)) {
     let lower = |text: &str, found: &mut dyn FnMut(&str)| {
         if text.bytes().any(|b| b.is_ascii_uppercase()) {

@@ -201,6 +201,20 @@ impl Authorized<PreparedToolCall> {
     /// The policy path for a decision already taken for `prepared` — by the controller's policy,
     /// or, where that policy left the call undecided, by its async check. Crate-internal: outside
     /// this crate a decision can only reach `Authorized` through [`by_policy`](Self::by_policy).
+    /// The proof for `prepared` when the action decided for it is `Allow`, else `prepared` back
+    /// for [`by_decision`](Self::by_decision): the allow path's form, which only reads the
+    /// decision (moving it in and out of a [`PolicyOutcome`] cost tens of instructions per call).
+    #[inline(always)]
+    pub(crate) fn if_allowed(
+        action: PolicyAction,
+        prepared: PreparedToolCall,
+    ) -> Result<Self, PreparedToolCall> {
+        match action {
+            PolicyAction::Allow => Ok(Self { inner: prepared }),
+            PolicyAction::Ask | PolicyAction::Deny => Err(prepared),
+        }
+    }
+
     pub(crate) fn by_decision(
         decision: PolicyDecision,
         prepared: PreparedToolCall,

@@ -357,6 +357,7 @@ impl ToolDefinition {
 
     /// [`validate`](Self::validate), also giving back the normalized arguments of a typed tool
     /// (`None`: the arguments are used as sent).
+    #[inline(always)]
     pub(crate) fn check(&self, arguments: &Value) -> Result<Option<Value>, ArgumentErrors> {
         self.check_schema(arguments)?;
         let Some(normalize) = &self.normalizer else {
@@ -371,6 +372,7 @@ impl ToolDefinition {
         Ok(Some(normalized))
     }
 
+    #[inline(always)]
     fn check_schema(&self, arguments: &Value) -> Result<(), ArgumentErrors> {
         if exceeds_depth(arguments, MAX_ARGUMENT_DEPTH) {
             return Err(ArgumentErrors::one(
@@ -431,6 +433,9 @@ fn compile_schema(spec: &ToolSpec) -> Result<jsonschema::Validator, DefinitionEr
 /// Whether `value` nests more than `limit` arrays or objects deep (counted as `serde_json`'s
 /// parser counts them). Recursive, but never deeper than `limit + 1` frames, and allocation-free:
 /// it runs on every call.
+// Inlined, so the top level (most arguments are one flat object of scalars) walks without a
+// call; only a nested array or object calls `nested_exceeds_depth`.
+#[inline(always)]
 pub(crate) fn exceeds_depth(value: &Value, limit: usize) -> bool {
     match value {
         Value::Array(items) => {
@@ -443,11 +448,16 @@ pub(crate) fn exceeds_depth(value: &Value, limit: usize) -> bool {
     }
 }
 
-/// [`exceeds_depth`] for a member: a scalar is answered here, without a call (most arguments
-/// are flat objects of scalars).
+/// [`exceeds_depth`] for a member: a scalar is answered here, without a call.
 #[inline(always)]
 fn nested_exceeds(value: &Value, limit: usize) -> bool {
-    matches!(value, Value::Array(_) | Value::Object(_)) && exceeds_depth(value, limit)
+    matches!(value, Value::Array(_) | Value::Object(_)) && nested_exceeds_depth(value, limit)
+}
+
+/// [`exceeds_depth`] below the top level, out of line (it recurses).
+#[inline(never)]
+fn nested_exceeds_depth(value: &Value, limit: usize) -> bool {
+    exceeds_depth(value, limit)
 }
 
 /// Drops a value without recursion, so a value nested far deeper than the stack allows (one a

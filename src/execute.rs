@@ -22,16 +22,23 @@ impl ToolRuntime {
     /// Only an [`Authorized<PreparedToolCall>`] is accepted (G3), and it is consumed: one
     /// authorization runs at most once. Passing a `PreparedToolCall` or a `ToolCall` does not
     /// compile (`ui-tests/execute_prepared.rs`, `ui-tests/execute_raw_call.rs`).
+    // Inlined into the controller, the async and structured handlers kept out of line: the
+    // authorized call is not copied into a callee's frame.
+    #[inline(always)]
     pub fn execute(&self, authorized: Authorized<PreparedToolCall>) -> ToolResult {
         let (call_id, arguments, definition) = unpack(authorized);
         let outcome = match definition.handler() {
             Handler::Blocking(handler) => handler.call(&arguments),
-            Handler::Async(handler) => block_on(handler.call(arguments)),
-            Handler::Structured(handler) => {
-                return structured(call_id, handler(&arguments), &definition);
+            Handler::Async(_) | Handler::Structured(_) => {
+                return not_blocking(call_id, arguments, &definition);
             }
         };
-        into_result(call_id, outcome, definition.max_output_bytes())
+        // Freed before the result is made, so the result is made where it is returned instead
+        // of being kept aside across the frees and copied.
+        drop(arguments);
+        let max_output_bytes = definition.max_output_bytes();
+        drop(definition);
+        into_result(call_id, outcome, max_output_bytes)
     }
 
     /// The async form of [`execute`](Self::execute), with the same typestate and guarantees: an
@@ -50,8 +57,22 @@ impl ToolRuntime {
     }
 }
 
+/// [`ToolRuntime::execute`] for an async handler (driven on this thread) or a structured one.
+#[inline(never)]
+fn not_blocking(call_id: String, arguments: Value, definition: &ToolDefinition) -> ToolResult {
+    let outcome = match definition.handler() {
+        Handler::Blocking(handler) => handler.call(&arguments),
+        Handler::Async(handler) => block_on(handler.call(arguments)),
+        Handler::Structured(handler) => {
+            return structured(call_id, handler(&arguments), definition);
+        }
+    };
+    into_result(call_id, outcome, definition.max_output_bytes())
+}
+
 /// Spends the proof: the call's id and arguments (moved, not copied) and the definition they
 /// validated against.
+#[inline(always)]
 fn unpack(authorized: Authorized<PreparedToolCall>) -> (String, Value, Arc<ToolDefinition>) {
     let (call, definition) = authorized.into_inner().into_parts();
     (call.call_id, call.arguments, definition)
@@ -71,7 +92,7 @@ fn structured(
     bounded(result, definition.max_output_bytes())
 }
 
-#[inline]
+#[inline(always)]
 fn into_result(
     call_id: String,
     outcome: Result<String, crate::ToolError>,
@@ -85,11 +106,18 @@ fn into_result(
 }
 
 /// The result, or an error result if its text is longer than the tool passes on.
-#[inline]
+#[inline(always)]
 fn bounded(result: ToolResult, max_output_bytes: usize) -> ToolResult {
     if result.content.len() <= max_output_bytes {
         return result;
     }
+    too_large(result, max_output_bytes)
+}
+
+/// The error result for an output longer than the tool passes on.
+#[cold]
+#[inline(never)]
+fn too_large(result: ToolResult, max_output_bytes: usize) -> ToolResult {
     let size = result.content.len();
     ToolResult::error(
         result.call_id,

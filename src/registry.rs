@@ -38,8 +38,9 @@ pub enum RegistryError {
 /// ```
 #[derive(Debug, Default)]
 pub struct ToolRegistry {
-    // Invariant: `by_name` and `in_order` hold the same definitions, each under its spec's name.
-    by_name: FastMap<String, Arc<ToolDefinition>>,
+    // Invariant: `by_name` maps each definition's spec name to its position in `in_order`, and
+    // nothing else.
+    by_name: FastMap<String, usize>,
     in_order: Vec<Arc<ToolDefinition>>,
 }
 
@@ -71,9 +72,8 @@ impl ToolRegistry {
             if registry.by_name.contains_key(&name) {
                 return Err(RegistryError::DuplicateTool { name });
             }
-            let definition = Arc::new(definition);
-            registry.in_order.push(Arc::clone(&definition));
-            registry.by_name.insert(name, definition);
+            registry.by_name.insert(name, registry.in_order.len());
+            registry.in_order.push(Arc::new(definition));
         }
         Ok(registry)
     }
@@ -86,7 +86,23 @@ impl ToolRegistry {
     /// The definition registered under exactly `name` (no case folding, trimming or
     /// normalization).
     pub fn resolve(&self, name: &str) -> Option<&Arc<ToolDefinition>> {
-        self.by_name.get(name)
+        self.position(name).map(|(_, definition)| definition)
+    }
+
+    /// The definition registered under exactly `name`, with its position in registration order:
+    /// one lookup gives both, so a per-tool table kept beside the registry needs no second one.
+    #[inline]
+    pub(crate) fn position(&self, name: &str) -> Option<(usize, &Arc<ToolDefinition>)> {
+        let index = *self.by_name.get(name)?;
+        self.in_order
+            .get(index)
+            .map(|definition| (index, definition))
+    }
+
+    /// The definitions in registration order; a definition's position here is the one
+    /// [`position`](Self::position) gives.
+    pub(crate) fn definitions(&self) -> &[Arc<ToolDefinition>] {
+        &self.in_order
     }
 
     /// How many tools are registered.

@@ -30,6 +30,8 @@ pub struct PreparedToolCall {
     // receives), not what the model sent.
     call: ToolCall,
     definition: Arc<ToolDefinition>,
+    // Invariant: `definition`'s position in the registry the call was prepared against.
+    position: usize,
 }
 
 impl fmt::Debug for PreparedToolCall {
@@ -66,6 +68,12 @@ impl PreparedToolCall {
     /// The definition the arguments validated against.
     pub fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    /// The definition's position in the registry the call was prepared against, for tables kept
+    /// beside that registry (see `ToolRegistry::position`).
+    pub(crate) fn position(&self) -> usize {
+        self.position
     }
 
     /// The call and its definition, for execution only.
@@ -128,13 +136,12 @@ impl ToolRuntime {
     ///
     /// A [`typed`](ToolDefinition::typed) tool's arguments are normalized after validation and
     /// validated again; the prepared call holds the normalized arguments.
+    // Inlined into the controller, with the rejections kept out of line: built in the caller's
+    // frame, the prepared call is not copied out of a returned `Result` and back.
+    #[inline(always)]
     pub fn prepare(&self, mut call: ToolCall) -> Result<PreparedToolCall, Rejection> {
-        let Some(definition) = self.registry.resolve(&call.tool_name) else {
-            let tool = quote_bounded(&call.tool_name);
-            return Err(Rejection::UnknownTool {
-                call_id: free_arguments(call),
-                tool,
-            });
+        let Some((position, definition)) = self.registry.position(&call.tool_name) else {
+            return Err(unknown_tool(call));
         };
         match definition.check(&call.arguments) {
             Ok(normalized) => {
@@ -144,25 +151,42 @@ impl ToolRuntime {
                 Ok(PreparedToolCall {
                     call,
                     definition: Arc::clone(definition),
+                    position,
                 })
             }
-            Err(errors) => {
-                let tool = definition.spec().name.clone();
-                let call_id = free_arguments(call);
-                Err(if errors.is_depth_limit() {
-                    Rejection::TooDeep {
-                        call_id,
-                        tool,
-                        limit: MAX_ARGUMENT_DEPTH,
-                    }
-                } else {
-                    Rejection::InvalidArguments {
-                        call_id,
-                        tool,
-                        errors,
-                    }
-                })
-            }
+            Err(errors) => Err(invalid(call, definition, errors)),
+        }
+    }
+}
+
+/// The rejection of a call to a tool the registry does not have.
+#[cold]
+#[inline(never)]
+fn unknown_tool(call: ToolCall) -> Rejection {
+    let tool = quote_bounded(&call.tool_name);
+    Rejection::UnknownTool {
+        call_id: free_arguments(call),
+        tool,
+    }
+}
+
+/// The rejection of a call whose arguments `definition` refused.
+#[cold]
+#[inline(never)]
+fn invalid(call: ToolCall, definition: &ToolDefinition, errors: ArgumentErrors) -> Rejection {
+    let tool = definition.spec().name.clone();
+    let call_id = free_arguments(call);
+    if errors.is_depth_limit() {
+        Rejection::TooDeep {
+            call_id,
+            tool,
+            limit: MAX_ARGUMENT_DEPTH,
+        }
+    } else {
+        Rejection::InvalidArguments {
+            call_id,
+            tool,
+            errors,
         }
     }
 }

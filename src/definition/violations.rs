@@ -127,6 +127,8 @@ impl ArgumentErrors {
     /// `jsonschema` 0.61 collects every error before handing out the first (its `iter_errors`
     /// builds a vector), so validation itself costs time linear in the arguments; what this adds
     /// — masking and rendering — is bounded by `MAX_LISTED` and `MAX_COUNTED`.
+    // Inlined, the rest kept out of line: the fast path is one call, on every valid call.
+    #[inline(always)]
     pub(crate) fn from_schema(
         validator: &jsonschema::Validator,
         arguments: &Value,
@@ -136,6 +138,17 @@ impl ArgumentErrors {
         if validator.is_valid(arguments) {
             return None;
         }
+        Some(Self::listed(validator, arguments, declared))
+    }
+
+    /// The violations of arguments the schema refused.
+    #[cold]
+    #[inline(never)]
+    fn listed(
+        validator: &jsonschema::Validator,
+        arguments: &Value,
+        declared: &DeclaredNames,
+    ) -> Self {
         let mut errors = validator.iter_errors(arguments);
         let violations: Vec<Violation> = errors
             .by_ref()
@@ -145,16 +158,16 @@ impl ArgumentErrors {
         let unlisted = errors.take(Self::MAX_COUNTED + 1).count();
         if violations.is_empty() {
             // The validator said invalid but listed nothing: still a rejection, never a pass.
-            return Some(Self::one(
+            return Self::one(
                 String::new(),
                 "schema",
                 "the arguments do not satisfy the schema",
-            ));
+            );
         }
-        Some(Self {
+        Self {
             violations,
             unlisted,
-        })
+        }
     }
 
     fn render(&self, out: &mut impl fmt::Write) -> fmt::Result {

@@ -74,6 +74,9 @@ pub enum LayerError {
     },
 }
 
+/// A constant, so the reason is checked when the crate compiles, not on every call.
+const NO_LAYER_ALLOWS: Reason = Reason::from_static("no layer allows this call (default deny)");
+
 impl Layers {
     /// An empty stack: it denies every call.
     pub fn new() -> Self {
@@ -141,9 +144,7 @@ impl Policy for Layers {
         }
         match ask.or(allow) {
             Some((name, decision)) => decision.with_layer(Arc::clone(name)),
-            None => PolicyDecision::fallback_deny(Reason::from_static(
-                "no layer allows this call (default deny)",
-            )),
+            None => PolicyDecision::fallback_deny(NO_LAYER_ALLOWS),
         }
     }
 

@@ -89,6 +89,33 @@ pub trait Policy: Send + Sync {
         let _ = call;
         Ok(Vec::new())
     }
+
+    /// Crate-internal, and cannot be overridden or called outside toolgate: its argument's type
+    /// cannot be named there. `Some` only for a [`ToolPolicy`] (or an `Arc` of one), whose
+    /// decision depends on the tool name alone and which names no rate limits, so the controller
+    /// may decide its calls from a table built once per registry. Every other policy, including
+    /// each one written outside this crate, gets the default `None` and is asked through
+    /// [`decide`](Self::decide) and [`rate_slots`](Self::rate_slots) on every call.
+    #[doc(hidden)]
+    fn by_name_only(&self, sealed: sealed::Token) -> Option<&ToolPolicy> {
+        let _ = sealed;
+        None
+    }
+}
+
+/// Keeps [`Policy::by_name_only`] to this crate: `Token` is public (it appears in a public
+/// method's signature) but lives in a private module, so no other crate can name it, and its
+/// private field means no other crate can build one.
+pub(crate) mod sealed {
+    /// Proof that the caller is this crate.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Token(());
+
+    impl Token {
+        pub(crate) const fn new() -> Self {
+            Self(())
+        }
+    }
 }
 
 /// A shared policy is the policy: deciding, checking the registry and naming rate limits all go
@@ -108,6 +135,10 @@ impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
 
     fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<RateSlot>, PolicyDecision> {
         (**self).rate_slots(call)
+    }
+
+    fn by_name_only(&self, sealed: sealed::Token) -> Option<&ToolPolicy> {
+        (**self).by_name_only(sealed)
     }
 }
 

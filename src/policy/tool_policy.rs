@@ -80,14 +80,33 @@ impl ToolPolicy {
     /// # Ok::<(), toolgate::PolicyError>(())
     /// ```
     pub fn decide_for(&self, tool_name: &str) -> PolicyDecision {
+        Self::decision(self.action_for(tool_name))
+    }
+
+    /// The action for a tool name alone.
+    pub(crate) fn action_for(&self, tool_name: &str) -> PolicyAction {
         if self.allowed.contains(tool_name) {
-            PolicyDecision::allow(Reason::from_static("tool is allowed by policy"))
+            PolicyAction::Allow
         } else if self.confirmation_required.contains(tool_name) {
-            PolicyDecision::ask(Reason::from_static("tool requires user confirmation"))
+            PolicyAction::Ask
         } else {
-            PolicyDecision::fallback_deny(Reason::from_static(
-                "tool is not allowed by policy (default deny)",
-            ))
+            PolicyAction::Deny
+        }
+    }
+
+    /// The decision this policy takes when its action for a name is `action`: the one place
+    /// [`decide_for`](Self::decide_for) and the controller's per-tool table both make it, so the
+    /// two cannot differ.
+    #[inline]
+    pub(crate) fn decision(action: PolicyAction) -> PolicyDecision {
+        // Constants, so the reasons are checked when the crate compiles, not on every call.
+        const ALLOWED: Reason = Reason::from_static("tool is allowed by policy");
+        const ASKED: Reason = Reason::from_static("tool requires user confirmation");
+        const DENIED: Reason = Reason::from_static("tool is not allowed by policy (default deny)");
+        match action {
+            PolicyAction::Allow => PolicyDecision::allow(ALLOWED),
+            PolicyAction::Ask => PolicyDecision::ask(ASKED),
+            PolicyAction::Deny => PolicyDecision::fallback_deny(DENIED),
         }
     }
 }
@@ -98,7 +117,12 @@ impl Policy for ToolPolicy {
     }
 
     fn denies_every_call(&self, tool_name: &str) -> bool {
-        self.decide_for(tool_name).action == PolicyAction::Deny
+        self.action_for(tool_name) == PolicyAction::Deny
+    }
+
+    // It decides by name alone and names no rate limits (`rate_slots` is the default).
+    fn by_name_only(&self, _: super::sealed::Token) -> Option<&ToolPolicy> {
+        Some(self)
     }
 }
 

@@ -436,10 +436,9 @@ impl RulePolicy {
     }
 
     fn default_decision(&self) -> PolicyDecision {
-        PolicyDecision::fallback_deny(Reason::from_static(
-            "no rule allows this call (default deny)",
-        ))
-        .with_policy_digest(Arc::clone(&self.digest))
+        // A constant, so the reason is checked when the crate compiles, not on every call.
+        const DEFAULT_DENY: Reason = Reason::from_static("no rule allows this call (default deny)");
+        PolicyDecision::fallback_deny(DEFAULT_DENY).with_policy_digest(Arc::clone(&self.digest))
     }
 }
 

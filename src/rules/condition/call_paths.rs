@@ -62,6 +62,9 @@ impl<'a> CallPaths<'a> {
     }
 
     /// Whether `path`, normalized, matches the compiled pattern; `None` when it cannot be judged.
+    // `#[inline]`: called from another codegen unit on every indexed decision; without it, where
+    // the compiler splits the crate decides whether this is inlined (about 100 instructions).
+    #[inline]
     pub(crate) fn matches(&mut self, path: &'a str, pattern: &[ComponentPattern]) -> Option<bool> {
         let settings = self.settings;
         Some(settings.matches_components(self.components(path)?, pattern))

@@ -150,6 +150,9 @@ impl Index {
 
     /// Calls `visit` for every grouped rule that is not certainly false for `arguments` (some
     /// more than once, in no particular order).
+    // `#[inline]`: called from another codegen unit on every indexed decision; without it, where
+    // the compiler splits the crate decides whether this is inlined (about 100 instructions).
+    #[inline]
     pub(crate) fn candidates<'a>(
         &self,
         arguments: &'a Value,
@@ -247,6 +250,8 @@ impl Group {
 /// Every program a word may name for `prefix_match`, lower-cased: the word itself (a program
 /// written as a path matches only itself), its base name after the last `/`, and each head of
 /// the base name before a `-` with something after it (`git-push` may be `git`).
+// `#[inline]`, as `Index::candidates`: its one caller is the index walk.
+#[inline]
 fn program_keys(word: &str, found: &mut dyn FnMut(&str)) {
     let lower = |text: &str, found: &mut dyn FnMut(&str)| {
         if text.bytes().any(|b| b.is_ascii_uppercase()) {

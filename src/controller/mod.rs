@@ -237,8 +237,16 @@ impl ToolController {
     /// always). Call before the first `handle`.
     #[must_use]
     pub fn with_approval_store(mut self, store: impl ApprovalStore + 'static) -> Self {
-        let limits = self.pending.limits();
-        self.pending = PendingApprovals::with_store(store, limits);
+        self.pending.set_store(store);
+        self
+    }
+
+    /// The same controller, with approval expiry judged by `clock` instead of the system's wall
+    /// clock (a [`ManualClock`](crate::clock::ManualClock) in tests and simulations; see
+    /// [`PendingApprovals`]'s `# Expiry`). Call before the first `handle`.
+    #[must_use]
+    pub fn with_approval_clock(mut self, clock: impl crate::clock::Clock + 'static) -> Self {
+        self.pending.set_clock(clock);
         self
     }
 

@@ -73,3 +73,69 @@ fn one_controller_dropped_leaves_another_on_the_same_thread_working() {
     };
     assert!(!result.is_error);
 }
+
+#[test]
+fn generation_counts_each_replacement_in_force_and_nothing_else() {
+    let token = Arc::new(());
+    let controller =
+        ToolController::new(registry([holding("hold", &token)]), policy(&["hold"], &[]));
+    let start = controller.generation();
+    let _ = controller.handle(ToolCall::new("c", "hold", json!({})));
+    assert_eq!(controller.generation(), start, "a call replaces nothing");
+    controller
+        .replace_registry(registry([holding("hold", &token)]))
+        .unwrap();
+    assert_eq!(controller.generation(), start + 1);
+    controller.replace_policy(policy(&[], &["hold"])).unwrap();
+    assert_eq!(controller.generation(), start + 2);
+    // A policy that does not fit (it names a tool the registry lacks) is refused: no change.
+    assert!(
+        controller
+            .replace_policy(policy(&["missing"], &[]))
+            .is_err()
+    );
+    assert_eq!(controller.generation(), start + 2);
+}
+
+/// A typed tool normalizes the arguments (fills serde defaults) before the approval is made; with
+/// an audit sink the approval digest must be of the normalized call, or approving it would be
+/// refused as altered.
+#[cfg(feature = "schemars")]
+#[test]
+fn an_audited_typed_tool_with_defaults_runs_once_approved() {
+    #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+    #[serde(default)]
+    struct Write {
+        path: String,
+        mode: String,
+    }
+    impl Default for Write {
+        fn default() -> Self {
+            Self {
+                path: "/tmp/x".to_owned(),
+                mode: "w".to_owned(),
+            }
+        }
+    }
+    let tool = ToolDefinition::typed("write", "Writes.", |args: Write| {
+        Ok::<_, ToolError>(format!("{} {}", args.mode, args.path))
+    })
+    .unwrap();
+    let sink = Arc::new(toolgate::audit::MemoryAuditSink::new());
+    let controller =
+        ToolController::new(registry([tool]), policy(&[], &["write"])).with_audit_sink(sink);
+    let Outcome::PendingApproval(request) =
+        controller.handle(ToolCall::new("c", "write", json!({"path": "/tmp/a"})))
+    else {
+        panic!("write asks");
+    };
+    assert_eq!(
+        request.call.arguments,
+        json!({"path": "/tmp/a", "mode": "w"})
+    );
+    assert!(request.digest_matches());
+    let result = controller
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    assert_eq!(result, ToolResult::ok("c", "w /tmp/a"));
+}

@@ -29,7 +29,7 @@ impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| duration_ms(since))
+            .map_or(0, duration_ms)
     }
 }
 

@@ -61,3 +61,12 @@ fn static_reason_with_leading_whitespace_is_kept_as_written() {
 fn static_reason_of_only_whitespace_is_refused() {
     let _ = Reason::from_static(" \t\n ");
 }
+
+#[test]
+fn shadow_hides_what_the_enforced_policy_denies_outright() {
+    // The enforced policy denies every calculator call; the candidate would allow them.
+    let shadow = Shadow::new(policy(&[], &[]), policy(&["calculator"], &[]));
+    let controller = ToolController::new(registry([calculator()]), shadow);
+    assert!(controller.listed_specs().is_empty());
+    assert_eq!(controller.specs().len(), 1);
+}

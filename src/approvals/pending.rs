@@ -20,9 +20,10 @@ use crate::runtime::PreparedToolCall;
 /// `t + T` on it is expired: answering it gives [`Answered::Expired`] (a denial), and it is no
 /// longer listed or counted against [`ApprovalLimits::max_pending`]. Times are read from a
 /// [`Clock`] — the system's wall clock unless [`with_clock`](Self::with_clock) sets another — when
-/// a request is made, answered, revoked or listed. An expired request that was answered stays
-/// expired even if the clock is later set back. [`PostgresApprovalStore`](super::PostgresApprovalStore)
-/// is the exception: it judges expiry by the database server's clock, and uses this clock only to
+/// a request is made, answered, revoked or listed. A request once answered or revoked (expired or
+/// not) is never pending again, even if the clock is later set back; one not yet taken is judged by
+/// the clock at each read. `PostgresApprovalStore` (feature `postgres`) is
+/// the exception: it judges expiry by the database server's clock, and uses this clock only to
 /// compute the time to live.
 ///
 /// # Examples

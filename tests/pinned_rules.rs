@@ -74,3 +74,41 @@ fn equals_on_arrays_and_objects_compares_numbers_by_value_at_any_depth() {
     );
     assert_eq!(action(json!({"0": 1})), PolicyAction::Allow);
 }
+
+#[test]
+fn a_tool_covered_only_by_conditional_pattern_denies_is_denied_outright() {
+    let tools = registry([counted(
+        "srv__read",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        &Default::default(),
+    )]);
+    let policy = RulePolicy::from_json(
+        r#"{"rules": [{"id": "d", "tool": "srv__*", "action": "deny", "reason": "d",
+                       "when": {"equals": {"pointer": "/path", "value": "secret"}}}]}"#,
+        &tools,
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    // Allowed by nothing: every call is denied (the default), so the tool is not listed.
+    assert!(policy.denies_every_call("srv__read"));
+    let controller = ToolController::new(tools, policy);
+    assert!(controller.listed_specs().is_empty());
+}
+
+#[test]
+fn read_errors_compare_by_kind_and_text_and_show_the_os_error() {
+    let missing =
+        std::env::temp_dir().join(format!("toolgate-no-such-policy-{}", std::process::id()));
+    let read_error = |path: &std::path::Path| match RulePolicy::from_file(path, &tools()) {
+        Err(PolicyLoadError::Read { source, .. }) => source,
+        other => panic!("expected a read error, got {other:?}"),
+    };
+    let (first, again) = (read_error(&missing), read_error(&missing));
+    assert_eq!(first, again);
+    let directory = read_error(&std::env::temp_dir());
+    assert_ne!(first, directory, "not found is not is-a-directory");
+    let os = std::error::Error::source(&first)
+        .expect("the io::Error")
+        .to_string();
+    assert_eq!(first.to_string(), os);
+    assert!(!os.is_empty());
+}

@@ -90,6 +90,8 @@ fn a_tool_covered_only_by_conditional_pattern_denies_is_denied_outright() {
     .unwrap_or_else(|error| panic!("{error}"));
     // Allowed by nothing: every call is denied (the default), so the tool is not listed.
     assert!(policy.denies_every_call("srv__read"));
+    // A tool the pattern covers that is registered later is judged by the group's rules.
+    assert!(policy.denies_every_call("srv__later"));
     let exact = RulePolicy::from_json(
         r#"{"rules": [{"id": "d", "tool": "srv__read", "action": "deny", "reason": "d",
                        "when": {"equals": {"pointer": "/path", "value": "secret"}}}]}"#,

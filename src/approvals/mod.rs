@@ -28,7 +28,6 @@ pub use pending::PendingApprovals;
 pub use postgres::{ApprovalChange, ApprovalChanges, PostgresApprovalStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteApprovalStore;
-pub(crate) use store::now_ms;
 pub use store::{ApprovalStore, Transition};
 
 /// A call held for a person's confirmation. Its handler has not run.

@@ -5,13 +5,26 @@ use std::sync::Arc;
 use super::{
     Answered, Approval, ApprovalError, ApprovalId, ApprovalLimits, ApprovalRequest,
     ApprovalResponse, ApprovalState, ApprovalStore, ExecutionOutcome, MemoryApprovalStore,
-    Transition, Verdict, now_ms,
+    Transition, Verdict,
 };
 use crate::canonical::{call_hash, hex_digest};
+use crate::clock::{Clock, SystemClock, duration_ms};
 use crate::policy::Reason;
 use crate::runtime::PreparedToolCall;
 
 /// The requests waiting for a person, each answerable exactly once.
+///
+/// # Expiry
+///
+/// A request made at time `t` with a time to live `T` can be answered up to `t + T - 1 ms`; from
+/// `t + T` on it is expired: answering it gives [`Answered::Expired`] (a denial), and it is no
+/// longer listed or counted against [`ApprovalLimits::max_pending`]. Times are read from a
+/// [`Clock`] — the system's wall clock unless [`with_clock`](Self::with_clock) sets another — when
+/// a request is made, answered, revoked or listed. A request once answered or revoked (expired or
+/// not) is never pending again, even if the clock is later set back; one not yet taken is judged by
+/// the clock at each read. `PostgresApprovalStore` (feature `postgres`) is
+/// the exception: it judges expiry by the database server's clock, and uses this clock only to
+/// compute the time to live.
 ///
 /// # Examples
 ///
@@ -36,6 +49,7 @@ use crate::runtime::PreparedToolCall;
 pub struct PendingApprovals {
     store: Arc<dyn ApprovalStore>,
     limits: ApprovalLimits,
+    clock: Arc<dyn Clock>,
 }
 
 impl Default for PendingApprovals {
@@ -60,7 +74,48 @@ impl PendingApprovals {
         Self {
             store: Arc::new(store),
             limits,
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same requests, with expiry judged by `clock` instead of the system's wall clock (a
+    /// [`ManualClock`](crate::clock::ManualClock) in tests and simulations). Set it before the
+    /// first request: expiry times already stored were read from the previous clock.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use serde_json::{json, Value};
+    /// use toolgate::*;
+    /// use toolgate::approvals::{Answered, ApprovalLimits, PendingApprovals};
+    /// use toolgate::clock::ManualClock;
+    ///
+    /// # let patch = |_: &Value| -> Result<String, ToolError> { Ok("patched".into()) };
+    /// # let spec = ToolSpec::new("apply_patch", "Apply a patch.", json!({"type": "object"}));
+    /// # let runtime = ToolRuntime::new(ToolRegistry::new([ToolDefinition::new(spec, patch)?])?);
+    /// # let prepared = runtime.prepare(ToolCall::new("c1", "apply_patch", json!({})))?;
+    /// let clock = ManualClock::new(1_000);
+    /// let limits = ApprovalLimits::default().with_time_to_live(Some(Duration::from_secs(60)));
+    /// let pending = PendingApprovals::with_limits(limits).with_clock(clock.clone());
+    /// let request = pending.request(prepared, Reason::new("writes files")?)?;
+    /// clock.advance(Duration::from_secs(60));
+    /// assert!(pending.is_empty());
+    /// let answer = pending.answer(ApprovalResponse::approve(request.approval_id))?;
+    /// assert!(matches!(answer, Answered::Expired(_)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.set_clock(clock);
+        self
+    }
+
+    pub(crate) fn set_clock(&mut self, clock: impl Clock + 'static) {
+        self.clock = Arc::new(clock);
+    }
+
+    /// Keeps the limits and the clock (the controller's `with_approval_store`).
+    pub(crate) fn set_store(&mut self, store: impl ApprovalStore + 'static) {
+        self.store = Arc::new(store);
     }
 
     /// The limits in force.
@@ -100,10 +155,11 @@ impl PendingApprovals {
             call: prepared.into_call(),
             reason,
         };
-        let now = now_ms();
-        let expires = self.limits.time_to_live.map(|time_to_live| {
-            now.saturating_add(u64::try_from(time_to_live.as_millis()).unwrap_or(u64::MAX))
-        });
+        let now = self.clock.now_ms();
+        let expires = self
+            .limits
+            .time_to_live
+            .map(|time_to_live| now.saturating_add(duration_ms(time_to_live)));
         self.store
             .insert(&request, expires, self.limits.max_pending, now)?;
         Ok(request)
@@ -121,9 +177,9 @@ impl PendingApprovals {
             Verdict::Approve => Transition::Approve,
             Verdict::Reject => Transition::Reject,
         };
-        let (request, expired) = self
-            .store
-            .take(response.approval_id, transition, now_ms())?;
+        let (request, expired) =
+            self.store
+                .take(response.approval_id, transition, self.clock.now_ms())?;
         if expired {
             return Ok(Answered::Expired(request));
         }
@@ -145,7 +201,7 @@ impl PendingApprovals {
     pub fn revoke(&self, approval_id: ApprovalId) -> Result<ApprovalRequest, ApprovalError> {
         Ok(self
             .store
-            .take(approval_id, Transition::Revoke, now_ms())?
+            .take(approval_id, Transition::Revoke, self.clock.now_ms())?
             .0)
     }
 
@@ -161,7 +217,7 @@ impl PendingApprovals {
     ///
     /// [`ApprovalError::Store`] if the store cannot be read.
     pub fn try_list(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
-        self.store.pending(now_ms())
+        self.store.pending(self.clock.now_ms())
     }
 
     /// Records how an approved call's handler ended.

@@ -89,9 +89,3 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
     /// [`ApprovalError::Store`] when storage fails.
     fn state(&self, approval_id: ApprovalId) -> Result<Option<ApprovalState>, ApprovalError>;
 }
-
-/// Milliseconds since the Unix epoch: expiry survives restarts, so it is wall-clock time.
-pub(crate) fn now_ms() -> u64 {
-    use crate::clock::Clock;
-    crate::clock::SystemClock.now_ms()
-}

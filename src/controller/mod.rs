@@ -147,11 +147,15 @@ impl ToolController {
         self
     }
 
-    /// The same controller, reading time from `clock` for rate-limit windows (the system clock
-    /// by default; a [`ManualClock`](crate::clock::ManualClock) in tests).
+    /// The same controller, reading time from `clock` — for approval expiry (see
+    /// [`PendingApprovals`]'s `# Expiry`) and rate-limit windows — instead of the system's wall
+    /// clock: a [`ManualClock`](crate::clock::ManualClock) in tests and simulations. Call before
+    /// the first `handle`; an approval store set later keeps it.
     #[must_use]
     pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Arc::new(clock);
+        let clock: Arc<dyn Clock> = Arc::new(clock);
+        self.pending.set_clock(Arc::clone(&clock));
+        self.clock = clock;
         self
     }
 
@@ -265,8 +269,7 @@ impl ToolController {
     /// always). Call before the first `handle`.
     #[must_use]
     pub fn with_approval_store(mut self, store: impl ApprovalStore + 'static) -> Self {
-        let limits = self.pending.limits();
-        self.pending = PendingApprovals::with_store(store, limits);
+        self.pending.set_store(store);
         self
     }
 

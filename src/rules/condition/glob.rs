@@ -51,11 +51,11 @@ pub(crate) fn glob_match(pattern: &[GlobToken], text: &str, fold_ascii: bool) ->
                 t += c.len_utf8();
             }
             _ => match resume {
+                // Back to the `*`, one character further on: re-reading the `*` records the
+                // new resume point.
                 Some((star, start)) => {
-                    let retry = start + next_width(start);
-                    p = star + 1;
-                    t = retry;
-                    resume = Some((star, retry));
+                    p = star;
+                    t = start + next_width(start);
                 }
                 None => return false,
             },
@@ -95,10 +95,11 @@ pub(crate) fn path_glob_match<S: AsRef<str>>(
                 c += 1;
             }
             _ => match resume {
+                // Back to the `**`, one component further on: re-reading it records the new
+                // resume point.
                 Some((star, start)) => {
-                    p = star + 1;
+                    p = star;
                     c = start + 1;
-                    resume = Some((star, start + 1));
                 }
                 None => return false,
             },

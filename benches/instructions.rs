@@ -23,6 +23,9 @@ const SCENARIOS: &[&str] = &[
     "deny",
     "unknown_tool",
     "ask_approve_execute",
+    "rules_allow",
+    "rules_allow_rate_limited",
+    "rules_allow_rate_limited_per_key",
     "policy_1_rule_allow",
     "policy_1_rule_default_deny",
     "policy_10_rules_allow",
@@ -69,6 +72,22 @@ fn controller(allowed: &[&str], asked: &[&str]) -> ToolController {
     let registry = ToolRegistry::new([ToolDefinition::new(spec, add).expect("schema compiles")])
         .expect("one tool");
     let policy = ToolPolicy::new(allowed.iter().copied(), asked.iter().copied()).expect("disjoint");
+    ToolController::new(registry, policy)
+}
+
+/// A controller over the calculator under a rule policy allowing it, with `limits` (JSON).
+fn rules_controller(limits: &str) -> ToolController {
+    let spec = ToolSpec::new("calculator", "Add a and b.", calculator_schema());
+    let registry = ToolRegistry::new([ToolDefinition::new(spec, add).expect("schema compiles")])
+        .expect("one tool");
+    let policy = RulePolicy::from_json(
+        &format!(
+            r#"{{"rules": [{{"id": "calc", "tool": "calculator", "action": "allow", "reason": "arithmetic"}}],
+                "limits": [{limits}]}}"#
+        ),
+        &registry,
+    )
+    .expect("policy loads");
     ToolController::new(registry, policy)
 }
 
@@ -227,6 +246,24 @@ fn main() {
                     ask.resolve(ApprovalResponse::approve(request.approval_id))
                         .expect("pending")
                 },
+            );
+        }
+        "rules_allow" | "rules_allow_rate_limited" | "rules_allow_rate_limited_per_key" => {
+            // Caps no run of this benchmark reaches: every call takes its slot and runs.
+            let limits = match scenario.as_str() {
+                "rules_allow" => "",
+                "rules_allow_rate_limited" => {
+                    r#"{"id": "cap", "tool": "calculator", "max": 100000, "per": "day", "over": "deny", "reason": "cap"}"#
+                }
+                _ => {
+                    r#"{"id": "cap", "tool": "calculator", "max": 100000, "per": "day", "over": "deny", "reason": "cap", "key": {"pointer": "/a"}}"#
+                }
+            };
+            let controller = rules_controller(limits);
+            repeat(
+                iterations,
+                || call("calculator"),
+                |call| completed(controller.handle(call)),
             );
         }
         "policy_1_rule_allow" => policy(iterations, 1, matching),

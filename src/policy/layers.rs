@@ -156,7 +156,7 @@ impl Policy for Layers {
             // Each layer counts in its own counters: two layers may use one limit id with
             // different windows and caps, and each must hold.
             let named = |slot: super::RateSlot| super::RateSlot {
-                bucket: format!("{}:{name}/{}", name.len(), slot.bucket),
+                bucket: Arc::from(format!("{}:{name}/{}", name.len(), slot.bucket)),
                 layer: Some(Arc::clone(name)),
                 ..slot
             };

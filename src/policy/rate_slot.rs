@@ -11,7 +11,7 @@ use super::{PolicyAction, Reason};
 #[non_exhaustive]
 pub struct RateSlot {
     /// The counter: the limit's id and, for a keyed limit, the key's digest (never its value).
-    pub bucket: String,
+    pub bucket: Arc<str>,
     /// The window in milliseconds; `None` counts for the session.
     pub window_ms: Option<u64>,
     /// How many calls the window holds.
@@ -38,7 +38,7 @@ impl RateSlot {
     ) -> Self {
         let limit_id = limit_id.into();
         Self {
-            bucket: limit_id.to_string(),
+            bucket: Arc::clone(&limit_id),
             window_ms,
             max,
             over,
@@ -50,8 +50,8 @@ impl RateSlot {
 
     /// The same slot in the counter `bucket` (a keyed limit's own counter).
     #[must_use]
-    pub fn in_bucket(mut self, bucket: String) -> Self {
-        self.bucket = bucket;
+    pub fn in_bucket(mut self, bucket: impl Into<Arc<str>>) -> Self {
+        self.bucket = bucket.into();
         self
     }
 }

@@ -19,7 +19,7 @@ use crate::registry::ToolRegistry;
 #[derive(Debug)]
 struct Limit {
     id: Arc<str>,
-    tool: ToolPattern,
+    tool: Covers,
     max: u32,
     window_ms: Option<u64>,
     over: PolicyAction,
@@ -27,6 +27,23 @@ struct Limit {
     // Key pointer tokens (unescaped), and whether text compares ignoring case.
     key: Option<(Box<str>, Vec<String>, bool)>,
     policy_digest: Arc<str>,
+}
+
+/// Which tools a limit covers: one by its exact name (compared as text, the common case), or a
+/// pattern's.
+#[derive(Debug)]
+enum Covers {
+    Exact(Box<str>),
+    Pattern(ToolPattern),
+}
+
+impl Covers {
+    fn matches(&self, tool: &str) -> bool {
+        match self {
+            Self::Exact(name) => **name == *tool,
+            Self::Pattern(pattern) => pattern.matches(tool),
+        }
+    }
 }
 
 /// A policy's limits.
@@ -69,14 +86,16 @@ impl RateLimits {
             if config.over == PolicyAction::Allow {
                 problem("over must be deny or ask".to_owned());
             }
-            let tool = ToolPattern::new(&config.tool);
-            let tools: Vec<&str> = if is_pattern(&config.tool) {
-                tool.tools(registry)
+            let (tool, tools): (Covers, Vec<&str>) = if is_pattern(&config.tool) {
+                let pattern = ToolPattern::new(&config.tool);
+                let tools = pattern.tools(registry);
+                (Covers::Pattern(pattern), tools)
             } else {
-                registry
+                let tools = registry
                     .resolve(&config.tool)
                     .map(|_| vec![config.tool.as_str()])
-                    .unwrap_or_default()
+                    .unwrap_or_default();
+                (Covers::Exact(config.tool.clone().into_boxed_str()), tools)
             };
             if tools.is_empty() {
                 problem(format!(

@@ -64,6 +64,7 @@ pub const MAX_KEYS_PER_CALL: usize = 64;
 
 /// The longest window ([`Per::Day`]): durable counters keep every call time this long, so a policy
 /// replaced with a longer window still sees the calls counted under a shorter one.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) const LONGEST_WINDOW_MS: u64 = 86_400_000;
 
 /// The largest `max` a limit may have.

@@ -280,16 +280,23 @@ fn push_number(out: &mut impl Out, number: &Number) {
         push_signed(out, integer);
     } else if let Some(integer) = number.as_u64() {
         push_unsigned(out, integer);
-    } else if let Some(float) = number.as_f64() {
-        // 2^63 is where i64 ends; integral floats inside it print as integers.
-        if float.fract() == 0.0 && float.abs() < 9.223_372_036_854_776e18 {
+    } else if let Some(float) = number.as_f64().filter(|float| float.is_finite()) {
+        // An integral float prints as the integer it equals wherever an integer type holds it
+        // (from -2^63, below 2^64): `1e19` and `10000000000000000000` are one number.
+        if float.fract() == 0.0 && (-9.223_372_036_854_776e18..0.0).contains(&float) {
             push_signed(out, float as i64);
+        } else if float.fract() == 0.0 && (0.0..1.844_674_407_370_955_2e19).contains(&float) {
+            push_unsigned(out, float as u64);
         } else {
-            // `{}` on f64 is the shortest decimal that reads back as the same float.
+            // `{:e}` on f64 is the shortest decimal that reads back as the same float.
             let mut text = String::new();
             let _ = write!(text, "{float:e}");
             out.text(&text);
         }
+    } else {
+        // Only with serde_json's `arbitrary_precision` (turned on by another crate in the build):
+        // a number past f64's range keeps its own spelling rather than collapsing into `inf`.
+        out.text(&number.to_string());
     }
 }
 
@@ -297,6 +304,29 @@ fn push_number(out: &mut impl Out, number: &Number) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn integral_numbers_past_i64_have_one_spelling_as_integer_or_float() {
+        for (a, b) in [
+            ("1e19", "10000000000000000000"),
+            ("-9.223372036854775808e18", "-9223372036854775808"),
+            ("9.223372036854775808e18", "9223372036854775808"),
+            ("1.8446744073709551615e19", "18446744073709551616"),
+            ("-0.0", "0"),
+            ("4.2e1", "42"),
+        ] {
+            let (a, b): (Value, Value) = (
+                serde_json::from_str(a).unwrap(),
+                serde_json::from_str(b).unwrap(),
+            );
+            assert_eq!(canonical_json(&a), canonical_json(&b), "{a} {b}");
+            assert_eq!(digest(&a), digest(&b), "{a} {b}");
+        }
+        assert_eq!(canonical_json(&json!(1e19)), "10000000000000000000");
+        assert_eq!(canonical_json(&json!(-1e19)), "-1e19");
+        assert_eq!(canonical_json(&json!(2e19)), "2e19");
+        assert_eq!(canonical_json(&json!(0.5)), "5e-1");
+    }
 
     #[test]
     fn keys_are_sorted_and_whitespace_dropped() {

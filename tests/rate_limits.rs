@@ -717,3 +717,31 @@ fn a_policy_of_its_own_can_name_counters_with_any_window() {
     clock.advance(Duration::from_millis(1_500));
     assert!(handle("a"));
 }
+
+#[test]
+fn past_an_ask_cap_and_a_deny_cap_at_once_the_deny_names_the_decision_with_its_policy() {
+    let bench = bench(&policy(
+        r#"{"id": "a-soft", "tool": "read_file", "max": 1, "per": "hour", "over": "ask", "reason": "soft cap"},
+           {"id": "z-hard", "tool": "read_file", "max": 1, "per": "hour", "over": "deny", "reason": "hard cap"}"#,
+    ));
+    assert!(ran(&call(&bench, "read_file", json!({}))));
+    // Both caps are full: the stricter one decides, whatever the order the limits were written in.
+    let reason = denial(&call(&bench, "read_file", json!({})));
+    assert!(reason.contains("z-hard"), "{reason}");
+    let denied = bench
+        .audit
+        .events()
+        .into_iter()
+        .find(|event| event.action == Some(PolicyAction::Deny))
+        .unwrap();
+    assert_eq!(denied.rule_id.as_deref(), Some("z-hard"));
+    // The decision names the policy it was made under, as every rule decision does.
+    let allowed = bench
+        .audit
+        .events()
+        .into_iter()
+        .find(|event| event.action == Some(PolicyAction::Allow))
+        .unwrap();
+    assert!(allowed.policy_digest.is_some());
+    assert_eq!(denied.policy_digest, allowed.policy_digest);
+}

@@ -69,18 +69,14 @@ impl ToolController {
         match self.counters.take(&takes, self.clock.now_ms()) {
             Ok(Taken::All) => None,
             Ok(Taken::Full(index)) => Some(past_the_cap(&slots[index], decision)),
-            Err(error) => Some(PolicyDecision {
-                layer: None,
-                rule_id: None,
-                ..PolicyDecision::deny(
-                    Reason::new(format!(
-                        "denied: the call could not be counted against its rate limits ({error})"
-                    ))
-                    .unwrap_or(Reason::from_static(
-                        "denied: rate limits could not be counted",
-                    )),
-                )
-            }),
+            Err(error) => Some(PolicyDecision::deny(
+                Reason::new(format!(
+                    "denied: the call could not be counted against its rate limits ({error})"
+                ))
+                .unwrap_or(Reason::from_static(
+                    "denied: rate limits could not be counted",
+                )),
+            )),
         }
     }
 }

@@ -745,3 +745,46 @@ fn past_an_ask_cap_and_a_deny_cap_at_once_the_deny_names_the_decision_with_its_p
     assert!(allowed.policy_digest.is_some());
     assert_eq!(denied.policy_digest, allowed.policy_digest);
 }
+
+#[test]
+fn with_an_async_check_set_an_approved_call_is_still_counted_and_capped() {
+    let rules = r#"{"rules": [
+        {"id": "mail", "tool": "send_email", "action": "ask", "reason": "a person reads mail first"}],
+        "limits": [{"id": "cap", "tool": "send_email", "max": 1, "per": "minute", "over": "deny",
+                    "reason": "one a minute"}]}"#;
+    let bench = bench(rules);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&asked);
+    let controller = bench.controller.with_async_check(
+        move |_: &PreparedToolCall| -> policy_future::Decided {
+            seen.fetch_add(1, Ordering::SeqCst);
+            policy_future::deny()
+        },
+        Duration::from_secs(1),
+    );
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            let outcome = controller.handle(ToolCall::new(
+                "c",
+                "send_email",
+                json!({"to": "a", "body": "b"}),
+            ));
+            let Outcome::PendingApproval(request) = outcome else {
+                panic!("asked")
+            };
+            request
+        })
+        .collect();
+    let results: Vec<bool> = held
+        .into_iter()
+        .map(|request| {
+            !controller
+                .resolve(ApprovalResponse::approve(request.approval_id))
+                .unwrap()
+                .is_error
+        })
+        .collect();
+    assert_eq!(results, [true, false], "the second approval met the cap");
+    assert_eq!(bench.runs.load(Ordering::SeqCst), 1);
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "rules decided every call");
+}

@@ -65,3 +65,29 @@ impl From<PolicyMismatch> for PolicyLoadError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+
+    fn read_error(kind: ErrorKind, text: &str) -> ReadError {
+        ReadError(Arc::new(Error::new(kind, text.to_owned())))
+    }
+
+    #[test]
+    fn read_errors_are_equal_only_when_kind_and_text_both_agree() {
+        assert_eq!(
+            read_error(ErrorKind::NotFound, "a"),
+            read_error(ErrorKind::NotFound, "a")
+        );
+        assert_ne!(
+            read_error(ErrorKind::NotFound, "a"),
+            read_error(ErrorKind::NotFound, "b")
+        );
+        assert_ne!(
+            read_error(ErrorKind::NotFound, "a"),
+            read_error(ErrorKind::Other, "a")
+        );
+    }
+}

@@ -788,3 +788,34 @@ fn with_an_async_check_set_an_approved_call_is_still_counted_and_capped() {
     assert_eq!(bench.runs.load(Ordering::SeqCst), 1);
     assert_eq!(asked.load(Ordering::SeqCst), 0, "rules decided every call");
 }
+
+#[test]
+fn a_key_can_name_a_tuple_position_and_counts_by_that_element() {
+    let registry = ToolRegistry::new([counted(
+        "transfer",
+        json!({"type": "object", "properties": {
+            "route": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "string"}]}
+        }}),
+        &Arc::default(),
+    )])
+    .unwrap();
+    let policy = RulePolicy::from_json(
+        r#"{"rules": [{"id": "t", "tool": "transfer", "action": "allow", "reason": "r"}],
+            "limits": [{"id": "per-source", "tool": "transfer", "max": 1, "per": "day", "over": "deny",
+                        "key": {"pointer": "/route/0"}, "reason": "one transfer a day from one account"}]}"#,
+        &registry,
+    )
+    .unwrap();
+    let controller = ToolController::try_new(registry, policy)
+        .unwrap()
+        .with_clock(ManualClock::new(T0));
+    let runs = |from: &str, to: &str| {
+        ran(&controller.handle(ToolCall::new("c", "transfer", json!({"route": [from, to]}))))
+    };
+    assert!(runs("acct-1", "acct-9"));
+    assert!(
+        !runs("acct-1", "acct-8"),
+        "the same source, another destination"
+    );
+    assert!(runs("acct-2", "acct-9"), "another source");
+}

@@ -121,3 +121,44 @@ fn read_errors_compare_by_kind_and_text_and_show_the_os_error() {
     assert_eq!(first.to_string(), os);
     assert!(!os.is_empty());
 }
+
+#[test]
+fn a_pattern_rule_inert_on_every_tool_it_covers_is_a_load_error_naming_the_stricter_rule() {
+    let runs = std::sync::Arc::default();
+    let registry = ToolRegistry::new([
+        counted("srv__a", json!({"type": "object"}), &runs),
+        counted("srv__b", json!({"type": "object"}), &runs),
+    ])
+    .unwrap();
+    let load =
+        |rules: &str| RulePolicy::from_json(&format!(r#"{{"rules": [{rules}]}}"#), &registry);
+    let pattern =
+        r#"{"id": "srv", "tool": "srv__*", "action": "allow", "reason": "the server's tools"}"#;
+    for (stricter, verb) in [("deny", "denies"), ("ask", "asks for")] {
+        let both = format!(
+            r#"{pattern},
+               {{"id": "a", "tool": "srv__a", "action": "{stricter}", "reason": "r"}},
+               {{"id": "b", "tool": "srv__b", "action": "{stricter}", "reason": "r"}}"#
+        );
+        match load(&both) {
+            Err(PolicyLoadError::Invalid { problems }) => {
+                let problem = problems
+                    .iter()
+                    .find(|p| p.place == r#"rule "srv""#)
+                    .unwrap_or_else(|| panic!("{problems:?}"));
+                assert!(
+                    problem.message.starts_with("can never decide: rule")
+                        && problem.message.contains(&format!(" {verb} tool \"srv__")),
+                    "{}",
+                    problem.message
+                );
+            }
+            other => panic!("{stricter}: {other:?}"),
+        }
+        // Inert on one tool only: it still decides the other, so it loads.
+        let one = format!(
+            r#"{pattern}, {{"id": "a", "tool": "srv__a", "action": "{stricter}", "reason": "r"}}"#
+        );
+        assert!(load(&one).is_ok(), "{stricter}");
+    }
+}

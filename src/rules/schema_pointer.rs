@@ -101,6 +101,41 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A schema whose field `x` is declared `depth` hops below the root: through a chain of
+    /// `$ref`s, or of nested `if` branches.
+    fn declared_at(depth: usize, by_ref: bool) -> serde_json::Value {
+        let leaf = json!({"properties": {"x": {"type": "string"}}});
+        if by_ref {
+            let mut defs = serde_json::Map::new();
+            for hop in 1..depth {
+                defs.insert(
+                    format!("d{hop}"),
+                    json!({"$ref": format!("#/$defs/d{}", hop + 1)}),
+                );
+            }
+            defs.insert(format!("d{depth}"), leaf);
+            json!({"$ref": "#/$defs/d1", "$defs": defs})
+        } else {
+            (0..depth).fold(leaf, |inner, _| json!({"if": inner}))
+        }
+    }
+
+    #[test]
+    fn expansion_follows_refs_and_branches_through_exactly_32_hops() {
+        for by_ref in [true, false] {
+            assert_eq!(
+                lookup(&declared_at(32, by_ref), "/x"),
+                SchemaLookup::Declared,
+                "{by_ref}"
+            );
+            assert_eq!(
+                lookup(&declared_at(33, by_ref), "/x"),
+                SchemaLookup::Missing,
+                "{by_ref}"
+            );
+        }
+    }
+
     #[test]
     fn schema_pointers_follow_properties_items_refs_and_combinators() {
         let schema = json!({

@@ -819,3 +819,26 @@ fn a_key_can_name_a_tuple_position_and_counts_by_that_element() {
     );
     assert!(runs("acct-2", "acct-9"), "another source");
 }
+
+#[test]
+fn a_replaced_policy_with_a_shorter_window_no_longer_counts_older_calls() {
+    let hour = policy(
+        r#"{"id": "cap", "tool": "read_file", "max": 1, "per": "hour", "over": "deny", "reason": "one"}"#,
+    );
+    let bench = bench(&hour);
+    assert!(ran(&call(&bench, "read_file", json!({}))));
+    bench.clock.advance(Duration::from_secs(61));
+    assert!(
+        !ran(&call(&bench, "read_file", json!({}))),
+        "within the hour"
+    );
+    bench
+        .controller
+        .try_replace_policy(|registry| {
+            RulePolicy::from_json(&hour.replace("hour", "minute"), registry)
+        })
+        .unwrap();
+    // 61 s after the first call: outside the minute now in force, though kept for the hour.
+    assert!(ran(&call(&bench, "read_file", json!({}))));
+    assert!(!ran(&call(&bench, "read_file", json!({}))));
+}

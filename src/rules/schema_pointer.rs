@@ -102,37 +102,30 @@ mod tests {
     use serde_json::json;
 
     /// A schema whose field `x` is declared `depth` hops below the root: through a chain of
-    /// `$ref`s, or of nested `if` branches.
-    fn declared_at(depth: usize, by_ref: bool) -> serde_json::Value {
+    /// `$ref`s (`"ref"`), of nested `if` branches (`"if"`) or of nested `allOf`s (`"allOf"`).
+    fn declared_at(depth: usize, by: &str) -> serde_json::Value {
         let leaf = json!({"properties": {"x": {"type": "string"}}});
-        if by_ref {
-            let mut defs = serde_json::Map::new();
-            for hop in 1..depth {
-                defs.insert(
-                    format!("d{hop}"),
-                    json!({"$ref": format!("#/$defs/d{}", hop + 1)}),
-                );
+        match by {
+            "ref" => {
+                let mut defs = serde_json::Map::new();
+                for hop in 1..depth {
+                    let next = format!("#/$defs/d{}", hop + 1);
+                    defs.insert(format!("d{hop}"), json!({ "$ref": next }));
+                }
+                defs.insert(format!("d{depth}"), leaf);
+                json!({"$ref": "#/$defs/d1", "$defs": defs})
             }
-            defs.insert(format!("d{depth}"), leaf);
-            json!({"$ref": "#/$defs/d1", "$defs": defs})
-        } else {
-            (0..depth).fold(leaf, |inner, _| json!({"if": inner}))
+            "if" => (0..depth).fold(leaf, |inner, _| json!({ "if": inner })),
+            _ => (0..depth).fold(leaf, |inner, _| json!({ "allOf": [inner] })),
         }
     }
 
     #[test]
-    fn expansion_follows_refs_and_branches_through_exactly_32_hops() {
-        for by_ref in [true, false] {
-            assert_eq!(
-                lookup(&declared_at(32, by_ref), "/x"),
-                SchemaLookup::Declared,
-                "{by_ref}"
-            );
-            assert_eq!(
-                lookup(&declared_at(33, by_ref), "/x"),
-                SchemaLookup::Missing,
-                "{by_ref}"
-            );
+    fn expansion_follows_refs_branches_and_combinators_through_exactly_32_hops() {
+        for by in ["ref", "if", "allOf"] {
+            let at = |depth| lookup(&declared_at(depth, by), "/x");
+            assert_eq!(at(32), SchemaLookup::Declared, "{by}");
+            assert_eq!(at(33), SchemaLookup::Missing, "{by}");
         }
     }
 

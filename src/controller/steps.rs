@@ -61,15 +61,7 @@ impl ToolController {
                 if let Some(check) = self.check_needed(&decision) {
                     decision = block_on(check.decide(&prepared));
                 }
-                if limited {
-                    self.count(
-                        gate.policy.as_ref(),
-                        &prepared,
-                        &mut decision,
-                        Stage::Proposed,
-                    );
-                }
-                match self.gate_call(prepared, &subject, decision) {
+                match self.gate_call(&gate, prepared, &subject, decision, limited) {
                     Ok(authorized) => authorized,
                     Err(outcome) => return outcome,
                 }
@@ -96,15 +88,7 @@ impl ToolController {
                 if let Some(check) = self.check_needed(&decision) {
                     decision = check.decide(&prepared).await;
                 }
-                if limited {
-                    self.count(
-                        gate.policy.as_ref(),
-                        &prepared,
-                        &mut decision,
-                        Stage::Proposed,
-                    );
-                }
-                match self.gate_call(prepared, &subject, decision) {
+                match self.gate_call(&gate, prepared, &subject, decision, limited) {
                     Ok(authorized) => authorized,
                     Err(outcome) => return outcome,
                 }
@@ -238,10 +222,22 @@ impl ToolController {
     )]
     fn gate_call(
         &self,
+        gate: &Gate,
         prepared: PreparedToolCall,
         subject: &Option<AuditSubject>,
-        decision: PolicyDecision,
+        mut decision: PolicyDecision,
+        limited: bool,
     ) -> Result<Authorized<PreparedToolCall>, Outcome> {
+        // Counted once, on the call's one decision (the policy's or the async check's); a policy
+        // decided from its table names no limits (`limited` is false).
+        if limited {
+            self.count(
+                gate.policy.as_ref(),
+                &prepared,
+                &mut decision,
+                Stage::Proposed,
+            );
+        }
         // The allow path without a sink: the decision is only read. Everything else (a sink to
         // tell, a call to hold or deny) takes the general path below.
         if self.audit.is_none() {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::condition::SchemaLookup;
+use super::condition::{Pointer, SchemaLookup, check_pointer_syntax};
 use super::groups::{ToolPattern, is_pattern};
 use super::schema_pointer;
 use crate::canonical::{canonical_json, hex_digest};
@@ -25,7 +25,7 @@ struct Limit {
     over: PolicyAction,
     reason: Reason,
     // Key pointer tokens (unescaped), and whether text compares ignoring case.
-    key: Option<(Box<str>, Vec<String>, bool)>,
+    key: Option<(Pointer, bool)>,
     policy_digest: Arc<str>,
 }
 
@@ -118,17 +118,7 @@ impl RateLimits {
                         ));
                     }
                 }
-                let tokens = key
-                    .pointer
-                    .split('/')
-                    .skip(1)
-                    .map(super::condition::unescape_token)
-                    .collect();
-                (
-                    key.pointer.clone().into_boxed_str(),
-                    tokens,
-                    key.case_insensitive,
-                )
+                (Pointer::parse(&key.pointer), key.case_insensitive)
             });
             if let Ok(reason) = reason {
                 limits.push(Limit {
@@ -170,15 +160,16 @@ impl RateLimits {
                 limit.over,
                 limit.reason.clone(),
             );
-            let Some((pointer, tokens, fold)) = &limit.key else {
+            let Some((pointer, fold)) = &limit.key else {
                 slots.push(slot);
                 continue;
             };
-            let keys = keys_at(arguments, tokens, *fold);
+            let keys = keys_at(pointer.resolve(arguments), *fold);
             if keys.len() > MAX_KEYS_PER_CALL {
                 return Err(limit.cannot_count(format!(
-                    "cannot count the call for limit {:?}: more than {MAX_KEYS_PER_CALL} distinct keys at {pointer}",
-                    limit.id
+                    "cannot count the call for limit {:?}: more than {MAX_KEYS_PER_CALL} distinct keys at {}",
+                    limit.id,
+                    pointer.text()
                 )));
             }
             slots.extend(keys.into_iter().map(|key| {
@@ -198,40 +189,21 @@ impl Limit {
     }
 }
 
-/// A key pointer must name a field (`""` would be the whole arguments), escape `~` as RFC 6901
-/// says, and pick no `-` element (a list is counted per element already).
+/// A key pointer is a pointer as rules write them ([`check_pointer_syntax`]), that picks no `-`
+/// element (a list is counted per element already).
 fn check_key_pointer(pointer: &str) -> Result<(), String> {
-    if !pointer.starts_with('/') {
-        return Err(format!(
-            "key {pointer:?} must start with '/' and name a field"
-        ));
-    }
-    let mut chars = pointer.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-            return Err(format!("key {pointer:?} has a '~' not followed by 0 or 1"));
-        }
-    }
     if pointer.split('/').skip(1).any(|token| token == "-") {
         return Err(format!(
             "key {pointer:?} holds '-': point at the list itself, each element is counted"
         ));
     }
-    Ok(())
+    check_pointer_syntax(pointer, false).map_err(|message| format!("key: {message}"))
 }
 
 /// The distinct keys of a call, as hex SHA-256 digests of their canonical JSON (never the value):
 /// each element of a list, or the value itself; "none" when the value is missing or an empty list
 /// (so leaving the key out is no way around the limit).
-fn keys_at(arguments: &Value, tokens: &[String], fold_case: bool) -> BTreeSet<String> {
-    let mut value = Some(arguments);
-    for token in tokens {
-        value = value.and_then(|value| match value {
-            Value::Object(map) => map.get(token),
-            Value::Array(items) => super::condition::array_index(token).and_then(|i| items.get(i)),
-            _ => None,
-        });
-    }
+fn keys_at(value: Option<&Value>, fold_case: bool) -> BTreeSet<String> {
     let mut elements = Vec::new();
     if let Some(value) = value {
         leaves(value, &mut elements);

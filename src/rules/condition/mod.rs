@@ -20,7 +20,7 @@ pub(crate) use glob::{GlobToken, glob_match, tokenize_glob};
 pub(crate) use index::Index;
 pub use paths::PathOptions;
 pub(crate) use paths::PathSettings;
-pub(crate) use pointer::{array_index, unescape as unescape_token};
+pub(crate) use pointer::{Pointer, array_index, check_pointer_syntax, unescape as unescape_token};
 
 /// A condition on a call's arguments. Every leaf addresses one argument by JSON Pointer
 /// (RFC 6901, e.g. `/path` or `/options/cwd`), so a value in one field never satisfies a rule on

@@ -250,3 +250,34 @@ fn durable_counters_count_past_calls_by_a_replaced_policys_longer_window() {
         assert!(runs());
     }
 }
+
+/// A PostgreSQL connection lost between calls: the take on the dead connection fails and denies
+/// the call, recording nothing; the next take reconnects and counts as before.
+#[test]
+fn postgres_counters_deny_on_a_lost_connection_then_reconnect() {
+    let Some(base) = postgres_support::server_url() else {
+        return;
+    };
+    let db = postgres_support::Db::new(&base, "reconnect");
+    let controller =
+        controller(PostgresRateCounters::connect(&db.url("rates_reconnect"), "reconnect").unwrap());
+    assert_eq!(allowed(&controller, 1), 1);
+    let mut admin = db.admin();
+    let killed = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rates_reconnect'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(killed.len(), 1, "one counters connection");
+    let outcome = controller.handle(ToolCall::new("c", "read_file", json!({})));
+    let Outcome::Completed(denied) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        denied.is_error && denied.content.contains("could not be counted"),
+        "{denied:?}"
+    );
+    // Reconnected: the one earlier call is still counted, the failed one is not.
+    assert_eq!(allowed(&controller, CAP + 1), CAP - 1);
+}

@@ -1,5 +1,6 @@
 //! Tool definitions: a spec, its compiled validator and its handler.
 
+mod depth_bound;
 mod handler;
 mod output;
 mod schema;
@@ -29,8 +30,9 @@ pub const MAX_SCHEMA_DEPTH: usize = 64;
 /// may hold; larger schemas are refused when the definition is built.
 pub const MAX_SCHEMA_NODES: usize = 20_000;
 
-/// The deepest JSON nesting accepted in a call's arguments. Deeper arguments are rejected before
-/// the schema sees them, so a recursive schema cannot be driven into a stack overflow (G9).
+/// The deepest JSON nesting accepted in a call's arguments. Deeper arguments are rejected, and a
+/// schema that could recurse into them never sees them, so validation cannot be driven into a
+/// stack overflow (G9).
 /// `serde_json` already refuses more than 128 levels when parsing text; this bound also covers
 /// values built in code.
 pub const MAX_ARGUMENT_DEPTH: usize = 64;
@@ -160,6 +162,8 @@ pub struct ToolDefinition {
     argument_check: Option<Box<ArgumentCheck>>,
     // Set only by `typed`: `None` keeps the untyped path to one check.
     normalizer: Option<Box<Normalizer>>,
+    // Invariant: true only if `depth_bound::accepted_depth` bounds the input schema.
+    validates_first: bool,
     max_output_bytes: usize,
     handler: Handler,
 }
@@ -253,6 +257,8 @@ impl ToolDefinition {
             call_prefix: crate::canonical::call_prefix(&spec.name, &digest),
             digest,
             declared: DeclaredNames::collect(&spec.input_schema),
+            validates_first: depth_bound::accepted_depth(&spec.input_schema, MAX_ARGUMENT_DEPTH)
+                .is_some(),
             spec,
             validator,
             argument_check: None,
@@ -372,19 +378,29 @@ impl ToolDefinition {
         Ok(Some(normalized))
     }
 
+    /// Arguments nested past [`MAX_ARGUMENT_DEPTH`] are refused as too deep, whatever else is
+    /// wrong with them; others are validated. For most schemas the depth walk comes first, so a
+    /// recursive schema never sees a deep value (G9). A schema whose accepted values are all
+    /// shallow, and whose validation descends a bounded depth, is asked first (saving the walk on
+    /// every valid call); only a refused call is walked then, to give the same answer.
     #[inline(always)]
     fn check_schema(&self, arguments: &Value) -> Result<(), ArgumentErrors> {
-        if exceeds_depth(arguments, MAX_ARGUMENT_DEPTH) {
-            return Err(ArgumentErrors::one(
-                String::new(),
-                "maxDepth",
-                &format!("arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels"),
-            ));
+        if !self.validates_first && exceeds_depth(arguments, MAX_ARGUMENT_DEPTH) {
+            return Err(depth_bound::too_deep());
         }
-        match ArgumentErrors::from_schema(&self.validator, arguments, &self.declared) {
-            Some(errors) => Err(errors),
-            None => Ok(()),
+        // Fast path: `is_valid` stops at the first failure and allocates nothing.
+        if self.validator.is_valid(arguments) {
+            return Ok(());
         }
+        // Walked before the violations are listed: listing copies parts of the value.
+        if self.validates_first && exceeds_depth(arguments, MAX_ARGUMENT_DEPTH) {
+            return Err(depth_bound::too_deep());
+        }
+        Err(ArgumentErrors::listed(
+            &self.validator,
+            arguments,
+            &self.declared,
+        ))
     }
 
     fn run_argument_check(&self, arguments: &Value) -> Result<(), ArgumentErrors> {

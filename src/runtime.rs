@@ -205,7 +205,8 @@ pub enum Rejection {
         /// The name the model sent, quoted and bounded in length.
         tool: String,
     },
-    /// The arguments nest deeper than [`MAX_ARGUMENT_DEPTH`]; they were not validated.
+    /// The arguments nest deeper than [`MAX_ARGUMENT_DEPTH`]; whatever else is wrong with them is
+    /// not reported (a schema that could recurse into them never saw them).
     #[error("invalid arguments for {tool}: arguments nest deeper than {limit} levels")]
     TooDeep {
         /// The call's id.

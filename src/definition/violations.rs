@@ -122,29 +122,14 @@ impl ArgumentErrors {
         }
     }
 
-    /// The schema's violations for `arguments`, or `None` if the schema accepts them.
+    /// The violations of arguments the schema refused (its `is_valid` said no).
     ///
     /// `jsonschema` 0.61 collects every error before handing out the first (its `iter_errors`
-    /// builds a vector), so validation itself costs time linear in the arguments; what this adds
-    /// — masking and rendering — is bounded by `MAX_LISTED` and `MAX_COUNTED`.
-    // Inlined, the rest kept out of line: the fast path is one call, on every valid call.
-    #[inline(always)]
-    pub(crate) fn from_schema(
-        validator: &jsonschema::Validator,
-        arguments: &Value,
-        declared: &DeclaredNames,
-    ) -> Option<Self> {
-        // Fast path: `is_valid` stops at the first failure and allocates nothing.
-        if validator.is_valid(arguments) {
-            return None;
-        }
-        Some(Self::listed(validator, arguments, declared))
-    }
-
-    /// The violations of arguments the schema refused.
+    /// builds a vector), so listing costs time linear in the arguments; what this adds — masking
+    /// and rendering — is bounded by `MAX_LISTED` and `MAX_COUNTED`.
     #[cold]
     #[inline(never)]
-    fn listed(
+    pub(crate) fn listed(
         validator: &jsonschema::Validator,
         arguments: &Value,
         declared: &DeclaredNames,

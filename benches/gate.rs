@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
+use toolgate::approvals::{Answered, PendingApprovals};
 use toolgate::providers::openai;
 use toolgate::{
-    ApprovalResponse, Outcome, ToolCall, ToolController, ToolDefinition, ToolError, ToolPolicy,
-    ToolRegistry, ToolResult, ToolSpec,
+    ApprovalResponse, Outcome, Policy, Reason, ToolCall, ToolController, ToolDefinition, ToolError,
+    ToolPolicy, ToolRegistry, ToolResult, ToolRuntime, ToolSpec,
 };
 
 fn calculator_schema() -> Value {
@@ -164,6 +165,59 @@ fn gate(c: &mut Criterion) {
     group.finish();
 }
 
+/// The parts of an ask → approve → execute round trip that the design requires besides the one
+/// allow path's work (prepare, decide, run): the second prepare and decision after the answer
+/// (G6), holding the call (a fresh id, the approval digest, the store's copy) and taking the
+/// answer, and the re-check of the digest at answer time. Their sum against `gate/allow` says how
+/// near 4x the round trip can come with these steps, however the controller joins them.
+fn round_trip_parts(c: &mut Criterion) {
+    let mut group = c.benchmark_group("round_trip_parts");
+    let valid = json!({"a": 40, "b": 2});
+    let runtime =
+        ToolRuntime::new(ToolRegistry::new([calculator("calculator")]).expect("one tool"));
+    let policy = ToolPolicy::new(Vec::<String>::new(), ["calculator"]).expect("disjoint");
+    group.bench_function("prepare_and_decide", |b| {
+        b.iter_batched(
+            || call("calculator", valid.clone()),
+            |call| {
+                let prepared = runtime.prepare(call).expect("valid");
+                black_box(policy.decide(&prepared));
+                // Dropped here, as in the round trip (an output would be dropped untimed).
+                drop(prepared);
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    let pending = PendingApprovals::new();
+    let reason = Reason::new("bench").expect("not empty");
+    group.bench_function("hold_and_answer", |b| {
+        b.iter_batched(
+            || {
+                runtime
+                    .prepare(call("calculator", valid.clone()))
+                    .expect("valid")
+            },
+            |prepared| {
+                let request = pending.request(prepared, reason.clone()).expect("held");
+                let answered = pending
+                    .answer(ApprovalResponse::approve(request.approval_id))
+                    .expect("pending");
+                assert!(matches!(answered, Answered::Approved(_)));
+                drop((request, answered));
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    let prepared = runtime
+        .prepare(call("calculator", valid.clone()))
+        .expect("valid");
+    let request = pending.request(prepared, reason.clone()).expect("held");
+    group.bench_function("recheck_digest", |b| {
+        b.iter(|| assert!(black_box(&request).digest_matches()))
+    });
+    group.finish();
+}
+
 /// Allow-path throughput on 1 and 2 threads: the same number of calls per thread, timed together.
 fn throughput(c: &mut Criterion) {
     const CALLS_PER_THREAD: u64 = 2_000;
@@ -226,5 +280,5 @@ fn durable(c: &mut Criterion) {
 #[cfg(not(feature = "sqlite"))]
 fn durable(_: &mut Criterion) {}
 
-criterion_group!(benches, gate, throughput, durable);
+criterion_group!(benches, gate, round_trip_parts, throughput, durable);
 criterion_main!(benches);

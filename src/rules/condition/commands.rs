@@ -215,11 +215,10 @@ fn word_is_option(word: &str, option: &str) -> bool {
         };
         let name = given.split_once('=').map_or(given, |(name, _)| name);
         !name.is_empty() && long.starts_with(name)
-    } else if let Some(short) = option.strip_prefix('-') {
-        // Checked at load: a short option is one character.
-        word.starts_with('-') && !word.starts_with("--") && word[1..].contains(short)
     } else {
-        word == option
+        // Checked at load (`check_option`): any other option is `-x`, one character after `-`.
+        let short = option.strip_prefix('-').unwrap_or(option);
+        word.starts_with('-') && !word.starts_with("--") && word[1..].contains(short)
     }
 }
 

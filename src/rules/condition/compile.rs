@@ -252,9 +252,11 @@ fn raw_comparison_problem(
     raw: bool,
     scope: &Scope<'_>,
 ) -> Option<String> {
+    // Looked up as it was recorded: every list position written `-`, so a tuple position judged as
+    // a path is found whichever position the raw comparison names.
     if scope
         .path_fields
-        .contains(&format!("{}{pointer}", scope.base))
+        .contains(&field_key(&format!("{}{pointer}", scope.base)))
     {
         return Some(format!(
             "pointer {pointer:?} is judged as a path by another condition of this tool; compare it \

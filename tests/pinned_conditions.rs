@@ -1,0 +1,232 @@
+//! Condition behaviour found unpinned by the mutation run over `src/rules/condition/`
+//! (`./mutation-report rules-condition`): a field judged as a path inside `all` / `any` / `not` /
+//! `every` / `some` (and through a tuple position) may only be judged as a path; an option's value
+//! or a piece of a split argv token between expected subcommands keeps a prefix match possible; a
+//! `range` needs a bound; a failed `all` names the first condition it could not judge.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use serde_json::json;
+use toolgate::PolicyAction::{Allow, Deny};
+use toolgate::rules::PolicyLoadError;
+use toolgate::*;
+
+fn tools() -> ToolRegistry {
+    let runs = Arc::default();
+    let string = json!({"type": "string"});
+    registry([
+        counted(
+            "read_file",
+            json!({"type": "object", "properties": {"path": string, "n": {"type": "integer"}}}),
+            &runs,
+        ),
+        counted(
+            "copy",
+            json!({"type": "object", "properties": {
+                "files": {"type": "array", "items": string},
+                "pair": {"type": "array", "prefixItems": [string, string]}
+            }}),
+            &runs,
+        ),
+        counted(
+            "shell",
+            json!({"type": "object", "properties": {"command": string, "dir": string}}),
+            &runs,
+        ),
+        counted(
+            "exec",
+            json!({"type": "object", "properties": {"argv": {"type": "array", "items": string}}}),
+            &runs,
+        ),
+    ])
+}
+
+fn load(text: &str) -> Result<RulePolicy, PolicyLoadError> {
+    RulePolicy::from_json(text, &tools())
+}
+
+/// The problems of a policy that must not load.
+fn problems(text: &str) -> Vec<String> {
+    match load(text) {
+        Err(PolicyLoadError::Invalid { problems }) => {
+            problems.iter().map(|p| p.message.clone()).collect()
+        }
+        other => panic!("expected load problems, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_path_judged_inside_a_combinator_may_only_be_judged_as_a_path() {
+    let path_within = r#"{"path_within": {"pointer": "/path", "roots": ["/work"]}}"#;
+    for nested in [
+        format!(r#"{{"all": [{path_within}]}}"#),
+        format!(r#"{{"any": [{path_within}, {{"range": {{"pointer": "/n", "min": 1}}}}]}}"#),
+        format!(r#"{{"not": {path_within}}}"#),
+        format!(r#"{{"all": [{{"not": {{"any": [{path_within}]}}}}]}}"#),
+    ] {
+        let policy = format!(
+            r#"{{"rules": [
+              {{"id": "ws", "tool": "read_file", "action": "allow", "reason": "w", "when": {nested}}},
+              {{"id": "d", "tool": "read_file", "action": "deny", "reason": "d",
+                "when": {{"equals": {{"pointer": "/path", "value": "/work/key"}}}}}}
+            ]}}"#
+        );
+        let found = problems(&policy);
+        assert!(
+            found.iter().any(|m| m.contains("judged as a path")),
+            "{nested}: {found:?}"
+        );
+    }
+    // The same raw comparison on a field no path condition judges loads.
+    let policy = format!(
+        r#"{{"rules": [
+          {{"id": "ws", "tool": "shell", "action": "allow", "reason": "w",
+            "when": {{"all": [{{"path_within": {{"pointer": "/dir", "roots": ["/work"]}}}}]}}}},
+          {{"id": "d", "tool": "shell", "action": "deny", "reason": "d",
+            "when": {{"glob": {{"pointer": "/command", "pattern": "rm *"}}}}}}
+        ]}}"#
+    );
+    assert!(load(&policy).is_ok());
+}
+
+#[test]
+fn a_path_judged_in_every_element_is_that_field_at_every_position() {
+    // `every` over /files judges "/files/-" as a path; a raw comparison inside `some` (or `every`)
+    // over the same list is the same field. (One index of an `items` list is refused on its own.)
+    let every = r#"{"every": {"pointer": "/files", "condition": {"path_within": {"pointer": "", "roots": ["/work"]}}}}"#;
+    let some = r#"{"some": {"pointer": "/files", "condition": {"path_glob": {"pointer": "", "pattern": "/work/*"}}}}"#;
+    for (judged, raw) in [
+        (
+            every,
+            r#"{"some": {"pointer": "/files", "condition": {"equals": {"pointer": "", "value": "/work/a"}}}}"#,
+        ),
+        (
+            some,
+            r#"{"every": {"pointer": "/files", "condition": {"glob": {"pointer": "", "pattern": "*.pem"}}}}"#,
+        ),
+    ] {
+        let policy = format!(
+            r#"{{"rules": [
+              {{"id": "ws", "tool": "copy", "action": "allow", "reason": "w", "when": {judged}}},
+              {{"id": "d", "tool": "copy", "action": "deny", "reason": "d", "when": {raw}}}
+            ]}}"#
+        );
+        let found = problems(&policy);
+        assert!(
+            found.iter().any(|m| m.contains("judged as a path")),
+            "{judged} / {raw}: {found:?}"
+        );
+    }
+    // A tuple position judged as a path is the list's field too: a raw comparison on the same
+    // position, another position, or every element is refused.
+    for raw in [
+        r#"{"glob": {"pointer": "/pair/0", "pattern": "*.pem"}}"#,
+        r#"{"glob": {"pointer": "/pair/1", "pattern": "*.pem"}}"#,
+        r#"{"some": {"pointer": "/pair", "condition": {"glob": {"pointer": "", "pattern": "*.pem"}}}}"#,
+    ] {
+        let policy = format!(
+            r#"{{"rules": [
+              {{"id": "ws", "tool": "copy", "action": "allow", "reason": "w",
+                "when": {{"path_within": {{"pointer": "/pair/0", "roots": ["/work"]}}}}}},
+              {{"id": "d", "tool": "copy", "action": "deny", "reason": "d", "when": {raw}}}
+            ]}}"#
+        );
+        let found = problems(&policy);
+        assert!(
+            found.iter().any(|m| m.contains("judged as a path")),
+            "{raw}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn words_between_expected_subcommands_keep_a_prefix_match_possible() {
+    let policy = load(
+        r#"{"rules": [
+      {"id": "add-remote", "tool": "shell", "action": "deny", "reason": "no new remotes",
+       "when": {"command_prefix": {"pointer": "/command", "prefix": ["git", "remote", "add"]}}},
+      {"id": "exec-add-remote", "tool": "exec", "action": "deny", "reason": "no new remotes",
+       "when": {"argv_prefix": {"pointer": "/argv", "prefix": ["git", "remote", "add"]}}},
+      {"id": "git", "tool": "shell", "action": "allow", "reason": "git",
+       "when": {"command_prefix": {"pointer": "/command", "prefix": ["git"]}}},
+      {"id": "exec-git", "tool": "exec", "action": "allow", "reason": "git",
+       "when": {"argv_prefix": {"pointer": "/argv", "prefix": ["git"]}}}
+    ]}"#,
+    )
+    .expect("loads");
+    let shell = |command: &str| {
+        policy
+            .decide_arguments("shell", &json!({"command": command}))
+            .action
+    };
+    // `-x value` after `remote`: the value may be an option's, `add` still follows.
+    assert_eq!(shell("git remote -x foo add origin u"), Deny);
+    assert_eq!(shell("git remote add origin u"), Deny);
+    assert_eq!(shell("git remote show origin"), Allow);
+    // An argv token holding whitespace is split: its pieces are never the subcommand itself, and
+    // the expected word after them still matches (possibly).
+    let exec = |argv: serde_json::Value| {
+        policy
+            .decide_arguments("exec", &json!({"argv": argv}))
+            .action
+    };
+    assert_eq!(exec(json!(["git", "remote", "x y", "add", "origin"])), Deny);
+    assert_eq!(exec(json!(["git", "remote", "add", "origin"])), Deny);
+    assert_eq!(exec(json!(["git", "remote", "show"])), Allow);
+}
+
+#[test]
+fn a_range_without_bounds_is_a_load_error() {
+    let found = problems(
+        r#"{"rules": [{"id": "r", "tool": "read_file", "action": "deny", "reason": "r",
+          "when": {"range": {"pointer": "/n"}}}]}"#,
+    );
+    assert!(
+        found.iter().any(|m| m.contains("sets neither min nor max")),
+        "{found:?}"
+    );
+    for bounds in [r#""min": 1"#, r#""max": 1"#, r#""min": 1, "max": 1"#] {
+        let policy = format!(
+            r#"{{"rules": [{{"id": "r", "tool": "read_file", "action": "deny", "reason": "r",
+              "when": {{"range": {{"pointer": "/n", {bounds}}}}}}}]}}"#
+        );
+        assert!(load(&policy).is_ok(), "{bounds}");
+    }
+}
+
+#[test]
+fn an_undecided_all_names_the_first_condition_it_could_not_judge() {
+    // Both conditions are undetermined for these arguments: the command holds shell syntax and
+    // the directory is relative with no working directory. The reason names the first, in
+    // either order.
+    let command = r#"{"command_prefix": {"pointer": "/command", "prefix": ["git", "push"]}}"#;
+    let dir = r#"{"path_within": {"pointer": "/dir", "roots": ["/work"]}}"#;
+    for (first, second, named) in [
+        (
+            command,
+            dir,
+            "cannot judge /command: it contains shell syntax",
+        ),
+        (dir, command, "cannot judge /dir: it is a relative path"),
+    ] {
+        let policy = load(&format!(
+            r#"{{"rules": [{{"id": "push", "tool": "shell", "action": "deny", "reason": "no pushing",
+              "when": {{"all": [{first}, {second}]}}}}]}}"#
+        ))
+        .expect("loads");
+        let decision = policy.decide_arguments(
+            "shell",
+            &json!({"command": "git push; ls", "dir": "rel/dir"}),
+        );
+        assert_eq!(decision.action, Deny);
+        assert_eq!(decision.rule_id.as_deref(), Some("push"));
+        assert!(
+            decision.reason.as_str().starts_with(named),
+            "{named}: {}",
+            decision.reason
+        );
+    }
+}

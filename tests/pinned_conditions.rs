@@ -81,15 +81,13 @@ fn a_path_judged_inside_a_combinator_may_only_be_judged_as_a_path() {
         );
     }
     // The same raw comparison on a field no path condition judges loads.
-    let policy = format!(
-        r#"{{"rules": [
-          {{"id": "ws", "tool": "shell", "action": "allow", "reason": "w",
-            "when": {{"all": [{{"path_within": {{"pointer": "/dir", "roots": ["/work"]}}}}]}}}},
-          {{"id": "d", "tool": "shell", "action": "deny", "reason": "d",
-            "when": {{"glob": {{"pointer": "/command", "pattern": "rm *"}}}}}}
-        ]}}"#
-    );
-    assert!(load(&policy).is_ok());
+    let policy = r#"{"rules": [
+      {"id": "ws", "tool": "shell", "action": "allow", "reason": "w",
+        "when": {"all": [{"path_within": {"pointer": "/dir", "roots": ["/work"]}}]}},
+      {"id": "d", "tool": "shell", "action": "deny", "reason": "d",
+        "when": {"glob": {"pointer": "/command", "pattern": "rm *"}}}
+    ]}"#;
+    assert!(load(policy).is_ok());
 }
 
 #[test]

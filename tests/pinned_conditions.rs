@@ -2,7 +2,7 @@
 //! (`./mutation-report rules-condition`): a field judged as a path inside `all` / `any` / `not` /
 //! `every` / `some` (and through a tuple position) may only be judged as a path; an option's value
 //! or a piece of a split argv token between expected subcommands keeps a prefix match possible; a
-//! `range` needs a bound; a failed `all` names the first condition it could not judge.
+//! `range` needs a bound; an undecided `all` or `any` names the first condition it could not judge.
 
 mod common;
 
@@ -196,23 +196,23 @@ fn a_range_without_bounds_is_a_load_error() {
 }
 
 #[test]
-fn an_undecided_all_names_the_first_condition_it_could_not_judge() {
+fn an_undecided_all_or_any_names_the_first_condition_it_could_not_judge() {
     // Both conditions are undetermined for these arguments: the command holds shell syntax and
     // the directory is relative with no working directory. The reason names the first, in
     // either order.
     let command = r#"{"command_prefix": {"pointer": "/command", "prefix": ["git", "push"]}}"#;
     let dir = r#"{"path_within": {"pointer": "/dir", "roots": ["/work"]}}"#;
-    for (first, second, named) in [
-        (
-            command,
-            dir,
-            "cannot judge /command: it contains shell syntax",
-        ),
-        (dir, command, "cannot judge /dir: it is a relative path"),
+    let shell_syntax = "cannot judge /command: it contains shell syntax";
+    let relative = "cannot judge /dir: it is a relative path";
+    for (combinator, first, second, named) in [
+        ("all", command, dir, shell_syntax),
+        ("all", dir, command, relative),
+        ("any", command, dir, shell_syntax),
+        ("any", dir, command, relative),
     ] {
         let policy = load(&format!(
             r#"{{"rules": [{{"id": "push", "tool": "shell", "action": "deny", "reason": "no pushing",
-              "when": {{"all": [{first}, {second}]}}}}]}}"#
+              "when": {{"{combinator}": [{first}, {second}]}}}}]}}"#
         ))
         .expect("loads");
         let decision = policy.decide_arguments(

@@ -867,3 +867,63 @@ fn no_lock_is_held_while_a_handler_runs() {
         Outcome::Completed(ToolResult::ok("outer", "1 waiting, nested 2"))
     );
 }
+
+#[test]
+fn handlers_may_call_replace_and_drop_controllers_on_their_own_thread() {
+    // The sync `handle` lends the gate from this thread's cache for the whole call. A handler
+    // that calls another controller (its gate is not cached yet), replaces its own controller's
+    // policy, or drops a controller must see each controller's gate in force, never another's,
+    // and leave the cache usable for the calls that follow.
+    use std::sync::OnceLock;
+    let own: Arc<OnceLock<std::sync::Weak<ToolController>>> = Arc::new(OnceLock::new());
+    let other = Arc::new(ToolController::new(
+        registry([calculator()]),
+        policy(&["calculator"], &[]),
+    ));
+    let nesting = {
+        let (own, other) = (Arc::clone(&own), Arc::clone(&other));
+        ToolDefinition::new(
+            ToolSpec::new("nesting", "Calls controllers.", json!({"type": "object"})),
+            move |_: &serde_json::Value| -> Result<String, ToolError> {
+                let own = own.get().and_then(std::sync::Weak::upgrade).expect("own");
+                let sum = |controller: &ToolController, id: &str| {
+                    completed(controller.handle(ToolCall::new(
+                        id,
+                        "calculator",
+                        json!({"a": 2, "b": 3}),
+                    )))
+                };
+                let from_other = sum(&other, "o1");
+                // A third controller, made and dropped while the cache is lent.
+                let third = ToolController::new(registry([calculator()]), policy(&[], &[]));
+                let denied = sum(&third, "t1");
+                drop(third);
+                // Its own policy replaced mid-call: the nested call sees the new one.
+                own.replace_policy(policy(&["nesting"], &[])).expect("fits");
+                let from_own = sum(&own, "n1");
+                Ok(format!(
+                    "{} {} {}",
+                    from_other.content, denied.is_error, from_own.is_error
+                ))
+            },
+        )
+        .unwrap()
+    };
+    let controller = Arc::new(ToolController::new(
+        registry([nesting, calculator()]),
+        policy(&["nesting", "calculator"], &[]),
+    ));
+    own.set(Arc::downgrade(&controller)).unwrap();
+    let outcome = completed(controller.handle(ToolCall::new("outer", "nesting", json!({}))));
+    assert_eq!(outcome, ToolResult::ok("outer", "5 true true"));
+    // Afterwards, on the same thread: the replaced policy is in force (calculator denied), the
+    // other controller still allows, and repeated calls keep giving the same answers.
+    for _ in 0..3 {
+        let own_call =
+            completed(controller.handle(ToolCall::new("c", "calculator", json!({"a": 1, "b": 1}))));
+        assert!(own_call.is_error, "{own_call:?}");
+        let other_call =
+            completed(other.handle(ToolCall::new("d", "calculator", json!({"a": 1, "b": 1}))));
+        assert_eq!(other_call, ToolResult::ok("d", "2"));
+    }
+}

@@ -228,3 +228,43 @@ fn an_undecided_all_or_any_names_the_first_condition_it_could_not_judge() {
         );
     }
 }
+
+#[test]
+fn path_option_builders_set_what_they_name() {
+    use toolgate::rules::{Condition, PathOptions, PolicyConfig, RuleConfig};
+    let built = PathOptions::default()
+        .working_directory("/work")
+        .case_insensitive(true);
+    let parsed: PathOptions =
+        serde_json::from_str(r#"{"working_directory": "/work", "case_insensitive": true}"#)
+            .unwrap();
+    assert_eq!(built, parsed);
+    assert_eq!(built.working_directory.as_deref(), Some("/work"));
+    assert!(built.case_insensitive);
+    assert!(
+        !PathOptions::default()
+            .case_insensitive(false)
+            .case_insensitive
+    );
+    // In force: a relative path is taken against /work, and case does not matter.
+    let rules = [RuleConfig::new("ws", "read_file", PolicyAction::Allow, "w")
+        .when(Condition::path_within("/path", ["/work"]))];
+    let policy = RulePolicy::new(PolicyConfig::new(rules).with_paths(built), &tools()).unwrap();
+    for path in ["notes.txt", "/WORK/notes.txt"] {
+        let decision = policy.decide_arguments("read_file", &json!({"path": path}));
+        assert_eq!(decision.action, Allow, "{path}");
+    }
+}
+
+#[test]
+fn default_path_options_are_left_out_of_a_written_policy() {
+    use toolgate::rules::{PathOptions, PolicyConfig, RuleConfig};
+    let rule = || RuleConfig::new("a", "read_file", PolicyAction::Allow, "a");
+    let plain = serde_json::to_value(PolicyConfig::new([rule()])).unwrap();
+    assert!(plain.get("paths").is_none(), "{plain}");
+    let set = serde_json::to_value(
+        PolicyConfig::new([rule()]).with_paths(PathOptions::default().case_insensitive(true)),
+    )
+    .unwrap();
+    assert_eq!(set["paths"], json!({"case_insensitive": true}));
+}

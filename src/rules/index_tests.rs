@@ -15,17 +15,20 @@ fn registry() -> ToolRegistry {
     let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
     let schema = json!({"type": "object", "properties": {
         "path": {"type": "string"}, "command": {"type": "string"},
-        "argv": {"type": "array", "items": {"type": "string"}}, "mode": {"type": "string"}}});
+        "argv": {"type": "array", "items": {"type": "string"}}, "mode": {"type": "string"},
+        "dest": {"type": "string"}, "user": {"type": "string"}}});
     ToolRegistry::new([ToolDefinition::new(ToolSpec::new("t", "", schema), noop).unwrap()]).unwrap()
 }
 
 const PROGRAMS: [&str; 7] = ["git", "GIT", "git-lfs", "sudo", "ls", "/usr/bin/git", "env"];
 const SUBCOMMANDS: [&str; 3] = ["push", "status", "pull"];
 
-/// Condition number `n` of a pool of about 150.
+/// Condition number `n` of a pool of about 200. Paths are judged on two fields and texts compared
+/// on two, and `/command` is indexed both as a command and as text: rules must share a group only
+/// with rules of the same kind on the same field.
 fn condition(n: usize) -> Condition {
     let k = n % 7;
-    match n / 7 % 11 {
+    match n / 7 % 14 {
         0 => Condition::path_glob("/path", format!("/d{k}/*")),
         1 => Condition::path_glob("/path", format!("/d{k}/**")),
         2 => Condition::path_glob("/path", format!("*.p{k}")),
@@ -42,6 +45,12 @@ fn condition(n: usize) -> Condition {
             Condition::path_glob("/path", format!("/d{k}/**")),
             Condition::equals("/mode", json!(format!("m{}", n % 3))),
         ]),
+        10 => Condition::path_within("/dest", [format!("/d{k}")]),
+        11 => Condition::one_of("/user", [json!(format!("m{k}"))]),
+        12 => Condition::one_of(
+            "/command",
+            [json!(format!("{} {}", PROGRAMS[k], SUBCOMMANDS[n % 3]))],
+        ),
         _ => Condition::glob("/mode", format!("m{k}*")),
     }
 }
@@ -91,6 +100,11 @@ fn arguments() -> Vec<Value> {
             if (i * j) % 3 != 1 {
                 arguments["mode"] = modes[(i + 2 * j) % modes.len()].clone();
             }
+            // The other path and text fields, often holding what the first ones' rules look for.
+            if (i + j) % 3 != 0 {
+                arguments["dest"] = paths[(i + j) % paths.len()].clone();
+                arguments["user"] = modes[(i * j + 1) % modes.len()].clone();
+            }
             all.push(arguments);
         }
     }
@@ -115,7 +129,7 @@ proptest! {
 
     #[test]
     fn index_decides_exactly_as_a_linear_scan(
-        chosen in proptest::collection::vec((0usize..154, 0usize..3), 8..60),
+        chosen in proptest::collection::vec((0usize..196, 0usize..3), 8..60),
         working_directory in any::<bool>(),
         case_insensitive in any::<bool>(),
     ) {

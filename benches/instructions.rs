@@ -10,10 +10,11 @@
 use std::hint::black_box;
 
 use serde_json::{Value, json};
+use toolgate::approvals::PendingApprovals;
 use toolgate::rules::{Condition, PolicyConfig, RuleConfig};
 use toolgate::{
-    ApprovalResponse, Outcome, PolicyAction, RulePolicy, ToolCall, ToolController, ToolDefinition,
-    ToolError, ToolPolicy, ToolRegistry, ToolResult, ToolSpec,
+    ApprovalResponse, Outcome, Policy, PolicyAction, Reason, RulePolicy, ToolCall, ToolController,
+    ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolResult, ToolRuntime, ToolSpec,
 };
 
 /// Every scenario, in the order `./bench-instructions` reports them.
@@ -23,6 +24,9 @@ const SCENARIOS: &[&str] = &[
     "deny",
     "unknown_tool",
     "ask_approve_execute",
+    "part_prepare_and_decide",
+    "part_hold_and_answer",
+    "part_recheck_digest",
     "rules_allow",
     "rules_allow_rate_limited",
     "rules_allow_rate_limited_per_key",
@@ -89,6 +93,15 @@ fn rules_controller(limits: &str) -> ToolController {
     )
     .expect("policy loads");
     ToolController::new(registry, policy)
+}
+
+/// The calculator's runtime and a `ToolPolicy` that asks for it.
+fn runtime_and_asking_policy() -> (ToolRuntime, ToolPolicy) {
+    let spec = ToolSpec::new("calculator", "Add a and b.", calculator_schema());
+    let registry = ToolRegistry::new([ToolDefinition::new(spec, add).expect("schema compiles")])
+        .expect("one tool");
+    let policy = ToolPolicy::new(Vec::<String>::new(), ["calculator"]).expect("disjoint");
+    (ToolRuntime::new(registry), policy)
 }
 
 fn completed(outcome: Outcome) -> ToolResult {
@@ -247,6 +260,45 @@ fn main() {
                         .expect("pending")
                 },
             );
+        }
+        // The parts of the round trip the design requires besides one allow path (as
+        // `round_trip_parts` in benches/gate.rs).
+        "part_prepare_and_decide" => {
+            let (runtime, policy) = runtime_and_asking_policy();
+            repeat(
+                iterations,
+                || call("calculator"),
+                |call| {
+                    let prepared = runtime.prepare(call).expect("valid");
+                    drop(black_box(policy.decide(&prepared)));
+                    drop(prepared);
+                },
+            );
+        }
+        "part_hold_and_answer" => {
+            let (runtime, _) = runtime_and_asking_policy();
+            let pending = PendingApprovals::new();
+            let reason = Reason::new("bench").expect("not empty");
+            repeat(
+                iterations,
+                || runtime.prepare(call("calculator")).expect("valid"),
+                |prepared| {
+                    let request = pending.request(prepared, reason.clone()).expect("held");
+                    let answered = pending
+                        .answer(ApprovalResponse::approve(request.approval_id))
+                        .expect("pending");
+                    drop((request, answered));
+                },
+            );
+        }
+        "part_recheck_digest" => {
+            let (runtime, _) = runtime_and_asking_policy();
+            let pending = PendingApprovals::new();
+            let prepared = runtime.prepare(call("calculator")).expect("valid");
+            let request = pending
+                .request(prepared, Reason::new("bench").expect("not empty"))
+                .expect("held");
+            repeat(iterations, || (), |()| assert!(request.digest_matches()));
         }
         "rules_allow" | "rules_allow_rate_limited" | "rules_allow_rate_limited_per_key" => {
             // Caps no run of this benchmark reaches: every call takes its slot and runs.

@@ -1,0 +1,63 @@
+//! Audit behaviour found unpinned by the mutation run over `src/audit/` (`./mutation-report
+//! audit`): what each recorded event carries, beyond its kind.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use serde_json::json;
+use toolgate::audit::{AuditKind, MemoryAuditSink};
+use toolgate::*;
+
+#[test]
+fn a_decision_event_names_the_layer_rule_and_policy_that_decided() {
+    let registry = registry([calculator()]);
+    let organisation = RulePolicy::from_json(
+        r#"{"rules": [{"id": "no-big-sums", "tool": "calculator", "action": "deny",
+            "reason": "sums stay small", "when": {"range": {"pointer": "/a", "min": 100}}}]}"#,
+        &registry,
+    )
+    .unwrap();
+    let organisation_digest = organisation.digest().to_owned();
+    let project = policy(&["calculator"], &[]);
+    let layers = Layers::new()
+        .layer("organisation", organisation)
+        .unwrap()
+        .layer("project", project)
+        .unwrap();
+    let sink = Arc::new(MemoryAuditSink::new());
+    let controller = ToolController::try_new(registry, layers)
+        .unwrap()
+        .with_audit_sink(Arc::clone(&sink));
+    let _ = controller.handle(ToolCall::new(
+        "big",
+        "calculator",
+        json!({"a": 500, "b": 1}),
+    ));
+    let _ = controller.handle(ToolCall::new(
+        "small",
+        "calculator",
+        json!({"a": 1, "b": 1}),
+    ));
+    let decisions: Vec<_> = sink
+        .events()
+        .into_iter()
+        .filter(|event| event.kind == AuditKind::Decision)
+        .collect();
+    assert_eq!(decisions.len(), 2, "{decisions:?}");
+    let denied = &decisions[0];
+    assert_eq!(denied.call_id, "big");
+    assert_eq!(denied.action, Some(PolicyAction::Deny));
+    assert_eq!(denied.layer.as_deref(), Some("organisation"));
+    assert_eq!(denied.rule_id.as_deref(), Some("no-big-sums"));
+    assert_eq!(
+        denied.policy_digest.as_deref(),
+        Some(organisation_digest.as_str())
+    );
+    assert_eq!(denied.reason.as_deref(), Some("sums stay small"));
+    let allowed = &decisions[1];
+    assert_eq!(allowed.call_id, "small");
+    assert_eq!(allowed.action, Some(PolicyAction::Allow));
+    assert_eq!(allowed.layer.as_deref(), Some("project"));
+}

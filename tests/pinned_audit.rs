@@ -61,3 +61,17 @@ fn a_decision_event_names_the_layer_rule_and_policy_that_decided() {
     assert_eq!(allowed.action, Some(PolicyAction::Allow));
     assert_eq!(allowed.layer.as_deref(), Some("project"));
 }
+
+#[test]
+fn an_audit_error_keeps_the_error_that_caused_it() {
+    use std::error::Error as _;
+    use toolgate::audit::AuditError;
+    let io = std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left");
+    let error = AuditError::caused_by("cannot append to the audit file", io);
+    let source = error.source().expect("the cause is kept");
+    let io = source
+        .downcast_ref::<std::io::Error>()
+        .expect("the cause is the I/O error");
+    assert_eq!(io.kind(), std::io::ErrorKind::StorageFull);
+    assert!(AuditError::new("disk full").source().is_none());
+}

@@ -168,6 +168,7 @@ fn the_tracing_audit_sink_emits_one_event_per_audit_record() {
         "action",
         "rule_id",
         "policy_digest",
+        "layer",
         "is_error",
     ];
     for (_, fields) in &audit {

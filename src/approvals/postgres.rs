@@ -355,3 +355,21 @@ impl ApprovalStore for PostgresApprovalStore {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::time_to_live_ms;
+
+    #[test]
+    fn times_to_live_are_kept_as_meant_up_to_a_century() {
+        assert_eq!(time_to_live_ms(None, 5), None);
+        assert_eq!(time_to_live_ms(Some(1_000), 400), Some(600.0));
+        // Already past (a clock stepped back): nothing left, never negative.
+        assert_eq!(time_to_live_ms(Some(400), 1_000), Some(0.0));
+        // 100 × 365 days of 86,400,000 ms, exactly, for anything longer.
+        let century = 3_153_600_000_000.0;
+        assert_eq!(time_to_live_ms(Some(3_153_600_000_000), 0), Some(century));
+        assert_eq!(time_to_live_ms(Some(3_153_600_000_001), 0), Some(century));
+        assert_eq!(time_to_live_ms(Some(u64::MAX), 7), Some(century));
+    }
+}

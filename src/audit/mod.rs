@@ -289,6 +289,7 @@ impl AuditSink for TracingAuditSink {
             action = ?event.action,
             rule_id = ?event.rule_id,
             policy_digest = ?event.policy_digest,
+            layer = ?event.layer,
             is_error = ?event.is_error,
         );
         Ok(())

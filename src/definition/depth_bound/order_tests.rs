@@ -231,7 +231,7 @@ fn fitting(schema: &Value, choices: &mut impl Iterator<Item = u8>, deep: usize) 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2_000))]
+    #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
     fn validating_first_answers_as_walking_first(

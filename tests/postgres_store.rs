@@ -285,6 +285,13 @@ fn changes_are_published_to_every_node_and_a_node_waits_for_an_answer() {
 }
 
 #[test]
+fn a_store_names_the_schema_it_works_in() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "named");
+    assert_eq!(db.store("first").schema(), db.schema);
+}
+
+#[test]
 fn a_schema_from_a_newer_version_is_refused() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "newer");

@@ -285,6 +285,33 @@ fn changes_are_published_to_every_node_and_a_node_waits_for_an_answer() {
 }
 
 #[test]
+fn a_wait_for_one_request_ignores_the_changes_of_others() {
+    // While a node waits for request A, request B is made and answered: the wait neither returns
+    // B's state nor ends early; it ends at its timeout with A still pending.
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "wait_one");
+    let watcher = db.store("watcher");
+    let asking = Arc::new(node(&db, "asking", Duration::ZERO));
+    let waited_for = ask(&asking, "a");
+    let other = {
+        let asking = Arc::clone(&asking);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            let b = ask(&asking, "b");
+            std::thread::sleep(Duration::from_millis(100));
+            asking.resolve(ApprovalResponse::approve(b)).unwrap()
+        })
+    };
+    let started = Instant::now();
+    let state = watcher
+        .wait_for_answer(waited_for, Duration::from_millis(1_500))
+        .unwrap();
+    assert_eq!(state, Some(ApprovalState::Pending));
+    assert!(started.elapsed() >= Duration::from_millis(1_500));
+    assert_eq!(other.join().unwrap(), ToolResult::ok("b", "applied b"));
+}
+
+#[test]
 fn a_store_names_the_schema_it_works_in() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "named");

@@ -32,11 +32,8 @@ pub(super) fn too_deep() -> super::ArgumentErrors {
 /// Keywords that only assert something of a scalar, a key's presence or a size, or annotate:
 /// validating them never descends into the value.
 const FLAT_KEYWORDS: &[&str] = &[
-    "$schema",
     "$id",
     "$comment",
-    "$defs",
-    "definitions",
     "title",
     "description",
     "default",
@@ -63,6 +60,22 @@ const FLAT_KEYWORDS: &[&str] = &[
     "dependentRequired",
 ];
 
+/// The `$schema` values under which the keywords here mean what this module assumes: drafts 6 and
+/// 7, 2019-09 and 2020-12 (before 2020-12, `prefixItems` is ignored and `items` covers every
+/// element, which the bound already allows for). Draft-04 (no `const`) and any other meta-schema
+/// are not analysed; neither are embedded resources (`$defs`, `definitions`), which could define
+/// one.
+const MODELLED_DIALECTS: &[&str] = &[
+    "http://json-schema.org/draft-06/schema#",
+    "http://json-schema.org/draft-06/schema",
+    "http://json-schema.org/draft-07/schema#",
+    "http://json-schema.org/draft-07/schema",
+    "https://json-schema.org/draft/2019-09/schema",
+    "https://json-schema.org/draft/2019-09/schema#",
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2020-12/schema#",
+];
+
 /// Keywords modelled below, by how they constrain or descend.
 const MODELLED_KEYWORDS: &[&str] = &[
     "type",
@@ -78,9 +91,25 @@ const MODELLED_KEYWORDS: &[&str] = &[
 /// an object of scalars 1) of any value `schema` accepts, when validation of any value against it
 /// is bounded too and the bound is at most `limit`; `None` otherwise.
 pub(super) fn accepted_depth(schema: &Value, limit: usize) -> Option<usize> {
+    // `$schema` decides which keywords the validator applies at all (draft-04 has no `const`; a
+    // custom meta-schema can switch whole vocabularies off), and below the root it switches the
+    // draft of that subschema: only the dialects whose keywords are modelled here, named at the
+    // root, are analysed.
+    let root = match schema {
+        Value::Object(keywords) => match keywords.get("$schema") {
+            None => schema,
+            Some(Value::String(dialect)) if MODELLED_DIALECTS.contains(&dialect.as_str()) => {
+                let mut rest = keywords.clone();
+                rest.remove("$schema");
+                return accepted_depth(&Value::Object(rest), limit);
+            }
+            Some(_) => return None,
+        },
+        _ => schema,
+    };
     // A compiled schema nests at most `MAX_SCHEMA_DEPTH` JSON levels, so this budget is never the
     // reason a compiled schema goes unanalysed; it keeps the recursion bounded regardless.
-    match analyse(schema, super::MAX_SCHEMA_DEPTH) {
+    match analyse(root, super::MAX_SCHEMA_DEPTH) {
         Some(Bound::Depth(depth)) if depth <= limit => Some(depth),
         _ => None,
     }
@@ -265,7 +294,7 @@ mod tests {
     #[test]
     fn keywords_not_modelled_make_the_schema_unbounded() {
         for schema in [
-            json!({"type": "string", "$ref": "#/$defs/x", "$defs": {"x": {}}}),
+            json!({"type": "string", "$ref": "#/x"}),
             json!({"type": "string", "allOf": [{"type": "string"}]}),
             json!({"type": "string", "anyOf": [{"type": "string"}]}),
             json!({"type": "string", "oneOf": [{"type": "string"}]}),
@@ -286,6 +315,40 @@ mod tests {
             json!({"type": "string", "enum": "a"}),
         ] {
             assert_eq!(accepted_depth(&schema, 64), None, "{schema}");
+        }
+    }
+
+    #[test]
+    fn only_root_dialects_whose_keywords_are_modelled_are_analysed() {
+        let object = |dialect: Value| json!({"$schema": dialect, "type": "object", "additionalProperties": {"const": 1}});
+        for dialect in MODELLED_DIALECTS {
+            assert_eq!(
+                accepted_depth(&object(json!(dialect)), 64),
+                Some(1),
+                "{dialect}"
+            );
+        }
+        for dialect in [
+            json!("http://json-schema.org/draft-04/schema#"),
+            json!("http://json-schema.org/draft-03/schema#"),
+            json!("urn:m"),
+            json!("https://json-schema.org/draft/2020-12/schema#x"),
+            json!(7),
+        ] {
+            assert_eq!(
+                accepted_depth(&object(dialect.clone()), 64),
+                None,
+                "{dialect}"
+            );
+        }
+        // Below the root, `$schema` switches that subschema's draft: never analysed.
+        let nested = json!({"type": "object", "additionalProperties": false, "properties": {
+            "a": {"$schema": "https://json-schema.org/draft/2020-12/schema", "const": 1}}});
+        assert_eq!(accepted_depth(&nested, 64), None);
+        // Embedded resources could define a meta-schema.
+        for key in ["$defs", "definitions"] {
+            let embedded = json!({"type": "string", key: {"m": {"$id": "urn:m"}}});
+            assert_eq!(accepted_depth(&embedded, 64), None, "{key}");
         }
     }
 

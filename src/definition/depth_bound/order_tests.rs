@@ -330,3 +330,28 @@ fn a_deep_value_against_a_shallow_schema_is_refused_as_too_deep_without_overflow
     }
     assert!(calculator.check_schema(&json!({"a": 1, "b": 2})).is_ok());
 }
+
+#[test]
+fn dialects_that_change_the_keywords_keep_the_walk_first() {
+    // Found by an independent attack: under draft-04 (no `const`), a nested `$schema`, or a custom
+    // meta-schema embedded in `$defs` that switches vocabularies off, the validator accepts values
+    // the modelled keywords would refuse. Those schemas are not analysed: a deep value is refused
+    // as too deep, before the validator sees it.
+    for schema in [
+        json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+               "additionalProperties": {"const": 1}}),
+        json!({"type": "object", "additionalProperties": false, "properties": {
+               "a": {"$schema": "http://json-schema.org/draft-04/schema#", "const": 1}}}),
+        json!({"$schema": "urn:m",
+               "$defs": {"m": {"$id": "urn:m", "$vocabulary": {
+                   "https://json-schema.org/draft/2020-12/vocab/core": true}}},
+               "type": "object", "additionalProperties": false}),
+    ] {
+        let definition = definition(schema.clone()).expect("compiles");
+        assert!(!definition.validates_first, "{schema}");
+        let deep = object([("a", chain(json!(1), 100_000))]);
+        let errors = definition.check_schema(&deep).expect_err("too deep");
+        assert!(errors.is_depth_limit(), "{schema}");
+        crate::definition::drop_deep(deep);
+    }
+}

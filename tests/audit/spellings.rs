@@ -178,6 +178,28 @@ const CATALOGUE: &[Spelling] = &[
         |l| l.replacen("\"event\":{", "\"event\":{\"a\":1,", 1),
         HashMismatch,
     ),
+    // Values of kinds no event holds, added in canonical form: each is read as written (the chain
+    // hash, not the spelling check, refuses the line).
+    (
+        "an extra event field holding a negative number",
+        |l| l.replacen("\"event\":{", "\"event\":{\"a\":-1,", 1),
+        HashMismatch,
+    ),
+    (
+        "an extra event field holding a fraction",
+        |l| l.replacen("\"event\":{", "\"event\":{\"a\":5e-1,", 1),
+        HashMismatch,
+    ),
+    (
+        "an extra event field holding a list",
+        |l| l.replacen("\"event\":{", "\"event\":{\"a\":[1,true],", 1),
+        HashMismatch,
+    ),
+    (
+        "an extra event field holding null",
+        |l| l.replacen("\"event\":{", "\"event\":{\"a\":null,", 1),
+        HashMismatch,
+    ),
 ];
 
 fn respelled(name: &str, spell: fn(&str) -> String) -> TempFile {

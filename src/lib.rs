@@ -116,6 +116,8 @@ pub mod limits;
 pub mod mcp;
 mod names;
 mod policy;
+#[cfg(feature = "postgres")]
+mod postgres_error;
 pub mod providers;
 mod registry;
 pub mod rules;

@@ -11,6 +11,7 @@ use postgres::{Client, Config, NoTls};
 
 use super::verify::{self, AuditEntryProblem, AuditVerifyError, ChainTip, GENESIS, line_hash};
 use super::{AuditError, AuditEvent, AuditSink};
+use crate::postgres_error::connection_lost;
 
 /// How long an append whose connection was lost before its commit keeps reconnecting (as the
 /// approval store does), and the longest pause between two tries.
@@ -113,14 +114,6 @@ pub enum PostgresAuditVerifyError {
 
 fn audit_error(what: &str, error: postgres::Error) -> AuditError {
     AuditError::caused_by(format!("{what}: {error}"), error)
-}
-
-/// Whether the connection is gone (see the approval store's rule, which this mirrors).
-fn connection_lost(error: &postgres::Error) -> bool {
-    error.is_closed()
-        || error.code().map_or(error.as_db_error().is_none(), |code| {
-            code.code().starts_with("08") || code.code().starts_with("57P")
-        })
 }
 
 /// Why one append attempt failed.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use postgres::{Client, Config, NoTls, Statement};
 
 use crate::approvals::{ApprovalError, StoreError};
+use crate::postgres_error::connection_lost;
 
 /// How long a caller waits for a connection when all are lent out.
 const WAIT_FOR_CONNECTION: Duration = Duration::from_secs(30);
@@ -62,21 +63,6 @@ impl From<postgres::Error> for OpError {
 /// A failure caused by a PostgreSQL error, which stays reachable as its source.
 pub(super) fn store_error(what: &str, error: postgres::Error) -> ApprovalError {
     ApprovalError::Store(StoreError::caused_by(format!("{what}: {error}"), error))
-}
-
-/// Whether `error` means the connection is gone (closed, reset, the server shutting down or the
-/// backend terminated): such a connection is never reused.
-pub(super) fn connection_lost(error: &postgres::Error) -> bool {
-    if error.is_closed() {
-        return true;
-    }
-    match error.code() {
-        // Class 08: connection exception; 57P01-57P03: the server is shutting down, crashed, or
-        // terminated this backend (`pg_terminate_backend`).
-        Some(code) => code.code().starts_with("08") || code.code().starts_with("57P"),
-        // Not a server error: an I/O error on the socket.
-        None => error.as_db_error().is_none(),
-    }
 }
 
 /// Connections to one server: at most `max` open at once, idle ones kept for reuse.

@@ -522,3 +522,54 @@ fn a_server_restart_mid_run_runs_nothing_twice_and_loses_nothing() {
         counts.len()
     );
 }
+
+#[test]
+fn the_audit_sink_waits_through_a_server_restart_and_loses_no_record() {
+    // Records are appended while the server restarts: each append made while it is away waits
+    // for it (reconnecting, up to 10 s) instead of failing, and the chain holds every record once.
+    let Some(url) = server_url() else { return };
+    let Some(restart) = std::env::var_os("TOOLGATE_PG_RESTART") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the restart test: .ci/postgres sets TOOLGATE_PG_RESTART"
+        );
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let db = Db::new(&url, "audit_restart");
+    let sink = db.sink("writer");
+    let event = |n: usize| -> toolgate::audit::AuditEvent {
+        serde_json::from_value(serde_json::json!({
+            "time_ms": 1, "kind": "call_received", "call_id": format!("c{n}"),
+            "tool": "apply_patch", "argument_digest": "sha256:00"
+        }))
+        .unwrap()
+    };
+    use toolgate::audit::AuditSink as _;
+    sink.record(&event(0)).unwrap();
+    let restarting = std::thread::spawn(move || run_script(std::path::Path::new(&restart)));
+    let (mut confirmed, mut unconfirmed) = (1_u64, 0_u64);
+    let started = Instant::now();
+    // Through the restart and a little past it.
+    while !restarting.is_finished() || started.elapsed() < Duration::from_millis(300) {
+        match sink.record(&event((confirmed + unconfirmed) as usize)) {
+            Ok(()) => confirmed += 1,
+            // The one failure allowed: the connection was cut after the commit was sent, so
+            // whether it landed is unknown (the caller then fails closed). Anything else — a
+            // refused connection while the server was away — is a record lost.
+            Err(error) if error.to_string().contains("commit was not confirmed") => {
+                unconfirmed += 1
+            }
+            Err(error) => panic!("a record during the restart failed: {error}"),
+        }
+    }
+    restarting.join().unwrap();
+    sink.record(&event(0)).unwrap();
+    confirmed += 1;
+    let tip = db.sink("verifier").verify().unwrap();
+    assert!(
+        (confirmed..=confirmed + unconfirmed).contains(&tip.entries),
+        "{} entries for {confirmed} confirmed and {unconfirmed} unconfirmed records",
+        tip.entries
+    );
+}

@@ -573,3 +573,56 @@ fn the_audit_sink_waits_through_a_server_restart_and_loses_no_record() {
         tip.entries
     );
 }
+
+#[test]
+fn the_audit_sink_gives_up_on_an_absent_server_after_its_reconnect_window() {
+    // With a 50 ms window, an append made while the server restarts fails instead of waiting for
+    // it; once the server is back, appends succeed again and the chain holds each confirmed one.
+    let Some(url) = server_url() else { return };
+    let Some(restart) = std::env::var_os("TOOLGATE_PG_RESTART") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the restart test: .ci/postgres sets TOOLGATE_PG_RESTART"
+        );
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let db = Db::new(&url, "audit_window");
+    let sink = db
+        .sink("writer")
+        .with_reconnect_window(Duration::from_millis(50));
+    let event = |n: u64| -> toolgate::audit::AuditEvent {
+        serde_json::from_value(serde_json::json!({
+            "time_ms": 1, "kind": "call_received", "call_id": format!("c{n}"),
+            "tool": "apply_patch", "argument_digest": "sha256:00"
+        }))
+        .unwrap()
+    };
+    use toolgate::audit::AuditSink as _;
+    sink.record(&event(0)).unwrap();
+    let restarting = std::thread::spawn(move || run_script(std::path::Path::new(&restart)));
+    let (mut confirmed, mut unconfirmed, mut refused) = (1_u64, 0_u64, 0_u64);
+    let mut longest = Duration::ZERO;
+    while !restarting.is_finished() {
+        let started = Instant::now();
+        match sink.record(&event(confirmed + unconfirmed + refused)) {
+            Ok(()) => confirmed += 1,
+            Err(error) if error.to_string().contains("commit was not confirmed") => {
+                unconfirmed += 1
+            }
+            Err(_) => refused += 1,
+        }
+        longest = longest.max(started.elapsed());
+    }
+    restarting.join().unwrap();
+    assert!(refused > 0, "no append failed while the server was away");
+    // 50 ms of waiting, a connect attempt refused at once, and a pause: far below the 10 s default.
+    assert!(
+        longest < Duration::from_secs(3),
+        "an append waited {longest:?}"
+    );
+    sink.record(&event(u64::MAX)).unwrap();
+    confirmed += 1;
+    let tip = db.sink("verifier").verify().unwrap();
+    assert!((confirmed..=confirmed + unconfirmed).contains(&tip.entries));
+}

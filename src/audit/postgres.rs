@@ -50,7 +50,7 @@ CREATE TABLE toolgate_audit_tip (
 ///   the commit fails or goes unanswered, `record` fails and the controller does not take the
 ///   step; the event may then be in the chain for a step that did not happen, never the reverse.
 ///   A connection lost *before* the commit is replaced and the append tried again (for up to
-///   10 s while the server is away).
+///   10 s while the server is away; [`with_reconnect_window`](Self::with_reconnect_window)).
 /// - **Tamper evidence**, as for [`JsonlAuditSink`](crate::audit::JsonlAuditSink): each entry's hash
 ///   covers its sequence number, the previous hash and the event in canonical JSON, computed by
 ///   the same function; [`verify`](Self::verify) reports the first bad entry, and a tip row that
@@ -76,6 +76,8 @@ pub struct PostgresAuditSink {
     // One connection per sink: appends are serialized by the tip lock anyway. `None` after the
     // connection was lost, until the next append reconnects.
     client: Mutex<Option<Client>>,
+    // How long an append waits for an absent server (`RECONNECT_FOR` unless set).
+    reconnect_for: Duration,
 }
 
 impl fmt::Debug for PostgresAuditSink {
@@ -163,7 +165,17 @@ impl PostgresAuditSink {
         Ok(Self {
             config,
             client: Mutex::new(Some(client)),
+            reconnect_for: RECONNECT_FOR,
         })
+    }
+
+    /// The same sink, waiting at most `window` (10 s unless set) for an absent server when an
+    /// append lost its connection before its commit; past it the append fails (and the step it
+    /// records does not happen). `Duration::ZERO` fails such an append at once.
+    #[must_use]
+    pub fn with_reconnect_window(mut self, window: Duration) -> Self {
+        self.reconnect_for = window;
+        self
     }
 
     /// Checks the whole chain in the table, entry by entry, and that the tip row names its end.
@@ -209,7 +221,7 @@ impl AuditSink for PostgresAuditSink {
             .map(|event| crate::canonical::canonical_json(&event))
             .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
         let mut slot = self.client.lock().unwrap_or_else(PoisonError::into_inner);
-        let deadline = Instant::now() + RECONNECT_FOR;
+        let deadline = Instant::now() + self.reconnect_for;
         let mut pause = Duration::ZERO;
         loop {
             let client = match slot.as_mut() {

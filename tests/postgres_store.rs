@@ -312,6 +312,27 @@ fn a_wait_for_one_request_ignores_the_changes_of_others() {
 }
 
 #[test]
+fn an_audit_append_that_fails_for_another_reason_than_a_lost_connection_fails_at_once() {
+    // Only a lost connection is retried (for up to 10 s): a table gone from under the sink is
+    // reported at once, and nothing is appended.
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "audit_fails");
+    let sink = db.sink("writer");
+    sink.record(&event(0)).unwrap();
+    db.admin()
+        .batch_execute("DROP TABLE toolgate_audit")
+        .unwrap();
+    let started = Instant::now();
+    let error = sink.record(&event(1)).unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "retried for {:?}: {error}",
+        started.elapsed()
+    );
+    assert!(error.to_string().contains("cannot append"), "{error}");
+}
+
+#[test]
 fn a_store_names_the_schema_it_works_in() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "named");
@@ -476,6 +497,24 @@ fn an_edited_deleted_or_cut_audit_entry_is_reported_at_the_first_bad_entry() {
     admin
         .batch_execute("UPDATE toolgate_audit SET event = rtrim(event) WHERE seq = 2")
         .unwrap();
+
+    // The tip row's hash edited, its count not: still a mismatch.
+    admin
+        .batch_execute("UPDATE toolgate_audit_tip SET last_hash = 'sha256:' || repeat('0', 64)")
+        .unwrap();
+    assert!(matches!(
+        sink.verify(),
+        Err(PostgresAuditVerifyError::TipMismatch {
+            entries: 10,
+            tip_entries: 10
+        })
+    ));
+    admin
+        .batch_execute(
+            "UPDATE toolgate_audit_tip SET last_hash = (SELECT hash FROM toolgate_audit WHERE seq = 9)",
+        )
+        .unwrap();
+    sink.verify().unwrap();
 
     admin
         .batch_execute("DELETE FROM toolgate_audit WHERE seq = 9")

@@ -333,6 +333,22 @@ fn an_audit_append_that_fails_for_another_reason_than_a_lost_connection_fails_at
 }
 
 #[test]
+fn audit_entries_longer_than_a_read_buffer_verify() {
+    // `verify` reads the table as the file format's lines through an 8 KiB buffer: an entry of
+    // 40 KB is read in pieces and must come out whole.
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "audit_long");
+    let sink = db.sink("writer");
+    sink.record(&event(0)).unwrap();
+    let mut long = event(1);
+    long.reason = Some("r".repeat(40_000));
+    sink.record(&long).unwrap();
+    sink.record(&event(2)).unwrap();
+    let tip = sink.verify().unwrap();
+    assert_eq!(tip.entries, 3);
+}
+
+#[test]
 fn a_store_names_the_schema_it_works_in() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "named");

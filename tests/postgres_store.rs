@@ -349,6 +349,26 @@ fn audit_entries_longer_than_a_read_buffer_verify() {
 }
 
 #[test]
+fn a_change_feed_is_also_a_blocking_iterator() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "feed_iter");
+    let mut changes = db.store("watcher").subscribe().unwrap();
+    let asking = node(&db, "asking", Duration::ZERO);
+    let id = ask(&asking, "i1");
+    let change = changes.next().expect("a change").expect("the feed is live");
+    assert_eq!(
+        (change.approval_id, change.state),
+        (id, ApprovalState::Pending)
+    );
+    asking.resolve(ApprovalResponse::reject(id)).unwrap();
+    let change = changes.next().expect("a change").expect("the feed is live");
+    assert_eq!(
+        (change.approval_id, change.state),
+        (id, ApprovalState::Rejected)
+    );
+}
+
+#[test]
 fn a_store_names_the_schema_it_works_in() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "named");

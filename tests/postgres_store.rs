@@ -369,6 +369,64 @@ fn a_change_feed_is_also_a_blocking_iterator() {
 }
 
 #[test]
+fn a_full_pool_whose_connections_were_all_lost_reconnects_at_once() {
+    // Two connections at most, both open and idle, both terminated: the next operation finds them
+    // dead, drops them from the count and opens a new one, instead of waiting for a slot that
+    // the lost connections still seemed to hold.
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "pool_loss");
+    let config: postgres::Config = db.url("pool_loss_app").parse().unwrap();
+    let store = Arc::new(PostgresApprovalStore::connect_with(config, 2).unwrap());
+    let backends = |admin: &mut postgres::Client| -> i64 {
+        admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pool_loss_app'",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let mut admin = db.admin();
+    // Two threads reading at once until both connections exist.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while backends(&mut admin) < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the pool never opened two connections"
+        );
+        let barrier = Arc::new(Barrier::new(2));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (store, barrier) = (Arc::clone(&store), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    for _ in 0..50 {
+                        store.pending(0).unwrap();
+                    }
+                })
+            })
+            .collect();
+        readers.into_iter().for_each(|r| r.join().unwrap());
+    }
+    admin
+        .batch_execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = 'pool_loss_app'",
+        )
+        .unwrap();
+    while backends(&mut admin) > 0 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let started = Instant::now();
+    store.pending(0).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "waited {:?} for a slot",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn a_store_names_the_schema_it_works_in() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "named");

@@ -408,6 +408,23 @@ fn a_full_pool_whose_connections_were_all_lost_reconnects_at_once() {
             .collect();
         readers.into_iter().for_each(|r| r.join().unwrap());
     }
+    // Four threads at once never get a third connection.
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                for _ in 0..100 {
+                    store.pending(0).unwrap();
+                }
+            })
+        })
+        .collect();
+    readers.into_iter().for_each(|r| r.join().unwrap());
+    assert_eq!(
+        backends(&mut admin),
+        2,
+        "the pool opened more than its limit"
+    );
     admin
         .batch_execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \

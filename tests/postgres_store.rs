@@ -444,6 +444,28 @@ fn a_full_pool_whose_connections_were_all_lost_reconnects_at_once() {
 }
 
 #[test]
+fn an_audit_append_whose_connection_was_terminated_before_it_retries_on_a_new_one() {
+    // The sink's idle connection is terminated between two appends: the second finds it gone
+    // before anything could commit, reconnects and appends, once.
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "audit_terminated");
+    let sink = db.sink("audit_terminated_writer");
+    sink.record(&event(0)).unwrap();
+    let mut admin = db.admin();
+    let terminated: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = 'audit_terminated_writer') AS t",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(terminated, 1);
+    sink.record(&event(1)).unwrap();
+    assert_eq!(sink.verify().unwrap().entries, 2);
+}
+
+#[test]
 fn a_store_names_the_schema_it_works_in() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "named");

@@ -626,3 +626,31 @@ fn the_audit_sink_gives_up_on_an_absent_server_after_its_reconnect_window() {
     let tip = db.sink("verifier").verify().unwrap();
     assert!((confirmed..=confirmed + unconfirmed).contains(&tip.entries));
 }
+
+#[test]
+fn the_approval_store_waits_through_a_server_restart() {
+    // Reads made while the server restarts wait for it (reconnecting, up to 10 s) and succeed.
+    let Some(url) = server_url() else { return };
+    let Some(restart) = std::env::var_os("TOOLGATE_PG_RESTART") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the restart test: .ci/postgres sets TOOLGATE_PG_RESTART"
+        );
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let db = Db::new(&url, "store_restart");
+    let store = db.store("reader");
+    use toolgate::approvals::ApprovalStore as _;
+    store.pending(0).unwrap();
+    let restarting = std::thread::spawn(move || run_script(std::path::Path::new(&restart)));
+    let mut reads = 0;
+    while !restarting.is_finished() {
+        store
+            .pending(0)
+            .unwrap_or_else(|error| panic!("read {reads} during the restart: {error}"));
+        reads += 1;
+    }
+    restarting.join().unwrap();
+    store.pending(0).unwrap();
+}

@@ -469,6 +469,25 @@ fn an_audit_append_whose_connection_was_terminated_before_it_retries_on_a_new_on
 }
 
 #[test]
+fn a_store_operation_that_fails_for_another_reason_than_a_lost_connection_fails_at_once() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "store_fails");
+    let store = db.store("reader");
+    use toolgate::approvals::ApprovalStore as _;
+    store.pending(0).unwrap();
+    db.admin()
+        .batch_execute("DROP TABLE toolgate_approvals CASCADE")
+        .unwrap();
+    let started = Instant::now();
+    let error = store.pending(0).unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "retried for {:?}: {error}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn a_store_names_the_schema_it_works_in() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "named");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::registry;
+use common::{Alter, AlteringStore, registry};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use toolgate::approvals::{Answered, PendingApprovals};
@@ -415,60 +415,6 @@ fn canonical_stream_framing_with_nul_in_tool_names_never_collides() {
     assert_ne!(shifted, spelled);
 }
 
-/// A store that alters a request as it stores it, as someone with write access to it could.
-#[derive(Debug)]
-struct Tampering {
-    inner: toolgate::approvals::MemoryApprovalStore,
-    alteration: u8,
-}
-
-impl toolgate::approvals::ApprovalStore for Tampering {
-    fn insert(
-        &self,
-        request: &ApprovalRequest,
-        expires_ms: Option<u64>,
-        max_pending: usize,
-        now_ms: u64,
-    ) -> Result<(), ApprovalError> {
-        let mut altered = request.clone();
-        match self.alteration {
-            0 => altered.call.arguments = json!({"n": 2, "s": "x"}),
-            1 => altered.call.tool_name = "u".to_owned(),
-            2 => altered.call.arguments = json!({"s": "x", "n": 1.0}),
-            _ => {}
-        }
-        self.inner.insert(&altered, expires_ms, max_pending, now_ms)
-    }
-
-    fn take(
-        &self,
-        approval_id: ApprovalId,
-        transition: toolgate::approvals::Transition,
-        now_ms: u64,
-    ) -> Result<(ApprovalRequest, bool), ApprovalError> {
-        self.inner.take(approval_id, transition, now_ms)
-    }
-
-    fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
-        self.inner.pending(now_ms)
-    }
-
-    fn record_outcome(
-        &self,
-        approval_id: ApprovalId,
-        outcome: toolgate::approvals::ExecutionOutcome,
-    ) -> Result<(), ApprovalError> {
-        self.inner.record_outcome(approval_id, outcome)
-    }
-
-    fn state(
-        &self,
-        approval_id: ApprovalId,
-    ) -> Result<Option<toolgate::approvals::ApprovalState>, ApprovalError> {
-        self.inner.state(approval_id)
-    }
-}
-
 /// A stored call altered after it was held (arguments or tool) is stale at answer time, on the
 /// path that starts from the definition's kept hasher state; the same meaning still matches.
 #[test]
@@ -476,11 +422,15 @@ fn canonical_stream_answer_time_check_refuses_altered_stored_calls() {
     let runs = counter();
     let runtime = ToolRuntime::new(tools(&["t", "u"], &runs));
     let policy = ToolPolicy::new(Vec::<String>::new(), ["t", "u"]).unwrap();
-    for alteration in 0..4 {
-        let store = Tampering {
-            inner: toolgate::approvals::MemoryApprovalStore::new(),
-            alteration,
-        };
+    // Altered as stored: other arguments, another tool, the same meaning respelled, nothing.
+    let alterations: [fn(&mut ApprovalRequest); 4] = [
+        |request| request.call.arguments = json!({"n": 2, "s": "x"}),
+        |request| request.call.tool_name = "u".to_owned(),
+        |request| request.call.arguments = json!({"s": "x", "n": 1.0}),
+        |_| {},
+    ];
+    for (alteration, alter) in alterations.into_iter().enumerate() {
+        let store = AlteringStore::new(Alter::OnInsert, alter);
         let pending =
             PendingApprovals::with_store(store, toolgate::approvals::ApprovalLimits::default());
         let prepared = runtime

@@ -9,56 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
 use serde_json::json;
-use toolgate::approvals::{
-    ApprovalError, ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, ExecutionOutcome,
-    MemoryApprovalStore, StoreError, Transition,
-};
+use toolgate::approvals::{ApprovalError, StoreError};
 use toolgate::audit::{AuditKind, MemoryAuditSink};
 use toolgate::*;
-
-/// A store whose requests come back with other arguments than were stored: someone with write
-/// access to a durable ledger, who cannot redo the digest.
-#[derive(Debug, Default)]
-struct TamperingStore(MemoryApprovalStore);
-
-impl ApprovalStore for TamperingStore {
-    fn insert(
-        &self,
-        request: &ApprovalRequest,
-        expires_ms: Option<u64>,
-        max_pending: usize,
-        now_ms: u64,
-    ) -> Result<(), ApprovalError> {
-        self.0.insert(request, expires_ms, max_pending, now_ms)
-    }
-
-    fn take(
-        &self,
-        approval_id: ApprovalId,
-        transition: Transition,
-        now_ms: u64,
-    ) -> Result<(ApprovalRequest, bool), ApprovalError> {
-        let (mut request, expired) = self.0.take(approval_id, transition, now_ms)?;
-        request.call.arguments = json!({"patch": "rm -rf /"});
-        Ok((request, expired))
-    }
-
-    fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
-        self.0.pending(now_ms)
-    }
-
-    fn record_outcome(
-        &self,
-        approval_id: ApprovalId,
-        outcome: ExecutionOutcome,
-    ) -> Result<(), ApprovalError> {
-        self.0.record_outcome(approval_id, outcome)
-    }
-
-    fn state(&self, approval_id: ApprovalId) -> Result<Option<ApprovalState>, ApprovalError> {
-        self.0.state(approval_id)
-    }
-}
 
 fn approve_tampered(audit: Option<Arc<MemoryAuditSink>>) -> (ToolResult, usize) {
     let runs = Arc::new(AtomicUsize::new(0));
@@ -66,7 +19,10 @@ fn approve_tampered(audit: Option<Arc<MemoryAuditSink>>) -> (ToolResult, usize) 
         registry([counted("apply_patch", patch_schema(), &runs)]),
         policy(&[], &["apply_patch"]),
     )
-    .with_approval_store(TamperingStore::default());
+    // Requests come back with other arguments than were stored.
+    .with_approval_store(AlteringStore::new(Alter::OnTake, |request| {
+        request.call.arguments = json!({"patch": "rm -rf /"});
+    }));
     if let Some(sink) = audit {
         controller = controller.with_audit_sink(sink);
     }

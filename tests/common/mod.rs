@@ -146,3 +146,83 @@ impl<T: Unpin> std::future::Future for WokenLater<T> {
         std::task::Poll::Pending
     }
 }
+
+/// When an [`AlteringStore`] alters a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alter {
+    /// As it is stored.
+    OnInsert,
+    /// As it is taken back to be answered.
+    OnTake,
+}
+
+/// A memory store that alters its requests, as someone with write access to a durable ledger
+/// could (without redoing the digest): `alter` runs on each request at the point `when` says.
+#[derive(Debug)]
+pub struct AlteringStore {
+    pub inner: toolgate::approvals::MemoryApprovalStore,
+    pub when: Alter,
+    pub alter: fn(&mut toolgate::ApprovalRequest),
+}
+
+impl AlteringStore {
+    pub fn new(when: Alter, alter: fn(&mut toolgate::ApprovalRequest)) -> Self {
+        Self {
+            inner: toolgate::approvals::MemoryApprovalStore::new(),
+            when,
+            alter,
+        }
+    }
+}
+
+impl toolgate::approvals::ApprovalStore for AlteringStore {
+    fn insert(
+        &self,
+        request: &toolgate::ApprovalRequest,
+        expires_ms: Option<u64>,
+        max_pending: usize,
+        now_ms: u64,
+    ) -> Result<(), toolgate::approvals::ApprovalError> {
+        let mut stored = request.clone();
+        if self.when == Alter::OnInsert {
+            (self.alter)(&mut stored);
+        }
+        self.inner.insert(&stored, expires_ms, max_pending, now_ms)
+    }
+
+    fn take(
+        &self,
+        approval_id: toolgate::ApprovalId,
+        transition: toolgate::approvals::Transition,
+        now_ms: u64,
+    ) -> Result<(toolgate::ApprovalRequest, bool), toolgate::approvals::ApprovalError> {
+        let (mut request, expired) = self.inner.take(approval_id, transition, now_ms)?;
+        if self.when == Alter::OnTake {
+            (self.alter)(&mut request);
+        }
+        Ok((request, expired))
+    }
+
+    fn pending(
+        &self,
+        now_ms: u64,
+    ) -> Result<Vec<toolgate::ApprovalRequest>, toolgate::approvals::ApprovalError> {
+        self.inner.pending(now_ms)
+    }
+
+    fn record_outcome(
+        &self,
+        approval_id: toolgate::ApprovalId,
+        outcome: toolgate::approvals::ExecutionOutcome,
+    ) -> Result<(), toolgate::approvals::ApprovalError> {
+        self.inner.record_outcome(approval_id, outcome)
+    }
+
+    fn state(
+        &self,
+        approval_id: toolgate::ApprovalId,
+    ) -> Result<Option<toolgate::approvals::ApprovalState>, toolgate::approvals::ApprovalError>
+    {
+        self.inner.state(approval_id)
+    }
+}

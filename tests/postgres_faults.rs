@@ -441,18 +441,27 @@ fn a_backend_terminated_during_an_answer_approves_nothing_uncommitted_and_the_no
     db.sink("verifier").verify().unwrap();
 }
 
-#[test]
-fn a_server_restart_mid_run_runs_nothing_twice_and_loses_nothing() {
-    let Some(url) = server_url() else { return };
-    let Some(restart) = std::env::var_os("TOOLGATE_PG_RESTART") else {
+/// The script that restarts the server (`.ci/postgres` sets it); `None` skips a restart test,
+/// which only a run outside CI may do.
+fn restart_script() -> Option<std::ffi::OsString> {
+    let restart = std::env::var_os("TOOLGATE_PG_RESTART");
+    if restart.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
-            "CI must run the restart test: .ci/postgres sets TOOLGATE_PG_RESTART"
+            "CI must run the restart tests: .ci/postgres sets TOOLGATE_PG_RESTART"
         );
         let _ = writeln!(
             std::io::stderr(),
             "note: TOOLGATE_PG_RESTART is not set, restart test skipped"
         );
+    }
+    restart
+}
+
+#[test]
+fn a_server_restart_mid_run_runs_nothing_twice_and_loses_nothing() {
+    let Some(url) = server_url() else { return };
+    let Some(restart) = restart_script() else {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
@@ -528,31 +537,20 @@ fn the_audit_sink_waits_through_a_server_restart_and_loses_no_record() {
     // Records are appended while the server restarts: each append made while it is away waits
     // for it (reconnecting, up to 10 s) instead of failing, and the chain holds every record once.
     let Some(url) = server_url() else { return };
-    let Some(restart) = std::env::var_os("TOOLGATE_PG_RESTART") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the restart test: .ci/postgres sets TOOLGATE_PG_RESTART"
-        );
+    let Some(restart) = restart_script() else {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let db = Db::new(&url, "audit_restart");
     let sink = db.sink("writer");
-    let event = |n: usize| -> toolgate::audit::AuditEvent {
-        serde_json::from_value(serde_json::json!({
-            "time_ms": 1, "kind": "call_received", "call_id": format!("c{n}"),
-            "tool": "apply_patch", "argument_digest": "sha256:00"
-        }))
-        .unwrap()
-    };
     use toolgate::audit::AuditSink as _;
-    sink.record(&event(0)).unwrap();
+    sink.record(&audit_event(0)).unwrap();
     let restarting = std::thread::spawn(move || run_script(std::path::Path::new(&restart)));
     let (mut confirmed, mut unconfirmed) = (1_u64, 0_u64);
     let started = Instant::now();
     // Through the restart and a little past it.
     while !restarting.is_finished() || started.elapsed() < Duration::from_millis(300) {
-        match sink.record(&event((confirmed + unconfirmed) as usize)) {
+        match sink.record(&audit_event((confirmed + unconfirmed) as usize)) {
             Ok(()) => confirmed += 1,
             // The one failure allowed: the connection was cut after the commit was sent, so
             // whether it landed is unknown (the caller then fails closed). Anything else — a
@@ -564,7 +562,7 @@ fn the_audit_sink_waits_through_a_server_restart_and_loses_no_record() {
         }
     }
     restarting.join().unwrap();
-    sink.record(&event(0)).unwrap();
+    sink.record(&audit_event(0)).unwrap();
     confirmed += 1;
     let tip = db.sink("verifier").verify().unwrap();
     assert!(
@@ -579,11 +577,7 @@ fn the_audit_sink_gives_up_on_an_absent_server_after_its_reconnect_window() {
     // With a 50 ms window, an append made while the server restarts fails instead of waiting for
     // it; once the server is back, appends succeed again and the chain holds each confirmed one.
     let Some(url) = server_url() else { return };
-    let Some(restart) = std::env::var_os("TOOLGATE_PG_RESTART") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the restart test: .ci/postgres sets TOOLGATE_PG_RESTART"
-        );
+    let Some(restart) = restart_script() else {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
@@ -591,21 +585,14 @@ fn the_audit_sink_gives_up_on_an_absent_server_after_its_reconnect_window() {
     let sink = db
         .sink("writer")
         .with_reconnect_window(Duration::from_millis(50));
-    let event = |n: u64| -> toolgate::audit::AuditEvent {
-        serde_json::from_value(serde_json::json!({
-            "time_ms": 1, "kind": "call_received", "call_id": format!("c{n}"),
-            "tool": "apply_patch", "argument_digest": "sha256:00"
-        }))
-        .unwrap()
-    };
     use toolgate::audit::AuditSink as _;
-    sink.record(&event(0)).unwrap();
+    sink.record(&audit_event(0)).unwrap();
     let restarting = std::thread::spawn(move || run_script(std::path::Path::new(&restart)));
     let (mut confirmed, mut unconfirmed, mut refused) = (1_u64, 0_u64, 0_u64);
     let mut longest = Duration::ZERO;
     while !restarting.is_finished() {
         let started = Instant::now();
-        match sink.record(&event(confirmed + unconfirmed + refused)) {
+        match sink.record(&audit_event(confirmed + unconfirmed + refused)) {
             Ok(()) => confirmed += 1,
             Err(error) if error.to_string().contains("commit was not confirmed") => {
                 unconfirmed += 1
@@ -621,7 +608,7 @@ fn the_audit_sink_gives_up_on_an_absent_server_after_its_reconnect_window() {
         longest < Duration::from_secs(3),
         "an append waited {longest:?}"
     );
-    sink.record(&event(u64::MAX)).unwrap();
+    sink.record(&audit_event(u64::MAX)).unwrap();
     confirmed += 1;
     let tip = db.sink("verifier").verify().unwrap();
     assert!((confirmed..=confirmed + unconfirmed).contains(&tip.entries));
@@ -631,11 +618,7 @@ fn the_audit_sink_gives_up_on_an_absent_server_after_its_reconnect_window() {
 fn the_approval_store_waits_through_a_server_restart() {
     // Reads made while the server restarts wait for it (reconnecting, up to 10 s) and succeed.
     let Some(url) = server_url() else { return };
-    let Some(restart) = std::env::var_os("TOOLGATE_PG_RESTART") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the restart test: .ci/postgres sets TOOLGATE_PG_RESTART"
-        );
+    let Some(restart) = restart_script() else {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);

@@ -15,10 +15,7 @@ use toolgate::approvals::{
     ApprovalLimits, ApprovalState, ApprovalStore, ExecutionOutcome, PostgresApprovalStore,
     Transition,
 };
-use toolgate::audit::{
-    AuditEntryProblem, AuditEvent, AuditKind, AuditSink, PostgresAuditSink,
-    PostgresAuditVerifyError,
-};
+use toolgate::audit::{AuditEntryProblem, AuditSink, PostgresAuditSink, PostgresAuditVerifyError};
 use toolgate::*;
 
 #[test]
@@ -318,12 +315,12 @@ fn an_audit_append_that_fails_for_another_reason_than_a_lost_connection_fails_at
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "audit_fails");
     let sink = db.sink("writer");
-    sink.record(&event(0)).unwrap();
+    sink.record(&audit_event(0)).unwrap();
     db.admin()
         .batch_execute("DROP TABLE toolgate_audit")
         .unwrap();
     let started = Instant::now();
-    let error = sink.record(&event(1)).unwrap_err();
+    let error = sink.record(&audit_event(1)).unwrap_err();
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "retried for {:?}: {error}",
@@ -339,11 +336,11 @@ fn audit_entries_longer_than_a_read_buffer_verify() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "audit_long");
     let sink = db.sink("writer");
-    sink.record(&event(0)).unwrap();
-    let mut long = event(1);
+    sink.record(&audit_event(0)).unwrap();
+    let mut long = audit_event(1);
     long.reason = Some("r".repeat(40_000));
     sink.record(&long).unwrap();
-    sink.record(&event(2)).unwrap();
+    sink.record(&audit_event(2)).unwrap();
     let tip = sink.verify().unwrap();
     assert_eq!(tip.entries, 3);
 }
@@ -453,7 +450,7 @@ fn an_audit_append_whose_connection_was_terminated_before_it_retries_on_a_new_on
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "audit_terminated");
     let sink = db.sink("audit_terminated_writer");
-    sink.record(&event(0)).unwrap();
+    sink.record(&audit_event(0)).unwrap();
     let mut admin = db.admin();
     let terminated: i64 = admin
         .query_one(
@@ -464,7 +461,7 @@ fn an_audit_append_whose_connection_was_terminated_before_it_retries_on_a_new_on
         .unwrap()
         .get(0);
     assert_eq!(terminated, 1);
-    sink.record(&event(1)).unwrap();
+    sink.record(&audit_event(1)).unwrap();
     assert_eq!(sink.verify().unwrap().entries, 2);
 }
 
@@ -574,16 +571,6 @@ fn a_tampered_stored_request_is_not_run() {
 
 // ---- the shared audit chain ----------------------------------------------------------------------
 
-fn event(n: usize) -> AuditEvent {
-    let mut event: AuditEvent = serde_json::from_value(json!({
-        "time_ms": 1, "kind": "call_received", "call_id": format!("c{n}"),
-        "tool": "apply_patch", "argument_digest": "sha256:00"
-    }))
-    .unwrap();
-    event.kind = AuditKind::CallReceived;
-    event
-}
-
 #[test]
 fn four_nodes_with_four_threads_each_append_one_linear_chain() {
     let Some(url) = server_url() else { return };
@@ -598,7 +585,7 @@ fn four_nodes_with_four_threads_each_append_one_linear_chain() {
             std::thread::spawn(move || {
                 barrier.wait();
                 for n in 0..25 {
-                    sink.record(&event(t * 100 + n)).unwrap();
+                    sink.record(&audit_event(t * 100 + n)).unwrap();
                 }
             })
         })
@@ -616,7 +603,7 @@ fn an_edited_deleted_or_cut_audit_entry_is_reported_at_the_first_bad_entry() {
     let db = Db::new(&url, "tamper");
     let sink = db.sink("writer");
     for n in 0..10 {
-        sink.record(&event(n)).unwrap();
+        sink.record(&audit_event(n)).unwrap();
     }
     assert_eq!(sink.verify().unwrap().entries, 10);
     let mut admin = db.admin();

@@ -176,3 +176,12 @@ pub fn run_script(path: &Path) {
     let status = std::process::Command::new(path).status().unwrap();
     assert!(status.success(), "{} failed: {status}", path.display());
 }
+
+/// A `call_received` audit event for call `c{n}`.
+pub fn audit_event(n: impl std::fmt::Display) -> toolgate::audit::AuditEvent {
+    serde_json::from_value(json!({
+        "time_ms": 1, "kind": "call_received", "call_id": format!("c{n}"),
+        "tool": "apply_patch", "argument_digest": "sha256:00"
+    }))
+    .unwrap()
+}

@@ -105,12 +105,13 @@ impl PendingApprovals {
     /// ```
     #[must_use]
     pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.set_clock(clock);
+        self.set_clock(Arc::new(clock));
         self
     }
 
-    pub(crate) fn set_clock(&mut self, clock: impl Clock + 'static) {
-        self.clock = Arc::new(clock);
+    /// Shares the controller's clock (`ToolController::with_clock`) rather than wrapping it again.
+    pub(crate) fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
     }
 
     /// Keeps the limits and the clock (the controller's `with_approval_store`).

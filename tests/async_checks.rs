@@ -163,3 +163,122 @@ fn async_checks_the_handle_future_stays_send() {
     let future = controller.handle_async(read("/etc/hosts"));
     send(&future);
 }
+
+// Issue 21, item 1: the timeout covers the check from the moment it is asked. Each way a check
+// can spend its time — blocking in `decide` before it returns its future, blocking inside a
+// poll, answering after it was woken too late — ends in a denial once the timeout has passed,
+// whatever the check answers; one within its time is still heard (the control).
+
+const SLOW: Duration = Duration::from_millis(300);
+const TIMEOUT: Duration = Duration::from_millis(60);
+
+/// Allows, after blocking its thread for `SLOW` in `decide`, before returning the future.
+fn blocks_before_its_future(_: &PreparedToolCall) -> BoxFuture<'static, PolicyDecision> {
+    std::thread::sleep(SLOW);
+    Box::pin(async { PolicyDecision::allow(Reason::from_static("late but yes")) })
+}
+
+/// Allows, after blocking its thread for `SLOW` inside its first poll.
+fn blocks_in_its_first_poll(_: &PreparedToolCall) -> BoxFuture<'static, PolicyDecision> {
+    Box::pin(async {
+        std::thread::sleep(SLOW);
+        PolicyDecision::allow(Reason::from_static("late but yes"))
+    })
+}
+
+/// Allows, after waiting once (woken from another thread) and then blocking for `SLOW`.
+fn blocks_in_a_later_poll(_: &PreparedToolCall) -> BoxFuture<'static, PolicyDecision> {
+    Box::pin(async {
+        WokenLater::new(()).await;
+        std::thread::sleep(SLOW);
+        PolicyDecision::allow(Reason::from_static("late but yes"))
+    })
+}
+
+type Check = fn(&PreparedToolCall) -> BoxFuture<'static, PolicyDecision>;
+
+const LATE_CHECKS: [(&str, Check); 3] = [
+    ("blocks before its future", blocks_before_its_future),
+    ("blocks in its first poll", blocks_in_its_first_poll),
+    ("blocks in a later poll", blocks_in_a_later_poll),
+];
+
+fn assert_timed_out(result: &ToolResult, how: &str) {
+    assert!(result.is_error, "{how}: {result:?}");
+    assert!(
+        result.content.contains("did not decide within 60 ms"),
+        "{how}: {result:?}"
+    );
+}
+
+#[test]
+fn async_check_timeout_covers_every_late_answer_in_handle() {
+    for (how, check) in LATE_CHECKS {
+        let runs = Arc::default();
+        let controller = controller(&runs).with_async_check(check, TIMEOUT);
+        assert_timed_out(&completed(controller.handle(read("/etc/hosts"))), how);
+        assert_eq!(run_count(&runs), 0, "{how}: nothing ran");
+    }
+}
+
+#[test]
+fn async_check_timeout_covers_every_late_answer_in_handle_async() {
+    for (how, check) in LATE_CHECKS {
+        let runs = Arc::default();
+        let controller = controller(&runs).with_async_check(check, TIMEOUT);
+        let result = completed(block_on(controller.handle_async(read("/etc/hosts"))));
+        assert_timed_out(&result, how);
+        assert_eq!(run_count(&runs), 0, "{how}: nothing ran");
+    }
+}
+
+/// Asks at once the first time; the re-check on resolve is late in the way `late` is.
+fn asks_then(late: Check) -> impl AsyncPolicy + 'static {
+    let asked = AtomicUsize::new(0);
+    move |call: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
+        if asked.fetch_add(1, Ordering::SeqCst) == 0 {
+            Box::pin(async { PolicyDecision::ask(Reason::from_static("unsure")) })
+        } else {
+            late(call)
+        }
+    }
+}
+
+#[test]
+fn async_check_timeout_covers_every_late_answer_in_the_re_check() {
+    for (how, late) in LATE_CHECKS {
+        for asynchronously in [false, true] {
+            let runs = Arc::default();
+            let controller = controller(&runs).with_async_check(asks_then(late), TIMEOUT);
+            let Outcome::PendingApproval(request) = controller.handle(read("/etc/hosts")) else {
+                panic!("{how}: the check asked");
+            };
+            let response = ApprovalResponse::approve(request.approval_id);
+            let result = if asynchronously {
+                block_on(controller.resolve_async(response))
+            } else {
+                controller.resolve(response)
+            }
+            .expect("pending");
+            assert_timed_out(&result, how);
+            assert_eq!(run_count(&runs), 0, "{how}: the approval ran nothing");
+        }
+    }
+}
+
+#[test]
+fn async_check_timeout_a_check_within_its_time_is_heard() {
+    // The control: the same shapes, slow by less than the timeout, decide the call.
+    let quick = |_: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
+        std::thread::sleep(Duration::from_millis(5));
+        Box::pin(async {
+            std::thread::sleep(Duration::from_millis(5));
+            PolicyDecision::allow(Reason::from_static("quick yes"))
+        })
+    };
+    let runs = Arc::default();
+    let controller = controller(&runs).with_async_check(quick, Duration::from_secs(5));
+    assert!(!completed(controller.handle(read("/etc/hosts"))).is_error);
+    assert!(!completed(block_on(controller.handle_async(read("/etc/hosts")))).is_error);
+    assert_eq!(run_count(&runs), 2);
+}

@@ -683,3 +683,78 @@ fn an_edited_deleted_or_cut_audit_entry_is_reported_at_the_first_bad_entry() {
         })
     ));
 }
+
+/// Issue 21, item 2: a notification is not an answer. Any connection may `NOTIFY` on the
+/// channel; what a waiter or the change feed reports comes from the request's row.
+#[test]
+fn forged_notifications_are_not_answers() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "forged_notify");
+    let watcher = db.store("watcher");
+    let asking = node(&db, "asking", Duration::ZERO);
+    let id = ask(&asking, "f1");
+    let schema = db.schema.clone();
+    // Every state a forger could claim, for the request's id, spelled as the trigger spells it.
+    let forgeries: Vec<String> = ["approved", "rejected", "expired", "revoked"]
+        .iter()
+        .map(|state| {
+            json!({"schema": schema, "id": id.to_string(), "state": state, "outcome": "ok"})
+                .to_string()
+        })
+        .collect();
+    let forger = {
+        let url = db.url("forger");
+        std::thread::spawn(move || {
+            let mut client = admin(&url);
+            std::thread::sleep(Duration::from_millis(100));
+            for payload in forgeries {
+                client
+                    .execute("SELECT pg_notify('toolgate_approvals', $1)", &[&payload])
+                    .unwrap();
+            }
+        })
+    };
+    let mut changes = watcher.subscribe().unwrap();
+    let started = Instant::now();
+    let state = watcher
+        .wait_for_answer(id, Duration::from_millis(800))
+        .unwrap();
+    forger.join().unwrap();
+    assert_eq!(
+        state,
+        Some(ApprovalState::Pending),
+        "the row still says pending"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "no forgery ended the wait"
+    );
+    // The feed reports the row's state for each forged wake-up, never the claimed one.
+    let mut seen = Vec::new();
+    while let Some(change) = changes.next_within(Duration::from_millis(300)).unwrap() {
+        seen.push(change.state);
+    }
+    assert_eq!(seen, [ApprovalState::Pending; 4]);
+    // A forged id with no row, and a payload naming a request in no table, report nothing.
+    let mut client = db.admin();
+    let unknown = json!({"schema": db.schema, "id": "0".repeat(32), "state": "approved"});
+    client
+        .execute(
+            "SELECT pg_notify('toolgate_approvals', $1)",
+            &[&unknown.to_string()],
+        )
+        .unwrap();
+    assert_eq!(
+        changes.next_within(Duration::from_millis(300)).unwrap(),
+        None
+    );
+    // The request is still answerable once, and a real answer still wakes the waiter.
+    assert_eq!(
+        asking.resolve(ApprovalResponse::approve(id)).unwrap(),
+        ToolResult::ok("f1", "applied f1")
+    );
+    assert!(matches!(
+        watcher.wait_for_answer(id, Duration::from_secs(5)).unwrap(),
+        Some(ApprovalState::Approved { .. })
+    ));
+}

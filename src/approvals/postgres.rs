@@ -44,7 +44,7 @@ const WAITING: &str = "SELECT request FROM toolgate_approvals
      WHERE state = 'pending' AND (expires_at IS NULL OR expires_at > now()) ORDER BY seq";
 const RECORD_OUTCOME: &str =
     "UPDATE toolgate_approvals SET outcome = $1 WHERE id = $2 AND state = 'approved'";
-const STATE: &str = "SELECT state, outcome FROM toolgate_approvals WHERE id = $1";
+pub(super) const STATE: &str = "SELECT state, outcome FROM toolgate_approvals WHERE id = $1";
 
 /// Approval requests in a PostgreSQL database that several agent servers share: a request made
 /// on one node is listed, answered and consumed on any node.
@@ -167,7 +167,8 @@ impl PostgresApprovalStore {
     /// Waits up to `timeout` for a request to leave `pending` — answered, revoked or expired
     /// on any node — and returns where it stands: still [`ApprovalState::Pending`] after the
     /// timeout, `None` for an unknown id. Woken by the published change, not by polling (it
-    /// listens before it reads, so an answer in between is not missed).
+    /// listens before it reads, so an answer in between is not missed); what it returns is read
+    /// from the request's row, never taken from a notification, which any connection can send.
     ///
     /// A request whose time to live runs out while nobody answers stays `pending` in the table
     /// until answered (and is then denied as expired); this waits for an answer, not for that.
@@ -192,11 +193,12 @@ impl PostgresApprovalStore {
                 return Ok(Some(ApprovalState::Pending));
             }
             match changes.next_within(left)? {
-                Some(change)
-                    if change.approval_id == approval_id
-                        && change.state != ApprovalState::Pending =>
-                {
-                    return Ok(Some(change.state));
+                // A change is a wake-up: what is reported is the row's state, read now.
+                Some(change) if change.approval_id == approval_id => {
+                    match self.state(approval_id)? {
+                        Some(ApprovalState::Pending) => {}
+                        other => return Ok(other),
+                    }
                 }
                 Some(_) => {}
                 None => return Ok(Some(ApprovalState::Pending)),

@@ -166,6 +166,11 @@ impl ToolController {
     ///
     /// The check must decide within `timeout`, or the call is denied with a reason naming the
     /// timeout (fail closed); no async runtime is needed (a timer thread wakes the waiting task).
+    /// The timeout runs from the moment the check is asked: time spent inside `decide` before
+    /// it returns its future, or blocking inside a poll, counts, and a decision that arrives
+    /// after the timeout is a denial whatever it says. A check that blocks its thread delays
+    /// that denial until it returns control (nothing can interrupt a blocked thread); it can
+    /// never turn it into an allow.
     /// [`handle_async`](Self::handle_async) awaits the check; [`handle`](Self::handle),
     /// [`resolve`](Self::resolve) and [`resolve_async`](Self::resolve_async) drive it on the
     /// calling thread. When an approved call is re-checked on `resolve`, the check is asked

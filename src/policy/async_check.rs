@@ -81,11 +81,15 @@ impl AsyncCheck {
     }
 
     /// The check's decision for `call`, or a denial naming the timeout if it takes longer.
+    ///
+    /// The deadline starts before the check is asked: time the check spends in `decide` itself,
+    /// before it returns its future, counts against the timeout like time spent awaiting it.
     pub(crate) fn decide(&self, call: &PreparedToolCall) -> Deadline {
+        let deadline = Instant::now() + self.timeout;
         Deadline {
             inner: self.check.decide(call),
             timeout: self.timeout,
-            deadline: Instant::now() + self.timeout,
+            deadline,
             timer: None,
         }
     }

@@ -82,6 +82,15 @@ pub fn turn(message: &Value) -> Result<Turn, WireError> {
                     "expected an assistant message",
                 ));
             }
+            // Another format's calls, which this reader would not see.
+            for key in ["tool_calls", "function_call"] {
+                if message.get(key).is_some_and(|value| !value.is_null()) {
+                    return Err(WireError::malformed(
+                        key,
+                        "a Chat Completions field: read this message with openai::tool_calls",
+                    ));
+                }
+            }
             message
                 .get("content")
                 .and_then(Value::as_array)
@@ -89,6 +98,7 @@ pub fn turn(message: &Value) -> Result<Turn, WireError> {
         }
     };
     let mut turn = Turn::default();
+    let mut ids = super::DistinctIds::default();
     for (index, block) in blocks.iter().enumerate() {
         let place = format!("content[{index}]");
         if !block.is_object() {
@@ -103,6 +113,7 @@ pub fn turn(message: &Value) -> Result<Turn, WireError> {
             .unwrap_or("(none)");
         if kind == "tool_use" {
             let id = call_id(block, "id", &place)?;
+            ids.claim(&id, &format!("{place}.id"))?;
             turn.calls
                 .push(parse_call(id, block.get("name"), block.get("input")));
         } else if let Some(item) = classify(block, kind, place) {

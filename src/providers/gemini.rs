@@ -155,7 +155,7 @@ pub fn turn(response: &Value) -> Result<Turn, WireError> {
     let stem = crate::canonical::hex_digest(&digest);
     let stem = &stem["sha256:".len().."sha256:".len() + 16];
     let mut turn = Turn::default();
-    let mut ids = std::collections::BTreeSet::new();
+    let mut ids = super::DistinctIds::default();
     for (index, part) in parts.iter().enumerate() {
         let place = format!("parts[{index}]");
         let Some(object) = part.as_object() else {
@@ -172,12 +172,7 @@ pub fn turn(response: &Value) -> Result<Turn, WireError> {
                     ));
                 }
             };
-            if !ids.insert(id.clone()) {
-                return Err(WireError::malformed(
-                    format!("{place}.functionCall.id"),
-                    "two calls share one id",
-                ));
-            }
+            ids.claim(&id, &format!("{place}.functionCall.id"))?;
             turn.calls
                 .push(parse_call(id, call.get("name"), call.get("args")));
         } else if let Some(item) = classify(object, place) {

@@ -186,6 +186,22 @@ pub(crate) fn parse_call(
 }
 
 /// A call's id: a non-empty string at `place.field`, or a [`WireError`] naming that place.
+/// The ids of the calls one payload (a message, a response, a stream) has held so far: a result
+/// names the call it answers by id, so two calls with one id cannot both be answered.
+#[derive(Debug, Default)]
+pub(crate) struct DistinctIds(std::collections::HashSet<String>);
+
+impl DistinctIds {
+    /// Records `id`; one an earlier call of the payload had is a [`WireError`] at `place`.
+    pub(crate) fn claim(&mut self, id: &str, place: &str) -> Result<(), WireError> {
+        if self.0.contains(id) {
+            return Err(WireError::malformed(place, "two calls share one id"));
+        }
+        self.0.insert(id.to_owned());
+        Ok(())
+    }
+}
+
 fn call_id(value: &Value, field: &str, place: &str) -> Result<String, WireError> {
     match value.get(field) {
         Some(Value::String(id)) if !id.is_empty() => Ok(id.clone()),

@@ -75,11 +75,13 @@ pub fn tool_calls(message: &Value) -> Result<Vec<ParsedCall>, WireError> {
         Some(Value::Array(calls)) => calls,
         Some(_) => return Err(WireError::malformed("tool_calls", "not an array")),
     };
+    let mut ids = super::DistinctIds::default();
     calls
         .iter()
         .enumerate()
         .map(|(index, call)| {
             let id = call_id(call, "id", &format!("tool_calls[{index}]"))?;
+            ids.claim(&id, &format!("tool_calls[{index}].id"))?;
             match call.get("type") {
                 // `type` is optional in some compatible servers' output; "function" is the only one.
                 None => {}
@@ -152,6 +154,46 @@ fn check_message(message: &Value) -> Result<(), WireError> {
             "message.function_call",
             "legacy function_call has no id to answer: request tools instead of functions",
         ));
+    }
+    check_content(object.get("content"))
+}
+
+/// An assistant message's `content` is text, or parts of text and refusals: anything else is
+/// another format's message (Anthropic's `tool_use` blocks, a Responses message's
+/// `output_text`), whose calls this reader would not see.
+fn check_content(content: Option<&Value>) -> Result<(), WireError> {
+    let parts = match content {
+        None | Some(Value::Null | Value::String(_)) => return Ok(()),
+        Some(Value::Array(parts)) => parts,
+        Some(other) => {
+            return Err(WireError::malformed(
+                "message.content",
+                format!(
+                    "expected text or an array of parts, got {}",
+                    super::kind(other)
+                ),
+            ));
+        }
+    };
+    for (index, part) in parts.iter().enumerate() {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text" | "refusal") => {}
+            Some(kind) => {
+                return Err(WireError::malformed(
+                    format!("message.content[{index}].type"),
+                    format!(
+                        "a part of type {:?} is not Chat Completions content (another provider's message?)",
+                        quote_bounded(kind)
+                    ),
+                ));
+            }
+            None => {
+                return Err(WireError::malformed(
+                    format!("message.content[{index}].type"),
+                    "missing or not a string",
+                ));
+            }
+        }
     }
     Ok(())
 }

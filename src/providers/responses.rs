@@ -85,23 +85,31 @@ pub fn function_calls(response: &Value) -> Result<Vec<ParsedCall>, WireError> {
 /// [`WireError`] if there is no `output` array, an item is not an object, or a call item has no
 /// non-empty string `call_id`.
 pub fn turn(response: &Value) -> Result<Turn, WireError> {
-    let items = match response {
-        Value::Array(items) => items,
-        _ => response
-            .get("output")
-            .and_then(Value::as_array)
-            .ok_or_else(|| WireError::malformed("output", "missing or not an array"))?,
+    // A bare array may be a response's `output` or a stateless request's `input` (which also
+    // holds the user's messages and the outputs already sent): places name its own indices.
+    let (items, array) = match response {
+        Value::Array(items) => (items, ""),
+        _ => (
+            response
+                .get("output")
+                .and_then(Value::as_array)
+                .ok_or_else(|| WireError::malformed("output", "missing or not an array"))?,
+            "output",
+        ),
     };
     let mut turn = Turn::default();
+    let mut ids = super::DistinctIds::default();
     for (index, item) in items.iter().enumerate() {
-        let place = format!("output[{index}]");
+        let place = format!("{array}[{index}]");
         if !item.is_object() {
-            return Err(WireError::malformed(
-                place,
-                "an output item is not an object",
-            ));
+            return Err(WireError::malformed(place, "an item is not an object"));
         }
         if let Some(call) = read_item(item, &place)? {
+            let id = match &call {
+                Ok(call) => &call.call_id,
+                Err(result) => &result.call_id,
+            };
+            ids.claim(id, &format!("{place}.call_id"))?;
             turn.calls.push(call);
         } else if let Some(not_handled) = classify(item, place) {
             turn.not_handled.push(not_handled);
@@ -142,7 +150,16 @@ pub(crate) fn custom_tool_error(id: String, item: &Value) -> ToolResult {
 
 /// An item other than a call: `None` for content, else what to report.
 pub(crate) fn classify(item: &Value, place: String) -> Option<NotHandled> {
-    let kind = item.get("type").and_then(Value::as_str).unwrap_or("(none)");
+    // The API takes an input message without `type` (`{"role": "user", "content": …}`).
+    let kind = match item.get("type") {
+        None if item.get("role").is_some_and(Value::is_string)
+            && item.get("tool_calls").is_none()
+            && item.get("function_call").is_none() =>
+        {
+            "message"
+        }
+        kind => kind.and_then(Value::as_str).unwrap_or("(none)"),
+    };
     match super::turn::responses_item(kind) {
         super::turn::Class::Content => None,
         super::turn::Class::NotHandled(reason) => {

@@ -76,7 +76,14 @@ pub(super) enum Class {
 pub(super) fn responses_item(kind: &str) -> Class {
     use NotHandledReason::*;
     match kind {
-        "message" | "reasoning" => Class::Content,
+        // Input items a stateless request carries back: the user's messages, the answers
+        // already given, references to stored items. None is a call to run.
+        "message"
+        | "reasoning"
+        | "function_call_output"
+        | "custom_tool_call_output"
+        | "item_reference"
+        | "compaction" => Class::Content,
         "file_search_call"
         | "web_search_call"
         | "code_interpreter_call"

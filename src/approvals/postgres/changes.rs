@@ -7,13 +7,19 @@ use postgres::fallible_iterator::FallibleIterator as _;
 use postgres::{Client, Config, NoTls};
 use serde::Deserialize;
 
-use super::parse_state;
 use super::pool::store_error;
 use super::schema::CHANNEL;
+use super::{STATE, parse_state};
 use crate::approvals::{ApprovalError, ApprovalId, ApprovalState, StoreError};
 
 /// One committed change to an approval request: a new request (`Pending`), an answer, an expiry,
 /// a revocation, or a recorded outcome (`Approved` with `Some` outcome).
+///
+/// `state` is borne out by the request's row, read when the notification arrives: any
+/// connection to the database may `NOTIFY` on the channel, so a notification is only a wake-up.
+/// The state it names is reported if the row is in it or has moved on from it (a request
+/// answered and then given its outcome was once answered without one); otherwise the row's own
+/// state is. One whose request has no row is not reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ApprovalChange {
@@ -23,7 +29,8 @@ pub struct ApprovalChange {
     pub state: ApprovalState,
 }
 
-/// What the trigger publishes; ids and states only, never the call.
+/// What the trigger publishes; ids and states only, never the call. Anyone may send it: the
+/// state it claims is believed only as far as the row bears it out.
 #[derive(Deserialize)]
 struct Published {
     schema: String,
@@ -61,6 +68,16 @@ impl ApprovalChanges {
         let mut client = config
             .connect(NoTls)
             .map_err(|error| store_error("cannot connect to the approval database", error))?;
+        // The rows are read unqualified on this connection, so it must see the store's schema.
+        let current: String = client
+            .query_one("SELECT current_schema()", &[])
+            .map_err(|error| store_error("cannot listen for approval changes", error))?
+            .get(0);
+        if current != schema {
+            return Err(ApprovalError::Store(StoreError::new(format!(
+                "the change feed connected to schema {current:?}, the store's is {schema:?}"
+            ))));
+        }
         client
             .batch_execute(&format!("LISTEN {CHANNEL}"))
             .map_err(|error| store_error("cannot listen for approval changes", error))?;
@@ -87,7 +104,8 @@ impl ApprovalChanges {
                 .map_err(|error| store_error("lost the approval change feed", error))?;
             match next {
                 Some(notification) => {
-                    if let Some(change) = self.ours(notification.payload()) {
+                    let payload = notification.payload().to_owned();
+                    if let Some(change) = self.ours(&payload)? {
                         return Ok(Some(change));
                     }
                 }
@@ -105,18 +123,43 @@ impl ApprovalChanges {
         }
     }
 
-    /// A published change of this store's schema; others (another schema, an unreadable
-    /// payload) are skipped.
-    fn ours(&self, payload: &str) -> Option<ApprovalChange> {
-        let published: Published = serde_json::from_str(payload).ok()?;
+    /// A published change of this store's schema, its state borne out by the request's row;
+    /// others (another schema, an unreadable payload, an id with no row) are skipped. Whoever
+    /// can connect can `NOTIFY`; only the store writes the rows.
+    fn ours(&mut self, payload: &str) -> Result<Option<ApprovalChange>, ApprovalError> {
+        let Ok(published) = serde_json::from_str::<Published>(payload) else {
+            return Ok(None);
+        };
         if published.schema != self.schema {
-            return None;
+            return Ok(None);
         }
-        Some(ApprovalChange {
-            approval_id: published.id.parse().ok()?,
-            state: parse_state(&published.state, published.outcome.as_deref())?,
-        })
+        let Ok(approval_id) = published.id.parse::<ApprovalId>() else {
+            return Ok(None);
+        };
+        let row = self
+            .client
+            .query_opt(STATE, &[&published.id])
+            .map_err(|error| store_error("cannot read a changed approval", error))?;
+        Ok(row.and_then(|row| {
+            let (state, outcome): (&str, Option<&str>) = (row.get(0), row.get(1));
+            let stored = parse_state(state, outcome)?;
+            let claimed = parse_state(&published.state, published.outcome.as_deref());
+            let state = match claimed {
+                Some(claimed) if passed_through(stored, claimed) => claimed,
+                _ => stored,
+            };
+            Some(ApprovalChange { approval_id, state })
+        }))
     }
+}
+
+/// Whether a request now `stored` was `claimed` on its way there: the same state, `pending`
+/// (where every request starts), or approved without the outcome it now has.
+fn passed_through(stored: ApprovalState, claimed: ApprovalState) -> bool {
+    stored == claimed
+        || claimed == ApprovalState::Pending
+        || (claimed == ApprovalState::Approved { outcome: None }
+            && matches!(stored, ApprovalState::Approved { .. }))
 }
 
 impl Iterator for ApprovalChanges {

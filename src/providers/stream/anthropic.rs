@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Partial, cut_short, event_type, index, parse_data, reason};
+use super::{Budget, Partial, StreamLimits, cut_short, event_type, index, parse_data, reason};
 use crate::providers::anthropic::classify;
 use crate::providers::{NotHandled, ParsedCall, Turn, WireError, call_id};
 
@@ -37,6 +37,7 @@ pub struct AnthropicStream {
     not_handled: Vec<NotHandled>,
     ended: bool,
     events: usize,
+    budget: Budget,
 }
 
 enum Block {
@@ -63,9 +64,17 @@ impl std::fmt::Debug for AnthropicStream {
 }
 
 impl AnthropicStream {
-    /// An assembler for one message.
+    /// An assembler for one message, with the default [`StreamLimits`].
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An assembler for one message that buffers at most what `limits` allow.
+    pub fn with_limits(limits: StreamLimits) -> Self {
+        Self {
+            budget: Budget::new(limits),
+            ..Self::default()
+        }
     }
 
     /// The blocks reported so far that are not calls toolgate runs.
@@ -107,9 +116,15 @@ impl AnthropicStream {
                         if delta.and_then(|d| d.get("type")).and_then(Value::as_str)
                             == Some("input_json_delta")
                         {
-                            partial.append(delta.and_then(|d| d.get("partial_json")));
+                            partial.append(
+                                delta.and_then(|d| d.get("partial_json")),
+                                &mut self.budget,
+                            );
                         } else {
-                            partial.fail("the stream sent a delta other than input_json_delta");
+                            partial.fail_dropping(
+                                "the stream sent a delta other than input_json_delta",
+                                &mut self.budget,
+                            );
                         }
                         Ok(Vec::new())
                     }
@@ -125,6 +140,7 @@ impl AnthropicStream {
                         mut partial,
                         start_input,
                     }) => {
+                        self.budget.release(&partial);
                         let id = partial.id.take().unwrap_or_default();
                         if partial.arguments.is_empty() && partial.problem.is_none() {
                             let name = partial.name.map(Value::String);
@@ -196,8 +212,17 @@ impl AnthropicStream {
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or("(none)");
+        let open_calls = self
+            .blocks
+            .values()
+            .filter(|block| matches!(block, Block::Tool { .. }))
+            .count();
+        self.budget
+            .open(self.blocks.len(), open_calls, kind == "tool_use", place)?;
         if kind == "tool_use" {
             let id = call_id(block, "id", &format!("{place}.content_block"))?;
+            self.budget
+                .claim_id(&id, &format!("{place}.content_block.id"))?;
             let mut partial = Partial {
                 id: Some(id),
                 ..Partial::default()
@@ -225,6 +250,7 @@ impl AnthropicStream {
         let mut cut = Vec::new();
         for block in self.blocks.values_mut() {
             if let Block::Tool { partial, .. } = block {
+                self.budget.release(partial);
                 let id = partial.id.take().unwrap_or_default();
                 *block = Block::Yielded;
                 cut.push(cut_short(id, why));

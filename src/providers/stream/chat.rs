@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Partial, cut_short, index, parse_data, reason};
+use super::{Budget, Partial, StreamLimits, cut_short, index, parse_data, reason};
 use crate::contract::ToolResult;
 use crate::providers::{ParsedCall, Turn, WireError};
 
@@ -40,7 +40,11 @@ pub struct ChatStream {
     /// Set by `finish_reason` or `[DONE]`: no call may open after it.
     ended: bool,
     chunks: usize,
+    budget: Budget,
 }
+
+/// The most ids one call may be sent beyond its first; each is answered with an error result.
+const MAX_EXTRA_IDS: usize = 16;
 
 #[derive(Default)]
 struct Chat {
@@ -60,9 +64,17 @@ impl std::fmt::Debug for ChatStream {
 }
 
 impl ChatStream {
-    /// An assembler for one response.
+    /// An assembler for one response, with the default [`StreamLimits`].
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An assembler for one response that buffers at most what `limits` allow.
+    pub fn with_limits(limits: StreamLimits) -> Self {
+        Self {
+            budget: Budget::new(limits),
+            ..Self::default()
+        }
     }
 
     /// Reads one SSE `data` payload: `[DONE]` ends the stream, anything else is parsed strictly
@@ -160,14 +172,37 @@ impl ChatStream {
         for (position, fragment) in fragments.iter().enumerate() {
             let place = format!("{place}.tool_calls[{position}]");
             let slot = index(fragment, "index", &place)?;
+            if !self.calls.contains_key(&slot) {
+                // Chat calls stay open until the end, so every index is an open call.
+                let open = self.calls.len();
+                self.budget
+                    .open(open, open, true, &format!("{place}.index"))?;
+            }
             let call = self.calls.entry(slot).or_default();
             match fragment.get("id") {
                 None | Some(Value::Null) => {}
                 Some(Value::String(id)) if !id.is_empty() => match &call.partial.id {
-                    None => call.partial.id = Some(id.clone()),
+                    None => {
+                        self.budget.claim_id(id, &format!("{place}.id"))?;
+                        call.partial.id = Some(id.clone());
+                    }
                     Some(known) if known == id => {}
+                    Some(_) if call.extra_ids.contains(id) => {}
                     Some(_) => {
-                        call.partial.fail("the stream sent two ids for one call");
+                        // Each is answered, so each is held: a bounded number of them.
+                        if call.extra_ids.len() >= MAX_EXTRA_IDS {
+                            return Err(WireError::malformed(
+                                format!("{place}.id"),
+                                format!(
+                                    "the stream sent more than {MAX_EXTRA_IDS} ids for one call"
+                                ),
+                            ));
+                        }
+                        self.budget.claim_id(id, &format!("{place}.id"))?;
+                        call.partial.fail_dropping(
+                            "the stream sent two ids for one call",
+                            &mut self.budget,
+                        );
                         call.extra_ids.push(id.clone());
                     }
                 },
@@ -181,20 +216,24 @@ impl ChatStream {
             match fragment.get("type") {
                 None | Some(Value::Null) => {}
                 Some(Value::String(kind)) if kind == "function" => {}
-                Some(_) => call
-                    .partial
-                    .fail("unsupported tool call type: only function tools can be called"),
+                Some(_) => call.partial.fail_dropping(
+                    "unsupported tool call type: only function tools can be called",
+                    &mut self.budget,
+                ),
             }
             if let Some(function) = fragment.get("function").filter(|f| !f.is_null()) {
                 if !function.is_object() {
-                    call.partial
-                        .fail("the stream sent a function that is not an object");
+                    call.partial.fail_dropping(
+                        "the stream sent a function that is not an object",
+                        &mut self.budget,
+                    );
                     continue;
                 }
                 if let Some(name) = function.get("name") {
                     call.partial.name(name);
                 }
-                call.partial.append(function.get("arguments"));
+                call.partial
+                    .append(function.get("arguments"), &mut self.budget);
             }
         }
         Ok(())
@@ -223,6 +262,7 @@ impl ChatStream {
                 mut partial,
                 extra_ids,
             } = call;
+            self.budget.release(&partial);
             let Some(id) = partial.id.take() else {
                 continue; // unreachable: checked above
             };

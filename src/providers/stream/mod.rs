@@ -27,7 +27,22 @@
 //! `finish_reason`; Responses calls complete at `response.function_call_arguments.done` (or
 //! `response.output_item.done`), Anthropic calls at `content_block_stop`.
 //!
-//! No size limit is applied: bound the bytes you read from the provider.
+//! # Bounds
+//!
+//! An assembler buffers only what [`StreamLimits`] allows (defaults in brackets, each
+//! configurable with the assembler's `with_limits`):
+//!
+//! | Bound | When it is exceeded |
+//! |---|---|
+//! | argument text of one call ([`DEFAULT_MAX_ARGUMENT_BYTES`], 1 MiB) | error result for that call's id; its text is dropped at once |
+//! | argument text of every open call together ([`DEFAULT_MAX_BUFFERED_BYTES`], 8 MiB) | error result for the call whose fragment would exceed it; its text is dropped |
+//! | open calls in one stream ([`DEFAULT_MAX_OPEN_CALLS`], 128) | [`WireError`] for the event that opens one more |
+//! | indices (calls, content, items) one stream opens ([`DEFAULT_MAX_INDICES`], 4,096) | [`WireError`] for the event that opens one more |
+//!
+//! A call that failed keeps no text, so what is buffered stays within the bounds however
+//! many deltas follow. Two calls with the same id in one stream are a [`WireError`] for the
+//! second: a result could not say which of them it answers.
+//! Bound the bytes of each event you read from the provider as well.
 
 mod anthropic;
 mod chat;
@@ -41,6 +56,154 @@ use serde_json::Value;
 
 use super::{ParsedCall, WireError, parse_call};
 use crate::contract::{ToolResult, quote_bounded};
+
+/// [`StreamLimits::max_argument_bytes`] unless set: 1 MiB.
+pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 1 << 20;
+/// [`StreamLimits::max_buffered_bytes`] unless set: 8 MiB.
+pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 8 << 20;
+/// [`StreamLimits::max_open_calls`] unless set.
+pub const DEFAULT_MAX_OPEN_CALLS: usize = 128;
+/// [`StreamLimits::max_indices`] unless set.
+pub const DEFAULT_MAX_INDICES: usize = 4096;
+
+/// What one stream assembler may buffer; see the [module docs](self#bounds) for what happens at
+/// each bound.
+///
+/// ```
+/// use toolgate::providers::stream::{ChatStream, StreamLimits};
+///
+/// let limits = StreamLimits::default().with_max_argument_bytes(64 * 1024).with_max_open_calls(16);
+/// assert_eq!(limits.max_argument_bytes(), 64 * 1024);
+/// let stream = ChatStream::with_limits(limits);
+/// # drop(stream);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    max_argument_bytes: usize,
+    max_buffered_bytes: usize,
+    max_open_calls: usize,
+    max_indices: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        Self {
+            max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
+            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+            max_open_calls: DEFAULT_MAX_OPEN_CALLS,
+            max_indices: DEFAULT_MAX_INDICES,
+        }
+    }
+}
+
+impl StreamLimits {
+    /// The most argument text one call may hold, in bytes.
+    pub fn max_argument_bytes(&self) -> usize {
+        self.max_argument_bytes
+    }
+
+    /// The most argument text all open calls may hold together, in bytes.
+    pub fn max_buffered_bytes(&self) -> usize {
+        self.max_buffered_bytes
+    }
+
+    /// The most calls one stream may have open at once.
+    pub fn max_open_calls(&self) -> usize {
+        self.max_open_calls
+    }
+
+    /// The most indices (calls, content blocks, output items) one stream may open.
+    pub fn max_indices(&self) -> usize {
+        self.max_indices
+    }
+
+    /// With at most `bytes` of argument text per call.
+    #[must_use]
+    pub fn with_max_argument_bytes(mut self, bytes: usize) -> Self {
+        self.max_argument_bytes = bytes;
+        self
+    }
+
+    /// With at most `bytes` of argument text over all open calls.
+    #[must_use]
+    pub fn with_max_buffered_bytes(mut self, bytes: usize) -> Self {
+        self.max_buffered_bytes = bytes;
+        self
+    }
+
+    /// With at most `calls` open at once.
+    #[must_use]
+    pub fn with_max_open_calls(mut self, calls: usize) -> Self {
+        self.max_open_calls = calls;
+        self
+    }
+
+    /// With at most `indices` opened in one stream.
+    #[must_use]
+    pub fn with_max_indices(mut self, indices: usize) -> Self {
+        self.max_indices = indices;
+        self
+    }
+}
+
+/// The limits and what the open calls of one stream hold now.
+#[derive(Debug, Default)]
+struct Budget {
+    limits: StreamLimits,
+    /// Invariant: the sum of `arguments.len()` over the stream's open partials.
+    buffered: usize,
+    /// The ids of every call opened so far: a second call with one of them is refused.
+    ids: super::DistinctIds,
+}
+
+impl Budget {
+    fn new(limits: StreamLimits) -> Self {
+        Self {
+            limits,
+            ..Self::default()
+        }
+    }
+
+    /// Refuses an event that would open one more index (`open_calls` calls are open,
+    /// `indices` indices were opened), or one more call if `call` is set.
+    fn open(
+        &self,
+        indices: usize,
+        open_calls: usize,
+        call: bool,
+        place: &str,
+    ) -> Result<(), WireError> {
+        if indices >= self.limits.max_indices {
+            return Err(WireError::malformed(
+                place,
+                format!(
+                    "the stream opened more than {} indices (StreamLimits::max_indices)",
+                    self.limits.max_indices
+                ),
+            ));
+        }
+        if call && open_calls >= self.limits.max_open_calls {
+            return Err(WireError::malformed(
+                place,
+                format!(
+                    "the stream has more than {} calls open (StreamLimits::max_open_calls)",
+                    self.limits.max_open_calls
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Records a call's id; one already used in this stream is refused.
+    fn claim_id(&mut self, id: &str, place: &str) -> Result<(), WireError> {
+        self.ids.claim(id, place)
+    }
+
+    /// Gives back what a call that leaves the stream (completed or cut) held.
+    fn release(&mut self, partial: &Partial) {
+        self.buffered -= partial.arguments.len();
+    }
+}
 
 /// A call being assembled.
 #[derive(Default)]
@@ -73,13 +236,53 @@ impl Partial {
         }
     }
 
-    /// Appends an argument fragment; anything but text is a contradiction.
-    fn append(&mut self, fragment: Option<&Value>) {
-        match fragment {
-            None | Some(Value::Null) => {}
-            Some(Value::String(text)) => self.arguments.push_str(text),
-            Some(_) => self.fail("the stream sent an argument fragment that is not text"),
+    /// Records a contradiction and drops the text: a failed call completes as its problem, so
+    /// nothing it buffered is needed again.
+    fn fail_dropping(&mut self, problem: &str, budget: &mut Budget) {
+        self.fail(problem);
+        budget.release(self);
+        self.arguments = String::new();
+    }
+
+    /// Appends an argument fragment within the budget; anything but text is a contradiction,
+    /// and text past a bound fails the call. A failed call buffers nothing more.
+    fn append(&mut self, fragment: Option<&Value>, budget: &mut Budget) {
+        let text = match fragment {
+            None | Some(Value::Null) => return,
+            Some(Value::String(text)) => text,
+            Some(_) => {
+                return self.fail_dropping(
+                    "the stream sent an argument fragment that is not text",
+                    budget,
+                );
+            }
+        };
+        if self.problem.is_some() {
+            return;
         }
+        let limits = budget.limits;
+        if self.arguments.len().saturating_add(text.len()) > limits.max_argument_bytes {
+            let problem = format!(
+                "the call's arguments exceed {} bytes (StreamLimits::max_argument_bytes)",
+                limits.max_argument_bytes
+            );
+            return self.fail_dropping(&problem, budget);
+        }
+        if budget.buffered.saturating_add(text.len()) > limits.max_buffered_bytes {
+            let problem = format!(
+                "the stream's open calls exceed {} bytes of arguments (StreamLimits::max_buffered_bytes)",
+                limits.max_buffered_bytes
+            );
+            return self.fail_dropping(&problem, budget);
+        }
+        self.arguments.push_str(text);
+        budget.buffered += text.len();
+    }
+
+    /// Whether `text` is exactly what the deltas sent. A call that failed has dropped its text
+    /// and completes as its problem whatever this says.
+    fn sent_exactly(&self, text: &str) -> bool {
+        self.problem.is_some() || self.arguments == text
     }
 
     /// The call, read by the shared step; its id must be known.

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Partial, cut_short, event_type, index, parse_data, reason};
+use sha2::{Digest as _, Sha256};
+
+use super::{Budget, Partial, StreamLimits, cut_short, event_type, index, parse_data, reason};
 use crate::providers::responses::{classify, custom_tool_error, read_item};
 use crate::providers::{NotHandled, ParsedCall, Turn, WireError, call_id};
 
@@ -40,6 +42,7 @@ pub struct ResponsesStream {
     not_handled: Vec<NotHandled>,
     ended: bool,
     events: usize,
+    budget: Budget,
 }
 
 enum Item {
@@ -48,11 +51,12 @@ enum Item {
         item_id: Option<String>,
         partial: Partial,
     },
-    /// A call already yielded, with what it was yielded as.
+    /// A call already yielded, with what it was yielded as: its arguments as a digest, so a
+    /// yielded call holds no buffered text.
     Yielded {
         call_id: String,
         name: Option<String>,
-        arguments: String,
+        arguments: [u8; 32],
     },
     /// Content, or an item already reported.
     Other,
@@ -69,9 +73,17 @@ impl std::fmt::Debug for ResponsesStream {
 }
 
 impl ResponsesStream {
-    /// An assembler for one response.
+    /// An assembler for one response, with the default [`StreamLimits`].
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An assembler for one response that buffers at most what `limits` allow.
+    pub fn with_limits(limits: StreamLimits) -> Self {
+        Self {
+            budget: Budget::new(limits),
+            ..Self::default()
+        }
     }
 
     /// The items reported so far that are not calls toolgate runs.
@@ -118,8 +130,8 @@ impl ResponsesStream {
                 let slot = index(event, "output_index", &place)?;
                 match self.items.get_mut(&slot) {
                     Some(Item::Open { item_id, partial }) => {
-                        check_item_id(item_id.as_deref(), event, partial);
-                        partial.append(event.get("delta"));
+                        check_item_id(item_id.as_deref(), event, partial, &mut self.budget);
+                        partial.append(event.get("delta"), &mut self.budget);
                         Ok(Vec::new())
                     }
                     Some(Item::Other) => Ok(Vec::new()),
@@ -131,16 +143,8 @@ impl ResponsesStream {
                 let slot = index(event, "output_index", &place)?;
                 match self.items.get_mut(&slot) {
                     Some(Item::Open { item_id, partial }) => {
-                        check_item_id(item_id.as_deref(), event, partial);
-                        match event.get("arguments") {
-                            Some(Value::String(text)) if partial.arguments.is_empty() => {
-                                partial.arguments.clone_from(text);
-                            }
-                            Some(Value::String(text)) if *text == partial.arguments => {}
-                            _ => {
-                                partial.fail("the stream's final arguments differ from its deltas")
-                            }
-                        }
+                        check_item_id(item_id.as_deref(), event, partial, &mut self.budget);
+                        final_arguments(partial, event.get("arguments"), false, &mut self.budget);
                         Ok(vec![self.yield_call(slot)])
                     }
                     Some(Item::Other) => Ok(Vec::new()),
@@ -182,9 +186,23 @@ impl ResponsesStream {
             ));
         }
         let item_place = format!("{place}.item");
-        match item.get("type").and_then(Value::as_str) {
+        let kind = item.get("type").and_then(Value::as_str);
+        let open_calls = self
+            .items
+            .values()
+            .filter(|item| matches!(item, Item::Open { .. }))
+            .count();
+        self.budget.open(
+            self.items.len(),
+            open_calls,
+            kind == Some("function_call"),
+            &format!("{place}.output_index"),
+        )?;
+        match kind {
             Some("function_call") => {
                 let id = call_id(item, "call_id", &item_place)?;
+                self.budget
+                    .claim_id(&id, &format!("{item_place}.call_id"))?;
                 let mut partial = Partial {
                     id: Some(id),
                     ..Partial::default()
@@ -192,13 +210,15 @@ impl ResponsesStream {
                 if let Some(name) = item.get("name") {
                     partial.name(name);
                 }
-                partial.append(item.get("arguments"));
+                partial.append(item.get("arguments"), &mut self.budget);
                 let item_id = item.get("id").and_then(Value::as_str).map(str::to_owned);
                 self.items.insert(slot, Item::Open { item_id, partial });
                 Ok(Vec::new())
             }
             Some("custom_tool_call") => {
                 let id = call_id(item, "call_id", &item_place)?;
+                self.budget
+                    .claim_id(&id, &format!("{item_place}.call_id"))?;
                 self.items.insert(slot, Item::Other);
                 Ok(vec![Err(custom_tool_error(id, item))])
             }
@@ -223,9 +243,16 @@ impl ResponsesStream {
         match self.items.get_mut(&slot) {
             // Never opened: read the whole item, as in a whole response.
             None => {
+                self.budget
+                    .open(self.items.len(), 0, false, &format!("{place}.output_index"))?;
                 self.items.insert(slot, Item::Other);
                 let item_place = format!("{place}.item");
                 if let Some(call) = read_item(item, &item_place)? {
+                    let id = match &call {
+                        Ok(call) => &call.call_id,
+                        Err(result) => &result.call_id,
+                    };
+                    self.budget.claim_id(id, &format!("{item_place}.call_id"))?;
                     return Ok(vec![call]);
                 }
                 if let Some(not_handled) = classify(item, format!("output[{slot}]")) {
@@ -241,14 +268,7 @@ impl ResponsesStream {
                 if let Some(name) = item.get("name") {
                     partial.name(name);
                 }
-                match item.get("arguments") {
-                    Some(Value::String(text)) if partial.arguments.is_empty() => {
-                        partial.arguments.clone_from(text);
-                    }
-                    Some(Value::String(text)) if *text == partial.arguments => {}
-                    None | Some(Value::Null) => {}
-                    _ => partial.fail("the stream's final arguments differ from its deltas"),
-                }
+                final_arguments(partial, item.get("arguments"), true, &mut self.budget);
                 Ok(vec![self.yield_call(slot)])
             }
             Some(Item::Yielded {
@@ -258,9 +278,9 @@ impl ResponsesStream {
             }) => {
                 let same = item.get("call_id").and_then(Value::as_str) == Some(call_id.as_str())
                     && item.get("name").and_then(Value::as_str) == name.as_deref()
-                    && item
-                        .get("arguments")
-                        .is_none_or(|text| text.as_str() == Some(arguments.as_str()));
+                    && item.get("arguments").is_none_or(|text| {
+                        text.as_str().is_some_and(|text| digest(text) == *arguments)
+                    });
                 if same {
                     Ok(Vec::new())
                 } else {
@@ -280,13 +300,14 @@ impl ResponsesStream {
             Some(Item::Open { partial, .. }) => partial,
             _ => Partial::default(),
         };
+        self.budget.release(&partial);
         let call_id = partial.id.take().unwrap_or_default();
         self.items.insert(
             slot,
             Item::Yielded {
                 call_id: call_id.clone(),
                 name: partial.name.clone(),
-                arguments: partial.arguments.clone(),
+                arguments: digest(&partial.arguments),
             },
         );
         partial.complete(call_id)
@@ -297,6 +318,7 @@ impl ResponsesStream {
         let mut cut = Vec::new();
         for item in self.items.values_mut() {
             if let Item::Open { partial, .. } = item {
+                self.budget.release(partial);
                 let id = partial.id.take().unwrap_or_default();
                 *item = Item::Other;
                 cut.push(cut_short(id, why));
@@ -320,12 +342,41 @@ impl ResponsesStream {
     }
 }
 
-fn check_item_id(item_id: Option<&str>, event: &Value, partial: &mut Partial) {
+fn check_item_id(item_id: Option<&str>, event: &Value, partial: &mut Partial, budget: &mut Budget) {
     if let (Some(known), Some(sent)) = (item_id, event.get("item_id").and_then(Value::as_str))
         && known != sent
     {
-        partial.fail("the stream sent an argument event for another item");
+        partial.fail_dropping("the stream sent an argument event for another item", budget);
     }
+}
+
+/// The arguments a `done` event or finished item repeats: taken as the call's text if no delta
+/// came (within the budget), else they must equal the deltas. `absent_ok`: an item may leave them
+/// out.
+fn final_arguments(
+    partial: &mut Partial,
+    sent: Option<&Value>,
+    absent_ok: bool,
+    budget: &mut Budget,
+) {
+    match sent {
+        Some(text @ Value::String(_))
+            if partial.arguments.is_empty() && partial.problem.is_none() =>
+        {
+            partial.append(Some(text), budget);
+        }
+        Some(Value::String(text)) if partial.sent_exactly(text) => {}
+        None | Some(Value::Null) if absent_ok => {}
+        _ => partial.fail_dropping(
+            "the stream's final arguments differ from its deltas",
+            budget,
+        ),
+    }
+}
+
+/// What a yielded call's arguments are remembered as.
+fn digest(arguments: &str) -> [u8; 32] {
+    Sha256::digest(arguments.as_bytes()).into()
 }
 
 fn after_yield(place: &str) -> WireError {

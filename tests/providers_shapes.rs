@@ -4,7 +4,9 @@
 //! Also: structured results in each provider's result format.
 
 use serde_json::{Value, json};
-use toolgate::providers::{NotHandledReason, WireError, anthropic, gemini, mcp, openai, responses};
+use toolgate::providers::{
+    NotHandledReason, ParsedCall, WireError, anthropic, gemini, mcp, openai, responses,
+};
 use toolgate::*;
 
 fn fixture(name: &str) -> Value {
@@ -328,4 +330,139 @@ fn structured_results_map_to_each_providers_result_format() {
     // A JSON-only result sends no empty text block.
     let chat = openai::tool_message_with(&ToolResult::ok("c1", ""), Some(&rows));
     assert_eq!(chat["content"].as_array().unwrap().len(), 1);
+}
+
+// ---- issue 21, item 4: nothing dropped silently ----------------------------------------------
+// Each reader given another format's message refuses it instead of reading zero calls; a
+// Responses stateless input (user messages without `type`, outputs already sent) is read, with
+// places naming the array's own indices; two calls with one id in one message are refused.
+
+#[test]
+fn wire_shapes_a_reader_given_another_formats_message_refuses_it() {
+    let anthropic_message = json!({"role": "assistant", "content": [
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "/etc/passwd"}}]});
+    let responses_message = json!({"role": "assistant", "content": [
+        {"type": "output_text", "text": "hi", "annotations": []}]});
+    let chat_with_parts = json!({"role": "assistant", "content": [{"type": "text", "text": "x"}],
+        "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "read_file", "arguments": "{}"}}]});
+    let cases: [(&str, Result<Vec<ParsedCall>, WireError>, &str); 5] = [
+        (
+            "anthropic message to openai",
+            openai::tool_calls(&anthropic_message),
+            "message.content[1].type",
+        ),
+        (
+            "responses message to openai",
+            openai::tool_calls(&responses_message),
+            "message.content[0].type",
+        ),
+        (
+            "content of another type to openai",
+            openai::tool_calls(&json!({"role": "assistant", "content": 7})),
+            "message.content",
+        ),
+        (
+            "chat message to anthropic",
+            anthropic::tool_uses(&chat_with_parts),
+            "tool_calls",
+        ),
+        (
+            "chat message in a responses array",
+            responses::function_calls(&json!([chat_with_parts])),
+            "[0]",
+        ),
+    ];
+    for (how, read, expected_place) in cases {
+        match read {
+            Err(WireError::Malformed { place, .. } | WireError::NotHandled { place, .. }) => {
+                assert_eq!(place, expected_place, "{how}");
+            }
+            other => panic!("{how}: expected a WireError, got {other:?}"),
+        }
+    }
+    // The control: the same calls in their own format are read.
+    assert_eq!(anthropic::tool_uses(&anthropic_message).unwrap().len(), 1);
+    assert_eq!(openai::tool_calls(&chat_with_parts).unwrap().len(), 1);
+}
+
+#[test]
+fn wire_shapes_a_responses_stateless_input_is_read() {
+    let input = json!([
+        {"role": "user", "content": "What is in notes.txt?"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "please"}]},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_file",
+         "arguments": "{\"path\": \"notes.txt\"}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "hello"},
+        {"type": "item_reference", "id": "msg_0"},
+        {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "read_file",
+         "arguments": "{oops"}
+    ]);
+    let turn = responses::turn(&input).unwrap();
+    assert!(turn.not_handled.is_empty(), "{:?}", turn.not_handled);
+    let ids: Vec<_> = turn
+        .calls
+        .iter()
+        .map(|call| match call {
+            Ok(call) => call.call_id.as_str(),
+            Err(result) => result.call_id.as_str(),
+        })
+        .collect();
+    assert_eq!(ids, ["call_1", "call_2"]);
+    // Errors in a bare array name its own indices, not `output[…]`.
+    let broken = json!([{"role": "user", "content": "hi"}, {"type": "function_call", "name": "x"}]);
+    assert_eq!(
+        responses::function_calls(&broken),
+        Err(WireError::Malformed {
+            place: "[1].call_id".into(),
+            problem: "missing or not a non-empty string".into()
+        })
+    );
+    // A typeless item without a role is still an unknown item, not content.
+    assert!(matches!(
+        responses::function_calls(&json!([{"content": "hi"}])),
+        Err(WireError::NotHandled { place, .. }) if place == "[0]"
+    ));
+}
+
+#[test]
+fn wire_shapes_two_calls_with_one_id_in_one_message_are_refused() {
+    let twice = |call: Value| [call.clone(), call];
+    let cases: [(&str, Result<Vec<ParsedCall>, WireError>, &str); 4] = [
+        (
+            "openai",
+            openai::tool_calls(&json!({"role": "assistant", "tool_calls": twice(json!(
+                {"id": "call_1", "type": "function", "function": {"name": "t", "arguments": "{}"}}))})),
+            "tool_calls[1].id",
+        ),
+        (
+            "anthropic",
+            anthropic::tool_uses(&json!({"role": "assistant", "content": twice(json!(
+                {"type": "tool_use", "id": "toolu_1", "name": "t", "input": {}}))})),
+            "content[1].id",
+        ),
+        (
+            "responses",
+            responses::function_calls(&json!({"output": twice(json!(
+                {"type": "function_call", "call_id": "call_1", "name": "t", "arguments": "{}"}))})),
+            "output[1].call_id",
+        ),
+        (
+            "gemini",
+            gemini::function_calls(&json!({"candidates": [{"content": {"role": "model",
+                "parts": twice(json!({"functionCall": {"id": "fc_1", "name": "t", "args": {}}}))}}]})),
+            "parts[1].functionCall.id",
+        ),
+    ];
+    for (how, read, expected_place) in cases {
+        assert_eq!(
+            read,
+            Err(WireError::Malformed {
+                place: expected_place.into(),
+                problem: "two calls share one id".into()
+            }),
+            "{how}"
+        );
+    }
 }

@@ -15,6 +15,7 @@
 //! | What the call holds | Outcome |
 //! |---|---|
 //! | no id, or an id that is not a non-empty string (MCP: a non-empty string or an integer) | [`WireError`] (MCP: a JSON-RPC `-32600` error with id `null`) |
+//! | an id another call of the same message (or stream) already has | [`WireError`]: a result could not say which call it answers |
 //! | no name, or a name that is not a non-empty string | error result for the call's id |
 //! | arguments absent or `null` | a call with `{}` |
 //! | arguments a JSON object nesting at most 127 levels | a call with that object, as given |
@@ -32,6 +33,14 @@
 //!
 //! [`parse_body`] parses a provider's whole body with the same strictness, so duplicate keys in
 //! object-form arguments are refused too.
+//!
+//! A reader given a payload whose shape it does not recognise — another provider's message (an
+//! Anthropic `tool_use` block or a Responses `output_text` part in a Chat message, Chat's
+//! `tool_calls` in an Anthropic message), a whole response where a message is expected — refuses
+//! it with a [`WireError`] naming the place, rather than reading it as a message without calls.
+//! A Responses reader takes a bare array as a response's `output` or a stateless request's
+//! `input` (user messages with or without `type`, outputs already sent, item references); its
+//! places then name the array's own indices (`[2]`), and every `function_call` in it is a call.
 //!
 //! Error texts name the problem and its position, never a value, key or fragment of what was
 //! sent; names are quoted bounded. No size limit is applied here (validation then bounds depth to

@@ -8,6 +8,8 @@ mod schema;
 mod tests;
 #[cfg(feature = "schemars")]
 mod typed;
+#[cfg(feature = "schemars")]
+mod unions;
 mod violations;
 
 use std::fmt;
@@ -99,6 +101,21 @@ pub enum DefinitionError {
         tool: String,
         /// Where in the schema, and the bound that was passed.
         detail: String,
+    },
+    /// A typed tool's argument type holds a union whose variants no tag tells apart (an
+    /// `#[serde(untagged)]` enum): a rule on one variant's field would not judge a call that
+    /// takes another variant, though the handler may read the same thing from it (a path as a
+    /// plain string where another variant has `{"path": …}`). Tag the enum (`#[serde(tag =
+    /// "…")]`, or serde's default external tag), or write the schema yourself with
+    /// [`ToolDefinition::new`] and rules for every variant.
+    #[error(
+        "tool {tool:?}: the argument type has a union no tag tells apart at {place} (an untagged enum): rules on one variant's fields would not judge the others; tag the enum"
+    )]
+    UntaggedUnion {
+        /// The tool's name.
+        tool: String,
+        /// Where in the generated schema, as a JSON Pointer (`/$defs/Target/anyOf`).
+        place: String,
     },
     /// The output schema and the handler do not go together: a structured handler needs an
     /// `output_schema` (an object schema), and a tool that declares one needs a structured

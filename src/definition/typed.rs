@@ -55,8 +55,9 @@ impl ToolDefinition {
     ///   `T`, read from the checked value, writes exactly what the policy saw.
     ///
     /// `rename`, `rename_all`, `flatten` (of a struct or a map), `default` (field or container),
-    /// `Option` fields and internally, adjacently or untagged enums round-trip and are accepted
-    /// with these rules. The normalized value is validated against the schema again, as is the
+    /// `Option` fields and externally, internally or adjacently tagged enums round-trip and are
+    /// accepted with these rules. Untagged enums (and any union no tag tells apart) are refused:
+    /// a rule on one variant's field would not judge a call of another variant. The normalized value is validated against the schema again, as is the
     /// extra check (if any), so a field `T` writes but the schema forbids (a
     /// `skip_deserializing` field in a `deny_unknown_fields` type) rejects every call: use
     /// `#[serde(skip)]` for such fields.
@@ -67,7 +68,8 @@ impl ToolDefinition {
     ///
     /// # Errors
     ///
-    /// As [`new`](Self::new), for the generated schema.
+    /// [`DefinitionError::UntaggedUnion`] for an argument type holding an untagged enum (or any
+    /// union no tag tells apart); otherwise as [`new`](Self::new), for the generated schema.
     ///
     /// # Examples
     ///
@@ -96,6 +98,9 @@ impl ToolDefinition {
     {
         let name = name.into();
         let schema = schemars::schema_for!(T).to_value();
+        if let Some(place) = super::unions::first_untagged(&schema) {
+            return Err(DefinitionError::UntaggedUnion { tool: name, place });
+        }
         let tool = name.clone();
         // The handler reads the normalized value, which `prepare` already read back once; a
         // failure here means the type's (de)serialization is not deterministic.

@@ -123,6 +123,7 @@ mod registry;
 pub mod rules;
 mod runtime;
 mod schema_cost;
+mod text;
 #[cfg(feature = "cap-std")]
 pub mod workspace;
 

@@ -6,6 +6,8 @@ use crate::contract::ToolSpec;
 use crate::definition::ToolDefinition;
 use crate::names::FastMap;
 
+mod lookalike;
+
 /// Why a [`ToolRegistry`] could not be built. The caller assembled the tool set wrongly.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
@@ -14,6 +16,44 @@ pub enum RegistryError {
     #[error("duplicate tool name: {name}")]
     DuplicateTool {
         /// The name given twice.
+        name: String,
+    },
+    /// A name holds a character that shows nothing where it stands (a control, whitespace, a
+    /// zero-width character, a bidi control): two names could look the same. Remove it.
+    #[error(
+        "tool name {name:?} holds an invisible character (U+{code_point:04X}) at character {index}"
+    )]
+    InvisibleCharacter {
+        /// The name.
+        name: String,
+        /// The character's position, counted in characters.
+        index: usize,
+        /// The character.
+        code_point: u32,
+    },
+    /// Two names differ only in case, width or characters drawn alike: a model or a person
+    /// could take one for the other. Rename one.
+    #[error("tool names {name:?} and {other:?} look alike")]
+    LookAlike {
+        /// The name registered second.
+        name: String,
+        /// The name registered first.
+        other: String,
+    },
+    /// A name holds characters outside ASCII, which only the `unicode` feature can check for
+    /// look-alikes. Use an ASCII name (every provider requires one) or enable the feature.
+    #[error(
+        "tool name {name:?} is not ASCII: enable toolgate's `unicode` feature to have it checked for look-alikes"
+    )]
+    NonAsciiName {
+        /// The name.
+        name: String,
+    },
+    /// A name mixes scripts (a Cyrillic letter in a Latin name): the mark of a look-alike.
+    /// Spell it in one script.
+    #[error("tool name {name:?} mixes scripts")]
+    MixedScripts {
+        /// The name.
         name: String,
     },
 }
@@ -47,9 +87,18 @@ pub struct ToolRegistry {
 impl ToolRegistry {
     /// Builds a registry from definitions.
     ///
+    /// Names a model or a person could take for one another are refused: a name holding an
+    /// invisible character (zero-width, bidi control, control, whitespace), and two names that
+    /// differ only in case — or, with the `unicode` feature, in width, compatibility forms or
+    /// characters drawn alike (UTS #39 skeletons), a name mixing scripts included. Without the
+    /// feature, names must be ASCII.
+    ///
     /// # Errors
     ///
-    /// [`RegistryError::DuplicateTool`] naming the first name given twice.
+    /// [`RegistryError::DuplicateTool`] naming the first name given twice;
+    /// [`RegistryError::InvisibleCharacter`], [`RegistryError::LookAlike`],
+    /// [`RegistryError::NonAsciiName`] or [`RegistryError::MixedScripts`] for the first name
+    /// that could be taken for another.
     ///
     /// # Examples
     ///
@@ -67,11 +116,13 @@ impl ToolRegistry {
         definitions: impl IntoIterator<Item = ToolDefinition>,
     ) -> Result<Self, RegistryError> {
         let mut registry = Self::default();
+        let mut look_alikes = lookalike::LookAlikes::default();
         for definition in definitions {
             let name = definition.spec().name.clone();
             if registry.by_name.contains_key(&name) {
                 return Err(RegistryError::DuplicateTool { name });
             }
+            look_alikes.check(&name)?;
             registry.by_name.insert(name, registry.in_order.len());
             registry.in_order.push(Arc::new(definition));
         }

@@ -402,3 +402,77 @@ async fn structured_output_is_listed_and_sent_as_structured_content_in_both_revi
         assert_eq!(result.is_error, Some(false));
     }
 }
+
+// Issue 21, item 7: `tools/call` arguments with a duplicate key are refused before the SDK
+// resolves them (it keeps the last value), over the stdio framing `serve_io` reads. Driven with
+// raw lines, since no SDK client sends a duplicate key.
+
+/// Sends `lines` to a server over `serve_io` and returns the response to the request with `id`.
+async fn raw_exchange(server: McpServer, lines: &[String], id: u64) -> Value {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+    let (server_in, mut client_out) = tokio::io::duplex(64 * 1024);
+    let (client_in, server_out) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        let _ = server.serve_io(server_in, server_out).await;
+    });
+    for line in lines {
+        client_out.write_all(line.as_bytes()).await.unwrap();
+        client_out.write_all(b"\n").await.unwrap();
+    }
+    let mut responses = BufReader::new(client_in).lines();
+    loop {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(10), responses.next_line())
+            .await
+            .expect("an answer within 10 s")
+            .unwrap()
+            .expect("the server answers before it hangs up");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == json!(id) {
+            return message;
+        }
+    }
+}
+
+fn handshake() -> Vec<String> {
+    vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}})
+        .to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+    ]
+}
+
+#[tokio::test]
+async fn mcp_duplicate_keys_in_call_arguments_are_refused_and_run_nothing() {
+    let call = |arguments: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"echo","arguments":{arguments}}}}}"#
+        )
+    };
+    for duplicated in [
+        call(r#"{"text":"a","text":"b"}"#),
+        call(r#"{"text":"a","extra":{"k":1,"k":2}}"#),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shell","name":"echo","arguments":{"text":"a"}}}"#
+            .to_owned(),
+    ] {
+        let tools = tools();
+        let mut lines = handshake();
+        lines.push(duplicated.clone());
+        let response = raw_exchange(McpServer::new(tools.controller).unwrap(), &lines, 2).await;
+        assert_eq!(
+            response["result"]["isError"], true,
+            "{duplicated}: {response}"
+        );
+        let text = response["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("duplicate key"), "{text}");
+        assert_eq!(tools.runs.load(Ordering::SeqCst), 0, "{duplicated}");
+    }
+    // The control: the same call with each key once runs.
+    let tools = tools();
+    let mut lines = handshake();
+    lines.push(call(r#"{"text":"a"}"#));
+    let response = raw_exchange(McpServer::new(tools.controller).unwrap(), &lines, 2).await;
+    assert_eq!(response["result"]["isError"], false, "{response}");
+    assert_eq!(tools.runs.load(Ordering::SeqCst), 1);
+}

@@ -333,6 +333,9 @@ fn structured_results_map_to_each_providers_result_format() {
 }
 
 // ---- issue 21, item 4: nothing dropped silently ----------------------------------------------
+
+/// What a reader made of one payload.
+type Read = Result<Vec<ParsedCall>, WireError>;
 // Each reader given another format's message refuses it instead of reading zero calls; a
 // Responses stateless input (user messages without `type`, outputs already sent) is read, with
 // places naming the array's own indices; two calls with one id in one message are refused.
@@ -347,7 +350,7 @@ fn wire_shapes_a_reader_given_another_formats_message_refuses_it() {
     let chat_with_parts = json!({"role": "assistant", "content": [{"type": "text", "text": "x"}],
         "tool_calls": [{"id": "call_1", "type": "function",
             "function": {"name": "read_file", "arguments": "{}"}}]});
-    let cases: [(&str, Result<Vec<ParsedCall>, WireError>, &str); 5] = [
+    let cases: [(&str, Read, &str); 5] = [
         (
             "anthropic message to openai",
             openai::tool_calls(&anthropic_message),
@@ -429,7 +432,7 @@ fn wire_shapes_a_responses_stateless_input_is_read() {
 #[test]
 fn wire_shapes_two_calls_with_one_id_in_one_message_are_refused() {
     let twice = |call: Value| [call.clone(), call];
-    let cases: [(&str, Result<Vec<ParsedCall>, WireError>, &str); 4] = [
+    let cases: [(&str, Read, &str); 4] = [
         (
             "openai",
             openai::tool_calls(&json!({"role": "assistant", "tool_calls": twice(json!(

@@ -173,6 +173,11 @@ pub struct LimitKey {
     /// Compare text keys ignoring case (`Bob@Example.com` and `bob@example.com` share a count).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub case_insensitive: bool,
+    /// Compare text keys normalized: invisible characters removed, NFKC, case folded — so
+    /// fullwidth, decomposed and zero-width spellings of one address share a count (implies
+    /// `case_insensitive`). Needs toolgate's `unicode` feature; refused at load without it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub normalize: bool,
 }
 
 impl LimitKey {
@@ -181,6 +186,7 @@ impl LimitKey {
         Self {
             pointer: pointer.into(),
             case_insensitive: false,
+            normalize: false,
         }
     }
 
@@ -188,6 +194,13 @@ impl LimitKey {
     #[must_use]
     pub fn case_insensitive(mut self) -> Self {
         self.case_insensitive = true;
+        self
+    }
+
+    /// The same key, comparing text normalized (see [`normalize`](Self::normalize)).
+    #[must_use]
+    pub fn normalized(mut self) -> Self {
+        self.normalize = true;
         self
     }
 }

@@ -100,15 +100,22 @@ pub(crate) fn answer_in(responses: Option<&InputResponses>) -> Option<Answer> {
 }
 
 /// The form shown to the person: which tool, why the policy asks, and the exact arguments that
-/// would run (canonical JSON, cut past `SHOWN_ARGUMENT_CHARS` characters). Accept approves this
-/// call once; decline or cancel rejects it.
+/// would run (canonical JSON; past `SHOWN_ARGUMENT_CHARS` characters, how many more there are and
+/// the approval id to read them all under). Accept approves this call once; decline or cancel
+/// rejects it.
 pub(crate) fn question(request: &ApprovalRequest) -> ElicitRequestParams {
     let arguments = canonical_json(&request.call.arguments);
     let shown: String = arguments.chars().take(SHOWN_ARGUMENT_CHARS).collect();
+    // Never cut silently: say how much is left out and where the whole call can be read.
     let cut = if shown.len() < arguments.len() {
-        " … (cut; digest below)"
+        let total = arguments.chars().count();
+        format!(
+            " … [{left} of {total} characters not shown: read the whole arguments in approval {id} (ToolController::pending or the approval store) before you accept]",
+            left = total - SHOWN_ARGUMENT_CHARS,
+            id = request.approval_id,
+        )
     } else {
-        ""
+        String::new()
     };
     let message = format!(
         "Allow the tool call {tool} to run once?\nWhy you are asked: {reason}\nArguments: {shown}{cut}\nDigest: {digest}\nAccept runs it once; decline or cancel does not.",
@@ -127,4 +134,47 @@ pub(crate) fn question(request: &ApprovalRequest) -> ElicitRequestParams {
 /// What a sealed state is bound to: the tool's name and its canonical arguments.
 fn binding(tool: &str, arguments: &Value) -> String {
     digest(&json!({"tool": tool, "arguments": arguments}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Outcome, ToolCall, ToolController, ToolDefinition, ToolPolicy, ToolRegistry};
+    use crate::{ToolError, ToolSpec};
+
+    fn held(text: &str) -> ApprovalRequest {
+        let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+        let spec = ToolSpec::new("patch", "", json!({"type": "object"}));
+        let registry = ToolRegistry::new([ToolDefinition::new(spec, noop).unwrap()]).unwrap();
+        let policy = ToolPolicy::new(Vec::<String>::new(), ["patch"]).unwrap();
+        let controller = ToolController::new(registry, policy);
+        match controller.handle(ToolCall::new("c", "patch", json!({ "text": text }))) {
+            Outcome::PendingApproval(request) => request,
+            Outcome::Completed(result) => panic!("{result:?}"),
+        }
+    }
+
+    fn message(request: &ApprovalRequest) -> String {
+        match question(request) {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message,
+            _ => unreachable!("a form"),
+        }
+    }
+
+    #[test]
+    fn a_question_that_cuts_the_arguments_says_how_much_and_where_to_read_them() {
+        // `{"text":"…"}`: 11 characters around the text.
+        let request = held(&"é".repeat(4_989));
+        let shown = message(&request);
+        assert!(
+            shown.contains("3000 of 5000 characters not shown"),
+            "{shown}"
+        );
+        assert!(shown.contains(&request.approval_id.to_string()), "{shown}");
+        assert!(shown.contains("ToolController::pending"), "{shown}");
+        // Exactly at the limit nothing is cut, and nothing says so.
+        let whole = message(&held(&"a".repeat(SHOWN_ARGUMENT_CHARS - 11)));
+        assert!(!whole.contains("not shown"), "{whole}");
+        assert!(whole.contains(&"a".repeat(SHOWN_ARGUMENT_CHARS - 11)));
+    }
 }

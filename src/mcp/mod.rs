@@ -25,6 +25,7 @@
 mod approval;
 mod reload;
 mod server;
+mod strict_input;
 mod upstream;
 mod wire;
 

@@ -16,7 +16,7 @@ use super::McpError;
 use super::approval::{self, Answer, StateSeal};
 use super::wire;
 use crate::approvals::{ApprovalId, ApprovalRequest, ApprovalResponse};
-use crate::contract::ToolCall;
+use crate::contract::{ToolCall, ToolResult};
 use crate::controller::{Outcome, ToolController};
 
 /// How often a connection looks whether the registry or policy was replaced.
@@ -105,15 +105,36 @@ impl McpServer {
         &self.controller
     }
 
-    /// Serves one client over this process's stdin and stdout until it disconnects.
+    /// Serves one client over this process's stdin and stdout until it disconnects, as
+    /// [`serve_io`](Self::serve_io) does.
     ///
     /// # Errors
     ///
     /// [`McpError::Serve`] if the session could not start, [`McpError::Stopped`] if it ended
     /// abnormally.
     pub async fn serve_stdio(self) -> Result<(), McpError> {
+        let (input, output) = rmcp::transport::stdio();
+        self.serve_io(input, output).await
+    }
+
+    /// Serves one client over a byte stream of newline-delimited JSON-RPC messages (the stdio
+    /// transport's framing) until it disconnects. Before the SDK parses a message, a
+    /// `tools/call` holding a duplicate key in any object is marked, and answered with an error
+    /// result that runs nothing: parsers disagree on which of two values wins, so no value of
+    /// such a call is judged. (Serving through `rmcp`'s `serve` with a transport of your own
+    /// skips that check: the SDK keeps the last value.)
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Serve`] if the session could not start, [`McpError::Stopped`] if it ended
+    /// abnormally.
+    pub async fn serve_io<R, W>(self, input: R, output: W) -> Result<(), McpError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve((super::strict_input::strict_input(input), output))
             .await
             .map_err(|error| McpError::Serve(Box::new(error)))?;
         running
@@ -241,6 +262,16 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        if arguments
+            .get(super::strict_input::DUPLICATE_KEYS_MARKER)
+            .is_some()
+        {
+            return Ok(wire::call_result(ToolResult::error(
+                context.id.to_string(),
+                super::strict_input::DUPLICATE_KEYS_REFUSAL,
+            ))
+            .into());
+        }
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.as_ref();
             return Ok(self

@@ -57,6 +57,8 @@ pub mod responses;
 mod results;
 pub mod stream;
 mod strict;
+#[cfg(feature = "mcp")]
+pub(crate) use strict::parse as strict_parse;
 pub mod strict_schema;
 mod turn;
 

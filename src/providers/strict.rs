@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 ///
 /// The error says what is wrong and where (`not valid JSON: syntax error at line 1 column 7`,
 /// `not usable JSON: duplicate key in one object at line 1 column 12`), never the text.
-pub(super) fn parse(text: &str) -> Result<Value, String> {
+pub(crate) fn parse(text: &str) -> Result<Value, String> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let parsed = StrictValue::deserialize(&mut deserializer).and_then(|value| {
         deserializer.end()?;

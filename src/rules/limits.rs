@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::condition::{Pointer, SchemaLookup, check_pointer_syntax};
+use super::condition::{self, Pointer, SchemaLookup, check_pointer_syntax};
 use super::groups::{ToolPattern, is_pattern};
 use super::schema_pointer;
 use crate::canonical::{canonical_json, hex_digest};
@@ -24,8 +24,8 @@ struct Limit {
     window_ms: Option<u64>,
     over: PolicyAction,
     reason: Reason,
-    // Key pointer tokens (unescaped), and whether text compares ignoring case.
-    key: Option<(Pointer, bool)>,
+    // Key pointer tokens (unescaped), and how text keys compare.
+    key: Option<(Pointer, KeyText)>,
     policy_digest: Arc<str>,
 }
 
@@ -118,7 +118,15 @@ impl RateLimits {
                         ));
                     }
                 }
-                (Pointer::parse(&key.pointer), key.case_insensitive)
+                if let Err(message) = condition::check_normalization_available(key.normalize) {
+                    problem(format!("key: {message}"));
+                }
+                let text = match (key.normalize, key.case_insensitive) {
+                    (true, _) => KeyText::Normalized,
+                    (false, true) => KeyText::Folded,
+                    (false, false) => KeyText::AsSent,
+                };
+                (Pointer::parse(&key.pointer), text)
             });
             if let Ok(reason) = reason {
                 limits.push(Limit {
@@ -189,6 +197,16 @@ impl Limit {
     }
 }
 
+/// How a limit's text keys compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyText {
+    AsSent,
+    /// Ignoring case.
+    Folded,
+    /// Invisible characters removed, NFKC, case folded.
+    Normalized,
+}
+
 /// A key pointer is a pointer as rules write them ([`check_pointer_syntax`]), that picks no `-`
 /// element (a list is counted per element already).
 fn check_key_pointer(pointer: &str) -> Result<(), String> {
@@ -203,7 +221,7 @@ fn check_key_pointer(pointer: &str) -> Result<(), String> {
 /// The distinct keys of a call, as hex SHA-256 digests of their canonical JSON (never the value):
 /// each element of a list, or the value itself; "none" when the value is missing or an empty list
 /// (so leaving the key out is no way around the limit).
-fn keys_at(value: Option<&Value>, fold_case: bool) -> BTreeSet<String> {
+fn keys_at(value: Option<&Value>, text: KeyText) -> BTreeSet<String> {
     let mut elements = Vec::new();
     if let Some(value) = value {
         leaves(value, &mut elements);
@@ -213,10 +231,10 @@ fn keys_at(value: Option<&Value>, fold_case: bool) -> BTreeSet<String> {
     }
     let mut keys = BTreeSet::new();
     for element in elements {
-        let text = if fold_case {
-            canonical_json(&folded(element))
-        } else {
-            canonical_json(element)
+        let text = match text {
+            KeyText::AsSent => canonical_json(element),
+            KeyText::Folded => canonical_json(&folded(element)),
+            KeyText::Normalized => canonical_json(&condition::compared_value(element, true)),
         };
         keys.insert(hex_digest(&Sha256::digest(text.as_bytes())));
         // One past the most that can be counted is enough to refuse the call; stop hashing.
@@ -254,7 +272,8 @@ fn folded(value: &Value) -> Value {
 /// Text folded for comparison ignoring case: upper-cased, then lower-cased, which maps every
 /// letter with case variants to one form (`ς`, `σ` and `Σ`; `ſ`, `s` and `S`; `ß` and `ss`; the
 /// Kelvin sign and `k`) as full case folding does for the letters models write. No normalization
-/// form is applied: composed and decomposed spellings of one letter count apart.
+/// form is applied here: composed and decomposed spellings of one letter count apart unless the
+/// key asks for [`normalize`](crate::limits::LimitKey::normalize).
 fn fold(text: &str) -> String {
     text.to_uppercase().to_lowercase()
 }

@@ -35,6 +35,10 @@ pub(super) fn load(
         problems.push("paths", message);
         PathSettings::default()
     });
+    if let Err(message) = condition::check_normalization_available(config.text.normalize) {
+        problems.push("text.normalize", message);
+    }
+    let normalize_text = config.text.normalize;
     let path_fields = path_fields_by_tool(&config.rules, registry);
     let mut by_tool: FastMap<String, ToolRules> = FastMap::default();
     let mut groups: Vec<GroupRule> = Vec::new();
@@ -102,6 +106,7 @@ pub(super) fn load(
                 &here,
                 registry,
                 &paths,
+                normalize_text,
                 &path_fields,
                 &mut problems,
             ) else {
@@ -116,6 +121,7 @@ pub(super) fn load(
                     &here,
                     registry,
                     &paths,
+                    normalize_text,
                     &path_fields,
                     &mut Problems::default(),
                 );
@@ -164,6 +170,7 @@ pub(super) fn load(
     let digest: Arc<str> = Arc::from(canonical::digest(
         &serde_json::to_value(PolicyConfig {
             paths: config.paths.clone(),
+            text: config.text.clone(),
             rules: canonical_rules,
             limits: canonical_limits,
         })
@@ -218,6 +225,7 @@ fn compile_rule(
     place: &str,
     registry: &ToolRegistry,
     paths: &PathSettings,
+    normalize_text: bool,
     path_fields: &HashMap<String, HashSet<String>>,
     problems: &mut Problems,
 ) -> Option<Rule> {
@@ -230,6 +238,7 @@ fn compile_rule(
         path_fields: path_fields.get(tool).unwrap_or(&no_fields),
         restrictive: rule.action != PolicyAction::Allow,
         base: String::new(),
+        normalize_text,
     };
     let mut condition_problems = Vec::new();
     let compiled = rule

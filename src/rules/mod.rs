@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use condition::{CallPaths, Cause, Compiled, Index, PathSettings, Truth};
-pub use condition::{Condition, PathOptions};
+pub use condition::{Condition, PathOptions, TextOptions};
 pub use error::{PolicyLoadError, ReadError};
 
 use crate::limits::RateLimitConfig;
@@ -50,6 +50,9 @@ pub struct PolicyConfig {
     /// sensitivity.
     #[serde(default, skip_serializing_if = "PathOptions::is_default")]
     pub paths: PathOptions,
+    /// How `equals`, `one_of` and `glob` compare text: as sent, or normalized.
+    #[serde(default, skip_serializing_if = "TextOptions::is_default")]
+    pub text: TextOptions,
     /// The rules; their order never changes a decision.
     pub rules: Vec<RuleConfig>,
     /// Rate limits on tools or groups (see [`limits`](crate::limits)); their order never changes
@@ -63,6 +66,7 @@ impl PolicyConfig {
     pub fn new(rules: impl IntoIterator<Item = RuleConfig>) -> Self {
         Self {
             paths: PathOptions::default(),
+            text: TextOptions::default(),
             rules: rules.into_iter().collect(),
             limits: Vec::new(),
         }
@@ -79,6 +83,13 @@ impl PolicyConfig {
     #[must_use]
     pub fn with_paths(mut self, paths: PathOptions) -> Self {
         self.paths = paths;
+        self
+    }
+
+    /// The same policy, comparing text as `text` says.
+    #[must_use]
+    pub fn with_text(mut self, text: TextOptions) -> Self {
+        self.text = text;
         self
     }
 }

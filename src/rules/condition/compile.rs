@@ -11,6 +11,7 @@ use super::commands::{check_option, is_plain_command};
 use super::glob::{ComponentPattern, GlobToken, tokenize_glob};
 use super::paths::PathSettings;
 use super::pointer::{Pointer, check_pointer_syntax};
+use super::text::{compared, compared_value};
 use super::values::{compare_numbers, is_exact, numbers_are_exact};
 
 /// What the tool's schema says about a pointer.
@@ -36,6 +37,8 @@ pub(crate) struct Scope<'a> {
     /// by each `not`.
     pub(crate) restrictive: bool,
     pub(crate) base: String,
+    /// Whether text conditions compare normalized strings ([`TextOptions`](super::TextOptions)).
+    pub(crate) normalize_text: bool,
 }
 
 /// Collects the pointers `condition` judges as paths, as absolute pointers (`/-` for elements).
@@ -97,13 +100,17 @@ pub(crate) enum Compiled {
         pointer: Pointer,
         options: Vec<String>,
     },
+    /// `values` are normalized already when `normalize` is set.
     OneOf {
         pointer: Pointer,
         values: Vec<Value>,
+        normalize: bool,
     },
+    /// `pattern` is normalized already when `normalize` is set.
     Glob {
         pointer: Pointer,
         pattern: Vec<GlobToken>,
+        normalize: bool,
     },
     Range {
         pointer: Pointer,
@@ -386,7 +393,11 @@ fn compile_leaf(
             pattern,
             raw,
         } => {
-            if let Some(message) = raw_comparison_problem(pointer, &[pattern], *raw, scope) {
+            // Checked as it will be compared: normalization may turn `／` into `/`.
+            let compared_pattern = compared(pattern, scope.normalize_text);
+            if let Some(message) =
+                raw_comparison_problem(pointer, &[&compared_pattern], *raw, scope)
+            {
                 report("glob", message);
             }
             let pointer = checked(pointer, "glob", &mut own);
@@ -395,7 +406,8 @@ fn compile_leaf(
             }
             Compiled::Glob {
                 pointer,
-                pattern: tokenize_glob(pattern),
+                pattern: tokenize_glob(&compared_pattern),
+                normalize: scope.normalize_text,
             }
         }
         Condition::Range { pointer, min, max } => {
@@ -443,6 +455,10 @@ fn compile_values(
     scope: &Scope<'_>,
     problems: &mut Vec<ConditionProblem>,
 ) -> Compiled {
+    let values: Vec<Value> = values
+        .iter()
+        .map(|value| compared_value(value, scope.normalize_text).into_owned())
+        .collect();
     let texts: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
     if let Some(message) = raw_comparison_problem(pointer, &texts, false, scope) {
         problems.push((here.to_owned(), message));
@@ -457,6 +473,7 @@ fn compile_values(
     check_pointer(pointer, here, scope, problems);
     Compiled::OneOf {
         pointer: scoped_pointer(pointer, scope),
-        values: values.to_vec(),
+        values,
+        normalize: scope.normalize_text,
     }
 }

@@ -13,6 +13,7 @@ use super::commands::{
 use super::compile::Compiled;
 use super::glob::glob_match;
 use super::pointer::Pointer;
+use super::text::{compared, compared_value};
 use super::values::{compare_numbers, json_equal};
 use super::{Cause, Truth, Undetermined};
 
@@ -71,10 +72,15 @@ impl Compiled {
                 }
                 Ok(has_option(argv_words(&argv(value)?), options))
             }),
-            Self::OneOf { pointer, values } => leaf(arguments, pointer, |value| {
+            Self::OneOf {
+                pointer,
+                values,
+                normalize,
+            } => leaf(arguments, pointer, |value| {
+                let value = compared_value(value, *normalize);
                 let mut determined = true;
                 for expected in values {
-                    match json_equal(value, expected) {
+                    match json_equal(&value, expected) {
                         Some(true) => return Ok(true),
                         None => determined = false,
                         Some(false) => {}
@@ -86,9 +92,13 @@ impl Compiled {
                     Err(Undetermined::InexactNumber)
                 }
             }),
-            Self::Glob { pointer, pattern } => leaf(arguments, pointer, |value| {
+            Self::Glob {
+                pointer,
+                pattern,
+                normalize,
+            } => leaf(arguments, pointer, |value| {
                 let text = value.as_str().ok_or(Undetermined::WrongType)?;
-                Ok(glob_match(pattern, text, false))
+                Ok(glob_match(pattern, &compared(text, *normalize), false))
             }),
             Self::Range { pointer, min, max } => leaf(arguments, pointer, |value| {
                 let Value::Number(number) = value else {

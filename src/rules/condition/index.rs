@@ -27,8 +27,9 @@ enum Kind {
     /// Command prefixes: keyed by the program word, lower-cased (`prefix_match` also accepts the
     /// program as a path, in another ASCII case, or as `program-sub`, anywhere in the words).
     Command { string: bool },
-    /// `equals` / `one_of` over strings only: keyed by the string.
-    Text,
+    /// `equals` / `one_of` over strings only: keyed by the string (normalized with `normalize`,
+    /// as the rule's values already are).
+    Text { normalize: bool },
 }
 
 #[derive(Debug)]
@@ -85,12 +86,22 @@ fn keys(condition: &Compiled) -> Option<(&Pointer, Kind, Vec<Box<str>>)> {
             },
             vec![prefix.first()?.to_ascii_lowercase().into()],
         )),
-        Compiled::OneOf { pointer, values } => {
+        Compiled::OneOf {
+            pointer,
+            values,
+            normalize,
+        } => {
             let texts: Option<Vec<Box<str>>> = values
                 .iter()
                 .map(|value| value.as_str().map(Into::into))
                 .collect();
-            Some((pointer, Kind::Text, texts?))
+            Some((
+                pointer,
+                Kind::Text {
+                    normalize: *normalize,
+                },
+                texts?,
+            ))
         }
         _ => None,
     }
@@ -165,10 +176,10 @@ impl Index {
                 continue;
             };
             match group.kind {
-                Kind::Text => {
+                Kind::Text { normalize } => {
                     // A string never equals a value of another type: only strings have keys.
                     if let Some(text) = value.as_str() {
-                        group.visit_key(text, paths, visit);
+                        group.visit_key(&super::text::compared(text, normalize), paths, visit);
                     }
                 }
                 Kind::Path => {

@@ -8,6 +8,7 @@ mod glob;
 mod index;
 mod paths;
 mod pointer;
+mod text;
 mod values;
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,8 @@ pub(crate) use index::Index;
 pub use paths::PathOptions;
 pub(crate) use paths::PathSettings;
 pub(crate) use pointer::{Pointer, array_index, check_pointer_syntax, unescape as unescape_token};
+pub use text::TextOptions;
+pub(crate) use text::{check_available as check_normalization_available, compared_value};
 
 /// A condition on a call's arguments. Every leaf addresses one argument by JSON Pointer
 /// (RFC 6901, e.g. `/path` or `/options/cwd`), so a value in one field never satisfies a rule on

@@ -1,0 +1,129 @@
+//! `tools/call` arguments with a duplicate key, refused before the SDK resolves them.
+//!
+//! JSON parsers disagree on a duplicate key (the first or the last wins), so a policy could judge
+//! one value while something else that reads the raw message sees another. The provider readers
+//! refuse such text ([`providers`](crate::providers)); here the MCP SDK parses each message
+//! itself, keeping the last value, before toolgate sees it. So the input is read line by line
+//! first: a `tools/call` request holding a duplicate key anywhere is passed on with its
+//! arguments replaced by a marker, and [`McpServer`](super::McpServer) answers it with an error
+//! result naming the problem; nothing runs. Every other line passes through unchanged.
+
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+
+/// The argument key a refused call carries instead of its arguments. A client that sends it
+/// itself only has its own call refused.
+pub(crate) const DUPLICATE_KEYS_MARKER: &str = "\u{0}toolgate: the arguments hold a duplicate key";
+
+/// The error text for a refused call.
+pub(crate) const DUPLICATE_KEYS_REFUSAL: &str = "refused: the request holds a duplicate key in one object, which parsers read differently; send each key once. Nothing ran";
+
+/// Lines longer than this pass through unchecked: the SDK discards them unread (its limit is
+/// 16 MiB).
+const MAX_CHECKED_LINE: usize = 16 * 1024 * 1024;
+
+/// The bytes between the pipe the filter writes and the SDK reads.
+const PIPE_BYTES: usize = 64 * 1024;
+
+/// `input` as the SDK should read it: every `tools/call` request with a duplicate key marked.
+/// Runs a task on the current tokio runtime until `input` ends or the reader is dropped.
+pub(crate) fn strict_input<R>(input: R) -> DuplexStream
+where
+    R: AsyncRead + Send + Unpin + 'static,
+{
+    let (mut to_sdk, from_filter) = tokio::io::duplex(PIPE_BYTES);
+    tokio::spawn(async move {
+        let mut input = BufReader::new(input);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            // `take` bounds what one line may buffer; a longer line goes on in pieces.
+            let read = (&mut input)
+                .take(MAX_CHECKED_LINE as u64 + 1)
+                .read_until(b'\n', &mut line)
+                .await;
+            match read {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let out = if line.len() > MAX_CHECKED_LINE {
+                None
+            } else {
+                marked(&line)
+            };
+            let written = match out {
+                Some(replacement) => to_sdk.write_all(&replacement).await,
+                None => to_sdk.write_all(&line).await,
+            };
+            if written.is_err() {
+                break;
+            }
+        }
+        let _ = to_sdk.shutdown().await;
+    });
+    from_filter
+}
+
+/// The line with its call marked, if it is a `tools/call` request holding a duplicate key;
+/// `None` to pass it on as it is.
+fn marked(line: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(line).ok()?;
+    // Only calls are judged; a line that never says so is not parsed twice.
+    if !text.contains("tools/call") {
+        return None;
+    }
+    if crate::providers::strict_parse(text.trim_end()).is_ok() {
+        return None;
+    }
+    let mut message: Value = serde_json::from_str(text).ok()?;
+    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let params = message.get_mut("params")?.as_object_mut()?;
+    params.insert(
+        "arguments".to_owned(),
+        Value::Object(Map::from_iter([(
+            DUPLICATE_KEYS_MARKER.to_owned(),
+            json!(true),
+        )])),
+    );
+    let mut out = serde_json::to_vec(&message).ok()?;
+    out.push(b'\n');
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_calls_with_a_duplicate_key_are_marked() {
+        let call = |arguments: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"t","arguments":{arguments}}}}}"#
+            )
+        };
+        for duplicated in [
+            call(r#"{"path":"/tmp/a","path":"/etc/shadow"}"#),
+            call(r#"{"o":{"k":1,"k":2}}"#),
+            call(r#"{"list":[{"a":1,"a":1}]}"#),
+        ] {
+            let out = marked(duplicated.as_bytes()).expect("marked");
+            let message: Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(message["id"], 7);
+            assert_eq!(message["params"]["name"], "t");
+            assert_eq!(
+                message["params"]["arguments"],
+                json!({ DUPLICATE_KEYS_MARKER: true })
+            );
+        }
+        assert_eq!(marked(call(r#"{"path":"/tmp/a"}"#).as_bytes()), None);
+        // A duplicate elsewhere in a call (its params) is marked too; other methods pass.
+        let in_params =
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}"#;
+        assert!(marked(in_params.as_bytes()).is_some());
+        let other = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":1,"x":2},"m":"tools/call"}"#;
+        assert_eq!(marked(other.as_bytes()), None);
+        assert_eq!(marked(b"not json tools/call"), None);
+    }
+}

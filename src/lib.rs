@@ -123,6 +123,8 @@ mod registry;
 pub mod rules;
 mod runtime;
 mod schema_cost;
+#[cfg(feature = "sqlite")]
+mod sqlite_busy;
 mod text;
 #[cfg(feature = "cap-std")]
 pub mod workspace;

@@ -89,6 +89,22 @@ fn child_process_role() {
     };
     let ledger = PathBuf::from(std::env::var("TOOLGATE_LEDGER").unwrap());
     let runs = PathBuf::from(std::env::var("TOOLGATE_RUNS").unwrap());
+    if let Some(store) = role.strip_prefix("open_") {
+        wait_for_start();
+        let opened = match store {
+            "ledger" => SqliteApprovalStore::open(&ledger)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            _ => toolgate::limits::SqliteRateCounters::open(&ledger, "s")
+                .map(drop)
+                .map_err(|e| e.to_string()),
+        };
+        match opened {
+            Ok(()) => println!("CHILD OPENED"),
+            Err(error) => println!("CHILD FAILED {error}"),
+        }
+        return;
+    }
     let controller = controller(&ledger, runs, role == "approve_and_hang");
     match role.as_str() {
         "ask" => {
@@ -101,18 +117,7 @@ fn child_process_role() {
         }
         "approve" | "approve_and_hang" => {
             let id: ApprovalId = std::env::var("TOOLGATE_APPROVAL").unwrap().parse().unwrap();
-            // Both racers start together when the parent says so.
-            if let Ok(go) = std::env::var("TOOLGATE_START_AT_MS") {
-                let go: u128 = go.parse().unwrap();
-                while std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_millis()
-                    < go
-                {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
+            wait_for_start();
             match controller.resolve(ApprovalResponse::approve(id)) {
                 Ok(result) if !result.is_error => println!("CHILD RESULT ok {}", result.content),
                 Ok(result) => println!("CHILD RESULT error {}", result.content),
@@ -121,6 +126,57 @@ fn child_process_role() {
             }
         }
         other => panic!("unknown child role {other}"),
+    }
+}
+
+/// Racers start together when the parent says so (`TOOLGATE_START_AT_MS`, wall-clock ms).
+fn wait_for_start() {
+    if let Ok(go) = std::env::var("TOOLGATE_START_AT_MS") {
+        let go: u128 = go.parse().unwrap();
+        while std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            < go
+        {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+/// A wall-clock time `ahead` from now, in ms, for `TOOLGATE_START_AT_MS`.
+fn start_at(ahead: Duration) -> String {
+    (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        + ahead)
+        .as_millis()
+        .to_string()
+}
+
+/// Issue 21, item 8: several processes opening one new file at once all open it — the schema is
+/// created in a transaction that waits for the others like every write — for the approval
+/// ledger and for the rate counters, round after round on a fresh file.
+#[test]
+fn several_processes_opening_one_new_file_all_open_it() {
+    const PROCESSES: usize = 6;
+    const ROUNDS: usize = 8;
+    for store in ["open_ledger", "open_counters"] {
+        let mut failures = Vec::new();
+        for round in 0..ROUNDS {
+            let scratch = Scratch::new(&format!("{store}-{round}"));
+            let go = start_at(Duration::from_millis(400));
+            let children: Vec<Child> = (0..PROCESSES)
+                .map(|_| spawn_child(&scratch, store, &[("TOOLGATE_START_AT_MS", go.clone())]))
+                .collect();
+            for child in children {
+                let line = child_line(child);
+                if line != "OPENED" {
+                    failures.push(format!("round {round}: {line}"));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{store}: {failures:#?}");
     }
 }
 

@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -73,72 +72,28 @@ impl SqliteApprovalStore {
         };
         let mut connection = Connection::open(&path).map_err(at)?;
         connection
-            .busy_timeout(Duration::from_secs(10))
+            .busy_timeout(crate::sqlite_busy::BUSY_TIMEOUT)
             .map_err(at)?;
-        let check: String = connection
-            .query_row("PRAGMA quick_check", [], |row| row.get(0))
-            .map_err(at)?;
-        if check != "ok" {
-            return Err(store_problem(format!(
-                "{}: the ledger is corrupt ({check})",
-                path.display()
-            )));
-        }
-        let _mode: String = connection
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(at)?;
-        connection
-            .pragma_update(None, "synchronous", "FULL")
-            .map_err(at)?;
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(at)?;
-        transaction
-            .execute(
-                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-                [],
-            )
-            .map_err(at)?;
-        let version: Option<i64> = transaction
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'schema_version'",
-                [],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(at)?;
-        match version {
-            None => {
-                transaction
-                    .execute(
-                        "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
-                        [SCHEMA_VERSION],
-                    )
-                    .map_err(at)?;
-                transaction
-                    .execute(
-                        "CREATE TABLE approvals (
-                            id TEXT PRIMARY KEY,
-                            request TEXT NOT NULL,
-                            state TEXT NOT NULL CHECK (state IN
-                                ('pending', 'approved', 'rejected', 'expired', 'revoked')),
-                            outcome TEXT CHECK (outcome IN ('ok', 'error')),
-                            created_ms INTEGER NOT NULL,
-                            expires_ms INTEGER
-                        )",
-                        [],
-                    )
-                    .map_err(at)?;
+        // Retried as a whole while another process holds the lock: see `sqlite_busy`.
+        match crate::sqlite_busy::retry_while_busy(
+            || set_up(&mut connection),
+            |setup| matches!(setup, Setup::Sql(error) if crate::sqlite_busy::is_busy(error)),
+        ) {
+            Ok(()) => {}
+            Err(Setup::Sql(error)) => return Err(at(error)),
+            Err(Setup::Corrupt(check)) => {
+                return Err(store_problem(format!(
+                    "{}: the ledger is corrupt ({check})",
+                    path.display()
+                )));
             }
-            Some(SCHEMA_VERSION) => {}
-            Some(other) => {
+            Err(Setup::Newer(other)) => {
                 return Err(store_problem(format!(
                     "{}: ledger schema version {other}, this toolgate reads version {SCHEMA_VERSION}",
                     path.display()
                 )));
             }
         }
-        transaction.commit().map_err(at)?;
         Ok(Self {
             path,
             connection: Mutex::new(connection),
@@ -321,4 +276,66 @@ impl ApprovalStore for SqliteApprovalStore {
             }
         }))
     }
+}
+
+/// Why setting a ledger up failed.
+enum Setup {
+    Sql(rusqlite::Error),
+    /// What `PRAGMA quick_check` said.
+    Corrupt(String),
+    /// The version the file holds.
+    Newer(i64),
+}
+
+impl From<rusqlite::Error> for Setup {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Sql(error)
+    }
+}
+
+/// Checks the file, sets WAL mode, and creates or checks the schema in one `IMMEDIATE`
+/// transaction, which waits for the lock like every write.
+fn set_up(connection: &mut Connection) -> Result<(), Setup> {
+    let check: String = connection.query_row("PRAGMA quick_check", [], |row| row.get(0))?;
+    if check != "ok" {
+        return Err(Setup::Corrupt(check));
+    }
+    let _mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    connection.pragma_update(None, "synchronous", "FULL")?;
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    transaction.execute(
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+        [],
+    )?;
+    let version: Option<i64> = transaction
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    match version {
+        None => {
+            transaction.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
+                [SCHEMA_VERSION],
+            )?;
+            transaction.execute(
+                "CREATE TABLE approvals (
+                    id TEXT PRIMARY KEY,
+                    request TEXT NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN
+                        ('pending', 'approved', 'rejected', 'expired', 'revoked')),
+                    outcome TEXT CHECK (outcome IN ('ok', 'error')),
+                    created_ms INTEGER NOT NULL,
+                    expires_ms INTEGER
+                )",
+                [],
+            )?;
+        }
+        Some(SCHEMA_VERSION) => {}
+        Some(other) => return Err(Setup::Newer(other)),
+    }
+    transaction.commit()?;
+    Ok(())
 }

@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
@@ -47,26 +46,16 @@ impl SqliteRateCounters {
     ///
     /// [`CounterError::Store`] if the file cannot be opened or is not a SQLite database.
     pub fn open(path: impl AsRef<Path>, session: impl Into<String>) -> Result<Self, CounterError> {
-        let connection = Connection::open(path).map_err(CounterError::store)?;
+        let mut connection = Connection::open(path).map_err(CounterError::store)?;
         connection
-            .busy_timeout(Duration::from_secs(10))
+            .busy_timeout(crate::sqlite_busy::BUSY_TIMEOUT)
             .map_err(CounterError::store)?;
-        let _mode: String = connection
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(CounterError::store)?;
-        connection
-            .execute_batch(
-                "CREATE TABLE IF NOT EXISTS toolgate_rate_events (
-                     bucket TEXT NOT NULL,
-                     at_ms INTEGER NOT NULL,
-                     expires_ms INTEGER
-                 );
-                 CREATE INDEX IF NOT EXISTS toolgate_rate_events_bucket
-                     ON toolgate_rate_events (bucket, at_ms);
-                 CREATE INDEX IF NOT EXISTS toolgate_rate_events_expiry
-                     ON toolgate_rate_events (expires_ms) WHERE expires_ms IS NOT NULL;",
-            )
-            .map_err(CounterError::store)?;
+        // Retried as a whole while another process holds the lock: see `sqlite_busy`.
+        crate::sqlite_busy::retry_while_busy(
+            || create(&mut connection),
+            crate::sqlite_busy::is_busy,
+        )
+        .map_err(CounterError::store)?;
         Ok(Self {
             connection: Mutex::new(connection),
             session: session.into(),
@@ -97,6 +86,25 @@ impl SqliteRateCounters {
     fn prefix(&self) -> String {
         format!("{}:{}/", self.session.len(), self.session)
     }
+}
+
+/// WAL mode and the table, created in one `IMMEDIATE` transaction: it waits for the lock like
+/// every write, where a deferred one would fail at once on becoming a writer.
+fn create(connection: &mut Connection) -> rusqlite::Result<()> {
+    let _mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    transaction.execute_batch(
+        "CREATE TABLE IF NOT EXISTS toolgate_rate_events (
+             bucket TEXT NOT NULL,
+             at_ms INTEGER NOT NULL,
+             expires_ms INTEGER
+         );
+         CREATE INDEX IF NOT EXISTS toolgate_rate_events_bucket
+             ON toolgate_rate_events (bucket, at_ms);
+         CREATE INDEX IF NOT EXISTS toolgate_rate_events_expiry
+             ON toolgate_rate_events (expires_ms) WHERE expires_ms IS NOT NULL;",
+    )?;
+    transaction.commit()
 }
 
 /// SQLite integers are signed; times past `i64::MAX` ms (292 million years) are clamped.

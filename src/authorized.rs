@@ -5,7 +5,7 @@ use std::ops::Deref;
 
 use crate::approvals::Approval;
 use crate::contract::ToolResult;
-use crate::policy::{Policy, PolicyAction, PolicyDecision};
+use crate::policy::{Policy, PolicyAction, PolicyDecision, Reason};
 use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
 
 /// Proof that `T` passed a policy's `Allow` or a consumed one-time approval.
@@ -190,11 +190,19 @@ impl ApprovalOutcome {
 impl Authorized<PreparedToolCall> {
     /// The policy path: asks `policy` about `prepared` and authorizes it only on `Allow`.
     ///
+    /// Rate limits are part of what this path enforces: counting them needs the counter store
+    /// and the clock a [`ToolController`](crate::ToolController) holds, so a call for which
+    /// `policy` names [rate slots](Policy::rate_slots) (a [`RulePolicy`](crate::RulePolicy)
+    /// whose limits cover the tool) is **denied** here, fail closed, with a reason naming the
+    /// limit: run such policies through the controller, which counts each call once. A policy
+    /// that cannot say which slots a call takes denies it the same way.
+    ///
     /// # Examples
     ///
     /// See [`Authorized`].
     pub fn by_policy<P: Policy + ?Sized>(policy: &P, prepared: PreparedToolCall) -> PolicyOutcome {
         let decision = policy.decide(&prepared);
+        let decision = uncounted(policy, &prepared, decision);
         Self::by_decision(decision, prepared)
     }
 
@@ -299,6 +307,7 @@ impl Authorized<PreparedToolCall> {
             Err(rejection) => return ApprovalOutcome::Invalid(rejection),
         };
         let decision = policy.decide(&prepared);
+        let decision = uncounted(policy, &prepared, decision);
         match decision.action {
             PolicyAction::Allow | PolicyAction::Ask => ApprovalOutcome::Allowed {
                 authorized: Self { inner: prepared },
@@ -306,6 +315,35 @@ impl Authorized<PreparedToolCall> {
             },
             PolicyAction::Deny => ApprovalOutcome::Denied { prepared, decision },
         }
+    }
+}
+
+/// `decision`, unless `policy` names rate slots for the call, which this path cannot count:
+/// then a denial naming the first limit (or the policy's own denial when the call cannot be
+/// counted). A decision that denies already is kept. The controller passes policies that count
+/// as they decide and name no slots here.
+fn uncounted<P: Policy + ?Sized>(
+    policy: &P,
+    prepared: &PreparedToolCall,
+    decision: PolicyDecision,
+) -> PolicyDecision {
+    if decision.action == PolicyAction::Deny {
+        return decision;
+    }
+    match policy.rate_slots(prepared) {
+        Ok(slots) if slots.is_empty() => decision,
+        Ok(slots) => {
+            let limit = &slots[0].limit_id;
+            let reason = Reason::new(format!(
+                "rate limit {limit:?} covers this call and only a ToolController counts it: authorize through the controller (fail closed)"
+            ))
+            .unwrap_or_else(|_| Reason::from_static("a rate limit covers this call"));
+            let mut denial =
+                PolicyDecision::deny(reason).with_rule_id(std::sync::Arc::clone(limit));
+            denial.layer.clone_from(&slots[0].layer);
+            denial
+        }
+        Err(denial) => denial,
     }
 }
 

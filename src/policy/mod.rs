@@ -79,7 +79,10 @@ pub trait Policy: Send + Sync {
     /// The rate-limit counters `call` takes a slot in if it runs (see
     /// [`limits`](crate::limits)). Naming them counts nothing: the
     /// [`ToolController`](crate::ToolController) takes the slots once, when it authorizes the
-    /// call, so a policy may be asked about a call any number of times. The default names none.
+    /// call, so a policy may be asked about a call any number of times. Outside the controller
+    /// nothing counts, so [`Authorized::by_policy`](crate::Authorized::by_policy) and
+    /// [`by_approval`](crate::Authorized::by_approval) deny a call that takes a slot (fail
+    /// closed). The default names none.
     ///
     /// # Errors
     ///

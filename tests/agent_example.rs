@@ -65,3 +65,30 @@ fn no_rejects_every_ask_without_prompting() {
     );
     assert!(!transcript.contains("  summary.md"), "{transcript}");
 }
+
+/// Issue 21, item 10: the demo tells the truth about what ran. The model's last message is
+/// written from the results it was given, and the workspace listing shows what the files hold.
+#[test]
+fn the_last_words_and_the_files_match_what_ran() {
+    let approved = run_agent(&["--yes"], "");
+    let last = |transcript: &str| -> String {
+        transcript
+            .lines()
+            .rfind(|line| line.starts_with("model: "))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let words = last(&approved);
+    let (ran, not_ran) = words.split_once("These did not:").expect("both lists");
+    assert!(ran.contains("write_file notes.txt"), "{words}");
+    assert!(!not_ran.contains("write_file notes.txt"), "{words}");
+    assert!(approved.contains("  notes.txt (0 bytes)"), "{approved}");
+    assert!(!approved.contains("as it was"), "{approved}");
+
+    let rejected = run_agent(&["--no"], "");
+    let words = last(&rejected);
+    let (ran, not_ran) = words.split_once("These did not:").expect("both lists");
+    assert!(!ran.contains("write_file"), "{words}");
+    assert!(not_ran.contains("write_file notes.txt"), "{words}");
+    assert!(rejected.contains("  notes.txt (25 bytes)"), "{rejected}");
+}

@@ -54,22 +54,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let conversation: Value =
         serde_json::from_str(&std::fs::read_to_string(here.join("conversation.json"))?)?;
     let mut history: Vec<Value> = Vec::new();
+    // What each call did, for the model's last words: (call, ran?).
+    let mut record: Vec<(String, bool)> = Vec::new();
     let mut stdin = std::io::stdin().lock();
     for turn in conversation["turns"].as_array().into_iter().flatten() {
         history.push(turn.clone());
         let calls = openai::tool_calls(turn)?;
         if calls.is_empty() {
-            println!("model: {}", turn["content"].as_str().unwrap_or_default());
+            match turn["content"].as_str() {
+                Some(text) => println!("model: {text}"),
+                None => println!("model: {}", summary(&record)),
+            }
             continue;
         }
         for parsed in calls {
             let result = match parsed {
-                Err(result) => result,
+                Err(result) => {
+                    record.push((format!("call {} (unreadable)", result.call_id), false));
+                    result
+                }
                 Ok(call) => {
                     println!(
                         "model calls {} {} ({})",
                         call.tool_name, call.arguments, call.call_id
                     );
+                    let path = call.arguments["path"].as_str().unwrap_or_default();
+                    record.push((format!("{} {path}", call.tool_name), false));
                     match controller.handle(call) {
                         Outcome::Completed(result) => result,
                         Outcome::PendingApproval(request) => {
@@ -85,6 +95,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             };
             print_result(&result);
+            if let Some((_, ran)) = record.last_mut() {
+                *ran = !result.is_error;
+            }
             history.push(openai::tool_message(&result));
         }
         println!();
@@ -93,10 +106,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "transcript: {} messages; workspace files now:",
         history.len()
     );
-    for entry in std::fs::read_dir(&workspace.0)? {
-        println!("  {}", entry?.file_name().to_string_lossy());
+    let mut entries: Vec<_> = std::fs::read_dir(&workspace.0)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let metadata = entry.metadata()?;
+        let size = if metadata.is_dir() {
+            "directory".to_owned()
+        } else {
+            format!("{} bytes", metadata.len())
+        };
+        println!("  {} ({size})", entry.file_name().to_string_lossy());
     }
     Ok(())
+}
+
+/// The model's last words, from what it was told: which calls ran and which did not.
+fn summary(record: &[(String, bool)]) -> String {
+    let list = |ran: bool| -> String {
+        let calls: Vec<&str> = record
+            .iter()
+            .filter(|(_, r)| *r == ran)
+            .map(|(call, _)| call.trim_end())
+            .collect();
+        if calls.is_empty() {
+            "none".to_owned()
+        } else {
+            calls.join("; ")
+        }
+    };
+    format!("These ran: {}. These did not: {}.", list(true), list(false))
 }
 
 fn ask(

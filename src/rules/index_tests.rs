@@ -23,12 +23,12 @@ fn registry() -> ToolRegistry {
 const PROGRAMS: [&str; 7] = ["git", "GIT", "git-lfs", "sudo", "ls", "/usr/bin/git", "env"];
 const SUBCOMMANDS: [&str; 3] = ["push", "status", "pull"];
 
-/// Condition number `n` of a pool of about 200. Paths are judged on two fields and texts compared
+/// Condition number `n` of a pool of about 290. Paths are judged on two fields and texts compared
 /// on two, and `/command` is indexed both as a command and as text: rules must share a group only
 /// with rules of the same kind on the same field.
 fn condition(n: usize) -> Condition {
     let k = n % 7;
-    match n / 7 % 14 {
+    match n / 7 % 21 {
         0 => Condition::path_glob("/path", format!("/d{k}/*")),
         1 => Condition::path_glob("/path", format!("/d{k}/**")),
         2 => Condition::path_glob("/path", format!("*.p{k}")),
@@ -51,6 +51,18 @@ fn condition(n: usize) -> Condition {
             "/command",
             [json!(format!("{} {}", PROGRAMS[k], SUBCOMMANDS[n % 3]))],
         ),
+        // Deep keys sharing their first components: roots and literal glob prefixes at several
+        // depths under one directory, so the trie's walk and its stops are both exercised.
+        13 => Condition::path_within("/path", [format!("/srv/k{k}"), format!("/srv/k{k}/deep")]),
+        14 => Condition::path_glob("/path", format!("/srv/k{k}/*")),
+        15 => Condition::path_glob("/path", format!("/srv/*/k{k}")),
+        16 => Condition::path_glob("/path", format!("/srv/k{k}/s/x.p{}", n % 3)),
+        17 => Condition::path_within("/path", [format!("/d{k}/s/t"), "/srv".to_owned()]),
+        // Many subcommands of one program, longer prefixes, and a subcommand in capitals:
+        // narrowed by the word after the program.
+        18 => Condition::command_prefix("/command", ["git", SUBCOMMANDS[n % 3], "origin"]),
+        19 => Condition::argv_prefix("/argv", [PROGRAMS[k]]),
+        20 => Condition::command_prefix("/command", [PROGRAMS[k], ["Push", "lfs", "-C"][n % 3]]),
         _ => Condition::glob("/mode", format!("m{k}*")),
     }
 }
@@ -67,6 +79,13 @@ fn arguments() -> Vec<Value> {
         json!("/d1/../d2/x.p3"),
         json!("/e3/q"),
         json!("//d4//s/x"),
+        json!("/srv/k3/deep/x"),
+        json!("/srv/k2/s/x.p1"),
+        json!("/SRV/K1/s/x.p2"),
+        json!("/srv/a/k4"),
+        json!("/srv"),
+        json!("/d5/s/t/u"),
+        json!("/srv/k6/../k5/x"),
         json!(7),
     ];
     let commands = [
@@ -80,6 +99,15 @@ fn arguments() -> Vec<Value> {
         json!("git -C . push"),
         json!(""),
         json!(["git", "push"]),
+        json!("git PUSH origin"),
+        json!("git-push origin"),
+        json!("GIT-Pull x"),
+        json!("git"),
+        json!("git status --short"),
+        json!("/usr/bin/git-lfs pull"),
+        json!("env git push origin"),
+        json!("git push -f origin"),
+        json!("git lfs pull"),
     ];
     let argvs = [
         json!(["git", "push"]),
@@ -88,6 +116,10 @@ fn arguments() -> Vec<Value> {
         json!(["git", 1]),
         json!("git push"),
         json!(["git lfs", "pull"]),
+        json!(["git", "-c", "x", "push"]),
+        json!(["git push now"]),
+        json!(["git-status"]),
+        json!(["sudo", "GIT", "Push"]),
     ];
     let modes = [json!("m1"), json!("m2x"), json!(3), json!("zz")];
     let mut all = Vec::new();
@@ -125,11 +157,11 @@ fn linear(policy: &RulePolicy, arguments: &Value) -> PolicyDecision {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, max_global_rejects: 16_384, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn index_decides_exactly_as_a_linear_scan(
-        chosen in proptest::collection::vec((0usize..196, 0usize..3), 8..60),
+        chosen in proptest::collection::vec((0usize..294, 0usize..3), 8..60),
         working_directory in any::<bool>(),
         case_insensitive in any::<bool>(),
     ) {

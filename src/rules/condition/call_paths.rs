@@ -30,7 +30,8 @@ impl<'a> CallPaths<'a> {
         }
     }
 
-    fn components(&mut self, path: &'a str) -> Option<&[Cow<'a, str>]> {
+    /// The components of `path`, normalized once per string; `None` when it cannot be judged.
+    pub(crate) fn components(&mut self, path: &'a str) -> Option<&[Cow<'a, str>]> {
         let index = match self
             .normalized
             .iter()
@@ -43,12 +44,6 @@ impl<'a> CallPaths<'a> {
             }
         };
         self.normalized[index].1.as_deref()
-    }
-
-    /// The first component of `path` normalized: `None` when it cannot be judged, `Some(None)`
-    /// for `/` itself.
-    pub(crate) fn first_component(&mut self, path: &'a str) -> Option<Option<&str>> {
-        Some(self.components(path)?.first().map(AsRef::as_ref))
     }
 
     /// Why `path` cannot be judged, once `within` or `matches` said it cannot.

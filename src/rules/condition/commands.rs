@@ -179,12 +179,12 @@ pub(crate) fn prefix_match<'a>(
 
 /// The words of a plain command string: its only whitespace is space and tab (see
 /// [`is_plain_command`]), so splitting on those is `split_whitespace` without the Unicode tables.
-pub(crate) fn string_words(command: &str) -> impl Iterator<Item = (&str, bool)> {
+pub(crate) fn string_words(command: &str) -> impl Iterator<Item = (&str, bool)> + Clone {
     plain_words(command).map(|word| (word, false))
 }
 
 /// The words of a plain command string.
-pub(crate) fn plain_words(command: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn plain_words(command: &str) -> impl Iterator<Item = &str> + Clone {
     command.split([' ', '\t']).filter(|word| !word.is_empty())
 }
 

@@ -1,7 +1,8 @@
 //! An index over one action's rules of one tool, built at load, so that a tool with a thousand
 //! rules decides in about the time of a few: rules are grouped by the pointer they judge, each
 //! pointer is resolved once per call, and only the rules whose key the value can meet are
-//! evaluated — paths by their first component, commands by program word, strings by value.
+//! evaluated — paths by their normalized roots (a trie of components: a `path_within` root, or a
+//! `path_glob`'s leading literal components), commands by program word, strings by value.
 //!
 //! Exactness is the whole point: a rule the index skips is one whose condition is certainly
 //! *false* for this value, never undetermined. Where the key cannot be taken (a path that cannot
@@ -12,9 +13,11 @@ use serde_json::Value;
 
 use super::Compiled;
 use super::call_paths::CallPaths;
-use super::commands::{is_plain_command, plain_words};
+use super::commands::{is_plain_command, string_words};
 use super::glob::{ComponentPattern, GlobToken};
+use super::path_trie::PathTrie;
 use super::pointer::Pointer;
+use super::program_table::ProgramTable;
 use crate::names::FastMap;
 
 /// Below this many rules a linear scan is as fast as the index.
@@ -22,7 +25,7 @@ const INDEXED_FROM: usize = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
-    /// Path conditions: keyed by the first component of the normalized path.
+    /// Path conditions: keyed by the leading components of the normalized path.
     Path,
     /// Command prefixes: keyed by the program word, lower-cased (`prefix_match` also accepts the
     /// program as a path, in another ASCII case, or as `program-sub`, anywhere in the words).
@@ -36,8 +39,13 @@ enum Kind {
 struct Group {
     pointer: Pointer,
     kind: Kind,
-    // Key → positions of the rules with that key (a rule may have several keys).
+    // Key → positions of the rules with that key (a rule may have several keys); empty for
+    // `Kind::Path` and `Kind::Command`, whose keys are in the trie and the program table.
     by_key: FastMap<Box<str>, Vec<u32>>,
+    // For `Kind::Path`: every rule under its whole key.
+    trie: PathTrie,
+    // For `Kind::Command`: every rule under its program and first subcommand word.
+    programs: ProgramTable,
     // Every position in the group, ascending: evaluated when no key can be taken.
     all: Vec<u32>,
 }
@@ -50,50 +58,75 @@ pub(crate) struct Index {
     rest: Vec<u32>,
 }
 
+/// One key of a rule: a word or text (one element), or a path's leading components.
+type Key = Vec<Box<str>>;
+
+/// The component a `path_glob` pattern component matches if it is all literal characters.
+fn literal(component: &ComponentPattern) -> Option<Box<str>> {
+    match component {
+        ComponentPattern::Glob(tokens) => tokens
+            .iter()
+            .map(|token| match token {
+                GlobToken::Literal(c) => Some(*c),
+                _ => None,
+            })
+            .collect::<Option<String>>()
+            .map(Into::into),
+        ComponentPattern::AnyComponents => None,
+    }
+}
+
 /// The keys a condition can be indexed by: a leaf, or the first indexable leaf of a top-level
-/// `all` (the `all` is false whenever that leaf is).
-fn keys(condition: &Compiled) -> Option<(&Pointer, Kind, Vec<Box<str>>)> {
+/// `all` (the `all` is false whenever that leaf is). A path key holds at least one component.
+fn keys(condition: &Compiled) -> Option<(&Pointer, Kind, Vec<Key>)> {
     match condition {
         Compiled::All(items) => items.iter().find_map(keys),
-        Compiled::PathGlob { pointer, pattern } => match pattern.first()? {
-            ComponentPattern::Glob(tokens) => {
-                let literal: Option<String> = tokens
-                    .iter()
-                    .map(|token| match token {
-                        GlobToken::Literal(c) => Some(*c),
-                        _ => None,
-                    })
-                    .collect();
-                Some((pointer, Kind::Path, vec![literal?.into()]))
-            }
-            ComponentPattern::AnyComponents => None,
-        },
+        Compiled::PathGlob { pointer, pattern } => {
+            // A literal component matches only itself: a path must begin with every literal
+            // component before the pattern's first wildcard.
+            let leading: Key = pattern.iter().map_while(literal).collect();
+            (!leading.is_empty()).then(|| (pointer, Kind::Path, vec![leading]))
+        }
         Compiled::PathWithin { pointer, roots } => {
-            let firsts: Option<Vec<Box<str>>> = roots
+            let keys: Vec<Key> = roots
                 .iter()
-                .map(|root| root.first().map(|first| first.as_str().into()))
+                .map(|root| root.iter().map(|c| c.as_str().into()).collect::<Key>())
                 .collect();
-            Some((pointer, Kind::Path, firsts?))
+            // The root `/` holds every path: nothing to index it by.
+            if keys.iter().any(Vec::is_empty) {
+                return None;
+            }
+            Some((pointer, Kind::Path, keys))
         }
         Compiled::Prefix {
             pointer,
             prefix,
             command_string,
-        } => Some((
-            pointer,
-            Kind::Command {
-                string: *command_string,
-            },
-            vec![prefix.first()?.to_ascii_lowercase().into()],
-        )),
+        } => {
+            // The program and, if the prefix has one, its first subcommand word, lower-cased.
+            let key: Key = prefix
+                .iter()
+                .take(2)
+                .map(|word| word.to_ascii_lowercase().into())
+                .collect();
+            (!key.is_empty()).then(|| {
+                (
+                    pointer,
+                    Kind::Command {
+                        string: *command_string,
+                    },
+                    vec![key],
+                )
+            })
+        }
         Compiled::OneOf {
             pointer,
             values,
             normalize,
         } => {
-            let texts: Option<Vec<Box<str>>> = values
+            let texts: Option<Vec<Key>> = values
                 .iter()
-                .map(|value| value.as_str().map(Into::into))
+                .map(|value| value.as_str().map(|text| vec![text.into()]))
                 .collect();
             Some((
                 pointer,
@@ -137,6 +170,8 @@ impl Index {
                         pointer: Pointer::parse(pointer.text()),
                         kind,
                         by_key: FastMap::default(),
+                        trie: PathTrie::default(),
+                        programs: ProgramTable::default(),
                         all: Vec::new(),
                     });
                     let last = index.groups.len() - 1;
@@ -145,11 +180,28 @@ impl Index {
             };
             group.all.push(position);
             for key in keys {
-                let positions = group.by_key.entry(key).or_default();
+                match kind {
+                    Kind::Path => {
+                        group.trie.insert(&key, position);
+                        continue;
+                    }
+                    Kind::Command { .. } => {
+                        group.programs.insert(&key, position);
+                        continue;
+                    }
+                    Kind::Text { .. } => {}
+                }
+                let Some(word) = key.into_iter().next() else {
+                    continue;
+                };
+                let positions = group.by_key.entry(word).or_default();
                 if positions.last() != Some(&position) {
                     positions.push(position);
                 }
             }
+        }
+        for group in &mut index.groups {
+            group.trie.seal();
         }
         Some(index)
     }
@@ -183,14 +235,14 @@ impl Index {
                     }
                 }
                 Kind::Path => {
+                    // The rules whose key the normalized path begins with; `/` reaches none.
                     let positions = value
                         .as_str()
-                        .and_then(|path| paths.first_component(path))
-                        .map(|first| first.and_then(|key| group.by_key.get(key)));
+                        .and_then(|path| paths.components(path))
+                        .map(|components| group.trie.reached(components));
                     match positions {
-                        // `/` (no first component) is inside no root and matches no literal.
                         Some(positions) => {
-                            for &position in positions.into_iter().flatten() {
+                            for &position in positions {
                                 visit(position, paths);
                             }
                         }
@@ -203,26 +255,19 @@ impl Index {
                             .as_str()
                             .filter(|command| is_plain_command(command))
                             .map(|command| {
-                                for word in plain_words(command) {
-                                    program_keys(word, &mut |key| {
-                                        group.visit_key(key, paths, visit);
-                                    });
-                                }
+                                group.programs.visit(string_words(command), paths, visit);
                             })
                     } else {
                         value
                             .as_array()
                             .filter(|tokens| tokens.iter().all(Value::is_string))
                             .map(|tokens| {
-                                for word in tokens
-                                    .iter()
-                                    .filter_map(Value::as_str)
-                                    .flat_map(str::split_whitespace)
-                                {
-                                    program_keys(word, &mut |key| {
-                                        group.visit_key(key, paths, visit);
+                                let words =
+                                    tokens.iter().filter_map(Value::as_str).flat_map(|token| {
+                                        let split = token.contains(char::is_whitespace);
+                                        token.split_whitespace().map(move |word| (word, split))
                                     });
-                                }
+                                group.programs.visit(words, paths, visit);
                             })
                     };
                     if judged.is_none() {
@@ -254,37 +299,6 @@ impl Group {
     ) {
         for &position in &self.all {
             visit(position, paths);
-        }
-    }
-}
-
-/// Every program a word may name for `prefix_match`, lower-cased: the word itself (a program
-/// written as a path matches only itself), its base name after the last `/`, and each head of
-/// the base name before a `-` with something after it (`git-push` may be `git`).
-// `#[inline]`, as `Index::candidates`: its one caller is the index walk.
-#[inline]
-fn program_keys(word: &str, found: &mut dyn FnMut(&str)) {
-    let lower = |text: &str, found: &mut dyn FnMut(&str)| {
-        if text.bytes().any(|b| b.is_ascii_uppercase()) {
-            found(&text.to_ascii_lowercase());
-        } else {
-            found(text);
-        }
-    };
-    // Over bytes: `/` and `-` are ASCII, so every cut below falls on a character boundary.
-    let bytes = word.as_bytes();
-    let base = match bytes.iter().rposition(|&b| b == b'/') {
-        Some(slash) => {
-            lower(word, found);
-            &word[slash + 1..]
-        }
-        None => word,
-    };
-    lower(base, found);
-    let base_bytes = base.as_bytes();
-    for at in 1..base_bytes.len().saturating_sub(1) {
-        if base_bytes[at] == b'-' {
-            lower(&base[..at], found);
         }
     }
 }

@@ -6,8 +6,10 @@ mod compile;
 mod evaluate;
 mod glob;
 mod index;
+mod path_trie;
 mod paths;
 mod pointer;
+mod program_table;
 mod text;
 mod values;
 

@@ -38,6 +38,20 @@ const SCENARIOS: &[&str] = &[
     "policy_1000_on_tool_paths_allow",
     "policy_1_on_tool_commands_allow",
     "policy_1000_on_tool_commands_allow",
+    "policy_roots_1_allow",
+    "policy_roots_1000_best_allow",
+    "policy_roots_1000_worst_allow",
+    "policy_roots_1000_random_allow",
+    "policy_roots_10000_best_allow",
+    "policy_roots_10000_worst_allow",
+    "policy_roots_10000_random_allow",
+    "policy_subcommands_1_allow",
+    "policy_subcommands_1000_best_allow",
+    "policy_subcommands_1000_worst_allow",
+    "policy_subcommands_1000_random_allow",
+    "policy_subcommands_10000_best_allow",
+    "policy_subcommands_10000_worst_allow",
+    "policy_subcommands_10000_random_allow",
 ];
 
 /// The counted region: callgrind's `--toggle-collect=*measured*` counts only what runs inside.
@@ -191,6 +205,59 @@ fn on_tool(iterations: u64, count: usize, paths: bool) {
     );
 }
 
+/// Which of `count` allow rules the call meets: the first in naming order, the last, or one in
+/// between (fixed, so every run counts the same work).
+fn matched(count: usize, which: &str) -> usize {
+    match which {
+        "best" => 0,
+        "worst" => count - 1,
+        _ => (count * 7919 / 13) % count,
+    }
+}
+
+/// `count` allow rules on one tool, each with its own root under one shared directory
+/// (`/srv/data/r0042`) or its own subcommand of one program (`git sub0042`): the shape a plain
+/// first-component or program index would scan whole. The call meets rule `matched(count, which)`.
+fn many_keys(iterations: u64, count: usize, which: &str, paths: bool) {
+    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    let schema = json!({"type": "object", "properties": {"path": {"type": "string"}, "command": {"type": "string"}}});
+    let registry =
+        ToolRegistry::new([
+            ToolDefinition::new(ToolSpec::new("tool_000", "bench", schema), noop)
+                .expect("schema compiles"),
+        ])
+        .expect("one tool");
+    let rules: Vec<RuleConfig> = (0..count)
+        .map(|i| {
+            let condition = if paths {
+                Condition::path_within("/path", [format!("/srv/data/r{i:05}")])
+            } else {
+                Condition::command_prefix("/command", ["git".to_owned(), format!("sub{i:05}")])
+            };
+            RuleConfig::new(format!("a{i:05}"), "tool_000", PolicyAction::Allow, "bench")
+                .when(condition)
+        })
+        .collect();
+    let policy = RulePolicy::new(PolicyConfig::new(rules), &registry).expect("bench policy loads");
+    let target = matched(count, which);
+    let arguments = if paths {
+        json!({ "path": format!("/srv/data/r{target:05}/file.txt") })
+    } else {
+        json!({ "command": format!("git sub{target:05} --now") })
+    };
+    let decision = policy.decide_arguments("tool_000", &arguments);
+    assert_eq!(decision.action, PolicyAction::Allow);
+    assert_eq!(
+        decision.rule_id.as_deref(),
+        Some(format!("a{target:05}").as_str())
+    );
+    repeat(
+        iterations,
+        || (),
+        |()| drop(black_box(policy.decide_arguments("tool_000", &arguments))),
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(scenario), Some(iterations)) = (
@@ -326,6 +393,16 @@ fn main() {
         "policy_1000_on_tool_paths_allow" => on_tool(iterations, 1000, true),
         "policy_1_on_tool_commands_allow" => on_tool(iterations, 0, false),
         "policy_1000_on_tool_commands_allow" => on_tool(iterations, 1000, false),
+        many if many.starts_with("policy_roots_") || many.starts_with("policy_subcommands_") => {
+            let paths = many.starts_with("policy_roots_");
+            let rest = many
+                .trim_start_matches("policy_roots_")
+                .trim_start_matches("policy_subcommands_")
+                .trim_end_matches("_allow");
+            let (count, which) = rest.split_once('_').unwrap_or((rest, "best"));
+            let count: usize = count.parse().expect("a rule count");
+            many_keys(iterations, count, which, paths);
+        }
         other => {
             eprintln!("unknown scenario {other}; one of: {}", SCENARIOS.join(" "));
             std::process::exit(2);

@@ -2,7 +2,9 @@
 //! Rules are indexed by tool, so the total count should not matter; what remains is the rules of
 //! the call's own tool (1, 1 and 10 here). The `1000_on_tool` cases put 1,000 rules on the called
 //! tool itself (1,000 denies on distinct directories or programs, one allow): the load-time index
-//! should keep them within 3x of the one-rule cases.
+//! should keep them within 3x of the one-rule cases. The `many_keys` cases put 1,000 and 10,000
+//! allow rules on one tool sharing a directory or a program, and match the first, the last and a
+//! random one of them.
 
 use std::hint::black_box;
 
@@ -119,5 +121,69 @@ fn decide(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, decide, decide_on_tool);
+/// `count` allow rules on `tool_000`, each with its own root under one directory
+/// (`/srv/data/r00042`) or its own subcommand of one program (`git sub00042`), and the arguments
+/// meeting rule `target`: the shape a first-component or program index alone scans whole.
+fn many_keys(count: usize, paths: bool, registry: &ToolRegistry) -> RulePolicy {
+    let rules: Vec<RuleConfig> = (0..count)
+        .map(|i| {
+            let condition = if paths {
+                Condition::path_within("/path", [format!("/srv/data/r{i:05}")])
+            } else {
+                Condition::command_prefix("/command", ["git".to_owned(), format!("sub{i:05}")])
+            };
+            RuleConfig::new(format!("a{i:05}"), "tool_000", PolicyAction::Allow, "bench")
+                .when(condition)
+        })
+        .collect();
+    RulePolicy::new(PolicyConfig::new(rules), registry).expect("bench policy loads")
+}
+
+fn meeting(target: usize, paths: bool) -> Value {
+    if paths {
+        json!({ "path": format!("/srv/data/r{target:05}/file.txt") })
+    } else {
+        json!({ "command": format!("git sub{target:05} --now") })
+    }
+}
+
+/// The best (first in naming order), worst (last) and a fixed random matching rule, at 1, 1,000
+/// and 10,000 rules on the tool: each should stay within 3x of the one-rule case.
+fn decide_whichever_rule_matches(c: &mut Criterion) {
+    let registry = registry();
+    let mut group = c.benchmark_group("policy_decide_many_keys");
+    for (kind, paths) in [("roots", true), ("subcommands", false)] {
+        for count in [1, 1000, 10_000] {
+            let policy = many_keys(count, paths, &registry);
+            let whiches: &[(&str, usize)] = if count == 1 {
+                &[("best", 0)]
+            } else {
+                &[
+                    ("best", 0),
+                    ("worst", count - 1),
+                    ("random", (count * 7919 / 13) % count),
+                ]
+            };
+            for &(which, target) in whiches {
+                let arguments = meeting(target, paths);
+                let decision = policy.decide_arguments("tool_000", &arguments);
+                assert_eq!(
+                    decision.rule_id.as_deref(),
+                    Some(format!("a{target:05}").as_str())
+                );
+                group.bench_function(format!("{kind}_{count}_{which}_allow"), |b| {
+                    b.iter(|| policy.decide_arguments(black_box("tool_000"), black_box(&arguments)))
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    decide,
+    decide_on_tool,
+    decide_whichever_rule_matches
+);
 criterion_main!(benches);

@@ -212,8 +212,14 @@ struct ToolRules {
 impl ToolRules {
     /// Indexes each list; called once the lists are in naming order.
     fn build_index(&mut self) {
-        let index = |rules: &[Rule]| Index::build(rules.iter().map(|rule| rule.condition.as_ref()));
-        self.index = [index(&self.deny), index(&self.ask), index(&self.allow)];
+        let index = |rules: &[Rule], allow: bool| {
+            Index::build(rules.iter().map(|rule| rule.condition.as_ref()), allow)
+        };
+        self.index = [
+            index(&self.deny, false),
+            index(&self.ask, false),
+            index(&self.allow, true),
+        ];
     }
 
     fn by_precedence(&self) -> [(PolicyAction, &[Rule]); 3] {

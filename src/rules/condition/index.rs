@@ -54,6 +54,10 @@ struct Group {
 #[derive(Debug)]
 pub(crate) struct Index {
     groups: Vec<Group>,
+    // The rules are `allow` rules: only a rule whose condition holds is named, so where a group's
+    // key cannot be taken (its leaf is undetermined for every rule of the group) none of them
+    // need be evaluated.
+    allow: bool,
     // Positions of the rules no group covers, ascending.
     rest: Vec<u32>,
 }
@@ -145,12 +149,14 @@ impl Index {
     /// are too few for an index to pay.
     pub(crate) fn build<'c>(
         conditions: impl ExactSizeIterator<Item = Option<&'c Compiled>>,
+        allow: bool,
     ) -> Option<Self> {
         if conditions.len() < INDEXED_FROM {
             return None;
         }
         let mut index = Self {
             groups: Vec::new(),
+            allow,
             rest: Vec::new(),
         };
         for (position, condition) in conditions.enumerate() {
@@ -246,6 +252,7 @@ impl Index {
                                 visit(position, paths);
                             }
                         }
+                        None if self.allow => {}
                         None => group.visit_all(paths, visit),
                     }
                 }
@@ -253,7 +260,9 @@ impl Index {
                     let judged = if string {
                         value
                             .as_str()
-                            .filter(|command| is_plain_command(command))
+                            // For allow rules the check can wait for the rule itself: a command
+                            // that is not plain holds for none of them.
+                            .filter(|command| self.allow || is_plain_command(command))
                             .map(|command| {
                                 group.programs.visit(string_words(command), paths, visit);
                             })
@@ -270,7 +279,7 @@ impl Index {
                                 group.programs.visit(words, paths, visit);
                             })
                     };
-                    if judged.is_none() {
+                    if judged.is_none() && !self.allow {
                         group.visit_all(paths, visit);
                     }
                 }

@@ -31,8 +31,22 @@ struct Program {
     by_subcommand: FastMap<Box<str>, Vec<u32>>,
 }
 
-#[derive(Debug, Default)]
-pub(super) struct ProgramTable(FastMap<Box<str>, Program>);
+#[derive(Debug)]
+pub(super) struct ProgramTable {
+    programs: FastMap<Box<str>, Program>,
+    // The first bytes of the programs: a word starting otherwise names none of them, and is not
+    // hashed (most words of a command are arguments and options).
+    first_bytes: [bool; 256],
+}
+
+impl Default for ProgramTable {
+    fn default() -> Self {
+        Self {
+            programs: FastMap::default(),
+            first_bytes: [false; 256],
+        }
+    }
+}
 
 impl ProgramTable {
     /// Files the rule at `position` under `key`: its program and, if any, its first subcommand,
@@ -41,7 +55,10 @@ impl ProgramTable {
         let Some((program, rest)) = key.split_first() else {
             return;
         };
-        let entry = self.0.entry(program.clone()).or_default();
+        if let Some(&first) = program.as_bytes().first() {
+            self.first_bytes[usize::from(first)] = true;
+        }
+        let entry = self.programs.entry(program.clone()).or_default();
         push(&mut entry.all, position);
         match rest.first() {
             Some(subcommand) => push(
@@ -64,9 +81,19 @@ impl ProgramTable {
     ) {
         let mut rest = words;
         while let Some((word, _)) = rest.next() {
+            // Every key of a word without `/` (itself, its heads before `-`) starts with its first
+            // byte: a word no program starts like names none.
+            let first = word.as_bytes().first().map_or(0, u8::to_ascii_lowercase);
+            if !self.first_bytes[usize::from(first)] && !word.contains('/') {
+                continue;
+            }
             let next = rest.clone().next();
             program_keys(word, &mut |key, dashed| {
-                if let Some(program) = self.0.get(key) {
+                let first = key.as_bytes().first().copied().unwrap_or_default();
+                if !self.first_bytes[usize::from(first)] {
+                    return;
+                }
+                if let Some(program) = self.programs.get(key) {
                     program.visit(dashed, next, paths, visit);
                 }
             });

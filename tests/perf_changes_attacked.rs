@@ -234,7 +234,9 @@ fn canonical_stream_audit_digest_equals_hash_of_canonical_text_for_hostile_value
 #[test]
 fn canonical_stream_approval_digest_equals_reference_framing_for_hostile_values() {
     let runs = counter();
-    let names = ["t", "t\u{0}sha256:x", "é😀", "\u{1}"];
+    // Names a registry accepts (invisible and non-ASCII ones are refused when it is built, see
+    // `canonical_stream_framing_with_nul_in_tool_names_never_collides`), with framing-like text.
+    let names = ["t", "t:sha256:x", "t_sha256_0", "sha256:"];
     let registry = tools(&names, &runs);
     let runtime = ToolRuntime::new(registry);
     let pending = PendingApprovals::new();
@@ -380,9 +382,9 @@ fn canonical_stream_same_meaning_same_digest_for_spellings_and_key_orders() {
     }
 }
 
-/// A tool name may hold NUL (the registry checks only that it is not empty), but the framing is
-/// read from the right (arguments and definition digests hold no NUL), so no tool name can shift
-/// a separator into another tool's digest.
+/// A tool name holding NUL could shift the framing's separator into another tool's digest: such a
+/// name is refused when the registry is built (issue 21: invisible characters), and an argument
+/// that spells the other call's framing is escaped, never raw NUL.
 #[test]
 fn canonical_stream_framing_with_nul_in_tool_names_never_collides() {
     let runs = counter();
@@ -391,7 +393,19 @@ fn canonical_stream_framing_with_nul_in_tool_names_never_collides() {
     assert!(!definition.contains('\0'));
     assert_eq!(definition.len(), 7 + 64);
     let crafted = format!("a\u{0}{definition}");
-    let registry = registry([first, any_tool(&crafted, &runs)]);
+    let refused = ToolRegistry::new([any_tool("a", &runs), any_tool(&crafted, &runs)]);
+    assert!(
+        matches!(
+            refused,
+            Err(toolgate::RegistryError::InvisibleCharacter {
+                index: 1,
+                code_point: 0,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    let registry = registry([first, any_tool("a_other", &runs)]);
     let runtime = ToolRuntime::new(registry);
     let pending = PendingApprovals::new();
     let digest_of = |tool: &str, arguments: Value| {
@@ -407,12 +421,17 @@ fn canonical_stream_framing_with_nul_in_tool_names_never_collides() {
         request.digest
     };
     let plain = digest_of("a", json!({}));
-    let shifted = digest_of(&crafted, json!({}));
-    assert_ne!(plain, shifted);
-    // An argument that spells the other call's framing is escaped, never raw NUL.
+    let other = digest_of("a_other", json!({}));
+    assert_ne!(plain, other);
     let spelled = digest_of("a", json!({"\u{0}": definition}));
     assert_ne!(plain, spelled);
-    assert_ne!(shifted, spelled);
+    assert_ne!(other, spelled);
+    // A model naming the crafted tool finds no tool.
+    assert!(
+        runtime
+            .prepare(ToolCall::new("c", &crafted, json!({})))
+            .is_err()
+    );
 }
 
 /// A stored call altered after it was held (arguments or tool) is stale at answer time, on the
@@ -477,15 +496,11 @@ fn comparable(events: &[AuditEvent]) -> Vec<String> {
         .collect()
 }
 
-const NAMES: [&str; 7] = ["d", "allowed", "c", "asked", "a", "allowed2", "\u{0}"];
+const NAMES: [&str; 7] = ["d", "allowed", "c", "asked", "a", "allowed2", "nul"];
 
 fn name_policy() -> ToolPolicy {
     // Names the registry lacks, too: they must not shift the table.
-    ToolPolicy::new(
-        ["allowed", "allowed2", "missing"],
-        ["asked", "gone", "\u{0}"],
-    )
-    .unwrap()
+    ToolPolicy::new(["allowed", "allowed2", "missing"], ["asked", "gone", "nul"]).unwrap()
 }
 
 /// Table decisions (with and without a sink) against the general path (the same ToolPolicy behind
@@ -880,22 +895,25 @@ fn word_hash_state(bytes: &[u8]) -> u64 {
     state
 }
 
-/// `count` distinct 16-byte ASCII names (NUL and control bytes included) on which the word hash
-/// has one state after both words: every later byte hashes alike, so they all collide.
+/// `count` distinct 16-byte names of printable ASCII (what a registry accepts) on which the word
+/// hash has one state after both words: every later byte hashes alike, so they all collide.
 fn colliding_names(count: usize) -> Vec<String> {
     const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
     let target = 0x2020_2020_2020_2020_u64;
+    let printable = |word: u64| word.to_le_bytes().iter().all(|b| (0x21..=0x7e).contains(b));
     let mut names = Vec::with_capacity(count);
     let mut candidate = 0_u64;
     while names.len() < count {
         candidate += 1;
-        // An ASCII first word from the counter (7 bits per byte).
+        // A printable first word from the counter (base 94 from `!`).
         let mut first = 0_u64;
+        let mut digits = candidate;
         for byte in 0..8 {
-            first |= ((candidate >> (7 * byte)) & 0x7f) << (8 * byte);
+            first |= (0x21 + digits % 94) << (8 * byte);
+            digits /= 94;
         }
         let second = (first.wrapping_mul(SEED)).rotate_left(5) ^ target;
-        if second & 0x8080_8080_8080_8080 != 0 {
+        if !printable(second) {
             continue;
         }
         let mut bytes = first.to_le_bytes().to_vec();
@@ -982,13 +1000,31 @@ fn names_near_collisions_by_length_prefix_nul_and_unicode_resolve_exactly() {
     let runs = counter();
     let allowed: Vec<&str> = names.iter().map(String::as_str).step_by(2).collect();
     let policy = ToolPolicy::new(allowed.clone(), [""; 0]).unwrap();
-    let registry = registry(names.iter().map(|n| any_tool(n, &runs)));
-    for (index, name) in names.iter().enumerate() {
+    // The policy's name table takes every name; a registry refuses the look-alikes (invisible
+    // characters, case twins, non-ASCII without the `unicode` feature): it holds the rest, and a
+    // refused name looked up there finds nothing, near as it is.
+    assert!(ToolRegistry::new(names.iter().map(|n| any_tool(n, &runs))).is_err());
+    let (registered, refused): (Vec<&String>, Vec<&String>) = names
+        .iter()
+        .partition(|n| n.bytes().all(|b| b.is_ascii_graphic()) && n.to_lowercase() == **n);
+    assert!(
+        registered.len() >= 28 && refused.len() >= 40,
+        "{} {}",
+        registered.len(),
+        refused.len()
+    );
+    let registry = registry(registered.iter().map(|n| any_tool(n, &runs)));
+    for name in &registered {
         assert_eq!(
             registry.resolve(name).unwrap().spec().name,
-            *name,
+            **name,
             "{name:?}"
         );
+    }
+    for name in &refused {
+        assert!(registry.resolve(name).is_none(), "{name:?}");
+    }
+    for (index, name) in names.iter().enumerate() {
         assert_eq!(
             policy.decide_for(name).action == PolicyAction::Allow,
             index % 2 == 0,

@@ -9,11 +9,12 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use common::{counted, run_count};
-use serde_json::{Value, json};
+use common::counted;
+use serde_json::json;
 use toolgate::*;
 
 /// Every spelling of `alice@example.com` a person could not tell from it.
+#[cfg(feature = "unicode")]
 const SPELLINGS: [&str; 9] = [
     "alice@example.com",
     "Alice@Example.COM",
@@ -32,6 +33,7 @@ fn mail_tools(runs: &Arc<AtomicUsize>) -> ToolRegistry {
     ToolRegistry::new([counted("send_email", schema, runs)]).unwrap()
 }
 
+#[cfg(feature = "unicode")]
 fn send(controller: &ToolController, to: &str) -> ToolResult {
     match controller.handle(ToolCall::new("c", "send_email", json!({ "to": to }))) {
         Outcome::Completed(result) => result,
@@ -42,6 +44,8 @@ fn send(controller: &ToolController, to: &str) -> ToolResult {
 #[cfg(feature = "unicode")]
 mod normalized {
     use super::*;
+    use common::run_count;
+    use serde_json::Value;
 
     fn controller(policy: Value, runs: &Arc<AtomicUsize>) -> ToolController {
         let tools = mail_tools(runs);

@@ -8,6 +8,9 @@ use crate::names::FastMap;
 
 mod lookalike;
 
+#[cfg(feature = "mcp")]
+pub(crate) use lookalike::LookAlikes;
+
 /// Why a [`ToolRegistry`] could not be built. The caller assembled the tool set wrongly.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]

@@ -12,11 +12,45 @@
 #[cfg(feature = "unicode")]
 use std::borrow::Cow;
 
-/// Whether `c` shows nothing where it stands: a control character or a Unicode
+/// Whether `c` shows nothing where it stands: a control character, a Unicode
 /// `Default_Ignorable_Code_Point` (zero-width spaces and joiners, bidi controls, variation
-/// selectors, the soft hyphen, tag characters, …).
+/// selectors, the soft hyphen, tag characters, …) or a format character (`Cf`: interlinear
+/// annotation marks, Arabic number signs, Egyptian hieroglyph format controls, …).
 pub(crate) fn is_invisible(c: char) -> bool {
-    c.is_control() || is_default_ignorable(c)
+    c.is_control() || is_hidden(c)
+}
+
+/// A default-ignorable or format character: removed from text before it is compared.
+fn is_hidden(c: char) -> bool {
+    is_default_ignorable(c) || is_format(c)
+}
+
+/// General category `Cf` (Unicode 15.1's `UnicodeData.txt`); most are default-ignorable too.
+fn is_format(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x0890..=0x0891
+            | 0x08E2
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+    )
 }
 
 /// `Default_Ignorable_Code_Point`, from Unicode's `DerivedCoreProperties.txt` (stable since
@@ -57,18 +91,15 @@ pub(crate) fn normalized(text: &str) -> Cow<'_, str> {
     {
         return Cow::Borrowed(text);
     }
-    let visible: String = text.chars().filter(|c| !is_default_ignorable(*c)).collect();
+    let visible: String = text.chars().filter(|c| !is_hidden(*c)).collect();
     let compatible: String = visible.nfkc().collect();
     let folded = compatible.to_uppercase().to_lowercase();
-    Cow::Owned(
-        folded
-            .nfkc()
-            .filter(|c| !is_default_ignorable(*c))
-            .collect(),
-    )
+    Cow::Owned(folded.nfkc().filter(|c| !is_hidden(*c)).collect())
 }
 
-/// `value` with every string in it (object keys too) [`normalized`].
+/// `value` with every string value in it [`normalized`]. Object keys are left as sent: two keys
+/// that normalize alike would merge into one, and an object with an extra key could then equal
+/// a rule's object without it.
 #[cfg(feature = "unicode")]
 pub(crate) fn normalized_value(value: &serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
@@ -77,7 +108,7 @@ pub(crate) fn normalized_value(value: &serde_json::Value) -> serde_json::Value {
         Value::Array(items) => Value::Array(items.iter().map(normalized_value).collect()),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(key, value)| (normalized(key).into_owned(), normalized_value(value)))
+                .map(|(key, value)| (key.clone(), normalized_value(value)))
                 .collect(),
         ),
         other => other.clone(),
@@ -89,7 +120,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn invisible_characters_are_the_default_ignorables_and_controls() {
+    fn invisible_characters_are_the_controls_default_ignorables_and_format_characters() {
         for c in [
             '\u{0}',
             '\u{7f}',
@@ -104,6 +135,12 @@ mod tests {
             '\u{fe0f}',
             '\u{e0041}',
             '\u{061c}',
+            '\u{fff9}',
+            '\u{fffb}',
+            '\u{0600}',
+            '\u{06dd}',
+            '\u{13430}',
+            '\u{110bd}',
         ] {
             assert!(is_invisible(c), "U+{:04X}", u32::from(c));
         }
@@ -115,7 +152,8 @@ mod tests {
             '_',
             '\u{2070}',
             '\u{1d17b}',
-            '\u{fff9}',
+            '\u{fffc}',
+            '\u{0606}',
         ] {
             assert!(!is_invisible(c), "U+{:04X}", u32::from(c));
         }

@@ -422,6 +422,18 @@ fn wire_shapes_a_responses_stateless_input_is_read() {
             problem: "missing or not a non-empty string".into()
         })
     );
+    // A typeless item holding another format's parts or calls is not a message: reported.
+    for other in [
+        json!([{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]}]),
+        json!([{"role": "assistant", "content": [{"type": "text", "text": "hi"}]}]),
+        json!([{"role": "assistant", "tool_calls": []}]),
+        json!([{"role": "assistant"}]),
+    ] {
+        assert!(
+            matches!(responses::function_calls(&other), Err(WireError::NotHandled { place, .. }) if place == "[0]"),
+            "{other}"
+        );
+    }
     // A typeless item without a role is still an unknown item, not content.
     assert!(matches!(
         responses::function_calls(&json!([{"content": "hi"}])),

@@ -754,10 +754,11 @@ fn stream_bounds_open_calls_together_share_the_buffered_cap() {
 #[test]
 fn stream_bounds_the_budget_is_given_back_when_a_call_completes() {
     // A stream of many calls one after another never holds more than one: a budget that fits
-    // one call reads a hundred in sequence (Chat completes its calls together, so it is left out).
+    // the ids and a few calls' text reads a hundred calls of 8 bytes (800 in all) in sequence
+    // (Chat completes its calls together, so it is left out).
     let limits = StreamLimits::default()
         .with_max_argument_bytes(16)
-        .with_max_buffered_bytes(16)
+        .with_max_buffered_bytes(400)
         .with_max_open_calls(1);
     for mut stream in Assembler::all(limits) {
         if matches!(stream, Assembler::Chat(_)) {
@@ -876,4 +877,91 @@ fn stream_bounds_a_yielded_responses_call_keeps_no_text_but_is_still_checked() {
     };
     assert!(stream.push(&item("{\"a\": 1}")).unwrap().is_empty());
     refused_with(stream.push(&item("{\"a\": 2}")), "differs", "responses");
+}
+
+#[test]
+fn stream_bounds_whole_inputs_long_names_and_many_ids_are_bounded_too() {
+    let limits = StreamLimits::default()
+        .with_max_argument_bytes(64)
+        .with_max_buffered_bytes(256);
+    let big = "z".repeat(100);
+    // An Anthropic block whose start event carries the whole input, no deltas.
+    let mut anthropic = AnthropicStream::with_limits(limits);
+    anthropic
+        .push(
+            &json!({"type": "content_block_start", "index": 0, "content_block": {
+            "type": "tool_use", "id": "toolu_big", "name": "t", "input": {"k": big}}}),
+        )
+        .unwrap();
+    let done = anthropic
+        .push(&json!({"type": "content_block_stop", "index": 0}))
+        .unwrap();
+    assert!(
+        done[0]
+            .as_ref()
+            .is_err_and(|r| r.content.contains("max_argument_bytes")),
+        "{done:?}"
+    );
+    // A Responses item finished without ever being opened, its arguments whole.
+    let mut responses = ResponsesStream::with_limits(limits);
+    let done = responses
+        .push(
+            &json!({"type": "response.output_item.done", "output_index": 0, "item": {
+            "type": "function_call", "call_id": "c_big", "name": "t",
+            "arguments": format!("{{\"k\": \"{big}\"}}")}}),
+        )
+        .unwrap();
+    assert!(
+        done[0]
+            .as_ref()
+            .is_err_and(|r| r.content.contains("max_argument_bytes")),
+        "{done:?}"
+    );
+    // A name longer than any provider allows fails its call, and is not kept.
+    for mut stream in Assembler::all(limits) {
+        let how = stream.name();
+        let long = "n".repeat(2000);
+        let opened = match &mut stream {
+            Assembler::Chat(s) => s
+                .push(&json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "id": "c", "function": {"name": long, "arguments": "{}"}}]}}]})),
+            Assembler::Responses(s) => s.push(&json!({"type": "response.output_item.added",
+                "output_index": 0, "item": {"type": "function_call", "id": "fc_0", "call_id": "c",
+                "name": long, "arguments": "{}"}})),
+            Assembler::Anthropic(s) => s.push(&json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "tool_use", "id": "c", "name": long, "input": {}}})),
+        };
+        opened.unwrap();
+        let done = match &mut stream {
+            Assembler::Responses(s) => s
+                .push(&json!({"type": "response.function_call_arguments.done",
+                "item_id": "fc_0", "output_index": 0, "arguments": "{}"})),
+            other => other.close(0, "c"),
+        }
+        .unwrap();
+        assert!(
+            done[0]
+                .as_ref()
+                .is_err_and(|r| r.content.contains("longer than 1024 bytes")),
+            "{how}: {done:?}"
+        );
+    }
+    // Ids are kept for the whole stream: their bytes together are bounded too.
+    let mut stream = AnthropicStream::with_limits(limits);
+    let mut refused = None;
+    for n in 0..64_u64 {
+        let id = format!("{n:0>40}");
+        if let Err(error) = stream.push(&json!({"type": "content_block_start", "index": n,
+            "content_block": {"type": "tool_use", "id": id, "name": "t", "input": {}}}))
+        {
+            refused = Some((n, error));
+            break;
+        }
+        stream
+            .push(&json!({"type": "content_block_stop", "index": n}))
+            .unwrap();
+    }
+    let (at, error) = refused.expect("refused before 64 ids of 40 bytes");
+    assert_eq!(at, 6, "256 bytes hold six 40-byte ids");
+    refused_with(Err(error), "call ids exceed 256 bytes", "anthropic");
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use common::counted;
-use serde_json::json;
+use serde_json::{Value, json};
 use toolgate::*;
 
 /// Every spelling of `alice@example.com` a person could not tell from it.
@@ -45,7 +45,6 @@ fn send(controller: &ToolController, to: &str) -> ToolResult {
 mod normalized {
     use super::*;
     use common::run_count;
-    use serde_json::Value;
 
     fn controller(policy: Value, runs: &Arc<AtomicUsize>) -> ToolController {
         let tools = mail_tools(runs);
@@ -131,6 +130,48 @@ mod normalized {
         }
         assert!(send(&controller, "ＵＳＥＲ7@example.com").is_error);
         assert!(!send(&controller, "user77@example.com").is_error);
+    }
+
+    #[test]
+    fn normalization_built_in_code_reaches_lists_and_is_part_of_the_digest() {
+        use toolgate::rules::{Condition, PolicyConfig, RuleConfig, TextOptions};
+        let runs = Arc::default();
+        let schema = json!({"type": "object", "properties": {"to": {"type": "array", "items": {"type": "string"}}}});
+        let tools = ToolRegistry::new([counted("send_email", schema, &runs)]).unwrap();
+        let rules = || {
+            vec![
+                RuleConfig::new("mail", "send_email", PolicyAction::Allow, "mail"),
+                RuleConfig::new("not-alice", "send_email", PolicyAction::Deny, "opted out")
+                    .when(Condition::equals("/to", json!(["alice@example.com"]))),
+            ]
+        };
+        let normalized =
+            PolicyConfig::new(rules()).with_text(TextOptions::default().normalize(true));
+        let policy = RulePolicy::new(normalized, &tools).unwrap();
+        for spelling in SPELLINGS {
+            let decision = policy.decide_arguments("send_email", &json!({ "to": [spelling] }));
+            assert_eq!(
+                decision.action,
+                PolicyAction::Deny,
+                "{spelling:?} in a list"
+            );
+        }
+        // The option is part of what the policy is: its digest says whether text is normalized,
+        // and an explicit default is the default.
+        let plain = RulePolicy::new(PolicyConfig::new(rules()), &tools).unwrap();
+        let explicit_default = RulePolicy::new(
+            PolicyConfig::new(rules()).with_text(TextOptions::default()),
+            &tools,
+        )
+        .unwrap();
+        assert_ne!(policy.digest(), plain.digest());
+        assert_eq!(plain.digest(), explicit_default.digest());
+        let text = serde_json::to_value(plain.config()).unwrap();
+        assert!(text.get("text").is_none(), "{text}");
+        assert_eq!(
+            serde_json::to_value(policy.config()).unwrap()["text"],
+            json!({"normalize": true})
+        );
     }
 
     #[test]
@@ -240,4 +281,54 @@ fn tool_names_that_differ_only_in_case_are_refused() {
         );
     }
     assert!(ToolRegistry::new([tool("read_file"), tool("read-file"), tool("read_files")]).is_ok());
+}
+
+/// A case-insensitive file system (APFS, NTFS) folds more than ASCII: `\u{212A}ubectl` (Kelvin
+/// sign) runs `kubectl`, `ſudo` (long s) runs `sudo`. An argv whose program word folds to a
+/// denied program is undetermined, so the deny applies — through the index too.
+#[test]
+fn unicode_case_spellings_of_a_program_meet_its_deny_rule() {
+    let runs = Arc::default();
+    let schema = json!({"type": "object", "properties": {"argv": {"type": "array", "items": {"type": "string"}}}});
+    let tools = ToolRegistry::new([counted("run", schema, &runs)]).unwrap();
+    // Everything runs but what a deny rule catches: a spelling the deny misses would run.
+    let mut rules = vec![
+        json!({"id": "allow-all", "tool": "run", "action": "allow", "reason": "the rest runs"}),
+        json!({"id": "no-delete", "tool": "run", "action": "deny", "reason": "no deleting",
+               "when": {"argv_prefix": {"pointer": "/argv", "prefix": ["kubectl", "delete"]}}}),
+    ];
+    // Enough deny rules on other programs for the deny list to be indexed.
+    for n in 0..20 {
+        rules.push(
+            json!({"id": format!("other-{n}"), "tool": "run", "action": "deny", "reason": "r",
+            "when": {"argv_prefix": {"pointer": "/argv", "prefix": [format!("prog{n}"), "x"]}}}),
+        );
+    }
+    let policy = RulePolicy::from_json(&json!({ "rules": rules }).to_string(), &tools).unwrap();
+    let controller = ToolController::try_new(tools, policy).unwrap();
+    let run =
+        |argv: Value| match controller.handle(ToolCall::new("c", "run", json!({ "argv": argv }))) {
+            Outcome::Completed(result) => result,
+            Outcome::PendingApproval(_) => panic!("no rule asks"),
+        };
+    for argv in [
+        json!(["\u{212A}ubectl", "delete", "pod"]),
+        json!(["/usr/local/bin/\u{212A}UBECTL", "delete"]),
+        json!(["ſudo", "\u{212A}ubectl", "delete"]),
+        json!(["\u{212A}ubectl-delete", "pod"]),
+        json!(["kubectl", "delete"]),
+    ] {
+        let result = run(argv.clone());
+        // Denied by `no-delete`: as undetermined for the look-alikes, as holding for the last.
+        assert!(
+            result.is_error && result.content.starts_with("denied"),
+            "{argv}: {result:?}"
+        );
+    }
+    // The control: what no deny covers still runs; a look-alike of the program is undetermined
+    // whatever its subcommand, so the deny applies to it too.
+    assert!(!run(json!(["kubectl", "get", "pods"])).is_error);
+    assert!(!run(json!(["echo", "\u{212A}", "delete"])).is_error);
+    assert!(run(json!(["\u{212A}ubectl", "get", "pods"])).is_error);
+    assert_eq!(common::run_count(&runs), 2);
 }

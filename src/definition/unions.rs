@@ -14,53 +14,88 @@ use serde_json::Value;
 /// `null` (an `Option`) is not a choice between variants.
 pub(super) fn first_untagged(schema: &Value) -> Option<String> {
     let mut pointer = String::new();
-    find(schema, schema, &mut pointer, 0)
+    find(schema, schema, &mut pointer, 0, Holds::Schema)
 }
 
 /// Generated schemas nest as deep as the type; definitions already refuse schemas deeper than
 /// [`MAX_SCHEMA_DEPTH`](super::MAX_SCHEMA_DEPTH), so this bound is never the one reached.
 const MAX_DEPTH: usize = 256;
 
-fn find(root: &Value, schema: &Value, pointer: &mut String, depth: usize) -> Option<String> {
+/// What a JSON value in the schema is: a schema, or a map from names to schemas.
+#[derive(Clone, Copy)]
+enum Holds {
+    Schema,
+    /// `properties`, `$defs`, …: its keys are names, not keywords.
+    Names,
+}
+
+/// Keywords whose values are data (an instance), not schemas: nothing in them is a union.
+const DATA_KEYWORDS: [&str; 4] = ["const", "default", "enum", "examples"];
+
+/// Keywords whose values map names to schemas.
+const NAME_MAPS: [&str; 5] = [
+    "properties",
+    "$defs",
+    "definitions",
+    "patternProperties",
+    "dependentSchemas",
+];
+
+fn find(
+    root: &Value,
+    value: &Value,
+    pointer: &mut String,
+    depth: usize,
+    holds: Holds,
+) -> Option<String> {
     if depth > MAX_DEPTH {
         return None;
     }
-    match schema {
+    match value {
         Value::Object(map) => {
-            // `"type": ["string", "object"]`: a union of types, each a variant.
-            if let Some(Value::Array(types)) = map.get("type")
-                && types
-                    .iter()
-                    .filter(|kind| kind.as_str() != Some("null"))
-                    .count()
-                    > 1
-            {
-                return Some(format!("{pointer}/type"));
-            }
-            for combinator in ["anyOf", "oneOf"] {
-                if let Some(Value::Array(branches)) = map.get(combinator)
-                    && !tagged(root, branches)
+            if let Holds::Schema = holds {
+                // `"type": ["string", "object"]`: a union of types, each a variant.
+                if let Some(Value::Array(types)) = map.get("type")
+                    && types
+                        .iter()
+                        .filter(|kind| kind.as_str() != Some("null"))
+                        .count()
+                        > 1
                 {
-                    return Some(format!("{pointer}/{combinator}"));
+                    return Some(format!("{pointer}/type"));
+                }
+                for combinator in ["anyOf", "oneOf"] {
+                    if let Some(Value::Array(branches)) = map.get(combinator)
+                        && !tagged(root, branches)
+                    {
+                        return Some(format!("{pointer}/{combinator}"));
+                    }
                 }
             }
-            for (key, value) in map {
+            for (key, child) in map {
+                let child_holds = match holds {
+                    Holds::Names => Holds::Schema,
+                    Holds::Schema if DATA_KEYWORDS.contains(&key.as_str()) => continue,
+                    Holds::Schema if NAME_MAPS.contains(&key.as_str()) => Holds::Names,
+                    Holds::Schema => Holds::Schema,
+                };
                 let parent = pointer.len();
                 pointer.push('/');
                 pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                if let Some(found) = find(root, value, pointer, depth + 1) {
+                if let Some(found) = find(root, child, pointer, depth + 1, child_holds) {
                     return Some(found);
                 }
                 pointer.truncate(parent);
             }
             None
         }
+        // A list of schemas (`anyOf`, `allOf`, `prefixItems`, …).
         Value::Array(items) => {
-            for (index, value) in items.iter().enumerate() {
+            for (index, item) in items.iter().enumerate() {
                 let parent = pointer.len();
                 pointer.push('/');
                 pointer.push_str(&index.to_string());
-                if let Some(found) = find(root, value, pointer, depth + 1) {
+                if let Some(found) = find(root, item, pointer, depth + 1, Holds::Schema) {
                     return Some(found);
                 }
                 pointer.truncate(parent);
@@ -71,42 +106,92 @@ fn find(root: &Value, schema: &Value, pointer: &mut String, depth: usize) -> Opt
     }
 }
 
-/// Whether every variant but `null` names itself: at most one such variant, or each one a set of
-/// constants (unit variants), an object with a required constant property (an internal or
-/// adjacent tag), or an object of exactly one required property and nothing else (an external
-/// tag).
+/// Whether the variants (but `null`) name themselves, so a value fits at most one: at most one
+/// variant; else constants (unit variants) that are all distinct, and objects that are either
+/// all closed with one required key each, the keys distinct (an external tag), or all hold one
+/// required property with a constant, the constants distinct (an internal or adjacent tag).
 fn tagged(root: &Value, branches: &[Value]) -> bool {
     let variants: Vec<&Value> = branches
         .iter()
         .map(|branch| resolve(root, branch))
         .filter(|branch| !is_null(branch))
         .collect();
-    variants.len() <= 1 || variants.iter().all(|variant| names_itself(variant))
-}
-
-fn names_itself(variant: &Value) -> bool {
-    if variant.get("const").is_some() || variant.get("enum").is_some_and(Value::is_array) {
+    if variants.len() <= 1 {
         return true;
     }
-    let required: Vec<&str> = variant
+    let mut constants: Vec<&Value> = Vec::new();
+    let mut objects: Vec<&Value> = Vec::new();
+    for variant in variants {
+        if let Some(constant) = variant.get("const") {
+            constants.push(constant);
+        } else if let Some(Value::Array(values)) = variant.get("enum") {
+            constants.extend(values);
+        } else {
+            objects.push(variant);
+        }
+    }
+    if !distinct(&constants) || constants.iter().any(|c| c.is_object()) && !objects.is_empty() {
+        return false;
+    }
+    if objects.len() <= 1 {
+        return objects
+            .iter()
+            .all(|object| object.get("type").and_then(Value::as_str) == Some("object"))
+            || objects.is_empty();
+    }
+    externally_tagged(&objects) || internally_tagged(&objects)
+}
+
+fn distinct(values: &[&Value]) -> bool {
+    values
+        .iter()
+        .enumerate()
+        .all(|(index, value)| !values[..index].contains(value))
+}
+
+fn required(variant: &Value) -> Vec<&str> {
+    variant
         .get("required")
         .and_then(Value::as_array)
         .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let properties = variant.get("properties").and_then(Value::as_object);
-    let Some(properties) = properties else {
+        .unwrap_or_default()
+}
+
+/// Each object closed, with exactly one property, required, and no two with the same.
+fn externally_tagged(objects: &[&Value]) -> bool {
+    let mut keys: Vec<&str> = Vec::new();
+    for object in objects {
+        let required = required(object);
+        let Some(properties) = object.get("properties").and_then(Value::as_object) else {
+            return false;
+        };
+        let closed = object.get("additionalProperties") == Some(&Value::Bool(false));
+        if required.len() != 1 || properties.len() != 1 || !closed {
+            return false;
+        }
+        if !properties.contains_key(required[0]) || keys.contains(&required[0]) {
+            return false;
+        }
+        keys.push(required[0]);
+    }
+    true
+}
+
+/// One property every object requires and holds a constant in, the constants all distinct.
+fn internally_tagged(objects: &[&Value]) -> bool {
+    let tag_of = |object: &Value, key: &str| -> Option<Value> {
+        if !required(object).contains(&key) {
+            return None;
+        }
+        object.get("properties")?.get(key)?.get("const").cloned()
+    };
+    let Some(first) = objects.first() else {
         return false;
     };
-    let internal = required.iter().any(|name| {
-        properties
-            .get(*name)
-            .is_some_and(|property| property.get("const").is_some())
-    });
-    let external = required.len() == 1
-        && properties.len() == 1
-        && properties.contains_key(required[0])
-        && variant.get("additionalProperties") == Some(&Value::Bool(false));
-    internal || external
+    required(first).into_iter().any(|key| {
+        let tags: Option<Vec<Value>> = objects.iter().map(|object| tag_of(object, key)).collect();
+        tags.is_some_and(|tags| distinct(&tags.iter().collect::<Vec<_>>()))
+    })
 }
 
 fn is_null(schema: &Value) -> bool {
@@ -169,6 +254,31 @@ mod tests {
                 ]),
                 false,
             ),
+            // A constant both variants hold (a shared header), or tags under different keys:
+            // one value can fit both.
+            (
+                json!([
+                    object(json!({"v": tag("1"), "a": {}}), json!(["v", "a"])),
+                    object(json!({"v": tag("1"), "b": {}}), json!(["v", "b"]))
+                ]),
+                false,
+            ),
+            (
+                json!([
+                    object(json!({"a": tag("x")}), json!(["a"])),
+                    object(json!({"b": tag("y")}), json!(["b"]))
+                ]),
+                false,
+            ),
+            // Two unit variants accepting one constant, or a constant beside an open string.
+            (json!([{"const": "a"}, {"enum": ["a", "b"]}]), false),
+            (json!([{"const": "a"}, {"type": "string"}]), false),
+            // Two external tags under one key.
+            (
+                json!([{"type": "object", "properties": {"A": {}}, "required": ["A"], "additionalProperties": false},
+                       {"type": "object", "properties": {"A": {}}, "required": ["A"], "additionalProperties": false}]),
+                false,
+            ),
             // One required property, but the object stays open: not an external tag.
             (
                 json!([{"type": "object", "properties": {"A": {}}, "required": ["A"]},
@@ -198,6 +308,16 @@ mod tests {
         assert_eq!(
             first_untagged(&types).as_deref(),
             Some("/properties/a/type")
+        );
+        // Data is not a schema (a default that looks like one), and a property may be named
+        // like a keyword.
+        let data = json!({"properties": {
+            "a": {"type": "object", "default": {"type": ["a", "b"], "anyOf": [1, 2]}},
+            "enum": {"type": "string", "examples": [{"oneOf": [{}, {}]}]},
+            "default": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}});
+        assert_eq!(
+            first_untagged(&data).as_deref(),
+            Some("/properties/default/anyOf")
         );
     }
 }

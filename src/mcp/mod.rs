@@ -31,7 +31,7 @@ mod wire;
 
 pub use reload::{PolicyFile, Reload};
 pub use server::McpServer;
-pub use upstream::{Skipped, Upstream};
+pub use upstream::{SkipReason, Skipped, Upstream};
 pub use wire::APPROVAL_ID_META;
 
 /// The SDK this module is built on, at the version toolgate uses.

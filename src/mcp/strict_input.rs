@@ -68,15 +68,15 @@ where
 /// `None` to pass it on as it is.
 fn marked(line: &[u8]) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(line).ok()?;
-    // Only calls are judged; a line that never says so is not parsed twice.
-    if !text.contains("tools/call") {
+    // The SDK drops a leading byte-order mark before it parses; so must this.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // Read as the SDK reads it (the method's text may be escaped, `tools\/call`): only a call is
+    // parsed twice.
+    let mut message: Value = serde_json::from_str(text).ok()?;
+    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
         return None;
     }
     if crate::providers::strict_parse(text.trim_end()).is_ok() {
-        return None;
-    }
-    let mut message: Value = serde_json::from_str(text).ok()?;
-    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
         return None;
     }
     let params = message.get_mut("params")?.as_object_mut()?;
@@ -125,5 +125,14 @@ mod tests {
         let other = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":1,"x":2},"m":"tools/call"}"#;
         assert_eq!(marked(other.as_bytes()), None);
         assert_eq!(marked(b"not json tools/call"), None);
+        // The method spelled with escapes, a byte-order mark, CRLF: the same call, marked.
+        for spelled in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools\/call","params":{"name":"t","arguments":{"a":1,"a":2}}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":7,"method":"\u0074ools/call","params":{"name":"t","arguments":{"a":1,"a":2}}}"#.to_owned(),
+            format!("\u{feff}{}", call(r#"{"a":1,"a":2}"#)),
+            format!("{}\r\n", call(r#"{"a":1,"a":2}"#)),
+        ] {
+            assert!(marked(spelled.as_bytes()).is_some(), "{spelled:?}");
+        }
     }
 }

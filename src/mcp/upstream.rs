@@ -20,15 +20,29 @@ pub struct Upstream {
     service: RunningService<RoleClient, ()>,
 }
 
-/// An upstream tool that was not imported, and why (its schema does not compile offline, say).
-/// The tool is not served; nothing can call it through the gateway.
+/// An upstream tool that was not imported, and why (its schema does not compile offline, its
+/// name could be taken for another's). The tool is not served; nothing can call it through the
+/// gateway.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Skipped {
     /// The tool's name, bounded and escaped.
     pub name: String,
     /// Why it was left out.
-    pub error: DefinitionError,
+    pub error: SkipReason,
+}
+
+/// Why an upstream tool was left out.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// Its definition could not be built (a schema that refers outside itself, say).
+    #[error(transparent)]
+    Definition(#[from] DefinitionError),
+    /// Its name holds an invisible character, or looks like a tool imported before it (which is
+    /// served): a registry refuses both, and one such tool must not keep the others out.
+    #[error(transparent)]
+    Name(#[from] crate::registry::RegistryError),
 }
 
 impl Upstream {
@@ -59,7 +73,9 @@ impl Upstream {
     /// # Errors
     ///
     /// [`McpError::Upstream`] if `tools/list` fails, [`McpError::Registry`] if the upstream lists
-    /// one name twice.
+    /// one name twice. A name a registry would refuse as a look-alike (an invisible character, a
+    /// name differing from an earlier one only in case or in characters drawn alike) is skipped,
+    /// not fatal: a hostile upstream cannot keep its other tools out with one bad name.
     pub async fn import_tools(&self) -> Result<(ToolRegistry, Vec<Skipped>), McpError> {
         let tools = self
             .peer()
@@ -68,12 +84,24 @@ impl Upstream {
             .map_err(|error| McpError::Upstream(Box::new(error)))?;
         let mut definitions = Vec::with_capacity(tools.len());
         let mut skipped = Vec::new();
+        let mut names = std::collections::HashSet::new();
+        let mut look_alikes = crate::registry::LookAlikes::default();
         for tool in tools {
+            // A name given twice stays fatal (the registry says so); a look-alike is skipped.
+            if names.insert(tool.name.to_string())
+                && let Err(error) = look_alikes.check(&tool.name)
+            {
+                skipped.push(Skipped {
+                    name: quote_bounded(&tool.name),
+                    error: error.into(),
+                });
+                continue;
+            }
             match forwarding_definition(self.peer().clone(), &tool) {
                 Ok(definition) => definitions.push(definition),
                 Err(error) => skipped.push(Skipped {
                     name: quote_bounded(&tool.name),
-                    error,
+                    error: error.into(),
                 }),
             }
         }

@@ -150,14 +150,10 @@ pub(crate) fn custom_tool_error(id: String, item: &Value) -> ToolResult {
 
 /// An item other than a call: `None` for content, else what to report.
 pub(crate) fn classify(item: &Value, place: String) -> Option<NotHandled> {
-    // The API takes an input message without `type` (`{"role": "user", "content": …}`).
+    // The API takes an input message without `type` (`{"role": "user", "content": …}`); one
+    // holding another format's parts (Anthropic's `tool_use`) or calls is not such a message.
     let kind = match item.get("type") {
-        None if item.get("role").is_some_and(Value::is_string)
-            && item.get("tool_calls").is_none()
-            && item.get("function_call").is_none() =>
-        {
-            "message"
-        }
+        None if is_typeless_message(item) => "message",
         kind => kind.and_then(Value::as_str).unwrap_or("(none)"),
     };
     match super::turn::responses_item(kind) {
@@ -169,6 +165,30 @@ pub(crate) fn classify(item: &Value, place: String) -> Option<NotHandled> {
                 .and_then(Value::as_str);
             Some(NotHandled::new(place, kind, id, reason))
         }
+    }
+}
+
+/// A Responses input message written without `type`: a `role`, and `content` that is text or
+/// parts of the Responses content types (`input_text`, `output_text`, `refusal`, …), no calls.
+fn is_typeless_message(item: &Value) -> bool {
+    if !item.get("role").is_some_and(Value::is_string)
+        || item.get("tool_calls").is_some()
+        || item.get("function_call").is_some()
+    {
+        return false;
+    }
+    match item.get("content") {
+        Some(Value::String(_)) => true,
+        Some(Value::Array(parts)) => parts.iter().all(|part| {
+            part.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|kind| {
+                    kind.starts_with("input_")
+                        || kind.starts_with("output_")
+                        || matches!(kind, "refusal" | "summary_text" | "reasoning_text")
+                })
+        }),
+        _ => false,
     }
 }
 

@@ -13,11 +13,11 @@ use crate::names::FastMap;
 
 /// The names registered so far, by the form two look-alike names share.
 #[derive(Debug, Default)]
-pub(super) struct LookAlikes(FastMap<String, String>);
+pub(crate) struct LookAlikes(FastMap<String, String>);
 
 impl LookAlikes {
     /// Checks `name` alone and against every name checked before.
-    pub(super) fn check(&mut self, name: &str) -> Result<(), RegistryError> {
+    pub(crate) fn check(&mut self, name: &str) -> Result<(), RegistryError> {
         if let Some((index, c)) = name
             .chars()
             .enumerate()

@@ -120,6 +120,10 @@ fn arguments() -> Vec<Value> {
         json!(["git push now"]),
         json!(["git-status"]),
         json!(["sudo", "GIT", "Push"]),
+        json!(["ſudo", "git", "push"]),
+        json!(["lſ", "-la"]),
+        json!(["/usr/bin/lſ", "x"]),
+        json!(["\u{212A}it-push"]),
     ];
     let modes = [json!("m1"), json!("m2x"), json!(3), json!("zz")];
     let mut all = Vec::new();

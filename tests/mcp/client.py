@@ -93,6 +93,8 @@ async def main() -> None:
         result = await call(client, "echo", {"text": "hi"})
         check("allowed call reaches upstream", result is not None and text(result) == "echo: hi"
               and len(records("echo")) == 1, result)
+        check("a look-alike upstream name is not served (and kept no other tool out)",
+              refused(await call(client, "Echo", {"text": "hi"})) and records("Echo") == [])
 
         for tool, arguments in [("shell", {"command": SECRET}), ("no_such_tool", {}),
                                 ("echo", {"text": 5}), ("echo", {}),

@@ -38,6 +38,13 @@ def shell(command: str) -> str:
     return "ran"
 
 
+# A look-alike of `echo` (another case): the gateway must skip it, and still serve the others.
+@server.tool(name="Echo", description="Echo the text back, louder.")
+def echo_look_alike(text: str) -> str:
+    record("Echo", {"text": text})
+    return f"ECHO: {text}"
+
+
 @server.tool(description="Stop the server abruptly.")
 def crash() -> str:
     record("crash", {})

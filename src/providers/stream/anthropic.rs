@@ -228,7 +228,11 @@ impl AnthropicStream {
                 ..Partial::default()
             };
             partial.name(block.get("name").unwrap_or(&Value::Null));
-            let start_input = block.get("input").cloned().unwrap_or(Value::Null);
+            // A whole input is held until the block stops: charged like argument text.
+            let start_input = match block.get("input") {
+                Some(input) if self.budget.hold(&mut partial, input) => input.clone(),
+                _ => Value::Null,
+            };
             self.blocks.insert(
                 slot,
                 Block::Tool {

@@ -39,10 +39,14 @@
 //! | open calls in one stream ([`DEFAULT_MAX_OPEN_CALLS`], 128) | [`WireError`] for the event that opens one more |
 //! | indices (calls, content, items) one stream opens ([`DEFAULT_MAX_INDICES`], 4,096) | [`WireError`] for the event that opens one more |
 //!
-//! A call that failed keeps no text, so what is buffered stays within the bounds however
-//! many deltas follow. Two calls with the same id in one stream are a [`WireError`] for the
-//! second: a result could not say which of them it answers.
-//! Bound the bytes of each event you read from the provider as well.
+//! A whole input a call holds beside its text (an Anthropic start event's `input`, a Responses
+//! item finished without ever being streamed) counts against the same two bounds. A call that
+//! failed buffers nothing more, so what is held stays within the bounds however many deltas
+//! follow. The ids of a stream's calls are kept to the end (two calls with the same id are a
+//! [`WireError`] for the second: a result could not say which of them it answers), and their
+//! bytes together are bounded by `max_buffered_bytes` too (past it, a [`WireError`]); a name
+//! longer than 1,024 bytes fails its call. Bound the bytes of each event you read from the
+//! provider as well.
 
 mod anthropic;
 mod chat;
@@ -150,8 +154,10 @@ impl StreamLimits {
 #[derive(Debug, Default)]
 struct Budget {
     limits: StreamLimits,
-    /// Invariant: the sum of `arguments.len()` over the stream's open partials.
+    /// Invariant: the sum of `arguments.len() + held` over the stream's open partials.
     buffered: usize,
+    /// The bytes of the ids claimed so far (kept for the whole stream), within the same bound.
+    id_bytes: usize,
     /// The ids of every call opened so far: a second call with one of them is refused.
     ids: super::DistinctIds,
 }
@@ -196,13 +202,95 @@ impl Budget {
 
     /// Records a call's id; one already used in this stream is refused.
     fn claim_id(&mut self, id: &str, place: &str) -> Result<(), WireError> {
+        self.id_bytes = self.id_bytes.saturating_add(id.len());
+        if self.id_bytes > self.limits.max_buffered_bytes {
+            return Err(WireError::malformed(
+                place,
+                format!(
+                    "the stream's call ids exceed {} bytes (StreamLimits::max_buffered_bytes)",
+                    self.limits.max_buffered_bytes
+                ),
+            ));
+        }
         self.ids.claim(id, place)
     }
 
     /// Gives back what a call that leaves the stream (completed or cut) held.
     fn release(&mut self, partial: &Partial) {
-        self.buffered -= partial.arguments.len();
+        self.buffered -= partial.arguments.len() + partial.held;
     }
+
+    /// Charges a whole input a call holds beside its text (Anthropic's start `input`) to the
+    /// call; `false` (the call failed, with nothing charged) if it does not fit the bounds.
+    fn hold(&mut self, partial: &mut Partial, input: &Value) -> bool {
+        let limits = self.limits;
+        let size = json_size(input, limits.max_argument_bytes);
+        if size > limits.max_argument_bytes {
+            partial.fail(&format!(
+                "the call's arguments exceed {} bytes (StreamLimits::max_argument_bytes)",
+                limits.max_argument_bytes
+            ));
+            return false;
+        }
+        if self.buffered.saturating_add(size) > limits.max_buffered_bytes {
+            partial.fail(&format!(
+                "the stream's open calls exceed {} bytes of arguments (StreamLimits::max_buffered_bytes)",
+                limits.max_buffered_bytes
+            ));
+            return false;
+        }
+        partial.held += size;
+        self.buffered += size;
+        true
+    }
+}
+
+/// The bytes `value` takes as compact JSON, counted only up to one past `limit`.
+fn json_size(value: &Value, limit: usize) -> usize {
+    struct Count {
+        bytes: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.bytes = self.bytes.saturating_add(buf.len());
+            if self.bytes > self.limit {
+                // Enough is known: stop serializing.
+                return Err(std::io::ErrorKind::FileTooLarge.into());
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count { bytes: 0, limit };
+    let _ = serde_json::to_writer(&mut count, value);
+    count.bytes
+}
+
+/// The most bytes a call's name may have: every provider caps names at 64 or 128 characters.
+const MAX_NAME_BYTES: usize = 1024;
+
+/// A whole call's arguments (an item never streamed in pieces) within `limits`, or the error
+/// result that says they are not.
+fn whole_within(call: ParsedCall, arguments: Option<&Value>, limits: StreamLimits) -> ParsedCall {
+    let Ok(call) = call else {
+        return call;
+    };
+    let size = arguments.map_or(0, |arguments| {
+        json_size(arguments, limits.max_argument_bytes)
+    });
+    if size > limits.max_argument_bytes {
+        return Err(ToolResult::error(
+            call.call_id,
+            format!(
+                "the call's arguments exceed {} bytes (StreamLimits::max_argument_bytes)",
+                limits.max_argument_bytes
+            ),
+        ));
+    }
+    Ok(call)
 }
 
 /// A call being assembled.
@@ -214,6 +302,8 @@ struct Partial {
     name: Option<String>,
     /// The concatenated argument text.
     arguments: String,
+    /// Bytes charged to the budget for a whole input held beside the text.
+    held: usize,
     /// Set when an event contradicted the call: it completes as this error.
     problem: Option<String>,
 }
@@ -229,6 +319,9 @@ impl Partial {
     fn name(&mut self, name: &Value) {
         match (name, &self.name) {
             (Value::Null, _) => {}
+            (Value::String(name), _) if name.len() > MAX_NAME_BYTES => {
+                self.fail("the stream sent a name longer than 1024 bytes");
+            }
             (Value::String(name), None) if !name.is_empty() => self.name = Some(name.clone()),
             (Value::String(name), Some(known)) if name == known || name.is_empty() => {}
             (Value::String(_), Some(_)) => self.fail("the stream named one call twice"),
@@ -240,7 +333,8 @@ impl Partial {
     /// nothing it buffered is needed again.
     fn fail_dropping(&mut self, problem: &str, budget: &mut Budget) {
         self.fail(problem);
-        budget.release(self);
+        // The text only: a whole input it holds stays charged until the call leaves the stream.
+        budget.buffered -= self.arguments.len();
         self.arguments = String::new();
     }
 

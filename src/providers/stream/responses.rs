@@ -248,6 +248,7 @@ impl ResponsesStream {
                 self.items.insert(slot, Item::Other);
                 let item_place = format!("{place}.item");
                 if let Some(call) = read_item(item, &item_place)? {
+                    let call = super::whole_within(call, item.get("arguments"), self.budget.limits);
                     let id = match &call {
                         Ok(call) => &call.call_id,
                         Err(result) => &result.call_id,

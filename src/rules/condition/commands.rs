@@ -72,7 +72,16 @@ enum ProgramWord<'a> {
     Other,
     /// Its per-subcommand binary, `program-sub`: the rest is the first subcommand word.
     Dashed(&'a str),
+    /// A spelling outside ASCII that a case-insensitive file system may resolve to it or to its
+    /// `program-sub` (`\u{212A}ubectl` for `kubectl`, `ſudo` for `sudo`): nothing can be said.
+    Unicode,
     No,
+}
+
+/// Text folded as case-insensitive comparison folds it elsewhere in toolgate: upper-cased, then
+/// lower-cased (the Kelvin sign and `k`, `ſ` and `s`, `ı` and `i` meet).
+pub(crate) fn fold_case(text: &str) -> String {
+    text.to_uppercase().to_lowercase()
 }
 
 fn program_word<'a>(word: &'a str, program: &str) -> ProgramWord<'a> {
@@ -80,6 +89,17 @@ fn program_word<'a>(word: &'a str, program: &str) -> ProgramWord<'a> {
         return ProgramWord::Exact;
     }
     let base = word.rsplit('/').next().unwrap_or(word);
+    if !base.is_ascii() {
+        let (folded, program) = (fold_case(base), fold_case(program));
+        let dashed = folded
+            .strip_prefix(program.as_str())
+            .is_some_and(|rest| rest.len() > 1 && rest.starts_with('-'));
+        return if folded == program || dashed {
+            ProgramWord::Unicode
+        } else {
+            ProgramWord::No
+        };
+    }
     if base.eq_ignore_ascii_case(program) {
         return ProgramWord::Other;
     }
@@ -125,6 +145,7 @@ pub(crate) fn prefix_match<'a>(
                 first_subcommand = Some(rest);
                 break;
             }
+            ProgramWord::Unicode => return PrefixMatch::Possible,
             // Whatever came first (an assignment, a program running another), the program may
             // come later.
             ProgramWord::No => {}

@@ -84,7 +84,20 @@ impl ProgramTable {
             // Every key of a word without `/` (itself, its heads before `-`) starts with its first
             // byte: a word no program starts like names none.
             let first = word.as_bytes().first().map_or(0, u8::to_ascii_lowercase);
-            if !self.first_bytes[usize::from(first)] && !word.contains('/') {
+            if word.is_ascii() && !self.first_bytes[usize::from(first)] && !word.contains('/') {
+                continue;
+            }
+            if !word.is_ascii() {
+                // A spelling a case-insensitive file system may resolve to a program leaves
+                // every rule of that program undetermined (`prefix_match`): all of them.
+                let folded = super::commands::fold_case(word);
+                program_keys(&folded, &mut |key, _| {
+                    if let Some(program) = self.programs.get(key) {
+                        for &position in &program.all {
+                            visit(position, paths);
+                        }
+                    }
+                });
                 continue;
             }
             let next = rest.clone().next();

@@ -20,7 +20,9 @@ pub(crate) fn is_busy(error: &rusqlite::Error) -> bool {
 }
 
 /// Runs `step` until it succeeds, fails for another reason than a lock, or [`BUSY_TIMEOUT`]
-/// has passed (then its last error). `busy` tells a lock error from the others.
+/// has passed (then its last error). `busy` tells a lock error from the others. A step started
+/// just before the deadline may itself wait up to the busy timeout inside a statement, so an open
+/// that never gets the lock gives up after at most about twice `BUSY_TIMEOUT`.
 pub(crate) fn retry_while_busy<T, E>(
     mut step: impl FnMut() -> Result<T, E>,
     busy: impl Fn(&E) -> bool,

@@ -757,4 +757,31 @@ fn forged_notifications_are_not_answers() {
         watcher.wait_for_answer(id, Duration::from_secs(5)).unwrap(),
         Some(ApprovalState::Approved { .. })
     ));
+    // Drain the real changes; then a forged `pending` or `rejected` for the answered request is
+    // reported as the row says: approved, with its outcome.
+    while changes
+        .next_within(Duration::from_millis(300))
+        .unwrap()
+        .is_some()
+    {}
+    for state in ["pending", "rejected"] {
+        let forged = json!({"schema": db.schema, "id": id.to_string(), "state": state});
+        client
+            .execute(
+                "SELECT pg_notify('toolgate_approvals', $1)",
+                &[&forged.to_string()],
+            )
+            .unwrap();
+        let change = changes
+            .next_within(Duration::from_secs(5))
+            .unwrap()
+            .expect("the wake-up is reported");
+        assert_eq!(
+            change.state,
+            ApprovalState::Approved {
+                outcome: Some(ExecutionOutcome::Ok)
+            },
+            "forged {state}"
+        );
+    }
 }

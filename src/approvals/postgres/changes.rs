@@ -17,9 +17,8 @@ use crate::approvals::{ApprovalError, ApprovalId, ApprovalState, StoreError};
 ///
 /// `state` is borne out by the request's row, read when the notification arrives: any
 /// connection to the database may `NOTIFY` on the channel, so a notification is only a wake-up.
-/// The state it names is reported if the row is in it or has moved on from it (a request
-/// answered and then given its outcome was once answered without one); otherwise the row's own
-/// state is. One whose request has no row is not reported.
+/// The state it names is reported if the row is in it, or has moved on from it to an outcome (a
+/// request given its outcome was once approved without one); otherwise the row's own state is. One whose request has no row is not reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ApprovalChange {
@@ -153,11 +152,11 @@ impl ApprovalChanges {
     }
 }
 
-/// Whether a request now `stored` was `claimed` on its way there: the same state, `pending`
-/// (where every request starts), or approved without the outcome it now has.
+/// Whether a request now `stored` was `claimed` on its way there: the same state, or approved
+/// without the outcome it now has. (`pending` is claimed only while the row says so: a forged
+/// `pending` for an answered request is reported as what the row says.)
 fn passed_through(stored: ApprovalState, claimed: ApprovalState) -> bool {
     stored == claimed
-        || claimed == ApprovalState::Pending
         || (claimed == ApprovalState::Approved { outcome: None }
             && matches!(stored, ApprovalState::Approved { .. }))
 }

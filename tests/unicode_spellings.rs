@@ -288,47 +288,55 @@ fn tool_names_that_differ_only_in_case_are_refused() {
 /// denied program is undetermined, so the deny applies — through the index too.
 #[test]
 fn unicode_case_spellings_of_a_program_meet_its_deny_rule() {
-    let runs = Arc::default();
-    let schema = json!({"type": "object", "properties": {"argv": {"type": "array", "items": {"type": "string"}}}});
-    let tools = ToolRegistry::new([counted("run", schema, &runs)]).unwrap();
-    // Everything runs but what a deny rule catches: a spelling the deny misses would run.
-    let mut rules = vec![
-        json!({"id": "allow-all", "tool": "run", "action": "allow", "reason": "the rest runs"}),
-        json!({"id": "no-delete", "tool": "run", "action": "deny", "reason": "no deleting",
-               "when": {"argv_prefix": {"pointer": "/argv", "prefix": ["kubectl", "delete"]}}}),
-    ];
-    // Enough deny rules on other programs for the deny list to be indexed.
-    for n in 0..20 {
-        rules.push(
-            json!({"id": format!("other-{n}"), "tool": "run", "action": "deny", "reason": "r",
-            "when": {"argv_prefix": {"pointer": "/argv", "prefix": [format!("prog{n}"), "x"]}}}),
-        );
-    }
-    let policy = RulePolicy::from_json(&json!({ "rules": rules }).to_string(), &tools).unwrap();
-    let controller = ToolController::try_new(tools, policy).unwrap();
-    let run =
-        |argv: Value| match controller.handle(ToolCall::new("c", "run", json!({ "argv": argv }))) {
-            Outcome::Completed(result) => result,
+    // Once with the deny rule alone (scanned), once beside 20 others (indexed).
+    for others in [0, 20] {
+        let runs = Arc::default();
+        let schema = json!({"type": "object", "properties": {"argv": {"type": "array", "items": {"type": "string"}}}});
+        let tools = ToolRegistry::new([counted("run", schema, &runs)]).unwrap();
+        // Everything runs but what a deny rule catches: a spelling the deny misses would run.
+        let mut rules = vec![
+            json!({"id": "allow-all", "tool": "run", "action": "allow", "reason": "the rest runs"}),
+            json!({"id": "no-delete", "tool": "run", "action": "deny", "reason": "no deleting",
+                   "when": {"argv_prefix": {"pointer": "/argv", "prefix": ["kubectl", "delete"]}}}),
+        ];
+        for n in 0..others {
+            rules.push(
+                json!({"id": format!("other-{n}"), "tool": "run", "action": "deny", "reason": "r",
+                "when": {"argv_prefix": {"pointer": "/argv", "prefix": [format!("prog{n}"), "x"]}}}),
+            );
+        }
+        let policy = RulePolicy::from_json(&json!({ "rules": rules }).to_string(), &tools).unwrap();
+        let controller = ToolController::try_new(tools, policy).unwrap();
+        let run = |argv: &Value| match controller.handle(ToolCall::new(
+            "c",
+            "run",
+            json!({ "argv": argv }),
+        )) {
+            Outcome::Completed(result) => !result.is_error,
             Outcome::PendingApproval(_) => panic!("no rule asks"),
         };
-    for argv in [
-        json!(["\u{212A}ubectl", "delete", "pod"]),
-        json!(["/usr/local/bin/\u{212A}UBECTL", "delete"]),
-        json!(["ſudo", "\u{212A}ubectl", "delete"]),
-        json!(["\u{212A}ubectl-delete", "pod"]),
-        json!(["kubectl", "delete"]),
-    ] {
-        let result = run(argv.clone());
-        // Denied by `no-delete`: as undetermined for the look-alikes, as holding for the last.
-        assert!(
-            result.is_error && result.content.starts_with("denied"),
-            "{argv}: {result:?}"
-        );
+        // Denied by `no-delete`: undetermined for the look-alikes (whatever their subcommand),
+        // holding for the plain spelling.
+        for argv in [
+            json!(["\u{212A}ubectl", "delete", "pod"]),
+            json!(["/usr/local/bin/\u{212A}UBECTL", "delete"]),
+            json!(["ſudo", "\u{212A}ubectl", "delete"]),
+            json!(["\u{212A}ubectl-delete", "pod"]),
+            json!(["\u{212A}ubectl", "get", "pods"]),
+            json!(["kubectl", "delete"]),
+        ] {
+            assert!(!run(&argv), "{others} others: {argv} ran");
+        }
+        // The control: what no deny covers runs, and so does another program spelled near it
+        // (a longer name, a trailing dash, a lone Kelvin sign).
+        for argv in [
+            json!(["kubectl", "get", "pods"]),
+            json!(["echo", "\u{212A}", "delete"]),
+            json!(["\u{212A}ubectlxy", "delete"]),
+            json!(["\u{212A}ubectl-", "delete"]),
+        ] {
+            assert!(run(&argv), "{others} others: {argv} was refused");
+        }
+        assert_eq!(common::run_count(&runs), 4);
     }
-    // The control: what no deny covers still runs; a look-alike of the program is undetermined
-    // whatever its subcommand, so the deny applies to it too.
-    assert!(!run(json!(["kubectl", "get", "pods"])).is_error);
-    assert!(!run(json!(["echo", "\u{212A}", "delete"])).is_error);
-    assert!(run(json!(["\u{212A}ubectl", "get", "pods"])).is_error);
-    assert_eq!(common::run_count(&runs), 2);
 }

@@ -279,6 +279,18 @@ mod tests {
                        {"type": "object", "properties": {"A": {}}, "required": ["A"], "additionalProperties": false}]),
                 false,
             ),
+            // A constant that is an object beside an object variant: one value can fit both.
+            (
+                json!([{"const": {"a": 1}}, object(json!({"a": {}}), json!(["a"]))]),
+                false,
+            ),
+            // Closed, one required key, but a second (optional) property: not the shape serde
+            // writes for an external tag, so refused rather than guessed at.
+            (
+                json!([{"type": "object", "properties": {"A": {}, "x": {}}, "required": ["A"], "additionalProperties": false},
+                       {"type": "object", "properties": {"B": {}}, "required": ["B"], "additionalProperties": false}]),
+                false,
+            ),
             // One required property, but the object stays open: not an external tag.
             (
                 json!([{"type": "object", "properties": {"A": {}}, "required": ["A"]},
@@ -308,6 +320,22 @@ mod tests {
         assert_eq!(
             first_untagged(&types).as_deref(),
             Some("/properties/a/type")
+        );
+        // Unions inside lists of schemas (a tagged union's variant written inline) and under
+        // `items` are found too.
+        let inline = json!({"oneOf": [
+            {"type": "object", "required": ["op"], "properties": {"op": {"const": "a"},
+             "v": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}},
+            {"type": "object", "required": ["op"], "properties": {"op": {"const": "b"}}}]});
+        assert_eq!(
+            first_untagged(&inline).as_deref(),
+            Some("/oneOf/0/properties/v/anyOf")
+        );
+        let listed = json!({"properties": {"l": {"type": "array",
+            "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}}});
+        assert_eq!(
+            first_untagged(&listed).as_deref(),
+            Some("/properties/l/items/anyOf")
         );
         // Data is not a schema (a default that looks like one), and a property may be named
         // like a keyword.

@@ -39,3 +39,50 @@ pub(crate) fn retry_while_busy<T, E>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(code: std::ffi::c_int) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn only_lock_errors_are_busy() {
+        assert!(is_busy(&sqlite(rusqlite::ffi::SQLITE_BUSY)));
+        assert!(is_busy(&sqlite(rusqlite::ffi::SQLITE_LOCKED)));
+        for other in [
+            rusqlite::ffi::SQLITE_NOTADB,
+            rusqlite::ffi::SQLITE_CORRUPT,
+            rusqlite::ffi::SQLITE_READONLY,
+        ] {
+            assert!(!is_busy(&sqlite(other)), "{other}");
+        }
+        assert!(!is_busy(&rusqlite::Error::QueryReturnedNoRows));
+    }
+
+    #[test]
+    fn a_step_is_retried_while_busy_and_not_after_another_error() {
+        // Busy three times, then done: four steps, the result of the last.
+        let mut steps = 0;
+        let done = retry_while_busy(
+            || {
+                steps += 1;
+                if steps < 4 { Err("busy") } else { Ok(steps) }
+            },
+            |error| *error == "busy",
+        );
+        assert_eq!((done, steps), (Ok(4), 4));
+        // Another error ends it at once.
+        let mut steps = 0;
+        let failed: Result<(), &str> = retry_while_busy(
+            || {
+                steps += 1;
+                Err("corrupt")
+            },
+            |error| *error == "busy",
+        );
+        assert_eq!((failed, steps), (Err("corrupt"), 1));
+    }
+}

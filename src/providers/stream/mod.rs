@@ -323,6 +323,8 @@ impl Partial {
                 self.fail("the stream sent a name longer than 1024 bytes");
             }
             (Value::String(name), None) if !name.is_empty() => self.name = Some(name.clone()),
+            // An empty name is no name yet (as `null` is); a later fragment may bring it.
+            (Value::String(name), None) if name.is_empty() => {}
             (Value::String(name), Some(known)) if name == known || name.is_empty() => {}
             (Value::String(_), Some(_)) => self.fail("the stream named one call twice"),
             _ => self.fail("the stream sent a name that is not a string"),

@@ -1058,6 +1058,33 @@ fn stream_bounds_hold_exactly_at_each_edge() {
             assert!(done[0].is_ok(), "block {slot}: {done:?}");
         }
     }
+    // Argument text filling the buffered budget exactly, over two calls, is held (Anthropic's
+    // start events also hold their `{}` input: 2 bytes each).
+    let forty = format!("{{\"k\": \"{}\"}}", "y".repeat(31));
+    for (index, mut stream) in Assembler::all(StreamLimits::default())
+        .into_iter()
+        .enumerate()
+    {
+        let budget = if index == 2 { 84 } else { 80 };
+        let exact = StreamLimits::default()
+            .with_max_argument_bytes(48)
+            .with_max_buffered_bytes(budget);
+        stream = match stream {
+            Assembler::Chat(_) => Assembler::Chat(ChatStream::with_limits(exact)),
+            Assembler::Responses(_) => Assembler::Responses(ResponsesStream::with_limits(exact)),
+            Assembler::Anthropic(_) => Assembler::Anthropic(AnthropicStream::with_limits(exact)),
+        };
+        let how = stream.name();
+        stream.open(0, "first").unwrap();
+        stream.open(1, "second").unwrap();
+        stream.delta(0, &forty).unwrap();
+        stream.delta(1, &forty).unwrap();
+        let mut done = stream.close(0, "first").unwrap();
+        if !matches!(stream, Assembler::Chat(_)) {
+            done.extend(stream.close(1, "second").unwrap());
+        }
+        assert!(done.iter().all(Result::is_ok), "{how}: {done:?}");
+    }
     // A name of exactly 1,024 bytes is a name.
     let mut chat = ChatStream::new();
     chat.push(

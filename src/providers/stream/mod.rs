@@ -324,7 +324,7 @@ impl Partial {
             }
             (Value::String(name), None) if !name.is_empty() => self.name = Some(name.clone()),
             // An empty name is no name yet (as `null` is); a later fragment may bring it.
-            (Value::String(name), None) if name.is_empty() => {}
+            (Value::String(_), None) => {}
             (Value::String(name), Some(known)) if name == known || name.is_empty() => {}
             (Value::String(_), Some(_)) => self.fail("the stream named one call twice"),
             _ => self.fail("the stream sent a name that is not a string"),

@@ -12,6 +12,14 @@
 #[cfg(feature = "unicode")]
 use std::borrow::Cow;
 
+/// `text` folded for comparison ignoring case, the one fold toolgate uses everywhere: upper-cased,
+/// then lower-cased, which maps every letter with case variants to one form (`ς`, `σ` and `Σ`;
+/// `ſ`, `s` and `S`; `ß` and `ss`; the Kelvin sign and `k`; `ı` and `i`) as full case folding does
+/// for the letters models write.
+pub(crate) fn fold_case(text: &str) -> String {
+    text.to_uppercase().to_lowercase()
+}
+
 /// Whether `c` shows nothing where it stands: a control character, a Unicode
 /// `Default_Ignorable_Code_Point` (zero-width spaces and joiners, bidi controls, variation
 /// selectors, the soft hyphen, tag characters, …) or a format character (`Cf`: interlinear
@@ -93,7 +101,7 @@ pub(crate) fn normalized(text: &str) -> Cow<'_, str> {
     }
     let visible: String = text.chars().filter(|c| !is_hidden(*c)).collect();
     let compatible: String = visible.nfkc().collect();
-    let folded = compatible.to_uppercase().to_lowercase();
+    let folded = fold_case(&compatible);
     Cow::Owned(folded.nfkc().filter(|c| !is_hidden(*c)).collect())
 }
 

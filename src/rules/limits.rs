@@ -269,11 +269,9 @@ fn folded(value: &Value) -> Value {
     }
 }
 
-/// Text folded for comparison ignoring case: upper-cased, then lower-cased, which maps every
-/// letter with case variants to one form (`ς`, `σ` and `Σ`; `ſ`, `s` and `S`; `ß` and `ss`; the
-/// Kelvin sign and `k`) as full case folding does for the letters models write. No normalization
-/// form is applied here: composed and decomposed spellings of one letter count apart unless the
-/// key asks for [`normalize`](crate::limits::LimitKey::normalize).
+/// Text folded for comparison ignoring case ([`crate::text::fold_case`]). No normalization form
+/// is applied here: composed and decomposed spellings of one letter count apart unless the key
+/// asks for [`normalize`](crate::limits::LimitKey::normalize).
 fn fold(text: &str) -> String {
-    text.to_uppercase().to_lowercase()
+    crate::text::fold_case(text)
 }

@@ -223,26 +223,45 @@ impl Budget {
     /// Charges a whole input a call holds beside its text (Anthropic's start `input`) to the
     /// call; `false` (the call failed, with nothing charged) if it does not fit the bounds.
     fn hold(&mut self, partial: &mut Partial, input: &Value) -> bool {
+        let size = json_size(input, self.limits.max_argument_bytes);
+        // The text that may follow replaces the start input, so each is bounded on its own.
+        match self.take(0, size) {
+            Ok(()) => {
+                partial.held += size;
+                true
+            }
+            Err(problem) => {
+                partial.fail(&problem);
+                false
+            }
+        }
+    }
+
+    /// Charges `size` more bytes to a call whose arguments hold `already`, within both byte
+    /// bounds; else the problem to fail it with, and nothing charged. The one check for text and
+    /// whole inputs alike.
+    fn take(&mut self, already: usize, size: usize) -> Result<(), String> {
         let limits = self.limits;
-        let size = json_size(input, limits.max_argument_bytes);
-        if size > limits.max_argument_bytes {
-            partial.fail(&format!(
-                "the call's arguments exceed {} bytes (StreamLimits::max_argument_bytes)",
-                limits.max_argument_bytes
-            ));
-            return false;
+        if already.saturating_add(size) > limits.max_argument_bytes {
+            return Err(too_long(limits));
         }
         if self.buffered.saturating_add(size) > limits.max_buffered_bytes {
-            partial.fail(&format!(
+            return Err(format!(
                 "the stream's open calls exceed {} bytes of arguments (StreamLimits::max_buffered_bytes)",
                 limits.max_buffered_bytes
             ));
-            return false;
         }
-        partial.held += size;
         self.buffered += size;
-        true
+        Ok(())
     }
+}
+
+/// The problem of a call whose arguments pass the per-call bound.
+fn too_long(limits: StreamLimits) -> String {
+    format!(
+        "the call's arguments exceed {} bytes (StreamLimits::max_argument_bytes)",
+        limits.max_argument_bytes
+    )
 }
 
 /// The bytes `value` takes as compact JSON, counted only up to one past `limit`.
@@ -282,13 +301,7 @@ fn whole_within(call: ParsedCall, arguments: Option<&Value>, limits: StreamLimit
         json_size(arguments, limits.max_argument_bytes)
     });
     if size > limits.max_argument_bytes {
-        return Err(ToolResult::error(
-            call.call_id,
-            format!(
-                "the call's arguments exceed {} bytes (StreamLimits::max_argument_bytes)",
-                limits.max_argument_bytes
-            ),
-        ));
+        return Err(ToolResult::error(call.call_id, too_long(limits)));
     }
     Ok(call)
 }
@@ -356,23 +369,10 @@ impl Partial {
         if self.problem.is_some() {
             return;
         }
-        let limits = budget.limits;
-        if self.arguments.len().saturating_add(text.len()) > limits.max_argument_bytes {
-            let problem = format!(
-                "the call's arguments exceed {} bytes (StreamLimits::max_argument_bytes)",
-                limits.max_argument_bytes
-            );
-            return self.fail_dropping(&problem, budget);
+        match budget.take(self.arguments.len(), text.len()) {
+            Ok(()) => self.arguments.push_str(text),
+            Err(problem) => self.fail_dropping(&problem, budget),
         }
-        if budget.buffered.saturating_add(text.len()) > limits.max_buffered_bytes {
-            let problem = format!(
-                "the stream's open calls exceed {} bytes of arguments (StreamLimits::max_buffered_bytes)",
-                limits.max_buffered_bytes
-            );
-            return self.fail_dropping(&problem, budget);
-        }
-        self.arguments.push_str(text);
-        budget.buffered += text.len();
     }
 
     /// Whether `text` is exactly what the deltas sent. A call that failed has dropped its text

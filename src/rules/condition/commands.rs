@@ -78,19 +78,16 @@ enum ProgramWord<'a> {
     No,
 }
 
-/// Text folded as case-insensitive comparison folds it elsewhere in toolgate: upper-cased, then
-/// lower-cased (the Kelvin sign and `k`, `ſ` and `s`, `ı` and `i` meet).
-pub(crate) fn fold_case(text: &str) -> String {
-    text.to_uppercase().to_lowercase()
-}
-
 fn program_word<'a>(word: &'a str, program: &str) -> ProgramWord<'a> {
     if word == program {
         return ProgramWord::Exact;
     }
     let base = word.rsplit('/').next().unwrap_or(word);
     if !base.is_ascii() {
-        let (folded, program) = (fold_case(base), fold_case(program));
+        let (folded, program) = (
+            crate::text::fold_case(base),
+            crate::text::fold_case(program),
+        );
         let dashed = folded
             .strip_prefix(program.as_str())
             .is_some_and(|rest| rest.len() > 1 && rest.starts_with('-'));

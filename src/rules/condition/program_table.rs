@@ -90,7 +90,7 @@ impl ProgramTable {
             if !word.is_ascii() {
                 // A spelling a case-insensitive file system may resolve to a program leaves
                 // every rule of that program undetermined (`prefix_match`): all of them.
-                let folded = super::commands::fold_case(word);
+                let folded = crate::text::fold_case(word);
                 program_keys(&folded, &mut |key, _| {
                     if let Some(program) = self.programs.get(key) {
                         for &position in &program.all {

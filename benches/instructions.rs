@@ -9,6 +9,9 @@
 
 use std::hint::black_box;
 
+#[path = "shapes/many_keys.rs"]
+mod shapes;
+
 use serde_json::{Value, json};
 use toolgate::approvals::PendingApprovals;
 use toolgate::rules::{Condition, PolicyConfig, RuleConfig};
@@ -163,17 +166,21 @@ fn policy(iterations: u64, rules: usize, arguments: Value) {
     );
 }
 
+/// `tool_000`, whose arguments hold a `path` and a `command`.
+fn one_tool() -> ToolRegistry {
+    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    let schema = json!({"type": "object", "properties": {"path": {"type": "string"}, "command": {"type": "string"}}});
+    ToolRegistry::new([
+        ToolDefinition::new(ToolSpec::new("tool_000", "bench", schema), noop)
+            .expect("schema compiles"),
+    ])
+    .expect("one tool")
+}
+
 /// As in `benches/policy.rs`: `count` deny rules on the called tool, each on its own directory
 /// (`paths`) or program, and one allow rule that the call meets.
 fn on_tool(iterations: u64, count: usize, paths: bool) {
-    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
-    let schema = json!({"type": "object", "properties": {"path": {"type": "string"}, "command": {"type": "string"}}});
-    let registry =
-        ToolRegistry::new([
-            ToolDefinition::new(ToolSpec::new("tool_000", "bench", schema), noop)
-                .expect("schema compiles"),
-        ])
-        .expect("one tool");
+    let registry = one_tool();
     let mut rules: Vec<RuleConfig> = (0..count)
         .map(|i| {
             let condition = if paths {
@@ -205,52 +212,12 @@ fn on_tool(iterations: u64, count: usize, paths: bool) {
     );
 }
 
-/// Which of `count` allow rules the call meets: the first in naming order, the last, or one in
-/// between (fixed, so every run counts the same work).
-fn matched(count: usize, which: &str) -> usize {
-    match which {
-        "best" => 0,
-        "worst" => count - 1,
-        _ => (count * 7919 / 13) % count,
-    }
-}
-
-/// `count` allow rules on one tool, each with its own root under one shared directory
-/// (`/srv/data/r0042`) or its own subcommand of one program (`git sub0042`): the shape a plain
-/// first-component or program index would scan whole. The call meets rule `matched(count, which)`.
+/// `count` allow rules sharing a directory or a program (see `shapes/many_keys.rs`), the call
+/// meeting rule `matched(count, which)`.
 fn many_keys(iterations: u64, count: usize, which: &str, paths: bool) {
-    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
-    let schema = json!({"type": "object", "properties": {"path": {"type": "string"}, "command": {"type": "string"}}});
-    let registry =
-        ToolRegistry::new([
-            ToolDefinition::new(ToolSpec::new("tool_000", "bench", schema), noop)
-                .expect("schema compiles"),
-        ])
-        .expect("one tool");
-    let rules: Vec<RuleConfig> = (0..count)
-        .map(|i| {
-            let condition = if paths {
-                Condition::path_within("/path", [format!("/srv/data/r{i:05}")])
-            } else {
-                Condition::command_prefix("/command", ["git".to_owned(), format!("sub{i:05}")])
-            };
-            RuleConfig::new(format!("a{i:05}"), "tool_000", PolicyAction::Allow, "bench")
-                .when(condition)
-        })
-        .collect();
-    let policy = RulePolicy::new(PolicyConfig::new(rules), &registry).expect("bench policy loads");
-    let target = matched(count, which);
-    let arguments = if paths {
-        json!({ "path": format!("/srv/data/r{target:05}/file.txt") })
-    } else {
-        json!({ "command": format!("git sub{target:05} --now") })
-    };
-    let decision = policy.decide_arguments("tool_000", &arguments);
-    assert_eq!(decision.action, PolicyAction::Allow);
-    assert_eq!(
-        decision.rule_id.as_deref(),
-        Some(format!("a{target:05}").as_str())
-    );
+    let registry = one_tool();
+    let policy = shapes::policy(count, paths, &registry);
+    let arguments = shapes::meeting(&policy, shapes::matched(count, which), paths);
     repeat(
         iterations,
         || (),

@@ -8,6 +8,9 @@
 
 use std::hint::black_box;
 
+#[path = "shapes/many_keys.rs"]
+mod shapes;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use toolgate::rules::{Condition, PolicyConfig, RuleConfig};
@@ -121,32 +124,6 @@ fn decide(c: &mut Criterion) {
     group.finish();
 }
 
-/// `count` allow rules on `tool_000`, each with its own root under one directory
-/// (`/srv/data/r00042`) or its own subcommand of one program (`git sub00042`), and the arguments
-/// meeting rule `target`: the shape a first-component or program index alone scans whole.
-fn many_keys(count: usize, paths: bool, registry: &ToolRegistry) -> RulePolicy {
-    let rules: Vec<RuleConfig> = (0..count)
-        .map(|i| {
-            let condition = if paths {
-                Condition::path_within("/path", [format!("/srv/data/r{i:05}")])
-            } else {
-                Condition::command_prefix("/command", ["git".to_owned(), format!("sub{i:05}")])
-            };
-            RuleConfig::new(format!("a{i:05}"), "tool_000", PolicyAction::Allow, "bench")
-                .when(condition)
-        })
-        .collect();
-    RulePolicy::new(PolicyConfig::new(rules), registry).expect("bench policy loads")
-}
-
-fn meeting(target: usize, paths: bool) -> Value {
-    if paths {
-        json!({ "path": format!("/srv/data/r{target:05}/file.txt") })
-    } else {
-        json!({ "command": format!("git sub{target:05} --now") })
-    }
-}
-
 /// The best (first in naming order), worst (last) and a fixed random matching rule, at 1, 1,000
 /// and 10,000 rules on the tool: each should stay within 3x of the one-rule case.
 fn decide_whichever_rule_matches(c: &mut Criterion) {
@@ -154,23 +131,18 @@ fn decide_whichever_rule_matches(c: &mut Criterion) {
     let mut group = c.benchmark_group("policy_decide_many_keys");
     for (kind, paths) in [("roots", true), ("subcommands", false)] {
         for count in [1, 1000, 10_000] {
-            let policy = many_keys(count, paths, &registry);
+            let policy = shapes::policy(count, paths, &registry);
             let whiches: &[(&str, usize)] = if count == 1 {
                 &[("best", 0)]
             } else {
                 &[
                     ("best", 0),
                     ("worst", count - 1),
-                    ("random", (count * 7919 / 13) % count),
+                    ("random", shapes::matched(count, "random")),
                 ]
             };
             for &(which, target) in whiches {
-                let arguments = meeting(target, paths);
-                let decision = policy.decide_arguments("tool_000", &arguments);
-                assert_eq!(
-                    decision.rule_id.as_deref(),
-                    Some(format!("a{target:05}").as_str())
-                );
+                let arguments = shapes::meeting(&policy, target, paths);
                 group.bench_function(format!("{kind}_{count}_{which}_allow"), |b| {
                     b.iter(|| policy.decide_arguments(black_box("tool_000"), black_box(&arguments)))
                 });

@@ -142,7 +142,7 @@ pub use policy::{
     AsyncPolicy, DecisionKey, EmptyReason, LayerError, Layers, Policy, PolicyAction,
     PolicyDecision, PolicyError, PolicyMismatch, Reason, Shadow, ShadowReport, ToolPolicy,
 };
-pub use registry::{RegistryError, ToolRegistry};
+pub use registry::{LookAlikes, RegistryError, ToolRegistry};
 pub use rules::RulePolicy;
 pub use runtime::{PreparedToolCall, Rejection, ToolRuntime};
 

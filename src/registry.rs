@@ -9,7 +9,7 @@ use crate::names::FastMap;
 mod lookalike;
 
 #[cfg(feature = "mcp")]
-pub(crate) use lookalike::LookAlikes;
+pub use lookalike::LookAlikes;
 
 /// Why a [`ToolRegistry`] could not be built. The caller assembled the tool set wrongly.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

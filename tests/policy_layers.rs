@@ -222,3 +222,35 @@ fn a_layer_that_does_not_fit_is_refused_and_the_stack_keeps_its_last_good_versio
         ["organisation", "project"]
     );
 }
+
+#[test]
+fn a_tool_is_left_out_of_the_list_only_when_every_layer_denies_every_call_to_it() {
+    let listed = |layers: &[&str]| {
+        let registry = tools();
+        let mut stack = Layers::new();
+        for (index, text) in layers.iter().enumerate() {
+            let policy = RulePolicy::from_json(text, &registry).unwrap();
+            stack = stack.layer(format!("layer{index}"), policy).unwrap();
+        }
+        let controller = ToolController::try_new(registry, stack).unwrap();
+        let mut names: Vec<String> = controller
+            .listed_specs()
+            .into_iter()
+            .map(|spec| spec.name)
+            .collect();
+        names.sort();
+        names
+    };
+    let deny_shell = r#"{"rules": [{"id": "no-shell", "tool": "shell", "action": "deny", "reason": "no"},
+                                    {"id": "read", "tool": "read_file", "action": "allow", "reason": "r"}]}"#;
+    let silent = r#"{"rules": []}"#;
+    // A deny in one layer, no opinion in the other: every call is denied, so it is not listed.
+    assert_eq!(listed(&[deny_shell, silent]), ["read_file"]);
+    assert_eq!(listed(&[silent, deny_shell]), ["read_file"]);
+    // Nothing allows anything: nothing is listed.
+    assert!(listed(&[silent, silent]).is_empty());
+    assert!(listed(&[]).is_empty());
+    // A layer that allows it keeps it listed (its calls are still denied by the other layer).
+    assert_eq!(listed(&[deny_shell, PROJECT]), ["read_file", "shell"]);
+    assert_eq!(listed(&[PROJECT, silent]), ["read_file", "shell"]);
+}

@@ -168,6 +168,15 @@ impl Policy for Layers {
         Ok(slots)
     }
 
+    /// Every layer denies every call to the tool (by a rule or by its default): then each call
+    /// is denied by a layer or by no layer having an opinion. A layer's own "denies every call"
+    /// may be its default, which in a stack is no opinion, so one layer alone cannot say it.
+    fn denies_every_call(&self, tool_name: &str) -> bool {
+        self.layers
+            .iter()
+            .all(|(_, policy)| policy.denies_every_call(tool_name))
+    }
+
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
         let mut problems = Vec::new();
         for (name, policy) in &self.layers {

@@ -11,13 +11,31 @@
 use super::RegistryError;
 use crate::names::FastMap;
 
-/// The names registered so far, by the form two look-alike names share.
+/// Names checked so far, by the form two look-alike names share: the screen a
+/// [`ToolRegistry`](crate::ToolRegistry) applies, for code that gathers names from elsewhere (a
+/// gateway importing an upstream's tools) and must leave a bad one out rather than fail whole.
+///
+/// # Examples
+///
+/// ```
+/// let mut names = toolgate::LookAlikes::default();
+/// assert!(names.check("read_file").is_ok());
+/// assert!(names.check("Read_File").is_err()); // differs only in case
+/// assert!(names.check("read\u{200b}file").is_err()); // a zero-width space
+/// ```
 #[derive(Debug, Default)]
-pub(crate) struct LookAlikes(FastMap<String, String>);
+pub struct LookAlikes(FastMap<String, String>);
 
 impl LookAlikes {
-    /// Checks `name` alone and against every name checked before.
-    pub(crate) fn check(&mut self, name: &str) -> Result<(), RegistryError> {
+    /// Checks `name` alone and against every name checked before; a name that passes is
+    /// remembered.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::InvisibleCharacter`], [`RegistryError::LookAlike`], and without the
+    /// `unicode` feature [`RegistryError::NonAsciiName`], with it
+    /// [`RegistryError::MixedScripts`].
+    pub fn check(&mut self, name: &str) -> Result<(), RegistryError> {
         if let Some((index, c)) = name
             .chars()
             .enumerate()

@@ -8,7 +8,6 @@
 //! set a missing one fails the test. Only when both are unset — a developer's `cargo test`
 //! without the venv — does the test print a note on stderr (not captured) saying it was skipped,
 //! and return.
-#![cfg(feature = "mcp")]
 
 use std::io::Write as _;
 use std::path::PathBuf;

@@ -1,0 +1,141 @@
+//! From a config to a running gate: upstreams started and listed, their tools in one registry,
+//! the policy layers loaded against it, the audit sink and approval store opened. Every problem
+//! is collected and reported together, each naming what it is about.
+
+use std::sync::Arc;
+
+use toolgate::ToolController;
+use toolgate::approvals::SqliteApprovalStore;
+use toolgate::audit::JsonlAuditSink;
+
+use crate::catalog::{self, Left, Served};
+use crate::config::{ApprovalStoreConfig, AuditTarget, Config};
+use crate::policy::{self, PolicyStack};
+use crate::upstream::{Upstream, list_tools};
+
+/// Started upstreams and what they serve, before a controller is built over them.
+pub struct Started {
+    pub upstreams: Vec<Upstream>,
+    pub served: Vec<Served>,
+    /// The served tools' definitions, taken by the controller.
+    pub definitions: std::sync::Mutex<Vec<toolgate::ToolDefinition>>,
+    pub left: Vec<Left>,
+    /// Tools listed by each upstream, in config order (for the startup summary).
+    pub counts: Vec<(String, usize)>,
+}
+
+/// Starts every upstream at once and lists its tools within the config's bounds.
+///
+/// # Errors
+///
+/// One line per upstream that did not start or list, and a served-name collision.
+pub async fn start(config: &Config) -> Result<Started, Vec<String>> {
+    let mut starting = tokio::task::JoinSet::new();
+    for (index, upstream) in config.upstreams.iter().enumerate() {
+        let (upstream, limits) = (upstream.clone(), config.limits);
+        starting.spawn(async move {
+            let started = Upstream::start(upstream.clone(), &limits).await;
+            let listed = match &started {
+                Ok(running) => Some(
+                    list_tools(running.peer(), limits.max_list_pages, limits.list_timeout).await,
+                ),
+                Err(_) => None,
+            };
+            (index, upstream.name, started, listed)
+        });
+    }
+    let mut results = Vec::new();
+    while let Some(joined) = starting.join_next().await {
+        results.push(joined.expect("an upstream start does not panic"));
+    }
+    results.sort_by_key(|(index, ..)| *index);
+    let mut problems = Vec::new();
+    let mut upstreams = Vec::new();
+    let mut tools = Vec::new();
+    let mut counts = Vec::new();
+    for (_, name, started, listed) in results {
+        match (started, listed) {
+            (Err(error), _) => problems.push(error.to_string()),
+            (Ok(_), Some(Err(error))) => problems.push(format!("upstream `{name}`: {error}")),
+            (Ok(running), Some(Ok(listed))) => {
+                counts.push((name, listed.len()));
+                tools.push((Arc::clone(running.link()), listed));
+                upstreams.push(running);
+            }
+            (Ok(_), None) => unreachable!("a started upstream is listed"),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let (served, definitions, left) =
+        catalog::build(config, tools).map_err(|error| vec![error.to_string()])?;
+    Ok(Started {
+        upstreams,
+        served,
+        definitions: std::sync::Mutex::new(definitions),
+        left,
+        counts,
+    })
+}
+
+/// The controller over `started`'s tools, with the config's policy layers, audit sink and
+/// approval store.
+///
+/// # Errors
+///
+/// One line per policy layer that does not load, and the audit sink or approval store that does
+/// not open.
+pub fn controller(
+    config: &Config,
+    started: &Started,
+) -> Result<(Arc<ToolController>, PolicyStack), Vec<String>> {
+    let definitions = std::mem::take(
+        &mut *started
+            .definitions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let registry =
+        toolgate::ToolRegistry::new(definitions).map_err(|error| vec![error.to_string()])?;
+    let stack = policy::load(&config.policy_layers, &registry)
+        .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    let mut controller = ToolController::try_new(registry, stack.layers.clone())
+        .map_err(|error| vec![format!("the policy does not fit the tools: {error}")])?;
+    let mut problems = Vec::new();
+    match &config.audit {
+        None => {}
+        Some(AuditTarget::Jsonl(path)) => match JsonlAuditSink::open(path) {
+            Ok(sink) => controller = controller.with_audit_sink(sink),
+            Err(error) => problems.push(format!(
+                "{}: audit.jsonl: {}: {error}",
+                config.file.display(),
+                path.display()
+            )),
+        },
+        Some(AuditTarget::Postgres { .. }) => problems.push(format!(
+            "{}: audit.postgres_url_env: the PostgreSQL audit sink is not served by this build of the gateway yet; use `jsonl`",
+            config.file.display()
+        )),
+    }
+    match &config.approvals {
+        ApprovalStoreConfig::Memory => {}
+        ApprovalStoreConfig::Sqlite(path) => match SqliteApprovalStore::open(path) {
+            Ok(store) => controller = controller.with_approval_store(store),
+            Err(error) => problems.push(format!(
+                "{}: approvals.path: {}: {error}",
+                config.file.display(),
+                path.display()
+            )),
+        },
+        ApprovalStoreConfig::Postgres { .. } => problems.push(format!(
+            "{}: approvals.postgres_url_env: the PostgreSQL approval store is not served by this build of the gateway yet; use \"sqlite\"",
+            config.file.display()
+        )),
+    }
+    if problems.is_empty() {
+        Ok((Arc::new(controller), stack))
+    } else {
+        Err(problems)
+    }
+}

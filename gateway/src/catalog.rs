@@ -1,0 +1,210 @@
+//! The tools the gateway serves: every upstream's tools under `<upstream><separator><tool>`, each
+//! a toolgate definition whose handler forwards the authorized call through the upstream's
+//! [`Link`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::service::ServiceError;
+use serde_json::Value;
+use toolgate::{LookAlikes, ToolDefinition, ToolError, ToolSpec};
+
+use crate::config::Config;
+use crate::upstream::{Link, frames::OVERSIZED_REPLY_CODE};
+
+/// One served tool: where it comes from and its definition.
+pub struct Served {
+    /// The upstream's name.
+    pub upstream: String,
+    /// The tool's name upstream.
+    pub tool: Tool,
+    /// What clients see of it, under the served name.
+    pub spec: ToolSpec,
+}
+
+/// An upstream tool left out, and why.
+#[derive(Debug)]
+pub struct Left {
+    pub upstream: String,
+    pub name: String,
+    pub why: String,
+}
+
+/// A problem that stops the catalog from being served.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CatalogError(pub String);
+
+/// The served tools of every upstream, or why they cannot be served together.
+///
+/// Names that could pass for another (an invisible or bidi character, mixed scripts, a
+/// look-alike of a name served before) are left out, never fatal; two upstreams whose tools
+/// would be served under one name are refused: the config must rename one.
+///
+/// # Errors
+///
+/// Two tools under one served name.
+pub fn build(
+    config: &Config,
+    tools: Vec<(Arc<Link>, Vec<Tool>)>,
+) -> Result<(Vec<Served>, Vec<ToolDefinition>, Vec<Left>), CatalogError> {
+    let mut served: Vec<Served> = Vec::new();
+    let mut definitions: Vec<ToolDefinition> = Vec::new();
+    let mut left = Vec::new();
+    let mut names = LookAlikes::default();
+    let mut owners = std::collections::HashMap::<String, String>::new();
+    for (link, upstream_tools) in tools {
+        let mut own = std::collections::HashSet::new();
+        for tool in upstream_tools {
+            let name = config.served_name(link.name(), &tool.name);
+            if !own.insert(tool.name.to_string()) {
+                left.push(Left {
+                    upstream: link.name().to_owned(),
+                    name: quoted(&tool.name),
+                    why: "the upstream lists this name twice; neither is served".to_owned(),
+                });
+                served.retain(|entry| entry.spec.name != name);
+                definitions.retain(|definition| definition.spec().name != name);
+                continue;
+            }
+            if let Some(other) = owners.get(&name) {
+                return Err(CatalogError(format!(
+                    "upstreams `{other}` and `{}` would both serve a tool named {}: rename one upstream in the config",
+                    link.name(),
+                    quoted(&name)
+                )));
+            }
+            if let Err(error) = names.check(&name) {
+                left.push(Left {
+                    upstream: link.name().to_owned(),
+                    name: quoted(&tool.name),
+                    why: error.to_string(),
+                });
+                continue;
+            }
+            match forwarding(
+                Arc::clone(&link),
+                &tool,
+                name.clone(),
+                config.limits.call_timeout,
+            ) {
+                Ok(definition) => {
+                    owners.insert(name, link.name().to_owned());
+                    served.push(Served {
+                        upstream: link.name().to_owned(),
+                        tool,
+                        spec: definition.spec().clone(),
+                    });
+                    definitions.push(definition);
+                }
+                Err(error) => left.push(Left {
+                    upstream: link.name().to_owned(),
+                    name: quoted(&tool.name),
+                    why: error.to_string(),
+                }),
+            }
+        }
+    }
+    Ok((served, definitions, left))
+}
+
+/// A name as JSON text, cut to 80 characters: upstream names may hold anything.
+pub fn quoted(name: &str) -> String {
+    let cut: String = name.chars().take(80).collect();
+    let mut text = serde_json::to_string(&cut).unwrap_or_default();
+    if cut.len() < name.len() {
+        text.push('…');
+    }
+    text
+}
+
+fn forwarding(
+    link: Arc<Link>,
+    tool: &Tool,
+    served_name: String,
+    timeout: Duration,
+) -> Result<ToolDefinition, toolgate::DefinitionError> {
+    let spec = ToolSpec::new(
+        served_name,
+        tool.description.as_deref().unwrap_or_default(),
+        Value::Object((*tool.input_schema).clone()),
+    );
+    let name = tool.name.to_string();
+    ToolDefinition::new_async(spec, move |arguments: Value| {
+        let link = Arc::clone(&link);
+        let name = name.clone();
+        async move { forward(&link, name, arguments, timeout).await }
+    })
+}
+
+/// Sends one authorized call upstream. Each failure says whether the call can have run.
+async fn forward(
+    link: &Link,
+    name: String,
+    arguments: Value,
+    timeout: Duration,
+) -> Result<String, ToolError> {
+    let upstream = link.name();
+    let peer = link.peer().map_err(|why| {
+        ToolError::new(format!(
+            "upstream `{upstream}` is unavailable ({why}); the call was not sent, nothing ran"
+        ))
+    })?;
+    let Value::Object(arguments) = arguments else {
+        return Err(ToolError::new(
+            "arguments must be a JSON object; the call was not sent, nothing ran",
+        ));
+    };
+    let request = CallToolRequestParams::new(name).with_arguments(arguments);
+    match tokio::time::timeout(timeout, peer.call_tool(request)).await {
+        Ok(Ok(result)) if result.is_error == Some(true) => Err(ToolError::new(text(&result))),
+        Ok(Ok(result)) => Ok(text(&result)),
+        Ok(Err(ServiceError::McpError(error))) if error.code.0 == OVERSIZED_REPLY_CODE => {
+            Err(ToolError::new(format!(
+                "upstream `{upstream}` ran the call, but {}",
+                error.message.trim_start_matches("the upstream's ")
+            )))
+        }
+        Ok(Err(ServiceError::McpError(error))) => Err(ToolError::new(format!(
+            "upstream `{upstream}` refused the call (code {}): {}",
+            error.code.0,
+            bounded(&error.message)
+        ))),
+        Ok(Err(ServiceError::TransportSend(_))) => Err(ToolError::new(format!(
+            "upstream `{upstream}` could not be sent the call (its session closed); nothing ran"
+        ))),
+        Ok(Err(_)) => Err(ToolError::new(format!(
+            "upstream `{upstream}` stopped before answering; whether the call took effect is unknown"
+        ))),
+        Err(_) => Err(ToolError::new(format!(
+            "upstream `{upstream}` did not answer within {} ms (limits.call_timeout_ms); whether the call took effect is unknown",
+            timeout.as_millis()
+        ))),
+    }
+}
+
+/// An upstream's message, cut to 1,000 characters.
+fn bounded(message: &str) -> String {
+    let mut cut: String = message.chars().take(1000).collect();
+    if cut.len() < message.len() {
+        cut.push('…');
+    }
+    cut
+}
+
+/// The text of an upstream result: its text blocks joined by newlines; the structured content as
+/// JSON when there is no text.
+fn text(result: &CallToolResult) -> String {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
+        .collect();
+    if texts.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        return structured.to_string();
+    }
+    texts.join("\n")
+}

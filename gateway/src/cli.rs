@@ -1,0 +1,94 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+const ABOUT: &str = "Put toolgate in front of MCP servers: every tool call resolved by exact name, \
+its arguments validated against the tool's schema, decided by your policy (allow / ask / deny, \
+default deny), held for a person when the policy asks, and recorded in an audit log.";
+
+const AFTER_HELP: &str = "\
+A first session:
+  1. Write a config naming your upstream servers (see gateway/CONFIG.md):
+       [upstreams.files]
+       command = \"npx\"
+       args = [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/srv\"]
+       [policy]
+       layers = [\"policy.json\"]
+  2. See what they offer, with every argument field a rule can name:
+       toolgate-mcp-gateway tools --config gateway.toml
+  3. Write policy.json against those names (files__read_file, /path, ...), then check:
+       toolgate-mcp-gateway check --config gateway.toml
+  4. Serve it to your MCP client over stdio:
+       toolgate-mcp-gateway serve --config gateway.toml
+
+The one-upstream form of earlier versions still works, tool names unchanged:
+  toolgate-mcp-gateway --policy policy.json [--audit audit.jsonl] -- COMMAND [ARGS...]
+
+Logs go to stderr (set TOOLGATE_LOG=debug for more); in stdio mode stdout is the protocol.
+Exit status: 0 success, 1 a problem named on stderr, 2 a usage error.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "toolgate-mcp-gateway",
+    version,
+    about = ABOUT,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// One-upstream form: the policy file (JSON rules) for the server after `--`.
+    #[arg(long, value_name = "POLICY.json", requires = "upstream")]
+    pub policy: Option<PathBuf>,
+
+    /// One-upstream form: append an audit event per call to this JSON Lines file.
+    #[arg(long, value_name = "AUDIT.jsonl", requires = "policy")]
+    pub audit: Option<PathBuf>,
+
+    /// One-upstream form: the MCP server's command and arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND", requires = "policy")]
+    pub upstream: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the config's upstreams, gated, to an MCP client over stdio.
+    Serve {
+        /// The gateway's config file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Start the upstreams and print their tools as JSON: the names they are served under and
+    /// every argument field as a JSON Pointer with its type — what a policy rule can name.
+    Tools {
+        /// The gateway's config file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Load everything the config names (upstreams, tools, policy layers, audit, approvals)
+    /// without serving. Exit 0 with a summary, or 1 with every problem found.
+    Check {
+        /// The gateway's config file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Work with an audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check a JSON Lines audit log's hash chain entry by entry; print its length and last hash.
+    Verify {
+        /// The audit log.
+        file: PathBuf,
+    },
+}

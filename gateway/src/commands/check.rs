@@ -1,0 +1,54 @@
+//! `check --config FILE`: load everything, serve nothing.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::assemble;
+
+/// Loads the config, starts and lists the upstreams, loads the policy layers against their
+/// tools, opens the audit sink and approval store — then stops. Exit 0 printing what would be
+/// served, or 1 naming every problem.
+pub async fn check(config_path: &Path) -> ExitCode {
+    let Some(config) = super::config_or_report(config_path) else {
+        return ExitCode::FAILURE;
+    };
+    let started = match assemble::start(&config).await {
+        Ok(started) => started,
+        Err(problems) => {
+            super::report(problems);
+            return ExitCode::FAILURE;
+        }
+    };
+    let (controller, stack) = match assemble::controller(&config, &started) {
+        Ok(built) => built,
+        Err(problems) => {
+            super::report(problems);
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("{}: ok", config.file.display());
+    for (upstream, listed) in &started.counts {
+        let served = started
+            .served
+            .iter()
+            .filter(|served| &served.upstream == upstream)
+            .count();
+        println!("  upstream {upstream}: {served} of {listed} tools served");
+    }
+    for left in &started.left {
+        println!(
+            "  left out: {} of upstream {}: {}",
+            left.name, left.upstream, left.why
+        );
+    }
+    let listed = controller.listed_specs().len();
+    println!("  {listed} tools listed to clients (the others are denied whatever their arguments)");
+    for layer in &stack.states {
+        println!(
+            "  policy layer {}: digest {}",
+            layer.path.display(),
+            layer.digest
+        );
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,39 @@
+//! The subcommands.
+
+mod audit;
+mod check;
+mod serve;
+mod tools;
+
+pub use audit::verify;
+pub use check::check;
+pub use serve::serve;
+pub use tools::tools;
+
+use std::path::Path;
+
+use crate::config::{self, Config};
+
+/// The config at `path`, or every problem in it, printed.
+pub(crate) fn config_or_report(path: &Path) -> Option<Config> {
+    match config::load(path) {
+        Ok(config) => Some(config),
+        Err(problems) => {
+            report(problems.iter().map(ToString::to_string));
+            None
+        }
+    }
+}
+
+/// Prints each problem on stderr, one per line, after a count.
+pub(crate) fn report(problems: impl IntoIterator<Item = String>) {
+    let problems: Vec<String> = problems.into_iter().collect();
+    let count = problems.len();
+    eprintln!(
+        "toolgate-mcp-gateway: {count} problem{}:",
+        if count == 1 { "" } else { "s" }
+    );
+    for problem in problems {
+        eprintln!("  - {}", problem.replace('\n', "\n    "));
+    }
+}

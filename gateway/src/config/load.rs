@@ -1,0 +1,299 @@
+//! Reading a config file: TOML syntax and unknown keys first, then what the keys mean together.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{
+    ApprovalStoreConfig, AuditTarget, Config, DEFAULT_SEPARATOR, File, Limits, UpstreamConfig,
+    UpstreamSection, UpstreamTransport,
+};
+
+/// A config that cannot be used: the file, the key (a dotted path; empty for the whole file) and
+/// what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {}{message}", key_prefix(key))]
+pub struct ConfigError {
+    /// The config file.
+    pub file: PathBuf,
+    /// The key at fault, e.g. `upstreams.files.command`.
+    pub key: String,
+    /// What is wrong, and what would be right.
+    pub message: String,
+}
+
+fn key_prefix(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!("{key}: ")
+    }
+}
+
+/// Reads and checks the config at `path`. Every problem found is returned, not only the first.
+///
+/// # Errors
+///
+/// The file cannot be read, is not TOML, holds an unknown key, or its keys do not fit together.
+pub fn load(path: &Path) -> Result<Config, Vec<ConfigError>> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        vec![ConfigError {
+            file: path.to_owned(),
+            key: String::new(),
+            message: format!("cannot read the config file: {error}"),
+        }]
+    })?;
+    parse(path, &text)
+}
+
+/// Checks config `text` as if read from `path`.
+pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>> {
+    let error = |key: String, message: String| ConfigError {
+        file: path.to_owned(),
+        key,
+        message,
+    };
+    let file: File = match toml::Deserializer::parse(text) {
+        Ok(deserializer) => serde_path_to_error::deserialize(deserializer).map_err(|failure| {
+            let key = failure.path().to_string();
+            let inner = failure.into_inner();
+            vec![error(
+                if key == "." { String::new() } else { key },
+                with_line(text, inner.span(), inner.message()),
+            )]
+        })?,
+        Err(syntax) => {
+            return Err(vec![error(
+                String::new(),
+                with_line(text, syntax.span(), syntax.message()),
+            )]);
+        }
+    };
+    let base = path.parent().unwrap_or(Path::new("")).to_owned();
+    let mut problems = Vec::new();
+    let mut problem = |key: &str, message: String| problems.push(error(key.to_owned(), message));
+
+    let separator = file
+        .gateway
+        .separator
+        .unwrap_or_else(|| DEFAULT_SEPARATOR.to_owned());
+    if separator.is_empty()
+        || !separator
+            .bytes()
+            .all(|byte| byte.is_ascii_graphic() && byte != b'"' && byte != b'\\')
+    {
+        problem(
+            "gateway.separator",
+            "must be one or more visible ASCII characters (not a quote or backslash)".to_owned(),
+        );
+    }
+
+    if file.upstreams.is_empty() {
+        problem(
+            "upstreams",
+            "no upstream is configured: add an [upstreams.NAME] table with a `command`".to_owned(),
+        );
+    }
+    let mut upstreams = Vec::new();
+    for (name, section) in file.upstreams {
+        let key = format!("upstreams.{name}");
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+        {
+            problem(
+                &key,
+                "an upstream name is made of ASCII letters, digits, `_` and `-`".to_owned(),
+            );
+        } else if !separator.is_empty() && name.contains(&separator) {
+            problem(
+                &key,
+                format!("an upstream name may not contain the separator {separator:?}"),
+            );
+        }
+        match upstream(&base, section) {
+            Ok(transport) => upstreams.push(UpstreamConfig { name, transport }),
+            Err((field, message)) => problem(&format!("{key}.{field}"), message),
+        }
+    }
+
+    if file.policy.layers.is_empty() {
+        problem(
+            "policy.layers",
+            "name at least one policy file (`layers = [\"policy.json\"]`); without one every call is denied"
+                .to_owned(),
+        );
+    }
+    let policy_layers: Vec<PathBuf> = file
+        .policy
+        .layers
+        .iter()
+        .map(|layer| base.join(layer))
+        .collect();
+    for (index, layer) in policy_layers.iter().enumerate() {
+        if policy_layers[..index].contains(layer) {
+            problem(
+                &format!("policy.layers[{index}]"),
+                format!("{} is named twice", layer.display()),
+            );
+        }
+    }
+
+    let audit = match file.audit {
+        None => None,
+        Some(section) => match (section.jsonl, section.postgres_url_env) {
+            (Some(path), None) => Some(AuditTarget::Jsonl(base.join(path))),
+            (None, Some(url_env)) => Some(AuditTarget::Postgres { url_env }),
+            _ => {
+                problem(
+                    "audit",
+                    "set exactly one of `jsonl` (a file) and `postgres_url_env`".to_owned(),
+                );
+                None
+            }
+        },
+    };
+
+    let approvals = file.approvals;
+    let approvals = match (
+        approvals.store.as_deref().unwrap_or("memory"),
+        approvals.path,
+        approvals.postgres_url_env,
+    ) {
+        ("memory", None, None) => ApprovalStoreConfig::Memory,
+        ("sqlite", Some(path), None) => ApprovalStoreConfig::Sqlite(base.join(path)),
+        ("postgres", None, Some(url_env)) => ApprovalStoreConfig::Postgres { url_env },
+        (store @ ("memory" | "sqlite" | "postgres"), _, _) => {
+            problem(
+                "approvals",
+                format!(
+                    "store {store:?} takes {}",
+                    match store {
+                        "memory" => "no other key",
+                        "sqlite" => "`path` (the database file) and nothing else",
+                        _ => "`postgres_url_env` and nothing else",
+                    }
+                ),
+            );
+            ApprovalStoreConfig::Memory
+        }
+        (other, _, _) => {
+            problem(
+                "approvals.store",
+                format!("unknown store {other:?}: use \"memory\", \"sqlite\" or \"postgres\""),
+            );
+            ApprovalStoreConfig::Memory
+        }
+    };
+
+    let defaults = Limits::default();
+    let limits = file.limits;
+    let positive =
+        |key: &str, value: Option<u64>, default: Duration, problems: &mut Vec<_>| match value {
+            Some(0) => {
+                problems.push(error(format!("limits.{key}"), "must be above 0".to_owned()));
+                default
+            }
+            Some(ms) => Duration::from_millis(ms),
+            None => default,
+        };
+    let startup_timeout = positive(
+        "startup_timeout_ms",
+        limits.startup_timeout_ms,
+        defaults.startup_timeout,
+        &mut problems,
+    );
+    let call_timeout = positive(
+        "call_timeout_ms",
+        limits.call_timeout_ms,
+        defaults.call_timeout,
+        &mut problems,
+    );
+    let list_timeout = positive(
+        "list_timeout_ms",
+        limits.list_timeout_ms,
+        defaults.list_timeout,
+        &mut problems,
+    );
+    let policy_poll = positive(
+        "policy_poll_ms",
+        file.gateway.policy_poll_ms,
+        Duration::from_secs(1),
+        &mut problems,
+    );
+    let max_message_bytes = limits
+        .max_message_bytes
+        .unwrap_or(defaults.max_message_bytes);
+    if max_message_bytes < 1024 {
+        problems.push(error(
+            "limits.max_message_bytes".to_owned(),
+            "must be at least 1024".to_owned(),
+        ));
+    }
+    let max_list_pages = limits.max_list_pages.unwrap_or(defaults.max_list_pages);
+    if max_list_pages == 0 {
+        problems.push(error(
+            "limits.max_list_pages".to_owned(),
+            "must be above 0".to_owned(),
+        ));
+    }
+
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(Config {
+        file: path.to_owned(),
+        separator: Some(separator),
+        upstreams,
+        policy_layers,
+        audit,
+        approvals,
+        limits: Limits {
+            max_message_bytes,
+            startup_timeout,
+            call_timeout,
+            max_list_pages,
+            list_timeout,
+        },
+        policy_poll,
+    })
+}
+
+/// The transport of one `[upstreams.NAME]` table, or the field at fault and why.
+fn upstream(base: &Path, section: UpstreamSection) -> Result<UpstreamTransport, (String, String)> {
+    let Some(command) = section.command else {
+        return Err((
+            "command".to_owned(),
+            "missing: the program that starts this MCP server (e.g. `command = \"npx\"`)"
+                .to_owned(),
+        ));
+    };
+    if command.is_empty() {
+        return Err(("command".to_owned(), "is empty".to_owned()));
+    }
+    Ok(UpstreamTransport::Stdio {
+        command,
+        args: section.args,
+        env: section.env,
+        cwd: Some(
+            section
+                .cwd
+                .map_or_else(|| base.to_owned(), |cwd| base.join(cwd)),
+        ),
+    })
+}
+
+/// `message`, with the line and column `span` starts at, when known.
+fn with_line(text: &str, span: Option<std::ops::Range<usize>>, message: &str) -> String {
+    let message = message.trim_end();
+    let Some(span) = span else {
+        return message.to_owned();
+    };
+    let before = text.get(..span.start).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |at| at + 1) + 1;
+    format!("{message} (line {line}, column {column})")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,227 @@
+//! The gateway's config file (TOML): what it serves, under which policy, recorded where.
+//!
+//! Every key is documented in `gateway/CONFIG.md`. Unknown keys are refused, and every error
+//! names the file and the key (`gateway.toml: upstreams.files.comand: unknown key …`), so a typo
+//! never silently drops a setting. Relative paths are read relative to the config file's
+//! directory, not the working directory, so a config means the same wherever it is started.
+
+mod load;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use load::{ConfigError, load};
+
+/// The separator between an upstream's name and its tool's in a served name, by default.
+pub const DEFAULT_SEPARATOR: &str = "__";
+
+/// A loaded, checked config: paths resolved, exactly one transport per upstream.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it was read from (for messages).
+    pub file: PathBuf,
+    /// Served names are `<upstream><separator><tool>`; `None` serves tool names unchanged (the
+    /// legacy command-line form, one upstream).
+    pub separator: Option<String>,
+    /// The upstreams, by name, in name order.
+    pub upstreams: Vec<UpstreamConfig>,
+    /// Policy files, highest layer first.
+    pub policy_layers: Vec<PathBuf>,
+    /// Where the audit log goes, if anywhere.
+    pub audit: Option<AuditTarget>,
+    /// Where pending approvals are kept.
+    pub approvals: ApprovalStoreConfig,
+    /// The bounds on what upstreams may send and how long they may take.
+    pub limits: Limits,
+    /// How often the policy files are read again.
+    pub policy_poll: Duration,
+}
+
+/// One upstream MCP server.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// Its name: the prefix of its served tools.
+    pub name: String,
+    /// How to reach it.
+    pub transport: UpstreamTransport,
+}
+
+/// How an upstream is reached.
+#[derive(Debug, Clone)]
+pub enum UpstreamTransport {
+    /// A child process speaking MCP on its stdin and stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to the gateway's environment for it.
+        env: BTreeMap<String, String>,
+        /// Its working directory (default: the config file's directory).
+        cwd: Option<PathBuf>,
+    },
+}
+
+/// Where audit events are written.
+#[derive(Debug, Clone)]
+pub enum AuditTarget {
+    /// A hash-chained JSON Lines file.
+    Jsonl(PathBuf),
+    /// A PostgreSQL table, the URL read from this environment variable.
+    Postgres {
+        /// The variable holding the connection URL.
+        url_env: String,
+    },
+}
+
+/// Where pending approvals are kept.
+#[derive(Debug, Clone)]
+pub enum ApprovalStoreConfig {
+    /// In this process: lost when it stops.
+    Memory,
+    /// A SQLite file: survives restarts.
+    Sqlite(PathBuf),
+    /// PostgreSQL, shared by several gateway instances; the URL read from this variable.
+    Postgres {
+        /// The variable holding the connection URL.
+        url_env: String,
+    },
+}
+
+/// Bounds on upstreams.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The largest message an upstream may send, in bytes; a larger reply ends its call with an
+    /// error result.
+    pub max_message_bytes: usize,
+    /// How long an upstream may take to start and answer the handshake.
+    pub startup_timeout: Duration,
+    /// How long one `tools/call` may take upstream.
+    pub call_timeout: Duration,
+    /// The most `tools/list` pages read from one upstream.
+    pub max_list_pages: usize,
+    /// How long listing one upstream's tools may take, all pages together.
+    pub list_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: 4 * 1024 * 1024,
+            startup_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(300),
+            max_list_pages: 64,
+            list_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Config {
+    /// The name `tool` of `upstream` is served under.
+    pub fn served_name(&self, upstream: &str, tool: &str) -> String {
+        match &self.separator {
+            Some(separator) => format!("{upstream}{separator}{tool}"),
+            None => tool.to_owned(),
+        }
+    }
+}
+
+// The file as written. Kept apart from `Config` so that what TOML accepts (every key optional,
+// strings for enums) is checked once, in `load`, and the rest of the gateway sees only a
+// consistent config.
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    gateway: GatewaySection,
+    #[serde(default)]
+    upstreams: BTreeMap<String, UpstreamSection>,
+    #[serde(default)]
+    policy: PolicySection,
+    audit: Option<AuditSection>,
+    #[serde(default)]
+    approvals: ApprovalsSection,
+    #[serde(default)]
+    limits: LimitsSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GatewaySection {
+    separator: Option<String>,
+    policy_poll_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpstreamSection {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicySection {
+    #[serde(default)]
+    layers: Vec<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuditSection {
+    jsonl: Option<PathBuf>,
+    postgres_url_env: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalsSection {
+    store: Option<String>,
+    path: Option<PathBuf>,
+    postgres_url_env: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsSection {
+    max_message_bytes: Option<usize>,
+    startup_timeout_ms: Option<u64>,
+    call_timeout_ms: Option<u64>,
+    max_list_pages: Option<usize>,
+    list_timeout_ms: Option<u64>,
+}
+
+impl Config {
+    /// The one-upstream command-line form: `--policy P [--audit A] -- COMMAND ARGS…`, tool names
+    /// served unchanged, paths relative to the working directory.
+    pub fn legacy(policy: PathBuf, audit: Option<PathBuf>, command: Vec<String>) -> Self {
+        let mut words = command.into_iter();
+        let program = words.next().unwrap_or_default();
+        Self {
+            file: PathBuf::from("(command line)"),
+            separator: None,
+            upstreams: vec![UpstreamConfig {
+                name: "upstream".to_owned(),
+                transport: UpstreamTransport::Stdio {
+                    command: program,
+                    args: words.collect(),
+                    env: BTreeMap::new(),
+                    cwd: None,
+                },
+            }],
+            policy_layers: vec![policy],
+            audit: audit.map(AuditTarget::Jsonl),
+            approvals: ApprovalStoreConfig::Memory,
+            limits: Limits::default(),
+            policy_poll: Duration::from_secs(1),
+        }
+    }
+}

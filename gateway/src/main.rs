@@ -1,0 +1,68 @@
+//! `toolgate-mcp-gateway`: toolgate in front of MCP servers. See `--help`, and `CONFIG.md` for the
+//! config file.
+//!
+//! Each upstream MCP server is started as a child (or reached over the network); its tools are
+//! imported with their schemas and served gated: every call resolved by exact name, validated,
+//! decided by the policy layers (re-read while running; a change applies only if it loads whole),
+//! held for a person when the policy asks, and recorded in the audit log. Messages go to stderr;
+//! in stdio mode stdout is the protocol.
+
+mod assemble;
+mod catalog;
+mod cli;
+mod commands;
+mod config;
+mod fields;
+mod policy;
+mod upstream;
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+use cli::{AuditCommand, Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("toolgate-mcp-gateway: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(async {
+        match (cli.command, cli.policy) {
+            (Some(Command::Serve { config }), _) => match commands::config_or_report(&config) {
+                Some(config) => commands::serve(config).await,
+                None => ExitCode::FAILURE,
+            },
+            (Some(Command::Tools { config }), _) => commands::tools(&config).await,
+            (Some(Command::Check { config }), _) => commands::check(&config).await,
+            (
+                Some(Command::Audit {
+                    command: AuditCommand::Verify { file },
+                }),
+                _,
+            ) => commands::verify(&file),
+            (None, Some(policy)) => {
+                commands::serve(config::Config::legacy(policy, cli.audit, cli.upstream)).await
+            }
+            (None, None) => {
+                let _ = <Cli as clap::CommandFactory>::command().print_help();
+                ExitCode::from(2)
+            }
+        }
+    });
+    // Children are killed on drop; do not wait for tasks blocked on their pipes.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    code
+}

@@ -1,0 +1,141 @@
+//! The policy files of a config, as the layers of one policy (highest first: a deny in any layer
+//! wins), each followed while the gateway runs and applied only when it loads whole.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolgate::rules::PolicyLoadError;
+use toolgate::{Layers, RulePolicy, ToolController, ToolRegistry};
+
+/// A policy layer that did not load.
+#[derive(Debug, thiserror::Error)]
+#[error("policy {}: {error}", path.display())]
+pub struct LayerLoadError {
+    pub path: PathBuf,
+    #[source]
+    pub error: PolicyLoadError,
+}
+
+/// One loaded layer: its file and the digest of what is in force.
+#[derive(Debug, Clone)]
+pub struct LayerState {
+    pub path: PathBuf,
+    pub digest: String,
+    text: Option<String>,
+}
+
+/// The layers in force and what each file held when it was last applied.
+#[derive(Debug, Clone)]
+pub struct PolicyStack {
+    pub layers: Layers,
+    pub states: Vec<LayerState>,
+}
+
+/// The layer name of `path` in the stack: the path as configured.
+fn layer_name(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Loads every file in `paths` against `registry`; every failure is returned.
+///
+/// # Errors
+///
+/// Each file that does not read or load, with its path.
+pub fn load(
+    paths: &[PathBuf],
+    registry: &ToolRegistry,
+) -> Result<PolicyStack, Vec<LayerLoadError>> {
+    let mut layers = Layers::new();
+    let mut states = Vec::new();
+    let mut problems = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(path).ok();
+        let loaded = match &text {
+            Some(text) => RulePolicy::from_json(text, registry),
+            None => RulePolicy::from_file(path, registry),
+        };
+        match loaded {
+            Ok(policy) => {
+                states.push(LayerState {
+                    path: path.clone(),
+                    digest: policy.digest().to_owned(),
+                    text,
+                });
+                layers = layers
+                    .layer(layer_name(path), policy)
+                    .expect("config paths are unique");
+            }
+            Err(error) => problems.push(LayerLoadError {
+                path: path.clone(),
+                error,
+            }),
+        }
+    }
+    if problems.is_empty() {
+        Ok(PolicyStack { layers, states })
+    } else {
+        Err(problems)
+    }
+}
+
+/// Follows the files of `stack` every `every`: a changed file is loaded against the registry in
+/// force and replaces its layer only if it loads whole; otherwise the layer in force stays and the
+/// error is logged once per change.
+pub fn watch(
+    mut stack: PolicyStack,
+    controller: Arc<ToolController>,
+    every: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            for index in 0..stack.states.len() {
+                check(&mut stack, index, &controller);
+            }
+        }
+    })
+}
+
+fn check(stack: &mut PolicyStack, index: usize, controller: &ToolController) {
+    let path = stack.states[index].path.clone();
+    let text = std::fs::read_to_string(&path).ok();
+    if text.is_some() && text == stack.states[index].text {
+        return;
+    }
+    let name = layer_name(&path);
+    let mut digest = None;
+    let mut applied = None;
+    let outcome = controller.try_replace_policy(|registry| {
+        let policy = match &text {
+            Some(text) => RulePolicy::from_json(text, registry),
+            None => RulePolicy::from_file(&path, registry),
+        }?;
+        digest = Some(policy.digest().to_owned());
+        let next = stack
+            .layers
+            .replace(&name, policy)
+            .expect("the layer is in the stack");
+        applied = Some(next.clone());
+        Ok::<_, PolicyLoadError>(next)
+    });
+    let unreadable = text.is_none();
+    match outcome {
+        Ok(()) => {
+            if let Some(applied) = applied {
+                stack.layers = applied;
+            }
+            let digest = digest.unwrap_or_default();
+            tracing::info!(policy = %path.display(), %digest, "policy layer reloaded");
+            stack.states[index].digest = digest;
+            stack.states[index].text = text;
+        }
+        Err(error) => {
+            // A file being replaced can be unreadable for a moment: said once it stays so.
+            if !unreadable || stack.states[index].text.is_some() {
+                tracing::warn!(policy = %path.display(), "policy layer not reloaded, the layer in force stays: {error}");
+            }
+            stack.states[index].text = text;
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Starting one stdio upstream: the child process, its bounded stdout, its stderr kept and shown,
+//! and the MCP handshake under a deadline.
+
+use std::collections::VecDeque;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ServiceExt as _;
+use rmcp::service::{RoleClient, RunningService};
+use tokio::io::AsyncBufReadExt as _;
+use tokio::process::{Child, Command};
+
+use super::client::GatewayClient;
+use super::frames;
+use crate::config::{Limits, UpstreamConfig, UpstreamTransport};
+
+/// The last stderr lines an upstream wrote, for the message when it fails.
+const STDERR_LINES_KEPT: usize = 20;
+/// A longer stderr line is cut here (an upstream may write anything).
+const STDERR_LINE_BYTES: usize = 512;
+
+/// A started upstream: the session and the process.
+pub struct Started {
+    pub service: RunningService<RoleClient, GatewayClient>,
+    pub child: Child,
+}
+
+/// Why an upstream did not start. Its display says each cause once, in operator terms: the
+/// command, what happened, the exit status, the last stderr lines.
+#[derive(Debug, thiserror::Error)]
+#[error("upstream `{name}` ({command}) {what}{}", stderr_tail(tail))]
+pub struct StartError {
+    pub name: String,
+    pub command: String,
+    pub what: String,
+    pub tail: Vec<String>,
+}
+
+fn stderr_tail(tail: &[String]) -> String {
+    if tail.is_empty() {
+        "; it wrote nothing on stderr".to_owned()
+    } else {
+        format!("; its last stderr lines:\n    {}", tail.join("\n    "))
+    }
+}
+
+/// The stderr lines an upstream wrote last, shared with the task that reads them.
+#[derive(Debug, Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut lines = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if lines.len() == STDERR_LINES_KEPT {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        let lines = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        lines.iter().cloned().collect()
+    }
+}
+
+/// The command line as the operator wrote it, for messages.
+pub fn command_line(upstream: &UpstreamConfig) -> String {
+    let UpstreamTransport::Stdio { command, args, .. } = &upstream.transport;
+    std::iter::once(command)
+        .chain(args)
+        .map(|part| {
+            if part.contains(' ') || part.is_empty() {
+                format!("{part:?}")
+            } else {
+                part.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Starts `upstream` and completes the handshake within `limits.startup_timeout`.
+pub async fn start(
+    upstream: &UpstreamConfig,
+    limits: &Limits,
+    tail: &StderrTail,
+    list_changed: tokio::sync::watch::Sender<u64>,
+) -> Result<Started, StartError> {
+    let UpstreamTransport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &upstream.transport;
+    let failed = |what: String, tail: &StderrTail| StartError {
+        name: upstream.name.clone(),
+        command: command_line(upstream),
+        what,
+        tail: tail.lines(),
+    };
+    let mut process = Command::new(command);
+    process
+        .args(args)
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(cwd) = cwd {
+        process.current_dir(cwd);
+    }
+    let mut child = process
+        .spawn()
+        .map_err(|error| failed(format!("could not be started: {error}"), tail))?;
+    let (stdin, stdout, stderr) = (
+        child.stdin.take().expect("piped"),
+        child.stdout.take().expect("piped"),
+        child.stderr.take().expect("piped"),
+    );
+    tokio::spawn(follow_stderr(upstream.name.clone(), stderr, tail.clone()));
+    // The SDK reads the bounded copy; the pump ends when the child's stdout closes.
+    let (bounded, sdk_side) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(frames::pump(stdout, bounded, limits.max_message_bytes));
+    let handshake =
+        GatewayClient::new(upstream.name.clone(), list_changed).serve((sdk_side, stdin));
+    match tokio::time::timeout(limits.startup_timeout, handshake).await {
+        Ok(Ok(service)) => Ok(Started { service, child }),
+        Ok(Err(_)) => {
+            // The SDK's error is about the pipe; what the operator needs is why the child went.
+            let status = exit_status(&mut child, Duration::from_secs(2)).await;
+            Err(failed(
+                match status {
+                    Some(status) => format!("exited with {} before completing the MCP handshake", describe(status)),
+                    None => "closed its stdout or answered the MCP handshake with something that is not MCP".to_owned(),
+                },
+                tail,
+            ))
+        }
+        Err(_) => {
+            let _ = child.start_kill();
+            Err(failed(
+                format!(
+                    "did not answer the MCP handshake within {} ms (limits.startup_timeout_ms); it was stopped",
+                    limits.startup_timeout.as_millis()
+                ),
+                tail,
+            ))
+        }
+    }
+}
+
+/// The child's exit status if it ends within `wait`.
+async fn exit_status(child: &mut Child, wait: Duration) -> Option<ExitStatus> {
+    tokio::time::timeout(wait, child.wait()).await.ok()?.ok()
+}
+
+/// `exit status 3`, `signal 9`.
+pub fn describe(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt as _;
+        if let Some(signal) = status.signal() {
+            return format!("signal {signal}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exit status {code}"),
+        None => status.to_string(),
+    }
+}
+
+/// Shows each stderr line of upstream `name` in the gateway's log and keeps the last ones. A line
+/// is cut at `STDERR_LINE_BYTES` as it is read, so no stderr output is held whole.
+async fn follow_stderr(name: String, stderr: tokio::process::ChildStderr, tail: StderrTail) {
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut line: Vec<u8> = Vec::new();
+    let mut cut = false;
+    loop {
+        let chunk = match reader.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(chunk) => chunk,
+        };
+        let (part, ends) = match chunk.iter().position(|&byte| byte == b'\n') {
+            Some(at) => (&chunk[..at], true),
+            None => (chunk, false),
+        };
+        let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+        cut |= part.len() > room;
+        line.extend_from_slice(&part[..part.len().min(room)]);
+        let consumed = part.len() + usize::from(ends);
+        reader.consume(consumed);
+        if ends {
+            emit(&name, &tail, &line, cut);
+            line.clear();
+            cut = false;
+        }
+    }
+    if !line.is_empty() {
+        emit(&name, &tail, &line, cut);
+    }
+}
+
+fn emit(name: &str, tail: &StderrTail, line: &[u8], cut: bool) {
+    let mut line = String::from_utf8_lossy(line).trim_end().to_owned();
+    if cut {
+        line.push_str(" …");
+    }
+    tracing::info!(target: "upstream", upstream = %name, "{line}");
+    tail.push(line);
+}

@@ -1,0 +1,264 @@
+//! The upstream's stdout, bounded: every newline-delimited message passes through whole up to a
+//! size; a larger one is dropped as it streams by (never buffered) and, if it answers a request,
+//! replaced by a JSON-RPC error for that request id, so the call waiting for it ends at once
+//! instead of hanging (the SDK would drop it silently past its own 16 MiB line limit).
+
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
+
+/// The JSON-RPC error code an oversized reply is replaced with (implementation-defined range).
+pub const OVERSIZED_REPLY_CODE: i32 = -32_090;
+
+/// Copies messages from `from` to `to` until `from` ends or `to` is closed.
+pub async fn pump(from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin, max: usize) {
+    let mut reader = BufReader::with_capacity(64 * 1024, from);
+    let mut frame: Vec<u8> = Vec::new();
+    let mut scan = TopLevel::default();
+    let mut oversized = false;
+    loop {
+        let chunk = match reader.fill_buf().await {
+            Ok([]) | Err(_) => return,
+            Ok(chunk) => chunk,
+        };
+        let (part, ends) = match chunk.iter().position(|&byte| byte == b'\n') {
+            Some(at) => (&chunk[..=at], true),
+            None => (chunk, false),
+        };
+        let taken = part.len();
+        if !oversized && frame.len() + taken > max.saturating_add(1) {
+            oversized = true;
+            frame.iter().for_each(|&byte| scan.feed(byte));
+            frame = Vec::new();
+        }
+        if oversized {
+            part.iter().for_each(|&byte| scan.feed(byte));
+        } else {
+            frame.extend_from_slice(part);
+        }
+        reader.consume(taken);
+        if !ends {
+            continue;
+        }
+        let written = if oversized {
+            match std::mem::take(&mut scan).reply_id() {
+                Some(id) => to.write_all(oversized_error(&id, max).as_bytes()).await,
+                None => Ok(()),
+            }
+        } else {
+            to.write_all(&frame).await
+        };
+        if written.is_err() || to.flush().await.is_err() {
+            return;
+        }
+        frame.clear();
+        oversized = false;
+    }
+}
+
+fn oversized_error(id: &str, max: usize) -> String {
+    let message = format!(
+        "the upstream's reply was larger than {max} bytes (limits.max_message_bytes) and was dropped"
+    );
+    format!(
+        "{}\n",
+        serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": serde_json::from_str::<serde_json::Value>(id).unwrap_or_default(),
+            "error": {"code": OVERSIZED_REPLY_CODE, "message": message},
+        })
+    )
+}
+
+/// Finds the top-level `"id"` of a JSON object streamed byte by byte, in constant memory, and
+/// whether it has a top-level `"method"` (then it is a request or notification, not a reply).
+#[derive(Debug, Default)]
+struct TopLevel {
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    expect_key: bool,
+    reading_key: bool,
+    key: Vec<u8>,
+    value_is_id: bool,
+    capturing_id: bool,
+    id: Vec<u8>,
+    id_done: bool,
+    has_method: bool,
+}
+
+/// An id longer than this is not one the gateway sent (it sends integers).
+const MAX_ID_BYTES: usize = 256;
+
+impl TopLevel {
+    fn feed(&mut self, byte: u8) {
+        if self.in_string {
+            if self.reading_key && self.key.len() <= 8 && !(byte == b'"' && !self.escaped) {
+                self.key.push(byte);
+            }
+            if self.capturing_id {
+                self.capture(byte);
+            }
+            if self.escaped {
+                self.escaped = false;
+            } else if byte == b'\\' {
+                self.escaped = true;
+            } else if byte == b'"' {
+                self.in_string = false;
+                if self.reading_key {
+                    self.reading_key = false;
+                    self.has_method |= self.key == b"method";
+                } else if self.capturing_id {
+                    self.finish_id();
+                }
+            }
+            return;
+        }
+        match byte {
+            b'"' => {
+                self.in_string = true;
+                if self.depth == 1 && self.expect_key {
+                    self.reading_key = true;
+                    self.key.clear();
+                } else if self.depth == 1 && self.value_is_id {
+                    self.capturing_id = true;
+                    self.capture(byte);
+                }
+            }
+            b'{' | b'[' => {
+                self.depth += 1;
+                self.expect_key = self.depth == 1 && byte == b'{';
+                // An object or array is no id.
+                self.value_is_id &= self.depth == 1;
+            }
+            b'}' | b']' => {
+                if self.depth == 1 {
+                    self.finish_id();
+                }
+                self.depth = self.depth.saturating_sub(1);
+            }
+            b':' if self.depth == 1 => {
+                self.value_is_id = self.key == b"id";
+                self.expect_key = false;
+            }
+            b',' if self.depth == 1 => {
+                self.finish_id();
+                self.expect_key = true;
+            }
+            b' ' | b'\t' | b'\r' | b'\n' => {
+                if self.capturing_id {
+                    self.finish_id();
+                }
+            }
+            _ if self.depth == 1 && self.value_is_id => {
+                self.capturing_id = true;
+                self.capture(byte);
+            }
+            _ => {}
+        }
+    }
+
+    fn capture(&mut self, byte: u8) {
+        if !self.id_done && self.id.len() <= MAX_ID_BYTES {
+            self.id.push(byte);
+        }
+    }
+
+    fn finish_id(&mut self) {
+        if self.capturing_id {
+            self.capturing_id = false;
+            self.value_is_id = false;
+            self.id_done = true;
+        }
+    }
+
+    /// The id, as JSON text, if this was a reply with a number or string id.
+    fn reply_id(self) -> Option<String> {
+        if self.has_method || !self.id_done || self.id.len() > MAX_ID_BYTES {
+            return None;
+        }
+        let text = String::from_utf8(self.id).ok()?;
+        match serde_json::from_str::<serde_json::Value>(&text).ok()? {
+            serde_json::Value::Number(_) | serde_json::Value::String(_) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id_of(text: &str) -> Option<String> {
+        let mut scan = TopLevel::default();
+        text.bytes().for_each(|byte| scan.feed(byte));
+        scan.reply_id()
+    }
+
+    #[test]
+    fn the_top_level_id_is_found_wherever_it_stands() {
+        assert_eq!(
+            id_of(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#).as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            id_of(r#"{"result":{"id":1,"x":[{"id":2}]},"id":12}"#).as_deref(),
+            Some("12")
+        );
+        assert_eq!(
+            id_of(r#"{ "id" : "a\"b" , "result": "}"}"#).as_deref(),
+            Some(r#""a\"b""#)
+        );
+        assert_eq!(
+            id_of(r#"{"result":"\"id\":5","id":-3}"#).as_deref(),
+            Some("-3")
+        );
+    }
+
+    #[test]
+    fn requests_notifications_and_odd_ids_get_no_reply() {
+        assert_eq!(id_of(r#"{"id":1,"method":"sampling/createMessage"}"#), None);
+        assert_eq!(id_of(r#"{"method":"x","id":1}"#), None);
+        assert_eq!(id_of(r#"{"id":{"a":1},"result":{}}"#), None);
+        assert_eq!(id_of(r#"{"id":[1],"result":{}}"#), None);
+        assert_eq!(id_of(r#"{"id":null,"result":{}}"#), None);
+        assert_eq!(id_of(r#"{"result":{"id":1}}"#), None);
+        assert_eq!(id_of(r#"["id",1]"#), None);
+        let long = format!(r#"{{"id":"{}","result":1}}"#, "x".repeat(300));
+        assert_eq!(id_of(&long), None);
+    }
+
+    #[tokio::test]
+    async fn small_messages_pass_whole_and_a_large_reply_becomes_an_error_for_its_id() {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"result\":{{\"text\":\"{}\"}},\"id\":4}}\n",
+            "y".repeat(200_000)
+        );
+        let input = format!("{{\"id\":1,\"result\":{{}}}}\n{big}{{\"id\":5,\"result\":2}}\n");
+        let mut output = Vec::new();
+        pump(input.as_bytes(), &mut output, 1024).await;
+        let lines: Vec<serde_json::Value> = String::from_utf8(output)
+            .expect("utf-8")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("json"))
+            .collect();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(lines[0], serde_json::json!({"id": 1, "result": {}}));
+        assert_eq!(lines[1]["id"], 4);
+        assert_eq!(lines[1]["error"]["code"], OVERSIZED_REPLY_CODE);
+        assert_eq!(lines[2], serde_json::json!({"id": 5, "result": 2}));
+    }
+
+    #[tokio::test]
+    async fn a_message_exactly_at_the_bound_passes_and_one_byte_more_does_not() {
+        let at = |len: usize| {
+            let body = format!("{{\"id\":1,\"result\":\"{}\"}}", "z".repeat(len - 20));
+            assert_eq!(body.len(), len);
+            format!("{body}\n")
+        };
+        let mut output = Vec::new();
+        pump(at(1024).as_bytes(), &mut output, 1024).await;
+        assert_eq!(output, at(1024).as_bytes());
+        let mut output = Vec::new();
+        pump(at(1025).as_bytes(), &mut output, 1024).await;
+        assert!(String::from_utf8_lossy(&output).contains("larger than 1024 bytes"));
+    }
+}

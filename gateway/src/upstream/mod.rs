@@ -1,0 +1,175 @@
+//! The gateway's upstreams: started under a deadline, listed within bounds, restarted with
+//! backoff when they stop, and reachable through a [`Link`] that says at once when one is down.
+
+mod child;
+mod client;
+pub mod frames;
+mod listing;
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use rmcp::service::{Peer, RoleClient};
+use tokio::sync::watch;
+
+pub use child::{StartError, StderrTail, command_line};
+pub use listing::{ListError, list_tools};
+
+use crate::config::{Limits, UpstreamConfig};
+
+/// The first wait before restarting a stopped upstream; doubled after each failed start.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest wait between restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// An upstream that stayed up this long is restarted at once the next time it stops.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// The way to one upstream: its session while it runs, why it is down otherwise. Handlers take
+/// the peer out (a clone) and never hold the lock while they wait.
+#[derive(Debug)]
+pub struct Link {
+    name: String,
+    state: RwLock<Result<Peer<RoleClient>, String>>,
+    list_changed: watch::Receiver<u64>,
+}
+
+impl Link {
+    /// The upstream's name in the config.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The session, or why there is none (the call must not be sent).
+    pub fn peer(&self) -> Result<Peer<RoleClient>, String> {
+        let state = self
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*state {
+            Ok(peer) if peer.is_transport_closed() => Err("its session has closed".to_owned()),
+            other => other.clone(),
+        }
+    }
+
+    /// Whether the upstream is up now.
+    pub fn is_up(&self) -> bool {
+        self.peer().is_ok()
+    }
+
+    /// Counts `notifications/tools/list_changed` from the upstream.
+    pub fn list_changes(&self) -> watch::Receiver<u64> {
+        self.list_changed.clone()
+    }
+
+    fn set(&self, state: Result<Peer<RoleClient>, String>) {
+        *self
+            .state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = state;
+    }
+}
+
+/// A started upstream, before its supervisor takes over.
+pub struct Upstream {
+    config: UpstreamConfig,
+    started: child::Started,
+    tail: StderrTail,
+    list_changed: watch::Sender<u64>,
+    link: Arc<Link>,
+}
+
+impl Upstream {
+    /// Starts the upstream and completes the handshake within `limits.startup_timeout`.
+    ///
+    /// # Errors
+    ///
+    /// The process could not start, exited, or did not answer in time: the error names the
+    /// command, the exit status and the last stderr lines.
+    pub async fn start(config: UpstreamConfig, limits: &Limits) -> Result<Self, StartError> {
+        let tail = StderrTail::default();
+        let (list_changed, changes) = watch::channel(0);
+        let started = child::start(&config, limits, &tail, list_changed.clone()).await?;
+        let link = Arc::new(Link {
+            name: config.name.clone(),
+            state: RwLock::new(Ok(started.service.peer().clone())),
+            list_changed: changes,
+        });
+        Ok(Self {
+            config,
+            started,
+            tail,
+            list_changed,
+            link,
+        })
+    }
+
+    /// The link handlers reach it through.
+    pub fn link(&self) -> &Arc<Link> {
+        &self.link
+    }
+
+    /// The session, to list its tools before serving.
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        self.started.service.peer()
+    }
+
+    /// Keeps the upstream running: when it stops, its link goes down at once (calls answer
+    /// "unavailable, nothing ran"), and it is started again with backoff until it answers.
+    pub fn supervise(self, limits: Limits) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let Self {
+                config,
+                mut started,
+                tail,
+                list_changed,
+                link,
+            } = self;
+            let mut backoff = FIRST_BACKOFF;
+            loop {
+                let up_since = Instant::now();
+                let why = stopped(&mut started).await;
+                link.set(Err(format!("it {why}; the gateway is restarting it")));
+                tracing::warn!(upstream = %config.name, "upstream stopped: it {why}; its tools answer \"unavailable, nothing ran\" until it is back");
+                drop(started);
+                if up_since.elapsed() >= STABLE_AFTER {
+                    backoff = FIRST_BACKOFF;
+                }
+                started = loop {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    match child::start(&config, &limits, &tail, list_changed.clone()).await {
+                        Ok(started) => break started,
+                        Err(error) => {
+                            link.set(Err(format!("it could not be restarted: {}", error.what)));
+                            tracing::warn!(upstream = %config.name, "restart failed: {error}; next try in {} ms", backoff.as_millis());
+                        }
+                    }
+                };
+                link.set(Ok(started.service.peer().clone()));
+                // Its tools may have changed while it was down: as if it had said so.
+                list_changed.send_modify(|count| *count += 1);
+                tracing::info!(upstream = %config.name, "upstream restarted");
+            }
+        })
+    }
+}
+
+/// Waits until the upstream's process exits or its session closes; says which.
+async fn stopped(started: &mut child::Started) -> String {
+    let peer = started.service.peer().clone();
+    let closed = async {
+        while !peer.is_transport_closed() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::select! {
+        status = started.child.wait() => match status {
+            Ok(status) => format!("exited with {}", child::describe(status)),
+            Err(error) => format!("could not be waited for: {error}"),
+        },
+        () = closed => {
+            let _ = started.child.start_kill();
+            "closed its session".to_owned()
+        }
+    }
+}

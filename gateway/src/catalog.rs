@@ -163,7 +163,7 @@ async fn forward(
         Ok(Err(ServiceError::McpError(error))) if error.code.0 == OVERSIZED_REPLY_CODE => {
             Err(ToolError::new(format!(
                 "upstream `{upstream}` ran the call, but {}",
-                error.message.trim_start_matches("the upstream's ")
+                error.message.replacen("the upstream's ", "its ", 1)
             )))
         }
         Ok(Err(ServiceError::McpError(error))) => Err(ToolError::new(format!(

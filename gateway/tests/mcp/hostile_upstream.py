@@ -1,0 +1,88 @@
+"""A misbehaving MCP upstream speaking raw JSON-RPC on stdio (Python's standard library only), so
+the gateway's bounds and health checks meet a real process doing what a broken or hostile server
+does.
+
+usage: hostile_upstream.py MODE RECORD_FILE
+
+MODE:
+  serve        answer normally (tools: echo, huge, crash, and badly named ones)
+  silent       write to stderr, then never answer the handshake
+  exit         write to stderr, then exit with status 7 before answering
+  endless      answer tools/list with a new cursor forever
+  slow-restart serve; but a start after the first waits 2 s before answering the handshake
+
+Every tools/call received is appended to RECORD_FILE as one JSON line before it is answered.
+"""
+
+import json
+import os
+import sys
+import time
+
+mode, record = sys.argv[1], sys.argv[2]
+starts = record + ".starts"
+with open(starts, "a", encoding="utf-8") as file:
+    file.write("start\n")
+with open(starts, encoding="utf-8") as file:
+    start_count = len(file.readlines())
+
+TOOLS = [
+    {"name": "echo", "description": "Echo the text.",
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"name": "huge", "description": "Reply with 16 MiB.", "inputSchema": {"type": "object"}},
+    {"name": "crash", "description": "Exit at once.", "inputSchema": {"type": "object"}},
+    # Names a person could not tell from others: zero-width space, mixed scripts, a bidi override.
+    {"name": "ech\u200bo", "description": "invisible", "inputSchema": {"type": "object"}},
+    {"name": "p\u0430th", "description": "Latin p, Cyrillic a", "inputSchema": {"type": "object"}},
+    {"name": "\u202eevil", "description": "bidi", "inputSchema": {"type": "object"}},
+]
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def log(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+log(f"hostile upstream starting in mode {mode} (start {start_count})")
+if mode == "silent":
+    log("booting, will never answer")
+    time.sleep(3600)
+if mode == "exit":
+    log("fatal: missing configuration FOO_TOKEN")
+    sys.exit(7)
+if mode == "slow-restart" and start_count > 1:
+    time.sleep(2)
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, ident = message.get("method"), message.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": ident, "result": {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "hostile", "version": "1"}}})
+    elif method == "tools/list":
+        if mode == "endless":
+            cursor = (message.get("params") or {}).get("cursor") or "0"
+            send({"jsonrpc": "2.0", "id": ident, "result": {
+                "tools": [], "nextCursor": str(int(cursor) + 1)}})
+        else:
+            send({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
+    elif method == "tools/call":
+        name = message["params"]["name"]
+        with open(record, "a", encoding="utf-8") as file:
+            file.write(json.dumps({"tool": name, "arguments": message["params"].get("arguments")}) + "\n")
+        if name == "crash":
+            os._exit(3)
+        if name == "huge":
+            text = "x" * (16 * 1024 * 1024)
+        else:
+            text = "echo: " + str(message["params"].get("arguments", {}).get("text"))
+        send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})
+    elif ident is not None:
+        send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no such method"}})

@@ -1,0 +1,125 @@
+//! What the gateway's integration tests share: a work directory with a config and policy, the
+//! built binary, and an MCP client (the official Rust SDK) that starts it.
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use rmcp::ServiceExt as _;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+
+pub const GATEWAY: &str = env!("CARGO_BIN_EXE_toolgate-mcp-gateway");
+
+/// A fresh directory for one test, under Cargo's per-target temporary directory.
+pub struct Work {
+    pub dir: PathBuf,
+}
+
+impl Work {
+    pub fn new(name: &str) -> Self {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("work dir");
+        Self { dir }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path(name);
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path(name)).unwrap_or_default()
+    }
+
+    /// The calls the hostile upstream received, by tool name.
+    pub fn recorded(&self) -> Vec<String> {
+        self.read("record.jsonl")
+            .lines()
+            .map(|line| {
+                let entry: serde_json::Value = serde_json::from_str(line).expect("record");
+                entry["tool"].as_str().expect("tool").to_owned()
+            })
+            .collect()
+    }
+
+    /// A config with one hostile upstream `h` in `mode`, the policy allowing its tools, and
+    /// `extra` TOML appended.
+    pub fn hostile_config(&self, mode: &str, extra: &str) -> PathBuf {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/hostile_upstream.py");
+        self.write(
+            "policy.json",
+            r#"{"rules": [
+              {"id": "echo", "tool": "h__echo", "action": "allow", "reason": "harmless"},
+              {"id": "huge", "tool": "h__huge", "action": "allow", "reason": "test"},
+              {"id": "crash", "tool": "h__crash", "action": "allow", "reason": "test"}
+            ]}"#,
+        );
+        let record = self.path("record.jsonl");
+        self.write(
+            "gateway.toml",
+            &format!(
+                "[upstreams.h]\ncommand = \"python3\"\nargs = [{script:?}, {mode:?}, {record:?}]\n\
+                 [policy]\nlayers = [\"policy.json\"]\n{extra}"
+            ),
+        )
+    }
+}
+
+/// Runs the gateway with `args` to completion.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(GATEWAY)
+        .args(args)
+        .output()
+        .expect("the gateway runs")
+}
+
+pub fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// An MCP session with `toolgate-mcp-gateway serve --config CONFIG`.
+pub async fn serve(config: &Path) -> RunningService<RoleClient, ()> {
+    let mut command = tokio::process::Command::new(GATEWAY);
+    command.arg("serve").arg("--config").arg(config);
+    let transport = TokioChildProcess::new(command).expect("spawn the gateway");
+    tokio::time::timeout(Duration::from_secs(30), ().serve(transport))
+        .await
+        .expect("the gateway answers the handshake in time")
+        .expect("handshake")
+}
+
+/// Calls `tool` with `arguments`; the result's text and whether it is an error.
+pub async fn call(
+    client: &RunningService<RoleClient, ()>,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> (String, bool) {
+    let serde_json::Value::Object(arguments) = arguments else {
+        panic!("arguments are an object")
+    };
+    let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    let result: CallToolResult =
+        tokio::time::timeout(Duration::from_secs(30), client.call_tool(request))
+            .await
+            .expect("the gateway answers in time")
+            .expect("a result, not a protocol error");
+    let text = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (text, result.is_error == Some(true))
+}

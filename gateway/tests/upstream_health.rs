@@ -1,0 +1,185 @@
+//! Upstreams that fail the way real ones do — silent, dying at start, paging forever, replying
+//! too much, crashing mid-call, slow to come back — each a real process
+//! (`tests/mcp/hostile_upstream.py`), and what the operator and the client see.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::*;
+
+#[test]
+fn an_upstream_that_never_answers_the_handshake_fails_startup_naming_command_and_stderr() {
+    let work = Work::new("health-silent");
+    let config = work.hostile_config("silent", "[limits]\nstartup_timeout_ms = 1000\n");
+    let started = Instant::now();
+    let output = run(&["check", "--config", config.to_str().unwrap()]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(stderr.contains("upstream `h` (python3 "), "{stderr}");
+    assert!(
+        stderr.contains("did not answer the MCP handshake within 1000 ms (limits.startup_timeout_ms); it was stopped"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("booting, will never answer"), "{stderr}");
+    // Each cause once, in the operator's terms: no SDK internals.
+    assert_eq!(stderr.matches("did not answer").count(), 1, "{stderr}");
+    assert!(!stderr.to_lowercase().contains("transport"), "{stderr}");
+}
+
+#[test]
+fn an_upstream_that_exits_at_start_is_reported_with_its_status_and_last_stderr_lines() {
+    let work = Work::new("health-exit");
+    let config = work.hostile_config("exit", "");
+    let output = run(&["check", "--config", config.to_str().unwrap()]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("exited with exit status 7 before completing the MCP handshake"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("fatal: missing configuration FOO_TOKEN"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("exit status 7").count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_command_that_does_not_exist_is_named() {
+    let work = Work::new("health-nocommand");
+    let config = work.write(
+        "gateway.toml",
+        "[upstreams.x]\ncommand = \"/nonexistent/mcp-server\"\n[policy]\nlayers = [\"p.json\"]\n",
+    );
+    let output = run(&["check", "--config", config.to_str().unwrap()]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr
+            .contains("upstream `x` (/nonexistent/mcp-server) could not be started: No such file"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn endless_tools_list_paging_is_cut_at_the_page_bound() {
+    let work = Work::new("health-endless");
+    let config = work.hostile_config("endless", "[limits]\nmax_list_pages = 5\n");
+    let output = run(&["check", "--config", config.to_str().unwrap()]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "upstream `h`: its tools/list gave more than 5 pages (limits.max_list_pages)"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_summarizes_tools_left_out_names_and_policy_digests() {
+    let work = Work::new("health-check");
+    let config = work.hostile_config("serve", "");
+    let output = run(&["check", "--config", config.to_str().unwrap()]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("upstream h: 3 of 6 tools served"),
+        "{stdout}"
+    );
+    // Zero-width, mixed-script and bidi names are left out at import, each said why.
+    assert_eq!(stdout.matches("left out: ").count(), 3, "{stdout}");
+    assert!(
+        stdout.contains("policy layer ") && stdout.contains("digest sha256:"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn tools_prints_served_names_and_argument_fields_as_json() {
+    let work = Work::new("health-tools");
+    let config = work.hostile_config("serve", "");
+    let output = run(&["tools", "--config", config.to_str().unwrap()]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let listing: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    let upstream = &listing["upstreams"][0];
+    assert_eq!(upstream["upstream"], "h");
+    let echo = upstream["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["served_as"] == "h__echo")
+        .expect("echo is served as h__echo");
+    assert_eq!(echo["upstream_name"], "echo");
+    assert_eq!(
+        echo["fields"],
+        json!([{"pointer": "/text", "type": "string", "required": true}])
+    );
+    assert_eq!(
+        upstream["left_out"].as_array().unwrap().len(),
+        3,
+        "{stdout}"
+    );
+}
+
+#[tokio::test]
+async fn an_oversized_reply_ends_that_call_with_an_error_and_the_gateway_keeps_serving() {
+    let work = Work::new("health-huge");
+    let config = work.hostile_config("serve", "");
+    let client = serve(&config).await;
+    let asked = Instant::now();
+    let (message, is_error) = call(&client, "h__huge", json!({})).await;
+    let took = asked.elapsed();
+    assert!(is_error, "{message}");
+    assert!(
+        message.contains("upstream `h` ran the call, but its reply was larger than 4194304 bytes"),
+        "{message}"
+    );
+    eprintln!("an oversized reply was answered in {took:?}");
+    let (message, is_error) = call(&client, "h__echo", json!({"text": "after"})).await;
+    assert!(!is_error && message == "echo: after", "{message}");
+    assert_eq!(work.recorded(), ["huge", "echo"]);
+}
+
+#[tokio::test]
+async fn a_crashed_upstream_answers_unavailable_nothing_ran_until_restarted() {
+    let work = Work::new("health-crash");
+    let config = work.hostile_config("slow-restart", "");
+    let client = serve(&config).await;
+    let (message, is_error) = call(&client, "h__crash", json!({})).await;
+    assert!(is_error, "{message}");
+    assert!(
+        message.contains("whether the call took effect is unknown"),
+        "{message}"
+    );
+    // Its restart takes 2 s to answer: meanwhile calls are not sent.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (message, is_error) = call(&client, "h__echo", json!({"text": "down"})).await;
+    assert!(is_error, "{message}");
+    assert!(
+        message.contains("upstream `h` is unavailable") && message.contains("nothing ran"),
+        "{message}"
+    );
+    assert_eq!(work.recorded(), ["crash"], "the call while down never left");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (message, is_error) = call(&client, "h__echo", json!({"text": "back"})).await;
+        if !is_error {
+            assert_eq!(message, "echo: back");
+            break;
+        }
+        assert!(message.contains("nothing ran"), "{message}");
+        assert!(Instant::now() < deadline, "not restarted: {message}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(work.recorded(), ["crash", "echo"]);
+    assert_eq!(work.read("record.jsonl.starts").lines().count(), 2);
+}

@@ -31,6 +31,52 @@ pub struct ToolCall {
     pub tool_name: String,
     /// The arguments as the model sent them, before validation.
     pub arguments: Value,
+    /// Who the call is made for, when the code that received it authenticated a caller (a
+    /// gateway's API key or token). Set only by that code, through
+    /// [`with_principal`](Self::with_principal) — never from what a model wrote: the provider
+    /// readers and [`new`](Self::new) leave it empty. Rules can judge it (`principals` in a rule),
+    /// every audit event records its id, and an approval held for it is bound to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<Principal>,
+}
+
+/// An authenticated caller: an id (an API key's name, a token's subject) and the groups rules
+/// may judge. Neither is secret; both appear in audit events and approvals.
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate::{Principal, ToolCall};
+///
+/// let alice = Principal::new("alice", ["developers"]);
+/// let call = ToolCall::new("c1", "deploy", json!({})).with_principal(alice.clone());
+/// assert_eq!(call.principal.as_ref(), Some(&alice));
+/// assert!(alice.in_group("developers") && !alice.in_group("ops"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Principal {
+    /// The caller's id.
+    pub id: String,
+    /// The groups the caller is in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+}
+
+impl Principal {
+    /// A principal `id` in `groups`.
+    pub fn new(id: impl Into<String>, groups: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            id: id.into(),
+            groups: groups.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Whether the caller is in `group` (exact, case-sensitive).
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|own| own == group)
+    }
 }
 
 /// Names the call and its tool; the arguments, which may hold secrets, are never printed, so a
@@ -42,6 +88,7 @@ impl fmt::Debug for ToolCall {
             .field("call_id", &self.call_id)
             .field("tool_name", &self.tool_name)
             .field("arguments", &Redacted)
+            .field("principal", &self.principal.as_ref().map(|principal| &principal.id))
             .finish()
     }
 }
@@ -70,7 +117,15 @@ impl ToolCall {
             call_id: call_id.into(),
             tool_name: tool_name.into(),
             arguments,
+            principal: None,
         }
+    }
+
+    /// The same call, made for `principal` (see [`principal`](Self::principal)).
+    #[must_use]
+    pub fn with_principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(principal);
+        self
     }
 }
 

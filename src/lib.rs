@@ -132,7 +132,7 @@ pub mod workspace;
 
 pub use approvals::{ApprovalError, ApprovalId, ApprovalRequest, ApprovalResponse};
 pub use authorized::{ApprovalOutcome, Authorized, PolicyOutcome, Staleness};
-pub use contract::{ToolCall, ToolResult, ToolSpec};
+pub use contract::{Principal, ToolCall, ToolResult, ToolSpec};
 pub use controller::{Outcome, ToolController};
 pub use definition::{
     ArgumentErrors, AsyncToolHandler, DefinitionError, ToolDefinition, ToolError, ToolHandler,

@@ -97,6 +97,10 @@ pub struct AuditEvent {
     /// The layer that decided, in a [`Layers`](crate::Layers) stack.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layer: Option<Arc<str>>,
+    /// The id of the [`Principal`](crate::Principal) the call was made for, when one was
+    /// authenticated (bounded in length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 impl AuditEvent {
@@ -114,11 +118,19 @@ pub(crate) struct AuditSubject {
     tool: String,
     argument_digest: String,
     approval_id: Option<ApprovalId>,
+    principal: Option<String>,
 }
 
 impl AuditSubject {
     pub(crate) fn of(call: &ToolCall) -> Self {
         Self::for_arguments(&call.call_id, &call.tool_name, &call.arguments)
+            .for_principal(call.principal.as_ref())
+    }
+
+    /// The same subject, made for `principal`.
+    pub(crate) fn for_principal(mut self, principal: Option<&crate::Principal>) -> Self {
+        self.principal = principal.map(|principal| crate::contract::quote_bounded(&principal.id));
+        self
     }
 
     /// The subject of a call with other arguments (an edited approval), without building the call.
@@ -128,6 +140,7 @@ impl AuditSubject {
             tool: crate::contract::quote_bounded(tool),
             argument_digest: ArgumentHash::of(arguments).text(),
             approval_id: None,
+            principal: None,
         }
     }
 
@@ -154,6 +167,7 @@ impl AuditSubject {
             policy_digest: None,
             layer: None,
             is_error: None,
+            principal: self.principal.clone(),
         }
     }
 

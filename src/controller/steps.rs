@@ -344,6 +344,7 @@ impl ToolController {
             let request = approval.request();
             let edited = Some(
                 AuditSubject::for_arguments(&request.call.call_id, &request.call.tool_name, edited)
+                    .for_principal(request.call.principal.as_ref())
                     .with_approval(request.approval_id),
             );
             recorded = self.record(&edited, |s| s.event(AuditKind::ApprovalEdited));

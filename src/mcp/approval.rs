@@ -68,8 +68,18 @@ impl StateSeal {
     }
 
     /// The input-required result asking the person about `request`.
-    pub(crate) fn input_required(&self, request: &ApprovalRequest) -> InputRequiredResult {
-        let binding = binding(&request.call.tool_name, &request.call.arguments);
+    pub(crate) fn input_required(
+        &self,
+        request: &ApprovalRequest,
+        session: Option<&str>,
+    ) -> InputRequiredResult {
+        let principal = request.call.principal.as_ref().map(|principal| principal.id.as_str());
+        let binding = binding(
+            &request.call.tool_name,
+            &request.call.arguments,
+            principal,
+            session,
+        );
         let state = self.codec.seal_with(
             request.approval_id.to_string().as_bytes(),
             &SealOptions::new()
@@ -84,9 +94,17 @@ impl StateSeal {
         InputRequiredResult::new(Some(requests), Some(state))
     }
 
-    /// The approval id sealed in `state`, if this server sealed it for `tool` with `arguments`.
-    pub(crate) fn open(&self, state: &str, tool: &str, arguments: &Value) -> Option<ApprovalId> {
-        let binding = binding(tool, arguments);
+    /// The approval id sealed in `state`, if this server sealed it for `tool` with `arguments`,
+    /// for the same principal in the same session.
+    pub(crate) fn open(
+        &self,
+        state: &str,
+        tool: &str,
+        arguments: &Value,
+        caller: &super::Caller,
+    ) -> Option<ApprovalId> {
+        let principal = caller.principal.as_ref().map(|principal| principal.id.as_str());
+        let binding = binding(tool, arguments, principal, caller.session.as_deref());
         let payload = self.codec.open_with(state, binding.as_bytes()).ok()?;
         std::str::from_utf8(&payload).ok()?.parse().ok()
     }
@@ -132,8 +150,20 @@ pub(crate) fn question(request: &ApprovalRequest) -> ElicitRequestParams {
 }
 
 /// What a sealed state is bound to: the tool's name and its canonical arguments.
-fn binding(tool: &str, arguments: &Value) -> String {
-    digest(&json!({"tool": tool, "arguments": arguments}))
+/// What a sealed state is bound to: the call, and who made it where. A state issued to one
+/// principal or session does not open for another.
+fn binding(
+    tool: &str,
+    arguments: &Value,
+    principal: Option<&str>,
+    session: Option<&str>,
+) -> String {
+    digest(&json!({
+        "tool": tool,
+        "arguments": arguments,
+        "principal": principal,
+        "session": session,
+    }))
 }
 
 #[cfg(test)]

@@ -23,12 +23,14 @@
 //! transport the SDK offers works with [`McpServer`] through `rmcp::ServiceExt::serve`).
 
 mod approval;
+mod caller;
 mod reload;
 mod server;
 mod strict_input;
 mod upstream;
 mod wire;
 
+pub use caller::{Caller, CallerOf};
 pub use reload::{PolicyFile, Reload};
 pub use server::McpServer;
 pub use upstream::{SkipReason, Skipped, Upstream};

@@ -63,6 +63,7 @@ pub struct McpServer {
     seal: Arc<StateSeal>,
     implementation: (String, String),
     change_poll: Duration,
+    caller_of: Option<super::CallerOf>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -86,7 +87,24 @@ impl McpServer {
             seal: Arc::new(StateSeal::random().map_err(McpError::Randomness)?),
             implementation: ("toolgate".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
             change_poll: DEFAULT_CHANGE_POLL,
+            caller_of: None,
         })
+    }
+
+    /// The same server, reading each request's caller with `caller_of`: every call is made for
+    /// its principal (judged by rules that name principals, recorded in every audit event), and
+    /// a request state sealed for one principal or session opens for no other.
+    #[must_use]
+    pub fn with_caller(mut self, caller_of: super::CallerOf) -> Self {
+        self.caller_of = Some(caller_of);
+        self
+    }
+
+    fn caller(&self, context: &RequestContext<RoleServer>) -> super::Caller {
+        self.caller_of
+            .as_ref()
+            .map(|caller_of| caller_of(&context.extensions))
+            .unwrap_or_default()
     }
 
     /// The same server, naming itself `name` `version` to clients.
@@ -149,6 +167,7 @@ impl McpServer {
         &self,
         request: ApprovalRequest,
         context: &RequestContext<RoleServer>,
+        caller: &super::Caller,
     ) -> CallToolResponse {
         let modern = context
             .protocol_version()
@@ -158,7 +177,10 @@ impl McpServer {
             .and_then(|capabilities| capabilities.elicitation)
             .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
         if form && modern {
-            return self.seal.input_required(&request).into();
+            return self
+                .seal
+                .input_required(&request, caller.session.as_deref())
+                .into();
         }
         if form {
             let asked = context
@@ -195,10 +217,11 @@ impl McpServer {
         tool: &str,
         arguments: &Value,
         responses: Option<&InputResponses>,
+        caller: &super::Caller,
     ) -> CallToolResult {
-        let Some(approval_id) = self.seal.open(state, tool, arguments) else {
+        let Some(approval_id) = self.seal.open(state, tool, arguments, caller) else {
             return wire::not_run(
-                "refused: the request state was not issued by this server for this call (altered, foreign, for another tool or arguments, or expired); nothing ran".to_owned(),
+                "refused: the request state was not issued by this server for this call (altered, foreign, for another tool, arguments, caller or session, or expired); nothing ran".to_owned(),
                 None,
             );
         };
@@ -272,17 +295,19 @@ impl ServerHandler for McpServer {
             ))
             .into());
         }
+        let caller = self.caller(&context);
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.as_ref();
             return Ok(self
-                .retry(state, &request.name, &arguments, responses)
+                .retry(state, &request.name, &arguments, responses, &caller)
                 .await
                 .into());
         }
-        let call = ToolCall::new(context.id.to_string(), request.name, arguments);
+        let mut call = ToolCall::new(context.id.to_string(), request.name, arguments);
+        call.principal.clone_from(&caller.principal);
         Ok(match self.controller.handle_async(call).await {
             Outcome::Completed(result) => wire::call_result(result).into(),
-            Outcome::PendingApproval(request) => self.ask(request, &context).await,
+            Outcome::PendingApproval(request) => self.ask(request, &context, &caller).await,
         })
     }
 

@@ -1,0 +1,30 @@
+//! Who is calling: what the transport authenticated, handed to [`McpServer`](super::McpServer) by
+//! the code that serves it.
+
+use std::sync::Arc;
+
+use rmcp::model::Extensions;
+
+use crate::contract::Principal;
+
+/// The caller of one request: the principal the transport authenticated, and the session it
+/// came in (an HTTP session id), when there are such things.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Caller {
+    /// The authenticated principal; `None` over stdio or an unauthenticated transport.
+    pub principal: Option<Principal>,
+    /// The session the request belongs to, if the transport has sessions.
+    pub session: Option<String>,
+}
+
+impl Caller {
+    /// A caller `principal` in `session`.
+    pub fn new(principal: Option<Principal>, session: Option<String>) -> Self {
+        Self { principal, session }
+    }
+}
+
+/// Reads the [`Caller`] from a request's extensions (where a transport puts what it knows, e.g.
+/// the SDK's HTTP server puts the request's `http::request::Parts`).
+pub type CallerOf = Arc<dyn Fn(&Extensions) -> Caller + Send + Sync>;

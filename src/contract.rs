@@ -88,7 +88,10 @@ impl fmt::Debug for ToolCall {
             .field("call_id", &self.call_id)
             .field("tool_name", &self.tool_name)
             .field("arguments", &Redacted)
-            .field("principal", &self.principal.as_ref().map(|principal| &principal.id))
+            .field(
+                "principal",
+                &self.principal.as_ref().map(|principal| &principal.id),
+            )
             .finish()
     }
 }

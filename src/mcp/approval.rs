@@ -73,7 +73,11 @@ impl StateSeal {
         request: &ApprovalRequest,
         session: Option<&str>,
     ) -> InputRequiredResult {
-        let principal = request.call.principal.as_ref().map(|principal| principal.id.as_str());
+        let principal = request
+            .call
+            .principal
+            .as_ref()
+            .map(|principal| principal.id.as_str());
         let binding = binding(
             &request.call.tool_name,
             &request.call.arguments,
@@ -103,7 +107,10 @@ impl StateSeal {
         arguments: &Value,
         caller: &super::Caller,
     ) -> Option<ApprovalId> {
-        let principal = caller.principal.as_ref().map(|principal| principal.id.as_str());
+        let principal = caller
+            .principal
+            .as_ref()
+            .map(|principal| principal.id.as_str());
         let binding = binding(tool, arguments, principal, caller.session.as_deref());
         let payload = self.codec.open_with(state, binding.as_bytes()).ok()?;
         std::str::from_utf8(&payload).ok()?.parse().ok()

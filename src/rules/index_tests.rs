@@ -153,7 +153,7 @@ fn linear(policy: &RulePolicy, arguments: &Value) -> PolicyDecision {
     let rules = &policy.by_tool["t"];
     let mut paths = CallPaths::new(&policy.paths);
     for (action, list) in rules.by_precedence() {
-        if let Some(pick) = pick_linear(list.iter(), action, arguments, &mut paths) {
+        if let Some(pick) = pick_linear(list.iter(), action, None, arguments, &mut paths) {
             return policy.picked(action, pick);
         }
     }

@@ -253,10 +253,25 @@ fn compile_rule(
         Some(Some(compiled)) => Some(compiled),
         Some(None) => return None,
     };
+    let principals = match &rule.principals {
+        None => None,
+        Some(principals) => {
+            let mut fine = true;
+            check_principals(principals, place, &mut |place, message| {
+                fine = false;
+                problems.push(place, message);
+            });
+            if !fine {
+                return None;
+            }
+            Some(Arc::new(principals.clone()))
+        }
+    };
     let compiled_rule = Rule {
         id: Arc::from(rule.id.as_str()),
         reason: reason?.clone(),
         condition,
+        principals,
         exact,
     };
     for (kind, examples, expected) in [
@@ -283,6 +298,39 @@ fn compile_rule(
     Some(compiled_rule)
 }
 
+/// A rule's `principals`: at least one id or group; none empty, longer than 256 bytes, holding
+/// an invisible or whitespace character, or named twice.
+fn check_principals(
+    principals: &super::PrincipalsConfig,
+    place: &str,
+    problem: &mut dyn FnMut(String, String),
+) {
+    if principals.ids.is_empty() && principals.groups.is_empty() {
+        problem(
+            format!("{place}.principals"),
+            "names no id and no group: the rule would apply to nobody".to_owned(),
+        );
+    }
+    for (key, names) in [("ids", &principals.ids), ("groups", &principals.groups)] {
+        for (index, name) in names.iter().enumerate() {
+            let here = format!("{place}.principals.{key}[{index}]");
+            if name.is_empty() || name.len() > 256 {
+                problem(here, "must be 1 to 256 bytes".to_owned());
+            } else if name
+                .chars()
+                .any(|c| crate::text::is_invisible(c) || c.is_whitespace() || c.is_control())
+            {
+                problem(
+                    here,
+                    "holds an invisible, whitespace or control character".to_owned(),
+                );
+            } else if names[..index].contains(name) {
+                problem(here, format!("{name:?} is named twice"));
+            }
+        }
+    }
+}
+
 /// Two rules with the same tool and condition repeat or contradict each other.
 fn check_repeats<'a>(
     rule: &'a RuleConfig,
@@ -291,12 +339,13 @@ fn check_repeats<'a>(
     seen: &mut HashMap<(&'a str, String), (usize, PolicyAction)>,
     problems: &mut Problems,
 ) {
+    // Rules for other callers neither repeat nor contradict each other.
     let key = (
         rule.tool.as_str(),
-        rule.when
-            .as_ref()
-            .map(|when| canonical::canonical_json(&serde_json::to_value(when).unwrap_or_default()))
-            .unwrap_or_default(),
+        canonical::canonical_json(&serde_json::json!({
+            "when": rule.when,
+            "principals": rule.principals,
+        })),
     );
     if let Some(&(first, action)) = seen.get(&key) {
         let message = if action == rule.action {
@@ -326,7 +375,7 @@ fn check_shadowing(by_tool: &FastMap<String, ToolRules>, problems: &mut Problems
         let unconditional = |rules: &[Rule]| {
             rules
                 .iter()
-                .find(|rule| rule.condition.is_none())
+                .find(|rule| rule.always_applies())
                 .map(|rule| Arc::clone(&rule.id))
         };
         let shadowing = unconditional(&rules.deny)

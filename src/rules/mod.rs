@@ -119,6 +119,59 @@ pub struct RuleConfig {
     /// Example arguments the rule must not apply to; checked at load.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_match: Vec<Value>,
+    /// The callers the rule applies to; absent means every caller. A call made for no
+    /// [`Principal`](crate::Principal) (a library call, stdio) is made for none of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principals: Option<PrincipalsConfig>,
+}
+
+/// The callers a rule applies to: a principal whose id is in `ids`, or who is in one of `groups`.
+/// Checked at load: at least one entry, none empty, repeated or holding invisible characters.
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate::rules::RuleConfig;
+///
+/// let rule: RuleConfig = serde_json::from_value(json!({
+///     "id": "ops-deploy", "tool": "deploy", "action": "allow", "reason": "ops deploy",
+///     "principals": {"groups": ["ops"]}
+/// }))?;
+/// assert_eq!(rule.principals.unwrap().groups, ["ops"]);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PrincipalsConfig {
+    /// Principal ids, matched exactly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+    /// Group names, matched exactly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+}
+
+impl PrincipalsConfig {
+    /// The principals in any of `groups`.
+    pub fn groups(groups: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            ids: Vec::new(),
+            groups: groups.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Whether `principal` is one of these callers.
+    pub fn admits(&self, principal: Option<&crate::Principal>) -> bool {
+        principal.is_some_and(|principal| {
+            self.ids.contains(&principal.id)
+                || principal
+                    .groups
+                    .iter()
+                    .any(|group| self.groups.contains(group))
+        })
+    }
 }
 
 impl RuleConfig {
@@ -137,7 +190,15 @@ impl RuleConfig {
             when: None,
             match_examples: Vec::new(),
             not_match: Vec::new(),
+            principals: None,
         }
+    }
+
+    /// The same rule, applying only to calls made for `principals`.
+    #[must_use]
+    pub fn for_principals(mut self, principals: PrincipalsConfig) -> Self {
+        self.principals = Some(principals);
+        self
     }
 
     /// The same rule, applying only when `condition` holds.
@@ -167,6 +228,8 @@ struct Rule {
     id: Arc<str>,
     reason: Reason,
     condition: Option<Compiled>,
+    // The callers it applies to; `None`: every caller.
+    principals: Option<Arc<PrincipalsConfig>>,
     // Whether the rule names its tool exactly (not by a pattern): named first among its action.
     exact: bool,
 }
@@ -191,10 +254,31 @@ impl Rule {
         }
     }
 
+    /// How the condition judges `arguments`, whoever the caller (examples and explanations
+    /// judge arguments alone).
     fn truth<'a>(&self, arguments: &'a Value, paths: &mut CallPaths<'a>) -> Truth<'_> {
         self.condition
             .as_ref()
             .map_or(Truth::Yes, |condition| condition.evaluate(arguments, paths))
+    }
+
+    /// How the rule judges a call made for `caller`: not at all if it is not one of the rule's
+    /// principals, else as its condition judges the arguments.
+    fn truth_for<'a>(
+        &self,
+        caller: Option<&crate::Principal>,
+        arguments: &'a Value,
+        paths: &mut CallPaths<'a>,
+    ) -> Truth<'_> {
+        match &self.principals {
+            Some(principals) if !principals.admits(caller) => Truth::No,
+            _ => self.truth(arguments, paths),
+        }
+    }
+
+    /// Applies to every call of its tool, whatever the arguments and the caller.
+    fn always_applies(&self) -> bool {
+        self.condition.is_none() && self.principals.is_none()
     }
 }
 
@@ -371,13 +455,26 @@ impl RulePolicy {
     /// The decision for `arguments` to `tool`, without validating them (for checking a policy;
     /// the controller decides only on validated calls).
     pub fn decide_arguments(&self, tool: &str, arguments: &Value) -> PolicyDecision {
+        self.decide_for(tool, None, arguments)
+    }
+
+    /// As [`decide_arguments`](Self::decide_arguments), for a call made for `caller`: rules
+    /// naming `principals` apply only to theirs.
+    pub fn decide_for(
+        &self,
+        tool: &str,
+        caller: Option<&crate::Principal>,
+        arguments: &Value,
+    ) -> PolicyDecision {
         // Each path argument is normalized once for all the tool's rules.
         let mut paths = CallPaths::new(&self.paths);
         if let Some(rules) = self.by_tool.get(tool) {
             for ((action, list), index) in rules.by_precedence().into_iter().zip(&rules.index) {
                 let pick = match index {
-                    Some(index) => scan::pick_indexed(list, index, action, arguments, &mut paths),
-                    None => scan::pick_linear(list.iter(), action, arguments, &mut paths),
+                    Some(index) => {
+                        scan::pick_indexed(list, index, action, caller, arguments, &mut paths)
+                    }
+                    None => scan::pick_linear(list.iter(), action, caller, arguments, &mut paths),
                 };
                 if let Some(pick) = pick {
                     return self.picked(action, pick);
@@ -387,7 +484,9 @@ impl RulePolicy {
         }
         // A tool registered after the policy was loaded: only patterns can cover it.
         for (action, list) in groups::rules_for(&self.groups, tool).into_iter().flatten() {
-            if let Some(pick) = scan::pick_linear(list.into_iter(), action, arguments, &mut paths) {
+            if let Some(pick) =
+                scan::pick_linear(list.into_iter(), action, caller, arguments, &mut paths)
+            {
                 return self.picked(action, pick);
             }
         }
@@ -461,19 +560,23 @@ impl RulePolicy {
 
 impl Policy for RulePolicy {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
-        self.decide_arguments(call.tool_name(), call.arguments())
+        self.decide_for(
+            call.tool_name(),
+            call.call().principal.as_ref(),
+            call.arguments(),
+        )
     }
 
     /// A tool without rules falls to the default deny; one with an unconditional deny rule is
     /// denied before any ask or allow rule is looked at.
     fn denies_every_call(&self, tool_name: &str) -> bool {
         if let Some(rules) = self.by_tool.get(tool_name) {
-            return rules.deny.iter().any(|rule| rule.condition.is_none())
+            return rules.deny.iter().any(Rule::always_applies)
                 || (rules.ask.is_empty() && rules.allow.is_empty());
         }
         groups::rules_for(&self.groups, tool_name).is_none_or(
             |[(_, deny), (_, ask), (_, allow)]| {
-                deny.iter().any(|rule| rule.condition.is_none())
+                deny.iter().any(|rule| rule.always_applies())
                     || (ask.is_empty() && allow.is_empty())
             },
         )

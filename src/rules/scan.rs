@@ -18,12 +18,13 @@ pub(super) type Pick<'r> = Option<(&'r Rule, Option<Cause<'r>>)>;
 pub(super) fn pick_linear<'r, 'a>(
     rules: impl Iterator<Item = &'r Rule>,
     action: PolicyAction,
+    caller: Option<&crate::Principal>,
     arguments: &'a Value,
     paths: &mut CallPaths<'a>,
 ) -> Pick<'r> {
     let mut undetermined = None;
     for rule in rules {
-        match rule.truth(arguments, paths) {
+        match rule.truth_for(caller, arguments, paths) {
             Truth::Yes => return Some((rule, None)),
             // The scan goes on past an undetermined rule only on this slow path.
             Truth::Unknown(cause) if action != PolicyAction::Allow && undetermined.is_none() => {
@@ -42,6 +43,7 @@ pub(super) fn pick_indexed<'r, 'a>(
     rules: &'r [Rule],
     index: &Index,
     action: PolicyAction,
+    caller: Option<&crate::Principal>,
     arguments: &'a Value,
     paths: &mut CallPaths<'a>,
 ) -> Pick<'r> {
@@ -54,7 +56,7 @@ pub(super) fn pick_indexed<'r, 'a>(
         let Some(rule) = rules.get(position as usize) else {
             return;
         };
-        match rule.truth(arguments, paths) {
+        match rule.truth_for(caller, arguments, paths) {
             Truth::Yes => holds.set(Some(position)),
             Truth::Unknown(cause)
                 if action != PolicyAction::Allow

@@ -10,6 +10,7 @@ use toolgate::audit::JsonlAuditSink;
 
 use crate::catalog::{self, Left, Served};
 use crate::config::{ApprovalStoreConfig, AuditTarget, Config};
+use crate::metrics::{CountingSink, Metrics};
 use crate::policy::{self, PolicyStack};
 use crate::upstream::{Upstream, list_tools};
 
@@ -22,6 +23,10 @@ pub struct Started {
     pub left: Vec<Left>,
     /// Tools listed by each upstream, in config order (for the startup summary).
     pub counts: Vec<(String, usize)>,
+    /// The links to the upstreams, for health.
+    pub links: Vec<Arc<crate::upstream::Link>>,
+    /// What the gateway counts.
+    pub metrics: Arc<Metrics>,
 }
 
 /// Starts every upstream at once and lists its tools within the config's bounds.
@@ -68,14 +73,19 @@ pub async fn start(config: &Config) -> Result<Started, Vec<String>> {
     if !problems.is_empty() {
         return Err(problems);
     }
+    let links = tools.iter().map(|(link, _)| Arc::clone(link)).collect();
+    let metrics = Arc::new(Metrics::new());
     let (served, definitions, left) =
-        catalog::build(config, tools).map_err(|error| vec![error.to_string()])?;
+        catalog::build(config, tools, &metrics).map_err(|error| vec![error.to_string()])?;
+    metrics.serve_tools(served.iter().map(|entry| entry.spec.name.clone()));
     Ok(Started {
         upstreams,
         served,
         definitions: std::sync::Mutex::new(definitions),
         left,
         counts,
+        links,
+        metrics,
     })
 }
 
@@ -103,10 +113,11 @@ pub fn controller(
     let mut controller = ToolController::try_new(registry, stack.layers.clone())
         .map_err(|error| vec![format!("the policy does not fit the tools: {error}")])?;
     let mut problems = Vec::new();
+    let mut inner: Option<Box<dyn toolgate::audit::AuditSink>> = None;
     match &config.audit {
         None => {}
         Some(AuditTarget::Jsonl(path)) => match JsonlAuditSink::open(path) {
-            Ok(sink) => controller = controller.with_audit_sink(sink),
+            Ok(sink) => inner = Some(Box::new(sink)),
             Err(error) => problems.push(format!(
                 "{}: audit.jsonl: {}: {error}",
                 config.file.display(),
@@ -118,6 +129,10 @@ pub fn controller(
             config.file.display()
         )),
     }
+    controller = controller.with_audit_sink(CountingSink {
+        metrics: Arc::clone(&started.metrics),
+        inner,
+    });
     match &config.approvals {
         ApprovalStoreConfig::Memory => {}
         ApprovalStoreConfig::Sqlite(path) => match SqliteApprovalStore::open(path) {

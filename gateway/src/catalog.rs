@@ -11,6 +11,7 @@ use serde_json::Value;
 use toolgate::{LookAlikes, ToolDefinition, ToolError, ToolSpec};
 
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::upstream::{Link, frames::OVERSIZED_REPLY_CODE};
 
 /// One served tool: where it comes from and its definition.
@@ -48,6 +49,7 @@ pub struct CatalogError(pub String);
 pub fn build(
     config: &Config,
     tools: Vec<(Arc<Link>, Vec<Tool>)>,
+    metrics: &Arc<Metrics>,
 ) -> Result<(Vec<Served>, Vec<ToolDefinition>, Vec<Left>), CatalogError> {
     let mut served: Vec<Served> = Vec::new();
     let mut definitions: Vec<ToolDefinition> = Vec::new();
@@ -88,6 +90,7 @@ pub fn build(
                 &tool,
                 name.clone(),
                 config.limits.call_timeout,
+                Arc::clone(metrics),
             ) {
                 Ok(definition) => {
                     owners.insert(name, link.name().to_owned());
@@ -124,6 +127,7 @@ fn forwarding(
     tool: &Tool,
     served_name: String,
     timeout: Duration,
+    metrics: Arc<Metrics>,
 ) -> Result<ToolDefinition, toolgate::DefinitionError> {
     let spec = ToolSpec::new(
         served_name,
@@ -134,7 +138,13 @@ fn forwarding(
     ToolDefinition::new_async(spec, move |arguments: Value| {
         let link = Arc::clone(&link);
         let name = name.clone();
-        async move { forward(&link, name, arguments, timeout).await }
+        let metrics = Arc::clone(&metrics);
+        async move {
+            let started = std::time::Instant::now();
+            let result = forward(&link, name, arguments, timeout).await;
+            metrics.observe_upstream(link.name(), started.elapsed());
+            result
+        }
     })
 }
 

@@ -22,6 +22,12 @@ A first session:
        toolgate-mcp-gateway check --config gateway.toml
   4. Serve it to your MCP client over stdio:
        toolgate-mcp-gateway serve --config gateway.toml
+     or over Streamable HTTP, each client with its own key (`key` makes one):
+       [listen]
+       http = \"127.0.0.1:8080\"
+       [[clients]]
+       id = \"alice\"
+       api_key_sha256 = \"…\"
 
 The one-upstream form of earlier versions still works, tool names unchanged:
   toolgate-mcp-gateway --policy policy.json [--audit audit.jsonl] -- COMMAND [ARGS...]
@@ -76,6 +82,16 @@ pub enum Command {
         /// The gateway's config file (TOML).
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
+    },
+    /// Make a new API key for an HTTP client: prints the key (give it to the client, once) and
+    /// the `[[clients]]` entry holding only its SHA-256 (put it in the config).
+    Key {
+        /// The client's principal id, as rules and audit events name it.
+        #[arg(long)]
+        id: String,
+        /// A group the client is in (repeat for more).
+        #[arg(long = "group", value_name = "GROUP")]
+        groups: Vec<String>,
     },
     /// Work with an audit log.
     Audit {

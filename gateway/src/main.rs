@@ -13,6 +13,8 @@ mod cli;
 mod commands;
 mod config;
 mod fields;
+mod http;
+mod metrics;
 mod policy;
 mod upstream;
 
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
             },
             (Some(Command::Tools { config }), _) => commands::tools(&config).await,
             (Some(Command::Check { config }), _) => commands::check(&config).await,
+            (Some(Command::Key { id, groups }), _) => commands::key(&id, &groups),
             (
                 Some(Command::Audit {
                     command: AuditCommand::Verify { file },

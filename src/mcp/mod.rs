@@ -33,6 +33,7 @@ mod wire;
 pub use caller::{Caller, CallerOf};
 pub use reload::{PolicyFile, Reload};
 pub use server::McpServer;
+pub use strict_input::check_duplicate_keys;
 pub use upstream::{SkipReason, Skipped, Upstream};
 pub use wire::APPROVAL_ID_META;
 

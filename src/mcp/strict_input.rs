@@ -64,6 +64,35 @@ where
     from_filter
 }
 
+/// Refuses a message body holding a duplicate key in any object — for transports other than
+/// [`McpServer::serve_io`](super::McpServer::serve_io), which checks each line itself (an HTTP
+/// server checks each POST body before the SDK parses it, and answers a refused one without
+/// passing it on). Text that is not JSON passes: the SDK answers it with a parse error.
+///
+/// # Errors
+///
+/// What is wrong and where (`duplicate key in one object at line 1 column 12`), never the text.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::mcp::check_duplicate_keys;
+/// assert!(check_duplicate_keys(br#"{"a":1,"b":2}"#).is_ok());
+/// assert!(check_duplicate_keys(br#"{"params":{"arguments":{"p":"/tmp","p":"/etc"}}}"#).is_err());
+/// assert!(check_duplicate_keys(b"not json").is_ok());
+/// ```
+pub fn check_duplicate_keys(body: &[u8]) -> Result<(), String> {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return Ok(());
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text).trim();
+    match crate::providers::strict_parse(text) {
+        Ok(_) => Ok(()),
+        Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() => Ok(()),
+        Err(problem) => Err(problem),
+    }
+}
+
 /// The line with its call marked, if it is a `tools/call` request holding a duplicate key;
 /// `None` to pass it on as it is.
 fn marked(line: &[u8]) -> Option<Vec<u8>> {

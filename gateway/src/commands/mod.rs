@@ -2,11 +2,13 @@
 
 mod audit;
 mod check;
+mod key;
 mod serve;
 mod tools;
 
 pub use audit::verify;
 pub use check::check;
+pub use key::key;
 pub use serve::serve;
 pub use tools::tools;
 

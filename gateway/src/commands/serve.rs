@@ -44,32 +44,112 @@ pub async fn serve(config: Config) -> ExitCode {
         std::sync::Arc::clone(&controller),
         config.policy_poll,
     );
+    let links = started.links.clone();
+    let metrics = std::sync::Arc::clone(&started.metrics);
     let supervisors: Vec<_> = started
         .upstreams
         .into_iter()
         .map(|upstream| upstream.supervise(config.limits))
         .collect();
-    let server = match McpServer::new(controller) {
+    let server = match McpServer::new(std::sync::Arc::clone(&controller)) {
         Ok(server) => server.with_implementation("toolgate-mcp-gateway", env!("CARGO_PKG_VERSION")),
         Err(error) => {
             super::report([error.to_string()]);
             return ExitCode::FAILURE;
         }
     };
-    tracing::info!("serving over stdio");
-    let served = server.serve_stdio().await;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let until_stopped = move || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        }
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    if let Some(address) = config.listen.admin {
+        let (metrics, controller, links) =
+            (metrics, std::sync::Arc::clone(&controller), links.clone());
+        let until = until_stopped();
+        tasks.spawn(async move {
+            crate::http::serve_admin(address, metrics, controller, links, until)
+                .await
+                .map_err(|error| format!("listen.admin {address}: {error}"))
+        });
+    }
+    if let Some(address) = config.listen.http {
+        let (server, clients, hosts) = (
+            server.clone(),
+            config.clients.clone(),
+            config.listen.allowed_hosts.clone(),
+        );
+        let until = until_stopped();
+        tasks.spawn(async move {
+            crate::http::serve_mcp(address, server, &clients, hosts, until)
+                .await
+                .map_err(|error| format!("listen.http {address}: {error}"))
+        });
+    }
+    if config.listen.stdio {
+        tasks.spawn(async move {
+            tracing::info!("serving MCP over stdio");
+            let served = server.serve_stdio().await;
+            tracing::info!("the stdio client disconnected; stopping");
+            served.map_err(|error| error.to_string())
+        });
+    }
+    // The first listener to end (stdio closed, a bind failed) or a signal stops them all.
+    let first = tokio::select! {
+        ended = tasks.join_next() => ended,
+        () = signal() => {
+            tracing::info!("signal received; stopping");
+            None
+        }
+    };
+    let _ = stop.send(true);
+    let mut failure = match first {
+        Some(Ok(Err(problem))) => Some(problem),
+        _ => None,
+    };
+    while let Ok(Some(ended)) =
+        tokio::time::timeout(std::time::Duration::from_secs(5), tasks.join_next()).await
+    {
+        if let Ok(Err(problem)) = ended {
+            failure.get_or_insert(problem);
+        }
+    }
     watcher.abort();
     for supervisor in supervisors {
         supervisor.abort();
     }
-    match served {
-        Ok(()) => {
-            tracing::info!("the client disconnected; stopping");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            super::report([error.to_string()]);
+    match failure {
+        None => ExitCode::SUCCESS,
+        Some(problem) => {
+            super::report([problem]);
             ExitCode::FAILURE
         }
+    }
+}
+
+/// SIGINT or SIGTERM.
+async fn signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(terminate) => terminate,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
     }
 }

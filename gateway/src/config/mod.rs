@@ -38,6 +38,33 @@ pub struct Config {
     pub limits: Limits,
     /// How often the policy files are read again.
     pub policy_poll: Duration,
+    /// Where clients reach the gateway.
+    pub listen: Listen,
+    /// The clients allowed over HTTP, each with its API key's hash and its principal.
+    pub clients: Vec<ApiClient>,
+}
+
+/// Where the gateway listens.
+#[derive(Debug, Clone)]
+pub struct Listen {
+    /// Serve one client over stdin and stdout.
+    pub stdio: bool,
+    /// Serve MCP over Streamable HTTP at `/mcp` on this address.
+    pub http: Option<std::net::SocketAddr>,
+    /// Serve `/metrics` (Prometheus text) on this address, apart from the MCP listener.
+    pub admin: Option<std::net::SocketAddr>,
+    /// The `Host` header values HTTP requests may carry (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+}
+
+/// A client allowed over HTTP: whoever presents the API key whose SHA-256 is `key_sha256` is
+/// `principal`.
+#[derive(Debug, Clone)]
+pub struct ApiClient {
+    /// Who the key's holder is.
+    pub principal: toolgate::Principal,
+    /// The SHA-256 of the key; the key itself is never stored.
+    pub key_sha256: [u8; 32],
 }
 
 /// One upstream MCP server.
@@ -147,6 +174,29 @@ struct File {
     approvals: ApprovalsSection,
     #[serde(default)]
     limits: LimitsSection,
+    #[serde(default)]
+    listen: ListenSection,
+    #[serde(default)]
+    clients: Vec<ClientSection>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListenSection {
+    stdio: Option<bool>,
+    http: Option<String>,
+    admin: Option<String>,
+    allow_plain_http: Option<bool>,
+    allowed_hosts: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClientSection {
+    id: String,
+    #[serde(default)]
+    groups: Vec<String>,
+    api_key_sha256: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -222,6 +272,13 @@ impl Config {
             approvals: ApprovalStoreConfig::Memory,
             limits: Limits::default(),
             policy_poll: Duration::from_secs(1),
+            listen: Listen {
+                stdio: true,
+                http: None,
+                admin: None,
+                allowed_hosts: Vec::new(),
+            },
+            clients: Vec::new(),
         }
     }
 }

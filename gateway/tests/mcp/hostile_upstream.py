@@ -5,7 +5,7 @@ does.
 usage: hostile_upstream.py MODE RECORD_FILE
 
 MODE:
-  serve        answer normally (tools: echo, huge, crash, and badly named ones)
+  serve        answer normally (tools: echo, write, huge, crash, and badly named ones)
   silent       write to stderr, then never answer the handshake
   exit         write to stderr, then exit with status 7 before answering
   endless      answer tools/list with a new cursor forever
@@ -29,6 +29,8 @@ with open(starts, encoding="utf-8") as file:
 TOOLS = [
     {"name": "echo", "description": "Echo the text.",
      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"name": "write", "description": "Write a file.",
+     "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
     {"name": "huge", "description": "Reply with 16 MiB.", "inputSchema": {"type": "object"}},
     {"name": "crash", "description": "Exit at once.", "inputSchema": {"type": "object"}},
     # Names a person could not tell from others: zero-width space, mixed scripts, a bidi override.

@@ -1,0 +1,43 @@
+//! `key --id ID [--group G]…`: a new API key and the config entry for it.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use sha2::{Digest as _, Sha256};
+
+/// Prints a fresh 256-bit key (hex, from the OS) on stdout's first line, then the `[[clients]]`
+/// entry with its SHA-256. The key is not kept anywhere.
+pub fn key(id: &str, groups: &[String]) -> ExitCode {
+    let mut secret = [0u8; 32];
+    if let Err(error) = getrandom::fill(&mut secret) {
+        eprintln!("toolgate-mcp-gateway: no randomness from the OS: {error}");
+        return ExitCode::FAILURE;
+    }
+    let key = format!("tg_{}", hex(&secret));
+    let hash = hex(&Sha256::digest(key.as_bytes()));
+    println!("{key}");
+    println!();
+    println!(
+        "# Give the key above to the client (Authorization: Bearer <key>); put this in the config:"
+    );
+    println!("[[clients]]");
+    println!("id = {}", toml_string(id));
+    if !groups.is_empty() {
+        let groups: Vec<String> = groups.iter().map(|group| toml_string(group)).collect();
+        println!("groups = [{}]", groups.join(", "));
+    }
+    println!("api_key_sha256 = \"{hash}\"");
+    ExitCode::SUCCESS
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut text, byte| {
+        let _ = write!(text, "{byte:02x}");
+        text
+    })
+}
+
+/// A TOML basic string (JSON's escapes are TOML's).
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}

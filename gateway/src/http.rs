@@ -1,0 +1,203 @@
+//! MCP over Streamable HTTP (the SDK's server, both revisions), behind API-key authentication,
+//! and the admin listener with `/metrics`.
+//!
+//! A request without a key, or with a key no client holds, gets 401 and reaches nothing. A POST
+//! body holding a duplicate JSON key gets 400 before the SDK parses it (parsers disagree on which
+//! value wins). The authenticated client's principal travels with the request to the gate: rules
+//! judge it, audit events record it, and a request state sealed for it opens for no other.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest as _, Sha256};
+use toolgate::mcp::{Caller, CallerOf, McpServer};
+use toolgate::{Principal, ToolController};
+
+use crate::config::ApiClient;
+use crate::metrics::Metrics;
+use crate::upstream::Link;
+
+/// The largest POST body read (the SDK's own limit).
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Clients by the SHA-256 of their key.
+#[derive(Debug)]
+struct Keys(HashMap<[u8; 32], Principal>);
+
+/// The caller of a request: the principal the key named, and its MCP session (legacy revision).
+pub fn caller_of() -> CallerOf {
+    Arc::new(|extensions| {
+        let Some(parts) = extensions.get::<http::request::Parts>() else {
+            return Caller::default();
+        };
+        let principal = parts.extensions.get::<Principal>().cloned();
+        let session = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        Caller::new(principal, session)
+    })
+}
+
+/// Serves `server` at `/mcp` on `address` until `shutdown` resolves.
+///
+/// # Errors
+///
+/// The address cannot be bound.
+pub async fn serve_mcp(
+    address: SocketAddr,
+    server: McpServer,
+    clients: &[ApiClient],
+    allowed_hosts: Vec<String>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let keys = Arc::new(Keys(
+        clients
+            .iter()
+            .map(|client| (client.key_sha256, client.principal.clone()))
+            .collect(),
+    ));
+    let server = server.with_caller(caller_of());
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_allowed_hosts(allowed_hosts),
+    );
+    let router = Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(keys, authenticate));
+    let listener = tokio::net::TcpListener::bind(address).await?;
+    tracing::info!(%address, "serving MCP over Streamable HTTP at /mcp");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// 401 unless the request carries `Authorization: Bearer KEY` for a configured client; 400 for a
+/// POST body with a duplicate key. The principal goes into the request's extensions.
+async fn authenticate(State(keys): State<Arc<Keys>>, request: Request, next: Next) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(|key| <[u8; 32]>::from(Sha256::digest(key.trim().as_bytes())));
+    let Some(principal) = presented.and_then(|hash| keys.0.get(&hash)).cloned() else {
+        let mut response = (
+            StatusCode::UNAUTHORIZED,
+            "401: send `Authorization: Bearer <API key>` with a key from the gateway's [[clients]]\n",
+        )
+            .into_response();
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"toolgate\""),
+        );
+        return response;
+    };
+    let (mut parts, body) = request.into_parts();
+    parts.extensions.insert(principal);
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "413: the request body is larger than 4 MiB\n",
+            )
+                .into_response();
+        }
+    };
+    if let Err(problem) = toolgate::mcp::check_duplicate_keys(&body) {
+        let refusal = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {
+                "code": -32600,
+                "message": format!("refused: {problem}; parsers read a key given twice differently, so send each key once. Nothing ran"),
+            },
+        });
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            refusal.to_string(),
+        )
+            .into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(body))).await
+}
+
+/// What the admin listener serves.
+#[derive(Clone)]
+struct Admin {
+    metrics: Arc<Metrics>,
+    controller: Arc<ToolController>,
+    links: Arc<Vec<Arc<Link>>>,
+}
+
+/// Serves `/metrics` (Prometheus text) and `/healthz` on `address` until `shutdown` resolves.
+///
+/// # Errors
+///
+/// The address cannot be bound.
+pub async fn serve_admin(
+    address: SocketAddr,
+    metrics: Arc<Metrics>,
+    controller: Arc<ToolController>,
+    links: Vec<Arc<Link>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let admin = Admin {
+        metrics,
+        controller,
+        links: Arc::new(links),
+    };
+    let router = Router::new()
+        .route("/metrics", axum::routing::get(render_metrics))
+        .route("/healthz", axum::routing::get(health))
+        .with_state(admin);
+    let listener = tokio::net::TcpListener::bind(address).await?;
+    tracing::info!(%address, "serving /metrics and /healthz on the admin listener");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn render_metrics(State(admin): State<Admin>) -> Response {
+    let text = admin.metrics.render(&admin.controller, &admin.links);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// 200 when every upstream is up, 503 naming those that are not.
+async fn health(State(admin): State<Admin>) -> Response {
+    let down: Vec<&str> = admin
+        .links
+        .iter()
+        .filter(|link| !link.is_up())
+        .map(|link| link.name())
+        .collect();
+    if down.is_empty() {
+        (StatusCode::OK, "ok\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("upstreams down: {}\n", down.join(", ")),
+        )
+            .into_response()
+    }
+}

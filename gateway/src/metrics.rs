@@ -1,0 +1,235 @@
+//! What the gateway counts, served as Prometheus text on the admin listener.
+//!
+//! Prometheus text rather than OpenTelemetry export: a scrape endpoint needs no collector, no
+//! push configuration and no extra runtime, and every OpenTelemetry collector can scrape it.
+//! Labels are bounded: a tool label is a served tool's name or `(unknown)`, never a name a model
+//! made up.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use toolgate::audit::{AuditError, AuditEvent, AuditKind, AuditSink};
+use toolgate::{PolicyAction, ToolController};
+
+use crate::upstream::Link;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    tool: String,
+    decision: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    tool: String,
+    result: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamLabels {
+    upstream: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: String,
+}
+
+/// The gateway's counters and histograms.
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    executions: Family<ToolLabels, Counter>,
+    approvals: Family<OutcomeLabels, Counter>,
+    upstream_latency: Family<UpstreamLabels, Histogram>,
+    upstream_up: Family<UpstreamLabels, Gauge>,
+    pending: Gauge,
+    served: std::sync::RwLock<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+/// Latency buckets from 100 µs to 30 s.
+fn latency_buckets() -> Histogram {
+    Histogram::new([
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+        5.0, 10.0, 30.0,
+    ])
+}
+
+impl Metrics {
+    /// Metrics with no tool served yet.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("toolgate");
+        let calls = Family::<CallLabels, Counter>::default();
+        let executions = Family::<ToolLabels, Counter>::default();
+        let approvals = Family::<OutcomeLabels, Counter>::default();
+        let upstream_latency = Family::<UpstreamLabels, Histogram>::new_with_constructor(
+            latency_buckets as fn() -> Histogram,
+        );
+        let upstream_up = Family::<UpstreamLabels, Gauge>::default();
+        let pending = Gauge::default();
+        registry.register(
+            "calls",
+            "Tool calls by tool and decision (allow, ask, deny; rejected: unknown tool or invalid arguments)",
+            calls.clone(),
+        );
+        registry.register(
+            "executions",
+            "Calls that ran, by tool and result (ok, error)",
+            executions.clone(),
+        );
+        registry.register(
+            "approvals",
+            "Answered approvals by outcome (approved, rejected, expired, revoked, stale)",
+            approvals.clone(),
+        );
+        registry.register(
+            "upstream_call_seconds",
+            "Time an upstream took to answer a forwarded call",
+            upstream_latency.clone(),
+        );
+        registry.register(
+            "upstream_up",
+            "1 while the upstream's session is open, 0 while it is down",
+            upstream_up.clone(),
+        );
+        registry.register(
+            "pending_approvals",
+            "Calls held for a person's answer",
+            pending.clone(),
+        );
+        Self {
+            registry,
+            calls,
+            executions,
+            approvals,
+            upstream_latency,
+            upstream_up,
+            pending,
+            served: std::sync::RwLock::default(),
+        }
+    }
+
+    /// The tool names calls are counted under; any other is `(unknown)`.
+    pub fn serve_tools(&self, names: impl IntoIterator<Item = String>) {
+        *self
+            .served
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = names.into_iter().collect();
+    }
+
+    /// Records how long `upstream` took for one call.
+    pub fn observe_upstream(&self, upstream: &str, took: Duration) {
+        self.upstream_latency
+            .get_or_create(&UpstreamLabels {
+                upstream: upstream.to_owned(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// The text a scrape gets: the counters, and gauges read now from `controller` and `links`.
+    pub fn render(&self, controller: &ToolController, links: &[Arc<Link>]) -> String {
+        self.pending
+            .set(i64::try_from(controller.pending().len()).unwrap_or(i64::MAX));
+        for link in links {
+            self.upstream_up
+                .get_or_create(&UpstreamLabels {
+                    upstream: link.name().to_owned(),
+                })
+                .set(i64::from(link.is_up()));
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String does not fail");
+        text
+    }
+
+    fn tool_label(&self, name: &str) -> String {
+        // Audit events carry a name as sent when it is short and plain, else escaped and cut:
+        // such a name is no served tool's.
+        let served = self
+            .served
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if served.contains(name) {
+            name.to_owned()
+        } else {
+            "(unknown)".to_owned()
+        }
+    }
+
+    fn count(&self, event: &AuditEvent) {
+        let tool = || self.tool_label(&event.tool);
+        let decision = match (event.kind, event.action) {
+            (AuditKind::Decision, Some(PolicyAction::Allow)) => Some("allow"),
+            (AuditKind::Decision, Some(PolicyAction::Ask)) => Some("ask"),
+            (AuditKind::Decision, Some(_)) => Some("deny"),
+            (AuditKind::RejectedAtPreparation, _) => Some("rejected"),
+            _ => None,
+        };
+        if let Some(decision) = decision {
+            self.calls
+                .get_or_create(&CallLabels {
+                    tool: tool(),
+                    decision: decision.to_owned(),
+                })
+                .inc();
+        }
+        let outcome = match event.kind {
+            AuditKind::ApprovalApproved | AuditKind::ApprovalEdited => Some("approved"),
+            AuditKind::ApprovalRejected => Some("rejected"),
+            AuditKind::ApprovalExpired => Some("expired"),
+            AuditKind::ApprovalRevoked => Some("revoked"),
+            AuditKind::ApprovalStale => Some("stale"),
+            _ => None,
+        };
+        if let Some(outcome) = outcome {
+            self.approvals
+                .get_or_create(&OutcomeLabels {
+                    outcome: outcome.to_owned(),
+                })
+                .inc();
+        }
+        if event.kind == AuditKind::ExecutionOutcome {
+            let result = if event.is_error == Some(true) {
+                "error"
+            } else {
+                "ok"
+            };
+            self.executions
+                .get_or_create(&ToolLabels {
+                    tool: tool(),
+                    result: result.to_owned(),
+                })
+                .inc();
+        }
+    }
+}
+
+/// An audit sink that counts each event once the sink it wraps (if any) has stored it.
+pub struct CountingSink {
+    pub metrics: Arc<Metrics>,
+    pub inner: Option<Box<dyn AuditSink>>,
+}
+
+impl AuditSink for CountingSink {
+    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        if let Some(inner) = &self.inner {
+            inner.record(event)?;
+        }
+        self.metrics.count(event);
+        Ok(())
+    }
+}

@@ -1,0 +1,154 @@
+//! The gateway over Streamable HTTP, driven by the official Python MCP SDK as two principals
+//! (checks in `tests/mcp/http_client.py`), and its admin listener read as Prometheus does.
+//!
+//! The Python environment comes from `TOOLGATE_MCP_PYTHON` (`.ci/run` sets it); with `CI` set a
+//! missing one fails the test, otherwise the test says on stderr that it was skipped.
+
+mod support;
+
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+const ALICE_KEY: &str = "tg_alice_0123456789abcdef";
+const BOB_KEY: &str = "tg_bob_fedcba9876543210";
+
+fn python() -> Option<std::ffi::OsString> {
+    let python = std::env::var_os("TOOLGATE_MCP_PYTHON").filter(|path| !path.is_empty());
+    if python.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the Python SDK tests: export TOOLGATE_MCP_PYTHON=\"$(.ci/python-mcp)\""
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: TOOLGATE_MCP_PYTHON is unset: the HTTP tests with the Python SDK were SKIPPED, not run"
+        );
+    }
+    python
+}
+
+fn sha256(text: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free port")
+}
+
+struct Served {
+    child: Child,
+    mcp: u16,
+    admin: u16,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve_http(work: &Work) -> Served {
+    let (mcp, admin) = (free_port(), free_port());
+    let extra = format!(
+        "[audit]\njsonl = \"audit.jsonl\"\n\
+         [listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n\
+         [[clients]]\nid = \"alice\"\ngroups = [\"ops\"]\napi_key_sha256 = \"{}\"\n\
+         [[clients]]\nid = \"bob\"\ngroups = [\"dev\"]\napi_key_sha256 = \"{}\"\n",
+        sha256(ALICE_KEY),
+        sha256(BOB_KEY)
+    );
+    let config = work.hostile_config("serve", &extra);
+    work.write(
+        "policy.json",
+        r#"{"rules": [
+          {"id": "ops-echo", "tool": "h__echo", "action": "allow", "reason": "ops may echo",
+           "principals": {"groups": ["ops"]}},
+          {"id": "write", "tool": "h__write", "action": "ask", "reason": "a person confirms writes"}
+        ]}"#,
+    );
+    let child = Command::new(GATEWAY)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("the gateway starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", mcp)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the gateway did not listen on {mcp}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Served { child, mcp, admin }
+}
+
+fn drive(mode: &str) {
+    let Some(python) = python() else { return };
+    let work = Work::new(&format!("http-{mode}"));
+    let served = serve_http(&work);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/http_client.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(format!("http://127.0.0.1:{}/mcp", served.mcp))
+        .args([ALICE_KEY, BOB_KEY])
+        .arg(&work.dir)
+        .arg(mode)
+        .output()
+        .expect("python runs");
+    let (stdout, stderr) = text(&output);
+    println!("{stdout}");
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+    let metrics = http_get(served.admin, "/metrics");
+    for expected in [
+        "toolgate_calls_total{tool=\"h__echo\",decision=\"allow\"} 9",
+        "toolgate_calls_total{tool=\"h__echo\",decision=\"deny\"} 1",
+        "toolgate_calls_total{tool=\"h__write\",decision=\"ask\"}",
+        "toolgate_executions_total{tool=\"h__echo\",result=\"ok\"} 9",
+        "toolgate_upstream_up{upstream=\"h\"} 1",
+        "toolgate_pending_approvals 0",
+        "toolgate_upstream_call_seconds_count{upstream=\"h\"}",
+    ] {
+        assert!(metrics.contains(expected), "{expected} not in:\n{metrics}");
+    }
+    assert!(http_get(served.admin, "/healthz").ends_with("ok\n"));
+    // The admin listener is not the MCP one, and MCP metrics are not served to MCP clients.
+    assert!(http_get(served.mcp, "/metrics").starts_with("HTTP/1.1 401"));
+}
+
+/// A plain HTTP/1.1 GET, the whole response as text.
+fn http_get(port: u16, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn python_sdk_clients_over_http_on_2025_11_25() {
+    drive("legacy");
+}
+
+#[test]
+fn python_sdk_clients_over_http_on_2026_07_28() {
+    drive("2026-07-28");
+}

@@ -5,8 +5,11 @@
 use std::sync::Arc;
 
 use toolgate::ToolController;
-use toolgate::approvals::SqliteApprovalStore;
-use toolgate::audit::JsonlAuditSink;
+use toolgate::approvals::{PostgresApprovalStore, SqliteApprovalStore};
+use toolgate::audit::{JsonlAuditSink, PostgresAuditSink};
+use toolgate::limits::PostgresRateCounters;
+
+use crate::blocking::{OffRuntime, off_runtime};
 
 use crate::catalog::{self, Left, Served};
 use crate::config::{ApprovalStoreConfig, AuditTarget, Config};
@@ -124,10 +127,19 @@ pub fn controller(
                 path.display()
             )),
         },
-        Some(AuditTarget::Postgres { .. }) => problems.push(format!(
-            "{}: audit.postgres_url_env: the PostgreSQL audit sink is not served by this build of the gateway yet; use `jsonl`",
-            config.file.display()
-        )),
+        Some(AuditTarget::Postgres { url_env }) => {
+            match env_value(config, "audit.postgres_url_env", url_env).and_then(|url| {
+                off_runtime(|| PostgresAuditSink::connect(&url)).map_err(|error| {
+                    format!(
+                        "{}: audit.postgres_url_env: ${url_env}: {error}",
+                        config.file.display()
+                    )
+                })
+            }) {
+                Ok(sink) => inner = Some(Box::new(OffRuntime(sink))),
+                Err(problem) => problems.push(problem),
+            }
+        }
     }
     controller = controller.with_audit_sink(CountingSink {
         metrics: Arc::clone(&started.metrics),
@@ -143,14 +155,70 @@ pub fn controller(
                 path.display()
             )),
         },
-        ApprovalStoreConfig::Postgres { .. } => problems.push(format!(
-            "{}: approvals.postgres_url_env: the PostgreSQL approval store is not served by this build of the gateway yet; use \"sqlite\"",
-            config.file.display()
-        )),
+        ApprovalStoreConfig::Postgres { url_env } => {
+            match env_value(config, "approvals.postgres_url_env", url_env).and_then(|url| {
+                off_runtime(|| PostgresApprovalStore::connect(&url)).map_err(|error| {
+                    format!(
+                        "{}: approvals.postgres_url_env: ${url_env}: {error}",
+                        config.file.display()
+                    )
+                })
+            }) {
+                Ok(store) => controller = controller.with_approval_store(OffRuntime(store)),
+                Err(problem) => problems.push(problem),
+            }
+        }
+    }
+    if let Some(url_env) = &config.rate_counters_postgres_url_env {
+        // Every instance of one config counts together; another config's limits apart.
+        let session = format!("toolgate-gateway:{}", config.file.display());
+        match env_value(config, "rate_limits.postgres_url_env", url_env).and_then(|url| {
+            off_runtime(|| PostgresRateCounters::connect(&url, session)).map_err(|error| {
+                format!(
+                    "{}: rate_limits.postgres_url_env: ${url_env}: {error}",
+                    config.file.display()
+                )
+            })
+        }) {
+            Ok(counters) => controller = controller.with_rate_counters(OffRuntime(counters)),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if let Some(key_env) = &config.state_key_env
+        && let Err(problem) = state_key(config, key_env)
+    {
+        problems.push(problem);
     }
     if problems.is_empty() {
         Ok((Arc::new(controller), stack))
     } else {
         Err(problems)
     }
+}
+
+/// The value of the environment variable `name` that config key `key` names.
+fn env_value(config: &Config, key: &str, name: &str) -> Result<String, String> {
+    std::env::var(name).map_err(|_| {
+        format!(
+            "{}: {key}: the environment variable {name} is not set (or not UTF-8)",
+            config.file.display()
+        )
+    })
+}
+
+/// The shared request-state key from the variable `name`: at least 32 bytes.
+///
+/// # Errors
+///
+/// The variable is unset or too short, naming the config key.
+pub fn state_key(config: &Config, name: &str) -> Result<Vec<u8>, String> {
+    let key = env_value(config, "gateway.state_key_env", name)?;
+    if key.len() < 32 {
+        return Err(format!(
+            "{}: gateway.state_key_env: ${name} holds {} bytes; it needs at least 32 (e.g. `openssl rand -hex 32`)",
+            config.file.display(),
+            key.len()
+        ));
+    }
+    Ok(key.into_bytes())
 }

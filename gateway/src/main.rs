@@ -8,6 +8,7 @@
 //! in stdio mode stdout is the protocol.
 
 mod assemble;
+mod blocking;
 mod catalog;
 mod cli;
 mod commands;

@@ -16,37 +16,6 @@ use support::*;
 const ALICE_KEY: &str = "tg_alice_0123456789abcdef";
 const BOB_KEY: &str = "tg_bob_fedcba9876543210";
 
-fn python() -> Option<std::ffi::OsString> {
-    let python = std::env::var_os("TOOLGATE_MCP_PYTHON").filter(|path| !path.is_empty());
-    if python.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the Python SDK tests: export TOOLGATE_MCP_PYTHON=\"$(.ci/python-mcp)\""
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "note: TOOLGATE_MCP_PYTHON is unset: the HTTP tests with the Python SDK were SKIPPED, not run"
-        );
-    }
-    python
-}
-
-fn sha256(text: &str) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
-
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port")
-}
-
 struct Served {
     child: Child,
     mcp: u16,

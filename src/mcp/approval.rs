@@ -67,6 +67,14 @@ impl StateSeal {
         Ok(Self { codec })
     }
 
+    /// A seal with `key` (at least 32 bytes): servers sharing it open each other's states — what
+    /// several instances behind one load balancer need, a retry reaching another instance.
+    pub(crate) fn with_key(key: &[u8]) -> Option<Self> {
+        RequestStateCodec::try_new(key.to_vec())
+            .ok()
+            .map(|codec| Self { codec })
+    }
+
     /// The input-required result asking the person about `request`.
     pub(crate) fn input_required(
         &self,

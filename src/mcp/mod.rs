@@ -51,6 +51,9 @@ pub enum McpError {
     // core does not enable; its text is kept instead.
     #[error("no randomness for the request-state key: {0}")]
     Randomness(getrandom::Error),
+    /// A request-state key shorter than 32 bytes.
+    #[error("the request-state key must be at least 32 bytes")]
+    StateKey,
     /// The MCP session with the client could not start (handshake failed, transport closed).
     #[error("the mcp session could not start")]
     Serve(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -107,6 +107,18 @@ impl McpServer {
             .unwrap_or_default()
     }
 
+    /// The same server, sealing request states with `key` instead of its own random one, so that
+    /// every server given the same key opens the states the others issued (instances behind one
+    /// load balancer, sharing a PostgreSQL approval store). Keep the key as secret as the store.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::StateKey`] if `key` is shorter than 32 bytes.
+    pub fn with_state_key(mut self, key: &[u8]) -> Result<Self, McpError> {
+        self.seal = Arc::new(StateSeal::with_key(key).ok_or(McpError::StateKey)?);
+        Ok(self)
+    }
+
     /// The same server, naming itself `name` `version` to clients.
     #[must_use]
     pub fn with_implementation(

@@ -58,6 +58,20 @@ pub async fn serve(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let server = match &config.state_key_env {
+        None => server,
+        Some(name) => match assemble::state_key(&config, name).and_then(|key| {
+            server
+                .with_state_key(&key)
+                .map_err(|error| error.to_string())
+        }) {
+            Ok(server) => server,
+            Err(problem) => {
+                super::report([problem]);
+                return ExitCode::FAILURE;
+            }
+        },
+    };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let until_stopped = move || {
         let mut stopped = stopped.clone();

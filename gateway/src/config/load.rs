@@ -262,6 +262,8 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         policy_poll,
         listen,
         clients,
+        state_key_env: file.gateway.state_key_env,
+        rate_counters_postgres_url_env: file.rate_limits.postgres_url_env,
     })
 }
 

@@ -42,6 +42,11 @@ pub struct Config {
     pub listen: Listen,
     /// The clients allowed over HTTP, each with its API key's hash and its principal.
     pub clients: Vec<ApiClient>,
+    /// The environment variable holding the request-state key instances share, if any.
+    pub state_key_env: Option<String>,
+    /// The environment variable holding the PostgreSQL URL for shared rate-limit counters, if
+    /// any (otherwise each instance counts alone, in memory).
+    pub rate_counters_postgres_url_env: Option<String>,
 }
 
 /// Where the gateway listens.
@@ -178,6 +183,8 @@ struct File {
     listen: ListenSection,
     #[serde(default)]
     clients: Vec<ClientSection>,
+    #[serde(default)]
+    rate_limits: RateLimitsSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -204,6 +211,13 @@ struct ClientSection {
 struct GatewaySection {
     separator: Option<String>,
     policy_poll_ms: Option<u64>,
+    state_key_env: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RateLimitsSection {
+    postgres_url_env: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -279,6 +293,8 @@ impl Config {
                 allowed_hosts: Vec::new(),
             },
             clients: Vec::new(),
+            state_key_env: None,
+            rate_counters_postgres_url_env: None,
         }
     }
 }

@@ -123,3 +123,49 @@ pub async fn call(
         .join("\n");
     (text, result.is_error == Some(true))
 }
+
+/// The Python with the official MCP SDK (`TOOLGATE_MCP_PYTHON`); with `CI` set a missing one
+/// fails the test, otherwise the test says on stderr that it was skipped.
+pub fn python() -> Option<std::ffi::OsString> {
+    use std::io::Write as _;
+    let python = std::env::var_os("TOOLGATE_MCP_PYTHON").filter(|path| !path.is_empty());
+    if python.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the Python SDK tests: export TOOLGATE_MCP_PYTHON=\"$(.ci/python-mcp)\""
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: TOOLGATE_MCP_PYTHON is unset: the HTTP tests with the Python SDK were SKIPPED, not run"
+        );
+    }
+    python
+}
+
+pub fn sha256(text: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free port")
+}
+
+/// Waits until something listens on `port`.
+pub fn wait_for_port(port: u16) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing listens on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,77 @@
+"""Two gateway instances sharing PostgreSQL, as a load balancer would use them: an approval held
+through instance 1 is answered through instance 2, and runs once.
+
+usage: two_instances.py URL1 URL2 KEY WORK_DIR
+
+Prints one line per check and "N passed, N failed"; exits non-zero if any check failed.
+"""
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import ElicitResult, InputRequiredResult
+
+first_url, second_url, key, work = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
+record_path = work / "record.jsonl"
+passed, failed = 0, 0
+
+
+def check(name: str, condition: bool, detail: object = "") -> None:
+    global passed, failed
+    if condition:
+        passed += 1
+        print(f"ok    {name}")
+    else:
+        failed += 1
+        print(f"FAIL  {name}: {detail}")
+
+
+def writes() -> int:
+    if not record_path.exists():
+        return 0
+    return sum(json.loads(line)["tool"] == "write" for line in record_path.read_text().splitlines())
+
+
+async def never_asked(_context, _params) -> ElicitResult:
+    return ElicitResult(action="cancel")
+
+
+def client(url: str) -> Client:
+    # Declaring elicitation is what lets the gateway answer an ask with a request state.
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+    return Client(streamable_http_client(url, http_client=http), mode="2026-07-28",
+                  elicitation_callback=never_asked)
+
+
+async def main() -> None:
+    answer = {"toolgate_approval": {"action": "accept", "content": {}}}
+    async with client(first_url) as one, client(second_url) as two:
+        held = await one.session.call_tool("h__write", {"path": "/srv/a"}, allow_input_required=True)
+        check("instance 1 holds the call and issues a request state",
+              isinstance(held, InputRequiredResult) and bool(held.request_state) and writes() == 0, held)
+        ran = await two.session.call_tool("h__write", {"path": "/srv/a"},
+                                          input_responses=answer, request_state=held.request_state)
+        check("instance 2 opens it, and the approved call runs once", not ran.is_error and writes() == 1, ran)
+        for name, session in [("instance 1", one.session), ("instance 2", two.session)]:
+            again = await session.call_tool("h__write", {"path": "/srv/a"},
+                                            input_responses=answer, request_state=held.request_state)
+            check(f"the same answer replayed through {name} runs nothing", again.is_error and writes() == 1, again)
+        # Both answer one approval at once: exactly one runs it.
+        held = await two.session.call_tool("h__write", {"path": "/srv/b"}, allow_input_required=True)
+        both = await asyncio.gather(*[
+            session.call_tool("h__write", {"path": "/srv/b"}, input_responses=answer,
+                              request_state=held.request_state)
+            for session in (one.session, two.session, one.session, two.session)])
+        check("four racing answers through both instances run it once",
+              sum(not result.is_error for result in both) == 1 and writes() == 2,
+              [result.is_error for result in both])
+
+
+asyncio.run(main())
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

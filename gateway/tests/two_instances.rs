@@ -1,0 +1,94 @@
+//! Two real gateway processes behind one "load balancer" (the client picks), sharing one
+//! PostgreSQL server for approvals, audit and rate limits, and one request-state key: an
+//! approval held through one is answered through the other and runs once. Checks in
+//! `tests/mcp/two_instances.py` (the official Python SDK).
+//!
+//! Needs `TOOLGATE_PG_URL` (`.ci/postgres`) and `TOOLGATE_MCP_PYTHON`; with `CI` set a missing
+//! one fails, otherwise the test says on stderr that it was skipped.
+
+mod support;
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use support::*;
+
+const KEY: &str = "tg_shared_instances_key";
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_approval_held_by_one_instance_is_answered_through_another_and_runs_once() {
+    let pg = std::env::var("TOOLGATE_PG_URL")
+        .ok()
+        .filter(|url| !url.is_empty());
+    let Some(pg) = pg else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the PostgreSQL tests: source .ci/postgres"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: TOOLGATE_PG_URL is unset: the two-instance test was SKIPPED, not run"
+        );
+        return;
+    };
+    let Some(python) = python() else { return };
+    let work = Work::new("two-instances");
+    let mut instances = Vec::new();
+    let mut urls = Vec::new();
+    for index in 0..2 {
+        let port = free_port();
+        let extra = format!(
+            "[gateway]\nstate_key_env = \"TOOLGATE_TEST_STATE_KEY\"\n\
+             [audit]\npostgres_url_env = \"TOOLGATE_PG_URL\"\n\
+             [approvals]\nstore = \"postgres\"\npostgres_url_env = \"TOOLGATE_PG_URL\"\n\
+             [rate_limits]\npostgres_url_env = \"TOOLGATE_PG_URL\"\n\
+             [listen]\nhttp = \"127.0.0.1:{port}\"\n\
+             [[clients]]\nid = \"alice\"\napi_key_sha256 = \"{}\"\n",
+            sha256(KEY)
+        );
+        let config = work.hostile_config("serve", &extra);
+        let config = std::fs::rename(&config, work.path(&format!("gateway{index}.toml")))
+            .map(|()| work.path(&format!("gateway{index}.toml")))
+            .expect("rename");
+        work.write(
+            "policy.json",
+            r#"{"rules": [{"id": "write", "tool": "h__write", "action": "ask", "reason": "a person confirms writes"}]}"#,
+        );
+        let child = Command::new(GATEWAY)
+            .args(["serve", "--config"])
+            .arg(&config)
+            .env("TOOLGATE_PG_URL", &pg)
+            .env(
+                "TOOLGATE_TEST_STATE_KEY",
+                "0123456789abcdef0123456789abcdef-shared",
+            )
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("the gateway starts");
+        instances.push(Killed(child));
+        wait_for_port(port);
+        urls.push(format!("http://127.0.0.1:{port}/mcp"));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/two_instances.py");
+    let output = Command::new(python)
+        .arg(script)
+        .args(&urls)
+        .arg(KEY)
+        .arg(&work.dir)
+        .output()
+        .expect("python runs");
+    let (stdout, stderr) = text(&output);
+    println!("{stdout}");
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("5 passed, 0 failed"), "{stdout}");
+}

@@ -1,6 +1,7 @@
 //! The plain data that crosses the boundary to and from the model.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -37,7 +38,7 @@ pub struct ToolCall {
     /// readers and [`new`](Self::new) leave it empty. Rules can judge it (`principals` in a rule),
     /// every audit event records its id, and an approval held for it is bound to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub principal: Option<Principal>,
+    pub principal: Option<Arc<Principal>>,
 }
 
 /// An authenticated caller: an id (an API key's name, a token's subject) and the groups rules
@@ -51,7 +52,7 @@ pub struct ToolCall {
 ///
 /// let alice = Principal::new("alice", ["developers"]);
 /// let call = ToolCall::new("c1", "deploy", json!({})).with_principal(alice.clone());
-/// assert_eq!(call.principal.as_ref(), Some(&alice));
+/// assert_eq!(call.principal.as_deref(), Some(&alice));
 /// assert!(alice.in_group("developers") && !alice.in_group("ops"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,8 +127,8 @@ impl ToolCall {
 
     /// The same call, made for `principal` (see [`principal`](Self::principal)).
     #[must_use]
-    pub fn with_principal(mut self, principal: Principal) -> Self {
-        self.principal = Some(principal);
+    pub fn with_principal(mut self, principal: impl Into<Arc<Principal>>) -> Self {
+        self.principal = Some(principal.into());
         self
     }
 }

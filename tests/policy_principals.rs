@@ -35,7 +35,7 @@ fn decision(caller: Option<Principal>, env: &str) -> (PolicyAction, Option<Strin
     let policy = RulePolicy::from_json(POLICY, &registry).unwrap();
     let runtime = ToolRuntime::new(registry);
     let mut call = ToolCall::new("c", "deploy", json!({"env": env}));
-    call.principal = caller;
+    call.principal = caller.map(Arc::new);
     let prepared = runtime.prepare(call).unwrap();
     let decision = policy.decide(&prepared);
     (decision.action, decision.rule_id.map(|id| id.to_string()))

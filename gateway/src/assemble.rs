@@ -14,6 +14,7 @@ use crate::blocking::{OffRuntime, off_runtime};
 use crate::catalog::{self, Left, Served};
 use crate::config::{ApprovalStoreConfig, AuditTarget, Config};
 use crate::metrics::{CountingSink, Metrics};
+use crate::pins::Pins;
 use crate::policy::{self, PolicyStack};
 use crate::upstream::{Upstream, list_tools};
 
@@ -30,6 +31,10 @@ pub struct Started {
     pub links: Vec<Arc<crate::upstream::Link>>,
     /// What the gateway counts.
     pub metrics: Arc<Metrics>,
+    /// Upstreams seen for the first time: their tools to pin.
+    pub first_seen: std::collections::BTreeMap<String, Vec<(String, String)>>,
+    /// What each upstream listed, as listed.
+    pub listed: Vec<(Arc<crate::upstream::Link>, Vec<rmcp::model::Tool>)>,
 }
 
 /// Starts every upstream at once and lists its tools within the config's bounds.
@@ -37,7 +42,7 @@ pub struct Started {
 /// # Errors
 ///
 /// One line per upstream that did not start or list, and a served-name collision.
-pub async fn start(config: &Config) -> Result<Started, Vec<String>> {
+pub async fn start(config: &Config, pins: &Pins) -> Result<Started, Vec<String>> {
     let mut starting = tokio::task::JoinSet::new();
     for (index, upstream) in config.upstreams.iter().enumerate() {
         let (upstream, limits) = (upstream.clone(), config.limits);
@@ -78,8 +83,13 @@ pub async fn start(config: &Config) -> Result<Started, Vec<String>> {
     }
     let links = tools.iter().map(|(link, _)| Arc::clone(link)).collect();
     let metrics = Arc::new(Metrics::new());
-    let (served, definitions, left) =
-        catalog::build(config, tools, &metrics).map_err(|error| vec![error.to_string()])?;
+    let catalog::Catalog {
+        served,
+        definitions,
+        left,
+        first_seen,
+    } = catalog::build(config, tools.clone(), &metrics, pins)
+        .map_err(|error| vec![error.to_string()])?;
     metrics.serve_tools(served.iter().map(|entry| entry.spec.name.clone()));
     Ok(Started {
         upstreams,
@@ -89,6 +99,8 @@ pub async fn start(config: &Config) -> Result<Started, Vec<String>> {
         counts,
         links,
         metrics,
+        first_seen,
+        listed: tools,
     })
 }
 
@@ -111,8 +123,17 @@ pub fn controller(
     );
     let registry =
         toolgate::ToolRegistry::new(definitions).map_err(|error| vec![error.to_string()])?;
-    let stack = policy::load(&config.policy_layers, &registry)
-        .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    let stack = policy::load(&config.policy_layers, &registry).map_err(|errors| {
+        // A rule naming a tool that is not served: say why it is not.
+        let mut problems: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        problems.extend(started.left.iter().map(|left| {
+            format!(
+                "upstream `{}`: {} is not served: {}",
+                left.upstream, left.name, left.why
+            )
+        }));
+        problems
+    })?;
     let mut controller = ToolController::try_new(registry, stack.layers.clone())
         .map_err(|error| vec![format!("the policy does not fit the tools: {error}")])?;
     let mut problems = Vec::new();

@@ -12,6 +12,7 @@ use toolgate::{LookAlikes, ToolDefinition, ToolError, ToolSpec};
 
 use crate::config::Config;
 use crate::metrics::Metrics;
+use crate::pins::{Pins, Verdict};
 use crate::upstream::{Link, frames::OVERSIZED_REPLY_CODE};
 
 /// One served tool: where it comes from and its definition.
@@ -22,6 +23,8 @@ pub struct Served {
     pub tool: Tool,
     /// What clients see of it, under the served name.
     pub spec: ToolSpec,
+    /// Its definition's digest (what a pin holds).
+    pub digest: String,
 }
 
 /// An upstream tool left out, and why.
@@ -30,6 +33,16 @@ pub struct Left {
     pub upstream: String,
     pub name: String,
     pub why: String,
+}
+
+/// The served tools of every upstream, their definitions (for the registry) and what was left
+/// out.
+pub struct Catalog {
+    pub served: Vec<Served>,
+    pub definitions: Vec<ToolDefinition>,
+    pub left: Vec<Left>,
+    /// Upstreams with no pins yet: their served tools' names and digests, to pin.
+    pub first_seen: std::collections::BTreeMap<String, Vec<(String, String)>>,
 }
 
 /// A problem that stops the catalog from being served.
@@ -50,7 +63,9 @@ pub fn build(
     config: &Config,
     tools: Vec<(Arc<Link>, Vec<Tool>)>,
     metrics: &Arc<Metrics>,
-) -> Result<(Vec<Served>, Vec<ToolDefinition>, Vec<Left>), CatalogError> {
+    pins: &Pins,
+) -> Result<Catalog, CatalogError> {
+    let mut first_seen = std::collections::BTreeMap::<String, Vec<(String, String)>>::new();
     let mut served: Vec<Served> = Vec::new();
     let mut definitions: Vec<ToolDefinition> = Vec::new();
     let mut left = Vec::new();
@@ -93,11 +108,38 @@ pub fn build(
                 Arc::clone(metrics),
             ) {
                 Ok(definition) => {
+                    let digest = definition.digest().to_owned();
+                    let accept =
+                        "not served until accepted with `toolgate-mcp-gateway pin --config FILE`";
+                    match pins.judge(link.name(), &tool.name, &digest) {
+                        Verdict::Pinned => {}
+                        Verdict::FirstSeen => first_seen
+                            .entry(link.name().to_owned())
+                            .or_default()
+                            .push((tool.name.to_string(), digest.clone())),
+                        Verdict::Changed { pinned } => {
+                            left.push(Left {
+                                upstream: link.name().to_owned(),
+                                name: quoted(&tool.name),
+                                why: format!("its definition changed since it was pinned ({pinned} → {digest}); {accept}"),
+                            });
+                            continue;
+                        }
+                        Verdict::New => {
+                            left.push(Left {
+                                upstream: link.name().to_owned(),
+                                name: quoted(&tool.name),
+                                why: format!("it is new since its upstream was pinned; {accept}"),
+                            });
+                            continue;
+                        }
+                    }
                     owners.insert(name, link.name().to_owned());
                     served.push(Served {
                         upstream: link.name().to_owned(),
                         tool,
                         spec: definition.spec().clone(),
+                        digest,
                     });
                     definitions.push(definition);
                 }
@@ -109,7 +151,12 @@ pub fn build(
             }
         }
     }
-    Ok((served, definitions, left))
+    Ok(Catalog {
+        served,
+        definitions,
+        left,
+        first_seen,
+    })
 }
 
 /// A name as JSON text, cut to 80 characters: upstream names may hold anything.
@@ -156,6 +203,11 @@ async fn forward(
     timeout: Duration,
 ) -> Result<String, ToolError> {
     let upstream = link.name();
+    if link.is_withheld(&name) {
+        return Err(ToolError::new(format!(
+            "upstream `{upstream}` changed this tool's definition and the policy in force does not fit the new one; the call was not sent, nothing ran"
+        )));
+    }
     let peer = link.peer().map_err(|why| {
         ToolError::new(format!(
             "upstream `{upstream}` is unavailable ({why}); the call was not sent, nothing ran"

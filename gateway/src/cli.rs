@@ -93,6 +93,14 @@ pub enum Command {
         #[arg(long = "group", value_name = "GROUP")]
         groups: Vec<String>,
     },
+    /// Start the upstreams and pin every tool definition they offer now, accepting changes: a
+    /// tool whose description or schema changed since it was pinned is not served until this
+    /// runs. Prints what changed.
+    Pin {
+        /// The gateway's config file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
     /// Work with an audit log.
     Audit {
         #[command(subcommand)]

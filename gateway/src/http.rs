@@ -31,7 +31,7 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// Clients by the SHA-256 of their key.
 #[derive(Debug)]
-struct Keys(HashMap<[u8; 32], Principal>);
+struct Keys(HashMap<[u8; 32], Arc<Principal>>);
 
 /// The caller of a request: the principal the key named, and its MCP session (legacy revision).
 pub fn caller_of() -> CallerOf {
@@ -39,7 +39,7 @@ pub fn caller_of() -> CallerOf {
         let Some(parts) = extensions.get::<http::request::Parts>() else {
             return Caller::default();
         };
-        let principal = parts.extensions.get::<Principal>().cloned();
+        let principal = parts.extensions.get::<Arc<Principal>>().cloned();
         let session = parts
             .headers
             .get("mcp-session-id")
@@ -64,7 +64,7 @@ pub async fn serve_mcp(
     let keys = Arc::new(Keys(
         clients
             .iter()
-            .map(|client| (client.key_sha256, client.principal.clone()))
+            .map(|client| (client.key_sha256, Arc::new(client.principal.clone())))
             .collect(),
     ));
     let server = server.with_caller(caller_of());

@@ -16,7 +16,9 @@ mod config;
 mod fields;
 mod http;
 mod metrics;
+mod pins;
 mod policy;
+mod refresh;
 mod upstream;
 
 use std::process::ExitCode;
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
             (Some(Command::Tools { config }), _) => commands::tools(&config).await,
             (Some(Command::Check { config }), _) => commands::check(&config).await,
             (Some(Command::Key { id, groups }), _) => commands::key(&id, &groups),
+            (Some(Command::Pin { config }), _) => commands::pin(&config).await,
             (
                 Some(Command::Audit {
                     command: AuditCommand::Verify { file },

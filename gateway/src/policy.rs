@@ -23,6 +23,9 @@ pub struct LayerState {
     pub path: PathBuf,
     pub digest: String,
     text: Option<String>,
+    // The controller's generation when the text was refused: once the tools change, it is tried
+    // again (a rule naming a tool that was held back may fit now).
+    refused_at: Option<u64>,
 }
 
 /// The layers in force and what each file held when it was last applied.
@@ -61,6 +64,7 @@ pub fn load(
                     path: path.clone(),
                     digest: policy.digest().to_owned(),
                     text,
+                    refused_at: None,
                 });
                 layers = layers
                     .layer(layer_name(path), policy)
@@ -100,7 +104,10 @@ pub fn watch(
 fn check(stack: &mut PolicyStack, index: usize, controller: &ToolController) {
     let path = stack.states[index].path.clone();
     let text = std::fs::read_to_string(&path).ok();
-    if text.is_some() && text == stack.states[index].text {
+    let retry = stack.states[index]
+        .refused_at
+        .is_some_and(|generation| generation != controller.generation());
+    if text.is_some() && text == stack.states[index].text && !retry {
         return;
     }
     let name = layer_name(&path);
@@ -129,13 +136,15 @@ fn check(stack: &mut PolicyStack, index: usize, controller: &ToolController) {
             tracing::info!(policy = %path.display(), %digest, "policy layer reloaded");
             stack.states[index].digest = digest;
             stack.states[index].text = text;
+            stack.states[index].refused_at = None;
         }
         Err(error) => {
             // A file being replaced can be unreadable for a moment: said once it stays so.
-            if !unreadable || stack.states[index].text.is_some() {
+            if (!unreadable || stack.states[index].text.is_some()) && !retry {
                 tracing::warn!(policy = %path.display(), "policy layer not reloaded, the layer in force stays: {error}");
             }
             stack.states[index].text = text;
+            stack.states[index].refused_at = Some(controller.generation());
         }
     }
 }

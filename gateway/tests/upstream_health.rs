@@ -91,7 +91,7 @@ fn check_summarizes_tools_left_out_names_and_policy_digests() {
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("upstream h: 4 of 7 tools served"),
+        stdout.contains("upstream h: 5 of 8 tools served"),
         "{stdout}"
     );
     // Zero-width, mixed-script and bidi names are left out at import, each said why.

@@ -124,7 +124,7 @@ pub(crate) struct AuditSubject {
 impl AuditSubject {
     pub(crate) fn of(call: &ToolCall) -> Self {
         Self::for_arguments(&call.call_id, &call.tool_name, &call.arguments)
-            .for_principal(call.principal.as_ref())
+            .for_principal(call.principal.as_deref())
     }
 
     /// The same subject, made for `principal`.

@@ -17,6 +17,10 @@ use crate::runtime::PreparedToolCall;
 
 /// What is left to do after the gate: run an authorized call with the gate it was authorized
 /// under, or nothing.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "built and matched at once on every call; boxing `Run` would allocate on every call that runs"
+)]
 enum Step<T> {
     Run(
         Arc<Gate>,
@@ -344,7 +348,7 @@ impl ToolController {
             let request = approval.request();
             let edited = Some(
                 AuditSubject::for_arguments(&request.call.call_id, &request.call.tool_name, edited)
-                    .for_principal(request.call.principal.as_ref())
+                    .for_principal(request.call.principal.as_deref())
                     .with_approval(request.approval_id),
             );
             recorded = self.record(&edited, |s| s.event(AuditKind::ApprovalEdited));

@@ -13,14 +13,14 @@ use crate::contract::Principal;
 #[non_exhaustive]
 pub struct Caller {
     /// The authenticated principal; `None` over stdio or an unauthenticated transport.
-    pub principal: Option<Principal>,
+    pub principal: Option<Arc<Principal>>,
     /// The session the request belongs to, if the transport has sessions.
     pub session: Option<String>,
 }
 
 impl Caller {
     /// A caller `principal` in `session`.
-    pub fn new(principal: Option<Principal>, session: Option<String>) -> Self {
+    pub fn new(principal: Option<Arc<Principal>>, session: Option<String>) -> Self {
         Self { principal, session }
     }
 }

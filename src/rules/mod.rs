@@ -562,7 +562,7 @@ impl Policy for RulePolicy {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
         self.decide_for(
             call.tool_name(),
-            call.call().principal.as_ref(),
+            call.call().principal.as_deref(),
             call.arguments(),
         )
     }

@@ -12,7 +12,14 @@ pub async fn check(config_path: &Path) -> ExitCode {
     let Some(config) = super::config_or_report(config_path) else {
         return ExitCode::FAILURE;
     };
-    let started = match assemble::start(&config).await {
+    let pins = match crate::pins::Pins::of(&config) {
+        Ok(pins) => pins,
+        Err(problem) => {
+            super::report([problem]);
+            return ExitCode::FAILURE;
+        }
+    };
+    let started = match assemble::start(&config, &pins).await {
         Ok(started) => started,
         Err(problems) => {
             super::report(problems);
@@ -34,6 +41,12 @@ pub async fn check(config_path: &Path) -> ExitCode {
             .filter(|served| &served.upstream == upstream)
             .count();
         println!("  upstream {upstream}: {served} of {listed} tools served");
+    }
+    for (upstream, tools) in &started.first_seen {
+        println!(
+            "  upstream {upstream}: not pinned yet; its {} tools will be pinned when first served",
+            tools.len()
+        );
     }
     for left in &started.left {
         println!(

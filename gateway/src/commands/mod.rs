@@ -3,12 +3,14 @@
 mod audit;
 mod check;
 mod key;
+mod pin;
 mod serve;
 mod tools;
 
 pub use audit::verify;
 pub use check::check;
 pub use key::key;
+pub use pin::pin;
 pub use serve::serve;
 pub use tools::tools;
 

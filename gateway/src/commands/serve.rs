@@ -11,7 +11,14 @@ use crate::policy;
 /// Starts everything `config` names and serves it over stdio until the client disconnects.
 /// Startup says, in the log, each upstream's tool count and each policy layer's digest.
 pub async fn serve(config: Config) -> ExitCode {
-    let started = match assemble::start(&config).await {
+    let mut pins = match crate::pins::Pins::of(&config) {
+        Ok(pins) => pins,
+        Err(problem) => {
+            super::report([problem]);
+            return ExitCode::FAILURE;
+        }
+    };
+    let started = match assemble::start(&config, &pins).await {
         Ok(started) => started,
         Err(problems) => {
             super::report(problems);
@@ -36,6 +43,16 @@ pub async fn serve(config: Config) -> ExitCode {
     for left in &started.left {
         tracing::warn!(upstream = %left.upstream, tool = %left.name, "tool not served: {}", left.why);
     }
+    if !started.first_seen.is_empty() {
+        for (upstream, tools) in &started.first_seen {
+            pins.pin(upstream, tools.iter().cloned());
+            tracing::info!(upstream = %upstream, tools = tools.len(), "first seen: its tool definitions are pinned");
+        }
+        if let Err(problem) = pins.save() {
+            super::report([problem]);
+            return ExitCode::FAILURE;
+        }
+    }
     for layer in &stack.states {
         tracing::info!(policy = %layer.path.display(), digest = %layer.digest, "policy layer in force");
     }
@@ -43,6 +60,19 @@ pub async fn serve(config: Config) -> ExitCode {
         stack,
         std::sync::Arc::clone(&controller),
         config.policy_poll,
+    );
+    let in_force = started
+        .served
+        .iter()
+        .map(|served| (served.spec.name.clone(), served.digest.clone()))
+        .collect();
+    let refresher = crate::refresh::follow(
+        config.clone(),
+        pins,
+        std::sync::Arc::clone(&started.metrics),
+        started.listed.clone(),
+        in_force,
+        std::sync::Arc::clone(&controller),
     );
     let links = started.links.clone();
     let metrics = std::sync::Arc::clone(&started.metrics);
@@ -132,6 +162,7 @@ pub async fn serve(config: Config) -> ExitCode {
         }
     }
     watcher.abort();
+    refresher.abort();
     for supervisor in supervisors {
         supervisor.abort();
     }

@@ -14,7 +14,14 @@ pub async fn tools(config_path: &Path) -> ExitCode {
     let Some(config) = super::config_or_report(config_path) else {
         return ExitCode::FAILURE;
     };
-    let started = match assemble::start(&config).await {
+    let pins = match crate::pins::Pins::of(&config) {
+        Ok(pins) => pins,
+        Err(problem) => {
+            super::report([problem]);
+            return ExitCode::FAILURE;
+        }
+    };
+    let started = match assemble::start(&config, &pins).await {
         Ok(started) => started,
         Err(problems) => {
             super::report(problems);

@@ -262,6 +262,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         policy_poll,
         listen,
         clients,
+        pins: Some(crate::pins::path_for(path)),
         state_key_env: file.gateway.state_key_env,
         rate_counters_postgres_url_env: file.rate_limits.postgres_url_env,
     })

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use load::{ConfigError, load};
+pub use load::load;
 
 /// The separator between an upstream's name and its tool's in a served name, by default.
 pub const DEFAULT_SEPARATOR: &str = "__";
@@ -42,6 +42,8 @@ pub struct Config {
     pub listen: Listen,
     /// The clients allowed over HTTP, each with its API key's hash and its principal.
     pub clients: Vec<ApiClient>,
+    /// The tool pins file (`gateway.pins.json` beside `gateway.toml`); `None`: no pinning.
+    pub pins: Option<PathBuf>,
     /// The environment variable holding the request-state key instances share, if any.
     pub state_key_env: Option<String>,
     /// The environment variable holding the PostgreSQL URL for shared rate-limit counters, if
@@ -293,6 +295,7 @@ impl Config {
                 allowed_hosts: Vec::new(),
             },
             clients: Vec::new(),
+            pins: None,
             state_key_env: None,
             rate_counters_postgres_url_env: None,
         }

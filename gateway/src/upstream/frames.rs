@@ -91,7 +91,8 @@ const MAX_ID_BYTES: usize = 256;
 impl TopLevel {
     fn feed(&mut self, byte: u8) {
         if self.in_string {
-            if self.reading_key && self.key.len() <= 8 && !(byte == b'"' && !self.escaped) {
+            let closes = byte == b'"' && !self.escaped;
+            if self.reading_key && self.key.len() <= 8 && !closes {
                 self.key.push(byte);
             }
             if self.capturing_id {
@@ -143,11 +144,8 @@ impl TopLevel {
                 self.finish_id();
                 self.expect_key = true;
             }
-            b' ' | b'\t' | b'\r' | b'\n' => {
-                if self.capturing_id {
-                    self.finish_id();
-                }
-            }
+            b' ' | b'\t' | b'\r' | b'\n' if self.capturing_id => self.finish_id(),
+            b' ' | b'\t' | b'\r' | b'\n' => {}
             _ if self.depth == 1 && self.value_is_id => {
                 self.capturing_id = true;
                 self.capture(byte);

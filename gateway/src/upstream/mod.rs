@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 
-pub use child::{StartError, StderrTail, command_line};
-pub use listing::{ListError, list_tools};
+pub use child::{StartError, StderrTail};
+pub use listing::list_tools;
 
 use crate::config::{Limits, UpstreamConfig};
 
@@ -31,6 +31,8 @@ pub struct Link {
     name: String,
     state: RwLock<Result<Peer<RoleClient>, String>>,
     list_changed: watch::Receiver<u64>,
+    // Upstream tool names whose new definition the policy does not fit yet: not sent.
+    withheld: RwLock<std::collections::HashSet<String>>,
 }
 
 impl Link {
@@ -59,6 +61,23 @@ impl Link {
     /// Counts `notifications/tools/list_changed` from the upstream.
     pub fn list_changes(&self) -> watch::Receiver<u64> {
         self.list_changed.clone()
+    }
+
+    /// Whether calls to upstream tool `tool` are held back (its definition changed and the
+    /// policy in force does not fit the new one).
+    pub fn is_withheld(&self, tool: &str) -> bool {
+        self.withheld
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(tool)
+    }
+
+    /// Holds back calls to exactly these upstream tools.
+    pub fn withhold(&self, tools: std::collections::HashSet<String>) {
+        *self
+            .withheld
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tools;
     }
 
     fn set(&self, state: Result<Peer<RoleClient>, String>) {
@@ -93,6 +112,7 @@ impl Upstream {
             name: config.name.clone(),
             state: RwLock::new(Ok(started.service.peer().clone())),
             list_changed: changes,
+            withheld: RwLock::default(),
         });
         Ok(Self {
             config,

@@ -60,7 +60,9 @@ impl Work {
             r#"{"rules": [
               {"id": "echo", "tool": "h__echo", "action": "allow", "reason": "harmless"},
               {"id": "huge", "tool": "h__huge", "action": "allow", "reason": "test"},
-              {"id": "crash", "tool": "h__crash", "action": "allow", "reason": "test"}
+              {"id": "crash", "tool": "h__crash", "action": "allow", "reason": "test"},
+              {"id": "mutate", "tool": "h__mutate", "action": "allow", "reason": "test"},
+              {"id": "write", "tool": "h__write", "action": "allow", "reason": "test"}
             ]}"#,
         );
         let record = self.path("record.jsonl");

@@ -1,0 +1,56 @@
+//! `pin --config FILE`: accept the upstreams' tool definitions as they are now.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::assemble;
+use crate::pins::{Pins, Verdict};
+
+/// Starts the upstreams, pins every tool they list now (each upstream's set replaced whole), and
+/// prints, per tool, whether it was new, changed or unchanged. A running gateway serves the
+/// accepted tools on its next list change or restart.
+pub async fn pin(config_path: &Path) -> ExitCode {
+    let Some(config) = super::config_or_report(config_path) else {
+        return ExitCode::FAILURE;
+    };
+    let mut pins = match Pins::of(&config) {
+        Ok(pins) => pins,
+        Err(problem) => {
+            super::report([problem]);
+            return ExitCode::FAILURE;
+        }
+    };
+    // Everything the upstreams offer now, judged by nothing: this is the accepting.
+    let started = match assemble::start(&config, &Pins::off()).await {
+        Ok(started) => started,
+        Err(problems) => {
+            super::report(problems);
+            return ExitCode::FAILURE;
+        }
+    };
+    for upstream in &config.upstreams {
+        let tools: Vec<(String, String)> = started
+            .served
+            .iter()
+            .filter(|served| served.upstream == upstream.name)
+            .map(|served| (served.tool.name.to_string(), served.digest.clone()))
+            .collect();
+        for (tool, digest) in &tools {
+            let what = match pins.judge(&upstream.name, tool, digest) {
+                Verdict::Pinned => continue,
+                Verdict::FirstSeen | Verdict::New => "new".to_owned(),
+                Verdict::Changed { pinned } => format!("changed ({pinned} → {digest})"),
+            };
+            println!("  upstream {}: {tool}: {what}, pinned", upstream.name);
+        }
+        println!("upstream {}: {} tools pinned", upstream.name, tools.len());
+        pins.pin(&upstream.name, tools);
+    }
+    match pins.save() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(problem) => {
+            super::report([problem]);
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Tool pinning and list changes with a real upstream that rewrites a tool's description (the
+//! "rug pull") and drops another, then says its list changed.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::json;
+use support::*;
+
+async fn listed(client: &RunningService<RoleClient, ()>) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|tool| tool.name.to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Polls `check` every 100 ms for up to 15 s.
+async fn eventually<F: std::future::Future<Output = bool>>(mut check: impl FnMut() -> F) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_rewritten_description_is_not_served_until_pinned_and_a_dropped_tool_is_held_until_the_policy_fits()
+ {
+    let work = Work::new("pinning");
+    let config = work.hostile_config("serve", "[gateway]\npolicy_poll_ms = 200\n");
+    let client = serve(&config).await;
+    // First seen: pinned.
+    let pins = work.read("gateway.pins.json");
+    assert!(pins.contains("\"echo\": \"sha256:"), "{pins}");
+    assert_eq!(
+        call(&client, "h__echo", json!({"text": "a"})).await,
+        ("echo: a".to_owned(), false)
+    );
+
+    let (_, is_error) = call(&client, "h__mutate", json!({})).await;
+    assert!(!is_error);
+    // The policy still names h__write, which the upstream dropped: the new list does not fit,
+    // so the tools in force stay and what changed is held back.
+    // (Calls before the gateway has the notification still reach the old echo: harmless.)
+    assert!(
+        eventually(|| async {
+            let (message, is_error) = call(&client, "h__echo", json!({"text": "b"})).await;
+            is_error
+                && message.contains("changed this tool's definition")
+                && message.contains("nothing ran")
+        })
+        .await,
+        "the rewritten echo is held"
+    );
+    let sent = work.recorded().len();
+    let (message, is_error) = call(&client, "h__write", json!({"path": "/x"})).await;
+    assert!(
+        is_error && message.contains("nothing ran"),
+        "the dropped write is held: {message}"
+    );
+    assert_eq!(work.recorded().len(), sent, "nothing held was sent");
+    assert!(!work.recorded().contains(&"write".to_owned()));
+
+    // A policy that no longer names the dropped tool: the new list is put in force; the
+    // rewritten echo is still not served (it differs from its pin), the others are.
+    work.write(
+        "policy.json",
+        r#"{"rules": [{"id": "mutate", "tool": "h__mutate", "action": "allow", "reason": "test"}]}"#,
+    );
+    assert!(
+        eventually(|| async { !listed(&client).await.contains(&"h__write".to_owned()) }).await,
+        "the list changed"
+    );
+    assert!(!listed(&client).await.contains(&"h__echo".to_owned()));
+    let (message, is_error) = call(&client, "h__echo", json!({"text": "c"})).await;
+    assert!(is_error, "{message}");
+
+    // The operator accepts the new definition: the running gateway serves it.
+    let output = run(&["pin", "--config", config.to_str().unwrap()]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("echo: changed (sha256:"), "{stdout}");
+    work.write(
+        "policy.json",
+        r#"{"rules": [{"id": "echo", "tool": "h__echo", "action": "allow", "reason": "accepted"}]}"#,
+    );
+    assert!(
+        eventually(|| async { !call(&client, "h__echo", json!({"text": "d"})).await.1 }).await,
+        "the accepted echo is served"
+    );
+    assert_eq!(work.recorded().last().map(String::as_str), Some("echo"));
+    assert!(!work.recorded().contains(&"write".to_owned()));
+}
+
+#[test]
+fn a_definition_changed_between_starts_is_held_until_pinned() {
+    let work = Work::new("pinning-restart");
+    let config = work.hostile_config("serve", "");
+    let config = config.to_str().unwrap();
+    let output = run(&["pin", "--config", config]);
+    assert!(output.status.success(), "{:?}", text(&output));
+    assert!(
+        text(&output).0.contains("upstream h: 5 tools pinned"),
+        "{:?}",
+        text(&output)
+    );
+    // The upstream is updated: echo's description rewritten, write gone.
+    work.write("record.jsonl.mutated", "");
+    // The policy names echo, which is held: the gateway does not start, and says why.
+    let output = run(&["check", "--config", config]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("tool \"h__echo\" is not in the registry"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "upstream `h`: \"echo\" is not served: its definition changed since it was pinned"
+        ),
+        "{stderr}"
+    );
+    // Without rules for the held and dropped tools it starts, echo still held.
+    work.write(
+        "policy.json",
+        r#"{"rules": [{"id": "crash", "tool": "h__crash", "action": "allow", "reason": "test"}]}"#,
+    );
+    let output = run(&["check", "--config", config]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("upstream h: 3 of 7 tools served"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("left out: \"echo\" of upstream h: its definition changed"),
+        "{stdout}"
+    );
+    let output = run(&["pin", "--config", config]);
+    assert!(
+        text(&output).0.contains("h: echo: changed (sha256:"),
+        "{:?}",
+        text(&output)
+    );
+    let output = run(&["check", "--config", config]);
+    assert!(
+        text(&output).0.contains("upstream h: 4 of 7 tools served"),
+        "{:?}",
+        text(&output)
+    );
+}

@@ -2,7 +2,7 @@
 //! `toolgate-mcp-gateway` (allowed by a rule; once without and once with the JSONL audit log).
 //!
 //! ```text
-//! cargo build --release --features mcp --bin toolgate-mcp-gateway --example mcp_overhead
+//! cargo build --release -p toolgate-gateway && cargo build --release --features mcp --example mcp_overhead
 //! target/release/examples/mcp_overhead target/release/toolgate-mcp-gateway [CALLS]
 //! ```
 //!

@@ -68,7 +68,12 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
             )]);
         }
     };
-    let base = path.parent().unwrap_or(Path::new("")).to_owned();
+    // `gateway.toml` has the empty parent: the working directory.
+    let base = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_owned();
     let mut problems = Vec::new();
     let mut problem = |key: &str, message: String| problems.push(error(key.to_owned(), message));
 

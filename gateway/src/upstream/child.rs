@@ -114,6 +114,15 @@ pub async fn start(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     if let Some(cwd) = cwd {
+        if !cwd.is_dir() {
+            return Err(failed(
+                format!(
+                    "could not be started: its working directory {} is not a directory",
+                    cwd.display()
+                ),
+                tail,
+            ));
+        }
         process.current_dir(cwd);
     }
     let mut child = process

@@ -273,3 +273,11 @@ fn http_without_clients_plain_http_off_loopback_and_bad_keys_are_refused() {
         "{found:?}"
     );
 }
+
+#[test]
+fn a_config_named_without_a_directory_is_relative_to_the_working_directory() {
+    let config = parse(Path::new("gateway.toml"), MINIMAL).expect("loads");
+    assert_eq!(config.policy_layers, [Path::new("./policy.json")]);
+    let UpstreamTransport::Stdio { cwd, .. } = &config.upstreams[0].transport;
+    assert_eq!(cwd.as_deref(), Some(Path::new(".")));
+}

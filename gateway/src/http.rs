@@ -23,15 +23,37 @@ use toolgate::mcp::{Caller, CallerOf, McpServer};
 use toolgate::{Principal, ToolController};
 
 use crate::config::ApiClient;
+use crate::jwt::JwtConfig;
 use crate::metrics::Metrics;
 use crate::upstream::Link;
 
 /// The largest POST body read (the SDK's own limit).
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// Clients by the SHA-256 of their key.
+/// Who may call: clients by the SHA-256 of their key, and tokens if configured.
 #[derive(Debug)]
-struct Keys(HashMap<[u8; 32], Arc<Principal>>);
+struct Keys {
+    clients: HashMap<[u8; 32], Arc<Principal>>,
+    jwt: Option<JwtConfig>,
+}
+
+impl Keys {
+    /// The principal `credential` names: an API key, else a verified token.
+    fn principal(&self, credential: &str) -> Option<Arc<Principal>> {
+        let hash = <[u8; 32]>::from(Sha256::digest(credential.as_bytes()));
+        if let Some(principal) = self.clients.get(&hash) {
+            return Some(Arc::clone(principal));
+        }
+        let jwt = self.jwt.as_ref()?;
+        match jwt.verify(credential) {
+            Ok(principal) => Some(Arc::new(principal)),
+            Err(why) => {
+                tracing::info!("a bearer token was refused: {why}");
+                None
+            }
+        }
+    }
+}
 
 /// The caller of a request: the principal the key named, and its MCP session (legacy revision).
 pub fn caller_of() -> CallerOf {
@@ -58,15 +80,17 @@ pub async fn serve_mcp(
     address: SocketAddr,
     server: McpServer,
     clients: &[ApiClient],
+    jwt: Option<JwtConfig>,
     allowed_hosts: Vec<String>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let keys = Arc::new(Keys(
-        clients
+    let keys = Arc::new(Keys {
+        clients: clients
             .iter()
             .map(|client| (client.key_sha256, Arc::new(client.principal.clone())))
             .collect(),
-    ));
+        jwt,
+    });
     let server = server.with_caller(caller_of());
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -91,11 +115,11 @@ async fn authenticate(State(keys): State<Arc<Keys>>, request: Request, next: Nex
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
-        .map(|key| <[u8; 32]>::from(Sha256::digest(key.trim().as_bytes())));
-    let Some(principal) = presented.and_then(|hash| keys.0.get(&hash)).cloned() else {
+        .map(str::trim);
+    let Some(principal) = presented.and_then(|credential| keys.principal(credential)) else {
         let mut response = (
             StatusCode::UNAUTHORIZED,
-            "401: send `Authorization: Bearer <API key>` with a key from the gateway's [[clients]]\n",
+            "401: send `Authorization: Bearer <API key or token>` with a key from the gateway's [[clients]] or a token its [jwt] accepts\n",
         )
             .into_response();
         response.headers_mut().insert(

@@ -15,6 +15,7 @@ mod commands;
 mod config;
 mod fields;
 mod http;
+mod jwt;
 mod metrics;
 mod pins;
 mod policy;

@@ -8,67 +8,26 @@ mod support;
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use support::*;
 
 const ALICE_KEY: &str = "tg_alice_0123456789abcdef";
 const BOB_KEY: &str = "tg_bob_fedcba9876543210";
 
-struct Served {
-    child: Child,
-    mcp: u16,
-    admin: u16,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve_http(work: &Work) -> Served {
-    let (mcp, admin) = (free_port(), free_port());
-    let extra = format!(
-        "[audit]\njsonl = \"audit.jsonl\"\n\
-         [listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n\
-         [[clients]]\nid = \"alice\"\ngroups = [\"ops\"]\napi_key_sha256 = \"{}\"\n\
+fn client_keys() -> String {
+    format!(
+        "[[clients]]\nid = \"alice\"\ngroups = [\"ops\"]\napi_key_sha256 = \"{}\"\n\
          [[clients]]\nid = \"bob\"\ngroups = [\"dev\"]\napi_key_sha256 = \"{}\"\n",
         sha256(ALICE_KEY),
         sha256(BOB_KEY)
-    );
-    let config = work.hostile_config("serve", &extra);
-    work.write(
-        "policy.json",
-        r#"{"rules": [
-          {"id": "ops-echo", "tool": "h__echo", "action": "allow", "reason": "ops may echo",
-           "principals": {"groups": ["ops"]}},
-          {"id": "write", "tool": "h__write", "action": "ask", "reason": "a person confirms writes"}
-        ]}"#,
-    );
-    let child = Command::new(GATEWAY)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("the gateway starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", mcp)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the gateway did not listen on {mcp}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Served { child, mcp, admin }
+    )
 }
 
 fn drive(mode: &str) {
     let Some(python) = python() else { return };
     let work = Work::new(&format!("http-{mode}"));
-    let served = serve_http(&work);
+    let served = serve_http(&work, &client_keys());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/http_client.py");
     let output = Command::new(python)
         .arg(script)

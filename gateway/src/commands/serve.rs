@@ -126,9 +126,10 @@ pub async fn serve(config: Config) -> ExitCode {
             config.clients.clone(),
             config.listen.allowed_hosts.clone(),
         );
+        let jwt = config.jwt.clone();
         let until = until_stopped();
         tasks.spawn(async move {
-            crate::http::serve_mcp(address, server, &clients, hosts, until)
+            crate::http::serve_mcp(address, server, &clients, jwt, hosts, until)
                 .await
                 .map_err(|error| format!("listen.http {address}: {error}"))
         });

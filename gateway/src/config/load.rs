@@ -243,9 +243,56 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         ));
     }
 
-    let (listen, clients) = listen_and_clients(file.listen, file.clients, &mut |key, message| {
-        problems.push(error(key, message));
+    let jwt = file.jwt.and_then(|section| {
+        let mut fine = true;
+        let mut missing = |key: &str, value: &Option<String>| {
+            if value.as_deref().is_none_or(str::is_empty) {
+                problems.push(error(
+                    format!("jwt.{key}"),
+                    "missing: tokens are checked against it".to_owned(),
+                ));
+                fine = false;
+            }
+        };
+        missing("issuer", &section.issuer);
+        missing("audience", &section.audience);
+        let keys = match &section.jwks_file {
+            None => {
+                problems.push(error(
+                    "jwt.jwks_file".to_owned(),
+                    "missing: the JWK Set file the tokens are verified with".to_owned(),
+                ));
+                None
+            }
+            Some(file) => match crate::jwt::load_keys(&base.join(file)) {
+                Ok(keys) => Some(keys),
+                Err(why) => {
+                    problems.push(error("jwt.jwks_file".to_owned(), why));
+                    None
+                }
+            },
+        };
+        let leeway_s = section.leeway_s.unwrap_or(30);
+        if leeway_s > 300 {
+            problems.push(error(
+                "jwt.leeway_s".to_owned(),
+                "at most 300: a longer leeway keeps expired tokens alive".to_owned(),
+            ));
+            fine = false;
+        }
+        (fine && keys.is_some()).then(|| crate::jwt::JwtConfig {
+            keys: keys.unwrap_or_default(),
+            issuer: section.issuer.unwrap_or_default(),
+            audience: section.audience.unwrap_or_default(),
+            groups_claim: section.groups_claim.unwrap_or_else(|| "groups".to_owned()),
+            leeway_s,
+        })
     });
+    let has_jwt = jwt.is_some();
+    let (listen, clients) =
+        listen_and_clients(file.listen, file.clients, has_jwt, &mut |key, message| {
+            problems.push(error(key, message));
+        });
 
     if !problems.is_empty() {
         return Err(problems);
@@ -267,6 +314,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         policy_poll,
         listen,
         clients,
+        jwt,
         pins: Some(crate::pins::path_for(path)),
         state_key_env: file.gateway.state_key_env,
         rate_counters_postgres_url_env: file.rate_limits.postgres_url_env,
@@ -278,6 +326,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
 fn listen_and_clients(
     listen: super::ListenSection,
     clients: Vec<super::ClientSection>,
+    has_jwt: bool,
     problem: &mut dyn FnMut(String, String),
 ) -> (Listen, Vec<ApiClient>) {
     let address = |key: &str, text: Option<String>, problem: &mut dyn FnMut(String, String)| {
@@ -376,10 +425,10 @@ fn listen_and_clients(
             key_sha256,
         });
     }
-    if http.is_some() && checked.is_empty() {
+    if http.is_some() && checked.is_empty() && !has_jwt {
         problem(
             "clients".to_owned(),
-            "listen.http is set but no client is: add a [[clients]] entry with an `id` and `api_key_sha256`".to_owned(),
+            "listen.http is set but no client is: add a [[clients]] entry with an `id` and `api_key_sha256`, or a [jwt] table".to_owned(),
         );
     }
     let allowed_hosts = listen.allowed_hosts.unwrap_or_else(|| {

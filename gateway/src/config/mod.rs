@@ -42,6 +42,8 @@ pub struct Config {
     pub listen: Listen,
     /// The clients allowed over HTTP, each with its API key's hash and its principal.
     pub clients: Vec<ApiClient>,
+    /// Callers identified by JSON Web Tokens, if configured.
+    pub jwt: Option<crate::jwt::JwtConfig>,
     /// The tool pins file (`gateway.pins.json` beside `gateway.toml`); `None`: no pinning.
     pub pins: Option<PathBuf>,
     /// The environment variable holding the request-state key instances share, if any.
@@ -187,6 +189,17 @@ struct File {
     clients: Vec<ClientSection>,
     #[serde(default)]
     rate_limits: RateLimitsSection,
+    jwt: Option<JwtSection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JwtSection {
+    jwks_file: Option<PathBuf>,
+    issuer: Option<String>,
+    audience: Option<String>,
+    groups_claim: Option<String>,
+    leeway_s: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -295,6 +308,7 @@ impl Config {
                 allowed_hosts: Vec::new(),
             },
             clients: Vec::new(),
+            jwt: None,
             pins: None,
             state_key_env: None,
             rate_counters_postgres_url_env: None,

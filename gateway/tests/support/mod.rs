@@ -171,3 +171,45 @@ pub fn wait_for_port(port: u16) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A gateway process, killed on drop.
+pub struct Served {
+    pub child: std::process::Child,
+    pub mcp: u16,
+    pub admin: u16,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `serve` over HTTP (and an admin listener) in front of the hostile upstream, with `auth` (TOML:
+/// `[[clients]]`, `[jwt]`) and `tests/mcp`'s HTTP policy: `h__echo` allowed for group ops,
+/// `h__write` asked.
+pub fn serve_http(work: &Work, auth: &str) -> Served {
+    let (mcp, admin) = (free_port(), free_port());
+    let extra = format!(
+        "[audit]\njsonl = \"audit.jsonl\"\n\
+         [listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n{auth}"
+    );
+    let config = work.hostile_config("serve", &extra);
+    work.write(
+        "policy.json",
+        r#"{"rules": [
+          {"id": "ops-echo", "tool": "h__echo", "action": "allow", "reason": "ops may echo",
+           "principals": {"groups": ["ops"]}},
+          {"id": "write", "tool": "h__write", "action": "ask", "reason": "a person confirms writes"}
+        ]}"#,
+    );
+    let child = std::process::Command::new(GATEWAY)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("the gateway starts");
+    wait_for_port(mcp);
+    Served { child, mcp, admin }
+}

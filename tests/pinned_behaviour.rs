@@ -248,10 +248,11 @@ fn listed_specs_hide_only_what_the_policy_denies_whatever_the_arguments() {
         tools(),
         Layers::new().layer("only", policy(&["a"], &[])).unwrap(),
     );
+    // A stack hides a tool every layer denies whatever its arguments (here its only layer).
     assert_eq!(
         names(&layered),
-        ["a", "b"],
-        "a stack keeps every tool listed"
+        ["a"],
+        "a stack hides what every layer denies"
     );
 }
 

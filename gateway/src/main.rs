@@ -30,6 +30,8 @@ use cli::{AuditCommand, Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The TLS provider for https:// upstreams; an error means one is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_target(false)

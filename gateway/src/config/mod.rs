@@ -99,6 +99,15 @@ pub enum UpstreamTransport {
         /// Its working directory (default: the config file's directory).
         cwd: Option<PathBuf>,
     },
+    /// A remote server speaking Streamable HTTP.
+    Http {
+        /// Its MCP endpoint, `http://` or `https://`.
+        url: String,
+        /// Headers sent with every request.
+        headers: BTreeMap<String, String>,
+        /// The environment variable holding a bearer token for it, if it needs one.
+        bearer_token_env: Option<String>,
+    },
 }
 
 /// Where audit events are written.
@@ -244,6 +253,10 @@ struct UpstreamSection {
     #[serde(default)]
     env: BTreeMap<String, String>,
     cwd: Option<PathBuf>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    bearer_token_env: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

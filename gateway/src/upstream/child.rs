@@ -23,21 +23,26 @@ const STDERR_LINE_BYTES: usize = 512;
 /// A started upstream: the session and the process.
 pub struct Started {
     pub service: RunningService<RoleClient, GatewayClient>,
-    pub child: Child,
+    /// The process, for a stdio upstream.
+    pub child: Option<Child>,
 }
 
 /// Why an upstream did not start. Its display says each cause once, in operator terms: the
 /// command, what happened, the exit status, the last stderr lines.
 #[derive(Debug, thiserror::Error)]
-#[error("upstream `{name}` ({command}) {what}{}", stderr_tail(tail))]
+#[error("upstream `{name}` ({command}) {what}{}", stderr_tail(tail.as_deref()))]
 pub struct StartError {
     pub name: String,
     pub command: String,
     pub what: String,
-    pub tail: Vec<String>,
+    /// The last stderr lines of a child; `None` for a remote upstream.
+    pub tail: Option<Vec<String>>,
 }
 
-fn stderr_tail(tail: &[String]) -> String {
+fn stderr_tail(tail: Option<&[String]>) -> String {
+    let Some(tail) = tail else {
+        return String::new();
+    };
     if tail.is_empty() {
         "; it wrote nothing on stderr".to_owned()
     } else {
@@ -72,7 +77,10 @@ impl StderrTail {
 
 /// The command line as the operator wrote it, for messages.
 pub fn command_line(upstream: &UpstreamConfig) -> String {
-    let UpstreamTransport::Stdio { command, args, .. } = &upstream.transport;
+    let (command, args) = match &upstream.transport {
+        UpstreamTransport::Stdio { command, args, .. } => (command, args),
+        UpstreamTransport::Http { url, .. } => return url.clone(),
+    };
     std::iter::once(command)
         .chain(args)
         .map(|part| {
@@ -93,17 +101,34 @@ pub async fn start(
     tail: &StderrTail,
     list_changed: tokio::sync::watch::Sender<u64>,
 ) -> Result<Started, StartError> {
-    let UpstreamTransport::Stdio {
-        command,
-        args,
-        env,
-        cwd,
-    } = &upstream.transport;
+    let (command, args, env, cwd) = match &upstream.transport {
+        UpstreamTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => (command, args, env, cwd),
+        UpstreamTransport::Http {
+            url,
+            headers,
+            bearer_token_env,
+        } => {
+            return super::remote::start(
+                upstream,
+                url,
+                headers,
+                bearer_token_env.as_deref(),
+                limits,
+                list_changed,
+            )
+            .await;
+        }
+    };
     let failed = |what: String, tail: &StderrTail| StartError {
         name: upstream.name.clone(),
         command: command_line(upstream),
         what,
-        tail: tail.lines(),
+        tail: Some(tail.lines()),
     };
     let mut process = Command::new(command);
     process
@@ -140,7 +165,10 @@ pub async fn start(
     let handshake =
         GatewayClient::new(upstream.name.clone(), list_changed).serve((sdk_side, stdin));
     match tokio::time::timeout(limits.startup_timeout, handshake).await {
-        Ok(Ok(service)) => Ok(Started { service, child }),
+        Ok(Ok(service)) => Ok(Started {
+            service,
+            child: Some(child),
+        }),
         Ok(Err(_)) => {
             // The SDK's error is about the pipe; what the operator needs is why the child went.
             let status = exit_status(&mut child, Duration::from_secs(2)).await;

@@ -5,6 +5,7 @@ mod child;
 mod client;
 pub mod frames;
 mod listing;
+mod remote;
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -182,13 +183,17 @@ async fn stopped(started: &mut child::Started) -> String {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
+    let Some(process) = started.child.as_mut() else {
+        closed.await;
+        return "closed its session (the connection failed or the server ended it)".to_owned();
+    };
     tokio::select! {
-        status = started.child.wait() => match status {
+        status = process.wait() => match status {
             Ok(status) => format!("exited with {}", child::describe(status)),
             Err(error) => format!("could not be waited for: {error}"),
         },
         () = closed => {
-            let _ = started.child.start_kill();
+            let _ = process.start_kill();
             "closed its session".to_owned()
         }
     }

@@ -1,6 +1,7 @@
 """An upstream MCP server written with the official Python SDK (`mcp` on PyPI).
 
-Every call that reaches it is appended, one JSON line each, to the file named by the
+Over stdio by default; `upstream_server.py --http PORT TOKEN` serves Streamable HTTP instead,
+refusing requests without the bearer token. Every call that reaches it is appended, one JSON line each, to the file named by the
 TOOLGATE_MCP_RECORD environment variable: the record proves which calls the gateway let through.
 """
 
@@ -51,5 +52,28 @@ def crash() -> str:
     os._exit(3)
 
 
+def serve_http(port: int, token: str) -> None:
+    """Streamable HTTP on 127.0.0.1:PORT, refusing requests without `Authorization: Bearer TOKEN`."""
+    import uvicorn
+
+    app = server.streamable_http_app()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"no"})
+                return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if len(sys.argv) == 4 and sys.argv[1] == "--http":
+        serve_http(int(sys.argv[2]), sys.argv[3])
+    else:
+        server.run()

@@ -26,7 +26,10 @@ fn a_minimal_config_loads_with_paths_relative_to_its_file() {
     assert_eq!(config.policy_layers, [Path::new("/etc/gw/policy.json")]);
     let UpstreamTransport::Stdio {
         command, args, cwd, ..
-    } = &config.upstreams[0].transport;
+    } = &config.upstreams[0].transport
+    else {
+        panic!("a stdio upstream")
+    };
     assert_eq!((command.as_str(), args.len()), ("npx", 2));
     assert_eq!(cwd.as_deref(), Some(Path::new("/etc/gw")));
     assert!(config.audit.is_none());
@@ -278,6 +281,80 @@ fn http_without_clients_plain_http_off_loopback_and_bad_keys_are_refused() {
 fn a_config_named_without_a_directory_is_relative_to_the_working_directory() {
     let config = parse(Path::new("gateway.toml"), MINIMAL).expect("loads");
     assert_eq!(config.policy_layers, [Path::new("./policy.json")]);
-    let UpstreamTransport::Stdio { cwd, .. } = &config.upstreams[0].transport;
+    let UpstreamTransport::Stdio { cwd, .. } = &config.upstreams[0].transport else {
+        panic!("a stdio upstream")
+    };
     assert_eq!(cwd.as_deref(), Some(Path::new(".")));
+}
+
+#[test]
+fn a_url_upstream_takes_headers_and_a_token_variable_and_nothing_of_a_child() {
+    let remote = "[upstreams.r]\nurl = \"https://mcp.example.com/mcp\"\nbearer_token_env = \"R_TOKEN\"\nheaders = { \"X-Team\" = \"a\" }\n[policy]\nlayers = [\"p.json\"]\n";
+    let config = parse(Path::new("g.toml"), remote).expect("loads");
+    let UpstreamTransport::Http {
+        url,
+        headers,
+        bearer_token_env,
+    } = &config.upstreams[0].transport
+    else {
+        panic!("an http upstream")
+    };
+    assert_eq!(
+        (url.as_str(), headers.len(), bearer_token_env.as_deref()),
+        ("https://mcp.example.com/mcp", 1, Some("R_TOKEN"))
+    );
+    for (change, key, message) in [
+        (
+            "url = \"https://mcp.example.com/mcp\"",
+            "upstreams.r.url",
+            "not both",
+        ),
+        (
+            "args = [\"x\"]",
+            "upstreams.r.args",
+            "is for a child process",
+        ),
+        ("cwd = \".\"", "upstreams.r.cwd", "is for a child process"),
+    ] {
+        let text = remote.replace(
+            "bearer_token_env",
+            &format!(
+                "{}\nbearer_token_env",
+                if key.ends_with("url") {
+                    "command = \"x\""
+                } else {
+                    change
+                }
+            ),
+        );
+        let found = problems(&text);
+        assert!(
+            found[0].contains(&format!("{key}: ")) && found[0].contains(message),
+            "{change}: {found:?}"
+        );
+    }
+    let found = problems(&remote.replace("https://mcp.example.com/mcp", "ftp://x"));
+    assert!(
+        found[0].contains("upstreams.r.url: \"ftp://x\" is not an http:// or https:// URL"),
+        "{found:?}"
+    );
+    let found = problems(&remote.replace(
+        "\"X-Team\" = \"a\"",
+        "\"Authorization\" = \"Bearer s3cret\"",
+    ));
+    assert!(
+        found[0].contains(
+            "upstreams.r.headers.Authorization: put the token in an environment variable"
+        ),
+        "{found:?}"
+    );
+    let found = problems(&remote.replace("\"X-Team\"", "\"bad header\""));
+    assert!(found[0].contains("is not a valid HTTP header"), "{found:?}");
+    let found = problems(&MINIMAL.replace("args =", "bearer_token_env = \"T\"\nargs ="));
+    assert!(
+        found[0].contains(
+            "upstreams.files.headers: `headers` and `bearer_token_env` are for a `url` upstream"
+        ),
+        "{found:?}"
+    );
 }

@@ -1,0 +1,90 @@
+//! A remote upstream over Streamable HTTP: the official Python SDK's server
+//! (`tests/mcp/upstream_server.py --http`), which refuses requests without its bearer token, behind
+//! the gateway served over stdio.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::json;
+use support::*;
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn config(work: &Work, port: u16, token_env: &str) -> std::path::PathBuf {
+    work.write(
+        "policy.json",
+        r#"{"rules": [{"id": "echo", "tool": "r__echo", "action": "allow", "reason": "harmless"},
+                      {"id": "no-shell", "tool": "r__shell", "action": "deny", "reason": "no shell"}]}"#,
+    );
+    work.write(
+        "gateway.toml",
+        &format!(
+            "[upstreams.r]\nurl = \"http://127.0.0.1:{port}/mcp\"\nbearer_token_env = \"{token_env}\"\n\
+             headers = {{ \"X-Team\" = \"platform\" }}\n[policy]\nlayers = [\"policy.json\"]\n"
+        ),
+    )
+}
+
+#[tokio::test]
+async fn a_remote_upstream_with_a_token_from_the_environment_is_served_gated() {
+    let Some(python) = python() else { return };
+    let work = Work::new("remote-upstream");
+    let port = free_port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/upstream_server.py");
+    let _upstream = Killed(
+        Command::new(&python)
+            .arg(script)
+            .args(["--http", &port.to_string(), "upstream-secret"])
+            .env("TOOLGATE_MCP_RECORD", work.path("record.jsonl"))
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("the upstream starts"),
+    );
+    wait_for_port(port);
+    std::fs::write(work.path("record.jsonl"), "").unwrap();
+
+    // No token in the environment, then a wrong one: startup fails naming the URL.
+    let config_path = config(&work, port, "TOOLGATE_TEST_UNSET_TOKEN");
+    let (_, stderr) = text(&run(&["check", "--config", config_path.to_str().unwrap()]));
+    assert!(stderr.contains(&format!("upstream `r` (http://127.0.0.1:{port}/mcp) could not be reached: its bearer token variable TOOLGATE_TEST_UNSET_TOKEN is not set")), "{stderr}");
+    let output = Command::new(GATEWAY)
+        .args(["check", "--config", config_path.to_str().unwrap()])
+        .env("TOOLGATE_TEST_UNSET_TOKEN", "wrong")
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr.contains("did not complete the MCP handshake over HTTP"),
+        "{stderr}"
+    );
+
+    // SAFETY of the environment: this test binary runs this one test, and sets the variable
+    // before the gateway child is spawned from it.
+    let config_path = config(&work, port, "PATH_TO_NOTHING_BUT_THE_TOKEN");
+    let mut command = tokio::process::Command::new(GATEWAY);
+    command
+        .args(["serve", "--config"])
+        .arg(&config_path)
+        .env("PATH_TO_NOTHING_BUT_THE_TOKEN", "upstream-secret");
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = rmcp::ServiceExt::serve((), transport)
+        .await
+        .expect("handshake");
+    let (message, is_error) = call(&client, "r__echo", json!({"text": "over http"})).await;
+    assert_eq!((message.as_str(), is_error), ("echo: over http", false));
+    let (_, is_error) = call(&client, "r__shell", json!({"command": "id"})).await;
+    assert!(is_error);
+    let recorded = std::fs::read_to_string(work.path("record.jsonl")).unwrap();
+    assert_eq!(recorded.lines().count(), 1, "{recorded}");
+    assert!(recorded.contains("over http"));
+}

@@ -434,7 +434,10 @@ impl ToolDefinition {
 
     /// Whether the handler is async.
     pub fn is_async(&self) -> bool {
-        matches!(self.handler, Handler::Async(_))
+        matches!(
+            self.handler,
+            Handler::Async(_) | Handler::AsyncStructured(_)
+        )
     }
 }
 

@@ -29,7 +29,7 @@ impl ToolRuntime {
         let (call_id, arguments, definition) = unpack(authorized);
         let outcome = match definition.handler() {
             Handler::Blocking(handler) => handler.call(&arguments),
-            Handler::Async(_) | Handler::Structured(_) => {
+            Handler::Async(_) | Handler::Structured(_) | Handler::AsyncStructured(_) => {
                 return not_blocking(call_id, arguments, &definition);
             }
         };
@@ -52,6 +52,10 @@ impl ToolRuntime {
             Handler::Structured(handler) => {
                 return structured(call_id, handler(&arguments), &definition);
             }
+            Handler::AsyncStructured(handler) => {
+                let outcome = handler(arguments).await;
+                return structured(call_id, outcome, &definition);
+            }
         };
         into_result(call_id, outcome, definition.max_output_bytes())
     }
@@ -65,6 +69,9 @@ fn not_blocking(call_id: String, arguments: Value, definition: &ToolDefinition) 
         Handler::Async(handler) => block_on(handler.call(arguments)),
         Handler::Structured(handler) => {
             return structured(call_id, handler(&arguments), definition);
+        }
+        Handler::AsyncStructured(handler) => {
+            return structured(call_id, block_on(handler(arguments)), definition);
         }
     };
     into_result(call_id, outcome, definition.max_output_bytes())

@@ -160,3 +160,44 @@ fn the_output_schema_is_part_of_the_definition_digest() {
             .is_none()
     );
 }
+
+#[test]
+fn an_async_structured_handler_is_checked_the_same_on_every_path() {
+    let reply = |value: Value| {
+        ToolDefinition::structured_async(spec(), move |_: Value| {
+            let value = value.clone();
+            async move { Ok::<_, ToolError>(value) }
+        })
+        .unwrap()
+    };
+    let good = reply(json!({"sum": 42}));
+    assert!(good.is_async());
+    assert_eq!(
+        run(good, json!({"a": 1, "b": 2})),
+        ToolResult::structured("c1", json!({"sum": 42}))
+    );
+    // Through handle_async too, and a value breaking the schema is never passed on.
+    let controller = ToolController::new(
+        registry([reply(json!({"sum": "secret-value-77"}))]),
+        policy(&["add"], &[]),
+    );
+    let Outcome::Completed(result) =
+        block_on(controller.handle_async(ToolCall::new("c2", "add", json!({}))))
+    else {
+        panic!("allowed")
+    };
+    assert!(result.is_error && result.structured.is_none());
+    assert!(
+        !result.content.contains("secret-value-77"),
+        "{}",
+        result.content
+    );
+    // The blocking path drives it to completion and checks it the same way.
+    let result = run(reply(json!({"other": 1})), json!({}));
+    assert!(result.is_error && result.structured.is_none(), "{result:?}");
+    // An async structured handler needs an output schema like a blocking one.
+    let no_schema = ToolSpec::new("add", "", json!({"type": "object"}));
+    assert!(
+        ToolDefinition::structured_async(no_schema, |_: Value| async { Ok(json!({})) }).is_err()
+    );
+}

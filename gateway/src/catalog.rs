@@ -182,7 +182,7 @@ fn forwarding(
         Value::Object((*tool.input_schema).clone()),
     );
     let name = tool.name.to_string();
-    ToolDefinition::new_async(spec, move |arguments: Value| {
+    let call = move |arguments: Value| {
         let link = Arc::clone(&link);
         let name = name.clone();
         let metrics = Arc::clone(&metrics);
@@ -191,6 +191,35 @@ fn forwarding(
             let result = forward(&link, name, arguments, timeout).await;
             metrics.observe_upstream(link.name(), started.elapsed());
             result
+        }
+    };
+    let Some(output_schema) = &tool.output_schema else {
+        return ToolDefinition::new_async(spec, move |arguments: Value| {
+            let sent = call(arguments);
+            async move {
+                let result = sent.await?;
+                if result.is_error == Some(true) {
+                    Err(ToolError::new(text(&result)))
+                } else {
+                    Ok(text(&result))
+                }
+            }
+        });
+    };
+    // The upstream declares its output: its structuredContent is checked against that schema
+    // (by the library) before it is passed on, as a structured result.
+    let spec = spec.with_output_schema(Value::Object((**output_schema).clone()));
+    ToolDefinition::structured_async(spec, move |arguments: Value| {
+        let sent = call(arguments);
+        async move {
+            let result = sent.await?;
+            match result.structured_content {
+                _ if result.is_error == Some(true) => Err(ToolError::new(text(&result))),
+                Some(value) => Ok(value),
+                None => Err(ToolError::new(
+                    "the upstream declares an output schema for this tool but returned no structuredContent; nothing of its reply was passed on",
+                )),
+            }
         }
     })
 }
@@ -201,7 +230,7 @@ async fn forward(
     name: String,
     arguments: Value,
     timeout: Duration,
-) -> Result<String, ToolError> {
+) -> Result<CallToolResult, ToolError> {
     let upstream = link.name();
     if link.is_withheld(&name) {
         return Err(ToolError::new(format!(
@@ -220,8 +249,7 @@ async fn forward(
     };
     let request = CallToolRequestParams::new(name).with_arguments(arguments);
     match tokio::time::timeout(timeout, peer.call_tool(request)).await {
-        Ok(Ok(result)) if result.is_error == Some(true) => Err(ToolError::new(text(&result))),
-        Ok(Ok(result)) => Ok(text(&result)),
+        Ok(Ok(result)) => Ok(result),
         Ok(Err(ServiceError::McpError(error))) if error.code.0 == OVERSIZED_REPLY_CODE => {
             Err(ToolError::new(format!(
                 "upstream `{upstream}` ran the call, but {}",

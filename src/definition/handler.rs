@@ -152,10 +152,16 @@ where
 /// [`ToolDefinition::structured`](crate::ToolDefinition::structured).
 pub(crate) type StructuredHandler = dyn Fn(&Value) -> Result<Value, ToolError> + Send + Sync;
 
-/// A definition's handler: plain, async, or returning structured output.
+/// An async handler returning structured output, see
+/// [`ToolDefinition::structured_async`](crate::ToolDefinition::structured_async).
+pub(crate) type AsyncStructuredHandler =
+    dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+
+/// A definition's handler: plain, async, or returning structured output (blocking or async).
 #[derive(Clone)]
 pub(crate) enum Handler {
     Blocking(Arc<dyn ToolHandler>),
     Async(Arc<dyn AsyncToolHandler>),
     Structured(Arc<StructuredHandler>),
+    AsyncStructured(Arc<AsyncStructuredHandler>),
 }

@@ -22,16 +22,18 @@ pub(super) fn compile(
         detail: detail.to_owned(),
     };
     match (&spec.output_schema, handler) {
-        (None, Handler::Structured(_)) => Err(misfit(
+        (None, Handler::Structured(_) | Handler::AsyncStructured(_)) => Err(misfit(
             "a structured handler needs an output_schema (ToolSpec::with_output_schema)",
         )),
         (Some(_), Handler::Blocking(_) | Handler::Async(_)) => Err(misfit(
             "an output_schema needs a structured handler (ToolDefinition::structured)",
         )),
-        (Some(schema), Handler::Structured(_)) if !schema.is_object() => {
+        (Some(schema), Handler::Structured(_) | Handler::AsyncStructured(_))
+            if !schema.is_object() =>
+        {
             Err(misfit("output_schema must be a JSON object"))
         }
-        (Some(schema), Handler::Structured(_)) => {
+        (Some(schema), Handler::Structured(_) | Handler::AsyncStructured(_)) => {
             super::schema::compile(&spec.name, schema).map(Some)
         }
         (None, _) => Ok(None),
@@ -74,6 +76,41 @@ impl ToolDefinition {
         handler: impl Fn(&Value) -> Result<Value, ToolError> + Send + Sync + 'static,
     ) -> Result<Self, DefinitionError> {
         Self::build(spec, Handler::Structured(Arc::new(handler)))
+    }
+
+    /// [`structured`](Self::structured) with an async handler (a call forwarded over the network,
+    /// say): it receives the validated arguments by value, and its value is checked against the
+    /// output schema the same way before anything is passed on.
+    ///
+    /// # Errors
+    ///
+    /// As [`structured`](Self::structured).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::{json, Value};
+    /// use toolgate::{ToolDefinition, ToolError, ToolSpec};
+    ///
+    /// let spec = ToolSpec::new("now", "The time.", json!({"type": "object"}))
+    ///     .with_output_schema(json!({"type": "object", "required": ["ms"]}));
+    /// let now = ToolDefinition::structured_async(spec, |_: Value| async move {
+    ///     Ok::<_, ToolError>(json!({"ms": 0}))
+    /// })?;
+    /// assert!(now.is_async());
+    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// ```
+    pub fn structured_async<F, Fut>(spec: ToolSpec, handler: F) -> Result<Self, DefinitionError>
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        let handler: Arc<super::handler::AsyncStructuredHandler> = Arc::new(
+            move |arguments: Value| -> super::handler::BoxFuture<'static, _> {
+                Box::pin(handler(arguments))
+            },
+        );
+        Self::build(spec, Handler::AsyncStructured(handler))
     }
 
     /// The result for structured output: the value if it satisfies the output schema, else an

@@ -88,10 +88,19 @@ async def main() -> None:
     async with Client(params, mode=mode, elicitation_callback=person) as client:
         check("negotiated revision", client.protocol_version == ("2025-11-25" if mode == "legacy" else mode),
               client.protocol_version)
-        check("list hides the denied tool", await listed(client) == ["crash", "echo", "write_file"])
+        check("list hides the denied tool", await listed(client) == ["crash", "echo", "stats", "write_file"])
+        tools = {tool.name: tool for tool in (await client.list_tools(cache_mode="bypass")).tools}
+        check("the upstream's output schema is listed", (tools["stats"].output_schema or {}).get("required")
+              == ["length", "words"], tools["stats"].output_schema)
+        result = await call(client, "stats", {"text": "two words"})
+        check("structured content is checked and passed on", result is not None and not result.is_error
+              and result.structured_content == {"length": 9, "words": 2}, result)
 
         result = await call(client, "echo", {"text": "hi"})
-        check("allowed call reaches upstream", result is not None and text(result) == "echo: hi"
+        # The SDK declares an output schema for `-> str` ({"result": …}): the checked value is
+        # passed on, its JSON as the text (as MCP recommends for structured results).
+        check("allowed call reaches upstream", result is not None
+              and result.structured_content == {"result": "echo: hi"}
               and len(records("echo")) == 1, result)
         check("a look-alike upstream name is not served (and kept no other tool out)",
               refused(await call(client, "Echo", {"text": "hi"})) and records("Echo") == [])
@@ -146,13 +155,13 @@ async def main() -> None:
         await asyncio.sleep(1.6)
         result = await call(client, "echo", {"text": "after"})
         check("a policy file that loads whole is applied without restart",
-              refused(result) and await listed(client) == ["crash", "write_file"], result)
+              refused(result) and await listed(client) == ["crash", "stats", "write_file"], result)
 
         result = await call(client, "crash", {})
         check("an upstream crash gives an error result", refused(result), result)
         result = await call(client, "write_file", {"path": "/tmp/e", "content": "e"})
         check("the gateway keeps serving after the upstream crashed",
-              await listed(client) == ["crash", "write_file"], result)
+              await listed(client) == ["crash", "stats", "write_file"], result)
 
     audit = audit_path.read_text(encoding="utf-8")
     check("the audit log records the calls", audit.count("\n") >= 10, audit.count("\n"))

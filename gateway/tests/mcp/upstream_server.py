@@ -8,6 +8,8 @@ TOOLGATE_MCP_RECORD environment variable: the record proves which calls the gate
 import json
 import os
 
+from pydantic import BaseModel
+
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
@@ -44,6 +46,18 @@ def shell(command: str) -> str:
 def echo_look_alike(text: str) -> str:
     record("Echo", {"text": text})
     return f"ECHO: {text}"
+
+
+class Stats(BaseModel):
+    length: int
+    words: int
+
+
+# Declares an outputSchema and returns structuredContent: the gateway checks and passes both on.
+@server.tool(description="Count the text's characters and words.")
+def stats(text: str) -> Stats:
+    record("stats", {"text": text})
+    return Stats(length=len(text), words=len(text.split()))
 
 
 @server.tool(description="Stop the server abruptly.")

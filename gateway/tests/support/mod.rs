@@ -201,7 +201,8 @@ pub fn serve_http(work: &Work, auth: &str) -> Served {
         r#"{"rules": [
           {"id": "ops-echo", "tool": "h__echo", "action": "allow", "reason": "ops may echo",
            "principals": {"groups": ["ops"]}},
-          {"id": "write", "tool": "h__write", "action": "ask", "reason": "a person confirms writes"}
+          {"id": "write", "tool": "h__write", "action": "ask", "reason": "a person confirms writes"},
+          {"id": "crash", "tool": "h__crash", "action": "deny", "reason": "not through the gateway"}
         ]}"#,
     );
     let child = std::process::Command::new(GATEWAY)

@@ -188,7 +188,7 @@ impl Drop for Served {
 
 /// `serve` over HTTP (and an admin listener) in front of the hostile upstream, with `auth` (TOML:
 /// `[[clients]]`, `[jwt]`) and `tests/mcp`'s HTTP policy: `h__echo` allowed for group ops,
-/// `h__write` asked.
+/// `h__write` asked, `h__crash` denied.
 pub fn serve_http(work: &Work, auth: &str) -> Served {
     let (mcp, admin) = (free_port(), free_port());
     let extra = format!(

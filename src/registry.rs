@@ -8,7 +8,6 @@ use crate::names::FastMap;
 
 mod lookalike;
 
-#[cfg(feature = "mcp")]
 pub use lookalike::LookAlikes;
 
 /// Why a [`ToolRegistry`] could not be built. The caller assembled the tool set wrongly.

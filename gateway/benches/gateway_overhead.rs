@@ -72,7 +72,9 @@ async fn http_upstream() -> String {
         StreamableHttpServerConfig::default(),
     );
     let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let address = listener.local_addr().expect("address");
     tokio::spawn(async move { axum::serve(listener, router).await });
     format!("http://{address}/mcp")
@@ -80,17 +82,29 @@ async fn http_upstream() -> String {
 
 /// Latencies of every call, and the wall time of all: `clients` clients at once, each making
 /// `calls` sequential calls after a tenth as warm-up.
-async fn load(url: &str, key: Option<&str>, clients: usize, calls: usize) -> (Vec<Duration>, Duration) {
+async fn load(
+    url: &str,
+    key: Option<&str>,
+    tool: &'static str,
+    clients: usize,
+    calls: usize,
+) -> (Vec<Duration>, Duration) {
     let mut sessions = Vec::new();
     for _ in 0..clients {
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
         if let Some(key) = key {
             config = config.auth_header(key.to_owned());
         }
-        let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("connect");
+        let client =
+            ().serve(StreamableHttpClientTransport::from_config(config))
+                .await
+                .expect("connect");
         sessions.push(client);
     }
-    let arguments = json!({"text": "hello"}).as_object().cloned().unwrap_or_default();
+    let arguments = json!({"text": "hello"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let warm = calls / 10;
     let started = Arc::new(tokio::sync::Barrier::new(clients));
     let begun = Instant::now();
@@ -105,7 +119,7 @@ async fn load(url: &str, key: Option<&str>, clients: usize, calls: usize) -> (Ve
                 }
                 let at = Instant::now();
                 let result = client
-                    .call_tool(CallToolRequestParams::new("echo").with_arguments(arguments.clone()))
+                    .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments.clone()))
                     .await
                     .expect("call");
                 assert_ne!(result.is_error, Some(true), "the echo call failed");
@@ -132,8 +146,14 @@ fn percentile(times: &[Duration], per_mille: usize) -> Duration {
 
 /// p50 and p99 of `calls` sequential calls over stdio through `command`.
 async fn stdio(command: tokio::process::Command, calls: usize) -> Vec<Duration> {
-    let client = ().serve(TokioChildProcess::new(command).expect("spawn")).await.expect("handshake");
-    let arguments = json!({"text": "hello"}).as_object().cloned().unwrap_or_default();
+    let client =
+        ().serve(TokioChildProcess::new(command).expect("spawn"))
+            .await
+            .expect("handshake");
+    let arguments = json!({"text": "hello"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let mut times = Vec::new();
     for round in 0..calls + calls / 10 {
         let at = Instant::now();
@@ -152,11 +172,18 @@ async fn stdio(command: tokio::process::Command, calls: usize) -> Vec<Duration> 
 }
 
 fn main() {
+    // The SDK's HTTP client is built with rustls and no provider of its own (as the gateway is).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     if args.iter().any(|arg| arg == "--upstream-stdio") {
         runtime.block_on(async {
-            let _ = Echo.serve(rmcp::transport::stdio()).await.expect("serve").waiting().await;
+            let _ = Echo
+                .serve(rmcp::transport::stdio())
+                .await
+                .expect("serve")
+                .waiting()
+                .await;
         });
         return;
     }
@@ -190,8 +217,8 @@ fn main() {
         }
         let through_url = format!("http://127.0.0.1:{port}/mcp");
         println!("Streamable HTTP, {clients} concurrent clients × {calls} calls, upstream answering at once:");
-        let (direct, direct_wall) = load(&upstream, None, clients, calls).await;
-        let (gated, gated_wall) = load(&through_url, Some(KEY), clients, calls).await;
+        let (direct, direct_wall) = load(&upstream, None, "echo", clients, calls).await;
+        let (gated, gated_wall) = load(&through_url, Some(KEY), "e__echo", clients, calls).await;
         let total = (clients * calls) as f64;
         let report = |label: &str, times: &[Duration], wall: Duration| {
             println!(

@@ -7,48 +7,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ServiceExt as _;
-use rmcp::service::{RoleClient, RunningService};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::process::{Child, Command};
 
 use super::client::GatewayClient;
 use super::frames;
+pub use super::started::{StartError, Started};
 use crate::config::{Limits, UpstreamConfig, UpstreamTransport};
 
 /// The last stderr lines an upstream wrote, for the message when it fails.
 const STDERR_LINES_KEPT: usize = 20;
 /// A longer stderr line is cut here (an upstream may write anything).
 const STDERR_LINE_BYTES: usize = 512;
-
-/// A started upstream: the session and the process.
-pub struct Started {
-    pub service: RunningService<RoleClient, GatewayClient>,
-    /// The process, for a stdio upstream.
-    pub child: Option<Child>,
-}
-
-/// Why an upstream did not start. Its display says each cause once, in operator terms: the
-/// command, what happened, the exit status, the last stderr lines.
-#[derive(Debug, thiserror::Error)]
-#[error("upstream `{name}` ({command}) {what}{}", stderr_tail(tail.as_deref()))]
-pub struct StartError {
-    pub name: String,
-    pub command: String,
-    pub what: String,
-    /// The last stderr lines of a child; `None` for a remote upstream.
-    pub tail: Option<Vec<String>>,
-}
-
-fn stderr_tail(tail: Option<&[String]>) -> String {
-    let Some(tail) = tail else {
-        return String::new();
-    };
-    if tail.is_empty() {
-        "; it wrote nothing on stderr".to_owned()
-    } else {
-        format!("; its last stderr lines:\n    {}", tail.join("\n    "))
-    }
-}
 
 /// The stderr lines an upstream wrote last, shared with the task that reads them.
 #[derive(Debug, Clone, Default)]
@@ -108,20 +78,14 @@ pub async fn start(
             env,
             cwd,
         } => (command, args, env, cwd),
-        UpstreamTransport::Http {
-            url,
-            headers,
-            bearer_token_env,
-        } => {
-            return super::remote::start(
-                upstream,
-                url,
-                headers,
-                bearer_token_env.as_deref(),
-                limits,
-                list_changed,
-            )
-            .await;
+        // `start_any` sends a remote upstream to `remote::start`; refusing is the safe answer.
+        UpstreamTransport::Http { .. } => {
+            return Err(StartError {
+                name: upstream.name.clone(),
+                command: command_line(upstream),
+                what: "is not a child process".to_owned(),
+                tail: None,
+            });
         }
     };
     let failed = |what: String, tail: &StderrTail| StartError {

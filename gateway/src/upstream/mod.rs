@@ -6,6 +6,7 @@ mod client;
 pub mod frames;
 mod listing;
 mod remote;
+mod started;
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -13,8 +14,9 @@ use std::time::{Duration, Instant};
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 
-pub use child::{StartError, StderrTail};
+pub use child::StderrTail;
 pub use listing::list_tools;
+pub use started::StartError;
 
 use crate::config::{Limits, UpstreamConfig};
 
@@ -92,7 +94,7 @@ impl Link {
 /// A started upstream, before its supervisor takes over.
 pub struct Upstream {
     config: UpstreamConfig,
-    started: child::Started,
+    started: started::Started,
     tail: StderrTail,
     list_changed: watch::Sender<u64>,
     link: Arc<Link>,
@@ -108,7 +110,7 @@ impl Upstream {
     pub async fn start(config: UpstreamConfig, limits: &Limits) -> Result<Self, StartError> {
         let tail = StderrTail::default();
         let (list_changed, changes) = watch::channel(0);
-        let started = child::start(&config, limits, &tail, list_changed.clone()).await?;
+        let started = start_any(&config, limits, &tail, list_changed.clone()).await?;
         let link = Arc::new(Link {
             name: config.name.clone(),
             state: RwLock::new(Ok(started.service.peer().clone())),
@@ -158,7 +160,7 @@ impl Upstream {
                 started = loop {
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_BACKOFF);
-                    match child::start(&config, &limits, &tail, list_changed.clone()).await {
+                    match start_any(&config, &limits, &tail, list_changed.clone()).await {
                         Ok(started) => break started,
                         Err(error) => {
                             link.set(Err(format!("it could not be restarted: {}", error.what)));
@@ -175,8 +177,37 @@ impl Upstream {
     }
 }
 
+/// Starts `config` however it is reached.
+async fn start_any(
+    config: &UpstreamConfig,
+    limits: &Limits,
+    tail: &StderrTail,
+    list_changed: watch::Sender<u64>,
+) -> Result<started::Started, StartError> {
+    match &config.transport {
+        crate::config::UpstreamTransport::Stdio { .. } => {
+            child::start(config, limits, tail, list_changed).await
+        }
+        crate::config::UpstreamTransport::Http {
+            url,
+            headers,
+            bearer_token_env,
+        } => {
+            remote::start(
+                config,
+                url,
+                headers,
+                bearer_token_env.as_deref(),
+                limits,
+                list_changed,
+            )
+            .await
+        }
+    }
+}
+
 /// Waits until the upstream's process exits or its session closes; says which.
-async fn stopped(started: &mut child::Started) -> String {
+async fn stopped(started: &mut started::Started) -> String {
     let peer = started.service.peer().clone();
     let closed = async {
         while !peer.is_transport_closed() {

@@ -7,8 +7,8 @@ use rmcp::ServiceExt as _;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-use super::child::{StartError, Started};
 use super::client::GatewayClient;
+use super::started::{StartError, Started};
 use crate::config::{Limits, UpstreamConfig};
 
 /// Connects to `url` and completes the handshake within `limits.startup_timeout`.

@@ -1,0 +1,131 @@
+//! The `[listen]` table and the `[[clients]]` list of a config, checked together.
+
+use super::{ApiClient, Listen};
+
+/// The `[listen]` table and the `[[clients]]` list, checked together: HTTP needs clients (no
+/// anonymous caller), and plain HTTP on a non-loopback address needs saying so.
+pub(super) fn listen_and_clients(
+    listen: super::ListenSection,
+    clients: Vec<super::ClientSection>,
+    has_jwt: bool,
+    problem: &mut dyn FnMut(String, String),
+) -> (Listen, Vec<ApiClient>) {
+    let address = |key: &str, text: Option<String>, problem: &mut dyn FnMut(String, String)| {
+        let text = text?;
+        match text.parse::<std::net::SocketAddr>() {
+            Ok(address) => Some(address),
+            Err(_) => {
+                problem(
+                    format!("listen.{key}"),
+                    format!("{text:?} is not an address and port such as \"127.0.0.1:8080\""),
+                );
+                None
+            }
+        }
+    };
+    let http = address("http", listen.http, problem);
+    let admin = address("admin", listen.admin, problem);
+    let allow_plain = listen.allow_plain_http.unwrap_or(false);
+    for (key, bound) in [("http", http), ("admin", admin)] {
+        if let Some(bound) = bound
+            && !bound.ip().is_loopback()
+            && !allow_plain
+        {
+            problem(
+                format!("listen.{key}"),
+                format!(
+                    "{bound} is not a loopback address: the gateway speaks plain HTTP, so put a TLS-terminating reverse proxy in front of it and set `allow_plain_http = true`, or listen on 127.0.0.1"
+                ),
+            );
+        }
+    }
+    if http.is_some() && admin.is_some() && http == admin {
+        problem(
+            "listen.admin".to_owned(),
+            "must differ from listen.http: metrics are not served to MCP clients".to_owned(),
+        );
+    }
+    let stdio = listen.stdio.unwrap_or(http.is_none());
+    if !stdio && http.is_none() {
+        problem(
+            "listen".to_owned(),
+            "serves nothing: set `http`, or leave `stdio` on".to_owned(),
+        );
+    }
+    let mut checked = Vec::new();
+    for (index, client) in clients.into_iter().enumerate() {
+        let key = format!("clients[{index}]");
+        let hash = client.api_key_sha256.to_ascii_lowercase();
+        let bytes: Option<Vec<u8>> = (hash.len() == 64)
+            .then(|| {
+                (0..32)
+                    .map(|at| u8::from_str_radix(&hash[at * 2..at * 2 + 2], 16).ok())
+                    .collect()
+            })
+            .flatten();
+        let Some(bytes) = bytes else {
+            problem(
+                format!("{key}.api_key_sha256"),
+                "must be 64 hex digits, the SHA-256 of the key (`toolgate-mcp-gateway key` makes one)".to_owned(),
+            );
+            continue;
+        };
+        let key_sha256: [u8; 32] = bytes.try_into().expect("32 bytes");
+        if client.id.is_empty()
+            || client
+                .id
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control())
+        {
+            problem(
+                format!("{key}.id"),
+                "must be non-empty, without spaces or control characters".to_owned(),
+            );
+            continue;
+        }
+        if checked
+            .iter()
+            .any(|other: &ApiClient| other.principal.id == client.id)
+        {
+            problem(
+                format!("{key}.id"),
+                format!("{:?} is named twice", client.id),
+            );
+        }
+        if checked
+            .iter()
+            .any(|other: &ApiClient| other.key_sha256 == key_sha256)
+        {
+            problem(
+                format!("{key}.api_key_sha256"),
+                "is another client's key".to_owned(),
+            );
+        }
+        checked.push(ApiClient {
+            principal: toolgate::Principal::new(client.id, client.groups),
+            key_sha256,
+        });
+    }
+    if http.is_some() && checked.is_empty() && !has_jwt {
+        problem(
+            "clients".to_owned(),
+            "listen.http is set but no client is: add a [[clients]] entry with an `id` and `api_key_sha256`, or a [jwt] table".to_owned(),
+        );
+    }
+    let allowed_hosts = listen.allowed_hosts.unwrap_or_else(|| {
+        vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "::1".to_owned(),
+        ]
+    });
+    (
+        Listen {
+            stdio,
+            http,
+            admin,
+            allowed_hosts,
+        },
+        checked,
+    )
+}

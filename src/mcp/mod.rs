@@ -1,7 +1,8 @@
 //! The Model Context Protocol, served and guarded through the official Rust SDK (`rmcp`):
 //! a [`ToolController`](crate::ToolController) as an MCP server ([`McpServer`]), and the parts of
-//! a gateway in front of another MCP server ([`Upstream`], [`PolicyFile`]; the
-//! `toolgate-mcp-gateway` binary joins them).
+//! a gateway in front of another MCP server ([`Upstream`], [`PolicyFile`], [`Caller`],
+//! [`check_duplicate_keys`]; the `toolgate-gateway` crate's `toolgate-mcp-gateway` binary builds
+//! on them).
 //!
 //! Every call that reaches a handler — or, through the gateway, the upstream server — went
 //! through the controller: resolved by exact name, validated against the tool's schema, allowed
@@ -18,9 +19,9 @@
 //! | 2025-11-25 and earlier | `initialize` | an `elicitation/create` request in the same call, if the client declared form elicitation |
 //! | any, client without elicitation | | error result naming the approval id; the call waits to be answered out of band |
 //!
-//! toolgate does not: forward upstream elicitations, sampling or resources through the gateway;
-//! follow an upstream's own tool-list changes (restart the gateway); serve over HTTP (any
-//! transport the SDK offers works with [`McpServer`] through `rmcp::ServiceExt::serve`).
+//! toolgate does not forward upstream elicitations, sampling or resources through the gateway.
+//! Any transport the SDK offers works with [`McpServer`] through `rmcp::ServiceExt::serve` (the
+//! gateway serves Streamable HTTP that way, checking each body with [`check_duplicate_keys`]).
 
 mod approval;
 mod caller;

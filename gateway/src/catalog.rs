@@ -8,6 +8,7 @@ use std::time::Duration;
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::ServiceError;
 use serde_json::Value;
+use toolgate::mcp::result_text;
 use toolgate::{LookAlikes, ToolDefinition, ToolError, ToolSpec};
 
 use crate::config::Config;
@@ -199,9 +200,9 @@ fn forwarding(
             async move {
                 let result = sent.await?;
                 if result.is_error == Some(true) {
-                    Err(ToolError::new(text(&result)))
+                    Err(ToolError::new(result_text(&result)))
                 } else {
-                    Ok(text(&result))
+                    Ok(result_text(&result))
                 }
             }
         });
@@ -214,7 +215,7 @@ fn forwarding(
         async move {
             let result = sent.await?;
             match result.structured_content {
-                _ if result.is_error == Some(true) => Err(ToolError::new(text(&result))),
+                _ if result.is_error == Some(true) => Err(ToolError::new(result_text(&result))),
                 Some(value) => Ok(value),
                 None => Err(ToolError::new(
                     "the upstream declares an output schema for this tool but returned no structuredContent; nothing of its reply was passed on",
@@ -281,20 +282,4 @@ fn bounded(message: &str) -> String {
         cut.push('…');
     }
     cut
-}
-
-/// The text of an upstream result: its text blocks joined by newlines; the structured content as
-/// JSON when there is no text.
-fn text(result: &CallToolResult) -> String {
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|block| block.as_text().map(|text| text.text.as_str()))
-        .collect();
-    if texts.is_empty()
-        && let Some(structured) = &result.structured_content
-    {
-        return structured.to_string();
-    }
-    texts.join("\n")
 }

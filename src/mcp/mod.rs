@@ -36,7 +36,7 @@ pub use reload::{PolicyFile, Reload};
 pub use server::McpServer;
 pub use strict_input::check_duplicate_keys;
 pub use upstream::{SkipReason, Skipped, Upstream};
-pub use wire::APPROVAL_ID_META;
+pub use wire::{APPROVAL_ID_META, result_text};
 
 /// The SDK this module is built on, at the version toolgate uses.
 pub use rmcp;

@@ -8,7 +8,7 @@ use rmcp::{ServiceExt as _, model::Tool};
 use serde_json::Value;
 
 use super::McpError;
-use super::wire::upstream_text;
+use super::wire::result_text;
 use crate::contract::{ToolSpec, quote_bounded};
 use crate::definition::{DefinitionError, ToolDefinition, ToolError};
 use crate::registry::ToolRegistry;
@@ -137,8 +137,8 @@ async fn forward(
     };
     let request = CallToolRequestParams::new(name).with_arguments(arguments);
     match peer.call_tool(request).await {
-        Ok(result) if result.is_error == Some(true) => Err(ToolError::new(upstream_text(&result))),
-        Ok(result) => Ok(upstream_text(&result)),
+        Ok(result) if result.is_error == Some(true) => Err(ToolError::new(result_text(&result))),
+        Ok(result) => Ok(result_text(&result)),
         Err(ServiceError::McpError(error)) => Err(ToolError::new(format!(
             "the upstream server refused the call (code {}): {}",
             error.code.0, error.message

@@ -68,9 +68,17 @@ pub(crate) fn not_run(text: String, approval_id: Option<String>) -> CallToolResu
     result
 }
 
-/// The text a toolgate tool returns for an upstream result: its text blocks joined by newlines;
-/// the structured content as JSON when there is no text.
-pub(crate) fn upstream_text(result: &CallToolResult) -> String {
+/// The text a toolgate tool returns for an MCP tool result (an upstream's): its text blocks
+/// joined by newlines; the structured content as JSON when there is no text.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::mcp::{result_text, rmcp::model::{CallToolResult, ContentBlock}};
+/// let result = CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
+/// assert_eq!(result_text(&result), "a\nb");
+/// ```
+pub fn result_text(result: &CallToolResult) -> String {
     let texts: Vec<&str> = result
         .content
         .iter()

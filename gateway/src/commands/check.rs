@@ -12,19 +12,11 @@ pub async fn check(config_path: &Path) -> ExitCode {
     let Some(config) = super::config_or_report(config_path) else {
         return ExitCode::FAILURE;
     };
-    let pins = match crate::pins::Pins::of(&config) {
-        Ok(pins) => pins,
-        Err(problem) => {
-            super::report([problem]);
-            return ExitCode::FAILURE;
-        }
+    let Some(pins) = super::pins_or_report(&config) else {
+        return ExitCode::FAILURE;
     };
-    let started = match assemble::start(&config, &pins).await {
-        Ok(started) => started,
-        Err(problems) => {
-            super::report(problems);
-            return ExitCode::FAILURE;
-        }
+    let Some(started) = super::start_or_report(&config, &pins).await else {
+        return ExitCode::FAILURE;
     };
     let (controller, stack) = match assemble::controller(&config, &started) {
         Ok(built) => built,

@@ -29,6 +29,24 @@ pub(crate) fn config_or_report(path: &Path) -> Option<Config> {
     }
 }
 
+/// The pins of `config`, or the problem printed.
+pub(crate) fn pins_or_report(config: &Config) -> Option<crate::pins::Pins> {
+    crate::pins::Pins::of(config)
+        .map_err(|problem| report([problem]))
+        .ok()
+}
+
+/// The upstreams of `config` started and listed against `pins`, or every problem printed.
+pub(crate) async fn start_or_report(
+    config: &Config,
+    pins: &crate::pins::Pins,
+) -> Option<crate::assemble::Started> {
+    crate::assemble::start(config, pins)
+        .await
+        .map_err(report)
+        .ok()
+}
+
 /// Prints each problem on stderr, one per line, after a count.
 pub(crate) fn report(problems: impl IntoIterator<Item = String>) {
     let problems: Vec<String> = problems.into_iter().collect();

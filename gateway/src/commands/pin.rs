@@ -3,7 +3,6 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::assemble;
 use crate::pins::{Pins, Verdict};
 
 /// Starts the upstreams, pins every tool they list now (each upstream's set replaced whole), and
@@ -13,20 +12,12 @@ pub async fn pin(config_path: &Path) -> ExitCode {
     let Some(config) = super::config_or_report(config_path) else {
         return ExitCode::FAILURE;
     };
-    let mut pins = match Pins::of(&config) {
-        Ok(pins) => pins,
-        Err(problem) => {
-            super::report([problem]);
-            return ExitCode::FAILURE;
-        }
+    let Some(mut pins) = super::pins_or_report(&config) else {
+        return ExitCode::FAILURE;
     };
     // Everything the upstreams offer now, judged by nothing: this is the accepting.
-    let started = match assemble::start(&config, &Pins::off()).await {
-        Ok(started) => started,
-        Err(problems) => {
-            super::report(problems);
-            return ExitCode::FAILURE;
-        }
+    let Some(started) = super::start_or_report(&config, &Pins::off()).await else {
+        return ExitCode::FAILURE;
     };
     for upstream in &config.upstreams {
         let tools: Vec<(String, String)> = started

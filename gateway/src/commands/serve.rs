@@ -11,19 +11,11 @@ use crate::policy;
 /// Starts everything `config` names and serves it over stdio until the client disconnects.
 /// Startup says, in the log, each upstream's tool count and each policy layer's digest.
 pub async fn serve(config: Config) -> ExitCode {
-    let mut pins = match crate::pins::Pins::of(&config) {
-        Ok(pins) => pins,
-        Err(problem) => {
-            super::report([problem]);
-            return ExitCode::FAILURE;
-        }
+    let Some(mut pins) = super::pins_or_report(&config) else {
+        return ExitCode::FAILURE;
     };
-    let started = match assemble::start(&config, &pins).await {
-        Ok(started) => started,
-        Err(problems) => {
-            super::report(problems);
-            return ExitCode::FAILURE;
-        }
+    let Some(started) = super::start_or_report(&config, &pins).await else {
+        return ExitCode::FAILURE;
     };
     let (controller, stack) = match assemble::controller(&config, &started) {
         Ok(built) => built,

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use crate::assemble;
 use crate::fields::fields;
 
 /// Starts the upstreams and prints every tool as JSON on stdout: the upstream, the name it is
@@ -14,19 +13,11 @@ pub async fn tools(config_path: &Path) -> ExitCode {
     let Some(config) = super::config_or_report(config_path) else {
         return ExitCode::FAILURE;
     };
-    let pins = match crate::pins::Pins::of(&config) {
-        Ok(pins) => pins,
-        Err(problem) => {
-            super::report([problem]);
-            return ExitCode::FAILURE;
-        }
+    let Some(pins) = super::pins_or_report(&config) else {
+        return ExitCode::FAILURE;
     };
-    let started = match assemble::start(&config, &pins).await {
-        Ok(started) => started,
-        Err(problems) => {
-            super::report(problems);
-            return ExitCode::FAILURE;
-        }
+    let Some(started) = super::start_or_report(&config, &pins).await else {
+        return ExitCode::FAILURE;
     };
     let mut upstreams: Vec<Value> = Vec::new();
     for upstream in &config.upstreams {

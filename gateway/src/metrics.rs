@@ -233,3 +233,62 @@ impl AuditSink for CountingSink {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: &str, tool: &str, extra: serde_json::Value) -> AuditEvent {
+        let mut event = serde_json::json!({
+            "time_ms": 0, "kind": kind, "call_id": "c", "tool": tool, "argument_digest": "sha256:0",
+        });
+        event
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(event).expect("an audit event")
+    }
+
+    #[test]
+    fn calls_are_counted_by_decision_and_a_name_not_served_is_one_label() {
+        let metrics = Metrics::new();
+        metrics.serve_tools(["h__echo".to_owned()]);
+        let allow = serde_json::json!({"action": "allow"});
+        metrics.count(&event("decision", "h__echo", allow.clone()));
+        metrics.count(&event(
+            "decision",
+            "h__echo",
+            serde_json::json!({"action": "deny"}),
+        ));
+        // Names a model made up never become labels of their own.
+        for made_up in ["x1", "x2", "\"quoted\\u0000\""] {
+            metrics.count(&event(
+                "rejected_at_preparation",
+                made_up,
+                serde_json::json!({}),
+            ));
+        }
+        metrics.count(&event(
+            "execution_outcome",
+            "h__echo",
+            serde_json::json!({"is_error": true}),
+        ));
+        metrics.count(&event(
+            "approval_approved",
+            "h__echo",
+            serde_json::json!({}),
+        ));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &metrics.registry).unwrap();
+        for expected in [
+            "toolgate_calls_total{tool=\"h__echo\",decision=\"allow\"} 1",
+            "toolgate_calls_total{tool=\"h__echo\",decision=\"deny\"} 1",
+            "toolgate_calls_total{tool=\"(unknown)\",decision=\"rejected\"} 3",
+            "toolgate_executions_total{tool=\"h__echo\",result=\"error\"} 1",
+            "toolgate_approvals_total{outcome=\"approved\"} 1",
+        ] {
+            assert!(text.contains(expected), "{expected} not in:\n{text}");
+        }
+        assert!(!text.contains("x1") && !text.contains("quoted"), "{text}");
+    }
+}

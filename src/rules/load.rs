@@ -257,7 +257,7 @@ fn compile_rule(
         None => None,
         Some(principals) => {
             let mut fine = true;
-            check_principals(principals, place, &mut |place, message| {
+            super::principals::check(principals, place, &mut |place, message| {
                 fine = false;
                 problems.push(place, message);
             });
@@ -296,39 +296,6 @@ fn compile_rule(
         }
     }
     Some(compiled_rule)
-}
-
-/// A rule's `principals`: at least one id or group; none empty, longer than 256 bytes, holding
-/// an invisible or whitespace character, or named twice.
-fn check_principals(
-    principals: &super::PrincipalsConfig,
-    place: &str,
-    problem: &mut dyn FnMut(String, String),
-) {
-    if principals.ids.is_empty() && principals.groups.is_empty() {
-        problem(
-            format!("{place}.principals"),
-            "names no id and no group: the rule would apply to nobody".to_owned(),
-        );
-    }
-    for (key, names) in [("ids", &principals.ids), ("groups", &principals.groups)] {
-        for (index, name) in names.iter().enumerate() {
-            let here = format!("{place}.principals.{key}[{index}]");
-            if name.is_empty() || name.len() > 256 {
-                problem(here, "must be 1 to 256 bytes".to_owned());
-            } else if name
-                .chars()
-                .any(|c| crate::text::is_invisible(c) || c.is_whitespace() || c.is_control())
-            {
-                problem(
-                    here,
-                    "holds an invisible, whitespace or control character".to_owned(),
-                );
-            } else if names[..index].contains(name) {
-                problem(here, format!("{name:?} is named twice"));
-            }
-        }
-    }
 }
 
 /// Two rules with the same tool and condition repeat or contradict each other.

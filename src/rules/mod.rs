@@ -8,6 +8,7 @@ mod groups;
 mod index_tests;
 mod limits;
 mod load;
+mod principals;
 mod scan;
 mod schema_pointer;
 
@@ -20,6 +21,7 @@ use serde_json::Value;
 use condition::{CallPaths, Cause, Compiled, Index, PathSettings, Truth};
 pub use condition::{Condition, PathOptions, TextOptions};
 pub use error::{PolicyLoadError, ReadError};
+pub use principals::PrincipalsConfig;
 
 use crate::limits::RateLimitConfig;
 use crate::names::FastMap;
@@ -123,55 +125,6 @@ pub struct RuleConfig {
     /// [`Principal`](crate::Principal) (a library call, stdio) is made for none of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principals: Option<PrincipalsConfig>,
-}
-
-/// The callers a rule applies to: a principal whose id is in `ids`, or who is in one of `groups`.
-/// Checked at load: at least one entry, none empty, repeated or holding invisible characters.
-///
-/// # Examples
-///
-/// ```
-/// use serde_json::json;
-/// use toolgate::rules::RuleConfig;
-///
-/// let rule: RuleConfig = serde_json::from_value(json!({
-///     "id": "ops-deploy", "tool": "deploy", "action": "allow", "reason": "ops deploy",
-///     "principals": {"groups": ["ops"]}
-/// }))?;
-/// assert_eq!(rule.principals.unwrap().groups, ["ops"]);
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct PrincipalsConfig {
-    /// Principal ids, matched exactly.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ids: Vec<String>,
-    /// Group names, matched exactly.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub groups: Vec<String>,
-}
-
-impl PrincipalsConfig {
-    /// The principals in any of `groups`.
-    pub fn groups(groups: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        Self {
-            ids: Vec::new(),
-            groups: groups.into_iter().map(Into::into).collect(),
-        }
-    }
-
-    /// Whether `principal` is one of these callers.
-    pub fn admits(&self, principal: Option<&crate::Principal>) -> bool {
-        principal.is_some_and(|principal| {
-            self.ids.contains(&principal.id)
-                || principal
-                    .groups
-                    .iter()
-                    .any(|group| self.groups.contains(group))
-        })
-    }
 }
 
 impl RuleConfig {

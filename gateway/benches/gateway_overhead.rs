@@ -1,17 +1,31 @@
 //! What the gateway costs per call, side by side in one run: the same `echo` upstream (answering
-//! at once) called directly and through `toolgate-mcp-gateway`, over Streamable HTTP with 32
-//! concurrent clients (throughput, p50, p99) and over stdio with one client (p50, p99).
+//! at once) called directly, through `toolgate-mcp-gateway`, and through a peer proxy (FastMCP's,
+//! from PyPI) in front of the same upstream.
 //!
 //! ```text
-//! cargo bench -p toolgate-gateway --bench gateway_overhead            # 32 clients × 300 calls
-//! cargo bench -p toolgate-gateway --bench gateway_overhead -- 64 500  # clients, calls each
+//! .ci/bench-peer                                                      # the peer's venv, once
+//! cargo bench -p toolgate-gateway --bench gateway_overhead            # 32 clients, 3 s rounds
+//! cargo bench -p toolgate-gateway --bench gateway_overhead -- 64 5    # clients, seconds a round
+//! cargo bench -p toolgate-gateway --bench gateway_overhead -- stdio   # stdio only
 //! ```
 //!
+//! Three measurements, each alternating direct and gateway round by round so a neighbour's load
+//! on the shared machine falls on both alike (the peer proxy is measured after them, alone):
+//! - **throughput**: 32 Streamable HTTP clients calling back to back (the machine saturated; the
+//!   latency figures then are mostly queueing for its two cores);
+//! - **added latency at a steady load**: the same 32 clients each calling once every 32 ms
+//!   (1,000 calls/s offered, well under every path's capacity), so a figure is what a call costs,
+//!   not how long it queued;
+//! - **stdio**: one client, sequential calls.
+//!
 //! Not a criterion bench: criterion times one closure at a time, and what is measured here is a
-//! whole system under concurrent load (two processes, 32 connections). The gateway is the release
-//! binary cargo builds for the bench; the upstream is this program (stdio: re-run with
-//! `--upstream-stdio`; HTTP: served in-process by the SDK's Streamable HTTP server).
+//! whole system under concurrent load (three processes, 32 connections). The gateway is the
+//! release binary cargo builds for the bench; the upstream is this program (stdio: re-run with
+//! `--upstream-stdio`; HTTP: served in-process by the SDK's Streamable HTTP server). Every client
+//! keeps its connection open between calls, as an agent's HTTP client does (rmcp's default client
+//! opens one per request, which would measure TCP handshakes, not MCP).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +33,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleClient, RoleServer, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -29,6 +43,10 @@ use serde_json::json;
 
 const GATEWAY: &str = env!("CARGO_BIN_EXE_toolgate-mcp-gateway");
 const KEY: &str = "tg_benchmark_key";
+/// Rounds of each measurement, the paths alternating within a round.
+const ROUNDS: usize = 3;
+/// The steady load: each client calls once per this period.
+const PERIOD: Duration = Duration::from_millis(32);
 
 #[derive(Clone)]
 struct Echo;
@@ -69,65 +87,97 @@ async fn http_upstream() -> String {
     let service = StreamableHttpService::new(
         || Ok(Echo),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+        StreamableHttpServerConfig::default().with_json_response(true),
     );
     let router = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let address = listener.local_addr().expect("address");
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        let _ = stream.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, router).await });
     format!("http://{address}/mcp")
 }
 
-/// Latencies of every call, and the wall time of all: `clients` clients at once, each making
-/// `calls` sequential calls after a tenth as warm-up.
-async fn load(
+/// One way to reach the upstream: its label, the tool's name there, and its connected clients.
+struct Target {
+    label: &'static str,
+    tool: &'static str,
+    clients: Vec<RunningService<RoleClient, ()>>,
+}
+
+impl Target {
+    fn peers(&self) -> Vec<Peer<RoleClient>> {
+        self.clients
+            .iter()
+            .map(|client| client.peer().clone())
+            .collect()
+    }
+
+    async fn close(self) {
+        for client in self.clients {
+            let _ = client.cancel().await;
+        }
+    }
+}
+
+/// `count` Streamable HTTP clients of `url`, each with its own kept-alive connection.
+async fn connect(
     url: &str,
     key: Option<&str>,
-    tool: &'static str,
-    clients: usize,
-    calls: usize,
-) -> (Vec<Duration>, Duration) {
-    let mut sessions = Vec::new();
-    for _ in 0..clients {
+    count: usize,
+) -> Vec<RunningService<RoleClient, ()>> {
+    let mut clients = Vec::new();
+    for _ in 0..count {
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
         if let Some(key) = key {
             config = config.auth_header(key.to_owned());
         }
+        let http = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .build()
+            .expect("HTTP client");
         let client =
-            ().serve(StreamableHttpClientTransport::from_config(config))
+            ().serve(StreamableHttpClientTransport::with_client(http, config))
                 .await
                 .expect("connect");
-        sessions.push(client);
+        clients.push(client);
     }
-    let arguments = json!({"text": "hello"})
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    let warm = calls / 10;
-    let started = Arc::new(tokio::sync::Barrier::new(clients));
-    let begun = Instant::now();
+    clients
+}
+
+/// How long one `echo` call took.
+async fn call(peer: &Peer<RoleClient>, tool: &'static str) -> Duration {
+    let arguments = json!({"text": "hello"}).as_object().cloned();
+    let mut request = CallToolRequestParams::new(tool);
+    if let Some(arguments) = arguments {
+        request = request.with_arguments(arguments);
+    }
+    let at = Instant::now();
+    let result = peer.call_tool(request).await.expect("call");
+    let took = at.elapsed();
+    assert_ne!(result.is_error, Some(true), "the echo call failed");
+    took
+}
+
+/// Every client calling back to back for `length` after a tenth of it as warm-up: calls per
+/// second and every call's latency. Bounded by time, not calls, so a slow path takes no longer.
+async fn saturate(target: &Target, length: Duration) -> (f64, Vec<Duration>) {
+    let peers = target.peers();
+    let warm_until = Instant::now() + length / 10;
     let mut tasks = Vec::new();
-    for client in sessions {
-        let (arguments, barrier) = (arguments.clone(), Arc::clone(&started));
+    for peer in peers {
+        let tool = target.tool;
         tasks.push(tokio::spawn(async move {
-            let mut times = Vec::with_capacity(calls);
-            for round in 0..warm + calls {
-                if round == warm {
-                    barrier.wait().await;
-                }
-                let at = Instant::now();
-                let result = client
-                    .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments.clone()))
-                    .await
-                    .expect("call");
-                assert_ne!(result.is_error, Some(true), "the echo call failed");
-                if round >= warm {
-                    times.push(at.elapsed());
-                }
+            while Instant::now() < warm_until {
+                call(&peer, tool).await;
             }
-            let _ = client.cancel().await;
+            let mut times = Vec::new();
+            while Instant::now() < warm_until + length {
+                times.push(call(&peer, tool).await);
+            }
             times
         }));
     }
@@ -135,40 +185,336 @@ async fn load(
     for task in tasks {
         times.extend(task.await.expect("client"));
     }
-    let wall = begun.elapsed();
-    times.sort();
-    (times, wall)
+    let ended = Instant::now();
+    (
+        times.len() as f64 / (ended - warm_until).as_secs_f64(),
+        times,
+    )
 }
 
-fn percentile(times: &[Duration], per_mille: usize) -> Duration {
+/// Every client calling once per [`PERIOD`], their starts spread over it, for `length` (a call
+/// that overruns its slot makes the client skip the slots it missed).
+async fn steady(target: &Target, length: Duration) -> Vec<Duration> {
+    let peers = target.peers();
+    let count = peers.len() as u32;
+    let start = tokio::time::Instant::now() + Duration::from_millis(50);
+    let end = start + length;
+    let mut tasks = Vec::new();
+    for (index, peer) in peers.into_iter().enumerate() {
+        let tool = target.tool;
+        let mut next = start + PERIOD * index as u32 / count;
+        tasks.push(tokio::spawn(async move {
+            let mut times = Vec::new();
+            while next < end {
+                tokio::time::sleep_until(next).await;
+                times.push(call(&peer, tool).await);
+                while next <= tokio::time::Instant::now() {
+                    next += PERIOD;
+                }
+            }
+            times
+        }));
+    }
+    let mut times = Vec::new();
+    for task in tasks {
+        times.extend(task.await.expect("client"));
+    }
+    times
+}
+
+fn percentile(times: &mut [Duration], per_mille: usize) -> Duration {
+    times.sort_unstable();
     times[(times.len() * per_mille / 1000).min(times.len() - 1)]
 }
 
-/// p50 and p99 of `calls` sequential calls over stdio through `command`.
-async fn stdio(command: tokio::process::Command, calls: usize) -> Vec<Duration> {
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// A free loopback port, and a wait until something listens on it.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    listener.local_addr().expect("address").port()
+}
+
+async fn listening(port: u16, what: &str, child: &mut std::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "{what} exited before listening"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not listen within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The peer proxy's Python (with `fastmcp`), made by `.ci/bench-peer`; `None` when absent.
+fn peer_python() -> Option<PathBuf> {
+    let python = std::env::var_os("TOOLGATE_BENCH_PEER_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-peer/bin/python")
+        });
+    python.exists().then_some(python)
+}
+
+fn peer_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/peer_proxy.py")
+}
+
+fn row(label: &str, rate: Option<f64>, times: &mut [Duration]) {
+    let rate = rate.map_or_else(String::new, |rate| format!("{rate:>8.0} calls/s"));
+    println!(
+        "  {label:<24} {rate:>16}   p50 {:>9.1?}   p99 {:>9.1?}",
+        percentile(times, 500),
+        percentile(times, 990)
+    );
+}
+
+fn added(label: &str, through: &mut [Duration], direct: &mut [Duration]) {
+    println!(
+        "  {label}: added p50 {:.1?}, added p99 {:.1?}",
+        percentile(through, 500).saturating_sub(percentile(direct, 500)),
+        percentile(through, 990).saturating_sub(percentile(direct, 990)),
+    );
+}
+
+/// What one path measured: calls per second (the median of its rounds), every call's latency
+/// when saturated, and at the steady load.
+struct Figures {
+    label: &'static str,
+    rate: f64,
+    saturated: Vec<Duration>,
+    steady: Vec<Duration>,
+}
+
+/// Both measurements of `targets`, alternating them round by round.
+async fn measure_http(targets: &[Target], length: Duration, rounds: usize) -> Vec<Figures> {
+    let mut rates = vec![Vec::new(); targets.len()];
+    let mut saturated = vec![Vec::new(); targets.len()];
+    let mut steadied = vec![Vec::new(); targets.len()];
+    for _ in 0..rounds {
+        for (index, target) in targets.iter().enumerate() {
+            let (rate, times) = saturate(target, length).await;
+            rates[index].push(rate);
+            saturated[index].extend(times);
+        }
+    }
+    for _ in 0..rounds {
+        for (index, target) in targets.iter().enumerate() {
+            steadied[index].extend(steady(target, length).await);
+        }
+    }
+    targets
+        .iter()
+        .zip(rates.iter_mut().zip(saturated.into_iter().zip(steadied)))
+        .map(|(target, (rates, (saturated, steady)))| Figures {
+            label: target.label,
+            rate: median(rates),
+            saturated,
+            steady,
+        })
+        .collect()
+}
+
+/// The gateway's config: one remote upstream `e` at `upstream`, `echo` allowed, one API key.
+fn gateway_config(dir: &std::path::Path, upstream: &str, port: u16) -> PathBuf {
+    std::fs::write(
+        dir.join("policy.json"),
+        r#"{"rules": [{"id": "echo", "tool": "e__echo", "action": "allow", "reason": "benchmark"}]}"#,
+    )
+    .expect("policy");
+    use sha2::Digest as _;
+    let hash: String = sha2::Sha256::digest(KEY.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[upstreams.e]\nurl = \"{upstream}\"\n[policy]\nlayers = [\"policy.json\"]\n\
+             [listen]\nhttp = \"127.0.0.1:{port}\"\n[[clients]]\nid = \"bench\"\napi_key_sha256 = \"{hash}\"\n"
+        ),
+    )
+    .expect("config");
+    config
+}
+
+/// A child process killed when dropped, so a failed assertion leaves nothing running.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn http(clients: usize, length: Duration, dir: &std::path::Path) {
+    let upstream = http_upstream().await;
+    let port = free_port();
+    let mut gateway = Running(
+        std::process::Command::new(GATEWAY)
+            .args(["serve", "--config"])
+            .arg(gateway_config(dir, &upstream, port))
+            .env("TOOLGATE_LOG", "warn")
+            .spawn()
+            .expect("gateway"),
+    );
+    listening(port, "the gateway", &mut gateway.0).await;
+    let targets = [
+        Target {
+            label: "direct",
+            tool: "echo",
+            clients: connect(&upstream, None, clients).await,
+        },
+        Target {
+            label: "through the gateway",
+            tool: "e__echo",
+            clients: connect(&format!("http://127.0.0.1:{port}/mcp"), Some(KEY), clients).await,
+        },
+    ];
+    let mut figures = measure_http(&targets, length, ROUNDS).await;
+    for target in targets {
+        target.close().await;
+    }
+    drop(gateway);
+    // The peer runs alone, after: it is slower by orders of magnitude, and its work on closed
+    // sessions would go on loading the machine during the others' rounds.
+    if let Some(python) = peer_python() {
+        let peer_port = free_port();
+        let mut peer = Running(
+            std::process::Command::new(python)
+                .arg(peer_script())
+                .args(["http", &upstream, &peer_port.to_string()])
+                // It reports each closed backend session on stderr ("Session termination failed").
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("peer proxy"),
+        );
+        listening(peer_port, "the peer proxy", &mut peer.0).await;
+        let target = Target {
+            label: "through FastMCP's proxy",
+            tool: "echo",
+            clients: connect(&format!("http://127.0.0.1:{peer_port}/mcp"), None, clients).await,
+        };
+        figures.extend(measure_http(std::slice::from_ref(&target), length, 1).await);
+        target.close().await;
+    }
+
+    println!(
+        "Streamable HTTP, {clients} clients calling back to back, {ROUNDS} rounds of {length:?} \
+         (the peer: one round, alone):"
+    );
+    for figure in &mut figures {
+        row(figure.label, Some(figure.rate), &mut figure.saturated);
+    }
+    for figure in &figures[1..] {
+        println!(
+            "  {}: throughput {:.0}% of direct",
+            figure.label,
+            100.0 * figure.rate / figures[0].rate
+        );
+    }
+    println!(
+        "Steady load: the {clients} clients each calling every {PERIOD:?} ({:.0} calls/s offered):",
+        clients as f64 / PERIOD.as_secs_f64()
+    );
+    for figure in &mut figures {
+        row(figure.label, None, &mut figure.steady);
+    }
+    let (direct, rest) = figures.split_first_mut().expect("direct");
+    for figure in rest {
+        added(figure.label, &mut figure.steady, &mut direct.steady);
+    }
+}
+
+/// `rounds` rounds of one client calling `targets` back to back for `length` each, alternating.
+async fn measure_stdio(targets: &[Target], length: Duration, rounds: usize) -> Vec<Vec<Duration>> {
+    let mut times = vec![Vec::new(); targets.len()];
+    for _ in 0..rounds {
+        for (index, target) in targets.iter().enumerate() {
+            let peer = target.clients[0].peer().clone();
+            let warm_until = Instant::now() + length / 10;
+            while Instant::now() < warm_until {
+                call(&peer, target.tool).await;
+            }
+            while Instant::now() < warm_until + length {
+                times[index].push(call(&peer, target.tool).await);
+            }
+        }
+    }
+    times
+}
+
+async fn stdio_target(label: &'static str, command: tokio::process::Command) -> Target {
     let client =
         ().serve(TokioChildProcess::new(command).expect("spawn"))
             .await
             .expect("handshake");
-    let arguments = json!({"text": "hello"})
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    let mut times = Vec::new();
-    for round in 0..calls + calls / 10 {
-        let at = Instant::now();
-        let result = client
-            .call_tool(CallToolRequestParams::new("echo").with_arguments(arguments.clone()))
-            .await
-            .expect("call");
-        assert_ne!(result.is_error, Some(true));
-        if round >= calls / 10 {
-            times.push(at.elapsed());
-        }
+    Target {
+        label,
+        tool: "echo",
+        clients: vec![client],
     }
-    let _ = client.cancel().await;
-    times.sort();
-    times
+}
+
+async fn stdio(length: Duration, dir: &std::path::Path) {
+    let me = std::env::current_exe().expect("exe");
+    std::fs::write(
+        dir.join("stdio-policy.json"),
+        r#"{"rules": [{"id": "echo", "tool": "echo", "action": "allow", "reason": "benchmark"}]}"#,
+    )
+    .expect("policy");
+    let mut direct = tokio::process::Command::new(&me);
+    direct.arg("--upstream-stdio");
+    let mut gated = tokio::process::Command::new(GATEWAY);
+    gated
+        .arg("--policy")
+        .arg(dir.join("stdio-policy.json"))
+        .arg("--")
+        .arg(&me)
+        .arg("--upstream-stdio")
+        .env("TOOLGATE_LOG", "warn");
+    let targets = [
+        stdio_target("direct", direct).await,
+        stdio_target("through the gateway", gated).await,
+    ];
+    let rounds = ROUNDS + 2;
+    let mut times = measure_stdio(&targets, length, rounds).await;
+    let mut labels: Vec<&str> = targets.iter().map(|target| target.label).collect();
+    for target in targets {
+        target.close().await;
+    }
+    if let Some(python) = peer_python() {
+        let mut command = tokio::process::Command::new(python);
+        command
+            .arg(peer_script())
+            .arg("stdio")
+            .arg(&me)
+            .arg("--upstream-stdio")
+            .env("FASTMCP_LOG_LEVEL", "WARNING");
+        let target = stdio_target("through FastMCP's proxy", command).await;
+        times.extend(measure_stdio(std::slice::from_ref(&target), length, 1).await);
+        labels.push(target.label);
+        target.close().await;
+    }
+    println!(
+        "stdio, one client calling back to back, {rounds} rounds of {length:?} (the peer: one, alone):"
+    );
+    for (label, times) in labels.iter().zip(&mut times) {
+        row(label, None, times);
+    }
+    let (direct, rest) = times.split_first_mut().expect("direct");
+    for (label, through) in labels.iter().skip(1).zip(rest) {
+        added(label, through, direct);
+    }
 }
 
 fn main() {
@@ -189,75 +535,15 @@ fn main() {
     }
     let numbers: Vec<usize> = args.iter().filter_map(|arg| arg.parse().ok()).collect();
     let clients = numbers.first().copied().unwrap_or(32);
-    let calls = numbers.get(1).copied().unwrap_or(300);
+    let length = Duration::from_secs(numbers.get(1).copied().unwrap_or(3) as u64);
+    let only_stdio = args.iter().any(|arg| arg == "stdio");
     runtime.block_on(async {
         let dir = std::env::temp_dir().join(format!("toolgate-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        let upstream = http_upstream().await;
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        std::fs::write(dir.join("policy.json"), r#"{"rules": [{"id": "echo", "tool": "e__echo", "action": "allow", "reason": "benchmark"}]}"#).unwrap();
-        use sha2::Digest as _;
-        let hash: String = sha2::Sha256::digest(KEY.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
-        std::fs::write(
-            dir.join("gateway.toml"),
-            format!(
-                "[upstreams.e]\nurl = \"{upstream}\"\n[policy]\nlayers = [\"policy.json\"]\n\
-                 [listen]\nhttp = \"127.0.0.1:{port}\"\n[[clients]]\nid = \"bench\"\napi_key_sha256 = \"{hash}\"\n"
-            ),
-        )
-        .unwrap();
-        let mut gateway = std::process::Command::new(GATEWAY)
-            .args(["serve", "--config"])
-            .arg(dir.join("gateway.toml"))
-            .env("TOOLGATE_LOG", "warn")
-            .spawn()
-            .expect("gateway");
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        if !only_stdio {
+            http(clients, length, &dir).await;
         }
-        let through_url = format!("http://127.0.0.1:{port}/mcp");
-        println!("Streamable HTTP, {clients} concurrent clients × {calls} calls, upstream answering at once:");
-        let (direct, direct_wall) = load(&upstream, None, "echo", clients, calls).await;
-        let (gated, gated_wall) = load(&through_url, Some(KEY), "e__echo", clients, calls).await;
-        let total = (clients * calls) as f64;
-        let report = |label: &str, times: &[Duration], wall: Duration| {
-            println!(
-                "  {label:<22} {:>8.0} calls/s   p50 {:>9.1?}   p99 {:>9.1?}",
-                total / wall.as_secs_f64(),
-                percentile(times, 500),
-                percentile(times, 990)
-            );
-        };
-        report("direct", &direct, direct_wall);
-        report("through the gateway", &gated, gated_wall);
-        println!(
-            "  gateway: throughput {:.0}% of direct; added p50 {:.1?}, added p99 {:.1?}",
-            100.0 * direct_wall.as_secs_f64() / gated_wall.as_secs_f64(),
-            percentile(&gated, 500).saturating_sub(percentile(&direct, 500)),
-            percentile(&gated, 990).saturating_sub(percentile(&direct, 990)),
-        );
-        let _ = gateway.kill();
-        let _ = gateway.wait();
-
-        let me = std::env::current_exe().expect("exe");
-        let mut direct = tokio::process::Command::new(&me);
-        direct.arg("--upstream-stdio");
-        std::fs::write(dir.join("stdio-policy.json"), r#"{"rules": [{"id": "echo", "tool": "echo", "action": "allow", "reason": "benchmark"}]}"#).unwrap();
-        let mut gated = tokio::process::Command::new(GATEWAY);
-        gated.arg("--policy").arg(dir.join("stdio-policy.json")).arg("--").arg(&me).arg("--upstream-stdio");
-        gated.env("TOOLGATE_LOG", "warn");
-        let stdio_calls = calls * 10;
-        println!("stdio, one client × {stdio_calls} sequential calls:");
-        let direct = stdio(direct, stdio_calls).await;
-        let through = stdio(gated, stdio_calls).await;
-        for (label, times) in [("direct", &direct), ("through the gateway", &through)] {
-            println!("  {label:<22} p50 {:>9.1?}   p99 {:>9.1?}", percentile(times, 500), percentile(times, 990));
-        }
-        println!(
-            "  gateway: added p50 {:.1?}, added p99 {:.1?}",
-            percentile(&through, 500).saturating_sub(percentile(&direct, 500)),
-            percentile(&through, 990).saturating_sub(percentile(&direct, 990)),
-        );
+        stdio(length, &dir).await;
         let _ = std::fs::remove_dir_all(&dir);
     });
 }

@@ -27,6 +27,7 @@ mod approval;
 mod caller;
 mod reload;
 mod server;
+mod stdio;
 mod strict_input;
 mod upstream;
 mod wire;

@@ -136,14 +136,16 @@ impl McpServer {
     }
 
     /// Serves one client over this process's stdin and stdout until it disconnects, as
-    /// [`serve_io`](Self::serve_io) does.
+    /// [`serve_io`](Self::serve_io) does. On Unix, a pipe (how an MCP client starts a server) is
+    /// read and written by the runtime's event loop and made non-blocking; a terminal or a file is
+    /// read through tokio's blocking stdio.
     ///
     /// # Errors
     ///
     /// [`McpError::Serve`] if the session could not start, [`McpError::Stopped`] if it ended
     /// abnormally.
     pub async fn serve_stdio(self) -> Result<(), McpError> {
-        let (input, output) = rmcp::transport::stdio();
+        let (input, output) = super::stdio::stdio();
         self.serve_io(input, output).await
     }
 

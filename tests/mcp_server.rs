@@ -309,6 +309,63 @@ async fn replayed_altered_retargeted_and_foreign_request_states_are_refused() {
 }
 
 #[tokio::test]
+async fn a_rotated_state_key_keeps_opening_its_states_until_it_is_dropped() {
+    let (old, new) = ([7u8; 32], [9u8; 32]);
+    let tools = tools();
+    let server = |keys: &[&[u8]]| {
+        McpServer::new(Arc::clone(&tools.controller))
+            .unwrap()
+            .with_state_keys(keys)
+            .unwrap()
+    };
+    let before = connect(
+        server(&[&old]),
+        Revision::Stateless,
+        Some(ElicitationAction::Accept),
+    )
+    .await;
+    let sealed_with_old = held_state(&before).await;
+    // Dropped: the old key is no longer listed, so its state opens nothing.
+    let dropped = connect(
+        server(&[&new]),
+        Revision::Stateless,
+        Some(ElicitationAction::Accept),
+    )
+    .await;
+    let refused = retry(&dropped, json!({"text": "v1"}), &sealed_with_old).await;
+    assert!(text(&refused).starts_with("refused"), "{}", text(&refused));
+    // Rotated: the new key first, the old one kept; a state the old key sealed opens and runs once.
+    let rotated = connect(
+        server(&[&new, &old]),
+        Revision::Stateless,
+        Some(ElicitationAction::Accept),
+    )
+    .await;
+    let ran = retry(&rotated, json!({"text": "v1"}), &sealed_with_old).await;
+    assert_eq!((text(&ran), ran.is_error), ("patched".into(), Some(false)));
+    assert_eq!(tools.runs.load(Ordering::SeqCst), 1);
+    // What the rotated server seals, the new key alone opens.
+    let sealed_with_new = held_state(&rotated).await;
+    let ran = retry(&dropped, json!({"text": "v1"}), &sealed_with_new).await;
+    assert_eq!(ran.is_error, Some(false), "{}", text(&ran));
+    assert_eq!(tools.runs.load(Ordering::SeqCst), 2);
+    // No key, or a short one, is refused.
+    let empty: [&[u8]; 0] = [];
+    assert!(
+        McpServer::new(Arc::clone(&tools.controller))
+            .unwrap()
+            .with_state_keys(&empty)
+            .is_err()
+    );
+    assert!(
+        McpServer::new(Arc::clone(&tools.controller))
+            .unwrap()
+            .with_state_keys(&[&new[..31]])
+            .is_err()
+    );
+}
+
+#[tokio::test]
 async fn a_client_without_elicitation_leaves_the_call_pending_out_of_band_in_both_revisions() {
     for revision in REVISIONS {
         let tools = tools();

@@ -254,3 +254,24 @@ fn a_tool_is_left_out_of_the_list_only_when_every_layer_denies_every_call_to_it(
     assert_eq!(listed(&[deny_shell, PROJECT]), ["read_file", "shell"]);
     assert_eq!(listed(&[PROJECT, silent]), ["read_file", "shell"]);
 }
+
+#[test]
+fn a_tool_named_only_by_patterns_is_hidden_only_when_they_deny_every_call() {
+    let registry = tools();
+    let policy = |rules: &str| {
+        RulePolicy::from_json(&format!(r#"{{"rules": [{rules}]}}"#), &registry).unwrap()
+    };
+    // `really_new` is not registered (`re*` also matches `read_file`, `sh*` `shell`): it is decided from the patterns alone.
+    let ask = r#"{"id": "srv-ask", "tool": "re*", "action": "ask", "reason": "a person checks"}"#;
+    let allow = r#"{"id": "srv-allow", "tool": "re*", "action": "allow", "reason": "fine"}"#;
+    let deny = r#"{"id": "srv-deny", "tool": "re*", "action": "deny", "reason": "no"}"#;
+    let elsewhere = r#"{"id": "other", "tool": "sh*", "action": "allow", "reason": "fine"}"#;
+    assert!(!policy(ask).denies_every_call("really_new"), "an ask alone");
+    assert!(
+        !policy(allow).denies_every_call("really_new"),
+        "an allow alone"
+    );
+    assert!(policy(deny).denies_every_call("really_new"));
+    assert!(policy(elsewhere).denies_every_call("really_new"));
+    assert!(policy("").denies_every_call("really_new"));
+}

@@ -205,3 +205,35 @@ fn every_audit_event_of_a_call_records_its_principal_and_the_debug_output_names_
         );
     }
 }
+
+#[test]
+fn a_rule_built_in_code_for_groups_admits_their_members_only() {
+    let registry = tools();
+    use toolgate::rules::{PolicyConfig, PrincipalsConfig, RuleConfig};
+    let config = PolicyConfig::new([RuleConfig::new(
+        "ops-deploy",
+        "deploy",
+        PolicyAction::Allow,
+        "ops deploy",
+    )
+    .for_principals(PrincipalsConfig::groups(["ops", "sre"]))]);
+    let policy = RulePolicy::new(config, &registry).unwrap();
+    let runtime = ToolRuntime::new(registry);
+    let decide = |caller: Principal| {
+        let call = ToolCall::new("c", "deploy", json!({"env": "prod"})).with_principal(caller);
+        policy.decide(&runtime.prepare(call).unwrap()).action
+    };
+    assert_eq!(
+        decide(Principal::new("carol", ["sre"])),
+        PolicyAction::Allow
+    );
+    assert_eq!(
+        decide(Principal::new("ops", ["dev"])),
+        PolicyAction::Deny,
+        "a group, not an id"
+    );
+    assert_eq!(
+        decide(Principal::new("eve", Vec::<String>::new())),
+        PolicyAction::Deny
+    );
+}

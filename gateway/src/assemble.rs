@@ -12,7 +12,7 @@ use toolgate::limits::PostgresRateCounters;
 use crate::blocking::{OffRuntime, off_runtime};
 
 use crate::catalog::{self, Left, Served};
-use crate::config::{ApprovalStoreConfig, AuditTarget, Config};
+use crate::config::{ApprovalStoreConfig, AuditTarget, Config, StateKeySource};
 use crate::metrics::{CountingSink, Metrics};
 use crate::pins::Pins;
 use crate::policy::{self, PolicyStack};
@@ -205,9 +205,10 @@ pub fn controller(
             Err(problem) => problems.push(problem),
         }
     }
-    if let Some(key_env) = &config.state_key_env
-        && let Err(problem) = state_key(config, key_env)
-    {
+    // The default key file is made on first start; anything else must be readable now.
+    let made_on_start =
+        matches!(&config.state_key, StateKeySource::File { path, create: true } if !path.exists());
+    if !made_on_start && let Err(problem) = crate::state_key::keys(config) {
         problems.push(problem);
     }
     if problems.is_empty() {

@@ -106,6 +106,23 @@ pub enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Work with the request-state key file (what seals the state of a call held for approval).
+    StateKey {
+        #[command(subcommand)]
+        command: StateKeyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateKeyCommand {
+    /// Put a fresh key first in the config's key file and keep the previous one (states it
+    /// sealed in the last 15 minutes still open); older keys are dropped. Restart the gateway
+    /// (every instance sharing the file) for it to seal with the new key.
+    Rotate {
+        /// The gateway's config file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

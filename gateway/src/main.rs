@@ -20,13 +20,14 @@ mod metrics;
 mod pins;
 mod policy;
 mod refresh;
+mod state_key;
 mod upstream;
 
 use std::process::ExitCode;
 
 use clap::Parser as _;
 
-use cli::{AuditCommand, Cli, Command};
+use cli::{AuditCommand, Cli, Command, StateKeyCommand};
 
 /// A proxy allocates and frees a few hundred small buffers per call (HTTP heads, JSON values,
 /// futures); glibc's allocator spent 15% of the gateway's CPU on them under load, mimalloc less.
@@ -68,6 +69,12 @@ fn main() -> ExitCode {
                 }),
                 _,
             ) => commands::verify(&file),
+            (
+                Some(Command::StateKey {
+                    command: StateKeyCommand::Rotate { config },
+                }),
+                _,
+            ) => commands::rotate_state_key(&config),
             (None, Some(policy)) => {
                 commands::serve(config::Config::legacy(policy, cli.audit, cli.upstream)).await
             }

@@ -46,7 +46,9 @@ impl Answer {
 /// and its canonical arguments: a state from another server, for another call, altered in one
 /// byte or older than its time to live does not open.
 pub(crate) struct StateSeal {
-    codec: RequestStateCodec,
+    /// The first seals; every one opens (a rotated-out key keeps opening what it sealed until
+    /// it is dropped).
+    codecs: Vec<RequestStateCodec>,
 }
 
 impl std::fmt::Debug for StateSeal {
@@ -64,15 +66,21 @@ impl StateSeal {
         let codec = RequestStateCodec::try_new(key.to_vec())
             .unwrap_or_else(|_| RequestStateCodec::new_unchecked(key.to_vec()));
         key.fill(0);
-        Ok(Self { codec })
+        Ok(Self {
+            codecs: vec![codec],
+        })
     }
 
-    /// A seal with `key` (at least 32 bytes): servers sharing it open each other's states — what
-    /// several instances behind one load balancer need, a retry reaching another instance.
-    pub(crate) fn with_key(key: &[u8]) -> Option<Self> {
-        RequestStateCodec::try_new(key.to_vec())
-            .ok()
-            .map(|codec| Self { codec })
+    /// A seal sealing with the first of `keys` and opening with any (each at least 32 bytes):
+    /// servers sharing them open each other's states — what several instances behind one load
+    /// balancer need, a retry reaching another instance, or a restarted one. `None` if `keys` is
+    /// empty or one is too short.
+    pub(crate) fn with_keys<K: AsRef<[u8]>>(keys: &[K]) -> Option<Self> {
+        let codecs = keys
+            .iter()
+            .map(|key| RequestStateCodec::try_new(key.as_ref().to_vec()).ok())
+            .collect::<Option<Vec<_>>>()?;
+        (!codecs.is_empty()).then_some(Self { codecs })
     }
 
     /// The input-required result asking the person about `request`.
@@ -92,7 +100,7 @@ impl StateSeal {
             principal,
             session,
         );
-        let state = self.codec.seal_with(
+        let state = self.codecs[0].seal_with(
             request.approval_id.to_string().as_bytes(),
             &SealOptions::new()
                 .associated_data(binding.as_bytes())
@@ -120,7 +128,10 @@ impl StateSeal {
             .as_ref()
             .map(|principal| principal.id.as_str());
         let binding = binding(tool, arguments, principal, caller.session.as_deref());
-        let payload = self.codec.open_with(state, binding.as_bytes()).ok()?;
+        let payload = self
+            .codecs
+            .iter()
+            .find_map(|codec| codec.open_with(state, binding.as_bytes()).ok())?;
         std::str::from_utf8(&payload).ok()?.parse().ok()
     }
 }

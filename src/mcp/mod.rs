@@ -53,8 +53,8 @@ pub enum McpError {
     // core does not enable; its text is kept instead.
     #[error("no randomness for the request-state key: {0}")]
     Randomness(getrandom::Error),
-    /// A request-state key shorter than 32 bytes.
-    #[error("the request-state key must be at least 32 bytes")]
+    /// No request-state key, or one shorter than 32 bytes.
+    #[error("each request-state key must be at least 32 bytes, and there must be one")]
     StateKey,
     /// The MCP session with the client could not start (handshake failed, transport closed).
     #[error("the mcp session could not start")]

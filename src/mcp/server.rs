@@ -114,8 +114,20 @@ impl McpServer {
     /// # Errors
     ///
     /// [`McpError::StateKey`] if `key` is shorter than 32 bytes.
-    pub fn with_state_key(mut self, key: &[u8]) -> Result<Self, McpError> {
-        self.seal = Arc::new(StateSeal::with_key(key).ok_or(McpError::StateKey)?);
+    pub fn with_state_key(self, key: &[u8]) -> Result<Self, McpError> {
+        self.with_state_keys(&[key])
+    }
+
+    /// The same server, sealing request states with the first of `keys` and opening states
+    /// sealed with any of them: to rotate, put a new key first and keep the old one until the
+    /// states it sealed have expired (15 minutes), then drop it. A state sealed with a key no
+    /// longer listed opens nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::StateKey`] if `keys` is empty or one is shorter than 32 bytes.
+    pub fn with_state_keys<K: AsRef<[u8]>>(mut self, keys: &[K]) -> Result<Self, McpError> {
+        self.seal = Arc::new(StateSeal::with_keys(keys).ok_or(McpError::StateKey)?);
         Ok(self)
     }
 

@@ -5,6 +5,7 @@ mod check;
 mod key;
 mod pin;
 mod serve;
+mod state_key;
 mod tools;
 
 pub use audit::verify;
@@ -12,6 +13,7 @@ pub use check::check;
 pub use key::key;
 pub use pin::pin;
 pub use serve::serve;
+pub use state_key::rotate_state_key;
 pub use tools::tools;
 
 use std::path::Path;

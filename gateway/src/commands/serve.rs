@@ -80,19 +80,17 @@ pub async fn serve(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let server = match &config.state_key_env {
-        None => server,
-        Some(name) => match assemble::state_key(&config, name).and_then(|key| {
-            server
-                .with_state_key(&key)
-                .map_err(|error| error.to_string())
-        }) {
-            Ok(server) => server,
-            Err(problem) => {
-                super::report([problem]);
-                return ExitCode::FAILURE;
-            }
-        },
+    let server = match crate::state_key::keys(&config).and_then(|keys| match keys {
+        None => Ok(server),
+        Some(keys) => server
+            .with_state_keys(&keys)
+            .map_err(|error| format!("{}: {error}", config.file.display())),
+    }) {
+        Ok(server) => server,
+        Err(problem) => {
+            super::report([problem]);
+            return ExitCode::FAILURE;
+        }
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let until_stopped = move || {

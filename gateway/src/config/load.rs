@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{
-    ApprovalStoreConfig, AuditTarget, Config, DEFAULT_SEPARATOR, File, Limits, UpstreamConfig,
-    UpstreamSection, UpstreamTransport,
+    ApprovalStoreConfig, AuditTarget, Config, DEFAULT_SEPARATOR, File, Limits, StateKeySource,
+    UpstreamConfig, UpstreamSection, UpstreamTransport,
 };
 
 /// A config that cannot be used: the file, the key (a dotted path; empty for the whole file) and
@@ -161,12 +161,14 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
 
     let approvals = file.approvals;
     let approvals = match (
-        approvals.store.as_deref().unwrap_or("memory"),
+        approvals.store.as_deref().unwrap_or("sqlite"),
         approvals.path,
         approvals.postgres_url_env,
     ) {
         ("memory", None, None) => ApprovalStoreConfig::Memory,
         ("sqlite", Some(path), None) => ApprovalStoreConfig::Sqlite(base.join(path)),
+        // Durable by default: waiting approvals outlive a restart.
+        ("sqlite", None, None) => ApprovalStoreConfig::Sqlite(approvals_path_for(path)),
         ("postgres", None, Some(url_env)) => ApprovalStoreConfig::Postgres { url_env },
         (store @ ("memory" | "sqlite" | "postgres"), _, _) => {
             problem(
@@ -175,7 +177,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
                     "store {store:?} takes {}",
                     match store {
                         "memory" => "no other key",
-                        "sqlite" => "`path` (the database file) and nothing else",
+                        "sqlite" => "at most `path` (the database file) and nothing else",
                         _ => "`postgres_url_env` and nothing else",
                     }
                 ),
@@ -189,6 +191,25 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
             );
             ApprovalStoreConfig::Memory
         }
+    };
+
+    let state_key = match (file.gateway.state_key_env, file.gateway.state_key_file) {
+        (Some(_), Some(_)) => {
+            problem(
+                "gateway.state_key_file",
+                "set at most one of `state_key_env` and `state_key_file`".to_owned(),
+            );
+            StateKeySource::PerProcess
+        }
+        (Some(name), None) => StateKeySource::Env(name),
+        (None, Some(file)) => StateKeySource::File {
+            path: base.join(file),
+            create: false,
+        },
+        (None, None) => StateKeySource::File {
+            path: crate::state_key::path_for(path),
+            create: true,
+        },
     };
 
     let defaults = Limits::default();
@@ -320,7 +341,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         clients,
         jwt,
         pins: Some(crate::pins::path_for(path)),
-        state_key_env: file.gateway.state_key_env,
+        state_key,
         rate_counters_postgres_url_env: file.rate_limits.postgres_url_env,
     })
 }
@@ -410,3 +431,12 @@ fn with_line(text: &str, span: Option<std::ops::Range<usize>>, message: &str) ->
 
 #[cfg(test)]
 mod tests;
+
+/// The default approval store of the config at `config`: `NAME.approvals.sqlite` beside it.
+fn approvals_path_for(config: &Path) -> PathBuf {
+    let stem = config
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "gateway".to_owned());
+    config.with_file_name(format!("{stem}.approvals.sqlite"))
+}

@@ -47,8 +47,8 @@ pub struct Config {
     pub jwt: Option<crate::jwt::JwtConfig>,
     /// The tool pins file (`gateway.pins.json` beside `gateway.toml`); `None`: no pinning.
     pub pins: Option<PathBuf>,
-    /// The environment variable holding the request-state key instances share, if any.
-    pub state_key_env: Option<String>,
+    /// Where the request-state keys come from.
+    pub state_key: StateKeySource,
     /// The environment variable holding the PostgreSQL URL for shared rate-limit counters, if
     /// any (otherwise each instance counts alone, in memory).
     pub rate_counters_postgres_url_env: Option<String>,
@@ -120,6 +120,23 @@ pub enum AuditTarget {
     Postgres {
         /// The variable holding the connection URL.
         url_env: String,
+    },
+}
+
+/// Where the keys sealing request states come from.
+#[derive(Debug, Clone)]
+pub enum StateKeySource {
+    /// A fresh key each start (the one-upstream form): a state does not outlive the process.
+    PerProcess,
+    /// One key in this environment variable (`gateway.state_key_env`).
+    Env(String),
+    /// A key file (`gateway.state_key_file`, or `NAME.state-key` beside the config, made on first
+    /// start when `create`).
+    File {
+        /// The key file.
+        path: PathBuf,
+        /// Whether a missing file is made with a fresh key (only the default one is).
+        create: bool,
     },
 }
 
@@ -237,6 +254,7 @@ struct GatewaySection {
     separator: Option<String>,
     policy_poll_ms: Option<u64>,
     state_key_env: Option<String>,
+    state_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -324,7 +342,7 @@ impl Config {
             clients: Vec::new(),
             jwt: None,
             pins: None,
-            state_key_env: None,
+            state_key: StateKeySource::PerProcess,
             rate_counters_postgres_url_env: None,
         }
     }

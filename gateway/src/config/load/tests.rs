@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::parse;
-use crate::config::{ApprovalStoreConfig, AuditTarget, UpstreamTransport};
+use crate::config::{ApprovalStoreConfig, AuditTarget, StateKeySource, UpstreamTransport};
 
 fn problems(text: &str) -> Vec<String> {
     match parse(Path::new("/etc/gw/gateway.toml"), text) {
@@ -33,7 +33,7 @@ fn a_minimal_config_loads_with_paths_relative_to_its_file() {
     assert_eq!((command.as_str(), args.len()), ("npx", 2));
     assert_eq!(cwd.as_deref(), Some(Path::new("/etc/gw")));
     assert!(config.audit.is_none());
-    assert!(matches!(config.approvals, ApprovalStoreConfig::Memory));
+    assert!(matches!(config.approvals, ApprovalStoreConfig::Sqlite(_)));
 }
 
 #[test]
@@ -183,8 +183,41 @@ fn a_store_given_keys_it_does_not_take_is_refused() {
         found[0].contains("approvals: store \"memory\" takes no other key"),
         "{found:?}"
     );
-    let found = problems(&format!("{MINIMAL}\n[approvals]\nstore = \"sqlite\"\n"));
-    assert!(found[0].contains("takes `path`"), "{found:?}");
+    let found = problems(&format!(
+        "{MINIMAL}\n[approvals]\nstore = \"sqlite\"\npostgres_url_env = \"PG\"\n"
+    ));
+    assert!(found[0].contains("takes at most `path`"), "{found:?}");
+}
+
+#[test]
+fn approvals_are_durable_and_state_keys_kept_by_default_and_a_key_source_is_one_of_two() {
+    let config = parse(Path::new("/etc/gw/gateway.toml"), MINIMAL).expect("loads");
+    assert!(
+        matches!(&config.approvals, ApprovalStoreConfig::Sqlite(path) if path == Path::new("/etc/gw/gateway.approvals.sqlite")),
+        "{:?}",
+        config.approvals
+    );
+    assert!(
+        matches!(&config.state_key, StateKeySource::File { path, create: true } if path == Path::new("/etc/gw/gateway.state-key")),
+        "{:?}",
+        config.state_key
+    );
+    let text = format!("[gateway]\nstate_key_file = \"keys/k\"\n{MINIMAL}");
+    let config = parse(Path::new("/etc/gw/gateway.toml"), &text).expect("loads");
+    assert!(
+        matches!(&config.state_key, StateKeySource::File { path, create: false } if path == Path::new("/etc/gw/keys/k")),
+        "{:?}",
+        config.state_key
+    );
+    let text = format!("[gateway]\nstate_key_file = \"k\"\nstate_key_env = \"K\"\n{MINIMAL}");
+    let found = problems(&text);
+    assert!(
+        found[0].contains("gateway.state_key_file: set at most one of"),
+        "{found:?}"
+    );
+    let text = format!("{MINIMAL}\n[approvals]\nstore = \"memory\"\n");
+    let config = parse(Path::new("/etc/gw/gateway.toml"), &text).expect("loads");
+    assert!(matches!(config.approvals, ApprovalStoreConfig::Memory));
 }
 
 const HASH: &str = "2c76bfb8880e6bf4c277240005f246da8bd822cc475cffde27cd7ea4180eafe6";

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::*;
 use serde_json::json;
-use toolgate::audit::{AuditEvent, AuditSink};
+use toolgate::audit::{AuditEvent, AuditKind, AuditSink};
 use toolgate::*;
 
 fn tools() -> ToolRegistry {
@@ -235,5 +235,67 @@ fn a_rule_built_in_code_for_groups_admits_their_members_only() {
     assert_eq!(
         decide(Principal::new("eve", Vec::<String>::new())),
         PolicyAction::Deny
+    );
+}
+
+#[test]
+fn the_approver_an_answer_names_is_recorded_on_its_event_and_only_there() {
+    let registry = tools();
+    let policy = RulePolicy::from_json(POLICY, &registry).unwrap();
+    let sink = Recorded::default();
+    let controller = ToolController::try_new(registry, policy)
+        .unwrap()
+        .with_audit_sink(sink.clone());
+    let hold = |id: &str| {
+        let call = ToolCall::new(id, "deploy", json!({"env": "prod"}))
+            .with_principal(Principal::new("dave", ["developers"]));
+        let Outcome::PendingApproval(request) = controller.handle(call) else {
+            panic!("developers are asked")
+        };
+        request.approval_id
+    };
+    let (approved, rejected, anonymous) = (hold("a"), hold("r"), hold("n"));
+    controller
+        .resolve(ApprovalResponse::approve(approved).by("olga"))
+        .unwrap();
+    controller
+        .resolve(ApprovalResponse::reject(rejected).by("\"quoted\"\nname"))
+        .unwrap();
+    controller
+        .resolve(ApprovalResponse::approve(anonymous))
+        .unwrap();
+    let events = sink.0.lock().unwrap();
+    let answered: Vec<(String, AuditKind, Option<String>)> = events
+        .iter()
+        .filter(|event| {
+            event.approver.is_some()
+                || matches!(
+                    event.kind,
+                    AuditKind::ApprovalApproved | AuditKind::ApprovalRejected
+                )
+        })
+        .map(|event| {
+            (
+                event.call_id.trim_matches('"').to_owned(),
+                event.kind,
+                event.approver.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answered,
+        [
+            (
+                "a".to_owned(),
+                AuditKind::ApprovalApproved,
+                Some("olga".to_owned())
+            ),
+            (
+                "r".to_owned(),
+                AuditKind::ApprovalRejected,
+                Some(r#"\"quoted\"\nname"#.to_owned())
+            ),
+            ("n".to_owned(), AuditKind::ApprovalApproved, None),
+        ]
     );
 }

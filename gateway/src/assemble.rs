@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use toolgate::ToolController;
-use toolgate::approvals::{PostgresApprovalStore, SqliteApprovalStore};
+use toolgate::approvals::{ApprovalStore, PostgresApprovalStore, SqliteApprovalStore};
 use toolgate::audit::{JsonlAuditSink, PostgresAuditSink};
 use toolgate::limits::PostgresRateCounters;
 
@@ -166,29 +166,10 @@ pub fn controller(
         metrics: Arc::clone(&started.metrics),
         inner,
     });
-    match &config.approvals {
-        ApprovalStoreConfig::Memory => {}
-        ApprovalStoreConfig::Sqlite(path) => match SqliteApprovalStore::open(path) {
-            Ok(store) => controller = controller.with_approval_store(store),
-            Err(error) => problems.push(format!(
-                "{}: approvals.path: {}: {error}",
-                config.file.display(),
-                path.display()
-            )),
-        },
-        ApprovalStoreConfig::Postgres { url_env } => {
-            match env_value(config, "approvals.postgres_url_env", url_env).and_then(|url| {
-                off_runtime(|| PostgresApprovalStore::connect(&url)).map_err(|error| {
-                    format!(
-                        "{}: approvals.postgres_url_env: ${url_env}: {error}",
-                        config.file.display()
-                    )
-                })
-            }) {
-                Ok(store) => controller = controller.with_approval_store(OffRuntime(store)),
-                Err(problem) => problems.push(problem),
-            }
-        }
+    match approval_store(config) {
+        Ok(Some(store)) => controller = controller.with_approval_store(store),
+        Ok(None) => {}
+        Err(problem) => problems.push(problem),
     }
     if let Some(url_env) = &config.rate_counters_postgres_url_env {
         // Every instance of one config counts together; another config's limits apart.
@@ -215,6 +196,37 @@ pub fn controller(
         Ok((Arc::new(controller), stack))
     } else {
         Err(problems)
+    }
+}
+
+/// The approval store `config` names, opened; `None` for the controller's own, in memory.
+///
+/// # Errors
+///
+/// The store cannot be opened, naming the config key.
+pub fn approval_store(config: &Config) -> Result<Option<Arc<dyn ApprovalStore>>, String> {
+    match &config.approvals {
+        ApprovalStoreConfig::Memory => Ok(None),
+        ApprovalStoreConfig::Sqlite(path) => match SqliteApprovalStore::open(path) {
+            Ok(store) => Ok(Some(Arc::new(store))),
+            Err(error) => Err(format!(
+                "{}: approvals.path: {}: {error}",
+                config.file.display(),
+                path.display()
+            )),
+        },
+        ApprovalStoreConfig::Postgres { url_env } => {
+            env_value(config, "approvals.postgres_url_env", url_env).and_then(|url| {
+                off_runtime(|| PostgresApprovalStore::connect(&url))
+                    .map(|store| Some(Arc::new(OffRuntime(store)) as Arc<dyn ApprovalStore>))
+                    .map_err(|error| {
+                        format!(
+                            "{}: approvals.postgres_url_env: ${url_env}: {error}",
+                            config.file.display()
+                        )
+                    })
+            })
+        }
     }
 }
 

@@ -106,6 +106,12 @@ pub enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Answer the calls waiting for a person, from a shell: against the approval store the
+    /// config names (SQLite or PostgreSQL; not one kept in a gateway's memory).
+    Approvals {
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+    },
     /// Work with the request-state key file (what seals the state of a call held for approval).
     StateKey {
         #[command(subcommand)]
@@ -131,5 +137,48 @@ pub enum AuditCommand {
     Verify {
         /// The audit log.
         file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// The calls waiting: id, tool, who asked, why.
+    List {
+        /// The gateway's config file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// One waiting call in full: its whole arguments (canonical JSON, pretty-printed, never
+    /// cut) and the digests the approval is bound to.
+    Show {
+        /// The approval's id, as `list` prints it.
+        id: String,
+        /// The gateway's config file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Approve one waiting call: it is decided again by the policy in force and, if still
+    /// allowed, runs here once (this command starts the upstreams); its result is printed and
+    /// the audit log names you as the approver.
+    Approve {
+        /// The approval's id.
+        id: String,
+        /// The gateway's config file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Who approves, as the audit log records it.
+        #[arg(long = "as", value_name = "APPROVER")]
+        approver: String,
+    },
+    /// Reject one waiting call: nothing runs; the audit log names you.
+    Reject {
+        /// The approval's id.
+        id: String,
+        /// The gateway's config file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Who rejects, as the audit log records it.
+        #[arg(long = "as", value_name = "APPROVER")]
+        approver: String,
     },
 }

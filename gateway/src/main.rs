@@ -27,7 +27,7 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 
-use cli::{AuditCommand, Cli, Command, StateKeyCommand};
+use cli::{ApprovalsCommand, AuditCommand, Cli, Command, StateKeyCommand};
 
 /// A proxy allocates and frees a few hundred small buffers per call (HTTP heads, JSON values,
 /// futures); glibc's allocator spent 15% of the gateway's CPU on them under load, mimalloc less.
@@ -69,6 +69,20 @@ fn main() -> ExitCode {
                 }),
                 _,
             ) => commands::verify(&file),
+            (Some(Command::Approvals { command }), _) => match command {
+                ApprovalsCommand::List { config } => commands::list_approvals(&config),
+                ApprovalsCommand::Show { id, config } => commands::show_approval(&config, &id),
+                ApprovalsCommand::Approve {
+                    id,
+                    config,
+                    approver,
+                } => commands::answer_approval(&config, &id, &approver, true).await,
+                ApprovalsCommand::Reject {
+                    id,
+                    config,
+                    approver,
+                } => commands::answer_approval(&config, &id, &approver, false).await,
+            },
             (
                 Some(Command::StateKey {
                     command: StateKeyCommand::Rotate { config },

@@ -109,6 +109,10 @@ pub struct ApprovalResponse {
     /// any call (a denial wins), and bound to its own digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_arguments: Option<serde_json::Value>,
+    /// Who answered: an id the audit log records on the approval's event (a principal's id, an
+    /// operator's name). `None`: the audit log names no one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
 }
 
 /// Edited arguments are never printed: they may hold secrets.
@@ -121,6 +125,7 @@ impl fmt::Debug for ApprovalResponse {
                 "edited_arguments",
                 &self.edited_arguments.as_ref().map(|_| Redacted),
             )
+            .field("approver", &self.approver)
             .finish()
     }
 }
@@ -132,6 +137,7 @@ impl ApprovalResponse {
             approval_id,
             verdict: Verdict::Approve,
             edited_arguments: None,
+            approver: None,
         }
     }
 
@@ -141,6 +147,7 @@ impl ApprovalResponse {
             approval_id,
             verdict: Verdict::Approve,
             edited_arguments: Some(arguments),
+            approver: None,
         }
     }
 
@@ -150,7 +157,15 @@ impl ApprovalResponse {
             approval_id,
             verdict: Verdict::Reject,
             edited_arguments: None,
+            approver: None,
         }
+    }
+
+    /// The same answer, given by `approver` (recorded in the audit log).
+    #[must_use]
+    pub fn by(mut self, approver: impl Into<String>) -> Self {
+        self.approver = Some(approver.into());
+        self
     }
 }
 

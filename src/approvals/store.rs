@@ -89,3 +89,42 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
     /// [`ApprovalError::Store`] when storage fails.
     fn state(&self, approval_id: ApprovalId) -> Result<Option<ApprovalState>, ApprovalError>;
 }
+
+/// A store shared by reference: what one process holds for its controller and, say, a command
+/// listing what waits.
+impl<S: ApprovalStore + ?Sized> ApprovalStore for std::sync::Arc<S> {
+    fn insert(
+        &self,
+        request: &ApprovalRequest,
+        expires_ms: Option<u64>,
+        max_pending: usize,
+        now_ms: u64,
+    ) -> Result<(), ApprovalError> {
+        (**self).insert(request, expires_ms, max_pending, now_ms)
+    }
+
+    fn take(
+        &self,
+        approval_id: ApprovalId,
+        transition: Transition,
+        now_ms: u64,
+    ) -> Result<(ApprovalRequest, bool), ApprovalError> {
+        (**self).take(approval_id, transition, now_ms)
+    }
+
+    fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        (**self).pending(now_ms)
+    }
+
+    fn record_outcome(
+        &self,
+        approval_id: ApprovalId,
+        outcome: ExecutionOutcome,
+    ) -> Result<(), ApprovalError> {
+        (**self).record_outcome(approval_id, outcome)
+    }
+
+    fn state(&self, approval_id: ApprovalId) -> Result<Option<ApprovalState>, ApprovalError> {
+        (**self).state(approval_id)
+    }
+}

@@ -101,9 +101,20 @@ pub struct AuditEvent {
     /// authenticated (bounded in length).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// Who answered an approval (on `ApprovalApproved` and `ApprovalRejected`), when the answer
+    /// named one ([`ApprovalResponse::by`](crate::approvals::ApprovalResponse::by); bounded in
+    /// length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
 }
 
 impl AuditEvent {
+    /// The same event, naming who answered the approval.
+    pub(crate) fn answered_by(mut self, approver: Option<&str>) -> Self {
+        self.approver = approver.map(crate::contract::quote_bounded);
+        self
+    }
+
     /// The same event, of another kind.
     pub(crate) fn with_kind(mut self, kind: AuditKind) -> Self {
         self.kind = kind;
@@ -168,6 +179,7 @@ impl AuditSubject {
             layer: None,
             is_error: None,
             principal: self.principal.clone(),
+            approver: None,
         }
     }
 

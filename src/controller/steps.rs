@@ -159,11 +159,12 @@ impl ToolController {
         response: ApprovalResponse,
         #[cfg(feature = "tracing")] span: &tracing::Span,
     ) -> Result<(Option<ApprovalId>, Step<ToolResult>), ApprovalError> {
+        let approver = response.approver.clone();
         let answered = self.pending.answer(response)?;
         #[cfg(feature = "tracing")]
         super::observe::record_answered(span, &answered);
         let approval_id = answered_id(&answered);
-        Ok((approval_id, self.answer(answered)))
+        Ok((approval_id, self.answer(answered, approver.as_deref())))
     }
 
     /// The proof for a call a `ToolPolicy` allows by name, when no sink is set; else the call
@@ -314,7 +315,7 @@ impl ToolController {
     }
 
     /// Everything `resolve` does before the handler runs.
-    fn answer(&self, answered: Answered) -> Step<ToolResult> {
+    fn answer(&self, answered: Answered, approver: Option<&str>) -> Step<ToolResult> {
         let request = match &answered {
             Answered::Approved(approval) => approval.request(),
             Answered::Rejected(request) | Answered::Expired(request) => request,
@@ -325,7 +326,9 @@ impl ToolController {
             .map(|_| AuditSubject::of(&request.call).with_approval(request.approval_id));
         let approval = match answered {
             Answered::Rejected(request) => {
-                let _ = self.record(&subject, |s| s.event(AuditKind::ApprovalRejected));
+                let _ = self.record(&subject, |s| {
+                    s.event(AuditKind::ApprovalRejected).answered_by(approver)
+                });
                 return Step::Done(ToolResult::error(
                     request.call.call_id,
                     "rejected: the person reviewing this call did not approve it; it did not run",
@@ -340,7 +343,9 @@ impl ToolController {
             }
             Answered::Approved(approval) => approval,
         };
-        let mut recorded = self.record(&subject, |s| s.event(AuditKind::ApprovalApproved));
+        let mut recorded = self.record(&subject, |s| {
+            s.event(AuditKind::ApprovalApproved).answered_by(approver)
+        });
         let mut subject = subject;
         if let (Ok(()), Some(edited), Some(_)) = (&recorded, approval.edited_arguments(), &subject)
         {

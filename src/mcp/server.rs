@@ -220,7 +220,7 @@ impl McpServer {
             // cannot be asked.
             if let Ok(answer) = asked {
                 return self
-                    .settle(request.approval_id, Answer::of(&answer.action))
+                    .settle(request.approval_id, Answer::of(&answer.action), caller)
                     .await
                     .into();
             }
@@ -258,14 +258,24 @@ impl McpServer {
                 Some(approval_id.to_string()),
             );
         };
-        self.settle(approval_id, answer).await
+        self.settle(approval_id, answer, caller).await
     }
 
-    async fn settle(&self, approval_id: ApprovalId, answer: Answer) -> CallToolResult {
-        let response = match answer {
+    /// Answers the approval as the person at this client (the caller's principal, when one was
+    /// authenticated, is recorded as the approver).
+    async fn settle(
+        &self,
+        approval_id: ApprovalId,
+        answer: Answer,
+        caller: &super::Caller,
+    ) -> CallToolResult {
+        let mut response = match answer {
             Answer::Approve => ApprovalResponse::approve(approval_id),
             Answer::Reject => ApprovalResponse::reject(approval_id),
         };
+        if let Some(principal) = &caller.principal {
+            response = response.by(principal.id.clone());
+        }
         match self.controller.resolve_async(response).await {
             Ok(result) => wire::call_result(result),
             Err(error) => wire::not_run(format!("refused: {error}; nothing ran"), None),

@@ -1,5 +1,6 @@
 //! The subcommands.
 
+mod approvals;
 mod audit;
 mod check;
 mod key;
@@ -8,6 +9,7 @@ mod serve;
 mod state_key;
 mod tools;
 
+pub use approvals::{answer as answer_approval, list as list_approvals, show as show_approval};
 pub use audit::verify;
 pub use check::check;
 pub use key::key;

@@ -1,0 +1,155 @@
+//! A person answers a held call from a shell: `approvals list | show | approve | reject`, against
+//! the durable store, with the gateway that held the call stopped in between. The approved call
+//! runs once (the upstream's record proves it), a rejected one never, and the audit log names
+//! the approver.
+
+mod support;
+
+use std::process::Output;
+
+use serde_json::json;
+use support::{GATEWAY, Work, call, serve};
+
+fn approvals(args: &[&str], config: &std::path::Path) -> (Output, String, String) {
+    let output = std::process::Command::new(GATEWAY)
+        .arg("approvals")
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .expect("run approvals");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output, stdout, stderr)
+}
+
+/// The approval id a held call's message names.
+fn held_id(message: &str) -> String {
+    let after = message
+        .split("approval ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{message}"));
+    after.split_whitespace().next().expect("an id").to_owned()
+}
+
+#[tokio::test]
+async fn a_call_held_for_a_client_without_elicitation_is_approved_once_from_the_shell_after_the_gateway_stopped()
+ {
+    let work = Work::new("approvals-cli");
+    let config = work.hostile_config("serve", "[audit]\njsonl = \"audit.jsonl\"\n");
+    work.write(
+        "policy.json",
+        r#"{"rules": [{"id": "echo-asks", "tool": "h__echo", "action": "ask", "reason": "a person checks each echo"}]}"#,
+    );
+    // Longer than the question an MCP client is shown (2,000 characters): the shell shows all.
+    let long = format!("{}END", "x".repeat(5_000));
+    let client = serve(&config).await;
+    let (message, is_error) = call(&client, "h__echo", json!({"text": long})).await;
+    assert!(
+        is_error && message.contains("waits for a person"),
+        "{message}"
+    );
+    let approve_me = held_id(&message);
+    let (message, _) = call(&client, "h__echo", json!({"text": "reject me"})).await;
+    let reject_me = held_id(&message);
+    let _ = client.cancel().await;
+    assert!(work.recorded().is_empty());
+
+    let (output, listed, _) = approvals(&["list"], &config);
+    assert!(output.status.success(), "{listed}");
+    for id in [&approve_me, &reject_me] {
+        assert!(
+            listed.contains(&format!(
+                "{id}  h__echo  asked by (no principal)  because a person checks each echo"
+            )),
+            "{listed}"
+        );
+    }
+    let (output, shown, _) = approvals(&["show", &approve_me], &config);
+    assert!(output.status.success(), "{shown}");
+    assert!(
+        shown.contains(&long),
+        "every character of the arguments is shown"
+    );
+    assert!(shown.contains("arguments digest:  sha256:"), "{shown}");
+
+    let (output, answered, errors) = approvals(&["approve", &approve_me, "--as", "olga"], &config);
+    assert!(output.status.success(), "{answered}{errors}");
+    assert!(
+        answered.contains("approved by olga: h__echo ran once"),
+        "{answered}"
+    );
+    assert!(answered.contains("END"), "{answered}");
+    assert_eq!(work.recorded(), ["echo"]);
+    // Answered already: a second approval runs nothing.
+    let (output, _, errors) = approvals(&["approve", &approve_me, "--as", "olga"], &config);
+    assert!(!output.status.success());
+    assert!(errors.contains("is not waiting"), "{errors}");
+    let (output, answered, errors) = approvals(&["reject", &reject_me, "--as", "olga"], &config);
+    assert!(output.status.success(), "{answered}{errors}");
+    assert!(
+        answered.contains("rejected by olga: h__echo did not run"),
+        "{answered}"
+    );
+    assert_eq!(work.recorded(), ["echo"]);
+    let (_, listed, _) = approvals(&["list"], &config);
+    assert!(listed.contains("no call is waiting"), "{listed}");
+
+    let audit = work.read("audit.jsonl");
+    let answers: Vec<(String, String)> = audit
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("an entry"))
+        .filter(|entry| entry["event"]["approver"].is_string())
+        .map(|entry| {
+            (
+                entry["event"]["kind"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                entry["event"]["approver"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            ("approval_approved".to_owned(), "olga".to_owned()),
+            ("approval_rejected".to_owned(), "olga".to_owned())
+        ],
+        "{audit}"
+    );
+    // The answers' events keep the chain whole.
+    let verified = std::process::Command::new(GATEWAY)
+        .args(["audit", "verify"])
+        .arg(work.path("audit.jsonl"))
+        .output()
+        .expect("verify");
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+}
+
+#[test]
+fn a_store_in_memory_or_a_bad_id_is_refused_with_what_to_do() {
+    let work = Work::new("approvals-cli-refused");
+    let config = work.hostile_config("serve", "[approvals]\nstore = \"memory\"\n");
+    let (output, _, errors) = approvals(&["list"], &config);
+    assert!(!output.status.success());
+    assert!(
+        errors
+            .contains("approvals.store: \"memory\" keeps waiting calls inside the gateway process"),
+        "{errors}"
+    );
+    let config = work.hostile_config("serve", "");
+    let (output, _, errors) = approvals(&["show", "not-an-id"], &config);
+    assert!(!output.status.success());
+    assert!(
+        errors.contains("\"not-an-id\" is not an approval id"),
+        "{errors}"
+    );
+}

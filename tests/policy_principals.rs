@@ -151,6 +151,10 @@ fn principals_are_checked_at_load() {
     }
     let unknown = r#"{"rules": [{"id": "r", "tool": "deploy", "action": "allow", "reason": "r", "principals": {"roles": ["x"]}}]}"#;
     assert!(RulePolicy::from_json(unknown, &registry).is_err());
+    // The bound is inclusive: 256 bytes load.
+    let longest = json!({"rules": [{"id": "r", "tool": "deploy", "action": "allow", "reason": "r",
+                                    "principals": {"ids": ["x".repeat(256)]}}]});
+    assert!(RulePolicy::from_json(&longest.to_string(), &registry).is_ok());
 }
 
 #[derive(Default, Clone)]

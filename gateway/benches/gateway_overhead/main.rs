@@ -25,212 +25,21 @@
 //! keeps its connection open between calls, as an agent's HTTP client does (rmcp's default client
 //! opens one per request, which would measure TCP handshakes, not MCP).
 
+mod echo;
+mod load;
+
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
-};
-use rmcp::service::{Peer, RequestContext, RoleClient, RoleServer, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ErrorData, ServerHandler, ServiceExt as _};
-use serde_json::json;
+use rmcp::ServiceExt as _;
+
+use echo::{Echo, http_upstream};
+use load::{PERIOD, Target, added, connect, measure_http, measure_stdio, row, stdio_target};
 
 const GATEWAY: &str = env!("CARGO_BIN_EXE_toolgate-mcp-gateway");
 const KEY: &str = "tg_benchmark_key";
 /// Rounds of each measurement, the paths alternating within a round.
 const ROUNDS: usize = 3;
-/// The steady load: each client calls once per this period.
-const PERIOD: Duration = Duration::from_millis(32);
-
-#[derive(Clone)]
-struct Echo;
-
-impl ServerHandler for Echo {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn list_tools(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let tool = serde_json::from_value(json!({
-            "name": "echo", "description": "Echo the text back.",
-            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-        }))
-        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-        Ok(ListToolsResult::with_all_items(vec![tool]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let text = request
-            .arguments
-            .and_then(|arguments| arguments.get("text").cloned())
-            .unwrap_or_default();
-        Ok(CallToolResult::success(vec![ContentBlock::text(text.to_string())]).into())
-    }
-}
-
-/// Serves `Echo` over Streamable HTTP on a free loopback port; its `/mcp` URL.
-async fn http_upstream() -> String {
-    let service = StreamableHttpService::new(
-        || Ok(Echo),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().with_json_response(true),
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let address = listener.local_addr().expect("address");
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
-        let _ = stream.set_nodelay(true);
-    });
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    format!("http://{address}/mcp")
-}
-
-/// One way to reach the upstream: its label, the tool's name there, and its connected clients.
-struct Target {
-    label: &'static str,
-    tool: &'static str,
-    clients: Vec<RunningService<RoleClient, ()>>,
-}
-
-impl Target {
-    fn peers(&self) -> Vec<Peer<RoleClient>> {
-        self.clients
-            .iter()
-            .map(|client| client.peer().clone())
-            .collect()
-    }
-
-    async fn close(self) {
-        for client in self.clients {
-            let _ = client.cancel().await;
-        }
-    }
-}
-
-/// `count` Streamable HTTP clients of `url`, each with its own kept-alive connection.
-async fn connect(
-    url: &str,
-    key: Option<&str>,
-    count: usize,
-) -> Vec<RunningService<RoleClient, ()>> {
-    let mut clients = Vec::new();
-    for _ in 0..count {
-        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
-        if let Some(key) = key {
-            config = config.auth_header(key.to_owned());
-        }
-        let http = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .build()
-            .expect("HTTP client");
-        let client =
-            ().serve(StreamableHttpClientTransport::with_client(http, config))
-                .await
-                .expect("connect");
-        clients.push(client);
-    }
-    clients
-}
-
-/// How long one `echo` call took.
-async fn call(peer: &Peer<RoleClient>, tool: &'static str) -> Duration {
-    let arguments = json!({"text": "hello"}).as_object().cloned();
-    let mut request = CallToolRequestParams::new(tool);
-    if let Some(arguments) = arguments {
-        request = request.with_arguments(arguments);
-    }
-    let at = Instant::now();
-    let result = peer.call_tool(request).await.expect("call");
-    let took = at.elapsed();
-    assert_ne!(result.is_error, Some(true), "the echo call failed");
-    took
-}
-
-/// Every client calling back to back for `length` after a tenth of it as warm-up: calls per
-/// second and every call's latency. Bounded by time, not calls, so a slow path takes no longer.
-async fn saturate(target: &Target, length: Duration) -> (f64, Vec<Duration>) {
-    let peers = target.peers();
-    let warm_until = Instant::now() + length / 10;
-    let mut tasks = Vec::new();
-    for peer in peers {
-        let tool = target.tool;
-        tasks.push(tokio::spawn(async move {
-            while Instant::now() < warm_until {
-                call(&peer, tool).await;
-            }
-            let mut times = Vec::new();
-            while Instant::now() < warm_until + length {
-                times.push(call(&peer, tool).await);
-            }
-            times
-        }));
-    }
-    let mut times = Vec::new();
-    for task in tasks {
-        times.extend(task.await.expect("client"));
-    }
-    let ended = Instant::now();
-    (
-        times.len() as f64 / (ended - warm_until).as_secs_f64(),
-        times,
-    )
-}
-
-/// Every client calling once per [`PERIOD`], their starts spread over it, for `length` (a call
-/// that overruns its slot makes the client skip the slots it missed).
-async fn steady(target: &Target, length: Duration) -> Vec<Duration> {
-    let peers = target.peers();
-    let count = peers.len() as u32;
-    let start = tokio::time::Instant::now() + Duration::from_millis(50);
-    let end = start + length;
-    let mut tasks = Vec::new();
-    for (index, peer) in peers.into_iter().enumerate() {
-        let tool = target.tool;
-        let mut next = start + PERIOD * index as u32 / count;
-        tasks.push(tokio::spawn(async move {
-            let mut times = Vec::new();
-            while next < end {
-                tokio::time::sleep_until(next).await;
-                times.push(call(&peer, tool).await);
-                while next <= tokio::time::Instant::now() {
-                    next += PERIOD;
-                }
-            }
-            times
-        }));
-    }
-    let mut times = Vec::new();
-    for task in tasks {
-        times.extend(task.await.expect("client"));
-    }
-    times
-}
-
-fn percentile(times: &mut [Duration], per_mille: usize) -> Duration {
-    times.sort_unstable();
-    times[(times.len() * per_mille / 1000).min(times.len() - 1)]
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
 
 /// A free loopback port, and a wait until something listens on it.
 fn free_port() -> u16 {
@@ -265,61 +74,6 @@ fn peer_python() -> Option<PathBuf> {
 
 fn peer_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/peer_proxy.py")
-}
-
-fn row(label: &str, rate: Option<f64>, times: &mut [Duration]) {
-    let rate = rate.map_or_else(String::new, |rate| format!("{rate:>8.0} calls/s"));
-    println!(
-        "  {label:<24} {rate:>16}   p50 {:>9.1?}   p99 {:>9.1?}",
-        percentile(times, 500),
-        percentile(times, 990)
-    );
-}
-
-fn added(label: &str, through: &mut [Duration], direct: &mut [Duration]) {
-    println!(
-        "  {label}: added p50 {:.1?}, added p99 {:.1?}",
-        percentile(through, 500).saturating_sub(percentile(direct, 500)),
-        percentile(through, 990).saturating_sub(percentile(direct, 990)),
-    );
-}
-
-/// What one path measured: calls per second (the median of its rounds), every call's latency
-/// when saturated, and at the steady load.
-struct Figures {
-    label: &'static str,
-    rate: f64,
-    saturated: Vec<Duration>,
-    steady: Vec<Duration>,
-}
-
-/// Both measurements of `targets`, alternating them round by round.
-async fn measure_http(targets: &[Target], length: Duration, rounds: usize) -> Vec<Figures> {
-    let mut rates = vec![Vec::new(); targets.len()];
-    let mut saturated = vec![Vec::new(); targets.len()];
-    let mut steadied = vec![Vec::new(); targets.len()];
-    for _ in 0..rounds {
-        for (index, target) in targets.iter().enumerate() {
-            let (rate, times) = saturate(target, length).await;
-            rates[index].push(rate);
-            saturated[index].extend(times);
-        }
-    }
-    for _ in 0..rounds {
-        for (index, target) in targets.iter().enumerate() {
-            steadied[index].extend(steady(target, length).await);
-        }
-    }
-    targets
-        .iter()
-        .zip(rates.iter_mut().zip(saturated.into_iter().zip(steadied)))
-        .map(|(target, (rates, (saturated, steady)))| Figures {
-            label: target.label,
-            rate: median(rates),
-            saturated,
-            steady,
-        })
-        .collect()
 }
 
 /// The gateway's config: one remote upstream `e` at `upstream`, `echo` allowed, one API key.
@@ -432,36 +186,6 @@ async fn http(clients: usize, length: Duration, dir: &std::path::Path) {
     let (direct, rest) = figures.split_first_mut().expect("direct");
     for figure in rest {
         added(figure.label, &mut figure.steady, &mut direct.steady);
-    }
-}
-
-/// `rounds` rounds of one client calling `targets` back to back for `length` each, alternating.
-async fn measure_stdio(targets: &[Target], length: Duration, rounds: usize) -> Vec<Vec<Duration>> {
-    let mut times = vec![Vec::new(); targets.len()];
-    for _ in 0..rounds {
-        for (index, target) in targets.iter().enumerate() {
-            let peer = target.clients[0].peer().clone();
-            let warm_until = Instant::now() + length / 10;
-            while Instant::now() < warm_until {
-                call(&peer, target.tool).await;
-            }
-            while Instant::now() < warm_until + length {
-                times[index].push(call(&peer, target.tool).await);
-            }
-        }
-    }
-    times
-}
-
-async fn stdio_target(label: &'static str, command: tokio::process::Command) -> Target {
-    let client =
-        ().serve(TokioChildProcess::new(command).expect("spawn"))
-            .await
-            .expect("handshake");
-    Target {
-        label,
-        tool: "echo",
-        clients: vec![client],
     }
 }
 

@@ -98,11 +98,26 @@ fn read(path: &Path) -> Result<Vec<Vec<u8>>, String> {
     Ok(keys)
 }
 
+/// Makes the default key file. Instances started together race for it: each writes a whole file
+/// under its own name and links it into place, so exactly one wins and none reads half a file.
 fn create_file(path: &Path) -> Result<(), String> {
     let key = fresh_key()?;
-    write_new(path, &[key], false)?;
-    tracing::info!(file = %path.display(), "made a new request-state key file");
-    Ok(())
+    let mut tag = [0u8; 8];
+    getrandom::fill(&mut tag).map_err(|error| format!("no randomness for a new key: {error}"))?;
+    let own = path.with_extension(format!("state-key.{}", hex(&tag)));
+    let _ = std::fs::remove_file(&own);
+    write_new(&own, &[key], false)?;
+    let linked = std::fs::hard_link(&own, path);
+    let _ = std::fs::remove_file(&own);
+    match linked {
+        Ok(()) => {
+            tracing::info!(file = %path.display(), "made a new request-state key file");
+            Ok(())
+        }
+        // Another instance made it first: its key is the one to share.
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(format!("{}: cannot create it: {error}", path.display())),
+    }
 }
 
 /// Writes `keys` to `path` with the header, owner-only; `replace`: through a temporary file
@@ -196,6 +211,28 @@ mod tests {
         assert_eq!(rotate(&path).unwrap(), 1, "the oldest key is dropped");
         let third = read(&path).unwrap();
         assert_eq!((third.len(), &third[1]), (2, &second[0]));
+    }
+
+    #[test]
+    fn instances_making_the_default_file_at_once_all_read_one_key() {
+        let path = dir("race").join("g.state-key");
+        let keys: Vec<Vec<Vec<u8>>> = std::thread::scope(|scope| {
+            let makers: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        if !path.exists() {
+                            create_file(&path).unwrap();
+                        }
+                        read(&path).unwrap()
+                    })
+                })
+                .collect();
+            makers
+                .into_iter()
+                .map(|maker| maker.join().unwrap())
+                .collect()
+        });
+        assert!(keys.iter().all(|read| read == &keys[0] && read.len() == 1));
     }
 
     #[test]

@@ -152,4 +152,12 @@ fn a_store_in_memory_or_a_bad_id_is_refused_with_what_to_do() {
         errors.contains("\"not-an-id\" is not an approval id"),
         "{errors}"
     );
+    for approver in ["", "two words", "line\nbreak"] {
+        let (output, _, errors) = approvals(&["approve", "x", "--as", approver], &config);
+        assert!(!output.status.success());
+        assert!(
+            errors.contains("name who answers in 1 to 256 bytes"),
+            "{errors}"
+        );
+    }
 }

@@ -127,6 +127,17 @@ pub fn show(config_path: &Path, id: &str) -> ExitCode {
 /// Approves or rejects `id` as `approver` through a controller assembled from the config (its
 /// upstreams started, so an approved call runs here), printing the outcome.
 pub async fn answer(config_path: &Path, id: &str, approver: &str, approve: bool) -> ExitCode {
+    if approver.is_empty()
+        || approver.len() > 256
+        || approver
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace())
+    {
+        super::report([format!(
+            "--as {approver:?}: name who answers in 1 to 256 bytes, no space or control character"
+        )]);
+        return ExitCode::FAILURE;
+    }
     let Some((config, store)) = store_of(config_path) else {
         return ExitCode::FAILURE;
     };

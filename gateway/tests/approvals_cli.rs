@@ -52,6 +52,18 @@ async fn a_call_held_for_a_client_without_elicitation_is_approved_once_from_the_
     let approve_me = held_id(&message);
     let (message, _) = call(&client, "h__echo", json!({"text": "reject me"})).await;
     let reject_me = held_id(&message);
+    // While the gateway holds the JSON Lines audit log (one writer), the shell cannot run a call:
+    // it says so, and nothing runs.
+    let (output, _, errors) = approvals(&["approve", &approve_me, "--as", "olga"], &config);
+    assert!(!output.status.success());
+    assert!(
+        errors.contains("audit.jsonl") && errors.contains("is locked by another writer"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("nothing ran") && errors.contains("still waits"),
+        "{errors}"
+    );
     let _ = client.cancel().await;
     assert!(work.recorded().is_empty());
 

@@ -153,7 +153,11 @@ pub async fn answer(config_path: &Path, id: &str, approver: &str, approve: bool)
     };
     let controller = match assemble::controller(&config, &started) {
         Ok((controller, _)) => controller,
-        Err(problems) => {
+        Err(mut problems) => {
+            problems.push(format!(
+                "nothing ran: answering runs the call in this process, with the config's audit log and upstreams; a JSON Lines log is held by the gateway writing it (stop that gateway first, or use audit.postgres_url_env to answer while gateways run); approval {} still waits",
+                request.approval_id
+            ));
             super::report(problems);
             return ExitCode::FAILURE;
         }

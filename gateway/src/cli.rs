@@ -28,6 +28,10 @@ A first session:
        [[clients]]
        id = \"alice\"
        api_key_sha256 = \"…\"
+  5. Answer calls the policy holds for a person (they wait in gateway.approvals.sqlite, across
+     restarts) from a client that asks you, or from a shell:
+       toolgate-mcp-gateway approvals list --config gateway.toml
+       toolgate-mcp-gateway approvals approve ID --as you --config gateway.toml
 
 The one-upstream form of earlier versions still works, tool names unchanged:
   toolgate-mcp-gateway --policy policy.json [--audit audit.jsonl] -- COMMAND [ARGS...]

@@ -17,6 +17,7 @@ use crate::metrics::{CountingSink, Metrics};
 use crate::pins::Pins;
 use crate::policy::{self, PolicyStack};
 use crate::upstream::{Upstream, list_tools};
+use crate::webhook::NotifyingSink;
 
 /// Started upstreams and what they serve, before a controller is built over them.
 pub struct Started {
@@ -160,6 +161,24 @@ pub fn controller(
                 Ok(sink) => inner = Some(Box::new(OffRuntime(sink))),
                 Err(problem) => problems.push(problem),
             }
+        }
+    }
+    if let Some(webhook) = &config.approvals_webhook {
+        let token = match &webhook.bearer_token_env {
+            None => Ok(None),
+            Some(name) => env_value(config, "approvals.webhook_bearer_token_env", name).map(Some),
+        };
+        match token.and_then(|token| {
+            NotifyingSink::start(
+                webhook.url.clone(),
+                token,
+                config.file.display().to_string(),
+                inner.take(),
+            )
+            .map_err(|problem| format!("{}: {problem}", config.file.display()))
+        }) {
+            Ok(sink) => inner = Some(Box::new(sink)),
+            Err(problem) => problems.push(problem),
         }
     }
     controller = controller.with_audit_sink(CountingSink {

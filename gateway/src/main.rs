@@ -22,6 +22,7 @@ mod policy;
 mod refresh;
 mod state_key;
 mod upstream;
+mod webhook;
 
 use std::process::ExitCode;
 

@@ -173,3 +173,80 @@ fn a_store_in_memory_or_a_bad_id_is_refused_with_what_to_do() {
         );
     }
 }
+
+/// Every POST the webhook receiver got: its `Authorization` header and its body.
+type Received = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
+
+async fn receiver() -> (u16, Received) {
+    let received = Received::default();
+    let kept = std::sync::Arc::clone(&received);
+    let router = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+            let kept = std::sync::Arc::clone(&kept);
+            async move {
+                let auth = headers
+                    .get("authorization")
+                    .and_then(|value| value.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                kept.lock().expect("lock").push((auth, body));
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (port, received)
+}
+
+#[tokio::test]
+async fn each_held_call_is_posted_to_the_webhook_without_its_argument_values() {
+    let (port, received) = receiver().await;
+    let work = Work::new("approvals-webhook");
+    let config = work.hostile_config(
+        "serve",
+        &format!(
+            "[approvals]\nwebhook_url = \"http://127.0.0.1:{port}/hook\"\nwebhook_bearer_token_env = \"TG_TEST_HOOK_TOKEN\"\n"
+        ),
+    );
+    work.write(
+        "policy.json",
+        r#"{"rules": [{"id": "echo-asks", "tool": "h__echo", "action": "ask", "reason": "a person checks each echo"}]}"#,
+    );
+    let mut command = tokio::process::Command::new(GATEWAY);
+    command
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("TG_TEST_HOOK_TOKEN", "tok-123");
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawn");
+    let client = rmcp::ServiceExt::serve((), transport)
+        .await
+        .expect("handshake");
+    let (message, _) = call(&client, "h__echo", json!({"text": "s3cret-value"})).await;
+    let id = held_id(&message);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while received.lock().expect("lock").is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let _ = client.cancel().await;
+    let got = received.lock().expect("lock").clone();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let (auth, body) = &got[0];
+    assert_eq!(auth, "Bearer tok-123");
+    assert!(!body.contains("s3cret-value"), "no argument value: {body}");
+    let notice: serde_json::Value = serde_json::from_str(body).expect("JSON");
+    assert_eq!(notice["event"], "approval_waiting");
+    assert_eq!(notice["approval_id"], id.as_str());
+    assert_eq!(notice["tool"], "h__echo");
+    assert_eq!(notice["reason"], "a person checks each echo");
+    assert!(
+        notice["answer"]
+            .as_str()
+            .is_some_and(|answer| answer.contains(&format!("approvals show {id} --config"))),
+        "{notice}"
+    );
+}

@@ -38,7 +38,7 @@ pub enum AuditKind {
     RejectedAtPreparation,
     /// A policy decided.
     Decision,
-    /// The call was held for a person.
+    /// The call was held for a person; `reason` says why (the policy's reason).
     ApprovalRequested,
     /// A person approved; the approval was consumed.
     ApprovalApproved,

@@ -291,9 +291,13 @@ impl ToolController {
                     Ok(Ok(request)) => {
                         let id = request.approval_id;
                         let asked = self.record(subject, |s| {
-                            s.clone()
+                            let mut event = s
+                                .clone()
                                 .with_approval(id)
-                                .event(AuditKind::ApprovalRequested)
+                                .event(AuditKind::ApprovalRequested);
+                            // Why it waits, for whoever is told of it (a notifier reading events).
+                            event.reason = Some(request.reason.to_string());
+                            event
                         });
                         match asked {
                             Ok(()) => Outcome::PendingApproval(request),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{
     ApprovalStoreConfig, AuditTarget, Config, DEFAULT_SEPARATOR, File, Limits, StateKeySource,
-    UpstreamConfig, UpstreamSection, UpstreamTransport,
+    UpstreamConfig, UpstreamSection, UpstreamTransport, WebhookConfig,
 };
 
 /// A config that cannot be used: the file, the key (a dotted path; empty for the whole file) and
@@ -160,6 +160,36 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
     };
 
     let approvals = file.approvals;
+    let approvals_webhook = match (approvals.webhook_url, approvals.webhook_bearer_token_env) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            problem(
+                "approvals.webhook_bearer_token_env",
+                "names a token for a webhook, but `webhook_url` is not set".to_owned(),
+            );
+            None
+        }
+        (Some(url), bearer_token_env) => {
+            let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+                .iter()
+                .any(|start| {
+                    url.strip_prefix(start)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
+                });
+            if url.starts_with("https://") || loopback {
+                Some(WebhookConfig {
+                    url,
+                    bearer_token_env,
+                })
+            } else {
+                problem(
+                    "approvals.webhook_url",
+                    "must be https://…, or http:// to a loopback host (a notice names who asked and why)".to_owned(),
+                );
+                None
+            }
+        }
+    };
     let approvals = match (
         approvals.store.as_deref().unwrap_or("sqlite"),
         approvals.path,
@@ -329,6 +359,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         policy_layers,
         audit,
         approvals,
+        approvals_webhook,
         limits: Limits {
             max_message_bytes,
             startup_timeout,

@@ -35,6 +35,8 @@ pub struct Config {
     pub audit: Option<AuditTarget>,
     /// Where pending approvals are kept.
     pub approvals: ApprovalStoreConfig,
+    /// Where each call held for a person is announced, if anywhere.
+    pub approvals_webhook: Option<WebhookConfig>,
     /// The bounds on what upstreams may send and how long they may take.
     pub limits: Limits,
     /// How often the policy files are read again.
@@ -121,6 +123,15 @@ pub enum AuditTarget {
         /// The variable holding the connection URL.
         url_env: String,
     },
+}
+
+/// The approvals webhook: a URL POSTed for every call held for a person.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// `https://…`, or `http://` to a loopback host.
+    pub url: String,
+    /// The variable holding a bearer token to send, if any.
+    pub bearer_token_env: Option<String>,
 }
 
 /// Where the keys sealing request states come from.
@@ -298,6 +309,8 @@ struct ApprovalsSection {
     store: Option<String>,
     path: Option<PathBuf>,
     postgres_url_env: Option<String>,
+    webhook_url: Option<String>,
+    webhook_bearer_token_env: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -331,6 +344,7 @@ impl Config {
             policy_layers: vec![policy],
             audit: audit.map(AuditTarget::Jsonl),
             approvals: ApprovalStoreConfig::Memory,
+            approvals_webhook: None,
             limits: Limits::default(),
             policy_poll: Duration::from_secs(1),
             listen: Listen {

@@ -391,3 +391,34 @@ fn a_url_upstream_takes_headers_and_a_token_variable_and_nothing_of_a_child() {
         "{found:?}"
     );
 }
+
+#[test]
+fn a_webhook_is_https_or_loopback_and_its_token_needs_a_url() {
+    for (url, ok) in [
+        ("https://hooks.example.com/x", true),
+        ("http://127.0.0.1:9000/hook", true),
+        ("http://localhost/hook", true),
+        ("http://[::1]:80", true),
+        ("http://hooks.example.com/x", false),
+        ("http://127.0.0.1.evil.example/x", false),
+        ("ftp://127.0.0.1/x", false),
+    ] {
+        let text = format!("{MINIMAL}\n[approvals]\nwebhook_url = \"{url}\"\n");
+        let loaded = parse(Path::new("/etc/gw/gateway.toml"), &text);
+        assert_eq!(loaded.is_ok(), ok, "{url}: {loaded:?}");
+        if let Err(problems) = loaded {
+            assert!(
+                problems[0]
+                    .to_string()
+                    .contains("approvals.webhook_url: must be https://")
+            );
+        }
+    }
+    let found = problems(&format!(
+        "{MINIMAL}\n[approvals]\nwebhook_bearer_token_env = \"T\"\n"
+    ));
+    assert!(
+        found[0].contains("approvals.webhook_bearer_token_env: names a token"),
+        "{found:?}"
+    );
+}

@@ -258,20 +258,3 @@ fn env_value(config: &Config, key: &str, name: &str) -> Result<String, String> {
         )
     })
 }
-
-/// The shared request-state key from the variable `name`: at least 32 bytes.
-///
-/// # Errors
-///
-/// The variable is unset or too short, naming the config key.
-pub fn state_key(config: &Config, name: &str) -> Result<Vec<u8>, String> {
-    let key = env_value(config, "gateway.state_key_env", name)?;
-    if key.len() < 32 {
-        return Err(format!(
-            "{}: gateway.state_key_env: ${name} holds {} bytes; it needs at least 32 (e.g. `openssl rand -hex 32`)",
-            config.file.display(),
-            key.len()
-        ));
-    }
-    Ok(key.into_bytes())
-}

@@ -33,9 +33,7 @@ pub fn path_for(config: &Path) -> PathBuf {
 pub fn keys(config: &Config) -> Result<Option<Vec<Vec<u8>>>, String> {
     match &config.state_key {
         StateKeySource::PerProcess => Ok(None),
-        StateKeySource::Env(name) => {
-            crate::assemble::state_key(config, name).map(|key| Some(vec![key]))
-        }
+        StateKeySource::Env(name) => from_env(config, name).map(|key| Some(vec![key])),
         StateKeySource::File { path, create } => {
             if *create && !path.exists() {
                 create_file(path)?;
@@ -58,6 +56,28 @@ pub fn rotate(path: &Path) -> Result<usize, String> {
         .collect();
     write_new(path, &kept, true)?;
     Ok(keys.len().saturating_sub(1))
+}
+
+/// The shared request-state key from the variable `name`: at least 32 bytes.
+///
+/// # Errors
+///
+/// The variable is unset or too short, naming the config key.
+fn from_env(config: &Config, name: &str) -> Result<Vec<u8>, String> {
+    let key = std::env::var(name).map_err(|_| {
+        format!(
+            "{}: gateway.state_key_env: the environment variable {name} is not set (or not UTF-8)",
+            config.file.display()
+        )
+    })?;
+    if key.len() < 32 {
+        return Err(format!(
+            "{}: gateway.state_key_env: ${name} holds {} bytes; it needs at least 32 (e.g. `openssl rand -hex 32`)",
+            config.file.display(),
+            key.len()
+        ));
+    }
+    Ok(key.into_bytes())
 }
 
 fn read(path: &Path) -> Result<Vec<Vec<u8>>, String> {

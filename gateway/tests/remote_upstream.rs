@@ -92,3 +92,60 @@ async fn a_remote_upstream_with_a_token_from_the_environment_is_served_gated() {
     assert_eq!(recorded.lines().count(), 1, "{recorded}");
     assert!(recorded.contains("over http"));
 }
+
+/// A loopback HTTP server on a free port answering every request with `answer`, counting them.
+async fn counting_server(
+    answer: impl Fn() -> axum::response::Response + Clone + Send + Sync + 'static,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&seen);
+    let router = axum::Router::new().fallback(move || {
+        let (counted, answer) = (std::sync::Arc::clone(&counted), answer.clone());
+        async move {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            answer()
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (port, seen)
+}
+
+#[tokio::test]
+async fn a_redirecting_upstream_is_not_followed_so_no_call_or_token_goes_elsewhere() {
+    use axum::response::IntoResponse as _;
+    let (elsewhere, reached) = counting_server(|| axum::http::StatusCode::OK.into_response()).await;
+    let target = format!("http://127.0.0.1:{elsewhere}/mcp");
+    let (redirecting, asked) = counting_server(move || {
+        (
+            axum::http::StatusCode::TEMPORARY_REDIRECT,
+            [(axum::http::header::LOCATION, target.clone())],
+        )
+            .into_response()
+    })
+    .await;
+    let work = Work::new("remote-redirect");
+    let config_path = config(&work, redirecting, "TOOLGATE_TEST_REDIRECT_TOKEN");
+    let output = tokio::process::Command::new(GATEWAY)
+        .args(["check", "--config"])
+        .arg(&config_path)
+        .env("TOOLGATE_TEST_REDIRECT_TOKEN", "upstream-secret")
+        .output()
+        .await
+        .expect("check runs");
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("did not complete the MCP handshake over HTTP"),
+        "{stderr}"
+    );
+    assert!(asked.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    assert_eq!(
+        reached.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the redirect's target was never called"
+    );
+}

@@ -119,6 +119,11 @@ async def main() -> None:
     audit = (work / "audit.jsonl").read_text(encoding="utf-8")
     principals = {json.loads(line)["event"].get("principal") for line in audit.splitlines()}
     check("every audit event names its principal", principals == {"alice", "bob"}, principals)
+    approvers = [(event["kind"], event.get("approver"))
+                 for event in (json.loads(line)["event"] for line in audit.splitlines())
+                 if event["kind"] in ("approval_approved", "approval_rejected")]
+    check("the person who answered at the client is recorded as the approver",
+          approvers == [("approval_approved", "alice")], approvers)
 
 
 asyncio.run(main())

@@ -14,6 +14,7 @@ mod cli;
 mod commands;
 mod config;
 mod fields;
+mod hex;
 mod http;
 mod jwt;
 mod metrics;

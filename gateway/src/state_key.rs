@@ -52,7 +52,7 @@ pub fn rotate(path: &Path) -> Result<usize, String> {
     let keys = read(path)?;
     let fresh = fresh_key()?;
     let kept: Vec<String> = std::iter::once(fresh)
-        .chain(keys.iter().take(1).map(|key| hex(key)))
+        .chain(keys.iter().take(1).map(|key| crate::hex::encode(key)))
         .collect();
     write_new(path, &kept, true)?;
     Ok(keys.len().saturating_sub(1))
@@ -124,7 +124,7 @@ fn create_file(path: &Path) -> Result<(), String> {
     let key = fresh_key()?;
     let mut tag = [0u8; 8];
     getrandom::fill(&mut tag).map_err(|error| format!("no randomness for a new key: {error}"))?;
-    let own = path.with_extension(format!("state-key.{}", hex(&tag)));
+    let own = path.with_extension(format!("state-key.{}", crate::hex::encode(&tag)));
     let _ = std::fs::remove_file(&own);
     write_new(&own, &[key], false)?;
     let linked = std::fs::hard_link(&own, path);
@@ -176,24 +176,13 @@ fn write_new(path: &Path, keys: &[String], replace: bool) -> Result<(), String> 
 fn fresh_key() -> Result<String, String> {
     let mut key = [0u8; 32];
     getrandom::fill(&mut key).map_err(|error| format!("no randomness for a new key: {error}"))?;
-    Ok(hex(&key))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    Ok(crate::hex::encode(&key))
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() < 64
-        || !text.len().is_multiple_of(2)
-        || !text.bytes().all(|byte| byte.is_ascii_hexdigit())
-    {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|at| u8::from_str_radix(&text[at..at + 2], 16).ok())
-        .collect()
+    (text.len() >= 64)
+        .then(|| crate::hex::decode(text))
+        .flatten()
 }
 
 #[cfg(test)]

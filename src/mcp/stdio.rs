@@ -18,16 +18,17 @@ pub(super) fn stdio() -> (Input, Output) {
     (input(), output())
 }
 
+/// A duplicate of `fd` (the same open file) for a tokio pipe to own: `from_file` makes it
+/// non-blocking, and refuses anything that is not a FIFO.
+#[cfg(unix)]
+fn duplicate(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<std::fs::File> {
+    fd.try_clone_to_owned().map(std::fs::File::from)
+}
+
 #[cfg(unix)]
 fn input() -> Input {
     use std::os::fd::AsFd as _;
-    // A duplicate of fd 0 (the same open pipe): `from_file` takes ownership and makes it
-    // non-blocking; it refuses anything that is not a FIFO.
-    match std::io::stdin()
-        .as_fd()
-        .try_clone_to_owned()
-        .map(std::fs::File::from)
-        .and_then(tokio::net::unix::pipe::Receiver::from_file)
+    match duplicate(std::io::stdin().as_fd()).and_then(tokio::net::unix::pipe::Receiver::from_file)
     {
         Ok(pipe) => Box::new(pipe),
         Err(_) => Box::new(tokio::io::stdin()),
@@ -37,12 +38,7 @@ fn input() -> Input {
 #[cfg(unix)]
 fn output() -> Output {
     use std::os::fd::AsFd as _;
-    match std::io::stdout()
-        .as_fd()
-        .try_clone_to_owned()
-        .map(std::fs::File::from)
-        .and_then(tokio::net::unix::pipe::Sender::from_file)
-    {
+    match duplicate(std::io::stdout().as_fd()).and_then(tokio::net::unix::pipe::Sender::from_file) {
         Ok(pipe) => Box::new(pipe),
         Err(_) => Box::new(tokio::io::stdout()),
     }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use toolgate::approvals::{ApprovalRequest, ApprovalStore};
+use toolgate::clock::{Clock as _, SystemClock};
 use toolgate::{ApprovalId, ApprovalResponse};
 
 use crate::assemble;
@@ -29,17 +30,9 @@ fn store_of(config_path: &Path) -> Option<(Config, Arc<dyn ApprovalStore>)> {
     }
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        })
-}
-
 fn waiting(store: &dyn ApprovalStore) -> Result<Vec<ApprovalRequest>, String> {
     store
-        .pending(now_ms())
+        .pending(SystemClock.now_ms())
         .map_err(|error| format!("cannot read the approval store: {error}"))
 }
 

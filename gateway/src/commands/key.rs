@@ -1,6 +1,5 @@
 //! `key --id ID [--group G]…`: a new API key and the config entry for it.
 
-use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use sha2::{Digest as _, Sha256};
@@ -13,8 +12,8 @@ pub fn key(id: &str, groups: &[String]) -> ExitCode {
         eprintln!("toolgate-mcp-gateway: no randomness from the OS: {error}");
         return ExitCode::FAILURE;
     }
-    let key = format!("tg_{}", hex(&secret));
-    let hash = hex(&Sha256::digest(key.as_bytes()));
+    let key = format!("tg_{}", crate::hex::encode(&secret));
+    let hash = crate::hex::encode(&Sha256::digest(key.as_bytes()));
     println!("{key}");
     println!();
     println!(
@@ -28,13 +27,6 @@ pub fn key(id: &str, groups: &[String]) -> ExitCode {
     }
     println!("api_key_sha256 = \"{hash}\"");
     ExitCode::SUCCESS
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut text, byte| {
-        let _ = write!(text, "{byte:02x}");
-        text
-    })
 }
 
 /// A TOML basic string (JSON's escapes are TOML's).

@@ -55,14 +55,7 @@ pub(super) fn listen_and_clients(
     let mut checked = Vec::new();
     for (index, client) in clients.into_iter().enumerate() {
         let key = format!("clients[{index}]");
-        let hash = client.api_key_sha256.to_ascii_lowercase();
-        let bytes: Option<Vec<u8>> = (hash.len() == 64)
-            .then(|| {
-                (0..32)
-                    .map(|at| u8::from_str_radix(&hash[at * 2..at * 2 + 2], 16).ok())
-                    .collect()
-            })
-            .flatten();
+        let bytes = crate::hex::decode(&client.api_key_sha256).filter(|bytes| bytes.len() == 32);
         let Some(bytes) = bytes else {
             problem(
                 format!("{key}.api_key_sha256"),

@@ -223,6 +223,25 @@ mod tests {
     }
 
     #[test]
+    fn only_the_default_file_is_made_a_named_one_must_exist() {
+        let path = dir("named").join("k");
+        let mut config = crate::config::Config::legacy(PathBuf::new(), None, Vec::new());
+        config.state_key = StateKeySource::File {
+            path: path.clone(),
+            create: false,
+        };
+        let error = keys(&config).unwrap_err();
+        assert!(error.contains("cannot read it"), "{error}");
+        assert!(!path.exists());
+        config.state_key = StateKeySource::File {
+            path: path.clone(),
+            create: true,
+        };
+        assert_eq!(keys(&config).unwrap().map(|keys| keys.len()), Some(1));
+        assert!(path.exists());
+    }
+
+    #[test]
     fn instances_making_the_default_file_at_once_all_read_one_key() {
         let path = dir("race").join("g.state-key");
         let keys: Vec<Vec<Vec<u8>>> = std::thread::scope(|scope| {

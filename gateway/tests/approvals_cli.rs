@@ -8,7 +8,7 @@ mod support;
 use std::process::Output;
 
 use serde_json::json;
-use support::{GATEWAY, Work, call, serve};
+use support::{ASKS_BECAUSE, GATEWAY, Work, call, serve};
 
 fn approvals(args: &[&str], config: &std::path::Path) -> (Output, String, String) {
     let output = std::process::Command::new(GATEWAY)
@@ -36,11 +36,7 @@ fn held_id(message: &str) -> String {
 async fn a_call_held_for_a_client_without_elicitation_is_approved_once_from_the_shell_after_the_gateway_stopped()
  {
     let work = Work::new("approvals-cli");
-    let config = work.hostile_config("serve", "[audit]\njsonl = \"audit.jsonl\"\n");
-    work.write(
-        "policy.json",
-        r#"{"rules": [{"id": "echo-asks", "tool": "h__echo", "action": "ask", "reason": "a person checks each echo"}]}"#,
-    );
+    let config = work.asking_config("[audit]\njsonl = \"audit.jsonl\"\n");
     // Longer than the question an MCP client is shown (2,000 characters): the shell shows all.
     let long = format!("{}END", "x".repeat(5_000));
     let client = serve(&config).await;
@@ -72,7 +68,7 @@ async fn a_call_held_for_a_client_without_elicitation_is_approved_once_from_the_
     for id in [&approve_me, &reject_me] {
         assert!(
             listed.contains(&format!(
-                "{id}  h__echo  asked by (no principal)  because a person checks each echo"
+                "{id}  h__echo  asked by (no principal)  because {ASKS_BECAUSE}"
             )),
             "{listed}"
         );
@@ -207,16 +203,9 @@ async fn receiver() -> (u16, Received) {
 async fn each_held_call_is_posted_to_the_webhook_without_its_argument_values() {
     let (port, received) = receiver().await;
     let work = Work::new("approvals-webhook");
-    let config = work.hostile_config(
-        "serve",
-        &format!(
-            "[approvals]\nwebhook_url = \"http://127.0.0.1:{port}/hook\"\nwebhook_bearer_token_env = \"TG_TEST_HOOK_TOKEN\"\n"
-        ),
-    );
-    work.write(
-        "policy.json",
-        r#"{"rules": [{"id": "echo-asks", "tool": "h__echo", "action": "ask", "reason": "a person checks each echo"}]}"#,
-    );
+    let config = work.asking_config(&format!(
+        "[approvals]\nwebhook_url = \"http://127.0.0.1:{port}/hook\"\nwebhook_bearer_token_env = \"TG_TEST_HOOK_TOKEN\"\n"
+    ));
     let mut command = tokio::process::Command::new(GATEWAY);
     command
         .args(["serve", "--config"])
@@ -242,11 +231,30 @@ async fn each_held_call_is_posted_to_the_webhook_without_its_argument_values() {
     assert_eq!(notice["event"], "approval_waiting");
     assert_eq!(notice["approval_id"], id.as_str());
     assert_eq!(notice["tool"], "h__echo");
-    assert_eq!(notice["reason"], "a person checks each echo");
+    assert_eq!(notice["reason"], ASKS_BECAUSE);
     assert!(
         notice["answer"]
             .as_str()
             .is_some_and(|answer| answer.contains(&format!("approvals show {id} --config"))),
         "{notice}"
     );
+}
+
+#[tokio::test]
+async fn an_unreachable_webhook_fails_no_call_and_the_approval_still_waits() {
+    let nobody = support::free_port();
+    let work = Work::new("approvals-webhook-down");
+    let config = work.asking_config(&format!(
+        "[approvals]\nwebhook_url = \"http://127.0.0.1:{nobody}/hook\"\n"
+    ));
+    let client = serve(&config).await;
+    let (message, is_error) = call(&client, "h__echo", json!({"text": "held"})).await;
+    let _ = client.cancel().await;
+    assert!(
+        is_error && message.contains("waits for a person"),
+        "{message}"
+    );
+    let (output, listed, _) = approvals(&["list"], &config);
+    assert!(output.status.success());
+    assert!(listed.contains(&held_id(&message)), "{listed}");
 }

@@ -82,11 +82,7 @@ fn text(result: &CallToolResult) -> String {
 #[tokio::test]
 async fn a_held_call_is_approved_after_a_restart_once_and_a_forged_state_opens_nothing() {
     let work = Work::new("approvals-restart");
-    let config = work.hostile_config("serve", "");
-    work.write(
-        "policy.json",
-        r#"{"rules": [{"id": "echo-asks", "tool": "h__echo", "action": "ask", "reason": "a person checks each echo"}]}"#,
-    );
+    let config = work.asking_config("");
 
     let first = start(&config).await;
     let held = first
@@ -136,11 +132,7 @@ async fn a_held_call_is_approved_after_a_restart_once_and_a_forged_state_opens_n
 #[tokio::test]
 async fn a_state_sealed_before_a_rotation_opens_after_it_and_not_once_its_key_is_dropped() {
     let work = Work::new("approvals-rotation");
-    let config = work.hostile_config("serve", "");
-    work.write(
-        "policy.json",
-        r#"{"rules": [{"id": "echo-asks", "tool": "h__echo", "action": "ask", "reason": "a person checks each echo"}]}"#,
-    );
+    let config = work.asking_config("");
     let client = start(&config).await;
     let mut states = Vec::new();
     for text in ["one", "two"] {

@@ -11,6 +11,9 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 
+/// The reason [`Work::asking_config`]'s policy gives.
+pub const ASKS_BECAUSE: &str = "a person checks each echo";
+
 pub const GATEWAY: &str = env!("CARGO_BIN_EXE_toolgate-mcp-gateway");
 
 /// A fresh directory for one test, under Cargo's per-target temporary directory.
@@ -49,6 +52,19 @@ impl Work {
                 entry["tool"].as_str().expect("tool").to_owned()
             })
             .collect()
+    }
+
+    /// [`hostile_config`](Self::hostile_config) serving `h__echo` only, and asking a person
+    /// about every call ([`ASKS_BECAUSE`] the reason).
+    pub fn asking_config(&self, extra: &str) -> PathBuf {
+        let config = self.hostile_config("serve", extra);
+        self.write(
+            "policy.json",
+            &format!(
+                r#"{{"rules": [{{"id": "echo-asks", "tool": "h__echo", "action": "ask", "reason": "{ASKS_BECAUSE}"}}]}}"#
+            ),
+        );
+        config
     }
 
     /// A config with one hostile upstream `h` in `mode`, the policy allowing its tools, and

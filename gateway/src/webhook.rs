@@ -18,7 +18,7 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// An audit sink that passes every event on to `inner` and posts held calls to the webhook.
 pub struct NotifyingSink {
-    pub inner: Option<Box<dyn AuditSink>>,
+    inner: Option<Box<dyn AuditSink>>,
     queue: tokio::sync::mpsc::Sender<serde_json::Value>,
     config_file: String,
 }

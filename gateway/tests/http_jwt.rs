@@ -73,7 +73,7 @@ fn tokens_verified_against_the_key_set_name_the_principal_and_every_bad_one_gets
     let (stdout, stderr) = text(&output);
     println!("{stdout}");
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("12 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("13 passed, 0 failed"), "{stdout}");
 }
 
 #[test]

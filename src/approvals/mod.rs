@@ -21,6 +21,7 @@ use crate::cause::Cause;
 use crate::contract::{Redacted, ToolCall};
 use crate::policy::Reason;
 
+pub use crate::policy::{ApproverRefusal, Approvers};
 pub use id::{ApprovalId, ApprovalIdError};
 pub use memory::MemoryApprovalStore;
 pub use pending::PendingApprovals;
@@ -50,6 +51,17 @@ pub struct ApprovalRequest {
     /// ([`ToolDefinition::digest`](crate::ToolDefinition::digest)); if the tool's definition
     /// differs when the request is answered, the approval is stale and the call is denied.
     pub definition_digest: String,
+    /// Who may answer, as the asking rules named them (see [`Approvers`]); every entry must admit
+    /// the approver. Empty: anyone who can answer may.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<std::sync::Arc<Approvers>>,
+    /// When the call was held, in milliseconds since the Unix epoch (by the approvals' clock).
+    #[serde(default)]
+    pub requested_at_ms: u64,
+    /// When it expires, if it does (by the approvals' clock; a PostgreSQL store judges expiry by
+    /// the server's): for showing the time left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<u64>,
 }
 
 impl ApprovalRequest {
@@ -112,7 +124,10 @@ pub struct ApprovalResponse {
     /// Who answered: an id the audit log records on the approval's event (a principal's id, an
     /// operator's name). `None`: the audit log names no one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approver: Option<String>,
+    pub approver: Option<crate::Principal>,
+    /// What the person wrote with the answer; the audit log records it (bounded in length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Edited arguments are never printed: they may hold secrets.
@@ -125,7 +140,11 @@ impl fmt::Debug for ApprovalResponse {
                 "edited_arguments",
                 &self.edited_arguments.as_ref().map(|_| Redacted),
             )
-            .field("approver", &self.approver)
+            .field(
+                "approver",
+                &self.approver.as_ref().map(|approver| &approver.id),
+            )
+            .field("note", &self.note.as_ref().map(|_| Redacted))
             .finish()
     }
 }
@@ -138,6 +157,7 @@ impl ApprovalResponse {
             verdict: Verdict::Approve,
             edited_arguments: None,
             approver: None,
+            note: None,
         }
     }
 
@@ -148,6 +168,7 @@ impl ApprovalResponse {
             verdict: Verdict::Approve,
             edited_arguments: Some(arguments),
             approver: None,
+            note: None,
         }
     }
 
@@ -158,13 +179,30 @@ impl ApprovalResponse {
             verdict: Verdict::Reject,
             edited_arguments: None,
             approver: None,
+            note: None,
         }
     }
 
-    /// The same answer, given by `approver` (recorded in the audit log).
+    /// The same answer, given by the principal with id `approver`, in no group (recorded in the
+    /// audit log). A rule naming approvers by group admits an approver only through
+    /// [`by_principal`](Self::by_principal).
     #[must_use]
-    pub fn by(mut self, approver: impl Into<String>) -> Self {
-        self.approver = Some(approver.into());
+    pub fn by(self, approver: impl Into<String>) -> Self {
+        self.by_principal(crate::Principal::new(approver, Vec::<String>::new()))
+    }
+
+    /// The same answer, given by `approver`, as authenticated with its groups: what a rule's
+    /// [`Approvers`] judge.
+    #[must_use]
+    pub fn by_principal(mut self, approver: crate::Principal) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// The same answer, with the person's note (recorded in the audit log).
+    #[must_use]
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.note = Some(note.into());
         self
     }
 }
@@ -187,6 +225,15 @@ pub enum ApprovalError {
     /// or held; fix the store.
     #[error("approval store: {0}")]
     Store(#[source] StoreError),
+    /// The answer came from someone the asking rule does not let answer; the request still
+    /// waits for someone who may, and nothing ran.
+    #[error("approval {approval_id} was not answered: {refusal}")]
+    ApproverRefused {
+        /// The request, still waiting.
+        approval_id: ApprovalId,
+        /// Why this approver may not answer it.
+        refusal: ApproverRefusal,
+    },
     /// As many requests as [`ApprovalLimits::max_pending`] already wait; the call was not held.
     /// Answer or revoke some, or raise the limit.
     #[error("too many calls are waiting for approval (limit {limit})")]

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use super::{
     Answered, Approval, ApprovalError, ApprovalId, ApprovalLimits, ApprovalRequest,
-    ApprovalResponse, ApprovalState, ApprovalStore, ExecutionOutcome, MemoryApprovalStore,
-    Transition, Verdict,
+    ApprovalResponse, ApprovalState, ApprovalStore, Approvers, ExecutionOutcome,
+    MemoryApprovalStore, Transition, Verdict,
 };
 use crate::canonical::{call_hash, hex_digest};
 use crate::clock::{Clock, SystemClock, duration_ms};
@@ -141,6 +141,30 @@ impl PendingApprovals {
         prepared: PreparedToolCall,
         reason: Reason,
     ) -> Result<ApprovalRequest, ApprovalError> {
+        self.hold(prepared, reason, Vec::new())
+    }
+
+    /// [`request`](Self::request), answerable only by `approvers` (every one must admit the
+    /// answer's approver).
+    ///
+    /// # Errors
+    ///
+    /// As [`request`](Self::request).
+    pub fn request_for(
+        &self,
+        prepared: PreparedToolCall,
+        reason: Reason,
+        approvers: Vec<Arc<Approvers>>,
+    ) -> Result<ApprovalRequest, ApprovalError> {
+        self.hold(prepared, reason, approvers)
+    }
+
+    fn hold(
+        &self,
+        prepared: PreparedToolCall,
+        reason: Reason,
+        approvers: Vec<Arc<Approvers>>,
+    ) -> Result<ApprovalRequest, ApprovalError> {
         let definition = prepared.definition();
         // The definition keeps the hasher after its name and digest: only the arguments are
         // hashed here, once.
@@ -149,18 +173,21 @@ impl PendingApprovals {
             prepared.arguments(),
         ));
         let definition_digest = definition.digest().to_owned();
+        let now = self.clock.now_ms();
+        let expires = self
+            .limits
+            .time_to_live
+            .map(|time_to_live| now.saturating_add(duration_ms(time_to_live)));
         let request = ApprovalRequest {
             approval_id: ApprovalId::random()?,
             digest,
             definition_digest,
             call: prepared.into_call(),
             reason,
+            approvers,
+            requested_at_ms: now,
+            expires_at_ms: expires,
         };
-        let now = self.clock.now_ms();
-        let expires = self
-            .limits
-            .time_to_live
-            .map(|time_to_live| now.saturating_add(duration_ms(time_to_live)));
         self.store
             .insert(&request, expires, self.limits.max_pending, now)?;
         Ok(request)
@@ -178,9 +205,9 @@ impl PendingApprovals {
             Verdict::Approve => Transition::Approve,
             Verdict::Reject => Transition::Reject,
         };
-        let (request, expired) =
-            self.store
-                .take(response.approval_id, transition, self.clock.now_ms())?;
+        let now = self.clock.now_ms();
+        self.admit(&response, now)?;
+        let (request, expired) = self.store.take(response.approval_id, transition, now)?;
         if expired {
             return Ok(Answered::Expired(request));
         }
@@ -190,6 +217,30 @@ impl PendingApprovals {
                 edited_arguments: response.edited_arguments,
             }),
             Verdict::Reject => Answered::Rejected(request),
+        })
+    }
+
+    /// Refuses an answer from someone the request's approvers do not admit, before anything is
+    /// taken: the request keeps waiting for someone who may answer. A request holds who may
+    /// answer from the moment it is stored and never changes, so reading it before `take` is
+    /// as good as reading it in the same step.
+    fn admit(&self, response: &ApprovalResponse, now: u64) -> Result<(), ApprovalError> {
+        let waiting = self.store.pending(now)?;
+        let Some(request) = waiting
+            .iter()
+            .find(|request| request.approval_id == response.approval_id)
+        else {
+            // Not pending (or expired): `take` says which.
+            return Ok(());
+        };
+        crate::policy::admitted_by_all(
+            request.approvers.iter().map(|approvers| &**approvers),
+            response.approver.as_ref(),
+            request.call.principal.as_deref(),
+        )
+        .map_err(|refusal| ApprovalError::ApproverRefused {
+            approval_id: response.approval_id,
+            refusal,
         })
     }
 

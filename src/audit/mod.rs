@@ -106,12 +106,16 @@ pub struct AuditEvent {
     /// length).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
+    /// The note the approver wrote with the answer (bounded in length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl AuditEvent {
-    /// The same event, naming who answered the approval.
-    pub(crate) fn answered_by(mut self, approver: Option<&str>) -> Self {
+    /// The same event, naming who answered the approval and their note.
+    pub(crate) fn answered_by(mut self, approver: Option<&str>, note: Option<&str>) -> Self {
         self.approver = approver.map(crate::contract::quote_bounded);
+        self.note = note.map(crate::contract::quote_bounded);
         self
     }
 
@@ -180,6 +184,7 @@ impl AuditSubject {
             is_error: None,
             principal: self.principal.clone(),
             approver: None,
+            note: None,
         }
     }
 

@@ -31,6 +31,22 @@ enum Step<T> {
 }
 
 /// The id of an approved request, whose outcome the store records.
+/// Who answered and what they wrote, for the answer's audit events and the re-check.
+#[derive(Clone, Copy)]
+struct Answer<'a> {
+    approver: Option<&'a crate::Principal>,
+    note: Option<&'a str>,
+}
+
+impl Answer<'_> {
+    fn stamp(self, event: AuditEvent) -> AuditEvent {
+        event.answered_by(
+            self.approver.map(|approver| approver.id.as_str()),
+            self.note,
+        )
+    }
+}
+
 fn answered_id(answered: &Answered) -> Option<ApprovalId> {
     match answered {
         Answered::Approved(approval) => Some(approval.request().approval_id),
@@ -160,11 +176,16 @@ impl ToolController {
         #[cfg(feature = "tracing")] span: &tracing::Span,
     ) -> Result<(Option<ApprovalId>, Step<ToolResult>), ApprovalError> {
         let approver = response.approver.clone();
+        let note = response.note.clone();
         let answered = self.pending.answer(response)?;
         #[cfg(feature = "tracing")]
         super::observe::record_answered(span, &answered);
         let approval_id = answered_id(&answered);
-        Ok((approval_id, self.answer(answered, approver.as_deref())))
+        let answer = Answer {
+            approver: approver.as_ref(),
+            note: note.as_deref(),
+        };
+        Ok((approval_id, self.answer(answered, answer)))
     }
 
     /// The proof for a call a `ToolPolicy` allows by name, when no sink is set; else the call
@@ -285,7 +306,10 @@ impl ToolController {
             PolicyOutcome::NeedsApproval { prepared, decision } => {
                 let call_id = prepared.call_id().to_owned();
                 let recorded = self.record(subject, |s| s.decision(&decision));
-                let held = |()| self.pending.request(prepared, decision.reason);
+                let held = |()| {
+                    self.pending
+                        .request_for(prepared, decision.reason, decision.approvers)
+                };
                 match recorded.map(held) {
                     Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
                     Ok(Ok(request)) => {
@@ -319,7 +343,7 @@ impl ToolController {
     }
 
     /// Everything `resolve` does before the handler runs.
-    fn answer(&self, answered: Answered, approver: Option<&str>) -> Step<ToolResult> {
+    fn answer(&self, answered: Answered, answer: Answer<'_>) -> Step<ToolResult> {
         let request = match &answered {
             Answered::Approved(approval) => approval.request(),
             Answered::Rejected(request) | Answered::Expired(request) => request,
@@ -331,7 +355,7 @@ impl ToolController {
         let approval = match answered {
             Answered::Rejected(request) => {
                 let _ = self.record(&subject, |s| {
-                    s.event(AuditKind::ApprovalRejected).answered_by(approver)
+                    answer.stamp(s.event(AuditKind::ApprovalRejected))
                 });
                 return Step::Done(ToolResult::error(
                     request.call.call_id,
@@ -348,7 +372,7 @@ impl ToolController {
             Answered::Approved(approval) => approval,
         };
         let mut recorded = self.record(&subject, |s| {
-            s.event(AuditKind::ApprovalApproved).answered_by(approver)
+            answer.stamp(s.event(AuditKind::ApprovalApproved))
         });
         let mut subject = subject;
         if let (Ok(()), Some(edited), Some(_)) = (&recorded, approval.edited_arguments(), &subject)
@@ -392,6 +416,27 @@ impl ToolController {
                 authorized,
                 decision,
             } => {
+                // The policy in force may have named approvers since the call was held: the
+                // answer must satisfy them too, or nothing runs.
+                let refusal = crate::policy::admitted_by_all(
+                    decision.approvers.iter().map(|approvers| &**approvers),
+                    answer.approver,
+                    authorized.call().principal.as_deref(),
+                );
+                if let Err(refusal) = refusal {
+                    let message = format!(
+                        "denied: the policy now names other approvers for this call ({refusal}); it did not run"
+                    );
+                    let _ = self.record(&subject, |s| AuditEvent {
+                        action: Some(PolicyAction::Deny),
+                        reason: Some(message.clone()),
+                        rule_id: decision.rule_id.clone(),
+                        policy_digest: decision.policy_digest.clone(),
+                        layer: decision.layer.clone(),
+                        ..s.event(AuditKind::Decision)
+                    });
+                    return Step::Done(ToolResult::error(authorized.call_id(), message));
+                }
                 if let Err(error) = self.record(&subject, |s| s.decision(&decision)) {
                     return Step::Done(unrecorded(authorized.call_id().to_owned(), &error));
                 }

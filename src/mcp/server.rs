@@ -16,7 +16,7 @@ use super::McpError;
 use super::approval::{self, Answer, StateSeal};
 use super::wire;
 use crate::approvals::{ApprovalId, ApprovalRequest, ApprovalResponse};
-use crate::contract::{ToolCall, ToolResult};
+use crate::contract::{Principal, ToolCall, ToolResult};
 use crate::controller::{Outcome, ToolController};
 
 /// How often a connection looks whether the registry or policy was replaced.
@@ -274,7 +274,7 @@ impl McpServer {
             Answer::Reject => ApprovalResponse::reject(approval_id),
         };
         if let Some(principal) = &caller.principal {
-            response = response.by(principal.id.clone());
+            response = response.by_principal(Principal::clone(principal));
         }
         match self.controller.resolve_async(response).await {
             Ok(result) => wire::call_result(result),

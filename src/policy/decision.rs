@@ -163,6 +163,10 @@ pub struct PolicyDecision {
     /// layers takes a fallback as "no opinion" and asks the other layers.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fallback: bool,
+    /// On an ask: who may answer, one entry per asking rule (or layer) that names approvers; an
+    /// answer must satisfy every one. Empty: anyone who can answer may.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<Arc<super::Approvers>>,
 }
 
 impl PolicyDecision {
@@ -175,6 +179,7 @@ impl PolicyDecision {
             policy_digest: None,
             layer: None,
             fallback: false,
+            approvers: Vec::new(),
         }
     }
 
@@ -190,6 +195,13 @@ impl PolicyDecision {
     #[must_use]
     pub fn with_layer(mut self, layer: Arc<str>) -> Self {
         self.layer = Some(layer);
+        self
+    }
+
+    /// The same decision, answerable only by `approvers` (and by any others already named).
+    #[must_use]
+    pub fn with_approvers(mut self, approvers: impl Into<Arc<super::Approvers>>) -> Self {
+        self.approvers.push(approvers.into());
         self
     }
 

@@ -129,6 +129,7 @@ impl Policy for Layers {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
         let mut ask = None;
         let mut allow = None;
+        let mut more_approvers = Vec::new();
         for (name, policy) in &self.layers {
             let decision = policy.decide(call);
             if decision.fallback {
@@ -138,9 +139,14 @@ impl Policy for Layers {
                 // Layers are highest first: the first deny is the highest one.
                 PolicyAction::Deny => return decision.with_layer(Arc::clone(name)),
                 PolicyAction::Ask if ask.is_none() => ask = Some((name, decision)),
+                PolicyAction::Ask => more_approvers.extend(decision.approvers),
                 PolicyAction::Allow if allow.is_none() => allow = Some((name, decision)),
-                PolicyAction::Ask | PolicyAction::Allow => {}
+                PolicyAction::Allow => {}
             }
+        }
+        if let Some((_, decision)) = &mut ask {
+            // Every asking layer's approvers must agree to an answer, not just the highest's.
+            decision.approvers.extend(more_approvers);
         }
         match ask.or(allow) {
             Some((name, decision)) => decision.with_layer(Arc::clone(name)),

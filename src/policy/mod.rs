@@ -1,5 +1,6 @@
 //! Policies: allow, ask or deny a prepared call.
 
+mod approvers;
 mod async_check;
 mod decision;
 mod layers;
@@ -9,6 +10,8 @@ mod tool_policy;
 
 use std::fmt;
 
+pub(crate) use approvers::admitted_by_all;
+pub use approvers::{ApproverRefusal, Approvers};
 pub use async_check::AsyncPolicy;
 pub(crate) use async_check::{AsyncCheck, DrivenCheck};
 pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};

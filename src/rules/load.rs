@@ -267,11 +267,31 @@ fn compile_rule(
             Some(Arc::new(principals.clone()))
         }
     };
+    let approvers = match &rule.approvers {
+        None => None,
+        Some(approvers) => {
+            let mut fine = true;
+            super::principals::check_approvers(
+                approvers,
+                rule.action,
+                place,
+                &mut |place, message| {
+                    fine = false;
+                    problems.push(place, message);
+                },
+            );
+            if !fine {
+                return None;
+            }
+            Some(Arc::new(approvers.clone()))
+        }
+    };
     let compiled_rule = Rule {
         id: Arc::from(rule.id.as_str()),
         reason: reason?.clone(),
         condition,
         principals,
+        approvers,
         exact,
     };
     for (kind, examples, expected) in [

@@ -125,6 +125,10 @@ pub struct RuleConfig {
     /// [`Principal`](crate::Principal) (a library call, stdio) is made for none of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principals: Option<PrincipalsConfig>,
+    /// On an ask rule: who may answer (ids, groups, four eyes); absent means anyone who can
+    /// answer. When several ask rules apply to a call, the answer must satisfy each one's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<crate::policy::Approvers>,
 }
 
 impl RuleConfig {
@@ -144,7 +148,15 @@ impl RuleConfig {
             match_examples: Vec::new(),
             not_match: Vec::new(),
             principals: None,
+            approvers: None,
         }
+    }
+
+    /// The same ask rule, answerable only by `approvers`.
+    #[must_use]
+    pub fn approved_by(mut self, approvers: crate::policy::Approvers) -> Self {
+        self.approvers = Some(approvers);
+        self
     }
 
     /// The same rule, applying only to calls made for `principals`.
@@ -183,6 +195,8 @@ struct Rule {
     condition: Option<Compiled>,
     // The callers it applies to; `None`: every caller.
     principals: Option<Arc<PrincipalsConfig>>,
+    // Who may answer, on an ask rule.
+    approvers: Option<Arc<crate::policy::Approvers>>,
     // Whether the rule names its tool exactly (not by a pattern): named first among its action.
     exact: bool,
 }
@@ -430,17 +444,31 @@ impl RulePolicy {
                     None => scan::pick_linear(list.iter(), action, caller, arguments, &mut paths),
                 };
                 if let Some(pick) = pick {
-                    return self.picked(action, pick);
+                    let decision = self.picked(action, pick);
+                    return Self::with_approvers(
+                        decision,
+                        &rules.ask,
+                        caller,
+                        arguments,
+                        &self.paths,
+                    );
                 }
             }
             return self.default_decision();
         }
         // A tool registered after the policy was loaded: only patterns can cover it.
-        for (action, list) in groups::rules_for(&self.groups, tool).into_iter().flatten() {
+        let lists = groups::rules_for(&self.groups, tool);
+        for (action, list) in lists.clone().into_iter().flatten() {
             if let Some(pick) =
                 scan::pick_linear(list.into_iter(), action, caller, arguments, &mut paths)
             {
-                return self.picked(action, pick);
+                let decision = self.picked(action, pick);
+                let asking = lists
+                    .into_iter()
+                    .flatten()
+                    .filter(|(a, _)| *a == PolicyAction::Ask);
+                let asking = asking.flat_map(|(_, rules)| rules);
+                return Self::with_approvers(decision, asking, caller, arguments, &self.paths);
             }
         }
         self.default_decision()
@@ -465,6 +493,35 @@ impl RulePolicy {
         PolicyDecision::new(action, reason)
             .with_rule_id(Arc::clone(&rule.id))
             .with_policy_digest(Arc::clone(&self.digest))
+    }
+
+    /// `decision`, an ask, with the approvers of every ask rule that applies to the call (the
+    /// deciding rule's and any other's): one rule without approvers must not let an answer
+    /// skip another's.
+    fn with_approvers<'a>(
+        decision: PolicyDecision,
+        asking: impl IntoIterator<Item = &'a Rule>,
+        caller: Option<&crate::Principal>,
+        arguments: &Value,
+        paths: &PathSettings,
+    ) -> PolicyDecision {
+        if decision.action != PolicyAction::Ask {
+            return decision;
+        }
+        let mut decision = decision;
+        for rule in asking {
+            let Some(approvers) = &rule.approvers else {
+                continue;
+            };
+            let applies = !matches!(
+                rule.truth_for(caller, arguments, &mut CallPaths::new(paths)),
+                Truth::No
+            );
+            if applies {
+                decision.approvers.push(Arc::clone(approvers));
+            }
+        }
+        decision
     }
 
     /// The decision for `call` and how every rule of its tool evaluated.

@@ -64,9 +64,50 @@ pub(super) fn check(
             "names no id and no group: the rule would apply to nobody".to_owned(),
         );
     }
-    for (key, names) in [("ids", &principals.ids), ("groups", &principals.groups)] {
+    check_names(
+        [("ids", &principals.ids), ("groups", &principals.groups)],
+        &format!("{place}.principals"),
+        problem,
+    );
+}
+
+/// A rule's `approvers`: only on an ask rule (nothing else waits for an answer), and naming
+/// someone or asking for four eyes; names as for `principals`.
+pub(super) fn check_approvers(
+    approvers: &crate::policy::Approvers,
+    action: crate::PolicyAction,
+    place: &str,
+    problem: &mut dyn FnMut(String, String),
+) {
+    let here = format!("{place}.approvers");
+    if action != crate::PolicyAction::Ask {
+        problem(
+            here.clone(),
+            format!("only an ask rule waits for an approver; this rule's action is {action}"),
+        );
+    }
+    if approvers.ids.is_empty() && approvers.groups.is_empty() && !approvers.four_eyes {
+        problem(
+            here.clone(),
+            "names no id, no group and no four_eyes: it would change nothing".to_owned(),
+        );
+    }
+    check_names(
+        [("ids", &approvers.ids), ("groups", &approvers.groups)],
+        &here,
+        problem,
+    );
+}
+
+/// Each name 1 to 256 bytes, visible, without whitespace, and named once in its list.
+fn check_names(
+    lists: [(&str, &Vec<String>); 2],
+    place: &str,
+    problem: &mut dyn FnMut(String, String),
+) {
+    for (key, names) in lists {
         for (index, name) in names.iter().enumerate() {
-            let here = format!("{place}.principals.{key}[{index}]");
+            let here = format!("{place}.{key}[{index}]");
             if name.is_empty() || name.len() > 256 {
                 problem(here, "must be 1 to 256 bytes".to_owned());
             } else if name

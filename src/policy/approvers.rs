@@ -1,0 +1,167 @@
+//! Who may answer an ask: the approvers an ask rule names, and four eyes.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::Principal;
+
+/// Who may answer a call a rule asks about: a principal whose id is in `ids` or who is in one of
+/// `groups` (both empty: any identified principal), and with `four_eyes`, never the principal the
+/// call was made for. Set on an ask rule (`"approvers"`); every ask rule that applies to a call adds
+/// its own, and an answer must satisfy them all.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::Principal;
+/// use toolgate::approvals::Approvers;
+///
+/// let approvers = Approvers::groups(["security"]).with_four_eyes();
+/// let alice = Principal::new("alice", ["security"]);
+/// let bob = Principal::new("bob", ["security"]);
+/// let eve = Principal::new("eve", ["dev"]);
+/// assert!(approvers.admits(Some(&bob), Some(&alice)).is_ok());
+/// assert!(approvers.admits(Some(&alice), Some(&alice)).is_err()); // her own call
+/// assert!(approvers.admits(Some(&eve), Some(&alice)).is_err()); // not in the group
+/// assert!(approvers.admits(None, Some(&alice)).is_err()); // nobody identified
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Approvers {
+    /// Principal ids that may answer, matched exactly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+    /// Groups whose members may answer, matched exactly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// The principal who made the call may not answer it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub four_eyes: bool,
+}
+
+/// Why an answer was refused: the request still waits, and nothing ran.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApproverRefusal {
+    /// The answer named no principal, and the rule says who may answer.
+    #[error("this call may be answered only by an identified approver")]
+    Unidentified,
+    /// The approver is not one the rule names.
+    #[error("{approver:?} is not among the approvers this call needs ({needed})")]
+    NotAnApprover {
+        /// Who answered.
+        approver: String,
+        /// Who may, as the rule names them.
+        needed: String,
+    },
+    /// Four eyes: the approver made the call.
+    #[error("four eyes: {approver:?} asked for this call and cannot approve it")]
+    OwnCall {
+        /// Who answered (and asked).
+        approver: String,
+    },
+    /// Four eyes, for a call made for no principal: nobody can be shown to be someone else.
+    #[error(
+        "four eyes: this call was made for no identified principal, so no approver can be shown to be another person"
+    )]
+    UnknownAsker,
+}
+
+impl Approvers {
+    /// Members of any of `groups` may answer.
+    pub fn groups(groups: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            groups: groups.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// The principals with these `ids` may answer.
+    pub fn ids(ids: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            ids: ids.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Any identified principal but the one who made the call may answer.
+    pub fn four_eyes() -> Self {
+        Self::default().with_four_eyes()
+    }
+
+    /// The same approvers, never the principal who made the call.
+    #[must_use]
+    pub fn with_four_eyes(mut self) -> Self {
+        self.four_eyes = true;
+        self
+    }
+
+    /// Whether `approver` may answer a call made for `asker`.
+    ///
+    /// # Errors
+    ///
+    /// The [`ApproverRefusal`] saying why not.
+    pub fn admits(
+        &self,
+        approver: Option<&Principal>,
+        asker: Option<&Principal>,
+    ) -> Result<(), ApproverRefusal> {
+        let approver = approver.ok_or(ApproverRefusal::Unidentified)?;
+        let named = self.ids.is_empty() && self.groups.is_empty()
+            || self.ids.contains(&approver.id)
+            || approver
+                .groups
+                .iter()
+                .any(|group| self.groups.contains(group));
+        if !named {
+            return Err(ApproverRefusal::NotAnApprover {
+                approver: crate::contract::quote_bounded(&approver.id),
+                needed: self.to_string(),
+            });
+        }
+        if self.four_eyes {
+            match asker {
+                None => return Err(ApproverRefusal::UnknownAsker),
+                Some(asker) if asker.id == approver.id => {
+                    return Err(ApproverRefusal::OwnCall {
+                        approver: crate::contract::quote_bounded(&approver.id),
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `ids alice, bob; groups security; four eyes` — what a person is told is needed.
+impl fmt::Display for Approvers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if !self.ids.is_empty() {
+            parts.push(format!("ids {}", self.ids.join(", ")));
+        }
+        if !self.groups.is_empty() {
+            parts.push(format!("groups {}", self.groups.join(", ")));
+        }
+        if parts.is_empty() {
+            parts.push("any identified principal".to_owned());
+        }
+        if self.four_eyes {
+            parts.push("four eyes".to_owned());
+        }
+        f.write_str(&parts.join("; "))
+    }
+}
+
+/// Whether `approver` satisfies every one of `all` for a call made for `asker`.
+pub(crate) fn admitted_by_all<'a>(
+    all: impl IntoIterator<Item = &'a Approvers>,
+    approver: Option<&Principal>,
+    asker: Option<&Principal>,
+) -> Result<(), ApproverRefusal> {
+    all.into_iter()
+        .try_for_each(|approvers| approvers.admits(approver, asker))
+}

@@ -102,6 +102,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+#[cfg(feature = "approval-page")]
+pub mod approval_page;
 pub mod approvals;
 pub mod audit;
 mod authorized;

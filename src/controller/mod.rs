@@ -295,6 +295,15 @@ impl ToolController {
         self.pending.list()
     }
 
+    /// As [`pending`](Self::pending), with the store's error instead of an empty list.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] if the store cannot be read.
+    pub fn pending_requests(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        self.pending.try_list()
+    }
+
     /// Withdraws a waiting request; the returned error result tells the model its call did not
     /// run.
     ///

@@ -1,0 +1,435 @@
+//! The page's routes: the static page, sign-in, the waiting calls, answers, the audit view.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::session::{COOKIE, Session, Sessions, cookie_value, same_token};
+use super::{ApprovalPage, assets};
+use crate::approvals::{ApprovalError, ApprovalRequest, ApprovalResponse};
+use crate::clock::{Clock as _, SystemClock};
+
+/// The largest request body read: sign-in and answers are small.
+const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The longest note an approver may write.
+const MAX_NOTE_CHARS: usize = 2_000;
+
+/// How much of a result the page shows of an approved call.
+const MAX_RESULT_CHARS: usize = 64 * 1024;
+
+/// Answers kept for the page's "answered here" list.
+const ANSWERED_KEPT: usize = 50;
+
+/// The header carrying the session's CSRF token on every state change.
+const CSRF_HEADER: &str = "x-toolgate-csrf";
+
+struct Shared {
+    page: ApprovalPage,
+    sessions: Sessions,
+    answered: Mutex<VecDeque<Value>>,
+}
+
+type Page = State<Arc<Shared>>;
+
+pub(super) fn router(page: ApprovalPage) -> Router {
+    let shared = Arc::new(Shared {
+        page,
+        sessions: Sessions::default(),
+        answered: Mutex::default(),
+    });
+    Router::new()
+        .route("/approvals", get(assets::page))
+        .route("/approvals/", get(assets::page))
+        .route("/approvals/page.js", get(assets::script))
+        .route("/approvals/page.css", get(assets::style))
+        .route("/approvals/api/session", get(session))
+        .route("/approvals/api/login", post(login))
+        .route("/approvals/api/logout", post(logout))
+        .route("/approvals/api/pending", get(pending))
+        .route("/approvals/api/answer", post(answer))
+        .route("/approvals/api/answered", get(answered))
+        .route("/approvals/api/audit", get(audit))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
+        .with_state(shared)
+}
+
+/// A JSON error `{"error": message}` with `status`.
+fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, axum::Json(json!({ "error": message.into() }))).into_response()
+}
+
+/// On every response: no caching, no framing, no sniffing, no referrer, the page's CSP. Before
+/// every request: the `Host` is allowed, and a state change comes from the page's own origin.
+async fn guard(State(shared): Page, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let allowed = shared
+        .page
+        .allowed_hosts
+        .as_ref()
+        .is_none_or(|hosts| hosts.iter().any(|allowed| *allowed == host));
+    let mut response = if !allowed {
+        refuse(
+            StatusCode::FORBIDDEN,
+            "this host is not one the page serves",
+        )
+    } else if request.method() == axum::http::Method::POST && !same_origin(request.headers(), &host)
+    {
+        refuse(
+            StatusCode::FORBIDDEN,
+            "refused: the request comes from another origin than the page",
+        )
+    } else {
+        next.run(request).await
+    };
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CACHE_CONTROL, "no-store"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            assets::CONTENT_SECURITY_POLICY,
+        ),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// A request without an `Origin` header (not sent by a browser for this) passes; one with an
+/// origin passes only if it is this host's.
+fn same_origin(headers: &HeaderMap, host: &str) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let origin = origin.to_str().unwrap_or("");
+    origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .is_some_and(|rest| rest == host)
+}
+
+/// The session the request's cookie names, with its id.
+fn session_of(shared: &Shared, headers: &HeaderMap) -> Option<(String, Session)> {
+    let id = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(cookie_value)?;
+    let session = shared.sessions.get(id)?;
+    Some((id.to_owned(), session))
+}
+
+fn signed_out() -> Response {
+    refuse(StatusCode::UNAUTHORIZED, "sign in first")
+}
+
+/// The session, if the request carries its cookie and its CSRF token.
+fn checked(shared: &Shared, headers: &HeaderMap) -> Result<(String, Session), Response> {
+    let (id, session) = session_of(shared, headers).ok_or_else(signed_out)?;
+    let token = headers
+        .get(CSRF_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    if !same_token(token, &session.csrf) {
+        return Err(refuse(
+            StatusCode::FORBIDDEN,
+            "refused: the request lacks this session's CSRF token; reload the page",
+        ));
+    }
+    Ok((id, session))
+}
+
+fn who(session: &Session) -> Value {
+    json!({
+        "approver": session.principal.id,
+        "groups": session.principal.groups,
+        "csrf": session.csrf,
+    })
+}
+
+async fn session(State(shared): Page, headers: HeaderMap) -> Response {
+    match session_of(&shared, &headers) {
+        Some((_, session)) => axum::Json(who(&session)).into_response(),
+        None => signed_out(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Login {
+    credential: String,
+}
+
+async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {
+    let credential = body.0.credential;
+    let authenticate = Arc::clone(&shared.page.authenticate);
+    // An authenticator may verify a token or read a file: off the event loop.
+    let principal = tokio::task::spawn_blocking(move || authenticate.authenticate(&credential))
+        .await
+        .ok()
+        .flatten();
+    let Some(principal) = principal else {
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "this credential names nobody here",
+        );
+    };
+    let Some((id, session)) = shared
+        .sessions
+        .open(principal, shared.page.session_time_to_live)
+    else {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the operating system's random generator is unavailable",
+        );
+    };
+    let secure = if shared.page.secure_cookies {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/approvals; Max-Age={}{secure}",
+        shared.page.session_time_to_live.as_secs()
+    );
+    let mut response = axum::Json(who(&session)).into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+async fn logout(State(shared): Page, headers: HeaderMap) -> Response {
+    let (id, _) = match checked(&shared, &headers) {
+        Ok(found) => found,
+        Err(refusal) => return refusal,
+    };
+    shared.sessions.close(&id);
+    let mut response = axum::Json(json!({"signed_out": true})).into_response();
+    let expired = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/approvals; Max-Age=0");
+    if let Ok(value) = HeaderValue::from_str(&expired) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// The waiting calls, read off the event loop (a store may be SQLite or PostgreSQL).
+async fn waiting(shared: &Shared) -> Result<Vec<ApprovalRequest>, Response> {
+    let controller = Arc::clone(&shared.page.controller);
+    tokio::task::spawn_blocking(move || controller.pending_requests())
+        .await
+        .map_err(|_| refuse(StatusCode::INTERNAL_SERVER_ERROR, "the store read failed"))?
+        .map_err(|error| {
+            refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("cannot read the approval store: {error}"),
+            )
+        })
+}
+
+/// One waiting call as the page shows it: everything, the arguments whole.
+fn shown(request: &ApprovalRequest, session: &Session, description: Option<&str>) -> Value {
+    let asker = request.call.principal.as_deref();
+    let may_answer = crate::policy::admitted_by_all(
+        request.approvers.iter().map(|approvers| &**approvers),
+        Some(&session.principal),
+        asker,
+    );
+    let arguments = serde_json::to_string_pretty(&request.call.arguments).unwrap_or_default();
+    json!({
+        "id": request.approval_id.to_string(),
+        "tool": request.call.tool_name,
+        "description": description,
+        "principal": asker.map(|principal| &principal.id),
+        "reason": request.reason.as_str(),
+        "digest": request.digest,
+        "definition_digest": request.definition_digest,
+        "requested_at_ms": request.requested_at_ms,
+        "expires_at_ms": request.expires_at_ms,
+        "arguments": arguments,
+        "argument_chars": arguments.chars().count(),
+        "approvers": request.approvers.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "may_answer": may_answer.is_ok(),
+        "why_not": may_answer.err().map(|refusal| refusal.to_string()),
+    })
+}
+
+async fn pending(State(shared): Page, headers: HeaderMap) -> Response {
+    let Some((_, session)) = session_of(&shared, &headers) else {
+        return signed_out();
+    };
+    let requests = match waiting(&shared).await {
+        Ok(requests) => requests,
+        Err(refusal) => return refusal,
+    };
+    let specs = shared.page.controller.specs();
+    let description = |tool: &str| {
+        specs
+            .iter()
+            .find(|spec| spec.name == tool)
+            .map(|spec| spec.description.as_str())
+    };
+    let calls: Vec<Value> = requests
+        .iter()
+        .map(|request| shown(request, &session, description(&request.call.tool_name)))
+        .collect();
+    axum::Json(json!({ "now_ms": SystemClock.now_ms(), "pending": calls })).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    id: String,
+    digest: String,
+    verdict: Verdict,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Verdict {
+    Approve,
+    Reject,
+}
+
+async fn answer(State(shared): Page, headers: HeaderMap, body: axum::Json<Answer>) -> Response {
+    let (_, session) = match checked(&shared, &headers) {
+        Ok(found) => found,
+        Err(refusal) => return refusal,
+    };
+    let Answer {
+        id,
+        digest,
+        verdict,
+        note,
+    } = body.0;
+    let Ok(approval_id) = id.parse::<crate::ApprovalId>() else {
+        return refuse(StatusCode::BAD_REQUEST, "not an approval id");
+    };
+    let note = note.filter(|note| !note.trim().is_empty());
+    if note
+        .as_ref()
+        .is_some_and(|note| note.chars().count() > MAX_NOTE_CHARS)
+    {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            format!("a note holds at most {MAX_NOTE_CHARS} characters"),
+        );
+    }
+    let requests = match waiting(&shared).await {
+        Ok(requests) => requests,
+        Err(refusal) => return refusal,
+    };
+    let Some(request) = requests
+        .into_iter()
+        .find(|request| request.approval_id == approval_id)
+    else {
+        return refuse(
+            StatusCode::CONFLICT,
+            format!(
+                "approval {approval_id} is no longer waiting (answered elsewhere, expired or withdrawn); nothing ran"
+            ),
+        );
+    };
+    if request.digest != digest {
+        return refuse(
+            StatusCode::CONFLICT,
+            "the call differs from the one this page showed; reload and read it again. Nothing ran",
+        );
+    }
+    let response = match verdict {
+        Verdict::Approve => ApprovalResponse::approve(approval_id),
+        Verdict::Reject => ApprovalResponse::reject(approval_id),
+    }
+    .by_principal(crate::Principal::clone(&session.principal));
+    let response = match note {
+        Some(note) => response.with_note(note),
+        None => response,
+    };
+    let result = match shared.page.controller.resolve_async(response).await {
+        Ok(result) => result,
+        Err(error @ ApprovalError::ApproverRefused { .. }) => {
+            return refuse(StatusCode::FORBIDDEN, format!("{error}; nothing ran"));
+        }
+        Err(error @ ApprovalError::NotPending { .. }) => {
+            return refuse(StatusCode::CONFLICT, format!("{error}; nothing ran"));
+        }
+        Err(error) => {
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{error}; nothing ran"),
+            );
+        }
+    };
+    let content: String = result.content.chars().take(MAX_RESULT_CHARS).collect();
+    let cut = result.content.len() - content.len();
+    let outcome = json!({
+        "id": approval_id.to_string(),
+        "tool": request.call.tool_name,
+        "verdict": verdict,
+        "by": session.principal.id,
+        "time_ms": SystemClock.now_ms(),
+        "is_error": result.is_error,
+        "content": content,
+        "content_bytes_not_shown": cut,
+    });
+    let mut answered = shared
+        .answered
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if answered.len() == ANSWERED_KEPT {
+        answered.pop_front();
+    }
+    answered.push_back(outcome.clone());
+    drop(answered);
+    axum::Json(outcome).into_response()
+}
+
+/// The answers given on this page since the process started, newest last.
+async fn answered(State(shared): Page, headers: HeaderMap) -> Response {
+    if session_of(&shared, &headers).is_none() {
+        return signed_out();
+    }
+    let answered: Vec<Value> = shared
+        .answered
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .cloned()
+        .collect();
+    axum::Json(json!({ "answered": answered })).into_response()
+}
+
+async fn audit(State(shared): Page, headers: HeaderMap) -> Response {
+    if session_of(&shared, &headers).is_none() {
+        return signed_out();
+    }
+    let Some(view) = shared.page.audit.clone() else {
+        return axum::Json(json!({ "configured": false })).into_response();
+    };
+    match tokio::task::spawn_blocking(move || view.snapshot(100)).await {
+        Ok(Ok(snapshot)) => {
+            axum::Json(json!({ "configured": true, "snapshot": snapshot })).into_response()
+        }
+        Ok(Err(problem)) => refuse(StatusCode::SERVICE_UNAVAILABLE, problem),
+        Err(_) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "the audit read failed"),
+    }
+}

@@ -1,0 +1,208 @@
+// The approval page. Every value from the server is put in the page with `textContent`, never as
+// markup: arguments, tool names, descriptions and reasons come from models, upstreams and configs.
+"use strict";
+
+const POLL_MS = 2000;
+let csrf = null;
+let clockSkew = 0; // server time minus local time, from each poll
+const cards = new Map(); // approval id -> { card, request, timeLeft }
+
+const $ = (id) => document.getElementById(id);
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+async function api(path, body) {
+  const options = { credentials: "same-origin", headers: {} };
+  if (body !== undefined) {
+    options.method = "POST";
+    options.headers["content-type"] = "application/json";
+    options.headers["x-toolgate-csrf"] = csrf || "";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch("/approvals/api/" + path, options);
+  let data = {};
+  try { data = await response.json(); } catch (_) { /* an empty or non-JSON body */ }
+  return { status: response.status, data };
+}
+
+function signedIn(session) {
+  csrf = session.csrf;
+  $("approver").textContent = session.approver;
+  $("groups").textContent = session.groups.length ? "(groups: " + session.groups.join(", ") + ")" : "(no group)";
+  $("who").hidden = false;
+  $("signin").hidden = true;
+  $("work").hidden = false;
+  poll();
+  refreshAudit();
+}
+
+function signedOut() {
+  csrf = null;
+  $("who").hidden = true;
+  $("work").hidden = true;
+  $("signin").hidden = false;
+}
+
+function timeLeft(request) {
+  if (request.expires_at_ms === null || request.expires_at_ms === undefined) return "does not expire";
+  const left = request.expires_at_ms - (Date.now() + clockSkew);
+  if (left <= 0) return "expired";
+  const seconds = Math.floor(left / 1000);
+  const minutes = Math.floor(seconds / 60);
+  return "expires in " + (minutes ? minutes + " min " : "") + (seconds % 60) + " s";
+}
+
+function row(list, term, value, className) {
+  list.append(element("dt", null, term));
+  list.append(element("dd", className, value));
+}
+
+function card(request) {
+  const node = element("article", "call");
+  node.dataset.approvalId = request.id;
+  node.append(element("h3", "tool", request.tool));
+  const facts = element("dl");
+  row(facts, "tool description", request.description === null ? "(none)" : request.description, "description");
+  row(facts, "asked by", request.principal === null ? "(no principal)" : request.principal, "principal");
+  row(facts, "why you are asked", request.reason, "reason");
+  row(facts, "time left", timeLeft(request), "time-left");
+  row(facts, "who may answer", request.approvers.length ? request.approvers.join(" and ") : "anyone signed in", "approvers");
+  row(facts, "approval id", request.id, "digest");
+  row(facts, "digest", request.digest, "digest");
+  node.append(facts);
+  node.append(element("p", null, "Arguments, all " + request.argument_chars + " characters:"));
+  node.append(element("pre", "arguments", request.arguments));
+  const note = element("textarea", "note");
+  note.placeholder = "note for the audit log (optional)";
+  note.maxLength = 2000;
+  node.append(note);
+  const approve = element("button", "approve", "Approve and run once");
+  const reject = element("button", "reject", "Reject");
+  approve.type = reject.type = "button";
+  approve.addEventListener("click", () => answer(request, "approve", node));
+  reject.addEventListener("click", () => answer(request, "reject", node));
+  node.append(approve, reject);
+  if (!request.may_answer) {
+    node.append(element("p", "error cannot", "You cannot answer this call: " + request.why_not));
+  }
+  node.append(element("p", "outcome", ""));
+  return node;
+}
+
+function settle(node, message, className) {
+  node.classList.add("gone");
+  for (const button of node.querySelectorAll("button")) button.disabled = true;
+  const outcome = node.querySelector(".outcome");
+  outcome.className = "outcome " + className;
+  outcome.textContent = message;
+}
+
+async function answer(request, verdict, node) {
+  const note = node.querySelector(".note").value;
+  for (const button of node.querySelectorAll("button")) button.disabled = true;
+  const { status, data } = await api("answer", { id: request.id, digest: request.digest, verdict, note });
+  const outcome = node.querySelector(".outcome");
+  if (status === 200) {
+    let text;
+    if (verdict === "reject") text = "Rejected by " + data.by + ": it did not run.";
+    else if (data.is_error) text = "Approved by " + data.by + ", but it did not succeed: " + data.content;
+    else text = "Approved by " + data.by + ": it ran once. Its result:";
+    settle(node, text, data.is_error ? "error" : "ok");
+    if (verdict === "approve" && !data.is_error) node.append(element("pre", "result", data.content));
+    cards.delete(request.id);
+    refreshAnswered();
+  } else {
+    outcome.className = "outcome error";
+    outcome.textContent = "Refused (" + status + "): " + (data.error || "no reason given");
+    if (status === 409) settle(node, outcome.textContent, "error");
+    else for (const button of node.querySelectorAll("button")) button.disabled = false;
+    if (status === 401) signedOut();
+  }
+}
+
+async function poll() {
+  if (!csrf) return;
+  const { status, data } = await api("pending");
+  if (status === 401) { signedOut(); return; }
+  if (status !== 200) {
+    $("status").textContent = "Cannot read the waiting calls: " + (data.error || status);
+    return;
+  }
+  $("status").textContent = "";
+  clockSkew = data.now_ms - Date.now();
+  const seen = new Set();
+  for (const request of data.pending) {
+    seen.add(request.id);
+    if (!cards.has(request.id)) {
+      const node = card(request);
+      $("pending").append(node);
+      cards.set(request.id, { node, request });
+    }
+  }
+  for (const [id, entry] of cards) {
+    if (!seen.has(id)) {
+      settle(entry.node, "No longer waiting: answered elsewhere, expired or withdrawn.", "notice");
+      cards.delete(id);
+    }
+  }
+  $("count").textContent = "(" + data.pending.length + ")";
+  $("none").hidden = data.pending.length > 0;
+  refreshAnswered();
+}
+
+function tick() {
+  for (const { node, request } of cards.values()) {
+    node.querySelector(".time-left").textContent = timeLeft(request);
+  }
+}
+
+async function refreshAnswered() {
+  const { status, data } = await api("answered");
+  if (status !== 200) return;
+  const list = $("answered");
+  list.replaceChildren();
+  for (const entry of data.answered.slice().reverse()) {
+    const outcome = entry.verdict === "reject" ? "rejected" : entry.is_error ? "approved, did not succeed" : "approved, ran once";
+    list.append(element("li", null, new Date(entry.time_ms).toLocaleTimeString() + " · " + entry.tool + " · " + outcome + " · by " + entry.by));
+  }
+}
+
+async function refreshAudit() {
+  const { status, data } = await api("audit");
+  const chain = $("chain");
+  const body = $("audit").querySelector("tbody");
+  body.replaceChildren();
+  if (status !== 200) { chain.textContent = "Cannot read the audit log: " + (data.error || status); chain.className = "error"; return; }
+  if (!data.configured) { chain.textContent = "No audit log is shown here."; chain.className = ""; return; }
+  const snapshot = data.snapshot;
+  chain.textContent = (snapshot.verified ? "Chain verifies: " : "Chain does NOT verify: ") + snapshot.chain;
+  chain.className = snapshot.verified ? "ok" : "error";
+  for (const event of snapshot.events.slice().reverse()) {
+    const tr = element("tr");
+    for (const value of [new Date(event.time_ms).toLocaleString(), event.kind, event.tool, event.call_id, event.principal, event.approver, event.note]) {
+      tr.append(element("td", null, value === undefined ? "" : value));
+    }
+    body.append(tr);
+  }
+}
+
+document.addEventListener("DOMContentLoaded", async () => {
+  $("signin-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const { status, data } = await api("login", { credential: $("credential").value });
+    $("credential").value = "";
+    if (status === 200) { $("signin-error").textContent = ""; signedIn(data); }
+    else $("signin-error").textContent = data.error || "sign-in failed (" + status + ")";
+  });
+  $("logout").addEventListener("click", async () => { await api("logout", {}); signedOut(); });
+  $("audit-refresh").addEventListener("click", refreshAudit);
+  setInterval(poll, POLL_MS);
+  setInterval(tick, 1000);
+  const { status, data } = await api("session");
+  if (status === 200) signedIn(data); else signedOut();
+});

@@ -1,0 +1,147 @@
+//! An approval page for people: any [`ToolController`]'s waiting calls, shown whole, approved or
+//! rejected in a browser, with a JSON API under it (feature `approval-page`).
+//!
+//! [`ApprovalPage::router`] is an [axum](https://docs.rs/axum) router serving everything under
+//! `/approvals`; merge it into the router of a listener *apart from* the one models reach (an
+//! admin listener). The MCP gateway serves it on its admin listener.
+//!
+//! # Guarantees
+//!
+//! - **Who answers is authenticated.** A person signs in with a credential your [`Authenticate`]
+//!   turns into a [`Principal`] (the gateway's: an API key or a JSON Web Token); the session is a
+//!   random 256-bit id in an `HttpOnly; SameSite=Strict` cookie (and `Secure` with
+//!   [`with_secure_cookies`](ApprovalPage::with_secure_cookies)). Every answer names that
+//!   principal, with its groups, so a rule's [`Approvers`](crate::approvals::Approvers) and four
+//!   eyes judge it; the approver and the note go into the audit log.
+//! - **What is approved is what was shown.** The page lists every waiting call with its tool, the
+//!   principal who asked, the reason, the time left, the digest and the *whole* canonical
+//!   arguments, pretty-printed and never cut. An answer carries the digest the page showed; one
+//!   for a request that is no longer waiting (answered in another tab, by the command line,
+//!   expired) or whose digest differs is refused with 409, and nothing runs. An approved call runs
+//!   once, through [`ToolController::resolve_async`], and its outcome is shown.
+//! - **Web security.** The page is static; everything a model, an upstream or a config controls
+//!   reaches it as JSON and is put in the page as text (`textContent`), never as markup. A strict
+//!   Content-Security-Policy (`default-src 'none'`, scripts and styles from the page's own
+//!   origin only, no framing); state changes are `POST` only, with a JSON body, the session's
+//!   CSRF token in a header, and an `Origin` (when sent) of the page's own host. No argument
+//!   value is put in a URL, a header or a log line.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! # async fn serve(controller: std::sync::Arc<toolgate::ToolController>) -> std::io::Result<()> {
+//! use toolgate::Principal;
+//! use toolgate::approval_page::ApprovalPage;
+//!
+//! // Who a credential names: here one fixed key for one person in the "security" group.
+//! let page = ApprovalPage::new(controller, |credential: &str| {
+//!     (credential == "s3cret-key").then(|| Principal::new("sam", ["security"]))
+//! });
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:9090").await?;
+//! axum::serve(listener, page.router()).await
+//! # }
+//! ```
+
+mod api;
+mod assets;
+mod audit_view;
+mod session;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use audit_view::{AuditSnapshot, AuditView, JsonlAuditView};
+
+use crate::contract::Principal;
+use crate::controller::ToolController;
+
+/// Turns a credential a person typed (an API key, a token) into the principal it names.
+/// Closures `Fn(&str) -> Option<Principal> + Send + Sync` are authenticators.
+pub trait Authenticate: Send + Sync + 'static {
+    /// The principal `credential` names, or `None` if it names nobody.
+    fn authenticate(&self, credential: &str) -> Option<Principal>;
+}
+
+impl<F> Authenticate for F
+where
+    F: Fn(&str) -> Option<Principal> + Send + Sync + 'static,
+{
+    fn authenticate(&self, credential: &str) -> Option<Principal> {
+        self(credential)
+    }
+}
+
+/// The approval page and its JSON API for one controller (see the [module](self) docs).
+pub struct ApprovalPage {
+    controller: Arc<ToolController>,
+    authenticate: Arc<dyn Authenticate>,
+    audit: Option<Arc<dyn AuditView>>,
+    secure_cookies: bool,
+    allowed_hosts: Option<Vec<String>>,
+    session_time_to_live: Duration,
+}
+
+impl std::fmt::Debug for ApprovalPage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApprovalPage")
+            .field("controller", &self.controller)
+            .field("secure_cookies", &self.secure_cookies)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApprovalPage {
+    /// A page answering `controller`'s waiting calls, for people `authenticate` names.
+    pub fn new(controller: Arc<ToolController>, authenticate: impl Authenticate) -> Self {
+        Self {
+            controller,
+            authenticate: Arc::new(authenticate),
+            audit: None,
+            secure_cookies: false,
+            allowed_hosts: None,
+            session_time_to_live: Duration::from_secs(8 * 60 * 60),
+        }
+    }
+
+    /// The same page, also showing recent audit events and whether their chain verifies.
+    #[must_use]
+    pub fn with_audit(mut self, audit: impl AuditView) -> Self {
+        self.audit = Some(Arc::new(audit));
+        self
+    }
+
+    /// The same page, marking its session cookie `Secure`: set it when people reach the page over
+    /// HTTPS (through a proxy terminating TLS, say); a browser keeps no `Secure` cookie sent over
+    /// plain HTTP to another host than `localhost`.
+    #[must_use]
+    pub fn with_secure_cookies(mut self) -> Self {
+        self.secure_cookies = true;
+        self
+    }
+
+    /// The same page, answering only requests whose `Host` header is one of `hosts` (`host` or
+    /// `host:port`): a defence against DNS rebinding. Without it every host is served.
+    #[must_use]
+    pub fn with_allowed_hosts(
+        mut self,
+        hosts: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The same page, with sessions lasting `time_to_live` from sign-in (8 hours unless set).
+    #[must_use]
+    pub fn with_session_time_to_live(mut self, time_to_live: Duration) -> Self {
+        self.session_time_to_live = time_to_live;
+        self
+    }
+
+    /// The routes, all under `/approvals`: the page (`GET /approvals`), its script and style,
+    /// and the JSON API under `/approvals/api/` (`session`, `login`, `logout`, `pending`,
+    /// `answer`, `answered`, `audit`).
+    pub fn router(self) -> axum::Router {
+        api::router(self)
+    }
+}

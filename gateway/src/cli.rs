@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 const ABOUT: &str = "Put toolgate in front of MCP servers: every tool call resolved by exact name, \
 its arguments validated against the tool's schema, decided by your policy (allow / ask / deny, \
@@ -167,22 +167,34 @@ pub enum ApprovalsCommand {
     Approve {
         /// The approval's id.
         id: String,
-        /// The gateway's config file (TOML).
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-        /// Who approves, as the audit log records it.
-        #[arg(long = "as", value_name = "APPROVER")]
-        approver: String,
+        #[command(flatten)]
+        answer: AnswerArgs,
     },
     /// Reject one waiting call: nothing runs; the audit log names you.
     Reject {
         /// The approval's id.
         id: String,
-        /// The gateway's config file (TOML).
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-        /// Who rejects, as the audit log records it.
-        #[arg(long = "as", value_name = "APPROVER")]
-        approver: String,
+        #[command(flatten)]
+        answer: AnswerArgs,
     },
+}
+
+/// Who answers, and how they prove it.
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// The gateway's config file (TOML).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// The environment variable holding your API key (one of the config's [[clients]]) or
+    /// token (one its [jwt] accepts): you answer as the principal it names, with its groups. Required when
+    /// the config names identities.
+    #[arg(long, value_name = "VAR")]
+    pub key_env: Option<String>,
+    /// Your name, for a config that names no identities (a stdio-only gateway); with
+    /// identities, it must be the name your key proves, if given.
+    #[arg(long = "as", value_name = "APPROVER")]
+    pub approver: Option<String>,
+    /// A note for the audit log.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
 }

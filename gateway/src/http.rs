@@ -1,5 +1,5 @@
 //! MCP over Streamable HTTP (the SDK's server, both revisions), behind API-key authentication,
-//! and the admin listener with `/metrics`.
+//! and the admin listener with `/metrics`, `/healthz` and the approval page.
 //!
 //! A request without a key, or with a key no client holds, gets 401 and reaches nothing. A POST
 //! body holding a duplicate JSON key gets 400 before the SDK parses it (parsers disagree on which
@@ -33,14 +33,25 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// Who may call: clients by the SHA-256 of their key, and tokens if configured.
 #[derive(Debug)]
-struct Keys {
+pub struct Keys {
     clients: HashMap<[u8; 32], Arc<Principal>>,
     jwt: Option<JwtConfig>,
 }
 
 impl Keys {
+    /// The identities of a config: its `[[clients]]` and its `[jwt]`.
+    pub fn new(clients: &[ApiClient], jwt: Option<JwtConfig>) -> Self {
+        Self {
+            clients: clients
+                .iter()
+                .map(|client| (client.key_sha256, Arc::new(client.principal.clone())))
+                .collect(),
+            jwt,
+        }
+    }
+
     /// The principal `credential` names: an API key, else a verified token.
-    fn principal(&self, credential: &str) -> Option<Arc<Principal>> {
+    pub fn principal(&self, credential: &str) -> Option<Arc<Principal>> {
         let hash = <[u8; 32]>::from(Sha256::digest(credential.as_bytes()));
         if let Some(principal) = self.clients.get(&hash) {
             return Some(Arc::clone(principal));
@@ -85,13 +96,7 @@ pub async fn serve_mcp(
     allowed_hosts: Vec<String>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let keys = Arc::new(Keys {
-        clients: clients
-            .iter()
-            .map(|client| (client.key_sha256, Arc::new(client.principal.clone())))
-            .collect(),
-        jwt,
-    });
+    let keys = Arc::new(Keys::new(clients, jwt));
     let server = server.with_caller(caller_of());
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -176,7 +181,8 @@ struct Admin {
     links: Arc<Vec<Arc<Link>>>,
 }
 
-/// Serves `/metrics` (Prometheus text) and `/healthz` on `address` until `shutdown` resolves.
+/// Serves `/metrics` (Prometheus text), `/healthz` and, if given, the approval page's routes on
+/// `address` until `shutdown` resolves.
 ///
 /// # Errors
 ///
@@ -186,6 +192,7 @@ pub async fn serve_admin(
     metrics: Arc<Metrics>,
     controller: Arc<ToolController>,
     links: Vec<Arc<Link>>,
+    page: Option<Router>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let admin = Admin {
@@ -193,12 +200,18 @@ pub async fn serve_admin(
         controller,
         links: Arc::new(links),
     };
-    let router = Router::new()
+    let mut router = Router::new()
         .route("/metrics", axum::routing::get(render_metrics))
         .route("/healthz", axum::routing::get(health))
         .with_state(admin);
+    let serving = if let Some(page) = page {
+        router = router.merge(page);
+        "/metrics, /healthz and the approval page at /approvals"
+    } else {
+        "/metrics and /healthz"
+    };
     let listener = tokio::net::TcpListener::bind(address).await?;
-    tracing::info!(%address, "serving /metrics and /healthz on the admin listener");
+    tracing::info!(%address, "serving {serving} on the admin listener");
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await

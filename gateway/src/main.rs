@@ -18,6 +18,7 @@ mod hex;
 mod http;
 mod jwt;
 mod metrics;
+mod page;
 mod pins;
 mod policy;
 mod refresh;
@@ -74,16 +75,12 @@ fn main() -> ExitCode {
             (Some(Command::Approvals { command }), _) => match command {
                 ApprovalsCommand::List { config } => commands::list_approvals(&config),
                 ApprovalsCommand::Show { id, config } => commands::show_approval(&config, &id),
-                ApprovalsCommand::Approve {
-                    id,
-                    config,
-                    approver,
-                } => commands::answer_approval(&config, &id, &approver, true).await,
-                ApprovalsCommand::Reject {
-                    id,
-                    config,
-                    approver,
-                } => commands::answer_approval(&config, &id, &approver, false).await,
+                ApprovalsCommand::Approve { id, answer } => {
+                    commands::answer_approval(&id, &answer, true).await
+                }
+                ApprovalsCommand::Reject { id, answer } => {
+                    commands::answer_approval(&id, &answer, false).await
+                }
             },
             (
                 Some(Command::StateKey {

@@ -81,7 +81,7 @@ async fn guard(State(shared): Page, request: Request, next: Next) -> Response {
         .page
         .allowed_hosts
         .as_ref()
-        .is_none_or(|hosts| hosts.iter().any(|allowed| *allowed == host));
+        .is_none_or(|hosts| hosts.iter().any(|allowed| host_is(&host, allowed)));
     let mut response = if !allowed {
         refuse(
             StatusCode::FORBIDDEN,
@@ -110,6 +110,19 @@ async fn guard(State(shared): Page, request: Request, next: Next) -> Response {
         headers.insert(name, HeaderValue::from_static(value));
     }
     response
+}
+
+/// Whether a `Host` header names `allowed`: the whole header (`host:port`), or its host alone
+/// (`127.0.0.1`, `::1` for `[::1]:9090`).
+fn host_is(header: &str, allowed: &str) -> bool {
+    if header == allowed {
+        return true;
+    }
+    let host = match header.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => header.rsplit_once(':').map_or(header, |(host, _)| host),
+    };
+    !host.is_empty() && host.eq_ignore_ascii_case(allowed)
 }
 
 /// A request without an `Origin` header (not sent by a browser for this) passes; one with an
@@ -431,5 +444,32 @@ async fn audit(State(shared): Page, headers: HeaderMap) -> Response {
         }
         Ok(Err(problem)) => refuse(StatusCode::SERVICE_UNAVAILABLE, problem),
         Err(_) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "the audit read failed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_matches_whole_or_without_its_port_and_nothing_else() {
+        assert!(host_is("127.0.0.1:9090", "127.0.0.1"));
+        assert!(host_is("127.0.0.1:9090", "127.0.0.1:9090"));
+        assert!(host_is("LOCALHOST:1", "localhost"));
+        assert!(host_is("[::1]:9090", "::1"));
+        assert!(!host_is("127.0.0.1.evil.example:80", "127.0.0.1"));
+        assert!(!host_is("evil.example", "127.0.0.1"));
+        assert!(!host_is("127.0.0.1:9090", "127.0.0.1:9091"));
+        assert!(!host_is("", "127.0.0.1"));
+        let mut headers = HeaderMap::new();
+        assert!(
+            same_origin(&headers, "h:1"),
+            "no Origin: not a browser's cross-site request"
+        );
+        headers.insert(header::ORIGIN, HeaderValue::from_static("http://h:1"));
+        assert!(same_origin(&headers, "h:1"));
+        assert!(!same_origin(&headers, "h:2"));
+        headers.insert(header::ORIGIN, HeaderValue::from_static("null"));
+        assert!(!same_origin(&headers, "h:1"));
     }
 }

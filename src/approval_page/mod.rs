@@ -120,8 +120,9 @@ impl ApprovalPage {
         self
     }
 
-    /// The same page, answering only requests whose `Host` header is one of `hosts` (`host` or
-    /// `host:port`): a defence against DNS rebinding. Without it every host is served.
+    /// The same page, answering only requests whose `Host` header is one of `hosts` (`host:port`
+    /// exactly, or `host` with any port; `::1` for `[::1]:…`): a defence against DNS rebinding.
+    /// Without it every host is served.
     #[must_use]
     pub fn with_allowed_hosts(
         mut self,

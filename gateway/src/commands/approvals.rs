@@ -8,8 +8,12 @@ use toolgate::approvals::{ApprovalRequest, ApprovalStore};
 use toolgate::clock::{Clock as _, SystemClock};
 use toolgate::{ApprovalId, ApprovalResponse};
 
+use toolgate::Principal;
+
 use crate::assemble;
+use crate::cli::AnswerArgs;
 use crate::config::Config;
+use crate::http::Keys;
 
 /// The config and its (durable) approval store, or the problem printed.
 fn store_of(config_path: &Path) -> Option<(Config, Arc<dyn ApprovalStore>)> {
@@ -117,23 +121,82 @@ pub fn show(config_path: &Path, id: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Approves or rejects `id` as `approver` through a controller assembled from the config (its
-/// upstreams started, so an approved call runs here), printing the outcome.
-pub async fn answer(config_path: &Path, id: &str, approver: &str, approve: bool) -> ExitCode {
-    if approver.is_empty()
-        || approver.len() > 256
-        || approver
-            .chars()
-            .any(|c| c.is_control() || c.is_whitespace())
-    {
-        super::report([format!(
-            "--as {approver:?}: name who answers in 1 to 256 bytes, no space or control character"
-        )]);
-        return ExitCode::FAILURE;
+/// Who answers: the principal a key names (with its groups), or, for a config naming no
+/// identities, the name given; the problem printed otherwise.
+fn approver_of(config: &Config, answer: &AnswerArgs) -> Option<Principal> {
+    let identities = !config.clients.is_empty() || config.jwt.is_some();
+    match (&answer.key_env, &answer.approver, identities) {
+        (Some(var), claimed, true) => {
+            let Ok(credential) = std::env::var(var) else {
+                super::report([format!(
+                    "--key-env {var}: the variable is not set (or not UTF-8)"
+                )]);
+                return None;
+            };
+            let keys = Keys::new(&config.clients, config.jwt.clone());
+            let Some(principal) = keys.principal(credential.trim()) else {
+                super::report([format!(
+                    "--key-env {var}: the key names nobody in {} ([[clients]] or [jwt])",
+                    config.file.display()
+                )]);
+                return None;
+            };
+            if claimed
+                .as_ref()
+                .is_some_and(|claimed| *claimed != principal.id)
+            {
+                super::report([format!(
+                    "--as {:?}: your key names {:?}; answer as who you are",
+                    claimed.as_deref().unwrap_or(""),
+                    principal.id
+                )]);
+                return None;
+            }
+            Some(Principal::clone(&principal))
+        }
+        (None, _, true) => {
+            super::report([format!(
+                "{} names identities ([[clients]] or [jwt]): pass --key-env VAR, a variable holding your API key or token, so the answer is yours",
+                config.file.display()
+            )]);
+            None
+        }
+        (Some(_), _, false) => {
+            super::report([format!(
+                "--key-env: {} names no identities to check a key against; pass --as NAME",
+                config.file.display()
+            )]);
+            None
+        }
+        (None, None, false) => {
+            super::report(["name who answers: --as NAME".to_owned()]);
+            None
+        }
+        (None, Some(name), false) => {
+            if name.is_empty()
+                || name.len() > 256
+                || name.chars().any(|c| c.is_control() || c.is_whitespace())
+            {
+                super::report([format!(
+                    "--as {name:?}: name who answers in 1 to 256 bytes, no space or control character"
+                )]);
+                return None;
+            }
+            Some(Principal::new(name.clone(), Vec::<String>::new()))
+        }
     }
-    let Some((config, store)) = store_of(config_path) else {
+}
+
+/// Approves or rejects `id` as the approver `answer` proves, through a controller assembled from
+/// the config (its upstreams started, so an approved call runs here), printing the outcome.
+pub async fn answer(id: &str, answer: &AnswerArgs, approve: bool) -> ExitCode {
+    let Some((config, store)) = store_of(&answer.config) else {
         return ExitCode::FAILURE;
     };
+    let Some(principal) = approver_of(&config, answer) else {
+        return ExitCode::FAILURE;
+    };
+    let approver = principal.id.clone();
     let Some(request) = find(store.as_ref(), id) else {
         return ExitCode::FAILURE;
     };
@@ -155,12 +218,15 @@ pub async fn answer(config_path: &Path, id: &str, approver: &str, approve: bool)
             return ExitCode::FAILURE;
         }
     };
-    let response = if approve {
+    let mut response = if approve {
         ApprovalResponse::approve(request.approval_id)
     } else {
         ApprovalResponse::reject(request.approval_id)
     }
-    .by(approver);
+    .by_principal(principal);
+    if let Some(note) = &answer.note {
+        response = response.with_note(note.clone());
+    }
     match controller.resolve_async(response).await {
         Ok(result) => {
             let text = &result.content;

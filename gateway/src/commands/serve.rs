@@ -101,11 +101,21 @@ pub async fn serve(config: Config) -> ExitCode {
     };
     let mut tasks = tokio::task::JoinSet::new();
     if let Some(address) = config.listen.admin {
+        let page = crate::page::router(&config, std::sync::Arc::clone(&controller));
+        match &page {
+            Some(_) => tracing::info!(
+                "approval page: http://{address}/approvals — people sign in with a [[clients]] API key or a [jwt] token, and approved calls run in this gateway"
+            ),
+            None if config.approval_page.is_none() => tracing::info!(
+                "no approval page: it needs a [[clients]] entry or a [jwt] table to sign people in (or approvals.page = false)"
+            ),
+            None => {}
+        }
         let (metrics, controller, links) =
             (metrics, std::sync::Arc::clone(&controller), links.clone());
         let until = until_stopped();
         tasks.spawn(async move {
-            crate::http::serve_admin(address, metrics, controller, links, until)
+            crate::http::serve_admin(address, metrics, controller, links, page, until)
                 .await
                 .map_err(|error| format!("listen.admin {address}: {error}"))
         });

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{
-    ApprovalStoreConfig, AuditTarget, Config, DEFAULT_SEPARATOR, File, Limits, StateKeySource,
-    UpstreamConfig, UpstreamSection, UpstreamTransport, WebhookConfig,
+    ApprovalPageConfig, ApprovalStoreConfig, AuditTarget, Config, DEFAULT_SEPARATOR, File, Limits,
+    StateKeySource, UpstreamConfig, UpstreamSection, UpstreamTransport, WebhookConfig,
 };
 
 /// A config that cannot be used: the file, the key (a dotted path; empty for the whole file) and
@@ -160,6 +160,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
     };
 
     let approvals = file.approvals;
+    let (page_setting, page_secure_cookies) = (approvals.page, approvals.page_secure_cookies);
     let approvals_webhook = match (approvals.webhook_url, approvals.webhook_bearer_token_env) {
         (None, None) => None,
         (None, Some(_)) => {
@@ -348,6 +349,29 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
             problems.push(error(key, message));
         },
     );
+    let identities = !clients.is_empty() || jwt.is_some();
+    let approval_page = match (page_setting, listen.admin) {
+        (Some(false), _) | (None, None) => None,
+        (Some(true), None) => {
+            problems.push(error(
+                "approvals.page".to_owned(),
+                "needs listen.admin: the approval page is served on the admin listener, never on the MCP one".to_owned(),
+            ));
+            None
+        }
+        (_, Some(_)) if !identities => {
+            if page_setting == Some(true) {
+                problems.push(error(
+                    "approvals.page".to_owned(),
+                    "nobody could sign in: add a [[clients]] entry or a [jwt] table (the page signs people in with the gateway's identities)".to_owned(),
+                ));
+            }
+            None
+        }
+        (_, Some(_)) => Some(ApprovalPageConfig {
+            secure_cookies: page_secure_cookies.unwrap_or(false),
+        }),
+    };
 
     if !problems.is_empty() {
         return Err(problems);
@@ -360,6 +384,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         audit,
         approvals,
         approvals_webhook,
+        approval_page,
         limits: Limits {
             max_message_bytes,
             startup_timeout,

@@ -37,6 +37,9 @@ pub struct Config {
     pub approvals: ApprovalStoreConfig,
     /// Where each call held for a person is announced, if anywhere.
     pub approvals_webhook: Option<WebhookConfig>,
+    /// The approval page on the admin listener, if served (`listen.admin` set, someone able to
+    /// sign in, and `approvals.page` not false).
+    pub approval_page: Option<ApprovalPageConfig>,
     /// The bounds on what upstreams may send and how long they may take.
     pub limits: Limits,
     /// How often the policy files are read again.
@@ -132,6 +135,13 @@ pub struct WebhookConfig {
     pub url: String,
     /// The variable holding a bearer token to send, if any.
     pub bearer_token_env: Option<String>,
+}
+
+/// The approval page on the admin listener.
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalPageConfig {
+    /// Mark the session cookie `Secure` (people reach the page over HTTPS through a proxy).
+    pub secure_cookies: bool,
 }
 
 /// Where the keys sealing request states come from.
@@ -311,6 +321,8 @@ struct ApprovalsSection {
     postgres_url_env: Option<String>,
     webhook_url: Option<String>,
     webhook_bearer_token_env: Option<String>,
+    page: Option<bool>,
+    page_secure_cookies: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -345,6 +357,7 @@ impl Config {
             audit: audit.map(AuditTarget::Jsonl),
             approvals: ApprovalStoreConfig::Memory,
             approvals_webhook: None,
+            approval_page: None,
             limits: Limits::default(),
             policy_poll: Duration::from_secs(1),
             listen: Listen {

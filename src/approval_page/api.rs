@@ -68,6 +68,15 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({ "error": message.into() }))).into_response()
 }
 
+/// A refusal not yet made a response (a response is too large to return as an error).
+struct Refusal(StatusCode, String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        refuse(self.0, self.1)
+    }
+}
+
 /// On every response: no caching, no framing, no sniffing, no referrer, the page's CSP. Before
 /// every request: the `Host` is allowed, and a state change comes from the page's own origin.
 async fn guard(State(shared): Page, request: Request, next: Next) -> Response {
@@ -153,17 +162,21 @@ fn signed_out() -> Response {
     refuse(StatusCode::UNAUTHORIZED, "sign in first")
 }
 
+fn not_signed_in() -> Refusal {
+    Refusal(StatusCode::UNAUTHORIZED, "sign in first".to_owned())
+}
+
 /// The session, if the request carries its cookie and its CSRF token.
-fn checked(shared: &Shared, headers: &HeaderMap) -> Result<(String, Session), Response> {
-    let (id, session) = session_of(shared, headers).ok_or_else(signed_out)?;
+fn checked(shared: &Shared, headers: &HeaderMap) -> Result<(String, Session), Refusal> {
+    let (id, session) = session_of(shared, headers).ok_or_else(not_signed_in)?;
     let token = headers
         .get(CSRF_HEADER)
         .and_then(|value| value.to_str().ok())
         .unwrap_or("");
     if !same_token(token, &session.csrf) {
-        return Err(refuse(
+        return Err(Refusal(
             StatusCode::FORBIDDEN,
-            "refused: the request lacks this session's CSRF token; reload the page",
+            "refused: the request lacks this session's CSRF token; reload the page".to_owned(),
         ));
     }
     Ok((id, session))
@@ -232,7 +245,7 @@ async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {
 async fn logout(State(shared): Page, headers: HeaderMap) -> Response {
     let (id, _) = match checked(&shared, &headers) {
         Ok(found) => found,
-        Err(refusal) => return refusal,
+        Err(refusal) => return refusal.into_response(),
     };
     shared.sessions.close(&id);
     let mut response = axum::Json(json!({"signed_out": true})).into_response();
@@ -244,13 +257,18 @@ async fn logout(State(shared): Page, headers: HeaderMap) -> Response {
 }
 
 /// The waiting calls, read off the event loop (a store may be SQLite or PostgreSQL).
-async fn waiting(shared: &Shared) -> Result<Vec<ApprovalRequest>, Response> {
+async fn waiting(shared: &Shared) -> Result<Vec<ApprovalRequest>, Refusal> {
     let controller = Arc::clone(&shared.page.controller);
     tokio::task::spawn_blocking(move || controller.pending_requests())
         .await
-        .map_err(|_| refuse(StatusCode::INTERNAL_SERVER_ERROR, "the store read failed"))?
+        .map_err(|_| {
+            Refusal(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the store read failed".to_owned(),
+            )
+        })?
         .map_err(|error| {
-            refuse(
+            Refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("cannot read the approval store: {error}"),
             )
@@ -290,7 +308,7 @@ async fn pending(State(shared): Page, headers: HeaderMap) -> Response {
     };
     let requests = match waiting(&shared).await {
         Ok(requests) => requests,
-        Err(refusal) => return refusal,
+        Err(refusal) => return refusal.into_response(),
     };
     let specs = shared.page.controller.specs();
     let description = |tool: &str| {
@@ -326,7 +344,7 @@ enum Verdict {
 async fn answer(State(shared): Page, headers: HeaderMap, body: axum::Json<Answer>) -> Response {
     let (_, session) = match checked(&shared, &headers) {
         Ok(found) => found,
-        Err(refusal) => return refusal,
+        Err(refusal) => return refusal.into_response(),
     };
     let Answer {
         id,
@@ -349,7 +367,7 @@ async fn answer(State(shared): Page, headers: HeaderMap, body: axum::Json<Answer
     }
     let requests = match waiting(&shared).await {
         Ok(requests) => requests,
-        Err(refusal) => return refusal,
+        Err(refusal) => return refusal.into_response(),
     };
     let Some(request) = requests
         .into_iter()

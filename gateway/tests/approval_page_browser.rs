@@ -1,0 +1,526 @@
+//! The approval page in a real browser: headless Chromium (Debian's `chromium`) driven over
+//! WebDriver (`chromium-driver`) by fantoccini, in front of a gateway whose upstream is written
+//! with the official Python SDK. A call held for an MCP client without elicitation appears on the
+//! page with all its arguments; approving runs it once (the upstream's record proves it);
+//! rejecting runs nothing; a second tab's stale approve is refused; markup and script in the
+//! arguments and the tool's description render as text; a request without the CSRF token, an
+//! approver outside the rule's group, and the asker approving her own call under four eyes are
+//! refused.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use support::{GATEWAY, Work, free_port, python, sha256, wait_for_port};
+
+const ALICE_KEY: &str = "alice-key-0123456789";
+const BOB_KEY: &str = "bob-key-0123456789";
+const EVE_KEY: &str = "eve-key-0123456789";
+
+/// Markup and script in an argument: the page must show these characters, not run them.
+const HOSTILE_NOTES: &str = "<img src=x onerror=\"document.title='pwned-by-arguments'\"><script>document.title='pwned-by-arguments'</script><b>bold?</b>";
+
+/// A child process killed on drop.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Debian's chromedriver (`TOOLGATE_CHROMEDRIVER` overrides); with `CI` set a missing one fails
+/// the test, otherwise the test says on stderr that it was skipped.
+fn chromedriver() -> Option<PathBuf> {
+    let path = std::env::var_os("TOOLGATE_CHROMEDRIVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromedriver"));
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run the browser tests: install chromium and chromium-driver (.ci/run does)"
+    );
+    eprintln!(
+        "note: no chromedriver at {}: the browser tests were SKIPPED, not run",
+        path.display()
+    );
+    None
+}
+
+struct Setup {
+    work: Work,
+    config: PathBuf,
+    gateway: Killed,
+    _driver: Killed,
+    mcp: u16,
+    admin: u16,
+    driver_port: u16,
+}
+
+fn start(python: &Path, driver: &Path) -> Setup {
+    let work = Work::new("approval-page-browser");
+    let (mcp, admin, driver_port) = (free_port(), free_port(), free_port());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/page_upstream.py");
+    let record = work.path("record.jsonl");
+    std::fs::write(&record, "").unwrap();
+    work.write(
+        "policy.json",
+        r#"{"rules": [
+          {"id": "deploy-asks", "tool": "p__deploy", "action": "ask",
+           "reason": "a deploy needs a <i>second</i> person from security",
+           "approvers": {"groups": ["security"], "four_eyes": true}}
+        ]}"#,
+    );
+    let config = work.write(
+        "gateway.toml",
+        &format!(
+            "[upstreams.p]\ncommand = {python:?}\nargs = [{script:?}]\nenv = {{ TOOLGATE_MCP_RECORD = {record:?} }}\n\
+             [policy]\nlayers = [\"policy.json\"]\n\
+             [audit]\njsonl = \"audit.jsonl\"\n\
+             [listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n\
+             [[clients]]\nid = \"alice\"\ngroups = [\"security\"]\napi_key_sha256 = \"{}\"\n\
+             [[clients]]\nid = \"bob\"\ngroups = [\"security\"]\napi_key_sha256 = \"{}\"\n\
+             [[clients]]\nid = \"eve\"\ngroups = [\"dev\"]\napi_key_sha256 = \"{}\"\n",
+            sha256(ALICE_KEY),
+            sha256(BOB_KEY),
+            sha256(EVE_KEY),
+        ),
+    );
+    let gateway = serve(&config);
+    let driver = Killed(
+        Command::new(driver)
+            .arg(format!("--port={driver_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts"),
+    );
+    wait_for_port(mcp);
+    wait_for_port(admin);
+    wait_for_port(driver_port);
+    Setup {
+        work,
+        config,
+        gateway,
+        _driver: driver,
+        mcp,
+        admin,
+        driver_port,
+    }
+}
+
+fn serve(config: &Path) -> Killed {
+    Killed(
+        Command::new(GATEWAY)
+            .args(["serve", "--config"])
+            .arg(config)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("the gateway starts"),
+    )
+}
+
+impl Setup {
+    /// Stops the gateway and starts it again on the same config (and so the same approval
+    /// store and request-state key file).
+    fn restart(&mut self) {
+        let _ = self.gateway.0.kill();
+        let _ = self.gateway.0.wait();
+        self.gateway = serve(&self.config);
+        wait_for_port(self.mcp);
+        wait_for_port(self.admin);
+    }
+}
+
+/// An MCP client without elicitation, signed in with `key`: what a held call looks like to it.
+async fn agent(mcp: u16, key: &str) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    // The SDK's HTTP client is built without a TLS provider of its own (as the gateway's is).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://127.0.0.1:{mcp}/mcp"))
+            .auth_header(key.to_owned());
+    let transport = StreamableHttpClientTransport::from_config(config);
+    tokio::time::timeout(Duration::from_secs(30), ().serve(transport))
+        .await
+        .expect("handshake in time")
+        .expect("handshake")
+}
+
+/// Proposes `p__deploy` for `env`; the approval id the held call's message names.
+async fn hold(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, env: &str) -> String {
+    let Value::Object(arguments) = json!({"env": env, "notes": HOSTILE_NOTES}) else {
+        unreachable!()
+    };
+    let request = CallToolRequestParams::new("p__deploy".to_owned()).with_arguments(arguments);
+    let result = tokio::time::timeout(Duration::from_secs(30), client.call_tool(request))
+        .await
+        .expect("in time")
+        .expect("a result");
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
+        .collect();
+    assert!(
+        result.is_error == Some(true) && text.contains("waits for a person"),
+        "{text}"
+    );
+    let after = text.split("approval ").nth(1).expect("an approval id");
+    after
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .trim_end_matches([',', '.', ';'])
+        .to_owned()
+}
+
+async fn browser(driver_port: u16) -> Client {
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".to_owned(),
+        json!({
+            "binary": std::env::var("TOOLGATE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned()),
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1600"],
+        }),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{driver_port}"))
+        .await
+        .expect("a browser session")
+}
+
+/// Reads the page with `read` until `done` holds of what it read (up to 15 s); returns it.
+async fn until(
+    what: &str,
+    mut read: impl AsyncFnMut() -> String,
+    done: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let text = read().await;
+        if done(&text) {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn sign_in(browser: &Client, admin: u16, key: &str) {
+    browser
+        .goto(&format!("http://127.0.0.1:{admin}/approvals"))
+        .await
+        .unwrap();
+    let field = browser
+        .wait()
+        .for_element(Locator::Id("credential"))
+        .await
+        .unwrap();
+    field.send_keys(key).await.unwrap();
+    browser
+        .find(Locator::Css("#signin-form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    browser
+        .wait()
+        .for_element(Locator::Css("#who:not([hidden])"))
+        .await
+        .unwrap();
+}
+
+fn card(id: &str) -> Locator<'static> {
+    Locator::XPath(Box::leak(
+        format!("//article[@data-approval-id='{id}']").into_boxed_str(),
+    ))
+}
+
+async fn text_in(browser: &Client, id: &str, css: &str) -> String {
+    let card = browser.wait().for_element(card(id)).await.unwrap();
+    card.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Clicks `button` (`approve` or `reject`) in the card for `id` and returns the outcome text.
+async fn answer(browser: &Client, id: &str, button: &str, note: &str) -> String {
+    let card = browser.wait().for_element(card(id)).await.unwrap();
+    if !note.is_empty() {
+        card.find(Locator::Css(".note"))
+            .await
+            .unwrap()
+            .send_keys(note)
+            .await
+            .unwrap();
+    }
+    card.find(Locator::Css(&format!("button.{button}")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        "an outcome",
+        async || {
+            card.find(Locator::Css(".outcome"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        },
+        |text| !text.is_empty(),
+    )
+    .await
+}
+
+fn deploys(work: &Work) -> Vec<String> {
+    work.read("record.jsonl")
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["env"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_person_approves_a_held_call_in_the_browser_and_it_runs_once() {
+    let Some(python) = python() else { return };
+    let Some(driver) = chromedriver() else { return };
+    let mut setup = start(Path::new(&python), &driver);
+    let alice = agent(setup.mcp, ALICE_KEY).await;
+    let approve_me = hold(&alice, "prod").await;
+    let reject_me = hold(&alice, "staging").await;
+    let own = hold(&alice, "canary").await;
+
+    let browser = browser(setup.driver_port).await;
+    // Eve is not in security: she sees the calls, cannot approve them, and nothing runs.
+    sign_in(&browser, setup.admin, EVE_KEY).await;
+    let refused = answer(&browser, &approve_me, "approve", "").await;
+    assert!(
+        refused.contains("403") && refused.contains("not among the approvers"),
+        "{refused}"
+    );
+    browser
+        .find(Locator::Id("logout"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+
+    // Alice asked: under four eyes she cannot approve her own call.
+    sign_in(&browser, setup.admin, ALICE_KEY).await;
+    let cannot = text_in(&browser, &own, ".cannot").await;
+    assert!(cannot.contains("four eyes"), "{cannot}");
+    let refused = answer(&browser, &own, "approve", "").await;
+    assert!(
+        refused.contains("403") && refused.contains("four eyes"),
+        "{refused}"
+    );
+    browser
+        .find(Locator::Id("logout"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(deploys(&setup.work).is_empty());
+
+    // Bob: the whole call, as text.
+    sign_in(&browser, setup.admin, BOB_KEY).await;
+    let arguments = text_in(&browser, &approve_me, "pre.arguments").await;
+    assert!(
+        arguments.contains(HOSTILE_NOTES.replace('"', "\\\"").as_str()),
+        "{arguments}"
+    );
+    assert!(arguments.contains("\"env\": \"prod\""), "{arguments}");
+    let description = text_in(&browser, &approve_me, ".description").await;
+    assert!(
+        description.contains("<script>") && description.contains("<b>now</b>"),
+        "{description}"
+    );
+    let reason = text_in(&browser, &approve_me, ".reason").await;
+    assert_eq!(
+        reason,
+        "a deploy needs a <i>second</i> person from security"
+    );
+    assert_eq!(text_in(&browser, &approve_me, ".principal").await, "alice");
+    // Nothing from the arguments or the description became an element or ran.
+    let injected = browser
+        .execute("return document.querySelectorAll('article img, article script, article b, article i').length", vec![])
+        .await
+        .unwrap();
+    assert_eq!(injected, json!(0));
+    assert!(!browser.title().await.unwrap().contains("pwned"));
+
+    // A second tab, opened before the approval.
+    let first = browser.window().await.unwrap();
+    let second = browser.new_window(true).await.unwrap().handle;
+    browser.switch_to_window(second.clone()).await.unwrap();
+    browser
+        .goto(&format!("http://127.0.0.1:{}/approvals", setup.admin))
+        .await
+        .unwrap();
+    browser.wait().for_element(card(&approve_me)).await.unwrap();
+    let stale_digest = text_in(&browser, &approve_me, "dd.digest:last-of-type").await;
+
+    browser.switch_to_window(first).await.unwrap();
+    let outcome = answer(&browser, &approve_me, "approve", "checked the target").await;
+    assert!(
+        outcome.contains("Approved by bob: it ran once"),
+        "{outcome}"
+    );
+    let result = text_in(&browser, &approve_me, "pre.result").await;
+    assert!(result.contains("deployed to prod"), "{result}");
+    assert_eq!(deploys(&setup.work), ["prod"]);
+
+    // The second tab: its page still shows the call; approving it again is refused (the request
+    // is no longer waiting), and the live list marks it answered elsewhere.
+    browser.switch_to_window(second).await.unwrap();
+    let stale = browser
+        .execute(
+            "const [id, digest] = arguments; return fetch('/approvals/api/session').then(r => r.json()).then(s => \
+             fetch('/approvals/api/answer', {method: 'POST', headers: {'content-type': 'application/json', 'x-toolgate-csrf': s.csrf}, \
+             body: JSON.stringify({id, digest, verdict: 'approve'})})).then(r => r.status)",
+            vec![json!(approve_me), json!(stale_digest)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(stale, json!(409));
+    until(
+        "the stale tab to mark the call answered",
+        async || text_in(&browser, &approve_me, ".outcome").await,
+        |text| text.contains("No longer waiting"),
+    )
+    .await;
+    // Without the CSRF token, the same session's request is refused.
+    let no_token = browser
+        .execute(
+            "return fetch('/approvals/api/answer', {method: 'POST', headers: {'content-type': 'application/json'}, \
+             body: JSON.stringify({id: arguments[0], digest: 'x', verdict: 'reject'})}).then(r => r.status)",
+            vec![json!(reject_me)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(no_token, json!(403));
+
+    // Reject: nothing runs.
+    let outcome = answer(&browser, &reject_me, "reject", "").await;
+    assert!(
+        outcome.contains("Rejected by bob: it did not run"),
+        "{outcome}"
+    );
+    assert_eq!(
+        deploys(&setup.work),
+        ["prod"],
+        "approved once, rejected never"
+    );
+
+    // The audit view: the chain verifies, and the approval names Bob and his note.
+    browser
+        .find(Locator::Id("audit-refresh"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        "the audit view",
+        async || {
+            browser
+                .find(Locator::Id("chain"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        },
+        |text| text.starts_with("Chain verifies"),
+    )
+    .await;
+    let table = browser
+        .find(Locator::Id("audit"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        table.contains("approval_approved") && table.contains("checked the target"),
+        "{table}"
+    );
+    let audit = setup.work.read("audit.jsonl");
+    assert!(
+        !audit.contains("pwned-by-arguments"),
+        "no argument value in the audit log"
+    );
+
+    // A call held, the gateway restarted in between: the page lists it after the restart, with
+    // all its arguments, and approving it runs it once.
+    let across = hold(&alice, "after-restart").await;
+    let _ = alice.cancel().await;
+    setup.restart();
+    browser
+        .goto(&format!("http://127.0.0.1:{}/approvals", setup.admin))
+        .await
+        .unwrap();
+    // Sessions live in the process: after a restart the person signs in again.
+    sign_in(&browser, setup.admin, BOB_KEY).await;
+    let arguments = text_in(&browser, &across, "pre.arguments").await;
+    assert!(arguments.contains("after-restart"), "{arguments}");
+    let outcome = answer(&browser, &across, "approve", "").await;
+    assert!(
+        outcome.contains("Approved by bob: it ran once"),
+        "{outcome}"
+    );
+    assert_eq!(deploys(&setup.work), ["prod", "after-restart"]);
+    let alice = agent(setup.mcp, ALICE_KEY).await;
+
+    if let Some(path) = std::env::var_os("TOOLGATE_PAGE_SCREENSHOT") {
+        screenshot(&browser, setup.admin, &alice, Path::new(&path)).await;
+    }
+    let _ = browser.close().await;
+    let _ = alice.cancel().await;
+}
+
+/// A screenshot of the page with one call waiting, for the README.
+async fn screenshot(
+    browser: &Client,
+    admin: u16,
+    alice: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    path: &Path,
+) {
+    let id = hold(alice, "prod").await;
+    browser
+        .goto(&format!("http://127.0.0.1:{admin}/approvals"))
+        .await
+        .unwrap();
+    browser.wait().for_element(card(&id)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let png = browser.screenshot().await.unwrap();
+    std::fs::write(path, png).unwrap();
+}

@@ -173,6 +173,10 @@ pub fn controller(
                 webhook.url.clone(),
                 token,
                 config.file.display().to_string(),
+                config
+                    .approval_page
+                    .and(config.listen.admin)
+                    .map(|admin| format!("http://{admin}/approvals")),
                 inner.take(),
             )
             .map_err(|problem| format!("{}: {problem}", config.file.display()))

@@ -29,9 +29,14 @@ A first session:
        id = \"alice\"
        api_key_sha256 = \"…\"
   5. Answer calls the policy holds for a person (they wait in gateway.approvals.sqlite, across
-     restarts) from a client that asks you, or from a shell:
+     restarts) from a client that asks you, in the approval page the admin listener serves to
+     people who sign in with a client's key:
+       [listen]
+       admin = \"127.0.0.1:9090\"      # then open http://127.0.0.1:9090/approvals
+     or from a shell, as the principal your key names:
        toolgate-mcp-gateway approvals list --config gateway.toml
-       toolgate-mcp-gateway approvals approve ID --as you --config gateway.toml
+       toolgate-mcp-gateway approvals approve ID --key-env MY_KEY --config gateway.toml
+     A rule can say who may answer: \"approvers\": {\"groups\": [\"security\"], \"four_eyes\": true}
 
 The one-upstream form of earlier versions still works, tool names unchanged:
   toolgate-mcp-gateway --policy policy.json [--audit audit.jsonl] -- COMMAND [ARGS...]
@@ -185,9 +190,9 @@ pub struct AnswerArgs {
     /// The gateway's config file (TOML).
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
-    /// The environment variable holding your API key (one of the config's [[clients]]) or
-    /// token (one its [jwt] accepts): you answer as the principal it names, with its groups. Required when
-    /// the config names identities.
+    /// The environment variable holding your API key (one of the config's `[[clients]]`) or
+    /// token (one its `[jwt]` accepts): you answer as the principal it names, with its groups.
+    /// Required when the config names identities.
     #[arg(long, value_name = "VAR")]
     pub key_env: Option<String>,
     /// Your name, for a config that names no identities (a stdio-only gateway); with

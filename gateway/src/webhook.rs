@@ -21,6 +21,8 @@ pub struct NotifyingSink {
     inner: Option<Box<dyn AuditSink>>,
     queue: tokio::sync::mpsc::Sender<serde_json::Value>,
     config_file: String,
+    /// The approval page's address, when the gateway serves one.
+    page: Option<String>,
 }
 
 impl std::fmt::Debug for NotifyingSink {
@@ -35,6 +37,7 @@ impl NotifyingSink {
         url: String,
         token: Option<String>,
         config_file: String,
+        page: Option<String>,
         inner: Option<Box<dyn AuditSink>>,
     ) -> Result<Self, String> {
         let client = reqwest::Client::builder()
@@ -66,6 +69,7 @@ impl NotifyingSink {
             inner,
             queue,
             config_file,
+            page,
         })
     }
 
@@ -77,6 +81,7 @@ impl NotifyingSink {
             "tool": event.tool,
             "reason": event.reason,
             "principal": event.principal,
+            "page": self.page,
             "answer": format!(
                 "toolgate-mcp-gateway approvals show {id} --config {}",
                 self.config_file

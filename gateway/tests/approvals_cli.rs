@@ -203,8 +203,12 @@ async fn receiver() -> (u16, Received) {
 async fn each_held_call_is_posted_to_the_webhook_without_its_argument_values() {
     let (port, received) = receiver().await;
     let work = Work::new("approvals-webhook");
+    let admin = support::free_port();
     let config = work.asking_config(&format!(
-        "[approvals]\nwebhook_url = \"http://127.0.0.1:{port}/hook\"\nwebhook_bearer_token_env = \"TG_TEST_HOOK_TOKEN\"\n"
+        "[approvals]\nwebhook_url = \"http://127.0.0.1:{port}/hook\"\nwebhook_bearer_token_env = \"TG_TEST_HOOK_TOKEN\"\n\
+         [listen]\nstdio = true\nadmin = \"127.0.0.1:{admin}\"\n\
+         [[clients]]\nid = \"sam\"\napi_key_sha256 = \"{}\"\n",
+        support::sha256("sam-key")
     ));
     let mut command = tokio::process::Command::new(GATEWAY);
     command
@@ -232,6 +236,10 @@ async fn each_held_call_is_posted_to_the_webhook_without_its_argument_values() {
     assert_eq!(notice["approval_id"], id.as_str());
     assert_eq!(notice["tool"], "h__echo");
     assert_eq!(notice["reason"], ASKS_BECAUSE);
+    assert_eq!(
+        notice["page"],
+        format!("http://127.0.0.1:{admin}/approvals")
+    );
     assert!(
         notice["answer"]
             .as_str()
@@ -257,4 +265,106 @@ async fn an_unreachable_webhook_fails_no_call_and_the_approval_still_waits() {
     let (output, listed, _) = approvals(&["list"], &config);
     assert!(output.status.success());
     assert!(listed.contains(&held_id(&message)), "{listed}");
+}
+
+/// A command with `VAR` set to `key` in its environment.
+fn approvals_with_key(
+    args: &[&str],
+    config: &std::path::Path,
+    key: &str,
+) -> (bool, String, String) {
+    let output = std::process::Command::new(GATEWAY)
+        .arg("approvals")
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .env("TOOLGATE_TEST_APPROVER_KEY", key)
+        .output()
+        .expect("run approvals");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn with_identities_the_shell_answers_as_the_principal_a_key_proves_and_the_rules_approvers_judge_it()
+ {
+    let work = Work::new("approvals-cli-keys");
+    let clients = format!(
+        "[audit]\njsonl = \"audit.jsonl\"\n\
+         [[clients]]\nid = \"bob\"\ngroups = [\"security\"]\napi_key_sha256 = \"{}\"\n\
+         [[clients]]\nid = \"eve\"\ngroups = [\"dev\"]\napi_key_sha256 = \"{}\"\n",
+        support::sha256("bob-key"),
+        support::sha256("eve-key"),
+    );
+    let config = work.asking_config(&clients);
+    work.write(
+        "policy.json",
+        r#"{"rules": [{"id": "echo-asks", "tool": "h__echo", "action": "ask", "reason": "security checks",
+            "approvers": {"groups": ["security"]}}]}"#,
+    );
+    let client = serve(&config).await;
+    let (message, _) = call(&client, "h__echo", json!({"text": "held"})).await;
+    let id = held_id(&message);
+    let _ = client.cancel().await;
+    let key_env = ["--key-env", "TOOLGATE_TEST_APPROVER_KEY"];
+
+    // A name alone proves nothing where the config names identities.
+    let (ok, _, errors) = approvals_with_key(&["approve", &id, "--as", "bob"], &config, "");
+    assert!(!ok && errors.contains("pass --key-env VAR"), "{errors}");
+    let (ok, _, errors) = approvals_with_key(
+        &["approve", &id, key_env[0], key_env[1]],
+        &config,
+        "no-such-key",
+    );
+    assert!(!ok && errors.contains("names nobody"), "{errors}");
+    let (ok, _, errors) = approvals_with_key(
+        &["approve", &id, key_env[0], key_env[1], "--as", "mallory"],
+        &config,
+        "bob-key",
+    );
+    assert!(!ok && errors.contains("your key names \"bob\""), "{errors}");
+    // Eve's key is real, but she is not in security: refused, nothing ran, still waiting.
+    let (ok, _, errors) = approvals_with_key(
+        &["approve", &id, key_env[0], key_env[1]],
+        &config,
+        "eve-key",
+    );
+    assert!(
+        !ok && errors.contains("not among the approvers"),
+        "{errors}"
+    );
+    assert!(errors.contains("nothing ran"), "{errors}");
+    let (_, listed, _) = approvals(&["list"], &config);
+    assert!(listed.contains(&id), "{listed}");
+    assert!(work.recorded().is_empty());
+
+    let (ok, answered, errors) = approvals_with_key(
+        &[
+            "approve",
+            &id,
+            key_env[0],
+            key_env[1],
+            "--note",
+            "checked the text",
+        ],
+        &config,
+        "bob-key",
+    );
+    assert!(ok, "{answered}{errors}");
+    assert!(
+        answered.contains("approved by bob: h__echo ran once"),
+        "{answered}"
+    );
+    assert_eq!(work.recorded(), ["echo"]);
+    let approved = work
+        .read("audit.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("an entry"))
+        .find(|entry| entry["event"]["kind"] == "approval_approved")
+        .expect("the approval's event");
+    assert_eq!(approved["event"]["approver"], "bob");
+    assert_eq!(approved["event"]["note"], "checked the text");
 }

@@ -422,3 +422,35 @@ fn a_webhook_is_https_or_loopback_and_its_token_needs_a_url() {
         "{found:?}"
     );
 }
+
+#[test]
+fn the_approval_page_is_served_with_an_admin_listener_and_someone_to_sign_in() {
+    let admin = "[listen]\nstdio = true\nadmin = \"127.0.0.1:9090\"\n";
+    let client = "[[clients]]\nid = \"sam\"\napi_key_sha256 = \"2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae\"\n";
+    let page = |text: &str| {
+        parse(Path::new("/etc/gw/gateway.toml"), text)
+            .map(|config| config.approval_page.map(|page| page.secure_cookies))
+    };
+    // By default: served when both are there, quietly not otherwise.
+    assert_eq!(
+        page(&format!("{MINIMAL}\n{admin}{client}")).unwrap(),
+        Some(false)
+    );
+    assert_eq!(page(&format!("{MINIMAL}\n{admin}")).unwrap(), None);
+    assert_eq!(page(MINIMAL).unwrap(), None);
+    let secure = format!("{MINIMAL}\n[approvals]\npage_secure_cookies = true\n{admin}{client}");
+    assert_eq!(page(&secure).unwrap(), Some(true));
+    let off = format!("{MINIMAL}\n[approvals]\npage = false\n{admin}{client}");
+    assert_eq!(page(&off).unwrap(), None);
+    // Asked for but impossible: an error naming the key and why.
+    let found = problems(&format!("{MINIMAL}\n[approvals]\npage = true\n"));
+    assert!(
+        found[0].contains("approvals.page: needs listen.admin"),
+        "{found:?}"
+    );
+    let found = problems(&format!("{MINIMAL}\n[approvals]\npage = true\n{admin}"));
+    assert!(
+        found[0].contains("approvals.page: nobody could sign in"),
+        "{found:?}"
+    );
+}

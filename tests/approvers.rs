@@ -296,3 +296,42 @@ fn a_held_request_says_when_it_was_held_and_when_it_expires() {
     // The store keeps both, and the approvers.
     assert_eq!(controller.pending(), vec![request]);
 }
+
+#[test]
+fn a_note_is_kept_whole_up_to_2000_characters_with_hidden_characters_shown() {
+    let (controller, _, audit) = controller(POLICY);
+    let bob = || Principal::new("bob", ["security"]);
+    let note = format!("{}\u{202e}\n", "n".repeat(1_990));
+    let request = held(&controller, Some(&alice()));
+    controller
+        .resolve(
+            ApprovalResponse::approve(request.approval_id)
+                .by_principal(bob())
+                .with_note(note),
+        )
+        .unwrap();
+    let long = "é".repeat(2_500);
+    let request = held(&controller, Some(&alice()));
+    controller
+        .resolve(
+            ApprovalResponse::reject(request.approval_id)
+                .by_principal(bob())
+                .with_note(long),
+        )
+        .unwrap();
+    let notes: Vec<String> = audit
+        .events()
+        .into_iter()
+        .filter_map(|event| event.note)
+        .collect();
+    assert_eq!(
+        notes[0],
+        format!("{}\\u{{202e}}\\u{{a}}", "n".repeat(1_990))
+    );
+    assert!(notes[1].starts_with(&"é".repeat(2_000)));
+    assert!(
+        notes[1].contains("[cut: 500 of 2500 characters not kept; sha256:"),
+        "{}",
+        &notes[1][3_990..]
+    );
+}

@@ -106,7 +106,8 @@ pub struct AuditEvent {
     /// length).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
-    /// The note the approver wrote with the answer (bounded in length).
+    /// The note the approver wrote with the answer: whole up to 2,000 characters (control and
+    /// invisible characters escaped), past that cut with the whole note's digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -115,7 +116,7 @@ impl AuditEvent {
     /// The same event, naming who answered the approval and their note.
     pub(crate) fn answered_by(mut self, approver: Option<&str>, note: Option<&str>) -> Self {
         self.approver = approver.map(crate::contract::quote_bounded);
-        self.note = note.map(crate::contract::quote_bounded);
+        self.note = note.map(bounded_note);
         self
     }
 
@@ -124,6 +125,36 @@ impl AuditEvent {
         self.kind = kind;
         self
     }
+}
+
+/// The longest note kept whole in an audit event (the approval page takes no longer one).
+const NOTE_MAX_CHARS: usize = 2_000;
+
+/// A person's note as the audit log keeps it: control and invisible characters escaped (so a note
+/// cannot hide text or rewrite a terminal), and past `NOTE_MAX_CHARS` characters cut, saying so
+/// with the digest of the whole note.
+fn bounded_note(note: &str) -> String {
+    use sha2::Digest as _;
+    let mut kept = String::with_capacity(note.len().min(4 * NOTE_MAX_CHARS));
+    for ch in note.chars().take(NOTE_MAX_CHARS) {
+        if ch.is_control() || crate::text::is_invisible(ch) {
+            kept.extend(ch.escape_unicode());
+        } else {
+            kept.push(ch);
+        }
+    }
+    let total = note.chars().count();
+    if total > NOTE_MAX_CHARS {
+        let digest: String = sha2::Sha256::digest(note.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        kept.push_str(&format!(
+            " [cut: {} of {total} characters not kept; sha256:{digest}]",
+            total - NOTE_MAX_CHARS
+        ));
+    }
+    kept
 }
 
 /// What the controller knows about a call, to stamp on each of its events.

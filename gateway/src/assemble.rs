@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use toolgate::ToolController;
-use toolgate::approvals::{ApprovalStore, PostgresApprovalStore, SqliteApprovalStore};
+use toolgate::approvals::{
+    ApprovalStore, MemoryApprovalStore, PostgresApprovalStore, SqliteApprovalStore,
+};
 use toolgate::audit::{JsonlAuditSink, PostgresAuditSink};
 use toolgate::limits::PostgresRateCounters;
 
@@ -163,6 +165,14 @@ pub fn controller(
             }
         }
     }
+    // One handle on the store for the controller and, if asked, the webhook reading arguments.
+    let store = match approval_store(config) {
+        Ok(store) => store.unwrap_or_else(|| Arc::new(MemoryApprovalStore::new())),
+        Err(problem) => {
+            problems.push(problem);
+            Arc::new(MemoryApprovalStore::new())
+        }
+    };
     if let Some(webhook) = &config.approvals_webhook {
         let token = match &webhook.bearer_token_env {
             None => Ok(None),
@@ -177,6 +187,7 @@ pub fn controller(
                     .approval_page
                     .and(config.listen.admin)
                     .map(|admin| format!("http://{admin}/approvals")),
+                webhook.arguments.then(|| Arc::clone(&store)),
                 inner.take(),
             )
             .map_err(|problem| format!("{}: {problem}", config.file.display()))
@@ -189,11 +200,7 @@ pub fn controller(
         metrics: Arc::clone(&started.metrics),
         inner,
     });
-    match approval_store(config) {
-        Ok(Some(store)) => controller = controller.with_approval_store(store),
-        Ok(None) => {}
-        Err(problem) => problems.push(problem),
-    }
+    controller = controller.with_approval_store(store);
     if let Some(url_env) = &config.rate_counters_postgres_url_env {
         // Every instance of one config counts together; another config's limits apart.
         let session = format!("toolgate-gateway:{}", config.file.display());

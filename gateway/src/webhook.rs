@@ -1,15 +1,20 @@
 //! The approvals webhook: a POST to a configured URL for every call held for a person, so
-//! someone is told it waits. The body names the approval, the tool, why and who asked — never an
-//! argument value — and how to answer it from a shell.
+//! someone is told it waits. The body names the approval, the tool, why and who asked, the
+//! approval page and how to answer it from a shell — and the arguments only when
+//! `approvals.webhook_arguments` asks for them.
 //!
 //! Sending never delays or fails a call: events are queued (at most [`QUEUE`]) and posted by one
 //! task, each within [`TIMEOUT`]; a full queue, an unreachable URL or an error status is logged
 //! and dropped (the approval still waits in the store and `approvals list` shows it).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use toolgate::ApprovalId;
+use toolgate::approvals::ApprovalStore;
 use toolgate::audit::{AuditError, AuditEvent, AuditKind, AuditSink};
+use toolgate::clock::{Clock as _, SystemClock};
 
 /// Notices waiting to be posted; more are dropped, with a warning.
 const QUEUE: usize = 1024;
@@ -38,6 +43,7 @@ impl NotifyingSink {
         token: Option<String>,
         config_file: String,
         page: Option<String>,
+        arguments_from: Option<Arc<dyn ApprovalStore>>,
         inner: Option<Box<dyn AuditSink>>,
     ) -> Result<Self, String> {
         let client = reqwest::Client::builder()
@@ -49,7 +55,10 @@ impl NotifyingSink {
             })?;
         let (queue, mut queued) = tokio::sync::mpsc::channel::<serde_json::Value>(QUEUE);
         tokio::spawn(async move {
-            while let Some(notice) = queued.recv().await {
+            while let Some(mut notice) = queued.recv().await {
+                if let Some(store) = &arguments_from {
+                    notice["arguments"] = arguments_of(store, &notice).await;
+                }
                 let mut request = client.post(&url).json(&notice);
                 if let Some(token) = &token {
                     request = request.bearer_auth(token);
@@ -104,4 +113,30 @@ impl AuditSink for NotifyingSink {
         }
         Ok(())
     }
+}
+
+/// The held call's arguments, read from the store (off the event loop); `null` if it no longer
+/// waits.
+async fn arguments_of(
+    store: &Arc<dyn ApprovalStore>,
+    notice: &serde_json::Value,
+) -> serde_json::Value {
+    let Some(id) = notice["approval_id"]
+        .as_str()
+        .and_then(|id| id.parse::<ApprovalId>().ok())
+    else {
+        return serde_json::Value::Null;
+    };
+    let store = Arc::clone(store);
+    let found = tokio::task::spawn_blocking(move || {
+        store
+            .pending(SystemClock.now_ms())
+            .ok()?
+            .into_iter()
+            .find(|request| request.approval_id == id)
+    })
+    .await
+    .ok()
+    .flatten();
+    found.map_or(serde_json::Value::Null, |request| request.call.arguments)
 }

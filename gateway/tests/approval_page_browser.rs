@@ -176,6 +176,10 @@ async fn hold(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, env:
         result.is_error == Some(true) && text.contains("waits for a person"),
         "{text}"
     );
+    assert!(
+        text.contains("(the approval page, http://127.0.0.1:"),
+        "where to answer it: {text}"
+    );
     let after = text.split("approval ").nth(1).expect("an approval id");
     after
         .split_whitespace()

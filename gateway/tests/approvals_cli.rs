@@ -45,6 +45,10 @@ async fn a_call_held_for_a_client_without_elicitation_is_approved_once_from_the_
         is_error && message.contains("waits for a person"),
         "{message}"
     );
+    assert!(
+        message.contains("(`toolgate-mcp-gateway approvals show ID --config"),
+        "where to answer it: {message}"
+    );
     let approve_me = held_id(&message);
     let (message, _) = call(&client, "h__echo", json!({"text": "reject me"})).await;
     let reject_me = held_id(&message);
@@ -367,4 +371,27 @@ async fn with_identities_the_shell_answers_as_the_principal_a_key_proves_and_the
         .expect("the approval's event");
     assert_eq!(approved["event"]["approver"], "bob");
     assert_eq!(approved["event"]["note"], "checked the text");
+}
+
+#[tokio::test]
+async fn a_webhook_configured_for_arguments_gets_the_held_calls_arguments() {
+    let (port, received) = receiver().await;
+    let work = Work::new("approvals-webhook-arguments");
+    // The store in memory: the webhook reads the same store the gateway holds calls in.
+    let config = work.asking_config(&format!(
+        "[approvals]\nstore = \"memory\"\nwebhook_url = \"http://127.0.0.1:{port}/hook\"\nwebhook_arguments = true\n"
+    ));
+    let client = serve(&config).await;
+    let (message, _) = call(&client, "h__echo", json!({"text": "shown-to-the-hook"})).await;
+    let id = held_id(&message);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while received.lock().expect("lock").is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let _ = client.cancel().await;
+    let got = received.lock().expect("lock").clone();
+    let notice: serde_json::Value = serde_json::from_str(&got[0].1).expect("JSON");
+    assert_eq!(notice["approval_id"], id.as_str());
+    assert_eq!(notice["arguments"], json!({"text": "shown-to-the-hook"}));
+    assert!(notice["page"].is_null(), "no page served: {notice}");
 }

@@ -88,6 +88,7 @@ impl StateSeal {
         &self,
         request: &ApprovalRequest,
         session: Option<&str>,
+        approvals_at: Option<&str>,
     ) -> InputRequiredResult {
         let principal = request
             .call
@@ -109,7 +110,7 @@ impl StateSeal {
         let mut requests = InputRequests::new();
         requests.insert(
             ANSWER_KEY.to_owned(),
-            InputRequest::Elicitation(ElicitRequest::new(question(request))),
+            InputRequest::Elicitation(ElicitRequest::new(question(request, approvals_at))),
         );
         InputRequiredResult::new(Some(requests), Some(state))
     }
@@ -147,16 +148,20 @@ pub(crate) fn answer_in(responses: Option<&InputResponses>) -> Option<Answer> {
 /// would run (canonical JSON; past `SHOWN_ARGUMENT_CHARS` characters, how many more there are and
 /// the approval id to read them all under). Accept approves this call once; decline or cancel
 /// rejects it.
-pub(crate) fn question(request: &ApprovalRequest) -> ElicitRequestParams {
+pub(crate) fn question(
+    request: &ApprovalRequest,
+    approvals_at: Option<&str>,
+) -> ElicitRequestParams {
     let arguments = canonical_json(&request.call.arguments);
     let shown: String = arguments.chars().take(SHOWN_ARGUMENT_CHARS).collect();
     // Never cut silently: say how much is left out and where the whole call can be read.
     let cut = if shown.len() < arguments.len() {
         let total = arguments.chars().count();
         format!(
-            " … [{left} of {total} characters not shown: read the whole arguments in approval {id} (ToolController::pending or the approval store) before you accept]",
+            " … [{left} of {total} characters not shown: read the whole arguments of approval {id} at {place} before you accept]",
             left = total - SHOWN_ARGUMENT_CHARS,
             id = request.approval_id,
+            place = approvals_at.unwrap_or("ToolController::pending or the approval store"),
         )
     } else {
         String::new()
@@ -211,7 +216,7 @@ mod tests {
     }
 
     fn message(request: &ApprovalRequest) -> String {
-        match question(request) {
+        match question(request, None) {
             ElicitRequestParams::FormElicitationParams { message, .. } => message,
             _ => unreachable!("a form"),
         }
@@ -229,6 +234,15 @@ mod tests {
         assert!(shown.contains(&request.approval_id.to_string()), "{shown}");
         assert!(shown.contains("ToolController::pending"), "{shown}");
         // Exactly at the limit nothing is cut, and nothing says so.
+        // Where the whole arguments are, when the server was told.
+        let there = match question(&request, Some("http://127.0.0.1:9090/approvals")) {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message,
+            _ => unreachable!("a form"),
+        };
+        assert!(
+            there.contains("at http://127.0.0.1:9090/approvals before you accept"),
+            "{there}"
+        );
         let whole = message(&held(&"a".repeat(SHOWN_ARGUMENT_CHARS - 11)));
         assert!(!whole.contains("not shown"), "{whole}");
         assert!(whole.contains(&"a".repeat(SHOWN_ARGUMENT_CHARS - 11)));

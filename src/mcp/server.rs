@@ -64,6 +64,7 @@ pub struct McpServer {
     implementation: (String, String),
     change_poll: Duration,
     caller_of: Option<super::CallerOf>,
+    approvals_at: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -88,6 +89,7 @@ impl McpServer {
             implementation: ("toolgate".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
             change_poll: DEFAULT_CHANGE_POLL,
             caller_of: None,
+            approvals_at: None,
         })
     }
 
@@ -97,6 +99,15 @@ impl McpServer {
     #[must_use]
     pub fn with_caller(mut self, caller_of: super::CallerOf) -> Self {
         self.caller_of = Some(caller_of);
+        self
+    }
+
+    /// The same server, telling people where waiting calls are answered (an approval page's
+    /// address, a command): a question that must cut long arguments says to read them whole
+    /// there, and a call held for a client that cannot be asked names it.
+    #[must_use]
+    pub fn with_approvals_at(mut self, place: impl Into<String>) -> Self {
+        self.approvals_at = Some(Arc::from(place.into()));
         self
     }
 
@@ -205,14 +216,18 @@ impl McpServer {
         if form && modern {
             return self
                 .seal
-                .input_required(&request, caller.session.as_deref())
+                .input_required(
+                    &request,
+                    caller.session.as_deref(),
+                    self.approvals_at.as_deref(),
+                )
                 .into();
         }
         if form {
             let asked = context
                 .peer
                 .create_elicitation_with_timeout(
-                    approval::question(&request),
+                    approval::question(&request, self.approvals_at.as_deref()),
                     Some(ELICITATION_TIMEOUT),
                 )
                 .await;
@@ -226,9 +241,14 @@ impl McpServer {
             }
         }
         let id = request.approval_id.to_string();
+        let at = self
+            .approvals_at
+            .as_deref()
+            .map(|place| format!(" ({place})"))
+            .unwrap_or_default();
         wire::not_run(
             format!(
-                "pending approval: {reason}. The call did not run; approval {id} waits for a person to answer it out of band.",
+                "pending approval: {reason}. The call did not run; approval {id} waits for a person to answer it out of band{at}.",
                 reason = request.reason,
             ),
             Some(id),

@@ -74,7 +74,14 @@ pub async fn serve(config: Config) -> ExitCode {
         .map(|upstream| upstream.supervise(config.limits))
         .collect();
     let server = match McpServer::new(std::sync::Arc::clone(&controller)) {
-        Ok(server) => server.with_implementation("toolgate-mcp-gateway", env!("CARGO_PKG_VERSION")),
+        Ok(server) => {
+            let server =
+                server.with_implementation("toolgate-mcp-gateway", env!("CARGO_PKG_VERSION"));
+            match approvals_at(&config) {
+                Some(place) => server.with_approvals_at(place),
+                None => server,
+            }
+        }
         Err(error) => {
             super::report([error.to_string()]);
             return ExitCode::FAILURE;
@@ -197,5 +204,20 @@ async fn signal() {
     #[cfg(not(unix))]
     {
         let _ = interrupt.await;
+    }
+}
+
+/// Where a person answers waiting calls, for the MCP question and the held call's message: the
+/// approval page when it is served, else the shell command against a durable store.
+fn approvals_at(config: &crate::config::Config) -> Option<String> {
+    if let (Some(_), Some(admin)) = (config.approval_page, config.listen.admin) {
+        return Some(format!("the approval page, http://{admin}/approvals"));
+    }
+    match config.approvals {
+        crate::config::ApprovalStoreConfig::Memory => None,
+        _ => Some(format!(
+            "`toolgate-mcp-gateway approvals show ID --config {}`",
+            config.file.display()
+        )),
     }
 }

@@ -161,6 +161,13 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
 
     let approvals = file.approvals;
     let (page_setting, page_secure_cookies) = (approvals.page, approvals.page_secure_cookies);
+    let webhook_arguments = approvals.webhook_arguments;
+    if webhook_arguments.is_some() && approvals.webhook_url.is_none() {
+        problem(
+            "approvals.webhook_arguments",
+            "says what a webhook notice holds, but `webhook_url` is not set".to_owned(),
+        );
+    }
     let approvals_webhook = match (approvals.webhook_url, approvals.webhook_bearer_token_env) {
         (None, None) => None,
         (None, Some(_)) => {
@@ -181,6 +188,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
                 Some(WebhookConfig {
                     url,
                     bearer_token_env,
+                    arguments: webhook_arguments.unwrap_or(false),
                 })
             } else {
                 problem(

@@ -135,6 +135,8 @@ pub struct WebhookConfig {
     pub url: String,
     /// The variable holding a bearer token to send, if any.
     pub bearer_token_env: Option<String>,
+    /// Whether a notice carries the held call's arguments (`approvals.webhook_arguments`).
+    pub arguments: bool,
 }
 
 /// The approval page on the admin listener.
@@ -321,6 +323,7 @@ struct ApprovalsSection {
     postgres_url_env: Option<String>,
     webhook_url: Option<String>,
     webhook_bearer_token_env: Option<String>,
+    webhook_arguments: Option<bool>,
     page: Option<bool>,
     page_secure_cookies: Option<bool>,
 }

@@ -415,6 +415,13 @@ fn a_webhook_is_https_or_loopback_and_its_token_needs_a_url() {
         }
     }
     let found = problems(&format!(
+        "{MINIMAL}\n[approvals]\nwebhook_arguments = true\n"
+    ));
+    assert!(
+        found[0].contains("approvals.webhook_arguments: says what a webhook notice holds"),
+        "{found:?}"
+    );
+    let found = problems(&format!(
         "{MINIMAL}\n[approvals]\nwebhook_bearer_token_env = \"T\"\n"
     ));
     assert!(

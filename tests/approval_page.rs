@@ -415,3 +415,49 @@ fn malformed_answers_are_refused() {
         assert_eq!(reply.status, StatusCode::CONFLICT);
     });
 }
+
+#[cfg(feature = "postgres")]
+#[path = "postgres_support/mod.rs"]
+mod postgres_support;
+
+/// The page's audit view of a PostgreSQL chain: the last events, oldest first, and whether the
+/// chain verifies — which an edited row breaks.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_postgres_chain_is_shown_with_its_verification() {
+    use toolgate::approval_page::AuditView as _;
+    use toolgate::audit::AuditKind;
+    let Some(url) = postgres_support::server_url() else {
+        return;
+    };
+    let db = postgres_support::Db::new(&url, "page_audit");
+    let sink = db.sink("page");
+    let registry = registry([counted(
+        "deploy",
+        json!({"type": "object"}),
+        &Arc::default(),
+    )]);
+    let controller =
+        ToolController::new(registry, policy(&["deploy"], &[])).with_audit_sink(db.sink("writer"));
+    for index in 0..5 {
+        let outcome = controller.handle(ToolCall::new(format!("c{index}"), "deploy", json!({})));
+        assert!(matches!(outcome, Outcome::Completed(result) if !result.is_error));
+    }
+    let snapshot = sink.snapshot(4).unwrap();
+    assert!(snapshot.verified, "{}", snapshot.chain);
+    assert_eq!(snapshot.events.len(), 4);
+    assert_eq!(
+        snapshot.events.last().unwrap().kind,
+        AuditKind::ExecutionOutcome
+    );
+    assert_eq!(snapshot.events.last().unwrap().call_id, "c4");
+    db.admin()
+        .batch_execute("UPDATE toolgate_audit SET event = replace(event, 'c1', 'c9') WHERE seq = 4")
+        .unwrap();
+    let broken = sink.snapshot(4).unwrap();
+    assert!(
+        !broken.verified && !broken.chain.is_empty(),
+        "{}",
+        broken.chain
+    );
+}

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use toolgate::approval_page::{ApprovalPage, JsonlAuditView};
+use toolgate::audit::PostgresAuditSink;
 use toolgate::{Principal, ToolController};
 
 use crate::config::{AuditTarget, Config};
@@ -24,8 +25,21 @@ pub fn router(config: &Config, controller: Arc<ToolController>) -> Option<Router
     if settings.secure_cookies {
         page = page.with_secure_cookies();
     }
-    if let Some(AuditTarget::Jsonl(path)) = &config.audit {
-        page = page.with_audit(JsonlAuditView::new(path));
+    match &config.audit {
+        Some(AuditTarget::Jsonl(path)) => page = page.with_audit(JsonlAuditView::new(path)),
+        Some(AuditTarget::Postgres { url_env }) => {
+            // A connection of the view's own; the page works without it (and says so).
+            let view = std::env::var(url_env).ok().and_then(|url| {
+                crate::blocking::off_runtime(|| PostgresAuditSink::connect(&url)).ok()
+            });
+            match view {
+                Some(view) => page = page.with_audit(view),
+                None => tracing::warn!(
+                    "the approval page shows no audit events: audit.postgres_url_env ${url_env} could not be connected to"
+                ),
+            }
+        }
+        None => {}
     }
     Some(page.router())
 }

@@ -91,3 +91,22 @@ impl AuditView for JsonlAuditView {
         Ok(AuditSnapshot::new(events.into(), verified, chain))
     }
 }
+
+/// The audit view of a PostgreSQL chain: verified whole on each read, its last events shown.
+#[cfg(feature = "postgres")]
+impl AuditView for crate::audit::PostgresAuditSink {
+    fn snapshot(&self, limit: usize) -> Result<AuditSnapshot, String> {
+        let (verified, chain) = match self.verify() {
+            Ok(tip) => (
+                true,
+                format!(
+                    "{} entries verify; last hash {}",
+                    tip.entries, tip.last_hash
+                ),
+            ),
+            Err(problem) => (false, problem.to_string()),
+        };
+        let events = self.recent(limit).map_err(|error| error.to_string())?;
+        Ok(AuditSnapshot::new(events, verified, chain))
+    }
+}

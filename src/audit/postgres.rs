@@ -195,6 +195,31 @@ impl PostgresAuditSink {
         verify_chain(&mut client)
     }
 
+    /// The last `limit` events in the chain, oldest first (for an approval page, say). Read on a
+    /// connection of its own; a row whose event does not parse is skipped (`verify` names it).
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] if the table cannot be read.
+    pub fn recent(&self, limit: usize) -> Result<Vec<super::AuditEvent>, AuditError> {
+        let mut client = self
+            .config
+            .connect(NoTls)
+            .map_err(|error| audit_error("connect", error))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                "SELECT event FROM toolgate_audit ORDER BY seq DESC LIMIT $1",
+                &[&limit],
+            )
+            .map_err(|error| audit_error("read", error))?;
+        Ok(rows
+            .iter()
+            .rev()
+            .filter_map(|row| serde_json::from_str(row.get::<_, &str>(0)).ok())
+            .collect())
+    }
+
     fn append(client: &mut Client, event: &str) -> Result<(), AppendError> {
         let mut transaction = client.transaction()?;
         let tip = transaction.query_one(

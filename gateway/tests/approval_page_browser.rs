@@ -320,6 +320,17 @@ async fn a_person_approves_a_held_call_in_the_browser_and_it_runs_once() {
     let reject_me = hold(&alice, "staging").await;
     let own = hold(&alice, "canary").await;
 
+    // Never on the MCP listener: there the path does not exist, with a key or without.
+    let http = reqwest::Client::new();
+    for key in [None, Some(ALICE_KEY)] {
+        let mut request = http.get(format!("http://127.0.0.1:{}/approvals", setup.mcp));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        let status = request.send().await.unwrap().status();
+        assert!(status == 401 || status == 404, "{status}");
+    }
+
     let browser = browser(setup.driver_port).await;
     // Eve is not in security: she sees the calls, cannot approve them, and nothing runs.
     sign_in(&browser, setup.admin, EVE_KEY).await;

@@ -461,3 +461,82 @@ fn a_postgres_chain_is_shown_with_its_verification() {
         broken.chain
     );
 }
+
+/// What the page adds for a gateway: the upstream a tool comes from, the arguments in the
+/// canonical form the digest covers, `Secure` cookies when asked for, and an audit chain that no
+/// longer verifies shown as such.
+#[test]
+fn the_page_names_the_upstream_shows_canonical_arguments_and_a_broken_chain() {
+    use toolgate::approval_page::{AuditView as _, JsonlAuditView};
+    use toolgate::audit::JsonlAuditSink;
+    block(async {
+        let dir = std::env::temp_dir().join(format!("toolgate-page-audit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("audit.jsonl");
+        let registry = registry([counted(
+            "files__write",
+            json!({"type": "object"}),
+            &Arc::default(),
+        )]);
+        let policy = RulePolicy::from_json(
+            r#"{"rules": [{"id": "w", "tool": "files__write", "action": "ask", "reason": "writes"}]}"#,
+            &registry,
+        )
+        .unwrap();
+        let controller = Arc::new(
+            ToolController::new(registry, policy)
+                .with_audit_sink(JsonlAuditSink::open(&log).unwrap()),
+        );
+        let router = ApprovalPage::new(Arc::clone(&controller), |credential: &str| {
+            (credential == "sam-key").then(|| Principal::new("sam", ["ops"]))
+        })
+        .with_upstream_of(|tool: &str| tool.split_once("__").map(|(up, _)| up.to_owned()))
+        .with_secure_cookies()
+        .with_audit(JsonlAuditView::new(&log))
+        .router();
+        let call = ToolCall::new("c1", "files__write", json!({"z": 1.0, "a": [2.50, 1e2]}));
+        let Outcome::PendingApproval(request) = controller.handle(call) else {
+            panic!("held")
+        };
+
+        let login = send(
+            &router,
+            post(
+                "/approvals/api/login",
+                None,
+                None,
+                json!({"credential": "sam-key"}),
+            ),
+        )
+        .await;
+        let cookie = login.headers[header::SET_COOKIE].to_str().unwrap();
+        assert!(cookie.contains("; Secure"), "{cookie}");
+        let cookie = cookie.split(';').next().unwrap().to_owned();
+        let listed = send(&router, get("/approvals/api/pending", Some(&cookie))).await;
+        let shown = &listed.body["pending"][0];
+        assert_eq!(shown["id"], request.approval_id.to_string());
+        assert_eq!(shown["upstream"], "files");
+        // Keys in order, each number in its one spelling: what the digest covers, laid out.
+        assert_eq!(
+            shown["arguments"],
+            "{\n  \"a\": [\n    2.5,\n    100\n  ],\n  \"z\": 1\n}"
+        );
+
+        let view = JsonlAuditView::new(&log);
+        assert!(view.snapshot(10).unwrap().verified);
+        let text = std::fs::read_to_string(&log).unwrap();
+        std::fs::write(&log, text.replacen("\"c1\"", "\"c2\"", 1)).unwrap();
+        let broken = view.snapshot(10).unwrap();
+        assert!(!broken.verified, "an edited entry breaks the chain");
+        assert!(!broken.chain.is_empty());
+        let audit = send(&router, get("/approvals/api/audit", Some(&cookie))).await;
+        assert_eq!(
+            audit.body["snapshot"]["verified"], false,
+            "{:?}",
+            audit.body
+        );
+        drop((router, controller));
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}

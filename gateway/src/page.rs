@@ -11,6 +11,21 @@ use toolgate::{Principal, ToolController};
 use crate::config::{AuditTarget, Config};
 use crate::http::Keys;
 
+/// Which upstream a served name comes from: the part before the separator (upstream names never
+/// hold it); without a separator, the one upstream there is.
+fn upstream_of(config: &Config) -> impl Fn(&str) -> Option<String> + Send + Sync + 'static {
+    let names: Vec<String> = config.upstreams.iter().map(|up| up.name.clone()).collect();
+    let separator = config.separator.clone();
+    move |tool: &str| {
+        let name = match &separator {
+            Some(separator) => tool.split_once(separator.as_str())?.0,
+            None if names.len() == 1 => names[0].as_str(),
+            None => return None,
+        };
+        names.iter().find(|known| *known == name).cloned()
+    }
+}
+
 /// The page's routes, if the config serves it.
 pub fn router(config: &Config, controller: Arc<ToolController>) -> Option<Router> {
     let settings = config.approval_page?;
@@ -21,7 +36,8 @@ pub fn router(config: &Config, controller: Arc<ToolController>) -> Option<Router
     };
     // The same Host values the MCP listener accepts: a DNS-rebinding page reaches neither.
     let mut page = ApprovalPage::new(controller, sign_in)
-        .with_allowed_hosts(config.listen.allowed_hosts.clone());
+        .with_allowed_hosts(config.listen.allowed_hosts.clone())
+        .with_upstream_of(upstream_of(config));
     if settings.secure_cookies {
         page = page.with_secure_cookies();
     }
@@ -42,4 +58,28 @@ pub fn router(config: &Config, controller: Arc<ToolController>) -> Option<Router
         None => {}
     }
     Some(page.router())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::upstream_of;
+
+    fn config(separator: &str) -> crate::config::Config {
+        let text = format!(
+            "[gateway]\n{separator}\n[upstreams.files]\ncommand = \"a\"\n[upstreams.git-hub]\ncommand = \"b\"\n[policy]\nlayers = [\"p.json\"]\n"
+        );
+        crate::config::parse(std::path::Path::new("/etc/gw/gw.toml"), &text).expect("loads")
+    }
+
+    #[test]
+    fn a_served_name_names_its_upstream_and_nothing_else_does() {
+        let of = upstream_of(&config(""));
+        assert_eq!(of("files__read").as_deref(), Some("files"));
+        assert_eq!(of("git-hub__issue__create").as_deref(), Some("git-hub"));
+        assert_eq!(of("other__read"), None);
+        assert_eq!(of("read"), None);
+        let of = upstream_of(&config("separator = \".\""));
+        assert_eq!(of("git-hub.a__b").as_deref(), Some("git-hub"));
+        assert_eq!(of("files__read"), None);
+    }
 }

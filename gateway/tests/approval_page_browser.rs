@@ -5,7 +5,8 @@
 //! rejecting runs nothing; a second tab's stale approve is refused; markup and script in the
 //! arguments and the tool's description render as text; a request without the CSRF token, an
 //! approver outside the rule's group, and the asker approving her own call under four eyes are
-//! refused.
+//! refused. A call held while the page is open appears without a reload, whole; no argument
+//! value reaches a URL the page requests or a line the gateway logs.
 
 mod support;
 
@@ -120,12 +121,19 @@ fn start(python: &Path, driver: &Path) -> Setup {
     }
 }
 
+/// Starts the gateway, its stderr (every log line) appended to `gateway.log` beside the config.
 fn serve(config: &Path) -> Killed {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(config.with_file_name("gateway.log"))
+        .expect("the log file opens");
     Killed(
         Command::new(GATEWAY)
             .args(["serve", "--config"])
             .arg(config)
             .stdin(Stdio::null())
+            .stderr(log)
             .spawn()
             .expect("the gateway starts"),
     )
@@ -384,6 +392,14 @@ async fn a_person_approves_a_held_call_in_the_browser_and_it_runs_once() {
         "a deploy needs a <i>second</i> person from security"
     );
     assert_eq!(text_in(&browser, &approve_me, ".principal").await, "alice");
+    assert_eq!(text_in(&browser, &approve_me, ".upstream").await, "p");
+
+    // Live: a call held while the page is open appears without a reload, all of it (far more
+    // than the 2,000 characters an MCP question shows).
+    let long_env = format!("region-{}-end", "x".repeat(5_000));
+    let live = hold(&alice, &long_env).await;
+    let arguments = text_in(&browser, &live, "pre.arguments").await;
+    assert!(arguments.contains(&long_env), "the whole value, not cut");
     // Nothing from the arguments or the description became an element or ran.
     let injected = browser
         .execute("return document.querySelectorAll('article img, article script, article b, article i').length", vec![])
@@ -493,6 +509,23 @@ async fn a_person_approves_a_held_call_in_the_browser_and_it_runs_once() {
         !audit.contains("pwned-by-arguments"),
         "no argument value in the audit log"
     );
+    // No argument value in any URL the page requested, nor in a line the gateway logged.
+    let urls = browser
+        .execute(
+            "return performance.getEntriesByType('resource').map(e => e.name).concat([location.href])",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let urls = urls.to_string();
+    assert!(urls.contains("/approvals/api/pending"), "{urls}");
+    for value in ["pwned", "region-", "staging", "canary"] {
+        assert!(!urls.contains(value), "{value} in {urls}");
+        assert!(
+            !setup.work.read("gateway.log").contains(value),
+            "{value} in the gateway's log"
+        );
+    }
 
     // A call held, the gateway restarted in between: the page lists it after the restart, with
     // all its arguments, and approving it runs it once.

@@ -276,18 +276,28 @@ async fn waiting(shared: &Shared) -> Result<Vec<ApprovalRequest>, Refusal> {
 }
 
 /// One waiting call as the page shows it: everything, the arguments whole.
-fn shown(request: &ApprovalRequest, session: &Session, description: Option<&str>) -> Value {
+fn shown(
+    request: &ApprovalRequest,
+    session: &Session,
+    description: Option<&str>,
+    upstream: Option<String>,
+) -> Value {
     let asker = request.call.principal.as_deref();
     let may_answer = crate::policy::admitted_by_all(
         request.approvers.iter().map(|approvers| &**approvers),
         Some(&session.principal),
         asker,
     );
-    let arguments = serde_json::to_string_pretty(&request.call.arguments).unwrap_or_default();
+    // The canonical form the digest covers (one spelling per number), laid out for reading.
+    let canonical = crate::canonical::canonical_json(&request.call.arguments);
+    let arguments = serde_json::from_str::<Value>(&canonical)
+        .and_then(|value| serde_json::to_string_pretty(&value))
+        .unwrap_or(canonical);
     json!({
         "id": request.approval_id.to_string(),
         "tool": request.call.tool_name,
         "description": description,
+        "upstream": upstream,
         "principal": asker.map(|principal| &principal.id),
         "reason": request.reason.as_str(),
         "digest": request.digest,
@@ -319,7 +329,11 @@ async fn pending(State(shared): Page, headers: HeaderMap) -> Response {
     };
     let calls: Vec<Value> = requests
         .iter()
-        .map(|request| shown(request, &session, description(&request.call.tool_name)))
+        .map(|request| {
+            let tool = &request.call.tool_name;
+            let upstream = shared.page.upstream_of.as_ref().and_then(|of| of(tool));
+            shown(request, &session, description(tool), upstream)
+        })
         .collect();
     axum::Json(json!({ "now_ms": SystemClock.now_ms(), "pending": calls })).into_response()
 }

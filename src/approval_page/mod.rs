@@ -14,8 +14,9 @@
 //!   principal, with its groups, so a rule's [`Approvers`](crate::approvals::Approvers) and four
 //!   eyes judge it; the approver and the note go into the audit log.
 //! - **What is approved is what was shown.** The page lists every waiting call with its tool, the
+//!   upstream it comes from ([`with_upstream_of`](ApprovalPage::with_upstream_of)), the
 //!   principal who asked, the reason, the time left, the digest and the *whole* canonical
-//!   arguments, pretty-printed and never cut. An answer carries the digest the page showed; one
+//!   arguments (the form the digest covers), pretty-printed and never cut. An answer carries the digest the page showed; one
 //!   for a request that is no longer waiting (answered in another tab, by the command line,
 //!   expired) or whose digest differs is refused with 409, and nothing runs. An approved call runs
 //!   once, through [`ToolController::resolve_async`], and its outcome is shown.
@@ -71,11 +72,15 @@ where
     }
 }
 
+/// Names the upstream a served tool comes from.
+type UpstreamOf = dyn Fn(&str) -> Option<String> + Send + Sync;
+
 /// The approval page and its JSON API for one controller (see the [module](self) docs).
 pub struct ApprovalPage {
     controller: Arc<ToolController>,
     authenticate: Arc<dyn Authenticate>,
     audit: Option<Arc<dyn AuditView>>,
+    upstream_of: Option<Arc<UpstreamOf>>,
     secure_cookies: bool,
     allowed_hosts: Option<Vec<String>>,
     session_time_to_live: Duration,
@@ -98,6 +103,7 @@ impl ApprovalPage {
             controller,
             authenticate: Arc::new(authenticate),
             audit: None,
+            upstream_of: None,
             secure_cookies: false,
             allowed_hosts: None,
             session_time_to_live: Duration::from_secs(8 * 60 * 60),
@@ -108,6 +114,18 @@ impl ApprovalPage {
     #[must_use]
     pub fn with_audit(mut self, audit: impl AuditView) -> Self {
         self.audit = Some(Arc::new(audit));
+        self
+    }
+
+    /// The same page, naming for each waiting call the upstream (server) its tool comes from, as
+    /// `upstream_of` names it (`None`: shown as no upstream) — a gateway serving several servers'
+    /// tools under one name space says whose tool would run.
+    #[must_use]
+    pub fn with_upstream_of(
+        mut self,
+        upstream_of: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.upstream_of = Some(Arc::new(upstream_of));
         self
     }
 

@@ -211,6 +211,13 @@ async fn signal() {
 /// approval page when it is served, else the shell command against a durable store.
 fn approvals_at(config: &crate::config::Config) -> Option<String> {
     if let (Some(_), Some(admin)) = (config.approval_page, config.listen.admin) {
+        // Bound to every address, the listener has no one address a person could open.
+        if admin.ip().is_unspecified() {
+            return Some(format!(
+                "the approval page, /approvals on port {} of this gateway's host",
+                admin.port()
+            ));
+        }
         return Some(format!("the approval page, http://{admin}/approvals"));
     }
     match config.approvals {
@@ -219,5 +226,43 @@ fn approvals_at(config: &crate::config::Config) -> Option<String> {
             "`toolgate-mcp-gateway approvals show ID --config {}`",
             config.file.display()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::approvals_at;
+
+    const CONFIG: &str = "[upstreams.files]\ncommand = \"npx\"\n[policy]\nlayers = [\"p.json\"]\n\
+        [[clients]]\nid = \"sam\"\napi_key_sha256 = \"2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae\"\n";
+
+    fn place(extra: &str) -> Option<String> {
+        let text = format!("{CONFIG}{extra}");
+        let config =
+            crate::config::parse(std::path::Path::new("/etc/gw/gw.toml"), &text).expect("loads");
+        approvals_at(&config)
+    }
+
+    #[test]
+    fn a_held_call_names_the_page_a_person_can_open_or_the_shell_command() {
+        let page = place("[listen]\nstdio = true\nadmin = \"127.0.0.1:9090\"\n");
+        assert_eq!(
+            page.as_deref(),
+            Some("the approval page, http://127.0.0.1:9090/approvals")
+        );
+        // Bound to every address: no link to a host nobody can open, but the port and the path.
+        let everywhere = place("[listen]\nstdio = true\nadmin = \"0.0.0.0:9090\"\n").unwrap();
+        assert!(!everywhere.contains("0.0.0.0"), "{everywhere}");
+        assert!(
+            everywhere.contains("/approvals on port 9090"),
+            "{everywhere}"
+        );
+        // No page: the shell command against the durable store, naming the config file.
+        let shell = place("").unwrap();
+        assert!(
+            shell.contains("approvals show ID --config /etc/gw/gw.toml"),
+            "{shell}"
+        );
+        assert_eq!(place("[approvals]\nstore = \"memory\"\n"), None);
     }
 }

@@ -15,6 +15,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use load::load;
+#[cfg(test)]
+pub(crate) use load::parse;
 
 /// The separator between an upstream's name and its tool's in a served name, by default.
 pub const DEFAULT_SEPARATOR: &str = "__";

@@ -67,6 +67,7 @@ function card(request) {
   node.dataset.approvalId = request.id;
   node.append(element("h3", "tool", request.tool));
   const facts = element("dl");
+  row(facts, "upstream", request.upstream === null || request.upstream === undefined ? "(none named)" : request.upstream, "upstream");
   row(facts, "tool description", request.description === null ? "(none)" : request.description, "description");
   row(facts, "asked by", request.principal === null ? "(no principal)" : request.principal, "principal");
   row(facts, "why you are asked", request.reason, "reason");

@@ -139,23 +139,33 @@ impl ToolRuntime {
     // Inlined into the controller, with the rejections kept out of line: built in the caller's
     // frame, the prepared call is not copied out of a returned `Result` and back.
     #[inline(always)]
-    pub fn prepare(&self, mut call: ToolCall) -> Result<PreparedToolCall, Rejection> {
-        let Some((position, definition)) = self.registry.position(&call.tool_name) else {
-            return Err(unknown_tool(call));
-        };
-        match definition.check(&call.arguments) {
-            Ok(normalized) => {
-                if let Some(normalized) = normalized {
-                    call.arguments = normalized;
-                }
-                Ok(PreparedToolCall {
-                    call,
-                    definition: Arc::clone(definition),
-                    position,
-                })
+    pub fn prepare(&self, call: ToolCall) -> Result<PreparedToolCall, Rejection> {
+        prepare_in(&self.registry, call)
+    }
+}
+
+/// [`ToolRuntime::prepare`] against `registry`: the one place a [`PreparedToolCall`] is built
+/// (G1), also for the policy analysis, which decides calls as the controller would.
+#[inline(always)]
+pub(crate) fn prepare_in(
+    registry: &ToolRegistry,
+    mut call: ToolCall,
+) -> Result<PreparedToolCall, Rejection> {
+    let Some((position, definition)) = registry.position(&call.tool_name) else {
+        return Err(unknown_tool(call));
+    };
+    match definition.check(&call.arguments) {
+        Ok(normalized) => {
+            if let Some(normalized) = normalized {
+                call.arguments = normalized;
             }
-            Err(errors) => Err(invalid(call, definition, errors)),
+            Ok(PreparedToolCall {
+                call,
+                definition: Arc::clone(definition),
+                position,
+            })
         }
+        Err(errors) => Err(invalid(call, definition, errors)),
     }
 }
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Condition, PathOptions, PrincipalsConfig, TextOptions};
+use super::{Condition, PathOptions, PolicyExample, PrincipalsConfig, TextOptions};
 use crate::limits::RateLimitConfig;
 use crate::policy::PolicyAction;
 
@@ -39,6 +39,10 @@ pub struct PolicyConfig {
     /// a decision.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<RateLimitConfig>,
+    /// Calls and the decisions they must get, checked at every load (see [`PolicyExample`]). They
+    /// change no decision, so they are not part of the policy's digest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<PolicyExample>,
 }
 
 impl PolicyConfig {
@@ -49,7 +53,15 @@ impl PolicyConfig {
             text: TextOptions::default(),
             rules: rules.into_iter().collect(),
             limits: Vec::new(),
+            examples: Vec::new(),
         }
+    }
+
+    /// The same policy, with `examples` added (checked when it loads).
+    #[must_use]
+    pub fn with_examples(mut self, examples: impl IntoIterator<Item = PolicyExample>) -> Self {
+        self.examples.extend(examples);
+        self
     }
 
     /// The same policy, with `limits` added.

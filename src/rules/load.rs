@@ -173,17 +173,25 @@ pub(super) fn load(
             text: config.text.clone(),
             rules: canonical_rules,
             limits: canonical_limits,
+            examples: Vec::new(),
         })
         .unwrap_or_default(),
     ));
-    Ok(RulePolicy {
+    let policy = RulePolicy {
         by_tool,
         groups,
         limits: limits.with_policy_digest(&digest),
         paths,
         digest,
         config,
-    })
+    };
+    // Last: an example is decided by the policy as built.
+    let problems = policy.check_examples(&policy.config.examples, registry);
+    if problems.is_empty() {
+        Ok(policy)
+    } else {
+        Err(PolicyLoadError::Invalid { problems })
+    }
 }
 
 /// For each tool, the pointers any of its rules (exact or by pattern) judges as a path: every other

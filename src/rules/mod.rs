@@ -1,9 +1,11 @@
 //! Argument-aware policy: allow / ask / deny rules per tool, conditioned on argument values,
 //! loaded from JSON or built in code, checked against the registry, and explained.
 
+pub mod analysis;
 mod condition;
 mod config;
 mod error;
+mod examples;
 mod groups;
 #[cfg(test)]
 mod index_tests;
@@ -23,6 +25,7 @@ use condition::{CallPaths, Cause, Compiled, Index, PathSettings, Truth};
 pub use condition::{Condition, PathOptions, TextOptions};
 pub use config::{PolicyConfig, RuleConfig};
 pub use error::{PolicyLoadError, ReadError};
+pub use examples::PolicyExample;
 pub use principals::PrincipalsConfig;
 
 use crate::names::FastMap;

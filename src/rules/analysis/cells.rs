@@ -1,0 +1,387 @@
+//! The values that tell a tool's rules apart: for each pointer the rules read, one candidate per
+//! class of values that every condition on that pointer judges alike — and whether the candidates
+//! provably cover every class (then deciding one call per combination decides them all).
+//!
+//! A class is covered when this module knows the condition's semantics exactly: `equals` and
+//! `one_of` (each literal is a class of its own; every other value of a type is one class),
+//! `range` (the number line cut at every bound and literal, and the numbers that cannot be compared
+//! exactly), `path_within` (inside each root but no deeper root, outside every root, and the
+//! spellings that cannot be judged). For `path_glob`, `glob`, the command conditions and `every` /
+//! `some`, candidates are still made from the patterns (to find a witness), but they do not cover
+//! every class, and the analysis says why.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Number, Value};
+
+use crate::rules::Condition;
+
+/// A fresh name no policy writes: a value that equals no literal and lies in no root's child.
+pub(super) const FRESH: &str = "zz-toolgate-fresh";
+
+/// What the conditions on one pointer look at.
+#[derive(Debug, Default)]
+pub(super) struct PointerAtoms {
+    /// Literals of `equals` and `one_of`.
+    literals: Vec<Value>,
+    /// Bounds of `range`.
+    bounds: Vec<Number>,
+    /// Roots of `path_within`.
+    roots: Vec<String>,
+    /// Strings made from patterns (globs, path globs, command prefixes and options): candidates
+    /// for a witness, covering no class for sure.
+    extra: Vec<Value>,
+}
+
+/// The atoms of every condition of a tool's rules, by pointer, and why candidates made from them
+/// may miss a class (`None`: they cover every class).
+#[derive(Debug, Default)]
+pub(super) struct Atoms {
+    pub(super) by_pointer: BTreeMap<String, PointerAtoms>,
+    pub(super) incomplete: Option<String>,
+}
+
+impl Atoms {
+    fn at(&mut self, pointer: &str) -> &mut PointerAtoms {
+        self.by_pointer.entry(pointer.to_owned()).or_default()
+    }
+
+    fn gap(&mut self, rule: &str, why: impl FnOnce() -> String) {
+        if self.incomplete.is_none() {
+            self.incomplete = Some(format!("rule {rule:?} {}", why()));
+        }
+    }
+
+    /// Adds the leaves of `condition` (of rule `rule`).
+    pub(super) fn add(&mut self, rule: &str, condition: &Condition) {
+        match condition {
+            Condition::All(items) | Condition::Any(items) => {
+                for item in items {
+                    self.add(rule, item);
+                }
+            }
+            Condition::Not(inner) => self.add(rule, inner),
+            Condition::Equals { pointer, value } => {
+                self.literal(rule, pointer, value);
+            }
+            Condition::OneOf { pointer, values } => {
+                for value in values {
+                    self.literal(rule, pointer, value);
+                }
+            }
+            Condition::Range { pointer, min, max } => {
+                let at = self.at(pointer);
+                at.bounds.extend(min.iter().chain(max).cloned());
+            }
+            Condition::PathWithin { pointer, roots, .. } => {
+                self.at(pointer).roots.extend(roots.iter().cloned());
+            }
+            Condition::PathGlob { pointer, pattern } => {
+                self.gap(rule, || format!("judges {pointer} with path_glob"));
+                let path = if pattern.starts_with('/') {
+                    pattern.clone()
+                } else {
+                    format!("/{FRESH}/{pattern}")
+                };
+                let at = self.at(pointer);
+                at.extra.push(Value::from(instantiate_glob(&path)));
+                at.extra
+                    .push(Value::from(format!("{}/{FRESH}", parent(&path))));
+            }
+            Condition::Glob {
+                pointer, pattern, ..
+            } => {
+                self.gap(rule, || format!("judges {pointer} with glob"));
+                self.at(pointer)
+                    .extra
+                    .push(Value::from(instantiate_glob(pattern)));
+            }
+            Condition::ArgvPrefix { pointer, prefix } => {
+                self.gap(rule, || format!("judges {pointer} with argv_prefix"));
+                let at = self.at(pointer);
+                for argv in command_spellings(prefix) {
+                    at.extra.push(Value::from(argv));
+                }
+            }
+            Condition::CommandPrefix { pointer, prefix } => {
+                self.gap(rule, || format!("judges {pointer} with command_prefix"));
+                let at = self.at(pointer);
+                for argv in command_spellings(prefix) {
+                    at.extra.push(Value::from(argv.join(" ")));
+                }
+                at.extra
+                    .push(Value::from(format!("{} ; {FRESH}", prefix.join(" "))));
+            }
+            Condition::CommandOption { pointer, options } => {
+                self.gap(rule, || format!("judges {pointer} with command_option"));
+                let at = self.at(pointer);
+                for option in options {
+                    at.extra.push(Value::from(format!("{FRESH} {option}")));
+                    at.extra
+                        .push(Value::from(vec![FRESH.to_owned(), option.clone()]));
+                }
+            }
+            Condition::Every { pointer, .. } | Condition::Some { pointer, .. } => {
+                self.gap(rule, || {
+                    format!("judges the elements of the list {pointer}")
+                });
+                let at = self.at(pointer);
+                at.extra.push(Value::Array(Vec::new()));
+            }
+        }
+    }
+
+    fn literal(&mut self, rule: &str, pointer: &str, value: &Value) {
+        // A list or object holding numbers has classes of inexact spellings inside it that one
+        // candidate per literal does not reach.
+        if matches!(value, Value::Array(_) | Value::Object(_)) && holds_number(value) {
+            self.gap(rule, || {
+                format!("compares {pointer} with a list or object holding numbers")
+            });
+        }
+        let at = self.at(pointer);
+        if let Value::Number(number) = value {
+            at.bounds.push(number.clone());
+        }
+        at.literals.push(value.clone());
+    }
+
+    /// Whether one pointer is a prefix of another (`/a` and `/a/b`): their values are not
+    /// independent, so combining candidates pointer by pointer may miss a class.
+    pub(super) fn nested_pointers(&self) -> Option<(String, String)> {
+        let pointers: Vec<&String> = self.by_pointer.keys().collect();
+        for outer in &pointers {
+            for inner in &pointers {
+                if inner.len() > outer.len()
+                    && inner.starts_with(outer.as_str())
+                    && inner.as_bytes()[outer.len()] == b'/'
+                {
+                    return Some(((*outer).clone(), (*inner).clone()));
+                }
+            }
+        }
+        None
+    }
+}
+
+fn holds_number(value: &Value) -> bool {
+    match value {
+        Value::Number(_) => true,
+        Value::Array(items) => items.iter().any(holds_number),
+        Value::Object(map) => map.values().any(holds_number),
+        _ => false,
+    }
+}
+
+/// The types a value at one pointer may have, as the schema declares them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Types {
+    pub(super) string: bool,
+    pub(super) number: bool,
+    /// Only integers (the schema's `integer`, without `number`).
+    pub(super) integer_only: bool,
+    pub(super) boolean: bool,
+    pub(super) null: bool,
+    pub(super) array: bool,
+    pub(super) object: bool,
+    /// The field may be left out.
+    pub(super) absent: bool,
+}
+
+impl Types {
+    pub(super) const ANY: Self = Self {
+        string: true,
+        number: true,
+        integer_only: false,
+        boolean: true,
+        null: true,
+        array: true,
+        object: true,
+        absent: true,
+    };
+}
+
+/// A candidate value for a pointer (`None`: the field left out), and whether it stands for a
+/// class the analysis must cover (`false`: an extra candidate, tried for a witness only).
+#[derive(Debug, Clone)]
+pub(super) struct Candidate {
+    pub(super) value: Option<Value>,
+    pub(super) required: bool,
+}
+
+impl PointerAtoms {
+    /// One candidate per class of the values of `types` (plus the extra candidates).
+    pub(super) fn candidates(&self, types: Types, enumerated: Option<&[Value]>) -> Vec<Candidate> {
+        let class = |value: Value| Candidate {
+            value: Some(value),
+            required: true,
+        };
+        let mut out = Vec::new();
+        if types.absent {
+            out.push(Candidate {
+                value: None,
+                required: true,
+            });
+        }
+        if let Some(values) = enumerated {
+            // The schema lists every value the field may have: each is its own candidate.
+            out.extend(values.iter().cloned().map(class));
+            return out;
+        }
+        if types.string {
+            out.extend(self.string_classes().into_iter().map(class));
+        }
+        if types.number {
+            out.extend(
+                self.number_classes(types.integer_only)
+                    .into_iter()
+                    .map(class),
+            );
+        }
+        if types.boolean {
+            out.extend([Value::Bool(false), Value::Bool(true)].map(class));
+        }
+        if types.null {
+            out.push(class(Value::Null));
+        }
+        if types.array {
+            out.push(class(Value::Array(Vec::new())));
+            out.extend(
+                self.literals
+                    .iter()
+                    .filter(|value| value.is_array())
+                    .cloned()
+                    .map(class),
+            );
+        }
+        if types.object {
+            out.push(class(Value::Object(serde_json::Map::new())));
+            out.extend(
+                self.literals
+                    .iter()
+                    .filter(|value| value.is_object())
+                    .cloned()
+                    .map(class),
+            );
+        }
+        out.extend(self.extra.iter().cloned().map(|value| Candidate {
+            value: Some(value),
+            required: false,
+        }));
+        dedupe(out)
+    }
+
+    fn string_classes(&self) -> Vec<Value> {
+        let mut out: Vec<Value> = self
+            .literals
+            .iter()
+            .filter(|value| value.is_string())
+            .cloned()
+            .collect();
+        // Equal to no literal, inside no root, and a plain relative path.
+        out.push(Value::from(FRESH));
+        if !self.roots.is_empty() {
+            for root in &self.roots {
+                out.push(Value::from(root.clone()));
+                out.push(Value::from(format!(
+                    "{}/{FRESH}",
+                    root.trim_end_matches('/')
+                )));
+            }
+            out.push(Value::from(format!("/{FRESH}")));
+            // A spelling no lexical check can judge.
+            out.push(Value::from(format!("~/{FRESH}")));
+        }
+        out
+    }
+
+    fn number_classes(&self, integer_only: bool) -> Vec<Value> {
+        let mut points: Vec<f64> = self.bounds.iter().filter_map(Number::as_f64).collect();
+        points.sort_by(f64::total_cmp);
+        points.dedup();
+        let mut out: Vec<Value> = self.bounds.iter().cloned().map(Value::Number).collect();
+        let number = |x: f64| {
+            if x.fract() == 0.0 && x.abs() < 9.0e15 {
+                // Exact: an integral value below 2^53.
+                #[expect(clippy::cast_possible_truncation, reason = "integral and below 2^53")]
+                Value::from(x as i64)
+            } else {
+                Number::from_f64(x).map_or(Value::Null, Value::Number)
+            }
+        };
+        match (points.first(), points.last()) {
+            (Some(&low), Some(&high)) => {
+                out.push(number((low - 1.0).floor()));
+                out.push(number((high + 1.0).floor()));
+                for pair in points.windows(2) {
+                    let (a, b) = (pair[0], pair[1]);
+                    let inside = if integer_only {
+                        let next = a.floor() + 1.0;
+                        (next < b).then_some(next)
+                    } else {
+                        Some(a + (b - a) / 2.0)
+                    };
+                    out.extend(inside.map(number));
+                }
+            }
+            _ => out.push(Value::from(0)),
+        }
+        // Numbers that cannot be compared exactly (they may have been rounded when parsed).
+        out.extend([1.0e300, -1.0e300].map(number));
+        out.retain(|value| !value.is_null());
+        out
+    }
+}
+
+fn dedupe(candidates: Vec<Candidate>) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = Vec::with_capacity(candidates.len());
+    for candidate in candidates {
+        match out.iter_mut().find(|seen| seen.value == candidate.value) {
+            Some(seen) => seen.required |= candidate.required,
+            None => out.push(candidate),
+        }
+    }
+    out
+}
+
+/// A string a glob matches: `*` and `**` become a fresh name, `?` one letter, escapes dropped.
+fn instantiate_glob(pattern: &str) -> String {
+    let mut out = String::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            '*' => {
+                while chars.as_str().starts_with('*') {
+                    chars.next();
+                }
+                out.push_str(FRESH);
+            }
+            '?' => out.push('z'),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(parent, _)| parent)
+}
+
+/// Spellings of a command a prefix rule is about: the prefix itself, with a word after it, its
+/// program alone, and an option between the program and the subcommand.
+fn command_spellings(prefix: &[String]) -> Vec<Vec<String>> {
+    let mut out = vec![prefix.to_vec()];
+    let mut longer = prefix.to_vec();
+    longer.push(FRESH.to_owned());
+    out.push(longer);
+    if let Some((program, rest)) = prefix.split_first() {
+        out.push(vec![program.clone()]);
+        if !rest.is_empty() {
+            let mut hidden = vec![program.clone(), "-C".to_owned(), ".".to_owned()];
+            hidden.extend(rest.iter().cloned());
+            out.push(hidden);
+        }
+    }
+    out
+}

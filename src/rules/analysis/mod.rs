@@ -1,0 +1,429 @@
+//! What a policy allows, answered for every valid call: the diff of two policies with a witness
+//! call, and the rules that can never decide one.
+//!
+//! For each tool, the analysis collects every condition of both policies' rules on it and cuts
+//! each argument they read into classes of values those conditions judge alike (see the classes
+//! below), and the callers into classes the rules' `principals` tell apart. It then builds one call
+//! per combination of classes — each validated against the tool's schema — and decides it with
+//! both policies, exactly as the controller would.
+//!
+//! # Guarantees
+//!
+//! - **Never a false "same".** [`ToolDiff::Same`] only when the classes provably cover every valid
+//!   call: every condition on the tool is of a kind whose classes are known exactly (`equals`,
+//!   `one_of`, `range`, `path_within`, and `all` / `any` / `not` of them), the arguments they read
+//!   are independent (no pointer inside another), a call of every class was built and was valid,
+//!   both policies read paths and text alike, and the combinations fit the budget. Otherwise
+//!   [`ToolDiff::Unknown`], with the reason.
+//! - **Every witness is real.** A [`Witness`] is a call valid against the tool's schema that both
+//!   policies decided, through the same code the controller runs, and decided differently (another
+//!   action, or an ask answerable by other people). Its arguments are built from the policies'
+//!   own literals, roots and patterns — never from a call anyone made.
+//! - Rate limits are not compared: they count calls, they do not judge one.
+//!
+//! Conditions the analysis cannot cut into classes — `path_glob`, `glob`, `argv_prefix`,
+//! `command_prefix`, `command_option`, `every`, `some` — still give candidates made from their
+//! patterns (a path the glob matches, the prefix with an option before the subcommand, …), so a
+//! difference they cause is often found; when none is, the answer is "unknown", never "same".
+
+mod calls;
+mod cells;
+mod findings;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use findings::{Finding, FindingKind, findings};
+
+use super::groups::{ToolPattern, is_pattern};
+use super::{PolicyConfig, RulePolicy};
+use crate::contract::{Principal, ToolCall};
+use crate::policy::{LayerError, Layers, Policy, PolicyDecision};
+use crate::registry::ToolRegistry;
+use crate::runtime::PreparedToolCall;
+use cells::{Atoms, Candidate};
+
+/// The most calls decided per tool (per policy) before the analysis answers "unknown".
+pub const CALL_BUDGET: usize = 20_000;
+
+/// One policy, or a stack of layers (highest first), as the analysis decides with it.
+#[derive(Debug)]
+pub struct Analysed {
+    layers: Vec<(String, Arc<RulePolicy>)>,
+    stack: Option<Layers>,
+}
+
+impl Analysed {
+    /// One policy.
+    pub fn policy(policy: RulePolicy) -> Self {
+        Self {
+            layers: vec![("policy".to_owned(), Arc::new(policy))],
+            stack: None,
+        }
+    }
+
+    /// A stack of layers, highest first, deciding as [`Layers`] does.
+    ///
+    /// # Errors
+    ///
+    /// [`LayerError::BadName`] for an empty or repeated name.
+    pub fn layers(
+        layers: impl IntoIterator<Item = (impl Into<String>, RulePolicy)>,
+    ) -> Result<Self, LayerError> {
+        let layers: Vec<(String, Arc<RulePolicy>)> = layers
+            .into_iter()
+            .map(|(name, policy)| (name.into(), Arc::new(policy)))
+            .collect();
+        let mut stack = Layers::new();
+        for (name, policy) in &layers {
+            stack = stack.layer(name.clone(), Arc::clone(policy))?;
+        }
+        Ok(Self {
+            layers,
+            stack: Some(stack),
+        })
+    }
+
+    /// The same stack without layer `name` (for "does this layer add anything").
+    fn without(&self, name: &str) -> Self {
+        let layers: Vec<(String, Arc<RulePolicy>)> = self
+            .layers
+            .iter()
+            .filter(|(other, _)| other != name)
+            .cloned()
+            .collect();
+        let mut stack = Layers::new();
+        for (name, policy) in &layers {
+            stack = stack
+                .layer(name.clone(), Arc::clone(policy))
+                .unwrap_or_else(|_| Layers::new());
+        }
+        Self {
+            layers,
+            stack: Some(stack),
+        }
+    }
+
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+        match (&self.stack, self.layers.first()) {
+            (Some(stack), _) => stack.decide(call),
+            (None, Some((_, policy))) => policy.decide(call),
+            (None, None) => Layers::new().decide(call),
+        }
+    }
+
+    fn configs(&self) -> impl Iterator<Item = &PolicyConfig> {
+        self.layers.iter().map(|(_, policy)| policy.config())
+    }
+}
+
+/// How two policies compare on one tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolDiff {
+    /// The same decision for every valid call (proven over `calls` calls, one per class).
+    Same {
+        /// The tool.
+        tool: String,
+        /// How many calls were decided.
+        calls: usize,
+    },
+    /// A valid call the two decide differently.
+    Differs {
+        /// The tool.
+        tool: String,
+        /// The call and both decisions.
+        witness: Box<Witness>,
+    },
+    /// No difference was found, but the analysis cannot prove there is none.
+    Unknown {
+        /// The tool.
+        tool: String,
+        /// Why not.
+        reason: String,
+        /// How many calls were decided alike.
+        calls: usize,
+    },
+}
+
+impl ToolDiff {
+    /// The tool compared.
+    pub fn tool(&self) -> &str {
+        match self {
+            Self::Same { tool, .. } | Self::Differs { tool, .. } | Self::Unknown { tool, .. } => {
+                tool
+            }
+        }
+    }
+}
+
+/// A call valid against the tool's schema, and how each policy decided it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Witness {
+    /// The arguments.
+    pub arguments: Value,
+    /// Who calls (`None`: a call made for no principal).
+    pub principal: Option<Principal>,
+    /// The first policy's decision.
+    pub old: PolicyDecision,
+    /// The second policy's decision.
+    pub new: PolicyDecision,
+}
+
+/// Compares `old` and `new` on every tool of `registry`, in registration order.
+pub fn diff(old: &Analysed, new: &Analysed, registry: &ToolRegistry) -> Vec<ToolDiff> {
+    registry
+        .specs()
+        .map(|spec| compare_tool(&[old, new], registry, &spec.name))
+        .collect()
+}
+
+/// The calls of one tool that tell the given policies' rules apart.
+struct Space {
+    tool: String,
+    base: Value,
+    pointers: Vec<(String, Vec<Candidate>)>,
+    principals: Vec<Option<Principal>>,
+    incomplete: Option<String>,
+}
+
+impl Space {
+    /// The classes of `tool`'s calls for `policies`, or why no call could be built.
+    fn new(configs: &[&PolicyConfig], registry: &ToolRegistry, tool: &str) -> Result<Self, String> {
+        let definition = registry
+            .resolve(tool)
+            .ok_or_else(|| format!("tool {tool:?} is not in the registry"))?;
+        let schema = &definition.spec().input_schema;
+        let mut atoms = Atoms::default();
+        let mut ids = BTreeSet::new();
+        let mut groups = BTreeSet::new();
+        for config in configs {
+            for rule in config.rules.iter().filter(|rule| covers(&rule.tool, tool)) {
+                if let Some(when) = &rule.when {
+                    atoms.add(&rule.id, when);
+                }
+                if let Some(principals) = &rule.principals {
+                    ids.extend(principals.ids.iter().cloned());
+                    groups.extend(principals.groups.iter().cloned());
+                }
+            }
+        }
+        let mut incomplete = atoms.incomplete.take();
+        if let Some((outer, inner)) = atoms.nested_pointers() {
+            incomplete.get_or_insert(format!("rules read both {outer} and {inner} inside it"));
+        }
+        if let Some(first) = configs.first()
+            && configs
+                .iter()
+                .any(|c| c.paths != first.paths || c.text != first.text)
+        {
+            incomplete.get_or_insert("the policies read paths or text differently".to_owned());
+        }
+        let base = calls::base_value(schema, 0);
+        if definition.check(&base).is_err() {
+            return Err(format!(
+                "no call valid against the schema of {tool:?} could be built"
+            ));
+        }
+        let mut pointers = Vec::new();
+        for (pointer, found) in &atoms.by_pointer {
+            let (types, enumerated) = calls::types_at(schema, pointer);
+            let mut kept = Vec::new();
+            for candidate in found.candidates(types, enumerated.as_deref()) {
+                let mut arguments = base.clone();
+                let fits = calls::set(&mut arguments, pointer, candidate.value.as_ref())
+                    && definition.check(&arguments).is_ok();
+                if fits {
+                    kept.push(candidate);
+                } else if candidate.required {
+                    incomplete.get_or_insert(format!(
+                        "a value of one class at {pointer} does not fit the schema of {tool:?}"
+                    ));
+                }
+            }
+            pointers.push((pointer.clone(), kept));
+        }
+        let principals = principal_classes(&ids, &groups, &mut incomplete);
+        Ok(Self {
+            tool: tool.to_owned(),
+            base,
+            pointers,
+            principals,
+            incomplete,
+        })
+    }
+
+    /// How many calls the whole product holds (saturating).
+    fn size(&self) -> usize {
+        self.pointers
+            .iter()
+            .map(|(_, candidates)| candidates.len().max(1))
+            .fold(self.principals.len(), usize::saturating_mul)
+    }
+
+    /// Every combination, or (past the budget) each pointer's candidates on the base call alone.
+    fn calls(&self) -> (Vec<ToolCall>, Option<String>) {
+        let mut incomplete = self.incomplete.clone();
+        let mut argument_sets: Vec<Value> = Vec::new();
+        if self.size() <= CALL_BUDGET {
+            argument_sets.push(self.base.clone());
+            for (pointer, candidates) in &self.pointers {
+                let mut next = Vec::with_capacity(argument_sets.len() * candidates.len());
+                for arguments in &argument_sets {
+                    for candidate in candidates {
+                        let mut changed = arguments.clone();
+                        calls::set(&mut changed, pointer, candidate.value.as_ref());
+                        next.push(changed);
+                    }
+                }
+                if !candidates.is_empty() {
+                    argument_sets = next;
+                }
+            }
+        } else {
+            incomplete.get_or_insert(format!(
+                "{} combinations of argument and caller classes exceed the budget of {CALL_BUDGET}",
+                self.size()
+            ));
+            argument_sets.push(self.base.clone());
+            for (pointer, candidates) in &self.pointers {
+                for candidate in candidates {
+                    let mut changed = self.base.clone();
+                    calls::set(&mut changed, pointer, candidate.value.as_ref());
+                    argument_sets.push(changed);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(argument_sets.len() * self.principals.len());
+        for arguments in argument_sets {
+            for principal in &self.principals {
+                let mut call = ToolCall::new("analysis", self.tool.clone(), arguments.clone());
+                if let Some(principal) = principal {
+                    call = call.with_principal(principal.clone());
+                }
+                out.push(call);
+            }
+        }
+        (out, incomplete)
+    }
+}
+
+/// Whether a rule's `tool` (a name or a pattern) covers `tool`.
+fn covers(written: &str, tool: &str) -> bool {
+    if is_pattern(written) {
+        ToolPattern::new(written).matches(tool)
+    } else {
+        written == tool
+    }
+}
+
+/// No principal, and one principal per class the rules tell apart: each named id or another, in
+/// each set of the named groups (up to 2^6 sets).
+fn principal_classes(
+    ids: &BTreeSet<String>,
+    groups: &BTreeSet<String>,
+    incomplete: &mut Option<String>,
+) -> Vec<Option<Principal>> {
+    let mut out = vec![None];
+    if ids.is_empty() && groups.is_empty() {
+        return out;
+    }
+    let groups: Vec<&String> = groups.iter().collect();
+    let mut sets: Vec<Vec<&String>> = Vec::new();
+    if groups.len() <= 6 {
+        for mask in 0..(1_u32 << groups.len()) {
+            sets.push(
+                (0..groups.len())
+                    .filter(|bit| mask & (1 << bit) != 0)
+                    .map(|bit| groups[bit])
+                    .collect(),
+            );
+        }
+    } else {
+        incomplete.get_or_insert(format!(
+            "rules name {} groups; only each one alone is tried",
+            groups.len()
+        ));
+        sets.push(Vec::new());
+        sets.extend(groups.iter().map(|group| vec![*group]));
+    }
+    let other = cells::FRESH.to_owned();
+    for id in ids.iter().chain(std::iter::once(&other)) {
+        for set in &sets {
+            out.push(Some(Principal::new(id.clone(), set.iter().copied())));
+        }
+    }
+    out
+}
+
+/// Prepares `call` as the controller would: the tool resolved, the arguments validated.
+fn prepare(registry: &ToolRegistry, call: ToolCall) -> Option<PreparedToolCall> {
+    crate::runtime::prepare_in(registry, call).ok()
+}
+
+/// Whether two decisions differ for whoever calls: another action, or an ask answerable by other
+/// people.
+fn differ(a: &PolicyDecision, b: &PolicyDecision) -> bool {
+    let approvers = |d: &PolicyDecision| {
+        d.approvers
+            .iter()
+            .map(ToString::to_string)
+            .collect::<BTreeSet<_>>()
+    };
+    a.action != b.action || approvers(a) != approvers(b)
+}
+
+fn compare_tool(policies: &[&Analysed; 2], registry: &ToolRegistry, tool: &str) -> ToolDiff {
+    let configs: Vec<&PolicyConfig> = policies.iter().flat_map(|p| p.configs()).collect();
+    let space = match Space::new(&configs, registry, tool) {
+        Ok(space) => space,
+        Err(reason) => {
+            return ToolDiff::Unknown {
+                tool: tool.to_owned(),
+                reason,
+                calls: 0,
+            };
+        }
+    };
+    let (calls, mut incomplete) = space.calls();
+    let mut decided = 0;
+    for call in calls {
+        let principal = call.principal.as_deref().cloned();
+        let Some(prepared) = prepare(registry, call) else {
+            incomplete.get_or_insert(format!(
+                "a combination of argument classes does not fit the schema of {tool:?}"
+            ));
+            continue;
+        };
+        let old = policies[0].decide(&prepared);
+        let new = policies[1].decide(&prepared);
+        decided += 1;
+        if differ(&old, &new) {
+            return ToolDiff::Differs {
+                tool: tool.to_owned(),
+                witness: Box::new(Witness {
+                    arguments: prepared.arguments().clone(),
+                    principal,
+                    old,
+                    new,
+                }),
+            };
+        }
+    }
+    match incomplete {
+        None => ToolDiff::Same {
+            tool: tool.to_owned(),
+            calls: decided,
+        },
+        Some(reason) => ToolDiff::Unknown {
+            tool: tool.to_owned(),
+            reason,
+            calls: decided,
+        },
+    }
+}

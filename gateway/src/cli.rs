@@ -18,8 +18,11 @@ A first session:
        layers = [\"policy.json\"]
   2. See what they offer, with every argument field a rule can name:
        toolgate-mcp-gateway tools --config gateway.toml
-  3. Write policy.json against those names (files__read_file, /path, ...), then check:
+  3. Write policy.json against those names (files__read_file, /path, ...), with \"examples\" of
+     calls and the decision each must get, then check (examples, dead and shadowed rules):
        toolgate-mcp-gateway check --config gateway.toml
+     Before changing it, see every call the change decides differently:
+       toolgate-mcp-gateway policy diff policy.json policy.new.json --config gateway.toml
   4. Serve it to your MCP client over stdio:
        toolgate-mcp-gateway serve --config gateway.toml
      or over Streamable HTTP, each client with its own key (`key` makes one):
@@ -121,10 +124,39 @@ pub enum Command {
         #[command(subcommand)]
         command: ApprovalsCommand,
     },
+    /// Prove what a policy allows: compare two policies over the config's tools.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Work with the request-state key file (what seals the state of a call held for approval).
     StateKey {
         #[command(subcommand)]
         command: StateKeyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Compare two policies on every tool of the config's upstreams (started once to list
+    /// them). One JSON line per tool: `same` (every valid call is decided alike: proven, not
+    /// sampled), `differs` with a witness (a valid call the two decide differently, and both
+    /// decisions), or `unknown` with the reason (conditions the analysis cannot cut into classes:
+    /// globs, commands, list elements). Exit 0 when every tool is the same, 3 when one differs or
+    /// is unknown, 1 on a problem.
+    #[command(
+        after_help = "Example, before putting a change to policy.json in force:
+  toolgate-mcp-gateway policy diff policy.json policy.new.json --config gateway.toml
+A stack of layers is files separated by commas, highest first: org.json,project.json"
+    )]
+    Diff {
+        /// The policy in force (a JSON policy file, or layers separated by commas).
+        old: String,
+        /// The policy to compare it with.
+        new: String,
+        /// The gateway's config file (TOML): its upstreams' tools are compared.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
     },
 }
 

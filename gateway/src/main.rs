@@ -30,7 +30,7 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 
-use cli::{ApprovalsCommand, AuditCommand, Cli, Command, StateKeyCommand};
+use cli::{ApprovalsCommand, AuditCommand, Cli, Command, PolicyCommand, StateKeyCommand};
 
 /// A proxy allocates and frees a few hundred small buffers per call (HTTP heads, JSON values,
 /// futures); glibc's allocator spent 15% of the gateway's CPU on them under load, mimalloc less.
@@ -64,6 +64,12 @@ fn main() -> ExitCode {
             },
             (Some(Command::Tools { config }), _) => commands::tools(&config).await,
             (Some(Command::Check { config }), _) => commands::check(&config).await,
+            (
+                Some(Command::Policy {
+                    command: PolicyCommand::Diff { old, new, config },
+                }),
+                _,
+            ) => commands::policy_diff(&config, &old, &new).await,
             (Some(Command::Key { id, groups }), _) => commands::key(&id, &groups),
             (Some(Command::Pin { config }), _) => commands::pin(&config).await,
             (

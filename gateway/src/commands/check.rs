@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use crate::assemble;
 
 /// Loads the config, starts and lists the upstreams, loads the policy layers against their
-/// tools, opens the audit sink and approval store — then stops. Exit 0 printing what would be
-/// served, or 1 naming every problem.
+/// tools (every example in them decided as written), opens the audit sink and approval store —
+/// then stops. Exit 0 printing what would be served and warnings for rules that can never decide
+/// a call and layers that add nothing, or 1 naming every problem.
 pub async fn check(config_path: &Path) -> ExitCode {
     let Some(config) = super::config_or_report(config_path) else {
         return ExitCode::FAILURE;
@@ -54,6 +55,14 @@ pub async fn check(config_path: &Path) -> ExitCode {
             layer.path.display(),
             layer.digest
         );
+    }
+    match super::policy::spec_registry(controller.specs()) {
+        Ok(registry) => {
+            for line in super::policy::layer_report(&config.policy_layers, &registry) {
+                println!("{line}");
+            }
+        }
+        Err(problem) => println!("  warning: the policy was not analysed: {problem}"),
     }
     ExitCode::SUCCESS
 }

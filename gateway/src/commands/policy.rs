@@ -1,0 +1,129 @@
+//! `policy diff OLD NEW --config FILE`, and what `check` says about the policy layers in force:
+//! examples checked, dead and shadowed rules, layers that add nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+use toolgate::rules::PolicyLoadError;
+use toolgate::rules::analysis::{self, Analysed, ToolDiff};
+use toolgate::{RulePolicy, ToolDefinition, ToolError, ToolRegistry, ToolSpec};
+
+/// A registry of `specs` whose handlers never run: what the analysis validates calls against.
+pub(crate) fn spec_registry(specs: Vec<ToolSpec>) -> Result<ToolRegistry, String> {
+    let noop = |_: &Value| -> Result<String, ToolError> {
+        Err(ToolError::new("the policy analysis runs no tool"))
+    };
+    let definitions = specs
+        .into_iter()
+        .map(|spec| ToolDefinition::new(spec, noop).map_err(|error| error.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    ToolRegistry::new(definitions).map_err(|error| error.to_string())
+}
+
+/// The policy of `files` (one file, or several separated by commas: layers, highest first).
+fn analysed(files: &str, registry: &ToolRegistry) -> Result<Analysed, Vec<String>> {
+    let paths: Vec<PathBuf> = files.split(',').map(PathBuf::from).collect();
+    let mut layers = Vec::new();
+    let mut problems = Vec::new();
+    for path in &paths {
+        match RulePolicy::from_file(path, registry) {
+            Ok(policy) => layers.push((path.display().to_string(), policy)),
+            Err(error) => problems.push(load_problem(path, &error)),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Analysed::layers(layers).map_err(|error| vec![format!("{files}: {error}")])
+}
+
+fn load_problem(path: &Path, error: &PolicyLoadError) -> String {
+    format!("policy {}: {error}", path.display())
+}
+
+/// Compares two policies over the config's tools: one JSON line per tool, then a summary.
+/// Exit 0 when every tool decides alike, 1 on a problem, 3 when a witness or an unknown was found.
+pub async fn diff(config_path: &Path, old: &str, new: &str) -> ExitCode {
+    let Some(registry) = registry_of(config_path).await else {
+        return ExitCode::FAILURE;
+    };
+    let (old, new) = match (analysed(old, &registry), analysed(new, &registry)) {
+        (Ok(old), Ok(new)) => (old, new),
+        (old, new) => {
+            super::report(
+                old.err()
+                    .into_iter()
+                    .flatten()
+                    .chain(new.err().into_iter().flatten()),
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let diffs = analysis::diff(&old, &new, &registry);
+    let (mut same, mut differ, mut unknown) = (0, 0, 0);
+    for tool in &diffs {
+        match tool {
+            ToolDiff::Same { .. } => same += 1,
+            ToolDiff::Differs { .. } => differ += 1,
+            _ => unknown += 1,
+        }
+        println!("{}", json!(tool));
+    }
+    eprintln!(
+        "{} tools: {same} decide every valid call alike, {differ} differ (a witness call is printed), {unknown} unknown (the reason is printed)",
+        diffs.len()
+    );
+    if differ + unknown == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    }
+}
+
+/// The config's tools, from its upstreams started once, or the problems printed.
+async fn registry_of(config_path: &Path) -> Option<ToolRegistry> {
+    let config = super::config_or_report(config_path)?;
+    let pins = super::pins_or_report(&config)?;
+    let started = super::start_or_report(&config, &pins).await?;
+    let specs = started
+        .definitions
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .map(|definition| definition.spec().clone())
+        .collect();
+    spec_registry(specs)
+        .map_err(|problem| super::report([problem]))
+        .ok()
+}
+
+/// What `check` prints about the layers: each file's examples (all passed, or it would not have
+/// loaded), then every dead or shadowed rule and every layer that adds nothing, as warnings.
+pub(crate) fn layer_report(layers: &[PathBuf], registry: &ToolRegistry) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut loaded = Vec::new();
+    for path in layers {
+        match RulePolicy::from_file(path, registry) {
+            Ok(policy) => {
+                let examples = policy.config().examples.len();
+                lines.push(format!(
+                    "  policy layer {}: {examples} example{} decided as written",
+                    path.display(),
+                    if examples == 1 { "" } else { "s" }
+                ));
+                loaded.push((path.display().to_string(), policy));
+            }
+            Err(error) => lines.push(format!("  warning: {}", load_problem(path, &error))),
+        }
+    }
+    if let Ok(stack) = Analysed::layers(loaded) {
+        for finding in analysis::findings(&stack, registry) {
+            lines.push(format!(
+                "  warning: layer {}: {}",
+                finding.layer, finding.message
+            ));
+        }
+    }
+    lines
+}

@@ -1,0 +1,147 @@
+//! `check` and `policy diff` on a real upstream's tools: examples checked at load, dead and
+//! shadowed rules reported, and two policies compared with a witness call printed as JSON.
+
+mod support;
+
+use serde_json::Value;
+use support::*;
+
+const POLICY: &str = r#"{"rules": [
+  {"id": "echo", "tool": "h__echo", "action": "allow", "reason": "harmless"},
+  {"id": "write-srv", "tool": "h__write", "action": "allow", "reason": "inside /srv",
+   "when": {"path_within": {"pointer": "/path", "roots": ["/srv"]}}},
+  {"id": "no-secrets", "tool": "h__write", "action": "deny", "reason": "secrets",
+   "when": {"path_within": {"pointer": "/path", "roots": ["/srv/secret"]}}},
+  {"id": "secret-keys-ask", "tool": "h__write", "action": "ask", "reason": "never reached",
+   "when": {"path_within": {"pointer": "/path", "roots": ["/srv/secret/keys"]}}}
+ ],
+ "examples": [
+  {"name": "srv", "tool": "h__write", "arguments": {"path": "/srv/x"}, "expect": "allow", "rule": "write-srv"},
+  {"name": "etc", "tool": "h__write", "arguments": {"path": "/etc/passwd"}, "expect": "deny"}
+ ]}"#;
+
+#[test]
+fn check_runs_the_examples_and_warns_of_rules_that_can_never_decide() {
+    let work = Work::new("policy-check");
+    let config = work.hostile_config("serve", "");
+    work.write("policy.json", POLICY);
+    let output = run(&["check", "--config", config.to_str().unwrap()]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("policy.json: 2 examples decided as written"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("warning: layer ")
+            && stdout.contains(
+                "rule \"secret-keys-ask\" never decides a call: another rule decides every call it applies to; it can never ask"
+            ),
+        "{stdout}"
+    );
+
+    // An example the policy no longer decides as written: the load fails, naming it.
+    work.write(
+        "policy.json",
+        &POLICY.replace(r#""roots": ["/srv"]"#, r#""roots": ["/srv/data"]"#),
+    );
+    let output = run(&["check", "--config", config.to_str().unwrap()]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("examples[0] (\"srv\"): expected allow by rule \"write-srv\", decided deny by no rule (default deny)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn policy_diff_prints_a_witness_per_tool_that_differs() {
+    let work = Work::new("policy-diff");
+    let config = work.hostile_config("serve", "");
+    work.write("policy.json", POLICY);
+    let old = work.write("old.json", POLICY);
+    // Allowing every path: its own example of /etc/passwd would refuse it, so it has none.
+    let without_examples = &POLICY[..POLICY.find(",\n \"examples\"").unwrap()];
+    let new = work.write(
+        "new.json",
+        &format!("{without_examples}}}",).replace(
+            r#""roots": ["/srv"]"#,
+            r#""roots": ["/"], "allow_root": true"#,
+        ),
+    );
+    let refused = work.write(
+        "refused.json",
+        &POLICY.replace(
+            r#""roots": ["/srv"]"#,
+            r#""roots": ["/"], "allow_root": true"#,
+        ),
+    );
+    let output = run(&[
+        "policy",
+        "diff",
+        old.to_str().unwrap(),
+        refused.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("refused.json") && stderr.contains("examples[1] (\"etc\"): expected deny"),
+        "{stderr}"
+    );
+    let config = config.to_str().unwrap();
+
+    let output = run(&[
+        "policy",
+        "diff",
+        old.to_str().unwrap(),
+        old.to_str().unwrap(),
+        "--config",
+        config,
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("0 differ"), "{stderr}");
+
+    let output = run(&[
+        "policy",
+        "diff",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--config",
+        config,
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(3), "{stdout}\n{stderr}");
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let write = lines
+        .iter()
+        .find(|line| line["tool"] == "h__write")
+        .unwrap();
+    assert_eq!(write["verdict"], "differs", "{write}");
+    let path = write["witness"]["arguments"]["path"].as_str().unwrap();
+    assert!(!path.starts_with("/srv"), "{path}");
+    assert_eq!(write["witness"]["old"]["action"], "deny");
+    assert_eq!(write["witness"]["new"]["action"], "allow");
+    let echo = lines.iter().find(|line| line["tool"] == "h__echo").unwrap();
+    assert_eq!(echo["verdict"], "same", "{echo}");
+    assert!(stderr.contains("1 differ"), "{stderr}");
+
+    // A file that does not load: exit 1, naming it.
+    let broken = work.write("broken.json", "{\"rules\": [");
+    let output = run(&[
+        "policy",
+        "diff",
+        old.to_str().unwrap(),
+        broken.to_str().unwrap(),
+        "--config",
+        config,
+    ]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("broken.json"), "{stderr}");
+}

@@ -104,18 +104,25 @@ fn layer_rules(layer: &str, policy: &RulePolicy, registry: &ToolRegistry) -> Vec
             seen.unproven.insert(tool.to_owned());
             continue;
         }
+        let mut prepared_calls = Vec::with_capacity(calls.len());
         for call in calls {
             let Some(prepared) = prepare(registry, call) else {
                 seen.unproven.insert(tool.to_owned());
                 break;
             };
-            let decision = policy.decide(&prepared);
-            if let Some(rule) = &decision.rule_id {
+            if let Some(rule) = &policy.decide(&prepared).rule_id {
                 seen.decided.insert(rule.to_string());
             }
-            let explained = policy.explain_arguments(tool, prepared.arguments());
-            for trace in explained.rules.iter().filter(|trace| trace.applied) {
-                seen.applied.insert(trace.rule_id.to_string());
+            prepared_calls.push(prepared);
+        }
+        // Only a rule that decided nothing needs telling dead from shadowed: explaining every
+        // call costs three times its decision.
+        if on_tool.iter().any(|id| !seen.decided.contains(*id)) {
+            for prepared in &prepared_calls {
+                let explained = policy.explain_arguments(tool, prepared.arguments());
+                for trace in explained.rules.iter().filter(|trace| trace.applied) {
+                    seen.applied.insert(trace.rule_id.to_string());
+                }
             }
         }
     }

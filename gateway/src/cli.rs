@@ -124,7 +124,8 @@ pub enum Command {
         #[command(subcommand)]
         command: ApprovalsCommand,
     },
-    /// Prove what a policy allows: compare two policies over the config's tools.
+    /// Prove what a policy allows: compare two policies over the config's tools, or explain a
+    /// decision.
     Policy {
         #[command(subcommand)]
         command: PolicyCommand,
@@ -155,6 +156,28 @@ A stack of layers is files separated by commas, highest first: org.json,project.
         /// The policy to compare it with.
         new: String,
         /// The gateway's config file (TOML): its upstreams' tools are compared.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Explain how the config's policy layers decide one call: the rule, its layer (file) or
+    /// the default deny, and — for a call not allowed — one change that would be allowed (an
+    /// argument, or the caller), never quoting an argument value.
+    #[command(after_help = "Example:
+  toolgate-mcp-gateway policy explain files__read_file '{\"path\": \"/etc/passwd\"}' --config gateway.toml
+  {\"decision\": {\"action\": \"deny\", ...}, \"summary\": \"denied: no rule allows this call (default deny)\",
+   \"allowed_if\": \"allowed if /path were under /srv\"}")]
+    Explain {
+        /// The served tool name.
+        tool: String,
+        /// The arguments, as JSON.
+        arguments: String,
+        /// The caller's principal id (absent: a call made for no principal, as over stdio).
+        #[arg(long = "as", value_name = "ID")]
+        principal: Option<String>,
+        /// A group of the caller (repeat for more).
+        #[arg(long = "group", value_name = "GROUP", requires = "principal")]
+        groups: Vec<String>,
+        /// The gateway's config file (TOML).
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },

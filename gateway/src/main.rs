@@ -70,6 +70,22 @@ fn main() -> ExitCode {
                 }),
                 _,
             ) => commands::policy_diff(&config, &old, &new).await,
+            (
+                Some(Command::Policy {
+                    command:
+                        PolicyCommand::Explain {
+                            tool,
+                            arguments,
+                            principal,
+                            groups,
+                            config,
+                        },
+                }),
+                _,
+            ) => {
+                let caller = principal.map(|id| toolgate::Principal::new(id, groups));
+                commands::policy_explain(&config, &tool, &arguments, caller).await
+            }
             (Some(Command::Key { id, groups }), _) => commands::key(&id, &groups),
             (Some(Command::Pin { config }), _) => commands::pin(&config).await,
             (

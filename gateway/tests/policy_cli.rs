@@ -145,3 +145,54 @@ fn policy_diff_prints_a_witness_per_tool_that_differs() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("broken.json"), "{stderr}");
 }
+
+#[test]
+fn policy_explain_names_the_deciding_layer_and_a_change_that_would_be_allowed() {
+    let work = Work::new("policy-explain");
+    let config = work.hostile_config("serve", "");
+    let layer = work.write("policy.json", POLICY);
+    let config = config.to_str().unwrap();
+    let explain = |arguments: &str| {
+        let output = run(&[
+            "policy", "explain", "h__write", arguments, "--config", config,
+        ]);
+        let (stdout, stderr) = text(&output);
+        (output.status.code(), stdout, stderr)
+    };
+    let (code, stdout, stderr) = explain(r#"{"path": "/home/alice-private/x"}"#);
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    let explained: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        explained["summary"],
+        "denied: no rule allows this call (default deny)"
+    );
+    assert_eq!(explained["allowed_if"], "allowed if /path were under /srv");
+    assert!(!stdout.contains("alice-private"), "{stdout}");
+
+    let (code, stdout, _) = explain(r#"{"path": "/srv/secret/k"}"#);
+    assert_eq!(code, Some(3));
+    let explained: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        explained["summary"],
+        format!(
+            "denied by rule \"no-secrets\" of layer {:?}",
+            layer.display().to_string()
+        )
+    );
+    assert!(
+        explained["allowed_if"]
+            .as_str()
+            .unwrap()
+            .starts_with("allowed if /path were "),
+        "{explained}"
+    );
+
+    let (code, stdout, _) = explain(r#"{"path": "/srv/ok"}"#);
+    assert_eq!(code, Some(0), "{stdout}");
+    // Not JSON, or not what the tool takes: a problem, nothing decided.
+    let (code, _, stderr) = explain("{");
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("not JSON"), "{stderr}");
+    let (code, _, stderr) = explain(r#"{"path": 7}"#);
+    assert_eq!(code, Some(1), "{stderr}");
+}

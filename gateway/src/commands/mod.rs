@@ -15,7 +15,7 @@ pub use audit::verify;
 pub use check::check;
 pub use key::key;
 pub use pin::pin;
-pub use policy::diff as policy_diff;
+pub use policy::{diff as policy_diff, explain as policy_explain};
 pub use serve::serve;
 pub use state_key::rotate_state_key;
 pub use tools::tools;

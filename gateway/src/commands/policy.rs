@@ -21,12 +21,16 @@ pub(crate) fn spec_registry(specs: Vec<ToolSpec>) -> Result<ToolRegistry, String
     ToolRegistry::new(definitions).map_err(|error| error.to_string())
 }
 
-/// The policy of `files` (one file, or several separated by commas: layers, highest first).
-fn analysed(files: &str, registry: &ToolRegistry) -> Result<Analysed, Vec<String>> {
-    let paths: Vec<PathBuf> = files.split(',').map(PathBuf::from).collect();
+/// The files a command line names: one, or several separated by commas (layers, highest first).
+fn files(argument: &str) -> Vec<PathBuf> {
+    argument.split(',').map(PathBuf::from).collect()
+}
+
+/// The policy of `paths`, layers highest first.
+fn analysed(paths: &[PathBuf], registry: &ToolRegistry) -> Result<Analysed, Vec<String>> {
     let mut layers = Vec::new();
     let mut problems = Vec::new();
-    for path in &paths {
+    for path in paths {
         match RulePolicy::from_file(path, registry) {
             Ok(policy) => layers.push((path.display().to_string(), policy)),
             Err(error) => problems.push(load_problem(path, &error)),
@@ -35,7 +39,7 @@ fn analysed(files: &str, registry: &ToolRegistry) -> Result<Analysed, Vec<String
     if !problems.is_empty() {
         return Err(problems);
     }
-    Analysed::layers(layers).map_err(|error| vec![format!("{files}: {error}")])
+    Analysed::layers(layers).map_err(|error| vec![error.to_string()])
 }
 
 fn load_problem(path: &Path, error: &PolicyLoadError) -> String {
@@ -48,7 +52,10 @@ pub async fn diff(config_path: &Path, old: &str, new: &str) -> ExitCode {
     let Some(registry) = registry_of(config_path).await else {
         return ExitCode::FAILURE;
     };
-    let (old, new) = match (analysed(old, &registry), analysed(new, &registry)) {
+    let (old, new) = match (
+        analysed(&files(old), &registry),
+        analysed(&files(new), &registry),
+    ) {
         (Ok(old), Ok(new)) => (old, new),
         (old, new) => {
             super::report(
@@ -78,6 +85,54 @@ pub async fn diff(config_path: &Path, old: &str, new: &str) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(3)
+    }
+}
+
+/// Explains how the config's layers decide one call: a JSON object on stdout. Exit 0 when the
+/// call is allowed, 3 when it is denied or held, 1 on a problem (the call does not fit its tool).
+pub async fn explain(
+    config_path: &Path,
+    tool: &str,
+    arguments: &str,
+    caller: Option<toolgate::Principal>,
+) -> ExitCode {
+    let arguments: Value = match serde_json::from_str(arguments) {
+        Ok(arguments) => arguments,
+        Err(error) => {
+            super::report([format!("the arguments are not JSON: {error}")]);
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(config) = super::config_or_report(config_path) else {
+        return ExitCode::FAILURE;
+    };
+    let Some(registry) = registry_of(config_path).await else {
+        return ExitCode::FAILURE;
+    };
+    let policy = match analysed(&config.policy_layers, &registry) {
+        Ok(policy) => policy,
+        Err(problems) => {
+            super::report(problems);
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut call = toolgate::ToolCall::new("explain", tool, arguments);
+    if let Some(caller) = caller {
+        call = call.with_principal(caller);
+    }
+    match analysis::explain(&policy, &registry, call) {
+        Ok(explained) => {
+            println!("{}", json!(explained));
+            if explained.decision.action == toolgate::PolicyAction::Allow {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(3)
+            }
+        }
+        Err(rejection) => {
+            super::report([rejection]);
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -210,6 +210,11 @@ pub(super) struct Candidate {
 }
 
 impl PointerAtoms {
+    /// The roots `path_within` conditions name here.
+    pub(super) fn roots(&self) -> &[String] {
+        &self.roots
+    }
+
     /// One candidate per class of the values of `types` (plus the extra candidates).
     pub(super) fn candidates(&self, types: Types, enumerated: Option<&[Value]>) -> Vec<Candidate> {
         let class = |value: Value| Candidate {

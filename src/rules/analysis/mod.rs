@@ -28,6 +28,7 @@
 
 mod calls;
 mod cells;
+mod explain;
 mod findings;
 
 use std::collections::BTreeSet;
@@ -36,6 +37,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use explain::{CallExplanation, explain};
 pub use findings::{Finding, FindingKind, findings};
 
 use super::groups::{ToolPattern, is_pattern};
@@ -188,6 +190,8 @@ struct Space {
     tool: String,
     base: Value,
     pointers: Vec<(String, Vec<Candidate>)>,
+    // The roots `path_within` names at each pointer, to say what a candidate path means.
+    roots: std::collections::BTreeMap<String, Vec<String>>,
     principals: Vec<Option<Principal>>,
     incomplete: Option<String>,
 }
@@ -249,10 +253,16 @@ impl Space {
             pointers.push((pointer.clone(), kept));
         }
         let principals = principal_classes(&ids, &groups, &mut incomplete);
+        let roots = atoms
+            .by_pointer
+            .iter()
+            .map(|(pointer, found)| (pointer.clone(), found.roots().to_vec()))
+            .collect();
         Ok(Self {
             tool: tool.to_owned(),
             base,
             pointers,
+            roots,
             principals,
             incomplete,
         })

@@ -1,0 +1,154 @@
+//! Why a call was decided as it was, and the smallest change that would have been allowed.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::cells::FRESH;
+use super::{Analysed, Space, prepare};
+use crate::contract::{Principal, ToolCall};
+use crate::policy::{PolicyAction, PolicyDecision};
+use crate::registry::ToolRegistry;
+use crate::rules::PolicyConfig;
+
+/// A decision explained for a person: what took it, and what would have been allowed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct CallExplanation {
+    /// The decision, as the controller would take it.
+    pub decision: PolicyDecision,
+    /// What took it: `denied by rule "x" of layer "y"`, or `denied: no rule allows this call
+    /// (default deny)` when nothing applied — two different situations to fix.
+    pub summary: String,
+    /// For a call not allowed: one argument (or the caller) changed to what the policy would
+    /// allow, e.g. `allowed if /path were under /srv/data`, in the policy's own terms; `None`
+    /// when no single change is allowed (or the call is allowed).
+    pub allowed_if: Option<String>,
+}
+
+/// Explains how `policy` decides `call`. The text names rules, layers, pointers and the policy's
+/// own roots and values — never a value of the call's arguments.
+///
+/// # Errors
+///
+/// The call's rejection (an unknown tool, arguments that do not fit the schema), as the model
+/// would read it: the policy never decides such a call.
+pub fn explain(
+    policy: &Analysed,
+    registry: &ToolRegistry,
+    call: ToolCall,
+) -> Result<CallExplanation, String> {
+    let prepared = crate::runtime::prepare_in(registry, call).map_err(|r| r.to_string())?;
+    let decision = policy.decide(&prepared);
+    let summary = summary(&decision);
+    if decision.action == PolicyAction::Allow {
+        return Ok(CallExplanation {
+            decision,
+            summary,
+            allowed_if: None,
+        });
+    }
+    let configs: Vec<&PolicyConfig> = policy.configs().collect();
+    let tool = prepared.tool_name().to_owned();
+    let allowed_if = Space::new(&configs, registry, &tool)
+        .ok()
+        .and_then(|space| allowed_if(policy, registry, &space, &prepared.call().clone()));
+    Ok(CallExplanation {
+        decision,
+        summary,
+        allowed_if,
+    })
+}
+
+/// What took `decision`, in one sentence.
+fn summary(decision: &PolicyDecision) -> String {
+    let done = match decision.action {
+        PolicyAction::Allow => "allowed",
+        PolicyAction::Ask => "held for a person",
+        PolicyAction::Deny => "denied",
+    };
+    match (&decision.rule_id, &decision.layer) {
+        (Some(rule), Some(layer)) => format!("{done} by rule {rule:?} of layer {layer:?}"),
+        (Some(rule), None) => format!("{done} by rule {rule:?}"),
+        (None, _) => format!("{done}: no rule allows this call (default deny)"),
+    }
+}
+
+/// The first single change of `call` — one pointer's value, else the caller — that `policy`
+/// allows, described in the policy's terms.
+fn allowed_if(
+    policy: &Analysed,
+    registry: &ToolRegistry,
+    space: &Space,
+    call: &ToolCall,
+) -> Option<String> {
+    let allows = |changed: ToolCall| {
+        prepare(registry, changed)
+            .is_some_and(|prepared| policy.decide(&prepared).action == PolicyAction::Allow)
+    };
+    for (pointer, candidates) in &space.pointers {
+        let roots = space.roots.get(pointer).map_or(&[][..], Vec::as_slice);
+        for candidate in candidates {
+            let Some(meaning) = meaning(candidate.value.as_ref(), roots) else {
+                continue;
+            };
+            let mut arguments = call.arguments.clone();
+            if !super::calls::set(&mut arguments, pointer, candidate.value.as_ref()) {
+                continue;
+            }
+            if arguments != call.arguments
+                && allows(ToolCall {
+                    arguments,
+                    ..call.clone()
+                })
+            {
+                return Some(format!("allowed if {pointer} {meaning}"));
+            }
+        }
+    }
+    for principal in space.principals.iter().flatten() {
+        let mut changed = call.clone();
+        changed.principal = Some(std::sync::Arc::new(principal.clone()));
+        if allows(changed) {
+            return Some(format!("allowed for {}", caller(principal)));
+        }
+    }
+    None
+}
+
+/// What a candidate value means, in the policy's terms; `None` for one not worth proposing (a
+/// spelling no check can judge, a value named by no rule).
+fn meaning(value: Option<&Value>, roots: &[String]) -> Option<String> {
+    let Some(value) = value else {
+        return Some("were left out".to_owned());
+    };
+    match value {
+        Value::String(text) if text.starts_with('~') => None,
+        Value::String(text) if !roots.is_empty() => {
+            let inside = roots
+                .iter()
+                .map(|root| root.trim_end_matches('/'))
+                .filter(|root| text == root || text.starts_with(&format!("{root}/")))
+                .max_by_key(|root| root.len());
+            match inside {
+                Some(root) => Some(format!("were under {root}")),
+                None if text.starts_with('/') => Some(format!("were outside {}", roots.join(", "))),
+                None => None,
+            }
+        }
+        Value::String(text) if text == FRESH || text.contains(FRESH) => None,
+        other => Some(format!("were {other}")),
+    }
+}
+
+fn caller(principal: &Principal) -> String {
+    let named = if principal.id == FRESH {
+        "a caller".to_owned()
+    } else {
+        format!("caller {:?}", principal.id)
+    };
+    if principal.groups.is_empty() {
+        named
+    } else {
+        format!("{named} in {}", principal.groups.join(" and "))
+    }
+}

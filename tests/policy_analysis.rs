@@ -150,6 +150,60 @@ fn examples_judge_principals_and_are_checked_on_demand_against_a_loaded_policy()
     assert_eq!(with.digest(), policy.digest());
 }
 
+#[test]
+fn coverage_names_the_rules_no_example_and_no_real_call_decided() {
+    let text = |examples: Value| {
+        json!({"rules": [
+            {"id": "small", "tool": "refund", "action": "allow", "reason": "small",
+             "when": {"range": {"pointer": "/cents", "max": 1000}}},
+            {"id": "big", "tool": "refund", "action": "ask", "reason": "big",
+             "when": {"range": {"pointer": "/cents", "min": 1001}}},
+            {"id": "dev", "tool": "deploy", "action": "allow", "reason": "dev",
+             "when": {"equals": {"pointer": "/env", "value": "dev"}}}
+        ], "examples": examples})
+        .to_string()
+    };
+    let policy = load(&text(json!([
+        {"tool": "refund", "arguments": {"cents": 5}, "expect": "allow"},
+        {"tool": "read_file", "arguments": {"path": "/x"}, "expect": "deny"}
+    ])));
+    assert_eq!(policy.rules_without_examples(&tools()), ["big", "dev"]);
+
+    // A shadow run: the candidate decides real calls beside the enforced policy, and its report
+    // names the rules no call reached.
+    let candidate = load(&text(json!([])));
+    let rule_ids: Vec<String> = candidate
+        .config()
+        .rules
+        .iter()
+        .map(|rule| rule.id.clone())
+        .collect();
+    let shadow = Arc::new(Shadow::new(
+        ToolPolicy::new(["refund", "deploy"], Vec::<String>::new()).unwrap(),
+        candidate,
+    ));
+    let controller = ToolController::try_new(tools(), Arc::clone(&shadow)).unwrap();
+    for (tool, arguments) in [
+        ("refund", json!({"cents": 5})),
+        ("refund", json!({"cents": 7})),
+        ("deploy", json!({"env": "prod"})),
+    ] {
+        let outcome = controller.handle(ToolCall::new("c", tool, arguments));
+        assert!(matches!(outcome, Outcome::Completed(_)));
+    }
+    let report = shadow.report();
+    assert_eq!(
+        report.rules_never_deciding(rule_ids.iter().map(String::as_str)),
+        ["big", "dev"]
+    );
+    let small = report
+        .candidate_decisions
+        .iter()
+        .find(|(key, _)| key.rule_id.as_deref() == Some("small"))
+        .unwrap();
+    assert_eq!(small.1, 2);
+}
+
 // ---- diff ---------------------------------------------------------------------------------------
 
 const REFUNDS: &str = r#"{"rules": [

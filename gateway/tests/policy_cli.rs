@@ -33,6 +33,12 @@ fn check_runs_the_examples_and_warns_of_rules_that_can_never_decide() {
         "{stdout}"
     );
     assert!(
+        stdout.contains(
+            "policy.json: 3 of 4 rules decide no example: echo, no-secrets, secret-keys-ask"
+        ),
+        "{stdout}"
+    );
+    assert!(
         stdout.contains("warning: layer ")
             && stdout.contains(
                 "rule \"secret-keys-ask\" never decides a call: another rule decides every call it applies to; it can never ask"

@@ -1,10 +1,10 @@
 //! Shadow mode: a candidate policy decides beside the enforced one, and only its differences are
 //! recorded.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use super::{Policy, PolicyAction, PolicyDecision, PolicyMismatch};
 use crate::audit::{AuditEvent, AuditKind, AuditSink, AuditSubject};
@@ -45,6 +45,27 @@ pub struct ShadowReport {
     pub candidate_failures: u64,
     /// Each pair (enforced, candidate) that differed, with its count, most frequent first.
     pub differences: Vec<(DecisionKey, DecisionKey, u64)>,
+    /// Every decision the candidate took, with its count: which rules decide real calls.
+    pub candidate_decisions: Vec<(DecisionKey, u64)>,
+}
+
+impl ShadowReport {
+    /// Of `rule_ids` (a candidate's rules, as written), those that decided no call in this run:
+    /// rules real traffic never reached.
+    pub fn rules_never_deciding<'a>(
+        &self,
+        rule_ids: impl IntoIterator<Item = &'a str>,
+    ) -> Vec<&'a str> {
+        rule_ids
+            .into_iter()
+            .filter(|id| {
+                !self
+                    .candidate_decisions
+                    .iter()
+                    .any(|(key, _)| key.rule_id.as_deref() == Some(*id))
+            })
+            .collect()
+    }
 }
 
 /// A candidate policy tried beside the enforced one: the enforced policy decides every call,
@@ -92,6 +113,9 @@ pub struct Shadow {
     candidate_failures: AtomicU64,
     // The lock is taken only when the two differ, and never while anything else runs.
     differences: Mutex<BTreeMap<(DecisionKey, DecisionKey), u64>>,
+    // The candidate's decisions by key: a read lock and an atomic add per call; the write lock
+    // only for a key seen the first time.
+    decided: RwLock<HashMap<DecisionKey, AtomicU64>>,
 }
 
 impl fmt::Debug for Shadow {
@@ -112,6 +136,7 @@ impl Shadow {
             calls: AtomicU64::new(0),
             candidate_failures: AtomicU64::new(0),
             differences: Mutex::new(BTreeMap::new()),
+            decided: RwLock::new(HashMap::new()),
         }
     }
 
@@ -134,12 +159,39 @@ impl Shadow {
             .map(|((enforced, candidate), count)| (enforced, candidate, count))
             .collect();
         differences.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| (&a.0, &a.1).cmp(&(&b.0, &b.1))));
+        let mut candidate_decisions: Vec<(DecisionKey, u64)> = self
+            .decided
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(key, count)| (key.clone(), count.load(Ordering::Relaxed)))
+            .collect();
+        candidate_decisions.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         ShadowReport {
+            candidate_decisions,
             calls: self.calls.load(Ordering::Relaxed),
             candidate_failures: self.candidate_failures.load(Ordering::Relaxed),
             differing: differences.iter().map(|(_, _, count)| count).sum(),
             differences,
         }
+    }
+}
+
+impl Shadow {
+    fn count_decision(&self, decision: &PolicyDecision) {
+        let key = DecisionKey::of(decision);
+        let known = self.decided.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = known.get(&key) {
+            count.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        drop(known);
+        self.decided
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key)
+            .or_default()
+            .fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -155,6 +207,7 @@ impl Policy for Shadow {
             self.candidate_failures.fetch_add(1, Ordering::Relaxed);
             return enforced;
         };
+        self.count_decision(&candidate);
         if enforced.action != candidate.action {
             let key = (DecisionKey::of(&enforced), DecisionKey::of(&candidate));
             *self

@@ -129,24 +129,34 @@ impl RulePolicy {
         problems
     }
 
+    /// The ids of this policy's rules that decide none of its own
+    /// [`examples`](super::PolicyConfig::examples), in the order written: what the examples
+    /// leave untested.
+    pub fn rules_without_examples(&self, registry: &ToolRegistry) -> Vec<&str> {
+        let mut decided = std::collections::HashSet::new();
+        for example in &self.config.examples {
+            let Ok(arguments) = validated(example, registry) else {
+                continue;
+            };
+            let decision = self.decide_for(&example.tool, example.principal.as_ref(), &arguments);
+            if let Some(rule) = decision.rule_id {
+                decided.insert(rule);
+            }
+        }
+        self.config
+            .rules
+            .iter()
+            .map(|rule| rule.id.as_str())
+            .filter(|id| !decided.contains(*id))
+            .collect()
+    }
+
     fn check_example(
         &self,
         example: &PolicyExample,
         registry: &ToolRegistry,
     ) -> Result<(), String> {
-        let Some(definition) = registry.resolve(&example.tool) else {
-            return Err(format!("tool {:?} is not in the registry", example.tool));
-        };
-        let arguments = match definition.check(&example.arguments) {
-            Ok(Some(normalized)) => normalized,
-            Ok(None) => example.arguments.clone(),
-            Err(errors) => {
-                return Err(format!(
-                    "the arguments do not fit the schema of {:?}: {errors}",
-                    example.tool
-                ));
-            }
-        };
+        let arguments = validated(example, registry)?;
         if let Some(rule) = &example.rule
             && !self.config.rules.iter().any(|written| &written.id == rule)
         {
@@ -171,5 +181,21 @@ impl RulePolicy {
             describe(&decision),
             decision.reason.as_str()
         ))
+    }
+}
+
+/// An example's arguments as the controller would decide them: validated against its tool's
+/// schema (and normalized, for a typed tool).
+fn validated(example: &PolicyExample, registry: &ToolRegistry) -> Result<Value, String> {
+    let Some(definition) = registry.resolve(&example.tool) else {
+        return Err(format!("tool {:?} is not in the registry", example.tool));
+    };
+    match definition.check(&example.arguments) {
+        Ok(Some(normalized)) => Ok(normalized),
+        Ok(None) => Ok(example.arguments.clone()),
+        Err(errors) => Err(format!(
+            "the arguments do not fit the schema of {:?}: {errors}",
+            example.tool
+        )),
     }
 }

@@ -167,6 +167,16 @@ pub(crate) fn layer_report(layers: &[PathBuf], registry: &ToolRegistry) -> Vec<S
                     path.display(),
                     if examples == 1 { "" } else { "s" }
                 ));
+                let untested = policy.rules_without_examples(registry);
+                if !untested.is_empty() {
+                    lines.push(format!(
+                        "  policy layer {}: {} of {} rules decide no example: {}",
+                        path.display(),
+                        untested.len(),
+                        policy.config().rules.len(),
+                        untested.join(", ")
+                    ));
+                }
                 loaded.push((path.display().to_string(), policy));
             }
             Err(error) => lines.push(format!("  warning: {}", load_problem(path, &error))),

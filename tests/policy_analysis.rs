@@ -57,15 +57,25 @@ fn verdict<'a>(diffs: &'a [ToolDiff], tool: &str) -> &'a ToolDiff {
 /// The witness of `tool`, checked: valid, and decided as reported by both policies again.
 fn witness(old: &Analysed, new: &Analysed, tool: &str) -> analysis::Witness {
     let diffs = analysis::diff(old, new, &tools());
-    let ToolDiff::Differs { witness, .. } = verdict(&diffs, tool).clone() else {
+    let ToolDiff::Differs { witnesses, .. } = verdict(&diffs, tool).clone() else {
         panic!("expected a witness for {tool}: {diffs:#?}")
     };
-    assert_ne!(
-        (witness.old.action, witness.old.approvers.len()),
-        (witness.new.action, witness.new.approvers.len()),
-        "{witness:?}"
-    );
-    *witness
+    for witness in &witnesses {
+        assert_ne!(
+            (witness.old.action, witness.old.approvers.len()),
+            (witness.new.action, witness.new.approvers.len()),
+            "{witness:?}"
+        );
+    }
+    // One per pair of decisions.
+    let pairs: Vec<_> = witnesses
+        .iter()
+        .map(|w| (w.old.action, w.new.action))
+        .collect();
+    for (index, pair) in pairs.iter().enumerate() {
+        assert!(!pairs[index + 1..].contains(pair), "{pairs:?}");
+    }
+    witnesses.into_iter().next().unwrap()
 }
 
 // ---- examples -----------------------------------------------------------------------------------
@@ -666,12 +676,14 @@ proptest! {
         }
         for diff in &diffs {
             match diff {
-                ToolDiff::Differs { tool, witness } => {
-                    let decide = |policy: &RulePolicy| {
-                        policy.decide_for(tool, witness.principal.as_ref(), &witness.arguments)
-                    };
-                    let (a, b) = (decide(&old), decide(&new));
-                    prop_assert!(a.action != b.action || a.approvers != b.approvers);
+                ToolDiff::Differs { tool, witnesses } => {
+                    for witness in witnesses {
+                        let decide = |policy: &RulePolicy| {
+                            policy.decide_for(tool, witness.principal.as_ref(), &witness.arguments)
+                        };
+                        let (a, b) = (decide(&old), decide(&new));
+                        prop_assert!(a.action != b.action || a.approvers != b.approvers);
+                    }
                 }
                 ToolDiff::Unknown { tool, reason, .. } => {
                     prop_assert!(

@@ -141,7 +141,7 @@ pub enum Command {
 pub enum PolicyCommand {
     /// Compare two policies on every tool of the config's upstreams (started once to list
     /// them). One JSON line per tool: `same` (every valid call is decided alike: proven, not
-    /// sampled), `differs` with a witness (a valid call the two decide differently, and both
+    /// sampled), `differs` with witnesses (valid calls the two decide differently, one per pair of
     /// decisions), or `unknown` with the reason (conditions the analysis cannot cut into classes:
     /// globs, commands, list elements). Exit 0 when every tool is the same, 3 when one differs or
     /// is unknown, 1 on a problem.

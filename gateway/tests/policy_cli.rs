@@ -129,10 +129,11 @@ fn policy_diff_prints_a_witness_per_tool_that_differs() {
         .find(|line| line["tool"] == "h__write")
         .unwrap();
     assert_eq!(write["verdict"], "differs", "{write}");
-    let path = write["witness"]["arguments"]["path"].as_str().unwrap();
+    let witness = &write["witnesses"][0];
+    let path = witness["arguments"]["path"].as_str().unwrap();
     assert!(!path.starts_with("/srv"), "{path}");
-    assert_eq!(write["witness"]["old"]["action"], "deny");
-    assert_eq!(write["witness"]["new"]["action"], "allow");
+    assert_eq!(witness["old"]["action"], "deny");
+    assert_eq!(witness["new"]["action"], "allow");
     let echo = lines.iter().find(|line| line["tool"] == "h__echo").unwrap();
     assert_eq!(echo["verdict"], "same", "{echo}");
     assert!(stderr.contains("1 differ"), "{stderr}");

@@ -78,7 +78,7 @@ pub async fn diff(config_path: &Path, old: &str, new: &str) -> ExitCode {
         println!("{}", json!(tool));
     }
     eprintln!(
-        "{} tools: {same} decide every valid call alike, {differ} differ (a witness call is printed), {unknown} unknown (the reason is printed)",
+        "{} tools: {same} decide every valid call alike, {differ} differ (witness calls are printed), {unknown} unknown (the reason is printed)",
         diffs.len()
     );
     if differ + unknown == 0 {

@@ -121,12 +121,22 @@ impl Atoms {
                         .push(Value::from(vec![FRESH.to_owned(), option.clone()]));
                 }
             }
-            Condition::Every { pointer, .. } | Condition::Some { pointer, .. } => {
+            Condition::Every { pointer, condition } | Condition::Some { pointer, condition } => {
                 self.gap(rule, || {
                     format!("judges the elements of the list {pointer}")
                 });
+                let elements = element_candidates(rule, condition);
                 let at = self.at(pointer);
                 at.extra.push(Value::Array(Vec::new()));
+                // One element of each kind, then each beside a plain one: a rule on every element
+                // and a rule on some element tell these apart.
+                for element in elements.iter().take(16) {
+                    at.extra.push(Value::Array(vec![element.clone()]));
+                    if let Some(first) = elements.first() {
+                        at.extra
+                            .push(Value::Array(vec![first.clone(), element.clone()]));
+                    }
+                }
             }
         }
     }
@@ -162,6 +172,26 @@ impl Atoms {
         }
         None
     }
+}
+
+/// Candidate elements for a condition on list elements (pointers relative to the element): the
+/// element itself (`""`), or an object with one candidate field set.
+fn element_candidates(rule: &str, condition: &Condition) -> Vec<Value> {
+    let mut inner = Atoms::default();
+    inner.add(rule, condition);
+    let mut out = Vec::new();
+    for (pointer, atoms) in &inner.by_pointer {
+        for candidate in atoms.candidates(Types::ANY, None) {
+            let Some(value) = candidate.value else {
+                continue;
+            };
+            let mut element = Value::Object(serde_json::Map::new());
+            if super::calls::set(&mut element, pointer, Some(&value)) {
+                out.push(element);
+            }
+        }
+    }
+    out
 }
 
 fn holds_number(value: &Value) -> bool {

@@ -134,12 +134,14 @@ pub enum ToolDiff {
         /// How many calls were decided.
         calls: usize,
     },
-    /// A valid call the two decide differently.
+    /// Valid calls the two decide differently: one witness for each pair of decisions that
+    /// differs (denied before and allowed now, allowed before and asked now, …), in the order
+    /// found — so a change that loosens one case and tightens another shows both.
     Differs {
         /// The tool.
         tool: String,
-        /// The call and both decisions.
-        witness: Box<Witness>,
+        /// Each call with both decisions; at least one.
+        witnesses: Vec<Witness>,
     },
     /// No difference was found, but the analysis cannot prove there is none.
     Unknown {
@@ -402,6 +404,7 @@ fn compare_tool(policies: &[&Analysed; 2], registry: &ToolRegistry, tool: &str) 
     };
     let (calls, mut incomplete) = space.calls();
     let mut decided = 0;
+    let mut witnesses: Vec<Witness> = Vec::new();
     for call in calls {
         let principal = call.principal.as_deref().cloned();
         let Some(prepared) = prepare(registry, call) else {
@@ -413,17 +416,21 @@ fn compare_tool(policies: &[&Analysed; 2], registry: &ToolRegistry, tool: &str) 
         let old = policies[0].decide(&prepared);
         let new = policies[1].decide(&prepared);
         decided += 1;
-        if differ(&old, &new) {
-            return ToolDiff::Differs {
-                tool: tool.to_owned(),
-                witness: Box::new(Witness {
-                    arguments: prepared.arguments().clone(),
-                    principal,
-                    old,
-                    new,
-                }),
-            };
+        let seen = |w: &Witness| (w.old.action, w.new.action) == (old.action, new.action);
+        if differ(&old, &new) && !witnesses.iter().any(seen) {
+            witnesses.push(Witness {
+                arguments: prepared.arguments().clone(),
+                principal,
+                old,
+                new,
+            });
         }
+    }
+    if !witnesses.is_empty() {
+        return ToolDiff::Differs {
+            tool: tool.to_owned(),
+            witnesses,
+        };
     }
     match incomplete {
         None => ToolDiff::Same {

@@ -137,6 +137,18 @@ fn a_failing_example_is_a_load_error_naming_it_and_what_was_decided() {
     );
     assert!(found[4].contains("no-such-rule"), "{found:#?}");
     assert!(found[5].contains("not in the registry"), "{found:#?}");
+
+    // A hot reload whose example fails is refused; the policy in force stays.
+    let controller = ToolController::new(tools(), load(&policy(json!([]))));
+    let reload = controller.try_replace_policy(|registry| {
+        RulePolicy::from_json(
+            &policy(json!([{"tool": "refund", "arguments": {"cents": 5000}, "expect": "allow"}])),
+            registry,
+        )
+    });
+    assert!(reload.unwrap_err().to_string().contains("examples[0]"));
+    let small = controller.handle(ToolCall::new("c1", "refund", json!({"cents": 5})));
+    assert!(matches!(small, Outcome::Completed(result) if !result.is_error));
 }
 
 #[test]
@@ -384,6 +396,40 @@ fn paths_that_cannot_be_judged_are_a_class_of_their_own() {
         found.arguments["path"].as_str().unwrap().starts_with('~'),
         "{found:?}"
     );
+}
+
+#[test]
+fn past_the_budget_the_answer_is_unknown_and_single_changes_still_find_a_witness() {
+    // 40 bounds on /cents and 40 values each on /currency and /note: far more combinations than
+    // the budget allows.
+    let rules: Vec<Value> = (0..40)
+        .map(|index| {
+            json!({"id": format!("r{index}"), "tool": "refund", "action": "allow", "reason": "r",
+                   "when": {"all": [
+                       {"range": {"pointer": "/cents", "min": index * 10, "max": index * 10 + 5}},
+                       {"equals": {"pointer": "/currency", "value": format!("C{index}")}},
+                       {"not": {"equals": {"pointer": "/note", "value": format!("n{index}")}}}]}})
+        })
+        .collect();
+    let text = json!({ "rules": rules }).to_string();
+    let diffs = analysis::diff(&one(&text), &one(&text), &tools());
+    let ToolDiff::Unknown { reason, calls, .. } = verdict(&diffs, "refund") else {
+        panic!("{diffs:#?}")
+    };
+    assert!(reason.contains("exceed the budget of 20000"), "{reason}");
+    assert!(*calls > 100 && *calls < analysis::CALL_BUDGET, "{calls}");
+    // One more rule in the new policy: changing one field of the base call shows it.
+    let mut wider = rules.clone();
+    wider.push(
+        json!({"id": "big", "tool": "refund", "action": "ask", "reason": "big",
+                      "when": {"range": {"pointer": "/cents", "min": 100_000}}}),
+    );
+    let found = witness(
+        &one(&text),
+        &one(&json!({ "rules": wider }).to_string()),
+        "refund",
+    );
+    assert_eq!(found.new.action, PolicyAction::Ask);
 }
 
 // ---- explanations -------------------------------------------------------------------------------

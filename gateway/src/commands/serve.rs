@@ -251,7 +251,9 @@ mod tests {
             Some("the approval page, http://127.0.0.1:9090/approvals")
         );
         // Bound to every address: no link to a host nobody can open, but the port and the path.
-        let everywhere = place("[listen]\nstdio = true\nadmin = \"0.0.0.0:9090\"\n").unwrap();
+        let everywhere =
+            place("[listen]\nstdio = true\nadmin = \"0.0.0.0:9090\"\nallow_plain_http = true\n")
+                .unwrap();
         assert!(!everywhere.contains("0.0.0.0"), "{everywhere}");
         assert!(
             everywhere.contains("/approvals on port 9090"),

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::ToolController;
-use crate::limits::{Take, Taken};
-use crate::policy::{Policy, PolicyAction, PolicyDecision, RateSlot, Reason};
+use crate::limits::{Refuses, Take, Taken};
+use crate::policy::{Policy, PolicyAction, PolicyDecision, RateSlot, Reason, SlotKind};
 use crate::runtime::PreparedToolCall;
 
 /// Where in the pipeline a call is counted.
@@ -62,7 +62,8 @@ impl ToolController {
             .map(|slot| Take {
                 bucket: &slot.bucket,
                 window_ms: slot.window_ms,
-                max: slot.max,
+                weight: slot.weight,
+                refuses: slot.refuses,
                 enforce: stage == Stage::Proposed || slot.over == PolicyAction::Deny,
             })
             .collect();
@@ -91,13 +92,25 @@ fn past_the_cap(slot: &RateSlot, decided: &PolicyDecision) -> PolicyDecision {
         Some(86_400_000) => "day".to_owned(),
         Some(ms) => format!("{ms} ms"),
     };
-    let reason = Reason::new(format!(
-        "rate limit {:?} reached ({} per {window}): {}",
-        &*slot.limit_id,
-        slot.max,
-        slot.reason.as_str()
-    ))
-    .unwrap_or_else(|_| slot.reason.clone());
+    let text = match (slot.kind, slot.refuses) {
+        (SlotKind::Flow, _) => format!(
+            "flow rule {:?}, on what this session did before: {}",
+            &*slot.limit_id,
+            slot.reason.as_str()
+        ),
+        (SlotKind::Sum, Refuses::Above(max)) => format!(
+            "limit {:?} reached (a total of {max} per {window}): {}",
+            &*slot.limit_id,
+            slot.reason.as_str()
+        ),
+        _ => format!(
+            "rate limit {:?} reached ({} per {window}): {}",
+            &*slot.limit_id,
+            slot.max,
+            slot.reason.as_str()
+        ),
+    };
+    let reason = Reason::new(text).unwrap_or_else(|_| slot.reason.clone());
     PolicyDecision {
         policy_digest: decided.policy_digest.clone(),
         layer: slot.layer.clone(),

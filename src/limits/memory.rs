@@ -39,6 +39,11 @@ struct Counter {
     // Ascending: a time earlier than the last (a clock stepped back) is kept as the last, which
     // only makes it count longer.
     times: VecDeque<u64>,
+    // The running total of the weights up to and including each time, so a window's total is
+    // one subtraction after a binary search, however many calls are held.
+    running: VecDeque<u128>,
+    // The running total before the oldest time held (what expired times added).
+    dropped: u128,
 }
 
 /// A window as a length; a session's never ends.
@@ -56,22 +61,32 @@ impl Counter {
             .is_some_and(|&time| now_ms.saturating_sub(time) >= self.keep_ms)
         {
             self.times.pop_front();
+            if let Some(total) = self.running.pop_front() {
+                self.dropped = total;
+            }
         }
         before - self.times.len()
     }
 
-    /// The times within `window_ms` before `now_ms`: `t` counts while `now - t < window`.
-    fn count(&self, window_ms: Option<u64>, now_ms: u64) -> usize {
+    /// The total weight within `window_ms` before `now_ms`: `t` counts while `now - t < window`.
+    fn total(&self, window_ms: Option<u64>, now_ms: u64) -> u64 {
         let window = length(window_ms);
         let passed = self
             .times
             .partition_point(|&time| now_ms.saturating_sub(time) >= window);
-        self.times.len() - passed
+        let before = match passed {
+            0 => self.dropped,
+            index => self.running[index - 1],
+        };
+        let last = self.running.back().copied().unwrap_or(self.dropped);
+        u64::try_from(last - before).unwrap_or(u64::MAX)
     }
 
-    fn push(&mut self, now_ms: u64) {
+    fn push(&mut self, now_ms: u64, weight: u64) {
         let time = self.times.back().map_or(now_ms, |&last| last.max(now_ms));
+        let last = self.running.back().copied().unwrap_or(self.dropped);
         self.times.push_back(time);
+        self.running.push_back(last + u128::from(weight));
     }
 }
 
@@ -105,44 +120,48 @@ impl RateCounters for MemoryRateCounters {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let State { counters, held } = &mut *state;
         for (index, take) in takes.iter().enumerate() {
-            let count = match counters.get_mut(take.bucket) {
+            let total = match counters.get_mut(take.bucket) {
                 Some(counter) => {
                     // Counted by the window in force now; kept for the longest one seen.
                     counter.keep_ms = counter.keep_ms.max(length(take.window_ms));
                     *held -= counter.expire(now_ms);
-                    let count = counter.count(take.window_ms, now_ms);
+                    let total = counter.total(take.window_ms, now_ms);
                     if counter.times.is_empty() {
                         // An empty counter costs memory the capacity does not count.
                         counters.remove(take.bucket);
                     }
-                    count
+                    total
                 }
                 None => 0,
             };
-            if take.enforce && count >= take.max as usize {
+            if take.refused_by(total) {
                 return Ok(Taken::Full(index));
             }
         }
-        if *held + takes.len() > self.capacity {
+        let recorded = takes.iter().filter(|take| take.weight > 0).count();
+        if *held + recorded > self.capacity {
             // Make room from every counter's passed times before refusing.
             counters.retain(|_, counter| {
                 *held -= counter.expire(now_ms);
                 !counter.times.is_empty()
             });
-            if *held + takes.len() > self.capacity {
+            if *held + recorded > self.capacity {
                 return Err(CounterError::Full {
                     capacity: self.capacity,
                 });
             }
         }
-        for take in takes {
+        for take in takes.iter().filter(|take| take.weight > 0) {
             let counter = counters
                 .entry(take.bucket.to_owned())
                 .or_insert_with(|| Counter {
                     keep_ms: length(take.window_ms),
                     times: VecDeque::new(),
+                    running: VecDeque::new(),
+                    dropped: 0,
                 });
-            counter.push(now_ms);
+            counter.keep_ms = counter.keep_ms.max(length(take.window_ms));
+            counter.push(now_ms, take.weight);
             *held += 1;
         }
         Ok(Taken::All)
@@ -152,14 +171,53 @@ impl RateCounters for MemoryRateCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::Refuses;
 
     fn take(bucket: &str, window_ms: Option<u64>, max: u32) -> Take<'_> {
-        Take {
-            bucket,
-            window_ms,
-            max,
-            enforce: true,
-        }
+        Take::limit(bucket, window_ms, max)
+    }
+
+    #[test]
+    fn weights_sum_within_the_window_and_looks_record_nothing() {
+        let counters = MemoryRateCounters::default();
+        let sum = |weight| Take {
+            weight,
+            refuses: Refuses::Above(100),
+            ..take("cents", Some(60_000), 0)
+        };
+        assert_eq!(counters.take(&[sum(60)], 0).unwrap(), Taken::All);
+        assert_eq!(counters.take(&[sum(41)], 1).unwrap(), Taken::Full(0));
+        assert_eq!(counters.take(&[sum(40)], 2).unwrap(), Taken::All);
+        assert_eq!(counters.take(&[sum(1)], 3).unwrap(), Taken::Full(0));
+        // The 60 leaves the window at 60,000: 40 remain.
+        assert_eq!(counters.take(&[sum(60)], 60_000).unwrap(), Taken::All);
+        assert_eq!(counters.held(), 2);
+        let look = |refuses| Take {
+            weight: 0,
+            refuses,
+            ..take("cents", Some(60_000), 0)
+        };
+        assert_eq!(
+            counters.take(&[look(Refuses::AnyCounted)], 60_001).unwrap(),
+            Taken::Full(0)
+        );
+        assert_eq!(
+            counters
+                .take(&[look(Refuses::NothingCounted)], 60_001)
+                .unwrap(),
+            Taken::All
+        );
+        assert_eq!(
+            counters
+                .take(&[look(Refuses::NothingCounted)], 999_999)
+                .unwrap(),
+            Taken::Full(0)
+        );
+        assert_eq!(
+            counters.held(),
+            0,
+            "looking recorded nothing; the window passed"
+        );
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub use postgres::PostgresRateCounters;
 pub use sqlite::SqliteRateCounters;
 
 use crate::policy::PolicyAction;
-pub use crate::policy::RateSlot;
+pub use crate::policy::{RateSlot, SlotKind};
 
 /// The most distinct keys one call may count under one limit (a list of recipients); a call with
 /// more is denied rather than counted partly.
@@ -81,13 +81,19 @@ pub struct RateLimitConfig {
     /// A tool's exact name, or a pattern over whole names (`server__*`) whose matching tools
     /// share one count.
     pub tool: String,
-    /// How many calls may run in one window, 1 to [`MAX_CALLS_PER_LIMIT`].
+    /// How many calls may run in one window, 1 to [`MAX_CALLS_PER_LIMIT`]; for a `sum`, the
+    /// most they may add up to (1 to 2^32 - 1).
     pub max: u32,
     /// The window.
     pub per: Per,
     /// Count separately per value of this argument; absent: one count for the tool or group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<LimitKey>,
+    /// Add up this integer argument instead of counting calls: `max` is then the most the
+    /// window's calls may add up to (the refunds of one order: 10,000 cents a day). A call whose
+    /// value is missing, negative or not a whole number is denied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sum: Option<String>,
     /// What happens to a call past the cap: `deny` or `ask`.
     pub over: PolicyAction,
     /// Why, shown when the cap is reached; not empty.
@@ -110,9 +116,17 @@ impl RateLimitConfig {
             max,
             per,
             key: None,
+            sum: None,
             over,
             reason: reason.into(),
         }
+    }
+
+    /// The same limit, adding up the integer at `pointer` instead of counting calls.
+    #[must_use]
+    pub fn summing(mut self, pointer: impl Into<String>) -> Self {
+        self.sum = Some(pointer.into());
+        self
     }
 
     /// The same limit, counted per value at `key`.
@@ -205,18 +219,60 @@ impl LimitKey {
     }
 }
 
-/// One counter to take a slot in, and whether its cap is enforced (`false`: the call is counted
-/// whatever the count, because a person approved it past an `ask` limit).
+/// One counter a call is judged by and counted in: what the call adds to it (`weight`), when the
+/// counter refuses the call, and whether that is enforced (`false`: the call is counted whatever
+/// the count, because a person approved it past an `ask` limit or flow rule).
 #[derive(Debug, Clone, Copy)]
 pub struct Take<'a> {
     /// The counter.
     pub bucket: &'a str,
     /// Its window; `None` for the session.
     pub window_ms: Option<u64>,
-    /// Its cap.
-    pub max: u32,
-    /// Whether a full counter refuses the call.
+    /// What an authorized call adds to the counter: 1 for a call counted by a rate limit, the
+    /// field's value for a sum, 0 for a counter that is only looked at.
+    pub weight: u64,
+    /// When the counter refuses the call.
+    pub refuses: Refuses,
+    /// Whether a refusal holds.
     pub enforce: bool,
+}
+
+impl<'a> Take<'a> {
+    /// A rate limit's take: one call counted, refused once `max` calls are in the window.
+    pub fn limit(bucket: &'a str, window_ms: Option<u64>, max: u32) -> Self {
+        Self {
+            bucket,
+            window_ms,
+            weight: 1,
+            refuses: Refuses::Above(u64::from(max)),
+            enforce: true,
+        }
+    }
+
+    /// Whether the counter's total in the window (before this call) refuses the call.
+    pub fn refused_by(&self, total: u64) -> bool {
+        self.enforce
+            && match self.refuses {
+                Refuses::Above(max) => total.saturating_add(self.weight) > max,
+                Refuses::AnyCounted => total > 0,
+                Refuses::NothingCounted => total == 0,
+                Refuses::Never => false,
+            }
+    }
+}
+
+/// When a counter refuses a call, from its total in the window before the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refuses {
+    /// When the total plus the call's weight would pass this cap (a rate limit, a sum cap).
+    Above(u64),
+    /// When anything was counted (a flow rule's `after`: "a private read ran in this session").
+    AnyCounted,
+    /// When nothing was counted (a flow rule's `unless_after`: "unless this path was read").
+    NothingCounted,
+    /// Never: the call is only recorded, for flow rules that look at it later.
+    Never,
 }
 
 /// What [`RateCounters::take`] did.
@@ -265,9 +321,10 @@ impl CounterError {
 /// # Contract
 ///
 /// `take` is atomic: of concurrent takes (from any thread or process sharing the store), each sees
-/// the others' slots, and either every counter takes a slot at `now_ms` or none does. A counter
-/// holds the call times within its window before `now_ms` (times later than `now_ms`, left by a
-/// clock that stepped back, still count).
+/// the others' records, and either every counter records the call's weight at `now_ms` or none
+/// does — none when an enforced [`Refuses`] holds of a counter's total before the call. A counter's
+/// total is the sum of the weights recorded within its window before `now_ms` (times later than
+/// `now_ms`, left by a clock that stepped back, still count). A take of weight 0 records nothing.
 pub trait RateCounters: Send + Sync + fmt::Debug {
     /// Takes a slot in every counter of `takes` at `now_ms`, unless an enforced one is full.
     ///

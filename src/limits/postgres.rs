@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError};
 
 use postgres::{Client, Config, NoTls};
 
-use super::{CounterError, RateCounters, Take, Taken};
+use super::{CounterError, RateCounters, Refuses, Take, Taken};
 
 /// Counts kept in PostgreSQL, shared by every process that connects with the same session.
 ///
@@ -44,7 +44,8 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS toolgate_rate_events (
     );
     CREATE INDEX IF NOT EXISTS toolgate_rate_events_bucket ON toolgate_rate_events (bucket, at_ms);
     CREATE INDEX IF NOT EXISTS toolgate_rate_events_expiry ON toolgate_rate_events (expires_ms)
-        WHERE expires_ms IS NOT NULL;";
+        WHERE expires_ms IS NOT NULL;
+    ALTER TABLE toolgate_rate_events ADD COLUMN IF NOT EXISTS weight BIGINT NOT NULL DEFAULT 1;";
 
 impl PostgresRateCounters {
     /// Connects to the server at `url` (a `postgresql://` URL or `key=value` string) and creates
@@ -144,32 +145,38 @@ impl RateCounters for PostgresRateCounters {
                 &[&now],
             )?;
             for (index, (take, bucket)) in takes.iter().zip(&buckets).enumerate() {
-                if !take.enforce {
+                if !take.enforce || take.refuses == Refuses::Never {
                     continue;
                 }
                 // Counted by the window in force now (a replaced policy may have changed it); a
                 // time's own expiry only decides when it is deleted.
-                let since = take.window_ms.map(|window| as_sql(now_ms.saturating_sub(window)));
-                let count: i64 = transaction
+                let since = take
+                    .window_ms
+                    .map(|window| as_sql(now_ms.saturating_sub(window)));
+                let total: i64 = transaction
                     .query_one(
-                        "SELECT COUNT(*) FROM toolgate_rate_events
+                        "SELECT COALESCE(SUM(weight), 0)::BIGINT FROM toolgate_rate_events
                          WHERE bucket = $1 AND ($2::BIGINT IS NULL OR at_ms > $2)",
                         &[bucket, &since],
                     )?
                     .get(0);
-                if count >= i64::from(take.max) {
+                if take.refused_by(u64::try_from(total).unwrap_or(0)) {
                     // Dropping the transaction rolls back: the refused call records nothing.
                     return Ok(Taken::Full(index));
                 }
             }
             for (take, bucket) in takes.iter().zip(&buckets) {
+                if take.weight == 0 {
+                    continue;
+                }
                 // Kept for the longest window, whatever this one: see `LONGEST_WINDOW_MS`.
-            let expires = take
-                .window_ms
-                .map(|_| as_sql(now_ms.saturating_add(super::LONGEST_WINDOW_MS)));
+                let expires = take
+                    .window_ms
+                    .map(|_| as_sql(now_ms.saturating_add(super::LONGEST_WINDOW_MS)));
                 transaction.execute(
-                    "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms) VALUES ($1, $2, $3)",
-                    &[bucket, &now, &expires],
+                    "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms, weight)
+                     VALUES ($1, $2, $3, $4)",
+                    &[bucket, &now, &expires, &as_sql(take.weight)],
                 )?;
             }
             transaction.commit()?;

@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError};
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use super::{CounterError, RateCounters, Take, Taken};
+use super::{CounterError, RateCounters, Refuses, Take, Taken};
 
 /// Counts kept in a SQLite file, shared by every process that opens it with the same session.
 ///
@@ -104,6 +104,17 @@ fn create(connection: &mut Connection) -> rusqlite::Result<()> {
          CREATE INDEX IF NOT EXISTS toolgate_rate_events_expiry
              ON toolgate_rate_events (expires_ms) WHERE expires_ms IS NOT NULL;",
     )?;
+    // Files made before weights (sums, flow rules) existed: every call they hold weighed 1.
+    let has_weight: bool = transaction.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('toolgate_rate_events') WHERE name = 'weight'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_weight {
+        transaction.execute_batch(
+            "ALTER TABLE toolgate_rate_events ADD COLUMN weight INTEGER NOT NULL DEFAULT 1",
+        )?;
+    }
     transaction.commit()
 }
 
@@ -134,7 +145,7 @@ impl RateCounters for SqliteRateCounters {
             .map(|take| format!("{prefix}{}", take.bucket))
             .collect();
         for (index, (take, bucket)) in takes.iter().zip(&buckets).enumerate() {
-            if !take.enforce {
+            if !take.enforce || take.refuses == Refuses::Never {
                 continue;
             }
             // Counted by the window in force now (a replaced policy may have changed it); a
@@ -142,32 +153,65 @@ impl RateCounters for SqliteRateCounters {
             let since = take
                 .window_ms
                 .map(|window| as_sql(now_ms.saturating_sub(window)));
-            let count: i64 = transaction
+            let total: i64 = transaction
                 .query_row(
-                    "SELECT COUNT(*) FROM toolgate_rate_events
+                    "SELECT COALESCE(SUM(weight), 0) FROM toolgate_rate_events
                      WHERE bucket = ?1 AND (?2 IS NULL OR at_ms > ?2)",
                     params![bucket, since],
                     |row| row.get(0),
                 )
                 .map_err(CounterError::store)?;
-            if count >= i64::from(take.max) {
+            if take.refused_by(u64::try_from(total).unwrap_or(0)) {
                 // Dropping the transaction rolls back: the refused call records nothing.
                 return Ok(Taken::Full(index));
             }
         }
         for (take, bucket) in takes.iter().zip(&buckets) {
+            if take.weight == 0 {
+                continue;
+            }
             // Kept for the longest window, whatever this one: see `LONGEST_WINDOW_MS`.
             let expires = take
                 .window_ms
                 .map(|_| as_sql(now_ms.saturating_add(super::LONGEST_WINDOW_MS)));
             transaction
                 .execute(
-                    "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms) VALUES (?1, ?2, ?3)",
-                    params![bucket, now, expires],
+                    "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms, weight)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![bucket, now, expires, as_sql(take.weight)],
                 )
                 .map_err(CounterError::store)?;
         }
         transaction.commit().map_err(CounterError::store)?;
         Ok(Taken::All)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_made_before_weights_counts_each_of_its_calls_once() {
+        let dir =
+            std::env::temp_dir().join(format!("toolgate-counters-old-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE toolgate_rate_events (bucket TEXT NOT NULL, at_ms INTEGER NOT NULL, expires_ms INTEGER);
+             INSERT INTO toolgate_rate_events VALUES ('1:s/cap', 10, NULL), ('1:s/cap', 20, NULL);",
+        )
+        .unwrap();
+        drop(old);
+        let counters = SqliteRateCounters::open(&path, "s").unwrap();
+        let cap = |max| [Take::limit("cap", None, max)];
+        assert_eq!(counters.take(&cap(2), 30).unwrap(), Taken::Full(0));
+        assert_eq!(counters.take(&cap(3), 30).unwrap(), Taken::All);
+        // Opening again finds the column there.
+        drop(counters);
+        assert!(SqliteRateCounters::open(&path, "s").is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -16,7 +16,7 @@ pub use async_check::AsyncPolicy;
 pub(crate) use async_check::{AsyncCheck, DrivenCheck};
 pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};
 pub use layers::{LayerError, Layers};
-pub use rate_slot::RateSlot;
+pub use rate_slot::{RateSlot, SlotKind};
 pub use shadow::{DecisionKey, Shadow, ShadowReport};
 pub use tool_policy::{PolicyError, ToolPolicy};
 

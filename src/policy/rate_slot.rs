@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::{PolicyAction, Reason};
+use crate::limits::Refuses;
 
 /// One counter a call would take a slot in: which, its window and cap, and what happens past it.
 /// A policy names them ([`Policy::rate_slots`](crate::Policy::rate_slots)); the controller counts
@@ -24,6 +25,24 @@ pub struct RateSlot {
     pub reason: Reason,
     /// The layer the limit came from, when the policy is a stack of layers.
     pub layer: Option<Arc<str>>,
+    /// What an authorized call adds to the counter (1 for a rate limit).
+    pub weight: u64,
+    /// When the counter refuses the call ([`Refuses::Above`] `max` for a rate limit).
+    pub refuses: Refuses,
+    /// What the slot stands for, for the reason a refusal gives.
+    pub kind: SlotKind,
+}
+
+/// What a [`RateSlot`] stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SlotKind {
+    /// A rate limit: calls counted.
+    Limit,
+    /// A limit with `sum`: a field's values added up.
+    Sum,
+    /// A flow rule looking back at the session's earlier calls, or a record for one.
+    Flow,
 }
 
 impl RateSlot {
@@ -45,7 +64,31 @@ impl RateSlot {
             limit_id,
             reason,
             layer: None,
+            weight: 1,
+            refuses: Refuses::Above(u64::from(max)),
+            kind: SlotKind::Limit,
         }
+    }
+
+    /// The same slot, adding `weight` for the call and refusing when `refuses` says.
+    #[must_use]
+    pub fn judged(mut self, weight: u64, refuses: Refuses) -> Self {
+        self.weight = weight;
+        self.refuses = refuses;
+        self
+    }
+
+    /// The same slot, standing for a flow rule.
+    #[must_use]
+    pub fn of_flow(self) -> Self {
+        self.of_kind(SlotKind::Flow)
+    }
+
+    /// The same slot, standing for `kind`.
+    #[must_use]
+    pub fn of_kind(mut self, kind: SlotKind) -> Self {
+        self.kind = kind;
+        self
     }
 
     /// The same slot in the counter `bucket` (a keyed limit's own counter).

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Condition, PathOptions, PolicyExample, PrincipalsConfig, TextOptions};
+use super::{Condition, FlowConfig, PathOptions, PolicyExample, PrincipalsConfig, TextOptions};
 use crate::limits::RateLimitConfig;
 use crate::policy::PolicyAction;
 
@@ -39,6 +39,13 @@ pub struct PolicyConfig {
     /// a decision.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<RateLimitConfig>,
+    /// Labels on tools: a name, and the tools (exact names or patterns) that carry it; flow
+    /// rules name labels. A label on no tool is a load error.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, Vec<String>>,
+    /// Flow rules: what a session already did decides what it may do next (see [`FlowConfig`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowConfig>,
     /// Calls and the decisions they must get, checked at every load (see [`PolicyExample`]). They
     /// change no decision, so they are not part of the policy's digest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -53,8 +60,31 @@ impl PolicyConfig {
             text: TextOptions::default(),
             rules: rules.into_iter().collect(),
             limits: Vec::new(),
+            labels: std::collections::BTreeMap::new(),
+            flows: Vec::new(),
             examples: Vec::new(),
         }
+    }
+
+    /// The same policy, with `label` on `tools` (exact names or patterns).
+    #[must_use]
+    pub fn with_label(
+        mut self,
+        label: impl Into<String>,
+        tools: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.labels
+            .entry(label.into())
+            .or_default()
+            .extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// The same policy, with `flows` added.
+    #[must_use]
+    pub fn with_flows(mut self, flows: impl IntoIterator<Item = FlowConfig>) -> Self {
+        self.flows.extend(flows);
+        self
     }
 
     /// The same policy, with `examples` added (checked when it loads).

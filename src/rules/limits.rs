@@ -26,6 +26,8 @@ struct Limit {
     reason: Reason,
     // Key pointer tokens (unescaped), and how text keys compare.
     key: Option<(Pointer, KeyText)>,
+    // The integer added up instead of counting calls.
+    sum: Option<Pointer>,
     policy_digest: Arc<str>,
 }
 
@@ -78,10 +80,16 @@ impl RateLimits {
             if reason.is_err() {
                 problem("reason is empty".to_owned());
             }
-            if !(1..=MAX_CALLS_PER_LIMIT).contains(&config.max) {
+            if config.sum.is_none() && !(1..=MAX_CALLS_PER_LIMIT).contains(&config.max) {
                 problem(format!(
                     "max must be 1 to {MAX_CALLS_PER_LIMIT} (a tool that may never run needs a deny rule)"
                 ));
+            }
+            if config.sum.is_some() && config.max == 0 {
+                problem(
+                    "max must be at least 1 (a tool that may never run needs a deny rule)"
+                        .to_owned(),
+                );
             }
             if config.over == PolicyAction::Allow {
                 problem("over must be deny or ask".to_owned());
@@ -128,8 +136,24 @@ impl RateLimits {
                 };
                 (Pointer::parse(&key.pointer), text)
             });
+            let sum = config.sum.as_ref().map(|pointer| {
+                if let Err(message) = check_key_pointer(pointer) {
+                    problem(message.replace("key", "sum"));
+                }
+                for name in &tools {
+                    let schema = registry.resolve(name).map(|tool| &tool.spec().input_schema);
+                    let declared = schema.map(|schema| schema_pointer::lookup(schema, pointer));
+                    if declared != Some(SchemaLookup::Declared) {
+                        problem(format!(
+                            "sum {pointer:?} names no field of tool {name:?}'s schema"
+                        ));
+                    }
+                }
+                Pointer::parse(pointer)
+            });
             if let Ok(reason) = reason {
                 limits.push(Limit {
+                    sum,
                     id: Arc::from(config.id.as_str()),
                     tool,
                     max: config.max,
@@ -161,13 +185,26 @@ impl RateLimits {
     ) -> Result<Vec<RateSlot>, PolicyDecision> {
         let mut slots = Vec::new();
         for limit in self.0.iter().filter(|limit| limit.tool.matches(tool)) {
-            let slot = RateSlot::new(
+            let mut slot = RateSlot::new(
                 Arc::clone(&limit.id),
                 limit.window_ms,
                 limit.max,
                 limit.over,
                 limit.reason.clone(),
             );
+            if let Some(pointer) = &limit.sum {
+                // What cannot be added up exactly is denied, never counted as nothing.
+                let Some(weight) = pointer.resolve(arguments).and_then(Value::as_u64) else {
+                    return Err(limit.cannot_count(format!(
+                        "cannot add up the call for limit {:?}: {} is not a whole number of 0 or more",
+                        limit.id,
+                        pointer.text()
+                    )));
+                };
+                slot = slot
+                    .judged(weight, crate::limits::Refuses::Above(u64::from(limit.max)))
+                    .of_kind(crate::policy::SlotKind::Sum);
+            }
             let Some((pointer, fold)) = &limit.key else {
                 slots.push(slot);
                 continue;

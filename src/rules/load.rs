@@ -146,6 +146,17 @@ pub(super) fn load(
     let mut problems = problems.0;
     let rule_ids = config.rules.iter().map(|rule| rule.id.as_str()).collect();
     let limits = RateLimits::load(&config.limits, registry, &rule_ids, &mut problems);
+    let mut taken_ids = rule_ids.clone();
+    taken_ids.extend(config.limits.iter().map(|limit| limit.id.as_str()));
+    let flows = super::flows::Flows::load(
+        &config.labels,
+        &config.flows,
+        registry,
+        &paths,
+        normalize_text,
+        &taken_ids,
+        &mut problems,
+    );
     if !problems.is_empty() {
         problems.sort_by(|a, b| {
             a.place
@@ -167,12 +178,16 @@ pub(super) fn load(
     canonical_rules.sort_by(|a, b| a.id.cmp(&b.id));
     let mut canonical_limits = config.limits.clone();
     canonical_limits.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut canonical_flows = config.flows.clone();
+    canonical_flows.sort_by(|a, b| a.id.cmp(&b.id));
     let digest: Arc<str> = Arc::from(canonical::digest(
         &serde_json::to_value(PolicyConfig {
             paths: config.paths.clone(),
             text: config.text.clone(),
             rules: canonical_rules,
             limits: canonical_limits,
+            labels: config.labels.clone(),
+            flows: canonical_flows,
             examples: Vec::new(),
         })
         .unwrap_or_default(),
@@ -181,6 +196,7 @@ pub(super) fn load(
         by_tool,
         groups,
         limits: limits.with_policy_digest(&digest),
+        flows,
         paths,
         digest,
         config,

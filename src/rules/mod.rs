@@ -6,6 +6,7 @@ mod condition;
 mod config;
 mod error;
 mod examples;
+mod flows;
 mod groups;
 #[cfg(test)]
 mod index_tests;
@@ -26,6 +27,7 @@ pub use condition::{Condition, PathOptions, TextOptions};
 pub use config::{PolicyConfig, RuleConfig};
 pub use error::{PolicyLoadError, ReadError};
 pub use examples::PolicyExample;
+pub use flows::{EarlierCalls, FlowConfig, FlowScope, SameValue};
 pub use principals::PrincipalsConfig;
 
 use crate::names::FastMap;
@@ -208,6 +210,7 @@ pub struct RulePolicy {
     // The pattern rules once more, for tools registered after load.
     groups: Vec<groups::GroupRule>,
     limits: limits::RateLimits,
+    flows: flows::Flows,
     paths: PathSettings,
     digest: Arc<str>,
     config: PolicyConfig,
@@ -448,7 +451,15 @@ impl Policy for RulePolicy {
         &self,
         call: &PreparedToolCall,
     ) -> Result<Vec<crate::policy::RateSlot>, PolicyDecision> {
-        self.limits.slots(call.tool_name(), call.arguments())
+        let mut slots = self.limits.slots(call.tool_name(), call.arguments())?;
+        slots.extend(self.flows.slots(
+            call.tool_name(),
+            call.call().principal.as_deref(),
+            call.arguments(),
+            &self.paths,
+            &self.digest,
+        )?);
+        Ok(slots)
     }
 
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {

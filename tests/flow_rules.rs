@@ -316,17 +316,120 @@ fn refusals_name_the_rule_never_a_value() {
 }
 
 #[test]
-fn a_full_history_denies_rather_than_forgets() {
-    let (controller, _, _) = controller(TRIFECTA, MemoryRateCounters::with_capacity(3));
-    for _ in 0..3 {
+fn a_history_holds_the_latest_call_per_counter_however_many_ran() {
+    let counters = Arc::new(MemoryRateCounters::default());
+    let (controller, _, _) = controller(TRIFECTA, Arc::clone(&counters));
+    for _ in 0..1000 {
         assert_eq!(
             call(&controller, "read_file", json!({"path": "/srv/public/a"})),
             "allow"
         );
     }
+    assert_eq!(counters.held(), 1, "one record: a private read ran");
+    let (controller, _, _) = self::controller(READ_THEN_WRITE, Arc::clone(&counters));
+    for index in 0..10 {
+        let _ = call(
+            &controller,
+            "read_file",
+            json!({"path": format!("/srv/{}", index % 2)}),
+        );
+    }
+    assert_eq!(counters.held(), 1 + 2, "one record per path read");
+}
+
+#[test]
+fn layers_shadow_mode_and_the_approval_recheck_treat_flow_rules_as_limits() {
+    // A flow rule in the organisation's layer holds whatever the project's layer allows.
+    let Tools { registry, .. } = tools();
+    let organisation =
+        RulePolicy::from_json(&format!(r#"{{"rules": [], {TRIFECTA}}}"#), &registry).unwrap();
+    let project = policy("", &registry).unwrap();
+    let layers = Layers::new()
+        .layer("organisation", organisation)
+        .unwrap()
+        .layer("project", project)
+        .unwrap();
+    let controller = ToolController::try_new(registry, layers).unwrap();
     assert_eq!(
-        call(&controller, "read_file", json!({"path": "/srv/public/a"})),
+        call(&controller, "read_file", json!({"path": "/srv/secrets/k"})),
+        "allow"
+    );
+    let Outcome::Completed(result) = controller.handle(ToolCall::new("c", "web_fetch", json!({})))
+    else {
+        panic!()
+    };
+    assert!(
+        result.is_error && result.content.contains("no-fetch-after-secrets"),
+        "{}",
+        result.content
+    );
+
+    // A shadow candidate's flow rules decide nothing and record nothing.
+    let Tools { registry, .. } = tools();
+    let enforced = policy("", &registry).unwrap();
+    let candidate = policy(TRIFECTA, &registry).unwrap();
+    let counters = Arc::new(MemoryRateCounters::default());
+    let controller = ToolController::try_new(registry, Shadow::new(enforced, candidate))
+        .unwrap()
+        .with_rate_counters(Arc::clone(&counters));
+    assert_eq!(
+        call(&controller, "read_file", json!({"path": "/srv/secrets/k"})),
+        "allow"
+    );
+    assert_eq!(call(&controller, "web_fetch", json!({})), "allow");
+    assert_eq!(counters.held(), 0);
+
+    // Held for a person by a rule, a call meets a deny flow rule when approved: it does not run.
+    let Tools { registry, runs } = tools();
+    let mut text: Value = serde_json::from_str(&format!("{{{TRIFECTA}}}")).unwrap();
+    text["rules"] = json!([
+        {"id": "read", "tool": "read_file", "action": "allow", "reason": "r"},
+        {"id": "fetch-asks", "tool": "web_fetch", "action": "ask", "reason": "a person checks fetches"}]);
+    let policy = RulePolicy::from_json(&text.to_string(), &registry).unwrap();
+    let controller = ToolController::try_new(registry, policy).unwrap();
+    let Outcome::PendingApproval(request) =
+        controller.handle(ToolCall::new("c", "web_fetch", json!({})))
+    else {
+        panic!("held")
+    };
+    assert_eq!(
+        call(&controller, "read_file", json!({"path": "/srv/secrets/k"})),
+        "allow"
+    );
+    let before = runs.load(Ordering::SeqCst);
+    let result = controller
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    assert!(
+        result.is_error && result.content.contains("no-fetch-after-secrets"),
+        "{}",
+        result.content
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), before, "nothing ran");
+}
+
+#[test]
+fn a_full_history_denies_rather_than_forgets() {
+    let (controller, _, _) = controller(READ_THEN_WRITE, MemoryRateCounters::with_capacity(3));
+    for index in 0..3 {
+        let path = format!("/srv/{index}");
+        assert_eq!(
+            call(&controller, "read_file", json!({ "path": path })),
+            "allow"
+        );
+    }
+    // A fourth path would need a fourth record: the read is denied, and so is its write.
+    assert_eq!(
+        call(&controller, "read_file", json!({"path": "/srv/3"})),
         "deny"
+    );
+    assert_eq!(
+        call(&controller, "write_file", json!({"path": "/srv/3"})),
+        "deny"
+    );
+    assert_eq!(
+        call(&controller, "write_file", json!({"path": "/srv/2"})),
+        "allow"
     );
 }
 

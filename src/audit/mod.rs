@@ -6,6 +6,7 @@
 //! file format and its check.
 
 mod jsonl;
+pub mod merkle;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod verify;

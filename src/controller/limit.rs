@@ -64,6 +64,7 @@ impl ToolController {
                 window_ms: slot.window_ms,
                 weight: slot.weight,
                 refuses: slot.refuses,
+                replaces: slot.replaces,
                 enforce: stage == Stage::Proposed || slot.over == PolicyAction::Deny,
             })
             .collect();

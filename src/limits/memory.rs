@@ -161,6 +161,12 @@ impl RateCounters for MemoryRateCounters {
                     dropped: 0,
                 });
             counter.keep_ms = counter.keep_ms.max(length(take.window_ms));
+            if take.replaces {
+                *held -= counter.times.len();
+                counter.dropped = counter.running.back().copied().unwrap_or(counter.dropped);
+                counter.times.clear();
+                counter.running.clear();
+            }
             counter.push(now_ms, take.weight);
             *held += 1;
         }

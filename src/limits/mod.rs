@@ -235,6 +235,9 @@ pub struct Take<'a> {
     pub refuses: Refuses,
     /// Whether a refusal holds.
     pub enforce: bool,
+    /// Whether the call's record replaces the counter's earlier ones: a flow rule's history needs
+    /// only the latest call, so it holds one record per counter however many calls ran.
+    pub replaces: bool,
 }
 
 impl<'a> Take<'a> {
@@ -246,6 +249,7 @@ impl<'a> Take<'a> {
             weight: 1,
             refuses: Refuses::Above(u64::from(max)),
             enforce: true,
+            replaces: false,
         }
     }
 

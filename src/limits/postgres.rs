@@ -169,6 +169,12 @@ impl RateCounters for PostgresRateCounters {
                 if take.weight == 0 {
                     continue;
                 }
+                if take.replaces {
+                    transaction.execute(
+                        "DELETE FROM toolgate_rate_events WHERE bucket = $1",
+                        &[bucket],
+                    )?;
+                }
                 // Kept for the longest window, whatever this one: see `LONGEST_WINDOW_MS`.
                 let expires = take
                     .window_ms

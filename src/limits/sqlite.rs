@@ -170,6 +170,14 @@ impl RateCounters for SqliteRateCounters {
             if take.weight == 0 {
                 continue;
             }
+            if take.replaces {
+                transaction
+                    .execute(
+                        "DELETE FROM toolgate_rate_events WHERE bucket = ?1",
+                        [bucket],
+                    )
+                    .map_err(CounterError::store)?;
+            }
             // Kept for the longest window, whatever this one: see `LONGEST_WINDOW_MS`.
             let expires = take
                 .window_ms

@@ -31,6 +31,8 @@ pub struct RateSlot {
     pub refuses: Refuses,
     /// What the slot stands for, for the reason a refusal gives.
     pub kind: SlotKind,
+    /// Whether the call's record replaces the counter's earlier ones (a flow rule's history).
+    pub replaces: bool,
 }
 
 /// What a [`RateSlot`] stands for.
@@ -67,6 +69,7 @@ impl RateSlot {
             weight: 1,
             refuses: Refuses::Above(u64::from(max)),
             kind: SlotKind::Limit,
+            replaces: false,
         }
     }
 
@@ -82,6 +85,13 @@ impl RateSlot {
     #[must_use]
     pub fn of_flow(self) -> Self {
         self.of_kind(SlotKind::Flow)
+    }
+
+    /// The same slot, its record replacing the counter's earlier ones.
+    #[must_use]
+    pub fn replacing(mut self) -> Self {
+        self.replaces = true;
+        self
     }
 
     /// The same slot, standing for `kind`.

@@ -452,7 +452,9 @@ impl Flows {
                 )
                 .in_bucket(bucket)
                 .judged(1, Refuses::Never)
-                .of_flow(),
+                .of_flow()
+                // Whether such a call ran is all a flow rule asks: the latest one is kept.
+                .replacing(),
             );
         }
         Ok(slots)

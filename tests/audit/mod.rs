@@ -5,6 +5,7 @@ use toolgate::audit::*;
 
 mod call_ids;
 mod chain;
+mod merkle;
 mod spellings;
 pub(crate) mod torn;
 pub(crate) mod writers;

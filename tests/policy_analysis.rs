@@ -135,7 +135,10 @@ fn a_failing_example_is_a_load_error_naming_it_and_what_was_decided() {
         !found[3].contains("hunter2") && !found[3].contains("five"),
         "no value"
     );
-    assert!(found[4].contains("no-such-rule"), "{found:#?}");
+    assert!(
+        found[4].contains("names rule \"no-such-rule\", which the policy does not have"),
+        "{found:#?}"
+    );
     assert!(found[5].contains("not in the registry"), "{found:#?}");
 
     // A hot reload whose example fails is refused; the policy in force stays.
@@ -163,6 +166,14 @@ fn examples_judge_principals_and_are_checked_on_demand_against_a_loaded_policy()
     let problems = policy.check_examples(&[example.named("anyone")], &tools());
     assert_eq!(problems.len(), 1);
     assert!(problems[0].to_string().contains("examples[0] (\"anyone\")"));
+    // Without arguments, an example calls with `{}`.
+    let ping = common::registry([counted("ping", json!({"type": "object"}), &Arc::default())]);
+    let allowed = RulePolicy::from_json(
+        r#"{"rules": [{"id": "ping", "tool": "ping", "action": "allow", "reason": "r"}],
+            "examples": [{"tool": "ping", "expect": "allow", "rule": "ping"}]}"#,
+        &ping,
+    );
+    assert!(allowed.is_ok(), "{allowed:?}");
     // The digest ignores examples: they change no decision.
     let with = load(
         r#"{"rules": [{"id": "ops", "tool": "deploy", "action": "allow", "reason": "ops deploy",
@@ -325,6 +336,23 @@ fn a_rule_for_a_group_and_other_approvers_are_found_with_the_caller() {
     assert_eq!(
         (found.old.action, found.new.action),
         (PolicyAction::Ask, PolicyAction::Ask)
+    );
+}
+
+#[test]
+fn a_named_caller_in_no_group_is_a_class_of_its_own() {
+    // The two differ only for sam when sam is in neither group.
+    let old = one(r#"{"rules": [
+          {"id": "sam", "tool": "deploy", "action": "allow", "reason": "r", "principals": {"ids": ["sam"]}},
+          {"id": "not-a", "tool": "deploy", "action": "deny", "reason": "r", "principals": {"groups": ["a"]}},
+          {"id": "not-b", "tool": "deploy", "action": "deny", "reason": "r", "principals": {"groups": ["b"]}}]}"#);
+    let new = one(r#"{"rules": [
+          {"id": "not-a", "tool": "deploy", "action": "deny", "reason": "r", "principals": {"groups": ["a"]}},
+          {"id": "not-b", "tool": "deploy", "action": "deny", "reason": "r", "principals": {"groups": ["b"]}}]}"#);
+    let found = witness(&old, &new, "deploy");
+    assert_eq!(
+        found.principal,
+        Some(Principal::new("sam", Vec::<String>::new()))
     );
 }
 

@@ -197,10 +197,24 @@ pub enum StateKeyCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Check a JSON Lines audit log's hash chain entry by entry; print its length and last hash.
+    /// Check a JSON Lines audit log's hash chain entry by entry; print its length, last hash and
+    /// Merkle tree head (RFC 9162). Keep the tree head elsewhere: with --head, a later log must
+    /// extend it (no entry cut off or rewritten).
     Verify {
         /// The audit log.
         file: PathBuf,
+        /// A tree head printed earlier (`size N root sha256:…`) that the log must extend.
+        #[arg(long, value_name = "HEAD")]
+        head: Option<String>,
+    },
+    /// Print the receipt of one entry: its index, the tree size and the inclusion proof, with
+    /// the tree head — verifiable from the entry's line alone (toolgate::audit::Receipt::verify).
+    Prove {
+        /// The audit log.
+        file: PathBuf,
+        /// The entry's `seq` (entries are numbered from 0).
+        #[arg(long)]
+        index: u64,
     },
 }
 

@@ -90,10 +90,16 @@ fn main() -> ExitCode {
             (Some(Command::Pin { config }), _) => commands::pin(&config).await,
             (
                 Some(Command::Audit {
-                    command: AuditCommand::Verify { file },
+                    command: AuditCommand::Verify { file, head },
                 }),
                 _,
-            ) => commands::verify(&file),
+            ) => commands::verify(&file, head.as_deref()),
+            (
+                Some(Command::Audit {
+                    command: AuditCommand::Prove { file, index },
+                }),
+                _,
+            ) => commands::prove(&file, index),
             (Some(Command::Approvals { command }), _) => match command {
                 ApprovalsCommand::List { config } => commands::list_approvals(&config),
                 ApprovalsCommand::Show { id, config } => commands::show_approval(&config, &id),

@@ -9,11 +9,16 @@ mod jsonl;
 pub mod merkle;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod tree_head;
 mod verify;
 
 pub use jsonl::{AuditOpenError, JsonlAuditSink, RecoveredTail};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresAuditSink, PostgresAuditVerifyError};
+pub use tree_head::{
+    AuditExtendError, Receipt, TreeHead, TreeHeadSyntax, audit_receipt, audit_tree,
+    audit_tree_head, verify_audit_extends,
+};
 pub use verify::{AuditEntryProblem, AuditVerifyError, ChainTip, verify_audit_file};
 
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,0 +1,77 @@
+//! `audit verify --head` and `audit prove` on a real JSON Lines log: a tree head printed once
+//! catches the log cut back later, and a receipt verifies from the entry's line alone.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::*;
+use toolgate::audit::{JsonlAuditSink, Receipt, TreeHead};
+use toolgate::{
+    ToolCall, ToolController, ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolSpec,
+};
+
+fn write_calls(path: &std::path::Path, count: usize) {
+    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    let registry = ToolRegistry::new([ToolDefinition::new(
+        ToolSpec::new("ping", "Ping.", json!({"type": "object"})),
+        noop,
+    )
+    .unwrap()])
+    .unwrap();
+    let controller = ToolController::new(
+        registry,
+        ToolPolicy::new(["ping"], Vec::<String>::new()).unwrap(),
+    )
+    .with_audit_sink(JsonlAuditSink::open(path).unwrap());
+    for index in 0..count {
+        let _ = controller.handle(ToolCall::new(format!("c{index}"), "ping", json!({})));
+    }
+}
+
+#[test]
+fn a_tree_head_kept_catches_a_cut_log_and_a_receipt_proves_an_entry() {
+    let work = Work::new("audit-cli");
+    let log = work.path("audit.jsonl");
+    write_calls(&log, 3);
+    let log_arg = log.to_str().unwrap();
+    let (stdout, stderr) = text(&run(&["audit", "verify", log_arg]));
+    let head = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("tree head: "))
+        .unwrap_or_else(|| panic!("{stdout}{stderr}"))
+        .to_owned();
+    let kept: TreeHead = head.parse().unwrap();
+    assert_eq!(kept.size, 9);
+
+    write_calls(&log, 1);
+    let output = run(&["audit", "verify", log_arg, "--head", &head]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("It extends the tree head kept"), "{stdout}");
+
+    let output = run(&["audit", "prove", log_arg, "--index", "4"]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    let proved: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let receipt: Receipt = serde_json::from_value(proved["receipt"].clone()).unwrap();
+    let now: TreeHead = proved["tree_head"].as_str().unwrap().parse().unwrap();
+    let lines: Vec<String> = work
+        .read("audit.jsonl")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(receipt.verify(&lines[4], &now));
+    assert!(!receipt.verify(&lines[5], &now));
+
+    // Cut back to 6 entries: the chain alone still holds, the head kept does not.
+    std::fs::write(&log, lines[..6].join("\n") + "\n").unwrap();
+    assert!(run(&["audit", "verify", log_arg]).status.success());
+    let output = run(&["audit", "verify", log_arg, "--head", &head]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr.contains("cut off"), "{stderr}");
+    let output = run(&["audit", "verify", log_arg, "--head", "size 3"]);
+    assert_eq!(output.status.code(), Some(1));
+    let output = run(&["audit", "prove", log_arg, "--index", "6"]);
+    assert_eq!(output.status.code(), Some(1));
+}

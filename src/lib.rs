@@ -64,6 +64,7 @@
 //! | `postgres` | `approvals::PostgresApprovalStore`, `audit::PostgresAuditSink` and `limits::PostgresRateCounters`: approvals consumed once, one audit chain and shared rate limits across several servers |
 //! | `mcp` | `mcp::McpServer` (a controller served over MCP through `rmcp`), the parts the `toolgate-gateway` crate joins, approvals over the protocol |
 //! | `approval-page` | `approval_page::ApprovalPage`: any controller's waiting calls in a browser page and its JSON API (axum), for signed-in approvers |
+//! | `checkpoints` | `audit::checkpoint`: the audit log's tree head as a C2SP checkpoint, signed and verified with Ed25519 (signed notes, witness cosignatures) |
 //! | `tracing` | spans for `handle` and `resolve` (ids and names, never argument values) and [`audit::TracingAuditSink`] |
 //! | `unicode` | text compared as a person reads it: NFKC, invisible characters removed and case folded for text conditions and rate-limit keys ([`rules::TextOptions`]), and UTS #39 look-alike checks that let a registry hold non-ASCII tool names |
 //!

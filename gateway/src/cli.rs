@@ -207,6 +207,45 @@ pub enum AuditCommand {
         #[arg(long, value_name = "HEAD")]
         head: Option<String>,
     },
+    /// Make a checkpoint signing key (Ed25519, C2SP note format): the private key is written to
+    /// FILE (mode 600, refused if FILE exists), the verifier key printed — give it to whoever
+    /// checks the log.
+    Key {
+        /// The key's name, e.g. audit.example.com/gateway (no spaces or '+').
+        #[arg(long)]
+        name: String,
+        /// Where to write the private key.
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+    },
+    /// Print the log's checkpoint (C2SP tlog-checkpoint: origin, size, root hash) signed with
+    /// the key in --key-file. Keep it, publish it, or have a witness cosign it.
+    Checkpoint {
+        /// The audit log.
+        file: PathBuf,
+        /// The private key file `audit key` wrote.
+        #[arg(long, value_name = "FILE")]
+        key_file: PathBuf,
+        /// The log's origin line (its unique name), e.g. audit.example.com/gateway.
+        #[arg(long)]
+        origin: String,
+    },
+    /// Check the log against a signed checkpoint taken earlier: the signature verifies with
+    /// --key, the origin matches, and no entry before the checkpoint's size was cut off or
+    /// rewritten.
+    VerifyCheckpoint {
+        /// The audit log.
+        file: PathBuf,
+        /// The signed checkpoint (a file).
+        #[arg(long, value_name = "FILE")]
+        checkpoint: PathBuf,
+        /// The verifier key (`name+id+key`, as `audit key` printed it); repeat for witnesses.
+        #[arg(long = "key", value_name = "KEY", required = true)]
+        keys: Vec<String>,
+        /// The origin the checkpoint must name.
+        #[arg(long)]
+        origin: String,
+    },
     /// Print the receipt of one entry: its index, the tree size and the inclusion proof, with
     /// the tree head — verifiable from the entry's line alone (toolgate::audit::Receipt::verify).
     Prove {

@@ -100,6 +100,35 @@ fn main() -> ExitCode {
                 }),
                 _,
             ) => commands::prove(&file, index),
+            (
+                Some(Command::Audit {
+                    command: AuditCommand::Key { name, out },
+                }),
+                _,
+            ) => commands::checkpoint_key(&name, &out),
+            (
+                Some(Command::Audit {
+                    command:
+                        AuditCommand::Checkpoint {
+                            file,
+                            key_file,
+                            origin,
+                        },
+                }),
+                _,
+            ) => commands::checkpoint(&file, &key_file, &origin),
+            (
+                Some(Command::Audit {
+                    command:
+                        AuditCommand::VerifyCheckpoint {
+                            file,
+                            checkpoint,
+                            keys,
+                            origin,
+                        },
+                }),
+                _,
+            ) => commands::verify_checkpoint(&file, &checkpoint, &keys, &origin),
             (Some(Command::Approvals { command }), _) => match command {
                 ApprovalsCommand::List { config } => commands::list_approvals(&config),
                 ApprovalsCommand::Show { id, config } => commands::show_approval(&config, &id),

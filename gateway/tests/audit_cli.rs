@@ -75,3 +75,85 @@ fn a_tree_head_kept_catches_a_cut_log_and_a_receipt_proves_an_entry() {
     let output = run(&["audit", "prove", log_arg, "--index", "6"]);
     assert_eq!(output.status.code(), Some(1));
 }
+
+#[test]
+fn a_signed_checkpoint_is_made_checked_and_catches_a_cut_log() {
+    let work = Work::new("audit-cli-checkpoint");
+    let log = work.path("audit.jsonl");
+    write_calls(&log, 2);
+    let (log_arg, key_file) = (log.to_str().unwrap(), work.path("checkpoint.key"));
+    let output = run(&[
+        "audit",
+        "key",
+        "--name",
+        "audit.example/gw",
+        "--out",
+        key_file.to_str().unwrap(),
+    ]);
+    let (verifier, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    let verifier = verifier.trim().to_owned();
+    assert!(verifier.starts_with("audit.example/gw+"), "{verifier}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&key_file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    // A second key over the first is refused.
+    let again = run(&[
+        "audit",
+        "key",
+        "--name",
+        "x",
+        "--out",
+        key_file.to_str().unwrap(),
+    ]);
+    assert_eq!(again.status.code(), Some(1));
+
+    let output = run(&[
+        "audit",
+        "checkpoint",
+        log_arg,
+        "--key-file",
+        key_file.to_str().unwrap(),
+        "--origin",
+        "audit.example/gw",
+    ]);
+    let (note, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        note.starts_with("audit.example/gw\n6\n") && note.contains("\n\n— audit.example/gw "),
+        "{note}"
+    );
+    let note_file = work.write("checkpoint.note", &note);
+    write_calls(&log, 1);
+    let verify = |origin: &str| {
+        run(&[
+            "audit",
+            "verify-checkpoint",
+            log_arg,
+            "--checkpoint",
+            note_file.to_str().unwrap(),
+            "--key",
+            &verifier,
+            "--origin",
+            origin,
+        ])
+    };
+    let output = verify("audit.example/gw");
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("extends the signed checkpoint"), "{stdout}");
+    assert_eq!(verify("other").status.code(), Some(1));
+    let lines: Vec<String> = work
+        .read("audit.jsonl")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    std::fs::write(&log, lines[..5].join("\n") + "\n").unwrap();
+    let output = verify("audit.example/gw");
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr.contains("cut off"), "{stderr}");
+}

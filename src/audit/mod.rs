@@ -5,6 +5,8 @@
 //! `mod.rs` holds the events and the sink trait; `jsonl` the hash-chained file sink, `verify` the
 //! file format and its check.
 
+#[cfg(feature = "checkpoints")]
+pub mod checkpoint;
 mod jsonl;
 pub mod merkle;
 #[cfg(feature = "postgres")]

@@ -467,3 +467,115 @@ fn a_receipt_proves_one_entry_from_the_entry_and_a_head_alone() {
     assert!(!receipt.verify(&lines[7], &later), "a head of another size");
     assert!(audit_receipt(&file.0, 18).unwrap().is_none());
 }
+
+// ---- signed checkpoints --------------------------------------------------------------------------
+
+#[cfg(feature = "checkpoints")]
+mod checkpoints {
+    use super::super::{TempFile, write_calls};
+    use toolgate::audit::AuditExtendError;
+    use toolgate::audit::checkpoint::{
+        Checkpoint, CheckpointError, NoteError, NoteSigner, NoteVerifier, checkpoint_audit_file,
+        cosign_note, open_note, sign_note, verify_audit_checkpoint,
+    };
+
+    // The published vector of golang.org/x/mod/sumdb/note (note_test.go), an independent
+    // implementation of the C2SP signed-note format.
+    const PETER_PRIVATE: &str =
+        "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz";
+    const PETER: &str = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
+    const TEXT: &str = "If you think cryptography is the answer to your problem,\n\
+                        then you don't know what your problem is.\n";
+    const SIGNED: &str = "If you think cryptography is the answer to your problem,\n\
+        then you don't know what your problem is.\n\n\
+        — PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n";
+
+    #[test]
+    fn the_published_note_is_signed_and_opened_byte_for_byte() {
+        let signer = NoteSigner::from_key(PETER_PRIVATE).unwrap();
+        assert_eq!(signer.verifier_key(), PETER);
+        assert_eq!(signer.private_key(), PETER_PRIVATE);
+        assert!(
+            !format!("{signer:?}").contains("AYEK"),
+            "no secret in Debug"
+        );
+        assert_eq!(sign_note(TEXT, &[&signer]).unwrap(), SIGNED);
+        let peter = NoteVerifier::from_key(PETER).unwrap();
+        let opened = open_note(SIGNED, std::slice::from_ref(&peter)).unwrap();
+        assert_eq!(
+            (opened.text.as_str(), opened.signed_by.as_slice()),
+            (TEXT, &["PeterNeumann".to_owned()][..])
+        );
+        // An edited text, a flipped signature byte, an unknown key only, a mangled key.
+        let edited = SIGNED.replace("answer", "Answer");
+        assert!(matches!(
+            open_note(&edited, std::slice::from_ref(&peter)),
+            Err(NoteError::BadSignature(_))
+        ));
+        let flipped = SIGNED.replace("x08go", "x08gp");
+        assert!(open_note(&flipped, std::slice::from_ref(&peter)).is_err());
+        let (stranger, stranger_key) = NoteSigner::generate("stranger.example").unwrap();
+        let theirs = sign_note(TEXT, &[&stranger]).unwrap();
+        assert!(matches!(
+            open_note(&theirs, std::slice::from_ref(&peter)),
+            Err(NoteError::Unverified)
+        ));
+        // A signature of an unknown key beside a known one is ignored.
+        let both = cosign_note(SIGNED, &stranger).unwrap();
+        assert_eq!(
+            open_note(&both, std::slice::from_ref(&peter))
+                .unwrap()
+                .signed_by,
+            ["PeterNeumann"]
+        );
+        let witnessed = open_note(
+            &both,
+            &[peter, NoteVerifier::from_key(&stranger_key).unwrap()],
+        )
+        .unwrap();
+        assert_eq!(witnessed.signed_by, ["PeterNeumann", "stranger.example"]);
+        for bad in [
+            "PeterNeumann+c74f20a4+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
+            "PeterNeumann+c74f20a3+AhpcpQcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
+            "Peter Neumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW",
+            "PeterNeumann+c74f20a3",
+        ] {
+            assert!(NoteVerifier::from_key(bad).is_err(), "{bad}");
+        }
+        assert!(sign_note("no newline", &[&stranger]).is_err());
+    }
+
+    #[test]
+    fn a_signed_checkpoint_catches_a_log_cut_back_and_names_its_origin() {
+        let file = TempFile::new("checkpoint");
+        write_calls(&file, "c", 3);
+        let (signer, verifier) = NoteSigner::generate("audit.example/gw").unwrap();
+        let verifiers = [NoteVerifier::from_key(&verifier).unwrap()];
+        let note = checkpoint_audit_file(&file.0, "audit.example/gw", &signer).unwrap();
+        let checkpoint = Checkpoint::parse(&open_note(&note, &verifiers).unwrap().text).unwrap();
+        assert_eq!(checkpoint.size, 9);
+        assert_eq!(Checkpoint::parse(&checkpoint.body()).unwrap(), checkpoint);
+        write_calls(&file, "d", 1);
+        assert_eq!(
+            verify_audit_checkpoint(&file.0, &note, &verifiers, "audit.example/gw").unwrap(),
+            checkpoint
+        );
+        assert!(matches!(
+            verify_audit_checkpoint(&file.0, &note, &verifiers, "other.example/log"),
+            Err(CheckpointError::Note(NoteError::WrongOrigin { .. }))
+        ));
+        let lines = file.lines();
+        file.write_lines(&lines[..8]);
+        assert!(matches!(
+            verify_audit_checkpoint(&file.0, &note, &verifiers, "audit.example/gw"),
+            Err(CheckpointError::Log(AuditExtendError::CutOff {
+                entries: 8,
+                head: 9
+            }))
+        ));
+        // A checkpoint body that is not one.
+        for text in ["o\n", "o\n09\nAAAA\n", "o\n1\nnot-base64\n", "\n1\nAAAA\n"] {
+            assert!(Checkpoint::parse(text).is_err(), "{text:?}");
+        }
+    }
+}

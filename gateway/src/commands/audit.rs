@@ -1,4 +1,5 @@
-//! `audit verify FILE [--head HEAD]` and `audit prove FILE --index I`.
+//! `audit verify FILE [--head HEAD]`, `audit prove FILE --index I`, and signed checkpoints:
+//! `audit key`, `audit checkpoint`, `audit verify-checkpoint`.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -74,6 +75,100 @@ pub fn prove(path: &Path, index: u64) -> ExitCode {
         }
         Err(error) => {
             eprintln!("toolgate-mcp-gateway: {}: {error}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Writes a new checkpoint signing key to `out` (mode 600; an existing file is refused) and
+/// prints its verifier key.
+pub fn checkpoint_key(name: &str, out: &Path) -> ExitCode {
+    use toolgate::audit::checkpoint::NoteSigner;
+    let (signer, verifier) = match NoteSigner::generate(name) {
+        Ok(made) => made,
+        Err(error) => {
+            eprintln!("toolgate-mcp-gateway: --name: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let written = options.open(out).and_then(|mut file| {
+        use std::io::Write as _;
+        writeln!(file, "{}", signer.private_key())
+    });
+    if let Err(error) = written {
+        eprintln!(
+            "toolgate-mcp-gateway: {}: cannot write the key ({error}); nothing was written over",
+            out.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    println!("{verifier}");
+    eprintln!(
+        "private key written to {} (keep it secret); the verifier key above checks checkpoints it signs",
+        out.display()
+    );
+    ExitCode::SUCCESS
+}
+
+/// Prints the log's signed checkpoint.
+pub fn checkpoint(path: &Path, key_file: &Path, origin: &str) -> ExitCode {
+    use toolgate::audit::checkpoint::{NoteSigner, checkpoint_audit_file};
+    let signer = std::fs::read_to_string(key_file)
+        .map_err(|error| format!("{}: {error}", key_file.display()))
+        .and_then(|text| {
+            NoteSigner::from_key(&text).map_err(|error| format!("{}: {error}", key_file.display()))
+        });
+    let signer = match signer {
+        Ok(signer) => signer,
+        Err(problem) => {
+            eprintln!("toolgate-mcp-gateway: --key-file {problem}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match checkpoint_audit_file(path, origin, &signer) {
+        Ok(note) => {
+            print!("{note}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("toolgate-mcp-gateway: {}: {error}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Checks the log against a signed checkpoint.
+pub fn verify_checkpoint(path: &Path, note: &Path, keys: &[String], origin: &str) -> ExitCode {
+    use toolgate::audit::checkpoint::{NoteVerifier, verify_audit_checkpoint};
+    let verifiers: Result<Vec<NoteVerifier>, String> = keys
+        .iter()
+        .map(|key| NoteVerifier::from_key(key).map_err(|error| format!("--key: {error}")))
+        .collect();
+    let checked = verifiers.and_then(|verifiers| {
+        let text = std::fs::read_to_string(note)
+            .map_err(|error| format!("{}: {error}", note.display()))?;
+        verify_audit_checkpoint(path, &text, &verifiers, origin)
+            .map_err(|error| format!("{}: {error}", path.display()))
+    });
+    match checked {
+        Ok(checkpoint) => {
+            println!(
+                "{}: extends the signed checkpoint of {} ({} entries): none of them was cut off or rewritten",
+                path.display(),
+                checkpoint.origin,
+                checkpoint.size
+            );
+            ExitCode::SUCCESS
+        }
+        Err(problem) => {
+            eprintln!("toolgate-mcp-gateway: {problem}");
             ExitCode::FAILURE
         }
     }

@@ -65,6 +65,7 @@ impl ToolController {
                 weight: slot.weight,
                 refuses: slot.refuses,
                 replaces: slot.replaces,
+                across_sessions: slot.across_sessions,
                 enforce: stage == Stage::Proposed || slot.over == PolicyAction::Deny,
             })
             .collect();

@@ -161,13 +161,19 @@ impl RateCounters for MemoryRateCounters {
                     dropped: 0,
                 });
             counter.keep_ms = counter.keep_ms.max(length(take.window_ms));
+            let mut at_ms = now_ms;
             if take.replaces {
+                // The later of the two times: a clock stepped back never shortens a window.
+                at_ms = counter
+                    .times
+                    .back()
+                    .map_or(now_ms, |&last| last.max(now_ms));
                 *held -= counter.times.len();
                 counter.dropped = counter.running.back().copied().unwrap_or(counter.dropped);
                 counter.times.clear();
                 counter.running.clear();
             }
-            counter.push(now_ms, take.weight);
+            counter.push(at_ms, take.weight);
             *held += 1;
         }
         Ok(Taken::All)

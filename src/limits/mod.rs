@@ -236,8 +236,13 @@ pub struct Take<'a> {
     /// Whether a refusal holds.
     pub enforce: bool,
     /// Whether the call's record replaces the counter's earlier ones: a flow rule's history needs
-    /// only the latest call, so it holds one record per counter however many calls ran.
+    /// only the latest call, so it holds one record per counter however many calls ran. The
+    /// record keeps the later of its time and the replaced one's (a clock stepped back never
+    /// shortens a window).
     pub replaces: bool,
+    /// Whether the counter is shared by every session of the store (a principal's history),
+    /// instead of belonging to this session.
+    pub across_sessions: bool,
 }
 
 impl<'a> Take<'a> {
@@ -250,6 +255,7 @@ impl<'a> Take<'a> {
             refuses: Refuses::Above(u64::from(max)),
             enforce: true,
             replaces: false,
+            across_sessions: false,
         }
     }
 
@@ -260,6 +266,7 @@ impl<'a> Take<'a> {
                 Refuses::Above(max) => total.saturating_add(self.weight) > max,
                 Refuses::AnyCounted => total > 0,
                 Refuses::NothingCounted => total == 0,
+                Refuses::Always => true,
                 Refuses::Never => false,
             }
     }
@@ -277,6 +284,9 @@ pub enum Refuses {
     NothingCounted,
     /// Never: the call is only recorded, for flow rules that look at it later.
     Never,
+    /// Always: what the rule needs of this call cannot be judged (a path spelling no lexical
+    /// check reads), so the rule takes its action.
+    Always,
 }
 
 /// What [`RateCounters::take`] did.
@@ -316,6 +326,18 @@ impl CounterError {
             message: error.to_string(),
             source: Some(Box::new(error)),
         }
+    }
+}
+
+/// A counter's name in a durable store: behind this session's prefix, or — for a counter shared
+/// by every session (a principal's history) — behind `*/`, which no session prefix (a length,
+/// then `:`) can spell.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn bucket_name(session_prefix: &str, take: &Take<'_>) -> String {
+    if take.across_sessions {
+        format!("*/{}", take.bucket)
+    } else {
+        format!("{session_prefix}{}", take.bucket)
     }
 }
 

@@ -124,7 +124,7 @@ impl RateCounters for PostgresRateCounters {
         let prefix = self.prefix();
         let buckets: Vec<String> = takes
             .iter()
-            .map(|take| format!("{prefix}{}", take.bucket))
+            .map(|take| super::bucket_name(&prefix, take))
             .collect();
         let mut locked: Vec<&String> = buckets.iter().collect();
         locked.sort();
@@ -169,7 +169,16 @@ impl RateCounters for PostgresRateCounters {
                 if take.weight == 0 {
                     continue;
                 }
+                let mut at = now;
                 if take.replaces {
+                    // The later of the two times: a clock stepped back never shortens a window.
+                    let last: Option<i64> = transaction
+                        .query_one(
+                            "SELECT MAX(at_ms) FROM toolgate_rate_events WHERE bucket = $1",
+                            &[bucket],
+                        )?
+                        .get(0);
+                    at = last.map_or(now, |last| last.max(now));
                     transaction.execute(
                         "DELETE FROM toolgate_rate_events WHERE bucket = $1",
                         &[bucket],
@@ -182,7 +191,7 @@ impl RateCounters for PostgresRateCounters {
                 transaction.execute(
                     "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms, weight)
                      VALUES ($1, $2, $3, $4)",
-                    &[bucket, &now, &expires, &as_sql(take.weight)],
+                    &[bucket, &at, &expires, &as_sql(take.weight)],
                 )?;
             }
             transaction.commit()?;

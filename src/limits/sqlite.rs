@@ -142,7 +142,7 @@ impl RateCounters for SqliteRateCounters {
         let prefix = self.prefix();
         let buckets: Vec<String> = takes
             .iter()
-            .map(|take| format!("{prefix}{}", take.bucket))
+            .map(|take| super::bucket_name(&prefix, take))
             .collect();
         for (index, (take, bucket)) in takes.iter().zip(&buckets).enumerate() {
             if !take.enforce || take.refuses == Refuses::Never {
@@ -170,7 +170,17 @@ impl RateCounters for SqliteRateCounters {
             if take.weight == 0 {
                 continue;
             }
+            let mut at = now;
             if take.replaces {
+                // The later of the two times: a clock stepped back never shortens a window.
+                let last: Option<i64> = transaction
+                    .query_row(
+                        "SELECT MAX(at_ms) FROM toolgate_rate_events WHERE bucket = ?1",
+                        [bucket],
+                        |row| row.get(0),
+                    )
+                    .map_err(CounterError::store)?;
+                at = last.map_or(now, |last| last.max(now));
                 transaction
                     .execute(
                         "DELETE FROM toolgate_rate_events WHERE bucket = ?1",
@@ -186,7 +196,7 @@ impl RateCounters for SqliteRateCounters {
                 .execute(
                     "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms, weight)
                      VALUES (?1, ?2, ?3, ?4)",
-                    params![bucket, now, expires, as_sql(take.weight)],
+                    params![bucket, at, expires, as_sql(take.weight)],
                 )
                 .map_err(CounterError::store)?;
         }

@@ -33,6 +33,8 @@ pub struct RateSlot {
     pub kind: SlotKind,
     /// Whether the call's record replaces the counter's earlier ones (a flow rule's history).
     pub replaces: bool,
+    /// Whether the counter is shared by every session of the store (a principal's history).
+    pub across_sessions: bool,
 }
 
 /// What a [`RateSlot`] stands for.
@@ -70,7 +72,15 @@ impl RateSlot {
             refuses: Refuses::Above(u64::from(max)),
             kind: SlotKind::Limit,
             replaces: false,
+            across_sessions: false,
         }
+    }
+
+    /// The same slot, its counter shared by every session of the store.
+    #[must_use]
+    pub fn across_sessions(mut self) -> Self {
+        self.across_sessions = true;
+        self
     }
 
     /// The same slot, adding `weight` for the call and refusing when `refuses` says.

@@ -20,7 +20,7 @@ use super::{Condition, schema_pointer};
 use crate::canonical::{canonical_json, hex_digest};
 use crate::contract::Principal;
 use crate::limits::{Per, Refuses};
-use crate::policy::{LoadProblem, PolicyAction, PolicyDecision, RateSlot, Reason};
+use crate::policy::{LoadProblem, PolicyAction, RateSlot, Reason};
 use crate::registry::ToolRegistry;
 
 /// One flow rule as written: for the calls it covers (a tool or pattern, or a label), take
@@ -167,8 +167,10 @@ struct History {
     bucket: String,
     covers: Covers,
     when: Option<PerTool>,
+    // How long records are kept: the longest window of the rules looking at it.
     window_ms: Option<u64>,
-    same: Option<(Pointer, Pointer, bool)>,
+    // The earlier call's argument recorded, and whether it is compared as a path.
+    same: Option<(Pointer, bool)>,
     by_principal: bool,
     // `after` histories record calls their condition cannot judge (what restricts must see
     // them); `unless_after` ones do not (what permits must not).
@@ -180,6 +182,9 @@ struct Flow {
     id: Arc<str>,
     covers: Covers,
     when: Option<PerTool>,
+    // This call's argument matched against the history's `same`.
+    now: Option<Pointer>,
+    window_ms: Option<u64>,
     history: usize,
     action: PolicyAction,
     reason: Reason,
@@ -315,27 +320,39 @@ impl Flows {
                 )
             });
             let Ok(reason) = reason else { continue };
+            // What the history records, as written: not the tools a label covers now, nor the
+            // window (a flow rule's own), so a reload that adds a tool to a label or lengthens a
+            // window keeps the calls recorded so far.
             let identity = serde_json::json!({
                 "restricts": restricts,
                 "tool": earlier.tool, "label": earlier.label,
-                "tools": source_tools,
-                "when": earlier.when, "within": earlier.within,
-                "same": earlier.same,
+                "when": earlier.when,
+                "same": earlier.same.as_ref().map(|same| (&same.earlier, same.as_path)),
                 "by": earlier.by,
             });
             let bucket = format!(
                 "flow:{}",
                 hex_digest(&Sha256::digest(canonical_json(&identity).as_bytes()))
             );
+            let (history_same, flow_now) = match same {
+                Some((earlier, now, as_path)) => (Some((earlier, as_path)), Some(now)),
+                None => (None, None),
+            };
+            let window_ms = earlier.within.window_ms();
             let history = match out.histories.iter().position(|h| h.bucket == bucket) {
-                Some(found) => found,
+                Some(found) => {
+                    // Kept for the longest window of the rules looking at it.
+                    let kept = &mut out.histories[found].window_ms;
+                    *kept = kept.zip(window_ms).map(|(a, b)| a.max(b));
+                    found
+                }
                 None => {
                     out.histories.push(History {
                         bucket,
                         covers: source_covers,
                         when: history_when,
-                        window_ms: earlier.within.window_ms(),
-                        same,
+                        window_ms,
+                        same: history_same,
                         by_principal: earlier.by == FlowScope::Principal,
                         restricts,
                     });
@@ -346,6 +363,8 @@ impl Flows {
                 id: Arc::from(config.id.as_str()),
                 covers,
                 when,
+                now: flow_now,
+                window_ms,
                 history,
                 action: config.action,
                 reason,
@@ -363,8 +382,7 @@ impl Flows {
         caller: Option<&Principal>,
         arguments: &Value,
         paths: &PathSettings,
-        policy_digest: &Arc<str>,
-    ) -> Result<Vec<RateSlot>, PolicyDecision> {
+    ) -> Vec<RateSlot> {
         let mut slots = Vec::new();
         let mut call_paths = CallPaths::new(paths);
         for flow in self.flows.iter().filter(|flow| flow.covers.matches(tool)) {
@@ -379,44 +397,45 @@ impl Flows {
             let history = &self.histories[flow.history];
             let base = history.bucket_for(caller);
             let slot = |bucket: String, refuses| {
-                RateSlot::new(
+                let slot = RateSlot::new(
                     Arc::clone(&flow.id),
-                    history.window_ms,
+                    flow.window_ms,
                     0,
                     flow.action,
                     flow.reason.clone(),
                 )
                 .in_bucket(bucket)
                 .judged(0, refuses)
-                .of_flow()
+                .of_flow();
+                if history.by_principal {
+                    slot.across_sessions()
+                } else {
+                    slot
+                }
             };
             let refuses = if history.restricts {
                 Refuses::AnyCounted
             } else {
                 Refuses::NothingCounted
             };
-            match &history.same {
-                None => slots.push(slot(base, refuses)),
-                Some((_, now, as_path)) => match key(now.resolve(arguments), *as_path, paths) {
-                    Some(key) => {
+            let (Some(now), Some((_, as_path))) = (&flow.now, &history.same) else {
+                slots.push(slot(base, refuses));
+                continue;
+            };
+            match keys(now.resolve(arguments), *as_path, paths) {
+                // Each element of a list is matched on its own, as a limit's keys are: `after`
+                // refuses if any was seen, `unless_after` unless every one was.
+                Some(keys) => {
+                    for key in keys {
                         slots.push(slot(format!("{base}:{key}"), refuses));
-                        if history.restricts {
-                            slots.push(slot(format!("{base}:{ANY_KEY}"), refuses));
-                        }
                     }
-                    None => {
-                        let reason = Reason::new(format!(
-                            "flow rule {:?}: cannot judge {} of this call, so what was done before cannot be matched: {}",
-                            &*flow.id,
-                            now.text(),
-                            flow.reason.as_str()
-                        ))
-                        .unwrap_or_else(|_| flow.reason.clone());
-                        return Err(PolicyDecision::new(flow.action, reason)
-                            .with_rule_id(Arc::clone(&flow.id))
-                            .with_policy_digest(Arc::clone(policy_digest)));
+                    if history.restricts {
+                        slots.push(slot(format!("{base}:{ANY_KEY}"), refuses));
                     }
-                },
+                }
+                // What cannot be matched takes the rule's action — as a counter that always
+                // refuses, so every other limit and flow rule still judges the call.
+                None => slots.push(slot(format!("{base}:unjudged"), Refuses::Always)),
             }
         }
         for history in self
@@ -432,18 +451,20 @@ impl Flows {
                 continue;
             }
             let base = history.bucket_for(caller);
-            let bucket = match &history.same {
-                None => base,
-                Some((earlier, _, as_path)) => {
-                    match key(earlier.resolve(arguments), *as_path, paths) {
-                        Some(key) => format!("{base}:{key}"),
-                        None if history.restricts => format!("{base}:{ANY_KEY}"),
-                        None => continue,
-                    }
-                }
+            let buckets = match &history.same {
+                None => vec![base],
+                Some((earlier, as_path)) => match keys(earlier.resolve(arguments), *as_path, paths)
+                {
+                    Some(keys) => keys
+                        .into_iter()
+                        .map(|key| format!("{base}:{key}"))
+                        .collect(),
+                    None if history.restricts => vec![format!("{base}:{ANY_KEY}")],
+                    None => continue,
+                },
             };
-            slots.push(
-                RateSlot::new(
+            for bucket in buckets {
+                let slot = RateSlot::new(
                     "flow-record",
                     history.window_ms,
                     0,
@@ -454,10 +475,15 @@ impl Flows {
                 .judged(1, Refuses::Never)
                 .of_flow()
                 // Whether such a call ran is all a flow rule asks: the latest one is kept.
-                .replacing(),
-            );
+                .replacing();
+                slots.push(if history.by_principal {
+                    slot.across_sessions()
+                } else {
+                    slot
+                });
+            }
         }
-        Ok(slots)
+        slots
     }
 }
 
@@ -478,19 +504,48 @@ impl History {
     }
 }
 
-/// The digest a value is matched by (never the value); `None` when it cannot be judged (a path
-/// spelling no lexical check can read).
-fn key(value: Option<&Value>, as_path: bool, paths: &PathSettings) -> Option<String> {
-    let text = match (value, as_path) {
-        (None, _) => "none".to_owned(),
-        (Some(Value::String(path)), true) => {
-            let components = paths.components(path)?;
-            format!("path:/{}", components.join("/"))
+/// The digests a value is matched by (never the value), an element of a list at a time; `None`
+/// when it cannot be judged (a path spelling no lexical check can read, a non-string compared as a
+/// path, more elements than a call may count).
+fn keys(value: Option<&Value>, as_path: bool, paths: &PathSettings) -> Option<Vec<String>> {
+    let mut elements = Vec::new();
+    if let Some(value) = value {
+        leaves(value, &mut elements);
+    }
+    if elements.is_empty() {
+        return Some(vec![digest("none")]);
+    }
+    // More elements than a call's keys may have: not matched one by one (see ANY_KEY).
+    if elements.len() > crate::limits::MAX_KEYS_PER_CALL {
+        return None;
+    }
+    let mut keys = Vec::with_capacity(elements.len());
+    for element in elements {
+        let text = match (element, as_path) {
+            (Value::String(path), true) => format!("path:/{}", paths.components(path)?.join("/")),
+            (_, true) => return None,
+            (value, false) => canonical_json(value),
+        };
+        let key = digest(&text);
+        if !keys.contains(&key) {
+            keys.push(key);
         }
-        (Some(_), true) => return None,
-        (Some(value), false) => canonical_json(value),
-    };
-    Some(hex_digest(&Sha256::digest(text.as_bytes())))
+    }
+    Some(keys)
+}
+
+fn digest(text: &str) -> String {
+    hex_digest(&Sha256::digest(text.as_bytes()))
+}
+
+/// The elements a value is matched by: each of a list's (nested lists by theirs), else the
+/// value; `null` is no element.
+fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|item| leaves(item, out)),
+        Value::Null => {}
+        other => out.push(other),
+    }
 }
 
 /// The registry's tools matching any of `patterns` (exact names or patterns).

@@ -457,8 +457,7 @@ impl Policy for RulePolicy {
             call.call().principal.as_deref(),
             call.arguments(),
             &self.paths,
-            &self.digest,
-        )?);
+        ));
         Ok(slots)
     }
 

@@ -24,6 +24,38 @@ fn audited(runs: &Arc<AtomicUsize>, sink: Arc<dyn AuditSink>) -> ToolController 
     .with_audit_sink(sink)
 }
 
+/// What re-checking a decision needs is in its events: the tool definition's digest (from the
+/// call's resolution on, also on the approval path), the policy's digest, the principal.
+#[test]
+fn events_name_the_definition_the_call_was_judged_against() {
+    use AuditKind::*;
+    let sink = Arc::new(MemoryAuditSink::new());
+    let runs = Arc::default();
+    let controller = audited(&runs, sink.clone());
+    let digest = |tool: &str| {
+        registry([calculator(), counted("apply_patch", patch_schema(), &runs)])
+            .resolve(tool)
+            .unwrap()
+            .digest()
+            .to_owned()
+    };
+    let _ = controller.handle(ToolCall::new("c1", "calculator", json!({"a": 1, "b": 2})));
+    let Outcome::PendingApproval(request) =
+        controller.handle(ToolCall::new("c2", "apply_patch", json!({"patch": "+"})))
+    else {
+        panic!("held")
+    };
+    let _ = controller.resolve(ApprovalResponse::approve(request.approval_id));
+    let _ = controller.handle(ToolCall::new("c3", "nope", json!({})));
+    for event in sink.events() {
+        let expected = match (event.kind, event.tool.as_str()) {
+            (CallReceived, _) | (_, "nope") => None,
+            (_, tool) => Some(digest(tool)),
+        };
+        assert_eq!(event.definition_digest, expected, "{event:?}");
+    }
+}
+
 #[test]
 fn every_path_is_recorded_in_order() {
     use AuditKind::*;

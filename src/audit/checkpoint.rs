@@ -434,7 +434,7 @@ impl Checkpoint {
 ///
 /// # Errors
 ///
-/// As [`audit_tree_head`](super::audit_tree_head), as a message.
+/// As [`audit_tree_head`], as a message.
 pub fn checkpoint_audit_file(
     path: impl AsRef<Path>,
     origin: &str,

@@ -118,6 +118,12 @@ pub struct AuditEvent {
     /// invisible characters escaped), past that cut with the whole note's digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The digest of the tool's definition the call was judged against
+    /// ([`ToolDefinition::digest`](crate::ToolDefinition::digest)), on every event after the
+    /// call resolved: with the policy's digest and layer and the principal, what re-checking the
+    /// decision needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_digest: Option<String>,
 }
 
 impl AuditEvent {
@@ -173,9 +179,16 @@ pub(crate) struct AuditSubject {
     argument_digest: String,
     approval_id: Option<ApprovalId>,
     principal: Option<String>,
+    definition_digest: Option<String>,
 }
 
 impl AuditSubject {
+    /// The same subject, of a call resolved against the definition with `digest`.
+    pub(crate) fn with_definition(mut self, digest: &str) -> Self {
+        self.definition_digest = Some(digest.to_owned());
+        self
+    }
+
     pub(crate) fn of(call: &ToolCall) -> Self {
         Self::for_arguments(&call.call_id, &call.tool_name, &call.arguments)
             .for_principal(call.principal.as_deref())
@@ -195,6 +208,7 @@ impl AuditSubject {
             argument_digest: ArgumentHash::of(arguments).text(),
             approval_id: None,
             principal: None,
+            definition_digest: None,
         }
     }
 
@@ -224,6 +238,7 @@ impl AuditSubject {
             principal: self.principal.clone(),
             approver: None,
             note: None,
+            definition_digest: self.definition_digest.clone(),
         }
     }
 

@@ -312,10 +312,11 @@ impl ToolController {
     /// [`ApprovalError::NotPending`] if no request with that id is waiting.
     pub fn revoke(&self, approval_id: ApprovalId) -> Result<ToolResult, ApprovalError> {
         let request = self.pending.revoke(approval_id)?;
-        let subject = self
-            .audit
-            .as_ref()
-            .map(|_| AuditSubject::of(&request.call).with_approval(approval_id));
+        let subject = self.audit.as_ref().map(|_| {
+            AuditSubject::of(&request.call)
+                .with_approval(approval_id)
+                .with_definition(&request.definition_digest)
+        });
         let _ = self.record(&subject, |s| s.event(AuditKind::ApprovalRevoked));
         Ok(ToolResult::error(
             request.call.call_id,

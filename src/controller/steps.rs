@@ -68,8 +68,8 @@ impl ToolController {
     pub(super) fn handle_blocking(&self, call: ToolCall) -> Outcome {
         // The gate and the subject stay here, lent to each step: moving them through the steps'
         // return values cost about a hundred instructions a call.
-        let subject = self.audit.as_ref().map(|_| AuditSubject::of(&call));
-        let (gate, prepared) = match self.prepare_call(call, &subject) {
+        let mut subject = self.audit.as_ref().map(|_| AuditSubject::of(&call));
+        let (gate, prepared) = match self.prepare_call(call, &mut subject) {
             Err(result) => return Outcome::Completed(result),
             Ok(parts) => parts,
         };
@@ -95,8 +95,8 @@ impl ToolController {
     /// `handle_async`: the same steps as [`handle_blocking`](Self::handle_blocking), with the
     /// handler awaited.
     pub(super) async fn handle_steps(&self, call: ToolCall) -> Outcome {
-        let subject = self.audit.as_ref().map(|_| AuditSubject::of(&call));
-        let (gate, prepared) = match self.prepare_call(call, &subject) {
+        let mut subject = self.audit.as_ref().map(|_| AuditSubject::of(&call));
+        let (gate, prepared) = match self.prepare_call(call, &mut subject) {
             Err(result) => return Outcome::Completed(result),
             Ok(parts) => parts,
         };
@@ -218,14 +218,20 @@ impl ToolController {
     fn prepare_call(
         &self,
         call: ToolCall,
-        subject: &Option<AuditSubject>,
+        subject: &mut Option<AuditSubject>,
     ) -> Result<(Arc<Gate>, PreparedToolCall), ToolResult> {
         if let Err(error) = self.record(subject, |s| s.event(AuditKind::CallReceived)) {
             return Err(unrecorded(call.call_id, &error));
         }
         let gate = self.gate();
         match gate.runtime.prepare(call) {
-            Ok(prepared) => Ok((gate, prepared)),
+            Ok(prepared) => {
+                // Every later event names the definition the call is judged against.
+                if let Some(judged) = subject.take() {
+                    *subject = Some(judged.with_definition(prepared.definition().digest()));
+                }
+                Ok((gate, prepared))
+            }
             Err(rejection) => {
                 // Nothing runs either way; a failed record changes nothing here.
                 let _ = self.record(subject, |s| AuditEvent {
@@ -348,10 +354,11 @@ impl ToolController {
             Answered::Approved(approval) => approval.request(),
             Answered::Rejected(request) | Answered::Expired(request) => request,
         };
-        let subject = self
-            .audit
-            .as_ref()
-            .map(|_| AuditSubject::of(&request.call).with_approval(request.approval_id));
+        let subject = self.audit.as_ref().map(|_| {
+            AuditSubject::of(&request.call)
+                .with_approval(request.approval_id)
+                .with_definition(&request.definition_digest)
+        });
         let approval = match answered {
             Answered::Rejected(request) => {
                 let _ = self.record(&subject, |s| {

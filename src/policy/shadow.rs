@@ -223,7 +223,9 @@ impl Policy for Shadow {
                         "the candidate policy would {} this call where the enforced one decided {}",
                         candidate.action, enforced.action
                     )),
-                    ..AuditSubject::of(call.call()).decision(&candidate)
+                    ..AuditSubject::of(call.call())
+                        .with_definition(call.definition().digest())
+                        .decision(&candidate)
                 }
                 .with_kind(AuditKind::ShadowDifference));
             }

@@ -460,6 +460,68 @@ fn past_the_budget_the_answer_is_unknown_and_single_changes_still_find_a_witness
     assert_eq!(found.new.action, PolicyAction::Ask);
 }
 
+#[test]
+fn a_base_call_is_built_for_schemas_with_required_fields_of_every_kind() {
+    let shapes = common::registry([counted(
+        "shapes",
+        json!({"type": "object", "properties": {
+            "flag": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string", "minLength": 2}, "minItems": 2},
+            "none": {"type": "null"},
+            "opt": {"type": ["string", "null"]},
+            "meta": {"type": "object", "properties": {"k": {"type": "string", "minLength": 3}}, "required": ["k"]},
+            "level": {"type": "integer", "minimum": 4}
+        }, "required": ["flag", "tags", "none", "meta", "level"]}),
+        &Arc::default(),
+    )]);
+    let load = |text: &str| Analysed::policy(RulePolicy::from_json(text, &shapes).unwrap());
+    let text = r#"{"rules": [{"id": "a", "tool": "shapes", "action": "allow", "reason": "r",
+        "when": {"not": {"equals": {"pointer": "/opt", "value": null}}}}]}"#;
+    let diffs = analysis::diff(&load(text), &load(text), &shapes);
+    assert!(matches!(diffs[0], ToolDiff::Same { .. }), "{diffs:#?}");
+    // The null class of a field typed ["string", "null"] is found.
+    let none =
+        load(r#"{"rules": [{"id": "a", "tool": "shapes", "action": "allow", "reason": "r"}]}"#);
+    let diffs = analysis::diff(&none, &load(text), &shapes);
+    let ToolDiff::Differs { witnesses, .. } = &diffs[0] else {
+        panic!("{diffs:#?}")
+    };
+    assert_eq!(witnesses[0].arguments["opt"], Value::Null, "{witnesses:?}");
+}
+
+#[test]
+fn values_that_are_not_independent_answer_unknown() {
+    let nested = common::registry([counted(
+        "nested",
+        json!({"type": "object", "properties": {
+            "a": {"type": "object", "properties": {"b": {"type": "string"}}},
+            "list": {"type": "array", "items": {"type": "integer"}}
+        }}),
+        &Arc::default(),
+    )]);
+    let load = |text: &str| Analysed::policy(RulePolicy::from_json(text, &nested).unwrap());
+    let both = load(
+        r#"{"rules": [{"id": "a", "tool": "nested", "action": "deny", "reason": "r",
+            "when": {"equals": {"pointer": "/a", "value": {"b": "x"}}}},
+           {"id": "b", "tool": "nested", "action": "allow", "reason": "r",
+            "when": {"equals": {"pointer": "/a/b", "value": "y"}}}]}"#,
+    );
+    let diffs = analysis::diff(&both, &both, &nested);
+    let ToolDiff::Unknown { reason, .. } = &diffs[0] else {
+        panic!("{diffs:#?}")
+    };
+    assert!(reason.contains("read both /a and /a/b"), "{reason}");
+    let numbers = load(
+        r#"{"rules": [{"id": "a", "tool": "nested", "action": "allow", "reason": "r",
+            "when": {"equals": {"pointer": "/list", "value": [1, 2]}}}]}"#,
+    );
+    let diffs = analysis::diff(&numbers, &numbers, &nested);
+    let ToolDiff::Unknown { reason, .. } = &diffs[0] else {
+        panic!("{diffs:#?}")
+    };
+    assert!(reason.contains("holding numbers"), "{reason}");
+}
+
 // ---- explanations -------------------------------------------------------------------------------
 
 #[test]

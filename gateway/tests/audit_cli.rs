@@ -157,3 +157,79 @@ fn a_signed_checkpoint_is_made_checked_and_catches_a_cut_log() {
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr.contains("cut off"), "{stderr}");
 }
+
+/// `serve` with `[audit] checkpoint_key_file`: a signed checkpoint at start and whenever the log
+/// grew, each one verified against the log by the CLI; a key file that does not load stops serve.
+#[tokio::test]
+async fn the_gateway_writes_signed_checkpoints_on_a_schedule() {
+    let work = Work::new("audit-scheduled-checkpoints");
+    let key_file = work.path("checkpoint.key");
+    let output = run(&[
+        "audit",
+        "key",
+        "--name",
+        "gw.example/audit",
+        "--out",
+        key_file.to_str().unwrap(),
+    ]);
+    let (verifier, _) = text(&output);
+    let verifier = verifier.trim().to_owned();
+    let extra = "[audit]\njsonl = \"audit.jsonl\"\ncheckpoint_key_file = \"checkpoint.key\"\n\
+                 checkpoint_origin = \"gw.example/audit\"\ncheckpoint_every_s = 1\n";
+    let config = work.hostile_config("serve", extra);
+    let client = serve(&config).await;
+    let checkpoint = work.path("audit.jsonl.checkpoint");
+    let size_of = |note: &str| {
+        note.lines()
+            .nth(1)
+            .unwrap_or("")
+            .parse::<u64>()
+            .unwrap_or(0)
+    };
+    for index in 0..3 {
+        let (_, is_error) = call(
+            &client,
+            "h__echo",
+            serde_json::json!({"text": format!("t{index}")}),
+        )
+        .await;
+        assert!(!is_error);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let note = loop {
+        let note = std::fs::read_to_string(&checkpoint).unwrap_or_default();
+        if size_of(&note) >= 9 {
+            break note;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint of the calls: {note:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert!(note.starts_with("gw.example/audit\n"), "{note}");
+    let _ = client.cancel().await;
+    let output = run(&[
+        "audit",
+        "verify-checkpoint",
+        work.path("audit.jsonl").to_str().unwrap(),
+        "--checkpoint",
+        checkpoint.to_str().unwrap(),
+        "--key",
+        &verifier,
+        "--origin",
+        "gw.example/audit",
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}{stderr}");
+
+    // A key file that is not one: check and serve refuse to start, naming it.
+    std::fs::write(&key_file, "not a key\n").unwrap();
+    let output = run(&["check", "--config", config.to_str().unwrap()]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("audit.checkpoint_key_file") && stderr.contains("checkpoint.key"),
+        "{stderr}"
+    );
+}

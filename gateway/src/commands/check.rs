@@ -56,6 +56,20 @@ pub async fn check(config_path: &Path) -> ExitCode {
             layer.digest
         );
     }
+    if let Some(settings) = &config.checkpoints {
+        match crate::checkpoints::signer(settings) {
+            Ok(signer) => println!(
+                "  signed checkpoints of the audit log: key {}, written to {} every {} s",
+                signer.name(),
+                settings.file.display(),
+                settings.every.as_secs()
+            ),
+            Err(problem) => {
+                super::report([problem]);
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     match super::policy::spec_registry(controller.specs()) {
         Ok(registry) => {
             for line in super::policy::layer_report(&config.policy_layers, &registry) {

@@ -48,6 +48,31 @@ pub async fn serve(config: Config) -> ExitCode {
     for layer in &stack.states {
         tracing::info!(policy = %layer.path.display(), digest = %layer.digest, "policy layer in force");
     }
+    // Signed checkpoints of the audit log: the key is checked before anything is served.
+    let _checkpoints = match (&config.checkpoints, &config.audit) {
+        (Some(settings), Some(crate::config::AuditTarget::Jsonl(log))) => {
+            match crate::checkpoints::signer(settings) {
+                Ok(signer) => {
+                    tracing::info!(
+                        file = %settings.file.display(),
+                        every_s = settings.every.as_secs(),
+                        origin = %settings.origin,
+                        "signed checkpoints of the audit log will be written"
+                    );
+                    Some(crate::checkpoints::spawn(
+                        settings.clone(),
+                        log.clone(),
+                        signer,
+                    ))
+                }
+                Err(problem) => {
+                    super::report([problem]);
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        _ => None,
+    };
     let watcher = policy::watch(
         stack,
         std::sync::Arc::clone(&controller),

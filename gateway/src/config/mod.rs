@@ -35,6 +35,8 @@ pub struct Config {
     pub policy_layers: Vec<PathBuf>,
     /// Where the audit log goes, if anywhere.
     pub audit: Option<AuditTarget>,
+    /// Signed checkpoints of a JSON Lines audit log, written on a schedule.
+    pub checkpoints: Option<CheckpointConfig>,
     /// Where pending approvals are kept.
     pub approvals: ApprovalStoreConfig,
     /// Where each call held for a person is announced, if anywhere.
@@ -128,6 +130,20 @@ pub enum AuditTarget {
         /// The variable holding the connection URL.
         url_env: String,
     },
+}
+
+/// Signed checkpoints of the JSON Lines audit log: the key, the log's origin line, where the
+/// latest is written, how often.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointConfig {
+    /// The private key file `audit key` wrote.
+    pub key_file: PathBuf,
+    /// The log's origin (its unique name).
+    pub origin: String,
+    /// Where the latest signed checkpoint is written (replaced whole each time).
+    pub file: PathBuf,
+    /// How often.
+    pub every: std::time::Duration,
 }
 
 /// The approvals webhook: a URL POSTed for every call held for a person.
@@ -315,6 +331,10 @@ struct PolicySection {
 struct AuditSection {
     jsonl: Option<PathBuf>,
     postgres_url_env: Option<String>,
+    checkpoint_key_file: Option<PathBuf>,
+    checkpoint_origin: Option<String>,
+    checkpoint_file: Option<PathBuf>,
+    checkpoint_every_s: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -461,3 +461,31 @@ fn the_approval_page_is_served_with_an_admin_listener_and_someone_to_sign_in() {
         "{found:?}"
     );
 }
+
+#[test]
+fn checkpoints_need_a_key_an_origin_and_a_jsonl_log() {
+    let config = parse(
+        Path::new("/etc/gw/gateway.toml"),
+        &format!("{MINIMAL}\n[audit]\njsonl = \"a.jsonl\"\ncheckpoint_key_file = \"k\"\ncheckpoint_origin = \"o\"\n"),
+    )
+    .expect("loads");
+    let checkpoints = config.checkpoints.unwrap();
+    assert_eq!(checkpoints.key_file, Path::new("/etc/gw/k"));
+    assert_eq!(checkpoints.file, Path::new("/etc/gw/a.jsonl.checkpoint"));
+    assert_eq!(checkpoints.every.as_secs(), 300);
+    let found = problems(&format!(
+        "{MINIMAL}\n[audit]\njsonl = \"a.jsonl\"\ncheckpoint_key_file = \"k\"\n"
+    ));
+    assert!(
+        found[0].contains("audit.checkpoint_key_file: signed checkpoints need both"),
+        "{found:?}"
+    );
+    let found = problems(&format!(
+        "{MINIMAL}\n[audit]\npostgres_url_env = \"P\"\ncheckpoint_key_file = \"k\"\ncheckpoint_origin = \"o\"\n"
+    ));
+    assert!(found[0].contains("set `audit.jsonl`"), "{found:?}");
+    let found = problems(&format!(
+        "{MINIMAL}\n[audit]\njsonl = \"a\"\ncheckpoint_key_file = \"k\"\ncheckpoint_origin = \"o\"\ncheckpoint_every_s = 0\n"
+    ));
+    assert!(found[0].contains("audit.checkpoint_every_s"), "{found:?}");
+}

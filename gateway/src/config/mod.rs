@@ -380,6 +380,7 @@ impl Config {
             }],
             policy_layers: vec![policy],
             audit: audit.map(AuditTarget::Jsonl),
+            checkpoints: None,
             approvals: ApprovalStoreConfig::Memory,
             approvals_webhook: None,
             approval_page: None,

@@ -684,6 +684,67 @@ fn an_edited_deleted_or_cut_audit_entry_is_reported_at_the_first_bad_entry() {
     ));
 }
 
+/// The chain as one Merkle tree for every node: a tree head kept catches the tail cut with the
+/// tip row made to agree (which the chain alone cannot), and a receipt proves one entry.
+#[test]
+fn a_kept_tree_head_catches_a_postgres_chain_cut_with_its_tip_row_mended() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "tree");
+    let (first, second) = (db.sink("one"), db.sink("two"));
+    for n in 0..6 {
+        let sink = if n % 2 == 0 { &first } else { &second };
+        sink.record(&audit_event(n)).unwrap();
+    }
+    let kept = first.tree_head().unwrap();
+    assert_eq!(kept.size, 6);
+    assert_eq!(
+        second.tree_head().unwrap(),
+        kept,
+        "one tree, whichever node asks"
+    );
+    for n in 6..9 {
+        second.record(&audit_event(n)).unwrap();
+    }
+    let now = first.verify_extends(&kept).unwrap();
+    assert_eq!(now.size, 9);
+    let (receipt, head) = first.receipt(3).unwrap().unwrap();
+    assert_eq!(head, now);
+    let mut admin = db.admin();
+    let row = admin
+        .query_one(
+            "SELECT seq, prev, event, hash FROM toolgate_audit WHERE seq = 3",
+            &[],
+        )
+        .unwrap();
+    let (prev, event, hash): (String, String, String) = (row.get(1), row.get(2), row.get(3));
+    let line = format!(
+        "{{\"seq\":3,\"prev\":{},\"event\":{event},\"hash\":{}}}",
+        serde_json::to_string(&prev).unwrap(),
+        serde_json::to_string(&hash).unwrap()
+    );
+    assert!(receipt.verify(&line, &head), "{line}");
+    assert!(!receipt.verify(&line.replace("\"seq\":3", "\"seq\":4"), &head));
+
+    // Cut back to 4 entries, the tip row mended: the chain verifies, the head kept does not.
+    admin
+        .batch_execute(
+            "DELETE FROM toolgate_audit WHERE seq >= 4;
+             UPDATE toolgate_audit_tip SET entries = 4,
+                 last_hash = (SELECT hash FROM toolgate_audit WHERE seq = 3);",
+        )
+        .unwrap();
+    assert_eq!(first.verify().unwrap().entries, 4);
+    assert!(matches!(
+        first.verify_extends(&kept),
+        Err(PostgresAuditVerifyError::NotExtending(
+            toolgate::audit::AuditExtendError::CutOff {
+                entries: 4,
+                head: 6
+            }
+        ))
+    ));
+}
+
 /// Issue 21, item 2: a notification is not an answer. Any connection may `NOTIFY` on the
 /// channel; what a waiter or the change feed reports comes from the request's row.
 #[test]

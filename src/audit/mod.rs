@@ -11,7 +11,7 @@ mod jsonl;
 pub mod merkle;
 #[cfg(feature = "postgres")]
 mod postgres;
-mod tree_head;
+pub(crate) mod tree_head;
 mod verify;
 
 pub use jsonl::{AuditOpenError, JsonlAuditSink, RecoveredTail};

@@ -112,6 +112,10 @@ pub enum PostgresAuditVerifyError {
         /// How many the tip row records.
         tip_entries: u64,
     },
+    /// The chain verifies but does not extend a tree head kept earlier
+    /// ([`verify_extends`](PostgresAuditSink::verify_extends)): cut off or rewritten.
+    #[error(transparent)]
+    NotExtending(super::AuditExtendError),
 }
 
 fn audit_error(what: &str, error: postgres::Error) -> AuditError {
@@ -193,6 +197,55 @@ impl PostgresAuditSink {
             .connect(NoTls)
             .map_err(|error| PostgresAuditVerifyError::Unreadable(audit_error("connect", error)))?;
         verify_chain(&mut client)
+    }
+
+    /// The chain's Merkle tree head (RFC 9162; the leaves are the entries spelled as the JSON
+    /// Lines file holds them, so one tree covers every node's appends), after verifying it.
+    ///
+    /// # Errors
+    ///
+    /// As [`verify`](Self::verify).
+    pub fn tree_head(&self) -> Result<super::TreeHead, PostgresAuditVerifyError> {
+        let (tree, tip) = self.tree()?;
+        Ok(super::tree_head::head_of(&tree, tip.entries))
+    }
+
+    /// Verifies the chain and that it extends `kept`, a tree head taken earlier (no entry before
+    /// it cut off or rewritten); returns the head now.
+    ///
+    /// # Errors
+    ///
+    /// As [`verify`](Self::verify), or [`PostgresAuditVerifyError::NotExtending`].
+    pub fn verify_extends(
+        &self,
+        kept: &super::TreeHead,
+    ) -> Result<super::TreeHead, PostgresAuditVerifyError> {
+        let (tree, tip) = self.tree()?;
+        super::tree_head::extends(&tree, tip.entries, kept)
+            .map_err(PostgresAuditVerifyError::NotExtending)
+    }
+
+    /// The receipt of entry `index` with the tree head now; `Ok(None)` past the chain's end.
+    ///
+    /// # Errors
+    ///
+    /// As [`verify`](Self::verify).
+    pub fn receipt(
+        &self,
+        index: u64,
+    ) -> Result<Option<(super::Receipt, super::TreeHead)>, PostgresAuditVerifyError> {
+        let (tree, tip) = self.tree()?;
+        Ok(super::tree_head::receipt_of(&tree, tip.entries, index))
+    }
+
+    fn tree(&self) -> Result<(super::merkle::MerkleTree, ChainTip), PostgresAuditVerifyError> {
+        let mut client = self
+            .config
+            .connect(NoTls)
+            .map_err(|error| PostgresAuditVerifyError::Unreadable(audit_error("connect", error)))?;
+        let mut tree = super::merkle::MerkleTree::new();
+        let tip = verify_chain_into(&mut client, Some(&mut tree))?;
+        Ok((tree, tip))
     }
 
     /// The last `limit` events in the chain, oldest first (for an approval page, say). Read on a
@@ -344,6 +397,14 @@ fn create_or_check(client: &mut Client) -> Result<(), AuditError> {
 /// Reads the table in order as the JSON Lines a file sink would hold and checks it with the file
 /// format's own check, so both sinks are verified by one definition.
 fn verify_chain(client: &mut Client) -> Result<ChainTip, PostgresAuditVerifyError> {
+    verify_chain_into(client, None)
+}
+
+/// [`verify_chain`], each entry also made a leaf of `tree` when one is given.
+fn verify_chain_into(
+    client: &mut Client,
+    tree: Option<&mut super::merkle::MerkleTree>,
+) -> Result<ChainTip, PostgresAuditVerifyError> {
     let unreadable = |error| PostgresAuditVerifyError::Unreadable(audit_error("read", error));
     let mut transaction = client
         .build_transaction()
@@ -366,6 +427,7 @@ fn verify_chain(client: &mut Client) -> Result<ChainTip, PostgresAuditVerifyErro
         buffer: Vec::new(),
         at: 0,
         failed: None,
+        tree,
     };
     let scanned = verify::scan(&mut lines, Path::new("toolgate_audit"));
     if let Some(error) = lines.failed {
@@ -405,6 +467,8 @@ struct Lines<'a> {
     at: usize,
     /// The database error that ended the rows early, if one did.
     failed: Option<postgres::Error>,
+    /// Where each entry is made a leaf, when the tree is wanted.
+    tree: Option<&'a mut super::merkle::MerkleTree>,
 }
 
 impl Read for Lines<'_> {
@@ -418,6 +482,10 @@ impl Read for Lines<'_> {
                         (row.get(0), row.get(1), row.get(2), row.get(3));
                     let seq = u64::try_from(seq).unwrap_or(u64::MAX);
                     self.buffer = verify::entry_line(seq, prev, event, hash).into_bytes();
+                    if let Some(tree) = self.tree.as_deref_mut() {
+                        let entry = self.buffer.strip_suffix(b"\n").unwrap_or(&self.buffer);
+                        tree.push(super::merkle::leaf_hash(entry));
+                    }
                 }
                 Ok(None) => return Ok(0),
                 Err(error) => {

@@ -125,12 +125,54 @@ pub fn audit_tree(path: impl AsRef<Path>) -> Result<(MerkleTree, ChainTip), Audi
 /// As [`verify_audit_file`].
 pub fn audit_tree_head(path: impl AsRef<Path>) -> Result<TreeHead, AuditVerifyError> {
     let (tree, tip) = audit_tree(path)?;
-    Ok(TreeHead {
-        size: tip.entries,
-        root: tree
-            .root(tip.entries)
-            .unwrap_or(super::merkle::empty_root()),
-    })
+    Ok(head_of(&tree, tip.entries))
+}
+
+/// The head of `tree`'s first `entries` leaves.
+pub(crate) fn head_of(tree: &MerkleTree, entries: u64) -> TreeHead {
+    TreeHead {
+        size: entries,
+        root: tree.root(entries).unwrap_or(super::merkle::empty_root()),
+    }
+}
+
+/// Whether the tree of a verified log (`entries` leaves) extends `kept`; its head now.
+pub(crate) fn extends(
+    tree: &MerkleTree,
+    entries: u64,
+    kept: &TreeHead,
+) -> Result<TreeHead, AuditExtendError> {
+    if entries < kept.size {
+        return Err(AuditExtendError::CutOff {
+            entries,
+            head: kept.size,
+        });
+    }
+    let now = head_of(tree, entries);
+    // The consistency proof, checked as an outside verifier would: the head kept and the head
+    // now are all it needs besides the proof.
+    let proof = tree
+        .consistency_proof(kept.size, now.size)
+        .unwrap_or_default();
+    if !verify_consistency(kept.size, now.size, &kept.root, &now.root, &proof) {
+        return Err(AuditExtendError::Rewritten { size: kept.size });
+    }
+    Ok(now)
+}
+
+/// The receipt of leaf `index` of a verified log's tree, with its head.
+pub(crate) fn receipt_of(
+    tree: &MerkleTree,
+    entries: u64,
+    index: u64,
+) -> Option<(Receipt, TreeHead)> {
+    let proof = tree.inclusion_proof(index, entries)?;
+    let receipt = Receipt {
+        index,
+        size: entries,
+        proof: proof.iter().map(|hash| hex_digest(hash)).collect(),
+    };
+    Some((receipt, head_of(tree, entries)))
 }
 
 /// Verifies the log and that it extends `kept`, a tree head taken earlier: its first `kept.size`
@@ -145,27 +187,7 @@ pub fn verify_audit_extends(
     kept: &TreeHead,
 ) -> Result<TreeHead, AuditExtendError> {
     let (tree, tip) = audit_tree(path)?;
-    if tip.entries < kept.size {
-        return Err(AuditExtendError::CutOff {
-            entries: tip.entries,
-            head: kept.size,
-        });
-    }
-    let now = TreeHead {
-        size: tip.entries,
-        root: tree
-            .root(tip.entries)
-            .unwrap_or(super::merkle::empty_root()),
-    };
-    // The consistency proof, checked as an outside verifier would: the head kept and the head
-    // now are all it needs besides the proof.
-    let proof = tree
-        .consistency_proof(kept.size, now.size)
-        .unwrap_or_default();
-    if !verify_consistency(kept.size, now.size, &kept.root, &now.root, &proof) {
-        return Err(AuditExtendError::Rewritten { size: kept.size });
-    }
-    Ok(now)
+    extends(&tree, tip.entries, kept)
 }
 
 /// A receipt: entry `index` is in the tree of `size` entries, with the proof; verified from the
@@ -214,19 +236,5 @@ pub fn audit_receipt(
     index: u64,
 ) -> Result<Option<(Receipt, TreeHead)>, AuditVerifyError> {
     let (tree, tip) = audit_tree(path)?;
-    let Some(proof) = tree.inclusion_proof(index, tip.entries) else {
-        return Ok(None);
-    };
-    let head = TreeHead {
-        size: tip.entries,
-        root: tree
-            .root(tip.entries)
-            .unwrap_or(super::merkle::empty_root()),
-    };
-    let receipt = Receipt {
-        index,
-        size: tip.entries,
-        proof: proof.iter().map(|hash| hex_digest(hash)).collect(),
-    };
-    Ok(Some((receipt, head)))
+    Ok(receipt_of(&tree, tip.entries, index))
 }

@@ -5,6 +5,7 @@
 //! never silently drops a setting. Relative paths are read relative to the config file's
 //! directory, not the working directory, so a config means the same wherever it is started.
 
+mod checkpoints;
 mod listen;
 mod load;
 

@@ -3,8 +3,35 @@
 
 use serde_json::{Map, Value};
 
-use super::cells::Types;
 use crate::rules::condition::unescape_token;
+
+/// The types a value at one pointer may have, as the schema declares them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Types {
+    pub(super) string: bool,
+    pub(super) number: bool,
+    /// Only integers (the schema's `integer`, without `number`).
+    pub(super) integer_only: bool,
+    pub(super) boolean: bool,
+    pub(super) null: bool,
+    pub(super) array: bool,
+    pub(super) object: bool,
+    /// The field may be left out.
+    pub(super) absent: bool,
+}
+
+impl Types {
+    pub(super) const ANY: Self = Self {
+        string: true,
+        number: true,
+        integer_only: false,
+        boolean: true,
+        null: true,
+        array: true,
+        object: true,
+        absent: true,
+    };
+}
 
 /// The tokens of a JSON Pointer, unescaped.
 fn tokens(pointer: &str) -> impl Iterator<Item = String> + '_ {

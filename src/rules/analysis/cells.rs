@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Number, Value};
 
+use super::calls::Types;
 use crate::rules::Condition;
 
 /// A fresh name no policy writes: a value that equals no literal and lies in no root's child.
@@ -201,34 +202,6 @@ fn holds_number(value: &Value) -> bool {
         Value::Object(map) => map.values().any(holds_number),
         _ => false,
     }
-}
-
-/// The types a value at one pointer may have, as the schema declares them.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Types {
-    pub(super) string: bool,
-    pub(super) number: bool,
-    /// Only integers (the schema's `integer`, without `number`).
-    pub(super) integer_only: bool,
-    pub(super) boolean: bool,
-    pub(super) null: bool,
-    pub(super) array: bool,
-    pub(super) object: bool,
-    /// The field may be left out.
-    pub(super) absent: bool,
-}
-
-impl Types {
-    pub(super) const ANY: Self = Self {
-        string: true,
-        number: true,
-        integer_only: false,
-        boolean: true,
-        null: true,
-        array: true,
-        object: true,
-        absent: true,
-    };
 }
 
 /// A candidate value for a pointer (`None`: the field left out), and whether it stands for a

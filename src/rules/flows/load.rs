@@ -1,0 +1,307 @@
+//! Loading flow rules: labels and flows checked against the registry and compiled once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::canonical::{canonical_json, hex_digest};
+use crate::policy::{LoadProblem, PolicyAction, Reason};
+use crate::registry::ToolRegistry;
+use crate::rules::condition::{self, PathSettings, Pointer, Scope};
+use crate::rules::groups::{ToolPattern, is_pattern};
+use crate::rules::{Condition, schema_pointer};
+
+use super::*;
+
+impl Flows {
+    /// Checks and compiles the labels and flow rules; problems are pushed with their places.
+    pub(in crate::rules) fn load(
+        labels: &BTreeMap<String, Vec<String>>,
+        configs: &[FlowConfig],
+        registry: &ToolRegistry,
+        paths: &PathSettings,
+        normalize_text: bool,
+        taken_ids: &std::collections::BTreeSet<&str>,
+        problems: &mut Vec<LoadProblem>,
+    ) -> Self {
+        let mut push = |place: String, message: String| {
+            problems.push(LoadProblem { place, message });
+        };
+        for (label, patterns) in labels {
+            let place = format!("labels.{label}");
+            if label.trim().is_empty() || patterns.is_empty() {
+                push(
+                    place.clone(),
+                    "a label has a name and at least one tool".to_owned(),
+                );
+            }
+            if covering(patterns, registry).is_empty() {
+                push(place, "labels no tool in the registry".to_owned());
+            }
+        }
+        let mut out = Self::default();
+        let mut ids = std::collections::BTreeSet::new();
+        for (index, config) in configs.iter().enumerate() {
+            let place = format!("flows[{index}] (id {:?})", config.id);
+            if config.id.trim().is_empty() {
+                push(place.clone(), "id is empty".to_owned());
+            } else if taken_ids.contains(config.id.as_str()) || !ids.insert(config.id.as_str()) {
+                push(
+                    place.clone(),
+                    "id repeats another flow's, rule's or limit's id".to_owned(),
+                );
+            }
+            let reason = Reason::new(config.reason.clone());
+            if reason.is_err() {
+                push(place.clone(), "reason is empty".to_owned());
+            }
+            if config.action == PolicyAction::Allow {
+                push(
+                    place.clone(),
+                    "action must be deny or ask: what a session did can restrict a call, never allow one"
+                        .to_owned(),
+                );
+            }
+            let (earlier, restricts, key) = match (&config.after, &config.unless_after) {
+                (Some(earlier), None) => (earlier, true, "after"),
+                (None, Some(earlier)) => (earlier, false, "unless_after"),
+                _ => {
+                    push(
+                        place,
+                        "needs exactly one of after and unless_after".to_owned(),
+                    );
+                    continue;
+                }
+            };
+            let context = Context {
+                registry,
+                paths,
+                normalize_text,
+            };
+            let target = context.target(
+                &place,
+                config.tool.as_deref(),
+                config.label.as_deref(),
+                labels,
+                &mut push,
+            );
+            let source = context.target(
+                &format!("{place}.{key}"),
+                earlier.tool.as_deref(),
+                earlier.label.as_deref(),
+                labels,
+                &mut push,
+            );
+            let (Some((covers, tools)), Some((source_covers, source_tools))) = (target, source)
+            else {
+                continue;
+            };
+            let when = config.when.as_ref().map(|when| {
+                context.compile(when, &format!("{place}.when"), &tools, true, &mut push)
+            });
+            let history_when = earlier.when.as_ref().map(|when| {
+                context.compile(
+                    when,
+                    &format!("{place}.{key}.when"),
+                    &source_tools,
+                    restricts,
+                    &mut push,
+                )
+            });
+            let same = earlier.same.as_ref().map(|same| {
+                for (pointer, tools, side) in [
+                    (&same.earlier, &source_tools, "earlier"),
+                    (&same.now, &tools, "now"),
+                ] {
+                    for tool in tools {
+                        let schema = registry.resolve(tool).map(|t| &t.spec().input_schema);
+                        if schema.map(|s| schema_pointer::lookup(s, pointer))
+                            != Some(condition::SchemaLookup::Declared)
+                        {
+                            push(
+                                format!("{place}.{key}.same.{side}"),
+                                format!("{pointer:?} names no field of tool {tool:?}'s schema"),
+                            );
+                        }
+                    }
+                }
+                (
+                    Pointer::parse(&same.earlier),
+                    Pointer::parse(&same.now),
+                    same.as_path,
+                )
+            });
+            let Ok(reason) = reason else { continue };
+            // What the history records, as written: not the tools a label covers now, nor the
+            // window (a flow rule's own), so a reload that adds a tool to a label or lengthens a
+            // window keeps the calls recorded so far.
+            let identity = serde_json::json!({
+                "restricts": restricts,
+                "tool": earlier.tool, "label": earlier.label,
+                "when": earlier.when,
+                "same": earlier.same.as_ref().map(|same| (&same.earlier, same.as_path)),
+                "by": earlier.by,
+            });
+            let bucket = format!(
+                "flow:{}",
+                hex_digest(&Sha256::digest(canonical_json(&identity).as_bytes()))
+            );
+            let (history_same, flow_now) = match same {
+                Some((earlier, now, as_path)) => (Some((earlier, as_path)), Some(now)),
+                None => (None, None),
+            };
+            let window_ms = earlier.within.window_ms();
+            let history = match out.histories.iter().position(|h| h.bucket == bucket) {
+                Some(found) => {
+                    // Kept for the longest window of the rules looking at it.
+                    let kept = &mut out.histories[found].window_ms;
+                    *kept = kept.zip(window_ms).map(|(a, b)| a.max(b));
+                    found
+                }
+                None => {
+                    out.histories.push(History {
+                        bucket,
+                        covers: source_covers,
+                        when: history_when,
+                        window_ms,
+                        same: history_same,
+                        by_principal: earlier.by == FlowScope::Principal,
+                        restricts,
+                    });
+                    out.histories.len() - 1
+                }
+            };
+            out.flows.push(Flow {
+                id: Arc::from(config.id.as_str()),
+                covers,
+                when,
+                now: flow_now,
+                window_ms,
+                history,
+                action: config.action,
+                reason,
+            });
+        }
+        out
+    }
+}
+
+/// The registry's tools matching any of `patterns` (exact names or patterns).
+fn covering<'r>(patterns: &[String], registry: &'r ToolRegistry) -> Vec<&'r str> {
+    registry
+        .specs()
+        .map(|spec| spec.name.as_str())
+        .filter(|name| {
+            patterns.iter().any(|pattern| {
+                if is_pattern(pattern) {
+                    ToolPattern::new(pattern).matches(name)
+                } else {
+                    pattern == name
+                }
+            })
+        })
+        .collect()
+}
+
+/// What a flow's parts are compiled against.
+struct Context<'a> {
+    registry: &'a ToolRegistry,
+    paths: &'a PathSettings,
+    normalize_text: bool,
+}
+
+impl Context<'_> {
+    /// The tools a `tool` or `label` covers, and their names now.
+    fn target(
+        &self,
+        place: &str,
+        tool: Option<&str>,
+        label: Option<&str>,
+        labels: &BTreeMap<String, Vec<String>>,
+        push: &mut dyn FnMut(String, String),
+    ) -> Option<(Covers, Vec<String>)> {
+        let patterns: Vec<String> = match (tool, label) {
+            (Some(tool), None) => vec![tool.to_owned()],
+            (None, Some(label)) => match labels.get(label) {
+                Some(patterns) => patterns.clone(),
+                None => {
+                    push(
+                        place.to_owned(),
+                        format!("label {label:?} is not defined in labels"),
+                    );
+                    return None;
+                }
+            },
+            _ => {
+                push(
+                    place.to_owned(),
+                    "needs exactly one of tool and label".to_owned(),
+                );
+                return None;
+            }
+        };
+        let tools: Vec<String> = covering(&patterns, self.registry)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        if tools.is_empty() {
+            push(
+                place.to_owned(),
+                format!("{patterns:?} covers no tool in the registry"),
+            );
+            return None;
+        }
+        let covers = if patterns.iter().any(|pattern| is_pattern(pattern)) {
+            Covers::Patterns(
+                patterns
+                    .iter()
+                    .map(|pattern| ToolPattern::new(pattern))
+                    .collect(),
+            )
+        } else {
+            Covers::Tools(patterns)
+        };
+        Some((covers, tools))
+    }
+
+    /// `condition` compiled for each of `tools`.
+    fn compile(
+        &self,
+        condition: &Condition,
+        place: &str,
+        tools: &[String],
+        restrictive: bool,
+        push: &mut dyn FnMut(String, String),
+    ) -> PerTool {
+        let mut out = PerTool::default();
+        for tool in tools {
+            let Some(definition) = self.registry.resolve(tool) else {
+                continue;
+            };
+            let schema = &definition.spec().input_schema;
+            let mut path_fields = std::collections::HashSet::new();
+            condition::path_pointers(condition, "", &mut path_fields);
+            let scope = Scope {
+                lookup: &|pointer| schema_pointer::lookup(schema, pointer),
+                paths: self.paths,
+                path_fields: &path_fields,
+                restrictive,
+                base: String::new(),
+                normalize_text: self.normalize_text,
+            };
+            let mut problems = Vec::new();
+            match condition::compile(condition, place, &scope, &mut problems) {
+                Some(compiled) => {
+                    out.0.insert(tool.clone(), compiled);
+                }
+                None => {
+                    for (where_, message) in problems {
+                        push(format!("{where_} on tool {tool:?}"), message);
+                    }
+                }
+            }
+        }
+        out
+    }
+}

@@ -334,10 +334,16 @@ fn uncounted<P: Policy + ?Sized>(
         Ok(slots) if slots.is_empty() => decision,
         Ok(slots) => {
             let limit = &slots[0].limit_id;
-            let reason = Reason::new(format!(
-                "rate limit {limit:?} covers this call and only a ToolController counts it: authorize through the controller (fail closed)"
-            ))
-            .unwrap_or_else(|_| Reason::from_static("a rate limit covers this call"));
+            let text = match slots[0].kind {
+                crate::policy::SlotKind::Flow => format!(
+                    "a flow rule looks at this call ({limit:?}) and only a ToolController keeps the session's history: authorize through the controller (fail closed)"
+                ),
+                _ => format!(
+                    "rate limit {limit:?} covers this call and only a ToolController counts it: authorize through the controller (fail closed)"
+                ),
+            };
+            let reason = Reason::new(text)
+                .unwrap_or_else(|_| Reason::from_static("a rate limit covers this call"));
             let mut denial =
                 PolicyDecision::deny(reason).with_rule_id(std::sync::Arc::clone(limit));
             denial.layer.clone_from(&slots[0].layer);

@@ -408,6 +408,37 @@ fn layers_shadow_mode_and_the_approval_recheck_treat_flow_rules_as_limits() {
     assert_eq!(runs.load(Ordering::SeqCst), before, "nothing ran");
 }
 
+/// Outside a controller no history is kept, so a call a flow rule looks at or records cannot be
+/// authorized by the bare proof path (fail closed), as for rate limits.
+#[test]
+fn outside_the_controller_a_call_a_flow_rule_looks_at_is_denied() {
+    let Tools { registry, .. } = tools();
+    let policy = policy(TRIFECTA, &registry).unwrap();
+    let runtime = ToolRuntime::new(registry);
+    for tool in ["web_fetch", "read_file"] {
+        let prepared = runtime
+            .prepare(ToolCall::new(
+                "c",
+                tool,
+                json!({"path": "/srv/a", "url": "u"}),
+            ))
+            .unwrap();
+        match Authorized::by_policy(&policy, prepared) {
+            PolicyOutcome::Denied { decision, .. } => {
+                assert!(
+                    decision
+                        .reason
+                        .as_str()
+                        .contains("only a ToolController keeps the session's history"),
+                    "{}",
+                    decision.reason
+                );
+            }
+            _ => panic!("{tool} authorized outside the controller"),
+        }
+    }
+}
+
 #[test]
 fn a_full_history_denies_rather_than_forgets() {
     let (controller, _, _) = controller(READ_THEN_WRITE, MemoryRateCounters::with_capacity(3));

@@ -1,5 +1,6 @@
 //! Signed checkpoints of the JSON Lines audit log, written on a schedule: the latest replaces the
-//! file whole (written beside it, then renamed), so a reader never sees half of one.
+//! file whole (written beside it, then renamed), so a reader never sees half of one, and each new
+//! one is POSTed to the checkpoint webhook when one is configured.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -53,6 +54,12 @@ pub fn spawn(
     signer: NoteSigner,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        // No redirect is followed: a checkpoint goes where the operator said, or nowhere.
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap_or_default();
         let signer = std::sync::Arc::new(signer);
         let mut last: Option<String> = None;
         loop {
@@ -70,6 +77,9 @@ pub fn spawn(
                 Ok(Ok(written)) => {
                     if written != last {
                         tracing::info!(file = %config.file.display(), "signed checkpoint of the audit log written");
+                        if let (Some(url), Some(note)) = (&config.webhook_url, &written) {
+                            publish(&client, url, note).await;
+                        }
                     }
                     last = written;
                 }
@@ -81,4 +91,22 @@ pub fn spawn(
             tokio::time::sleep(config.every.max(Duration::from_secs(1))).await;
         }
     })
+}
+
+/// POSTs a new checkpoint to the webhook; a failure is logged, never retried into the next
+/// round (the next checkpoint supersedes it).
+async fn publish(client: &reqwest::Client, url: &str, note: &str) {
+    let sent = client
+        .post(url)
+        .header("content-type", "text/plain; charset=utf-8")
+        .body(note.to_owned())
+        .send()
+        .await;
+    match sent {
+        Ok(response) if response.status().is_success() => {}
+        Ok(response) => {
+            tracing::warn!(status = %response.status(), "the checkpoint webhook refused a checkpoint")
+        }
+        Err(error) => tracing::warn!("the checkpoint webhook could not be reached: {error}"),
+    }
 }

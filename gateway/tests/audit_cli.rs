@@ -174,8 +174,28 @@ async fn the_gateway_writes_signed_checkpoints_on_a_schedule() {
     ]);
     let (verifier, _) = text(&output);
     let verifier = verifier.trim().to_owned();
-    let extra = "[audit]\njsonl = \"audit.jsonl\"\ncheckpoint_key_file = \"checkpoint.key\"\n\
-                 checkpoint_origin = \"gw.example/audit\"\ncheckpoint_every_s = 1\n";
+    // A receiver for the checkpoint webhook: every body POSTed.
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = std::sync::Arc::clone(&received);
+    let router = axum::Router::new().route(
+        "/checkpoints",
+        axum::routing::post(move |body: String| {
+            let kept = std::sync::Arc::clone(&kept);
+            async move {
+                kept.lock().unwrap().push(body);
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let extra = format!(
+        "[audit]\njsonl = \"audit.jsonl\"\ncheckpoint_key_file = \"checkpoint.key\"\n\
+         checkpoint_origin = \"gw.example/audit\"\ncheckpoint_every_s = 1\n\
+         checkpoint_webhook_url = \"http://127.0.0.1:{port}/checkpoints\"\n"
+    );
+    let extra = extra.as_str();
     let config = work.hostile_config("serve", extra);
     let client = serve(&config).await;
     let checkpoint = work.path("audit.jsonl.checkpoint");
@@ -208,6 +228,16 @@ async fn the_gateway_writes_signed_checkpoints_on_a_schedule() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     };
     assert!(note.starts_with("gw.example/audit\n"), "{note}");
+    // The same checkpoint was POSTed to the webhook (it may still be on its way).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !received.lock().unwrap().contains(&note) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not posted: {:?}",
+            received.lock().unwrap()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let _ = client.cancel().await;
     let output = run(&[
         "audit",

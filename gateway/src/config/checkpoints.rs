@@ -8,7 +8,9 @@ pub(super) fn checkpoint_config(
     section: &super::AuditSection,
     problem: &mut dyn FnMut(&str, String),
 ) -> Option<super::CheckpointConfig> {
-    let named = section.checkpoint_file.is_some() || section.checkpoint_every_s.is_some();
+    let named = section.checkpoint_file.is_some()
+        || section.checkpoint_every_s.is_some()
+        || section.checkpoint_webhook_url.is_some();
     let (key_file, origin) = match (&section.checkpoint_key_file, &section.checkpoint_origin) {
         (Some(key), Some(origin)) => (key, origin),
         (None, None) if !named => return None,
@@ -49,7 +51,16 @@ pub(super) fn checkpoint_config(
         },
         |file| base.join(file),
     );
+    if let Some(url) = &section.checkpoint_webhook_url
+        && !super::webhook_url_allowed(url)
+    {
+        problem(
+            "audit.checkpoint_webhook_url",
+            "must be https://…, or http:// to a loopback host".to_owned(),
+        );
+    }
     Some(super::CheckpointConfig {
+        webhook_url: section.checkpoint_webhook_url.clone(),
         key_file: base.join(key_file),
         origin: origin.clone(),
         file,

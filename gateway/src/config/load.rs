@@ -182,13 +182,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
             None
         }
         (Some(url), bearer_token_env) => {
-            let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
-                .iter()
-                .any(|start| {
-                    url.strip_prefix(start)
-                        .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
-                });
-            if url.starts_with("https://") || loopback {
+            if super::webhook_url_allowed(&url) {
                 Some(WebhookConfig {
                     url,
                     bearer_token_env,

@@ -145,6 +145,19 @@ pub struct CheckpointConfig {
     pub file: PathBuf,
     /// How often.
     pub every: std::time::Duration,
+    /// Where each new checkpoint is also POSTed (`text/plain`), if anywhere.
+    pub webhook_url: Option<String>,
+}
+
+/// Whether a webhook may be sent to `url`: over HTTPS, or plain HTTP to this host only.
+pub(crate) fn webhook_url_allowed(url: &str) -> bool {
+    let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+        .iter()
+        .any(|start| {
+            url.strip_prefix(start)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
+        });
+    url.starts_with("https://") || loopback
 }
 
 /// The approvals webhook: a URL POSTed for every call held for a person.
@@ -336,6 +349,7 @@ struct AuditSection {
     checkpoint_origin: Option<String>,
     checkpoint_file: Option<PathBuf>,
     checkpoint_every_s: Option<u64>,
+    checkpoint_webhook_url: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

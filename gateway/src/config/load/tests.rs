@@ -488,4 +488,11 @@ fn checkpoints_need_a_key_an_origin_and_a_jsonl_log() {
         "{MINIMAL}\n[audit]\njsonl = \"a\"\ncheckpoint_key_file = \"k\"\ncheckpoint_origin = \"o\"\ncheckpoint_every_s = 0\n"
     ));
     assert!(found[0].contains("audit.checkpoint_every_s"), "{found:?}");
+    let found = problems(&format!(
+        "{MINIMAL}\n[audit]\njsonl = \"a\"\ncheckpoint_key_file = \"k\"\ncheckpoint_origin = \"o\"\ncheckpoint_webhook_url = \"http://example.com/x\"\n"
+    ));
+    assert!(
+        found[0].contains("audit.checkpoint_webhook_url: must be https"),
+        "{found:?}"
+    );
 }

@@ -39,7 +39,11 @@ fn tools() -> Tools {
         counted("db__query", json!({"type": "object"}), &runs),
         counted("web_fetch", json!({"type": "object", "properties": {"url": {"type": "string"}}}), &runs),
         counted("send_email", json!({"type": "object", "properties": {"to": {"type": "string"}}}), &runs),
-        counted("deploy", json!({"type": "object"}), &runs),
+        counted(
+            "deploy",
+            json!({"type": "object", "properties": {"targets": {"type": "array", "items": {"type": "string"}}}}),
+            &runs,
+        ),
         counted(
             "refund",
             json!({"type": "object", "properties": {"order": {"type": "string"}, "cents": {"type": "integer"}},
@@ -437,6 +441,134 @@ fn outside_the_controller_a_call_a_flow_rule_looks_at_is_denied() {
             _ => panic!("{tool} authorized outside the controller"),
         }
     }
+}
+
+#[test]
+fn a_flow_rule_judges_only_the_calls_its_condition_covers() {
+    let extra = r#"
+      "labels": {"private_data": ["read_file"]},
+      "flows": [{"id": "outside-mail-after-private", "tool": "send_email", "action": "deny",
+         "reason": "no mail outside the company after private data",
+         "when": {"not": {"glob": {"pointer": "/to", "pattern": "*@corp.example"}}},
+         "after": {"label": "private_data", "within": "session"}}]"#;
+    let (controller, _, _) = controller(extra, MemoryRateCounters::default());
+    assert_eq!(
+        call(&controller, "read_file", json!({"path": "/srv/a"})),
+        "allow"
+    );
+    assert_eq!(
+        call(&controller, "send_email", json!({"to": "bob@corp.example"})),
+        "allow"
+    );
+    assert_eq!(
+        call(&controller, "send_email", json!({"to": "eve@evil.example"})),
+        "deny"
+    );
+}
+
+#[test]
+fn a_session_history_is_everyone_s_in_the_session_and_a_principal_s_is_theirs() {
+    let as_caller = |controller: &ToolController, id: &str, tool: &str, arguments: Value| {
+        let call = ToolCall::new("c", tool, arguments)
+            .with_principal(Principal::new(id, Vec::<String>::new()));
+        match controller.handle(call) {
+            Outcome::Completed(result) if !result.is_error => "allow",
+            Outcome::Completed(_) => "deny",
+            Outcome::PendingApproval(_) => "ask",
+        }
+    };
+    let (session, _, _) = controller(TRIFECTA, MemoryRateCounters::default());
+    assert_eq!(
+        as_caller(
+            &session,
+            "alice",
+            "read_file",
+            json!({"path": "/srv/secrets/k"})
+        ),
+        "allow"
+    );
+    assert_eq!(
+        as_caller(&session, "bob", "web_fetch", json!({})),
+        "deny",
+        "one session, one history"
+    );
+    let by_principal = TRIFECTA.replace(
+        r#""within": "hour","#,
+        r#""within": "hour", "by": "principal","#,
+    );
+    let (apart, _, _) = controller(&by_principal, MemoryRateCounters::default());
+    assert_eq!(
+        as_caller(
+            &apart,
+            "alice",
+            "read_file",
+            json!({"path": "/srv/secrets/k"})
+        ),
+        "allow"
+    );
+    assert_eq!(
+        as_caller(&apart, "bob", "web_fetch", json!({})),
+        "ask",
+        "bob read no secret (the session read private data)"
+    );
+    assert_eq!(as_caller(&apart, "alice", "web_fetch", json!({})), "deny");
+    // `by` is written only when it is not the session.
+    let flows = apart_config(&by_principal);
+    assert!(flows.contains("\"by\":\"principal\""), "{flows}");
+    assert!(!apart_config(TRIFECTA).contains("\"by\""));
+}
+
+fn apart_config(extra: &str) -> String {
+    let registry = tools().registry;
+    serde_json::to_string(&policy(extra, &registry).unwrap().config().flows).unwrap()
+}
+
+#[test]
+fn a_list_is_matched_element_by_element_up_to_64_elements() {
+    let extra = r#"
+      "flows": [{"id": "once-per-target", "tool": "deploy", "action": "deny",
+         "reason": "a target is deployed once a session",
+         "after": {"tool": "deploy", "within": "session",
+                   "same": {"earlier": "/targets", "now": "/targets"}}}]"#;
+    let targets = |from: usize, count: usize| -> Vec<String> {
+        (from..from + count)
+            .map(|index| format!("t{index}"))
+            .collect()
+    };
+    let (controller, _, _) = controller(extra, MemoryRateCounters::default());
+    assert_eq!(
+        call(&controller, "deploy", json!({"targets": targets(0, 64)})),
+        "allow"
+    );
+    assert_eq!(
+        call(&controller, "deploy", json!({"targets": ["t63"]})),
+        "deny"
+    );
+    assert_eq!(
+        call(&controller, "deploy", json!({"targets": targets(100, 64)})),
+        "allow"
+    );
+    // More elements than a call may be matched by: the rule's action.
+    assert_eq!(
+        call(&controller, "deploy", json!({"targets": targets(200, 65)})),
+        "deny"
+    );
+}
+
+#[test]
+fn a_label_names_at_least_one_tool() {
+    let registry = tools().registry;
+    let Err(PolicyLoadError::Invalid { problems }) =
+        policy(r#""labels": {"empty": []}"#, &registry)
+    else {
+        panic!("loaded")
+    };
+    assert!(
+        problems[0]
+            .to_string()
+            .contains("a label has a name and at least one tool"),
+        "{problems:?}"
+    );
 }
 
 #[test]

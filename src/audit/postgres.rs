@@ -13,6 +13,8 @@ use super::verify::{self, AuditEntryProblem, AuditVerifyError, ChainTip, GENESIS
 use super::{AuditError, AuditEvent, AuditSink};
 use crate::postgres_error::connection_lost;
 
+mod tree;
+
 /// How long an append whose connection was lost before its commit keeps reconnecting (as the
 /// approval store does), and the longest pause between two tries.
 const RECONNECT_FOR: Duration = Duration::from_secs(10);
@@ -197,55 +199,6 @@ impl PostgresAuditSink {
             .connect(NoTls)
             .map_err(|error| PostgresAuditVerifyError::Unreadable(audit_error("connect", error)))?;
         verify_chain(&mut client)
-    }
-
-    /// The chain's Merkle tree head (RFC 9162; the leaves are the entries spelled as the JSON
-    /// Lines file holds them, so one tree covers every node's appends), after verifying it.
-    ///
-    /// # Errors
-    ///
-    /// As [`verify`](Self::verify).
-    pub fn tree_head(&self) -> Result<super::TreeHead, PostgresAuditVerifyError> {
-        let (tree, tip) = self.tree()?;
-        Ok(super::tree_head::head_of(&tree, tip.entries))
-    }
-
-    /// Verifies the chain and that it extends `kept`, a tree head taken earlier (no entry before
-    /// it cut off or rewritten); returns the head now.
-    ///
-    /// # Errors
-    ///
-    /// As [`verify`](Self::verify), or [`PostgresAuditVerifyError::NotExtending`].
-    pub fn verify_extends(
-        &self,
-        kept: &super::TreeHead,
-    ) -> Result<super::TreeHead, PostgresAuditVerifyError> {
-        let (tree, tip) = self.tree()?;
-        super::tree_head::extends(&tree, tip.entries, kept)
-            .map_err(PostgresAuditVerifyError::NotExtending)
-    }
-
-    /// The receipt of entry `index` with the tree head now; `Ok(None)` past the chain's end.
-    ///
-    /// # Errors
-    ///
-    /// As [`verify`](Self::verify).
-    pub fn receipt(
-        &self,
-        index: u64,
-    ) -> Result<Option<(super::Receipt, super::TreeHead)>, PostgresAuditVerifyError> {
-        let (tree, tip) = self.tree()?;
-        Ok(super::tree_head::receipt_of(&tree, tip.entries, index))
-    }
-
-    fn tree(&self) -> Result<(super::merkle::MerkleTree, ChainTip), PostgresAuditVerifyError> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|error| PostgresAuditVerifyError::Unreadable(audit_error("connect", error)))?;
-        let mut tree = super::merkle::MerkleTree::new();
-        let tip = verify_chain_into(&mut client, Some(&mut tree))?;
-        Ok((tree, tip))
     }
 
     /// The last `limit` events in the chain, oldest first (for an approval page, say). Read on a

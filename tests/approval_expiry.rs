@@ -4,6 +4,7 @@
 //! controller. Each store-level check runs against the memory store and the SQLite ledger; the
 //! PostgreSQL store judges expiry by the server's clock, which the injected clock does not move.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::time::Duration;
@@ -467,6 +468,7 @@ fn controller_denies_an_answer_at_the_time_to_live_and_runs_nothing() {
 }
 
 #[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
 mod postgres_support;
 
 /// PostgreSQL judges expiry by the server's clock: the injected clock only sets the time to live

@@ -3,6 +3,7 @@
 //! arguments, answers that run once, and every refusal (no session, no CSRF token, another
 //! origin, a stale page, an approver the rule does not name).
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;
@@ -417,7 +418,8 @@ fn malformed_answers_are_refused() {
 }
 
 #[cfg(feature = "postgres")]
-#[path = "postgres_support/mod.rs"]
+#[path = "support/postgres.rs"]
+#[path = "support/postgres.rs"]
 mod postgres_support;
 
 /// The page's audit view of a PostgreSQL chain: the last events, oldest first, and whether the

@@ -2,6 +2,7 @@
 //! answer takes the request — a refused approver leaves it waiting and runs nothing — and again by
 //! the policy in force when the approved call is re-decided.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! its decision is taken in `handle`, `handle_async` and `resolve`, and a check that does not
 //! decide within its timeout denies the call (fail closed) without any async runtime.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! Async handlers: the same typestate and guarantees, on any executor.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! is settled exactly once and runs at most once. The figures are printed (run with
 //! `--nocapture`) and asserted.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

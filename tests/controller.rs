@@ -1,6 +1,7 @@
 //! The controller end to end: every path a call can take, approvals under change and under
 //! concurrency, and the panic boundary.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

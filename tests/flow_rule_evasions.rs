@@ -3,6 +3,7 @@
 //! stopped, a panic or hang, or an argument value in a denial).
 #![cfg(all(feature = "sqlite", feature = "postgres", unix))]
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::path::PathBuf;

@@ -3,8 +3,10 @@
 //! attacks: spellings that dodge a label or a path, sessions that restart, races, full histories.
 #![cfg(all(feature = "sqlite", feature = "postgres", unix))]
 
+#[path = "support/common.rs"]
 mod common;
-#[path = "postgres_support/mod.rs"]
+#[path = "support/postgres.rs"]
+#[path = "support/postgres.rs"]
 mod postgres_support;
 
 use std::path::PathBuf;

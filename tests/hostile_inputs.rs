@@ -1,6 +1,7 @@
 //! Hostile inputs, one named case each: every one ends in a clear error value or error result —
 //! no panic, no hang, no unbounded memory. (The start of issue 7's catalogue.)
 
+#[path = "support/common.rs"]
 mod common;
 
 use common::*;

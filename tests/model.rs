@@ -6,6 +6,7 @@
 //!
 //! Cases: `TOOLGATE_MODEL_CASES` (default 10,000).
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::collections::HashSet;

@@ -3,6 +3,7 @@
 //! three of them failed when first written (a panicking shadow candidate, a shadow counted twice
 //! beside an async check, an async check answering after its timeout) and were fixed.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

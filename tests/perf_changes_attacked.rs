@@ -3,6 +3,7 @@
 //! and the rule index from two rules per action. Each test names the class it attacks; each one
 //! here holds (the probes that broke are described in the review report, not kept as failures).
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::collections::BTreeMap;

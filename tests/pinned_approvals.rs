@@ -2,6 +2,7 @@
 //! its store is denied whether or not an audit sink is set (the two paths check the digest
 //! differently), and a store error names what failed.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

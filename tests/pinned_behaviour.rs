@@ -2,6 +2,7 @@
 //! a user relies on — real expiry, what the memory store remembers, limits applied, the text of
 //! actions and reasons, the specs a controller shows.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

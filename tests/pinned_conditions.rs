@@ -4,6 +4,7 @@
 //! or a piece of a split argv token between expected subcommands keeps a prefix match possible; a
 //! `range` needs a bound; an undecided `all` or `any` names the first condition it could not judge.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

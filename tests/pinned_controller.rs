@@ -2,6 +2,7 @@
 //! their handlers hold) are released when the controller is dropped or its registry replaced, even
 //! on a thread that keeps a copy of the gate for speed.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! start with whitespace, and one that is only whitespace is refused; a shadow candidate's
 //! difference is recorded with a reason naming both decisions, and a candidate never hides a tool.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

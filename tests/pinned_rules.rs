@@ -2,6 +2,7 @@
 //! values holding, inside arrays or objects, a number that cannot be compared exactly are refused
 //! at load, and array and object values compare by exact numeric value at any depth.
 
+#[path = "support/common.rs"]
 mod common;
 
 use common::*;

@@ -1,6 +1,7 @@
 //! A policy you can prove: examples checked at load, the diff of two policies with a witness call
 //! (never a false "same"), and the rules and layers that add nothing.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -3,6 +3,7 @@
 //! `tests/policy_fits_registry.rs`.) Every case asserts the decision the policy must reach; a
 //! spelling that evades a deny or ask rule fails its case by name.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

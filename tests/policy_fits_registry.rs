@@ -2,6 +2,7 @@
 //! in force. A pair that does not fit is refused whole, the old pair stays, and a controller built
 //! over a misfit denies every call until a fitting pair is loaded.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -3,6 +3,7 @@
 //! rule of the same action, a pattern matching no tool is a load error, every tool it covers is
 //! checked, and a tool registered later is covered.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! Layers: a deny in any layer wins, a lower layer never turns a higher deny or ask into an allow,
 //! the decision names the layer, and each layer is checked against the registry on its own.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

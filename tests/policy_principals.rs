@@ -1,6 +1,7 @@
 //! Rules that name principals: they apply only to calls made for their callers, are checked at
 //! load, and the caller is recorded in every audit event.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

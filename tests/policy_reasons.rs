@@ -2,6 +2,7 @@
 //! value could not be judged, the decision says what could not be judged — never the value — and
 //! still records the rule's id; a rule whose condition holds outright keeps its own reason.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! Shadow mode: the enforced policy decides every call unchanged; the candidate's differences are
 //! counted exactly, by rule, and recorded in the audit log.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

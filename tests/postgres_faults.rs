@@ -9,6 +9,7 @@
 //! that one of them restarts, so they run one at a time.
 #![cfg(all(feature = "postgres", unix))]
 
+#[path = "support/postgres.rs"]
 mod postgres_support;
 
 use std::collections::{BTreeMap, HashSet};

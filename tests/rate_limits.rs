@@ -1,6 +1,7 @@
 //! Rate limits: caps per window, per key, per group and per session, counted once per call where
 //! the controller authorizes it, with a fake clock for the window edges.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

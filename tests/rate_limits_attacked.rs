@@ -2,6 +2,7 @@
 //! ids) or a plausible deployment could try against the caps, named by its class. A failing test
 //! is a guarantee that does not hold yet.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

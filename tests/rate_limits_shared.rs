@@ -3,8 +3,10 @@
 //! PostgreSQL schema, and authorize the cap between them, not once each.
 #![cfg(all(feature = "sqlite", feature = "postgres", unix))]
 
+#[path = "support/common.rs"]
 mod common;
-#[path = "postgres_support/mod.rs"]
+#[path = "support/postgres.rs"]
+#[path = "support/postgres.rs"]
 mod postgres_support;
 
 use std::path::PathBuf;

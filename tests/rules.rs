@@ -1,6 +1,7 @@
 //! The rule policy from the outside: evasions (each a named case), load errors, precedence,
 //! permutation invariance, explanations, digests and replacement on a running controller.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

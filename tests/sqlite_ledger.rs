@@ -4,6 +4,7 @@
 //! variable (see `child_process_role`).
 #![cfg(all(feature = "sqlite", unix))]
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::io::Write;

@@ -1,6 +1,7 @@
 //! Structured output: a handler's JSON value is checked against the tool's output schema before
 //! anything is passed on, carried as `ToolResult::structured`, and mapped for each provider.
 
+#[path = "support/common.rs"]
 mod common;
 
 use common::*;

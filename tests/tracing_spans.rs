@@ -1,6 +1,7 @@
 //! `tracing` spans for handle and resolve (feature `tracing`): call id and tool, never values.
 #![cfg(feature = "tracing")]
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::{Arc, Mutex};

@@ -4,6 +4,7 @@
 //! differ; each drives a real `ToolController` with a `RulePolicy`.
 #![cfg(feature = "schemars")]
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::collections::BTreeMap;

@@ -2,6 +2,7 @@
 //! the passing twin of each compile-fail case in `ui-tests/` (the legitimate path that does the
 //! same thing through the gate).
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

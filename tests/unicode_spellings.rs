@@ -4,6 +4,7 @@
 //! spellings are refused when the registry is built (always; look-alike scripts with the
 //! feature). Without the feature, asking for normalization is a load error.
 
+#[path = "support/common.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Audit behaviour found unpinned by the mutation run over `src/audit/` (`./mutation-report
 //! audit`): what each recorded event carries, beyond its kind.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,10 @@
 //! The audit log: what is recorded on every path, that it never holds argument values, that a
 //! call whose record fails does not run, and that the JSON Lines chain exposes tampering.
 
+#[path = "../support/common.rs"]
 mod common;
+mod event_details;
+mod sequences;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -319,7 +322,6 @@ fn an_edited_approval_records_both_digests() {
 // ---- the JSON Lines file ----------------------------------------------------------------------
 
 /// The hash-chained file: tampering, one spelling per line, torn tails, one writer, bounded ids.
-#[path = "audit/mod.rs"]
 mod file;
 
 /// Entry point for the child processes of `file::writers` and `file::torn`; with no role set it

@@ -3,7 +3,7 @@
 //! A path logged as another — a denial after approval as a rejection at preparation, say — fails
 //! its row by name.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;

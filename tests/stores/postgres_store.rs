@@ -4,7 +4,7 @@
 //! test prints a note and passes (`.ci/postgres` starts a server and sets it; CI always does).
 #![cfg(feature = "postgres")]
 
-mod postgres_support;
+use crate::postgres_support;
 
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};

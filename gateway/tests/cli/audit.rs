@@ -1,7 +1,7 @@
 //! `audit verify --head` and `audit prove` on a real JSON Lines log: a tree head printed once
 //! catches the log cut back later, and a receipt verifies from the entry's line alone.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::*;

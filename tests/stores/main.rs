@@ -1,9 +1,14 @@
-//! The durable stores against real databases: the PostgreSQL approval store, change feed and audit
-//! sink (feature `postgres`; a server from `TOOLGATE_PG_URL`, else each test prints a note and
-//! passes).
+//! The durable stores against real databases and real processes: the SQLite approval ledger
+//! (feature `sqlite`), and the PostgreSQL approval store, change feed and audit sink (feature
+//! `postgres`; a server from `TOOLGATE_PG_URL`, else each PostgreSQL test prints a note and
+//! passes). The process tests run this binary again as children (`--exact
+//! sqlite_ledger::child_process_role`).
 
+#[path = "../support/common.rs"]
+mod common;
 #[cfg(feature = "postgres")]
 #[path = "../support/postgres.rs"]
 mod postgres_support;
 
 mod postgres_store;
+mod sqlite_ledger;

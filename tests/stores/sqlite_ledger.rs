@@ -4,16 +4,13 @@
 //! variable (see `child_process_role`).
 #![cfg(all(feature = "sqlite", unix))]
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::approvals::{ApprovalLimits, ApprovalState, ExecutionOutcome, SqliteApprovalStore};
 use toolgate::*;
@@ -186,7 +183,7 @@ fn spawn_child(scratch: &Scratch, role: &str, extra: &[(&str, String)]) -> Child
     command
         .args([
             "--exact",
-            "child_process_role",
+            "sqlite_ledger::child_process_role",
             "--nocapture",
             "--test-threads=1",
         ])

@@ -4,13 +4,10 @@
 //! differ; each drives a real `ToolController` with a `RulePolicy`.
 #![cfg(feature = "schemars")]
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use common::*;
+use crate::common::*;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -734,4 +731,46 @@ fn typed_validate_agrees_with_prepare() {
         !debug.contains("file") && !debug.contains("shadow"),
         "{debug}"
     );
+}
+
+/// A typed tool normalizes the arguments (fills serde defaults) before the approval is made; with
+/// an audit sink the approval digest must be of the normalized call, or approving it would be
+/// refused as altered.
+#[test]
+fn an_audited_typed_tool_with_defaults_runs_once_approved() {
+    #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+    #[serde(default)]
+    struct Write {
+        path: String,
+        mode: String,
+    }
+    impl Default for Write {
+        fn default() -> Self {
+            Self {
+                path: "/tmp/x".to_owned(),
+                mode: "w".to_owned(),
+            }
+        }
+    }
+    let tool = ToolDefinition::typed("write", "Writes.", |args: Write| {
+        Ok::<_, ToolError>(format!("{} {}", args.mode, args.path))
+    })
+    .unwrap();
+    let sink = Arc::new(toolgate::audit::MemoryAuditSink::new());
+    let controller =
+        ToolController::new(registry([tool]), policy(&[], &["write"])).with_audit_sink(sink);
+    let Outcome::PendingApproval(request) =
+        controller.handle(ToolCall::new("c", "write", json!({"path": "/tmp/a"})))
+    else {
+        panic!("write asks");
+    };
+    assert_eq!(
+        request.call.arguments,
+        json!({"path": "/tmp/a", "mode": "w"})
+    );
+    assert!(request.digest_matches());
+    let result = controller
+        .resolve(ApprovalResponse::approve(request.approval_id))
+        .unwrap();
+    assert_eq!(result, ToolResult::ok("c", "w /tmp/a"));
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 fn run_agent(args: &[&str], stdin: &str) -> String {
-    // target/<profile>/deps/agent_example-… → target/<profile>/examples/agent
+    // target/<profile>/deps/tools-… → target/<profile>/examples/agent
     let deps = std::env::current_exe().expect("test binary path");
     let binary = deps
         .parent()

@@ -1,10 +1,7 @@
 //! Structured output: a handler's JSON value is checked against the tool's output schema before
 //! anything is passed on, carried as `ToolResult::structured`, and mapped for each provider.
 
-#[path = "support/common.rs"]
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::providers::{mcp, openai};
 use toolgate::*;
@@ -201,4 +198,60 @@ fn an_async_structured_handler_is_checked_the_same_on_every_path() {
     assert!(
         ToolDefinition::structured_async(no_schema, |_: Value| async { Ok(json!({})) }).is_err()
     );
+}
+
+fn structured_tool(output: Value) -> ToolRegistry {
+    let spec = ToolSpec::new("s", "S.", json!({"type": "object"})).with_output_schema(json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer", "maximum": 10}},
+        "required": ["n"],
+        "additionalProperties": false
+    }));
+    let def = ToolDefinition::structured(spec, move |_: &Value| -> Result<Value, ToolError> {
+        Ok(output.clone())
+    })
+    .unwrap();
+    registry([def])
+}
+
+#[test]
+fn structured_output_breaking_schema_is_never_passed_on_nor_quoted() {
+    for output in [
+        json!({"n": 11, "secret": "SECRET-VALUE"}),
+        json!({"n": "SECRET-VALUE"}),
+        json!({"SECRET-VALUE": 1}),
+        json!({"n": 1.5}),
+        json!(["SECRET-VALUE"]),
+        json!("SECRET-VALUE"),
+    ] {
+        let controller = ToolController::try_new(
+            structured_tool(output.clone()),
+            ToolPolicy::new(["s"], Vec::<String>::new()).unwrap(),
+        )
+        .unwrap();
+        let Outcome::Completed(result) = controller.handle(ToolCall::new("c", "s", json!({})))
+        else {
+            panic!("allowed")
+        };
+        assert!(result.is_error, "{output} was passed on");
+        assert!(result.structured.is_none());
+        assert!(!result.content.contains("SECRET"), "{}", result.content);
+        assert!(!result.content.contains("11"), "{}", result.content);
+    }
+}
+
+#[test]
+fn structured_output_valid_value_passes() {
+    let controller = ToolController::try_new(
+        structured_tool(json!({"n": 10.0})),
+        ToolPolicy::new(["s"], Vec::<String>::new()).unwrap(),
+    )
+    .unwrap();
+    let Outcome::Completed(result) = controller.handle(ToolCall::new("c", "s", json!({}))) else {
+        panic!("allowed")
+    };
+    // 10.0 is an integer by JSON Schema; it passes, and what passes must satisfy the schema.
+    if !result.is_error {
+        assert!(result.structured.is_some());
+    }
 }

@@ -4,11 +4,12 @@
     reason = "each test file uses a different subset of the helpers"
 )]
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use toolgate::{ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolSpec};
+use toolgate::{Outcome, ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolSpec};
 
 pub fn calculator_schema() -> Value {
     json!({
@@ -224,5 +225,61 @@ impl toolgate::approvals::ApprovalStore for AlteringStore {
     ) -> Result<Option<toolgate::approvals::ApprovalState>, toolgate::approvals::ApprovalError>
     {
         self.inner.state(approval_id)
+    }
+}
+
+/// Runs counted per tool name, by tools made with [`any_tool`].
+pub type RunsByName = Arc<Mutex<BTreeMap<String, usize>>>;
+
+/// A tool taking any object, counting its runs in `runs` under its name.
+pub fn any_tool(name: &str, runs: &RunsByName) -> ToolDefinition {
+    let runs = Arc::clone(runs);
+    let owned = name.to_owned();
+    ToolDefinition::new(
+        ToolSpec::new(name, "probe", json!({"type": "object"})),
+        move |_: &Value| -> Result<String, ToolError> {
+            *runs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(owned.clone())
+                .or_default() += 1;
+            Ok("ran".to_owned())
+        },
+    )
+    .expect("schema compiles")
+}
+
+/// A fresh count of runs by tool name.
+pub fn runs_by_name() -> RunsByName {
+    Arc::new(Mutex::new(BTreeMap::new()))
+}
+
+/// How often the tool `name` ran.
+pub fn runs_of(runs: &RunsByName, name: &str) -> usize {
+    runs.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(name)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// A registry of [`any_tool`]s named `names`.
+pub fn any_tools(names: &[&str], runs: &RunsByName) -> ToolRegistry {
+    registry(names.iter().map(|name| any_tool(name, runs)))
+}
+
+/// What a call came to, comparable across controllers.
+pub fn outcome_summary(outcome: &Outcome) -> (String, String, bool) {
+    match outcome {
+        Outcome::Completed(result) => (
+            "completed".to_owned(),
+            result.content.clone(),
+            result.is_error,
+        ),
+        Outcome::PendingApproval(request) => (
+            "pending".to_owned(),
+            request.reason.as_str().to_owned(),
+            false,
+        ),
     }
 }

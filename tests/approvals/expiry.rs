@@ -4,9 +4,6 @@
 //! controller. Each store-level check runs against the memory store and the SQLite ledger; the
 //! PostgreSQL store judges expiry by the server's clock, which the injected clock does not move.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::time::Duration;
 
 use serde_json::json;
@@ -21,7 +18,7 @@ const T0: u64 = 1_700_000_000_000;
 const TTL_MS: u64 = 1_000;
 
 fn runtime() -> ToolRuntime {
-    ToolRuntime::new(ToolRegistry::new([common::calculator()]).unwrap())
+    ToolRuntime::new(ToolRegistry::new([crate::common::calculator()]).unwrap())
 }
 
 fn prepared(runtime: &ToolRuntime, id: &str) -> PreparedToolCall {
@@ -402,7 +399,7 @@ mod sqlite {
         let ledger = Ledger::new("controller");
         let clock = ManualClock::new(T0);
         let controller = ToolController::new(
-            ToolRegistry::new([common::calculator()]).unwrap(),
+            ToolRegistry::new([crate::common::calculator()]).unwrap(),
             ToolPolicy::new(Vec::<String>::new(), ["calculator"]).unwrap(),
         )
         .with_approval_limits(ttl())
@@ -431,7 +428,12 @@ fn controller_denies_an_answer_at_the_time_to_live_and_runs_nothing() {
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let clock = ManualClock::new(T0);
     let controller = ToolController::new(
-        ToolRegistry::new([common::counted("count", json!({"type": "object"}), &runs)]).unwrap(),
+        ToolRegistry::new([crate::common::counted(
+            "count",
+            json!({"type": "object"}),
+            &runs,
+        )])
+        .unwrap(),
         ToolPolicy::new(Vec::<String>::new(), ["count"]).unwrap(),
     )
     .with_clock(clock.clone())
@@ -468,8 +470,7 @@ fn controller_denies_an_answer_at_the_time_to_live_and_runs_nothing() {
 }
 
 #[cfg(feature = "postgres")]
-#[path = "support/postgres.rs"]
-mod postgres_support;
+use crate::postgres_support;
 
 /// PostgreSQL judges expiry by the server's clock: the injected clock only sets the time to live
 /// (`expires - now`), so moving it neither expires nor keeps alive a request there.
@@ -512,4 +513,42 @@ fn postgres_store_expiry_ignores_the_injected_clock() {
         short.answer(ApprovalResponse::approve(lapsed.approval_id)),
         Ok(Answered::Expired(_))
     ));
+}
+
+#[test]
+fn a_request_expires_after_a_real_time_to_live_and_not_before() {
+    let runtime = runtime();
+    // Long enough that an answer given at once is never late, even on a loaded machine.
+    let ttl = Duration::from_millis(1500);
+    let pending =
+        PendingApprovals::with_limits(ApprovalLimits::default().with_time_to_live(Some(ttl)));
+    let early = pending
+        .request(prepared(&runtime, "early"), Reason::from_static("r"))
+        .unwrap();
+    // Answered well within its time to live: approved.
+    assert!(matches!(
+        pending
+            .answer(ApprovalResponse::approve(early.approval_id))
+            .unwrap(),
+        Answered::Approved(_)
+    ));
+    let late = pending
+        .request(prepared(&runtime, "late"), Reason::from_static("r"))
+        .unwrap();
+    assert_eq!(pending.list().len(), 1, "a fresh request is listed");
+    std::thread::sleep(ttl + Duration::from_millis(300));
+    assert!(
+        pending.list().is_empty(),
+        "an expired request is not listed"
+    );
+    assert!(matches!(
+        pending
+            .answer(ApprovalResponse::approve(late.approval_id))
+            .unwrap(),
+        Answered::Expired(_)
+    ));
+    assert_eq!(
+        pending.state(late.approval_id).unwrap(),
+        Some(ApprovalState::Expired)
+    );
 }

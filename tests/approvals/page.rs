@@ -3,15 +3,12 @@
 //! arguments, answers that run once, and every refusal (no session, no CSRF token, another
 //! origin, a stale page, an approver the rule does not name).
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
+use crate::common::*;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use common::*;
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use toolgate::approval_page::ApprovalPage;
@@ -418,9 +415,7 @@ fn malformed_answers_are_refused() {
 }
 
 #[cfg(feature = "postgres")]
-#[path = "support/postgres.rs"]
-#[path = "support/postgres.rs"]
-mod postgres_support;
+use crate::postgres_support;
 
 /// The page's audit view of a PostgreSQL chain: the last events, oldest first, and whether the
 /// chain verifies — which an edited row breaks.

@@ -2,13 +2,10 @@
 //! is settled exactly once and runs at most once. The figures are printed (run with
 //! `--nocapture`) and asserted.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolgate::approvals::ApprovalLimits;
 use toolgate::*;

@@ -2,13 +2,10 @@
 //! answer takes the request — a refused approver leaves it waiting and runs nothing — and again by
 //! the policy in force when the approved call is re-decided.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolgate::approvals::{ApproverRefusal, Approvers};
 use toolgate::audit::{AuditKind, MemoryAuditSink};

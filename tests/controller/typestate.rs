@@ -2,13 +2,10 @@
 //! the passing twin of each compile-fail case in `ui-tests/` (the legitimate path that does the
 //! same thing through the gate).
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use static_assertions::{assert_impl_all, assert_not_impl_any};
 use toolgate::approvals::{Answered, Approval, PendingApprovals};

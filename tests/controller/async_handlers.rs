@@ -1,12 +1,9 @@
 //! Async handlers: the same typestate and guarantees, on any executor.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::*;
 

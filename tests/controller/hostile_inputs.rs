@@ -1,10 +1,7 @@
 //! Hostile inputs, one named case each: every one ends in a clear error value or error result —
-//! no panic, no hang, no unbounded memory. (The start of issue 7's catalogue.)
+//! no panic, no hang, no unbounded memory.
 
-#[path = "support/common.rs"]
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::definition::DEFAULT_MAX_OUTPUT_BYTES;
 use toolgate::providers::openai;

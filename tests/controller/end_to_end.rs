@@ -1,15 +1,12 @@
 //! The controller end to end: every path a call can take, approvals under change and under
 //! concurrency, and the panic boundary.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolgate::approvals::ApprovalLimits;
 use toolgate::*;

@@ -1,4 +1,4 @@
-//! `Debug` never prints what a model or a person sent (issue 10, item 9): every type that holds
+//! `Debug` never prints what a model or a person sent: every type that holds
 //! arguments names calls, tools, ids and digests, so `{:?}` in a log line is safe.
 
 use serde_json::{Value, json};

@@ -1,13 +1,10 @@
-//! Controller behaviour found unpinned by the mutation run (./mutation-report): tools (and what
-//! their handlers hold) are released when the controller is dropped or its registry replaced, even
-//! on a thread that keeps a copy of the gate for speed.
-
-#[path = "support/common.rs"]
-mod common;
+//! How long a controller holds its tools: tools (and what their handlers hold) are released when
+//! the controller is dropped or its registry replaced, even on a thread that keeps a copy of the
+//! gate for speed; the generation counts each replacement in force and nothing else.
 
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::*;
 

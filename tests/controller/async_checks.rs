@@ -1,16 +1,13 @@
-//! Issue 15, item 5: async checks. A check is asked only about calls no synchronous rule decides,
+//! Async checks. A check is asked only about calls no synchronous rule decides,
 //! its decision is taken in `handle`, `handle_async` and `resolve`, and a check that does not
 //! decide within its timeout denies the call (fail closed) without any async runtime.
-
-#[path = "support/common.rs"]
-mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::*;
-use serde_json::json;
+use crate::common::*;
+use serde_json::{Value, json};
 use toolgate::definition::BoxFuture;
 use toolgate::*;
 
@@ -282,4 +279,115 @@ fn async_check_timeout_a_check_within_its_time_is_heard() {
     assert!(!completed(controller.handle(read("/etc/hosts"))).is_error);
     assert!(!completed(block_on(controller.handle_async(read("/etc/hosts")))).is_error);
     assert_eq!(run_count(&runs), 2);
+}
+
+// ---- against layers, rules and timeouts ------------------------------------------------------
+
+fn path_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "path": {"type": "string"}, "command": {"type": "string"},
+        "argv": {"type": "array", "items": {"type": "string"}}, "mode": {"type": "string"}}})
+}
+
+fn tools(runs: &Arc<AtomicUsize>, names: &[&str]) -> ToolRegistry {
+    registry(names.iter().map(|name| counted(name, path_schema(), runs)))
+}
+
+fn rules(text: &str, registry: &ToolRegistry) -> RulePolicy {
+    RulePolicy::from_json(text, registry).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn ran(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Completed(result) if !result.is_error)
+}
+
+fn allowing() -> impl AsyncPolicy {
+    |_: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
+        Box::pin(async { PolicyDecision::allow(Reason::from_static("classifier ok")) })
+    }
+}
+
+#[test]
+fn async_allow_never_reaches_a_rule_ask_or_deny() {
+    let runs = Arc::default();
+    let reg = tools(&runs, &["a", "b"]);
+    let policy = rules(
+        r#"{"rules": [{"id": "ask-a", "tool": "a", "action": "ask", "reason": "a asks"},
+                      {"id": "deny-b", "tool": "b", "action": "deny", "reason": "b denied",
+                       "when": {"path_within": {"pointer": "/path", "roots": ["/secret"]}}}]}"#,
+        &reg,
+    );
+    let controller = ToolController::try_new(reg, policy)
+        .unwrap()
+        .with_async_check(allowing(), Duration::from_secs(1));
+    assert!(matches!(
+        controller.handle(ToolCall::new("c1", "a", json!({}))),
+        Outcome::PendingApproval(_)
+    ));
+    for path in ["/secret/x", "/secret/../secret/x", "$HOME", "~/x"] {
+        assert!(
+            !ran(&controller.handle(ToolCall::new("c2", "b", json!({"path": path})))),
+            "{path}"
+        );
+    }
+    assert_eq!(run_count(&runs), 0);
+}
+
+#[test]
+fn async_check_that_finishes_after_the_timeout_fails_closed() {
+    let runs = Arc::default();
+    let reg = tools(&runs, &["a"]);
+    let policy = rules(r#"{"rules": []}"#, &reg);
+    // The future blocks inside its poll past the deadline, then allows.
+    let slow = |_: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
+        Box::pin(async {
+            std::thread::sleep(Duration::from_millis(300));
+            PolicyDecision::allow(Reason::from_static("late allow"))
+        })
+    };
+    let controller = ToolController::try_new(reg, policy)
+        .unwrap()
+        .with_async_check(slow, Duration::from_millis(20));
+    let outcome = controller.handle(ToolCall::new("c", "a", json!({})));
+    assert!(
+        !ran(&outcome),
+        "an allow that came after the timeout was used"
+    );
+    assert_eq!(run_count(&runs), 0);
+}
+
+#[test]
+fn async_check_never_ready_times_out_closed() {
+    let runs = Arc::default();
+    let reg = tools(&runs, &["a"]);
+    let policy = rules(r#"{"rules": []}"#, &reg);
+    let never = |_: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
+        Box::pin(std::future::pending())
+    };
+    let controller = ToolController::try_new(reg, policy)
+        .unwrap()
+        .with_async_check(never, Duration::from_millis(30));
+    assert!(!ran(&controller.handle(ToolCall::new("c", "a", json!({})))));
+}
+
+#[test]
+fn async_check_fallback_marked_allow_is_not_trusted_as_opinion_bypass() {
+    // A layer whose only opinion is a deny must still deny when an async check allows.
+    let runs = Arc::default();
+    let reg = tools(&runs, &["a"]);
+    let layers = Layers::new()
+        .layer("open", ToolPolicy::default())
+        .unwrap()
+        .layer(
+            "deny",
+            rules(
+                r#"{"rules": [{"id": "d", "tool": "a", "action": "deny", "reason": "no"}]}"#,
+                &reg,
+            ),
+        )
+        .unwrap();
+    let controller = ToolController::try_new(reg, layers)
+        .unwrap()
+        .with_async_check(allowing(), Duration::from_secs(1));
+    assert!(!ran(&controller.handle(ToolCall::new("c", "a", json!({})))));
 }

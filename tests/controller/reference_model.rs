@@ -6,15 +6,12 @@
 //!
 //! Cases: `TOOLGATE_MODEL_CASES` (default 10,000).
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use toolgate::approvals::ApprovalLimits;
@@ -354,8 +351,15 @@ fn cases() -> u32 {
 
 #[test]
 fn the_lifecycle_matches_the_reference_model() {
-    // `boom` panics on purpose; keep the output readable.
-    std::panic::set_hook(Box::new(|_| {}));
+    // `boom` panics on purpose; keep the output readable. Only this thread's panics are silenced:
+    // the other tests of this binary run on other threads at the same time, and theirs are shown.
+    let model_thread = std::thread::current().id();
+    let shown = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() != model_thread {
+            shown(info);
+        }
+    }));
     let config = ProptestConfig {
         cases: cases(),
         failure_persistence: None,
@@ -363,6 +367,7 @@ fn the_lifecycle_matches_the_reference_model() {
     };
     let mut runner = proptest::test_runner::TestRunner::new(config);
     let result = runner.run(&proptest::collection::vec(op(), 1..40), run_case);
+    // Back to the hook in place before (dropping this one).
     let _ = std::panic::take_hook();
     if let Err(error) = result {
         panic!("{error}");

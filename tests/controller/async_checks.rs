@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use toolgate::definition::BoxFuture;
 use toolgate::*;
 
@@ -283,24 +283,6 @@ fn async_check_timeout_a_check_within_its_time_is_heard() {
 
 // ---- against layers, rules and timeouts ------------------------------------------------------
 
-fn path_schema() -> Value {
-    json!({"type": "object", "properties": {
-        "path": {"type": "string"}, "command": {"type": "string"},
-        "argv": {"type": "array", "items": {"type": "string"}}, "mode": {"type": "string"}}})
-}
-
-fn tools(runs: &Arc<AtomicUsize>, names: &[&str]) -> ToolRegistry {
-    registry(names.iter().map(|name| counted(name, path_schema(), runs)))
-}
-
-fn rules(text: &str, registry: &ToolRegistry) -> RulePolicy {
-    RulePolicy::from_json(text, registry).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn ran(outcome: &Outcome) -> bool {
-    matches!(outcome, Outcome::Completed(result) if !result.is_error)
-}
-
 fn allowing() -> impl AsyncPolicy {
     |_: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
         Box::pin(async { PolicyDecision::allow(Reason::from_static("classifier ok")) })
@@ -310,8 +292,8 @@ fn allowing() -> impl AsyncPolicy {
 #[test]
 fn async_allow_never_reaches_a_rule_ask_or_deny() {
     let runs = Arc::default();
-    let reg = tools(&runs, &["a", "b"]);
-    let policy = rules(
+    let reg = probe_tools(&runs, &["a", "b"]);
+    let policy = rule_policy(
         r#"{"rules": [{"id": "ask-a", "tool": "a", "action": "ask", "reason": "a asks"},
                       {"id": "deny-b", "tool": "b", "action": "deny", "reason": "b denied",
                        "when": {"path_within": {"pointer": "/path", "roots": ["/secret"]}}}]}"#,
@@ -336,8 +318,8 @@ fn async_allow_never_reaches_a_rule_ask_or_deny() {
 #[test]
 fn async_check_that_finishes_after_the_timeout_fails_closed() {
     let runs = Arc::default();
-    let reg = tools(&runs, &["a"]);
-    let policy = rules(r#"{"rules": []}"#, &reg);
+    let reg = probe_tools(&runs, &["a"]);
+    let policy = rule_policy(r#"{"rules": []}"#, &reg);
     // The future blocks inside its poll past the deadline, then allows.
     let slow = |_: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
         Box::pin(async {
@@ -359,8 +341,8 @@ fn async_check_that_finishes_after_the_timeout_fails_closed() {
 #[test]
 fn async_check_never_ready_times_out_closed() {
     let runs = Arc::default();
-    let reg = tools(&runs, &["a"]);
-    let policy = rules(r#"{"rules": []}"#, &reg);
+    let reg = probe_tools(&runs, &["a"]);
+    let policy = rule_policy(r#"{"rules": []}"#, &reg);
     let never = |_: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
         Box::pin(std::future::pending())
     };
@@ -374,13 +356,13 @@ fn async_check_never_ready_times_out_closed() {
 fn async_check_fallback_marked_allow_is_not_trusted_as_opinion_bypass() {
     // A layer whose only opinion is a deny must still deny when an async check allows.
     let runs = Arc::default();
-    let reg = tools(&runs, &["a"]);
+    let reg = probe_tools(&runs, &["a"]);
     let layers = Layers::new()
         .layer("open", ToolPolicy::default())
         .unwrap()
         .layer(
             "deny",
-            rules(
+            rule_policy(
                 r#"{"rules": [{"id": "d", "tool": "a", "action": "deny", "reason": "no"}]}"#,
                 &reg,
             ),

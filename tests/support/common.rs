@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use toolgate::{Outcome, ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolSpec};
+use toolgate::{
+    Outcome, RulePolicy, ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolSpec,
+};
 
 pub fn calculator_schema() -> Value {
     json!({
@@ -282,4 +284,26 @@ pub fn outcome_summary(outcome: &Outcome) -> (String, String, bool) {
             false,
         ),
     }
+}
+
+/// An object schema with the fields the policy probes judge: `path`, `command`, `argv`, `mode`.
+pub fn probe_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "path": {"type": "string"}, "command": {"type": "string"},
+        "argv": {"type": "array", "items": {"type": "string"}}, "mode": {"type": "string"}}})
+}
+
+/// Tools named `names` with [`probe_schema`], counting their runs in `runs`.
+pub fn probe_tools(runs: &Arc<AtomicUsize>, names: &[&str]) -> ToolRegistry {
+    registry(names.iter().map(|name| counted(name, probe_schema(), runs)))
+}
+
+/// The rule policy `text` over `registry`; a load error fails the test with its message.
+pub fn rule_policy(text: &str, registry: &ToolRegistry) -> RulePolicy {
+    RulePolicy::from_json(text, registry).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Whether the call ran: completed, and not as an error.
+pub fn ran(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Completed(result) if !result.is_error)
 }

@@ -1,15 +1,12 @@
-//! Issue 15, item 4: tool groups. A rule's `tool` may be a pattern over whole tool names; deny >
+//! Tool groups. A rule's `tool` may be a pattern over whole tool names; deny >
 //! ask > allow holds across exact and pattern rules alike, an exact rule is named before a pattern
 //! rule of the same action, a pattern matching no tool is a load error, every tool it covers is
 //! checked, and a tool registered later is covered.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::rules::PolicyLoadError;
 use toolgate::*;
@@ -235,4 +232,68 @@ fn groups_a_tool_registered_later_is_covered_by_a_pattern() {
         .replace_registry(lacking)
         .expect_err("srv__bare has no /path");
     assert!(refused.to_string().contains("srv__bare"), "{refused}");
+}
+
+#[test]
+fn groups_pattern_deny_covers_tool_registered_later() {
+    let runs = Arc::default();
+    let reg = probe_tools(&runs, &["srv__read", "other"]);
+    let policy = rule_policy(
+        r#"{"rules": [
+          {"id": "deny-srv", "tool": "srv__*", "action": "deny", "reason": "server off"},
+          {"id": "allow-other", "tool": "other", "action": "allow", "reason": "ok"}]}"#,
+        &reg,
+    );
+    let controller = ToolController::try_new(reg, policy).unwrap();
+    controller
+        .replace_registry(probe_tools(
+            &runs,
+            &["srv__read", "other", "srv__delete", "srv__Ünï"],
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for tool in ["srv__delete", "srv__read"] {
+        let outcome = controller.handle(ToolCall::new("c", tool, json!({})));
+        assert!(!ran(&outcome), "{tool} ran");
+    }
+    assert_eq!(run_count(&runs), 0);
+}
+
+#[test]
+fn groups_question_mark_matches_one_unicode_character() {
+    let runs = Arc::default();
+    let reg = match ToolRegistry::new([
+        counted("t_é", probe_schema(), &runs),
+        counted("u", probe_schema(), &runs),
+    ]) {
+        Ok(reg) => reg,
+        Err(_) => return, // the registry refuses non-ASCII names: nothing to evade
+    };
+    let policy = RulePolicy::from_json(
+        r#"{"rules": [{"id": "d", "tool": "t_?", "action": "deny", "reason": "no"},
+                      {"id": "a", "tool": "u", "action": "allow", "reason": "yes"}]}"#,
+        &reg,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let decision = policy.decide_arguments("t_é", &json!({}));
+    assert_eq!(
+        (decision.action, decision.fallback),
+        (PolicyAction::Deny, false)
+    );
+}
+
+#[test]
+fn groups_escaped_star_is_literal_and_not_a_wildcard_allow() {
+    let runs = Arc::default();
+    let reg = probe_tools(&runs, &["srv__read", "srvXread"]);
+    // `\*` is a literal star: it must not allow srv__read.
+    let loaded = RulePolicy::from_json(
+        r#"{"rules": [{"id": "a", "tool": "srv\\*", "action": "allow", "reason": "x"}]}"#,
+        &reg,
+    );
+    if let Ok(policy) = loaded {
+        assert_ne!(
+            policy.decide_arguments("srv__read", &json!({})).action,
+            PolicyAction::Allow
+        );
+    }
 }

@@ -1,14 +1,11 @@
 //! Rate limits: caps per window, per key, per group and per session, counted once per call where
 //! the controller authorizes it, with a fake clock for the window edges.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::counted;
+use crate::common::counted;
 use serde_json::{Value, json};
 use toolgate::audit::{AuditKind, MemoryAuditSink};
 use toolgate::clock::ManualClock;

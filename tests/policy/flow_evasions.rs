@@ -1,90 +1,19 @@
-//! An independent attack on flow rules and sum caps. Every test asserts the SAFE behaviour: a
+//! Evasions of flow rules and sum caps. Every test asserts the SAFE behaviour: a
 //! failing test is a finding (a call got through that a flow rule or a sum cap should have
 //! stopped, a panic or hang, or an argument value in a denial).
 #![cfg(all(feature = "sqlite", feature = "postgres", unix))]
 
-#[path = "support/common.rs"]
-mod common;
-
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{block_on, counted};
+use crate::common::{block_on, counted};
+use crate::flow_setup::*;
 use serde_json::{Value, json};
 use toolgate::clock::ManualClock;
 use toolgate::definition::BoxFuture;
 use toolgate::limits::{MemoryRateCounters, RateCounters, SqliteRateCounters};
-use toolgate::rules::PolicyLoadError;
 use toolgate::*;
-
-const T0: u64 = 1_800_000_000_000;
-const HOUR: u64 = 3_600_000;
-const DAY: u64 = 24 * HOUR;
-
-struct Tools {
-    registry: ToolRegistry,
-    runs: Arc<AtomicUsize>,
-}
-
-fn schema_of(properties: Value) -> Value {
-    json!({"type": "object", "properties": properties})
-}
-
-fn tools() -> Tools {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let path =
-        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
-    let registry = ToolRegistry::new([
-        counted("read_file", path.clone(), &runs),
-        counted("write_file", path.clone(), &runs),
-        counted("download", path.clone(), &runs),
-        counted("run_file", path.clone(), &runs),
-        counted("read_any", schema_of(json!({"path": {}})), &runs),
-        counted("db__query", json!({"type": "object"}), &runs),
-        counted("web_fetch", schema_of(json!({"url": {"type": "string"}})), &runs),
-        counted("send_email", schema_of(json!({"to": {"type": "string"}})), &runs),
-        counted(
-            "mail",
-            schema_of(json!({"to": {"type": "array", "items": {"type": "string"}}})),
-            &runs,
-        ),
-        counted("settle", schema_of(json!({"order": {}})), &runs),
-        counted(
-            "refund",
-            json!({"type": "object", "properties": {"order": {"type": "string"}, "cents": {"type": "integer"}},
-                   "required": ["order", "cents"]}),
-            &runs,
-        ),
-        counted("pay", schema_of(json!({"order": {}, "cents": {}})), &runs),
-    ])
-    .unwrap();
-    Tools { registry, runs }
-}
-
-/// `rules` (default: every tool allowed), then `extra` (labels, flows, limits, paths) on top.
-fn policy_with(
-    rules: Option<Value>,
-    extra: &str,
-    registry: &ToolRegistry,
-) -> Result<RulePolicy, PolicyLoadError> {
-    let rules = rules.unwrap_or_else(|| {
-        Value::Array(
-            registry
-                .specs()
-                .map(|spec| json!({"id": format!("allow-{}", spec.name), "tool": spec.name, "action": "allow", "reason": "fine"}))
-                .collect(),
-        )
-    });
-    let mut text: Value = serde_json::from_str(&format!("{{{extra}}}")).unwrap();
-    text["rules"] = rules;
-    RulePolicy::from_json(&text.to_string(), registry)
-}
-
-fn policy(extra: &str, registry: &ToolRegistry) -> RulePolicy {
-    policy_with(None, extra, registry).unwrap_or_else(|error| panic!("{error}"))
-}
 
 /// Every tool allowed except `ask` (asked) by rules; `extra` on top.
 fn asking(ask: &[&str], extra: &str, registry: &ToolRegistry) -> RulePolicy {
@@ -97,33 +26,6 @@ fn asking(ask: &[&str], extra: &str, registry: &ToolRegistry) -> RulePolicy {
         .collect();
     policy_with(Some(Value::Array(rules)), extra, registry)
         .unwrap_or_else(|error| panic!("{error}"))
-}
-
-fn controller(
-    extra: &str,
-    counters: impl RateCounters + 'static,
-) -> (ToolController, Arc<ManualClock>, Arc<AtomicUsize>) {
-    let Tools { registry, runs } = tools();
-    let policy = policy(extra, &registry);
-    let clock = Arc::new(ManualClock::new(T0));
-    let controller = ToolController::try_new(registry, policy)
-        .unwrap()
-        .with_clock(Arc::clone(&clock))
-        .with_rate_counters(counters);
-    (controller, clock, runs)
-}
-
-fn outcome_word(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Completed(result) if !result.is_error => "allow",
-        Outcome::Completed(_) => "deny",
-        Outcome::PendingApproval(_) => "ask",
-    }
-}
-
-/// `allow`, `ask` or `deny`: what happened to the call.
-fn call(controller: &ToolController, tool: &str, arguments: Value) -> &'static str {
-    outcome_word(controller.handle(ToolCall::new("c", tool, arguments)))
 }
 
 fn call_as(
@@ -148,14 +50,6 @@ fn held(outcome: Outcome) -> ApprovalRequest {
 
 fn advance(clock: &ManualClock, ms: u64) {
     clock.advance(Duration::from_millis(ms));
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("toolgate-flowattack-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("toolgate.db")
 }
 
 const TRIFECTA: &str = r#"

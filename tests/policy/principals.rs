@@ -1,12 +1,9 @@
 //! Rules that name principals: they apply only to calls made for their callers, are checked at
 //! load, and the caller is recorded in every audit event.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolgate::audit::{AuditEvent, AuditKind, AuditSink};
 use toolgate::*;

@@ -1,14 +1,11 @@
 //! Layers: a deny in any layer wins, a lower layer never turns a higher deny or ask into an allow,
 //! the decision names the layer, and each layer is checked against the registry on its own.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{Value, json};
 use toolgate::*;
 
 /// What a layer says about the one tool: an opinion, or nothing (its default).
@@ -275,4 +272,120 @@ fn a_tool_named_only_by_patterns_is_hidden_only_when_they_deny_every_call() {
     assert!(policy(deny).denies_every_call("really_new"));
     assert!(policy(elsewhere).denies_every_call("really_new"));
     assert!(policy("").denies_every_call("really_new"));
+}
+
+// ---- stacks, shadows and undetermined denies as layers -----------------------------------------
+
+#[test]
+fn layers_lower_deny_rule_beats_higher_allow() {
+    let runs = Arc::default();
+    let reg = probe_tools(&runs, &["shell"]);
+    let org = ToolPolicy::new(["shell"], Vec::<String>::new()).unwrap();
+    let project = rule_policy(
+        r#"{"rules": [{"id": "no-rm", "tool": "shell", "action": "deny", "reason": "no rm",
+            "when": {"command_prefix": {"pointer": "/command", "prefix": ["rm"]}}}]}"#,
+        &reg,
+    );
+    let layers = Layers::new()
+        .layer("org", org)
+        .unwrap()
+        .layer("project", project)
+        .unwrap();
+    let decision = layers_decide(&layers, &["shell"], "shell", json!({"command": "rm -rf /"}));
+    assert_eq!(decision, PolicyAction::Deny);
+}
+
+fn layers_decide(policy: &Layers, names: &[&str], tool: &str, args: Value) -> PolicyAction {
+    let runtime = ToolRuntime::new(probe_tools(&Arc::default(), names));
+    let prepared = runtime
+        .prepare(ToolCall::new("c", tool, args))
+        .unwrap_or_else(|_| panic!("prepares"));
+    policy.decide(&prepared).action
+}
+
+#[test]
+fn layers_nested_stack_keeps_inner_deny_and_ask() {
+    let runs = Arc::default();
+    let reg = probe_tools(&runs, &["a", "b"]);
+    let inner = Layers::new()
+        .layer("i1", ToolPolicy::new(Vec::<String>::new(), ["a"]).unwrap())
+        .unwrap()
+        .layer(
+            "i2",
+            rule_policy(
+                r#"{"rules": [{"id": "d", "tool": "b", "action": "deny", "reason": "no b"}]}"#,
+                &reg,
+            ),
+        )
+        .unwrap();
+    let outer = Layers::new()
+        .layer("inner", inner)
+        .unwrap()
+        .layer(
+            "open",
+            ToolPolicy::new(["a", "b"], Vec::<String>::new()).unwrap(),
+        )
+        .unwrap();
+    assert_eq!(
+        layers_decide(&outer, &["a", "b"], "a", json!({})),
+        PolicyAction::Ask
+    );
+    assert_eq!(
+        layers_decide(&outer, &["a", "b"], "b", json!({})),
+        PolicyAction::Deny
+    );
+}
+
+#[test]
+fn layers_shadow_layer_keeps_enforced_deny() {
+    let runs = Arc::default();
+    let reg = probe_tools(&runs, &["a"]);
+    let shadow = Shadow::new(
+        rule_policy(
+            r#"{"rules": [{"id": "d", "tool": "a", "action": "deny", "reason": "no a"}]}"#,
+            &reg,
+        ),
+        ToolPolicy::default(),
+    );
+    let layers = Layers::new()
+        .layer("s", shadow)
+        .unwrap()
+        .layer(
+            "open",
+            ToolPolicy::new(["a"], Vec::<String>::new()).unwrap(),
+        )
+        .unwrap();
+    assert_eq!(
+        layers_decide(&layers, &["a"], "a", json!({})),
+        PolicyAction::Deny
+    );
+}
+
+#[test]
+fn layers_undetermined_deny_is_not_fallback() {
+    // A deny that applies only because its condition could not be judged is still a deny.
+    let runs = Arc::default();
+    let reg = probe_tools(&runs, &["shell"]);
+    let org = rule_policy(
+        r#"{"rules": [{"id": "no-rm", "tool": "shell", "action": "deny", "reason": "no rm",
+            "when": {"command_prefix": {"pointer": "/command", "prefix": ["rm"]}}}]}"#,
+        &reg,
+    );
+    let layers = Layers::new()
+        .layer("org", org)
+        .unwrap()
+        .layer(
+            "p",
+            ToolPolicy::new(["shell"], Vec::<String>::new()).unwrap(),
+        )
+        .unwrap();
+    assert_eq!(
+        layers_decide(
+            &layers,
+            &["shell"],
+            "shell",
+            json!({"command": "x=$(rm -rf /)"})
+        ),
+        PolicyAction::Deny
+    );
 }

@@ -1,12 +1,9 @@
 //! A policy you can prove: examples checked at load, the diff of two policies with a witness call
 //! (never a false "same"), and the rules and layers that add nothing.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use toolgate::rules::analysis::{self, Analysed, FindingKind, ToolDiff};
@@ -168,7 +165,8 @@ fn examples_judge_principals_and_are_checked_on_demand_against_a_loaded_policy()
     assert_eq!(problems.len(), 1);
     assert!(problems[0].to_string().contains("examples[0] (\"anyone\")"));
     // Without arguments, an example calls with `{}`.
-    let ping = common::registry([counted("ping", json!({"type": "object"}), &Arc::default())]);
+    let ping =
+        crate::common::registry([counted("ping", json!({"type": "object"}), &Arc::default())]);
     let allowed = RulePolicy::from_json(
         r#"{"rules": [{"id": "ping", "tool": "ping", "action": "allow", "reason": "r"}],
             "examples": [{"tool": "ping", "expect": "allow", "rule": "ping"}]}"#,
@@ -463,7 +461,7 @@ fn past_the_budget_the_answer_is_unknown_and_single_changes_still_find_a_witness
 
 #[test]
 fn a_base_call_is_built_for_schemas_with_required_fields_of_every_kind() {
-    let shapes = common::registry([counted(
+    let shapes = crate::common::registry([counted(
         "shapes",
         json!({"type": "object", "properties": {
             "flag": {"type": "boolean"},
@@ -492,7 +490,7 @@ fn a_base_call_is_built_for_schemas_with_required_fields_of_every_kind() {
 
 #[test]
 fn values_that_are_not_independent_answer_unknown() {
-    let nested = common::registry([counted(
+    let nested = crate::common::registry([counted(
         "nested",
         json!({"type": "object", "properties": {
             "a": {"type": "object", "properties": {"b": {"type": "string"}}},

@@ -1,14 +1,11 @@
-//! Issue 10, class 1: replacing the registry (or the policy) never leaves a silently weaker policy
+//! Replacing the registry (or the policy) never leaves a silently weaker policy
 //! in force. A pair that does not fit is refused whole, the old pair stays, and a controller built
 //! over a misfit denies every call until a fitting pair is loaded.
-
-#[path = "support/common.rs"]
-mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::rules::PolicyLoadError;
 use toolgate::*;

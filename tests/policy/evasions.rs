@@ -1,14 +1,11 @@
-//! Issue 10's evasion classes, each a catalogue of spellings an attacker would try against a
+//! Evasion classes, each a catalogue of spellings an attacker would try against a
 //! realistic policy: paths, commands, lists and numbers. (Registry replacement has its own file:
-//! `tests/policy_fits_registry.rs`.) Every case asserts the decision the policy must reach; a
+//! `fits_registry.rs`.) Every case asserts the decision the policy must reach; a
 //! spelling that evades a deny or ask rule fails its case by name.
-
-#[path = "support/common.rs"]
-mod common;
 
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::rules::{LoadProblem, PolicyLoadError};
 use toolgate::*;

@@ -1,16 +1,15 @@
-//! Condition behaviour found unpinned by the mutation run over `src/rules/condition/`
-//! (`./mutation-report rules-condition`): a field judged as a path inside `all` / `any` / `not` /
-//! `every` / `some` (and through a tuple position) may only be judged as a path; an option's value
-//! or a piece of a split argv token between expected subcommands keeps a prefix match possible; a
-//! `range` needs a bound; an undecided `all` or `any` names the first condition it could not judge.
-
-#[path = "support/common.rs"]
-mod common;
+//! Conditions judged exactly: a field judged as a path inside `all` / `any` / `not` / `every` /
+//! `some` (and through a tuple position) may only be judged as a path; an option's value or a piece
+//! of a split argv token between expected subcommands keeps a prefix match possible; a `range`
+//! needs a bound; an undecided `all` or `any` names the first condition it could not judge; path
+//! options are written only where they differ from the default; `equals` and `one_of` values
+//! holding, inside arrays or objects, a number that cannot be compared exactly are refused at load,
+//! and array and object values compare by exact numeric value at any depth.
 
 use std::sync::Arc;
 
-use common::*;
-use serde_json::json;
+use crate::common::*;
+use serde_json::{Value, json};
 use toolgate::PolicyAction::{Allow, Deny};
 use toolgate::rules::PolicyLoadError;
 use toolgate::*;
@@ -268,4 +267,73 @@ fn default_path_options_are_left_out_of_a_written_policy() {
     )
     .unwrap();
     assert_eq!(set["paths"], json!({"case_insensitive": true}));
+}
+
+// ---- exact values ----------------------------------------------------------------------------
+
+fn opts_tool() -> ToolRegistry {
+    registry([counted(
+        "set",
+        json!({"type": "object", "properties": {"opts": {}}}),
+        &Default::default(),
+    )])
+}
+
+/// A deny of `set` when `condition` holds, then an allow of `set`.
+fn deny_when(condition: &str) -> String {
+    format!(
+        r#"{{"rules": [{{"id": "d", "tool": "set", "action": "deny", "reason": "d", "when": {condition}}},
+                      {{"id": "a", "tool": "set", "action": "allow", "reason": "a"}}]}}"#
+    )
+}
+
+#[test]
+fn inexact_numbers_nested_in_equals_and_one_of_values_are_load_errors() {
+    for condition in [
+        r#"{"equals": {"pointer": "/opts", "value": [1, 18446744073709551616]}}"#,
+        r#"{"equals": {"pointer": "/opts", "value": {"n": 1e300}}}"#,
+        r#"{"equals": {"pointer": "/opts", "value": {"deep": [[9007199254740993.0]]}}}"#,
+        r#"{"one_of": {"pointer": "/opts", "values": [[1], [1e20]]}}"#,
+        r#"{"one_of": {"pointer": "/opts", "values": [{"n": -1e300}]}}"#,
+    ] {
+        match RulePolicy::from_json(&deny_when(condition), &opts_tool()) {
+            Err(PolicyLoadError::Invalid { problems }) => {
+                assert_eq!(problems.len(), 1, "{condition}: {problems:?}")
+            }
+            other => panic!("{condition}: expected a load error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn equals_on_arrays_and_objects_compares_numbers_by_value_at_any_depth() {
+    let policy = RulePolicy::from_json(
+        &deny_when(r#"{"equals": {"pointer": "/opts", "value": [1, {"n": 2.5, "m": [3]}]}}"#),
+        &opts_tool(),
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    let action = |opts: Value| {
+        policy
+            .decide_arguments("set", &json!({ "opts": opts }))
+            .action
+    };
+    assert_eq!(action(json!([1, {"n": 2.5, "m": [3]}])), PolicyAction::Deny);
+    assert_eq!(
+        action(json!([1.0, {"m": [3.0], "n": 2.5}])),
+        PolicyAction::Deny
+    );
+    assert_eq!(
+        action(json!([1, {"n": 2.5, "m": [4]}])),
+        PolicyAction::Allow
+    );
+    assert_eq!(action(json!([1, {"n": 2.5}])), PolicyAction::Allow);
+    assert_eq!(
+        action(json!([1, {"n": 2.5, "m": [3], "x": 0}])),
+        PolicyAction::Allow
+    );
+    assert_eq!(
+        action(json!([{"n": 2.5, "m": [3]}, 1])),
+        PolicyAction::Allow
+    );
+    assert_eq!(action(json!({"0": 1})), PolicyAction::Allow);
 }

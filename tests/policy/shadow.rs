@@ -1,15 +1,15 @@
 //! Shadow mode: the enforced policy decides every call unchanged; the candidate's differences are
 //! counted exactly, by rule, and recorded in the audit log.
 
-#[path = "support/common.rs"]
-mod common;
-
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use toolgate::audit::{AuditKind, MemoryAuditSink};
+use toolgate::definition::BoxFuture;
 use toolgate::*;
 
 fn tools(runs: &Arc<AtomicUsize>) -> ToolRegistry {
@@ -146,4 +146,95 @@ fn a_candidate_written_for_other_tools_is_refused() {
         error.problems[0].place.starts_with("shadow candidate"),
         "{error}"
     );
+}
+
+#[test]
+fn shadow_panicking_candidate_still_returns_enforced_decision() {
+    let runs = Arc::default();
+    let reg = probe_tools(&runs, &["a"]);
+    let candidate = |_: &PreparedToolCall| -> PolicyDecision { panic!("candidate bug") };
+    let shadow = Shadow::new(
+        ToolPolicy::new(["a"], Vec::<String>::new()).unwrap(),
+        candidate,
+    );
+    let runtime = ToolRuntime::new(reg);
+    let prepared = runtime
+        .prepare(ToolCall::new("c", "a", json!({})))
+        .unwrap_or_else(|_| panic!("prepares"));
+    let decided = catch_unwind(AssertUnwindSafe(|| shadow.decide(&prepared).action));
+    assert_eq!(
+        decided.ok(),
+        Some(PolicyAction::Allow),
+        "a candidate under trial must not change what the enforced policy returns"
+    );
+}
+
+#[test]
+fn shadow_with_async_check_counts_each_call_once() {
+    let runs = Arc::default();
+    let reg = probe_tools(&runs, &["a"]);
+    let shadow = Arc::new(Shadow::new(
+        ToolPolicy::new(["a"], Vec::<String>::new()).unwrap(),
+        ToolPolicy::new(Vec::<String>::new(), ["a"]).unwrap(),
+    ));
+    let check = |_: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
+        Box::pin(async { PolicyDecision::allow(Reason::from_static("ok")) })
+    };
+    let controller = ToolController::try_new(reg, Arc::clone(&shadow))
+        .unwrap()
+        .with_async_check(check, Duration::from_secs(1));
+    assert!(ran(&controller.handle(ToolCall::new("c", "a", json!({})))));
+    let report = shadow.report();
+    assert_eq!(
+        (report.calls, report.differing),
+        (1, 1),
+        "one call must be counted once"
+    );
+}
+
+fn shadowed(sink: &Arc<MemoryAuditSink>) -> ToolController {
+    // The enforced policy allows the calculator; the candidate on trial would deny everything.
+    let shadow = Shadow::new(policy(&["calculator"], &[]), policy(&[], &[]))
+        .with_audit_sink(Arc::clone(sink));
+    ToolController::new(registry([calculator()]), shadow)
+}
+
+#[test]
+fn shadow_difference_event_names_both_decisions() {
+    let sink = Arc::new(MemoryAuditSink::new());
+    let controller = shadowed(&sink);
+    let Outcome::Completed(result) =
+        controller.handle(ToolCall::new("c", "calculator", json!({"a": 1, "b": 2})))
+    else {
+        panic!("the enforced policy allows it");
+    };
+    assert_eq!(result, ToolResult::ok("c", "3"));
+    let events = sink.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].kind, AuditKind::ShadowDifference);
+    assert_eq!(events[0].call_id, "c");
+    assert_eq!(
+        events[0].reason.as_deref(),
+        Some("the candidate policy would deny this call where the enforced one decided allow")
+    );
+}
+
+#[test]
+fn shadow_candidate_that_denies_a_tool_does_not_hide_it() {
+    let controller = shadowed(&Arc::new(MemoryAuditSink::new()));
+    let listed: Vec<String> = controller
+        .listed_specs()
+        .into_iter()
+        .map(|spec| spec.name)
+        .collect();
+    assert_eq!(listed, ["calculator"]);
+}
+
+#[test]
+fn shadow_hides_what_the_enforced_policy_denies_outright() {
+    // The enforced policy denies every calculator call; the candidate would allow them.
+    let shadow = Shadow::new(policy(&[], &[]), policy(&["calculator"], &[]));
+    let controller = ToolController::new(registry([calculator()]), shadow);
+    assert!(controller.listed_specs().is_empty());
+    assert_eq!(controller.specs().len(), 1);
 }

@@ -3,93 +3,20 @@
 //! attacks: spellings that dodge a label or a path, sessions that restart, races, full histories.
 #![cfg(all(feature = "sqlite", feature = "postgres", unix))]
 
-#[path = "support/common.rs"]
-mod common;
-#[path = "support/postgres.rs"]
-#[path = "support/postgres.rs"]
-mod postgres_support;
+use crate::postgres_support;
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::counted;
+use crate::common::counted;
+use crate::flow_setup::*;
 use serde_json::{Value, json};
-use toolgate::clock::ManualClock;
 use toolgate::limits::{
     MemoryRateCounters, PostgresRateCounters, RateCounters, SqliteRateCounters,
 };
 use toolgate::rules::PolicyLoadError;
 use toolgate::*;
-
-const T0: u64 = 1_800_000_000_000;
-const HOUR: u64 = 3_600_000;
-
-struct Tools {
-    registry: ToolRegistry,
-    runs: Arc<AtomicUsize>,
-}
-
-fn tools() -> Tools {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let path =
-        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]});
-    let registry = ToolRegistry::new([
-        counted("read_file", path.clone(), &runs),
-        counted("write_file", path.clone(), &runs),
-        counted("db__query", json!({"type": "object"}), &runs),
-        counted("web_fetch", json!({"type": "object", "properties": {"url": {"type": "string"}}}), &runs),
-        counted("send_email", json!({"type": "object", "properties": {"to": {"type": "string"}}}), &runs),
-        counted(
-            "deploy",
-            json!({"type": "object", "properties": {"targets": {"type": "array", "items": {"type": "string"}}}}),
-            &runs,
-        ),
-        counted(
-            "refund",
-            json!({"type": "object", "properties": {"order": {"type": "string"}, "cents": {"type": "integer"}},
-                   "required": ["order", "cents"]}),
-            &runs,
-        ),
-    ])
-    .unwrap();
-    Tools { registry, runs }
-}
-
-/// Every tool allowed, then `extra` (labels, flows, limits) on top.
-fn policy(extra: &str, registry: &ToolRegistry) -> Result<RulePolicy, PolicyLoadError> {
-    let rules: Vec<Value> = registry
-        .specs()
-        .map(|spec| json!({"id": format!("allow-{}", spec.name), "tool": spec.name, "action": "allow", "reason": "fine"}))
-        .collect();
-    let mut text: Value = serde_json::from_str(&format!("{{{extra}}}")).unwrap();
-    text["rules"] = Value::Array(rules);
-    RulePolicy::from_json(&text.to_string(), registry)
-}
-
-fn controller(
-    extra: &str,
-    counters: impl RateCounters + 'static,
-) -> (ToolController, Arc<ManualClock>, Arc<AtomicUsize>) {
-    let Tools { registry, runs } = tools();
-    let policy = policy(extra, &registry).unwrap_or_else(|error| panic!("{error}"));
-    let clock = Arc::new(ManualClock::new(T0));
-    let controller = ToolController::try_new(registry, policy)
-        .unwrap()
-        .with_clock(Arc::clone(&clock))
-        .with_rate_counters(counters);
-    (controller, clock, runs)
-}
-
-/// `allow`, `ask` or `deny`: what happened to the call.
-fn call(controller: &ToolController, tool: &str, arguments: Value) -> &'static str {
-    match controller.handle(ToolCall::new("c", tool, arguments)) {
-        Outcome::Completed(result) if !result.is_error => "allow",
-        Outcome::Completed(_) => "deny",
-        Outcome::PendingApproval(_) => "ask",
-    }
-}
 
 const TRIFECTA: &str = r#"
   "labels": {"private_data": ["read_file", "db__*"], "untrusted_content": ["web_fetch"],
@@ -349,7 +276,7 @@ fn layers_shadow_mode_and_the_approval_recheck_treat_flow_rules_as_limits() {
     let Tools { registry, .. } = tools();
     let organisation =
         RulePolicy::from_json(&format!(r#"{{"rules": [], {TRIFECTA}}}"#), &registry).unwrap();
-    let project = policy("", &registry).unwrap();
+    let project = policy("", &registry);
     let layers = Layers::new()
         .layer("organisation", organisation)
         .unwrap()
@@ -372,8 +299,8 @@ fn layers_shadow_mode_and_the_approval_recheck_treat_flow_rules_as_limits() {
 
     // A shadow candidate's flow rules decide nothing and record nothing.
     let Tools { registry, .. } = tools();
-    let enforced = policy("", &registry).unwrap();
-    let candidate = policy(TRIFECTA, &registry).unwrap();
+    let enforced = policy("", &registry);
+    let candidate = policy(TRIFECTA, &registry);
     let counters = Arc::new(MemoryRateCounters::default());
     let controller = ToolController::try_new(registry, Shadow::new(enforced, candidate))
         .unwrap()
@@ -419,7 +346,7 @@ fn layers_shadow_mode_and_the_approval_recheck_treat_flow_rules_as_limits() {
 #[test]
 fn outside_the_controller_a_call_a_flow_rule_looks_at_is_denied() {
     let Tools { registry, .. } = tools();
-    let policy = policy(TRIFECTA, &registry).unwrap();
+    let policy = policy(TRIFECTA, &registry);
     let runtime = ToolRuntime::new(registry);
     for tool in ["web_fetch", "read_file"] {
         let prepared = runtime
@@ -522,7 +449,7 @@ fn a_session_history_is_everyone_s_in_the_session_and_a_principal_s_is_theirs() 
 
 fn apart_config(extra: &str) -> String {
     let registry = tools().registry;
-    serde_json::to_string(&policy(extra, &registry).unwrap().config().flows).unwrap()
+    serde_json::to_string(&policy(extra, &registry).config().flows).unwrap()
 }
 
 #[test]
@@ -561,7 +488,7 @@ fn a_list_is_matched_element_by_element_up_to_64_elements() {
 fn a_label_names_at_least_one_tool() {
     let registry = tools().registry;
     let Err(PolicyLoadError::Invalid { problems }) =
-        policy(r#""labels": {"empty": []}"#, &registry)
+        try_policy(r#""labels": {"empty": []}"#, &registry)
     else {
         panic!("loaded")
     };
@@ -601,7 +528,7 @@ fn a_full_history_denies_rather_than_forgets() {
 #[test]
 fn flow_rules_are_checked_at_load() {
     let registry = tools().registry;
-    let problems = |extra: &str| match policy(extra, &registry) {
+    let problems = |extra: &str| match try_policy(extra, &registry) {
         Err(PolicyLoadError::Invalid { problems }) => problems
             .iter()
             .map(ToString::to_string)
@@ -683,7 +610,7 @@ fn two_children(store: &str, target: &str) -> Vec<(usize, i64)> {
             Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "child_process_role",
+                    "flows::child_process_role",
                     "--nocapture",
                     "--test-threads=1",
                 ])
@@ -713,13 +640,6 @@ fn two_children(store: &str, target: &str) -> Vec<(usize, i64)> {
             )
         })
         .collect()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolgate-flows-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("toolgate.db")
 }
 
 #[test]

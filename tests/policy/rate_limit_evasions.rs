@@ -1,15 +1,12 @@
-//! Rate limits attacked: each test is one probe a model (which writes the arguments and the call
+//! Evasions of rate limits: each test is one probe a model (which writes the arguments and the call
 //! ids) or a plausible deployment could try against the caps, named by its class. A failing test
 //! is a guarantee that does not hold yet.
-
-#[path = "support/common.rs"]
-mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use common::{block_on, counted};
+use crate::common::{block_on, counted};
 use serde_json::{Value, json};
 use toolgate::audit::{AuditError, AuditEvent, AuditKind, AuditSink, MemoryAuditSink};
 use toolgate::clock::ManualClock;

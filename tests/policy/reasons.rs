@@ -1,13 +1,10 @@
-//! Issue 15, item 7: the reason fits the call. When a deny or ask rule applies only because a
+//! The reason fits the call. When a deny or ask rule applies only because a
 //! value could not be judged, the decision says what could not be judged — never the value — and
 //! still records the rule's id; a rule whose condition holds outright keeps its own reason.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::*;
 
@@ -403,4 +400,45 @@ fn reasons_a_rule_that_holds_is_named_before_one_that_could_not_judge() {
     // A policy digest is still recorded on both.
     assert_eq!(held.policy_digest.as_deref(), Some(policy.digest()));
     assert_eq!(undetermined.policy_digest.as_deref(), Some(policy.digest()));
+}
+
+// ---- how actions and reasons print ---------------------------------------------------------------
+
+#[test]
+fn actions_and_reasons_print_as_their_words() {
+    assert_eq!(PolicyAction::Allow.to_string(), "allow");
+    assert_eq!(PolicyAction::Ask.to_string(), "ask");
+    assert_eq!(PolicyAction::Deny.to_string(), "deny");
+    assert_eq!(Reason::from_static("read-only").to_string(), "read-only");
+    assert_eq!(
+        Reason::new("shared text").unwrap().to_string(),
+        "shared text"
+    );
+    let runs = Arc::default();
+    let runtime = ToolRuntime::new(registry([counted("t", json!({"type": "object"}), &runs)]));
+    let prepared = runtime
+        .prepare(ToolCall::new("c9", "t", json!({})))
+        .expect("valid call");
+    let policy = policy(&["t"], &[]);
+    let PolicyOutcome::Allowed { authorized, .. } = Authorized::by_policy(&policy, prepared) else {
+        panic!("allowed");
+    };
+    let printed = format!("{authorized:?}");
+    assert!(
+        printed.starts_with("Authorized(") && printed.contains("c9"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn static_reason_with_leading_whitespace_is_kept_as_written() {
+    let reason = Reason::from_static(" \t read-only");
+    assert_eq!(reason.as_str(), " \t read-only");
+    assert_eq!(reason.to_string(), " \t read-only");
+}
+
+#[test]
+#[should_panic(expected = "a reason must not be empty")]
+fn static_reason_of_only_whitespace_is_refused() {
+    let _ = Reason::from_static(" \t\n ");
 }

@@ -3,18 +3,14 @@
 //! PostgreSQL schema, and authorize the cap between them, not once each.
 #![cfg(all(feature = "sqlite", feature = "postgres", unix))]
 
-#[path = "support/common.rs"]
-mod common;
-#[path = "support/postgres.rs"]
-#[path = "support/postgres.rs"]
-mod postgres_support;
+use crate::postgres_support;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use common::counted;
+use crate::common::counted;
 use serde_json::json;
 use toolgate::clock::ManualClock;
 use toolgate::limits::{PostgresRateCounters, RateCounters, SqliteRateCounters};
@@ -78,7 +74,7 @@ fn two_children(store: &str, target: &str) -> Vec<usize> {
             Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "child_process_role",
+                    "rate_limits_shared::child_process_role",
                     "--nocapture",
                     "--test-threads=1",
                 ])

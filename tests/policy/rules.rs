@@ -1,13 +1,10 @@
 //! The rule policy from the outside: evasions (each a named case), load errors, precedence,
 //! permutation invariance, explanations, digests and replacement on a running controller.
 
-#[path = "support/common.rs"]
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use toolgate::rules::{Condition, LoadProblem, PolicyConfig, PolicyLoadError, RuleConfig};
@@ -689,5 +686,94 @@ proptest! {
                 permuted.explain_arguments(tool, &arguments)
             );
         }
+    }
+}
+
+#[test]
+fn a_tool_covered_only_by_conditional_pattern_denies_is_denied_outright() {
+    let tools = registry([counted(
+        "srv__read",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        &Default::default(),
+    )]);
+    let policy = RulePolicy::from_json(
+        r#"{"rules": [{"id": "d", "tool": "srv__*", "action": "deny", "reason": "d",
+                       "when": {"equals": {"pointer": "/path", "value": "secret"}}}]}"#,
+        &tools,
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    // Allowed by nothing: every call is denied (the default), so the tool is not listed.
+    assert!(policy.denies_every_call("srv__read"));
+    // A tool the pattern covers that is registered later is judged by the group's rules.
+    assert!(policy.denies_every_call("srv__later"));
+    let exact = RulePolicy::from_json(
+        r#"{"rules": [{"id": "d", "tool": "srv__read", "action": "deny", "reason": "d",
+                       "when": {"equals": {"pointer": "/path", "value": "secret"}}}]}"#,
+        &tools,
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    assert!(exact.denies_every_call("srv__read"), "named exactly, too");
+    let controller = ToolController::new(tools, policy);
+    assert!(controller.listed_specs().is_empty());
+}
+
+#[test]
+fn read_errors_compare_by_kind_and_text_and_show_the_os_error() {
+    let missing =
+        std::env::temp_dir().join(format!("toolgate-no-such-policy-{}", std::process::id()));
+    let read_error =
+        |path: &std::path::Path| match RulePolicy::from_file(path, &tools(&Arc::default())) {
+            Err(PolicyLoadError::Read { source, .. }) => source,
+            other => panic!("expected a read error, got {other:?}"),
+        };
+    let (first, again) = (read_error(&missing), read_error(&missing));
+    assert_eq!(first, again);
+    let directory = read_error(&std::env::temp_dir());
+    assert_ne!(first, directory, "not found is not is-a-directory");
+    let os = std::error::Error::source(&first)
+        .expect("the io::Error")
+        .to_string();
+    assert_eq!(first.to_string(), os);
+    assert!(!os.is_empty());
+}
+
+#[test]
+fn a_pattern_rule_inert_on_every_tool_it_covers_is_a_load_error_naming_the_stricter_rule() {
+    let runs = std::sync::Arc::default();
+    let registry = ToolRegistry::new([
+        counted("srv__a", json!({"type": "object"}), &runs),
+        counted("srv__b", json!({"type": "object"}), &runs),
+    ])
+    .unwrap();
+    let load =
+        |rules: &str| RulePolicy::from_json(&format!(r#"{{"rules": [{rules}]}}"#), &registry);
+    let pattern =
+        r#"{"id": "srv", "tool": "srv__*", "action": "allow", "reason": "the server's tools"}"#;
+    for (stricter, verb) in [("deny", "denies"), ("ask", "asks for")] {
+        let both = format!(
+            r#"{pattern},
+               {{"id": "a", "tool": "srv__a", "action": "{stricter}", "reason": "r"}},
+               {{"id": "b", "tool": "srv__b", "action": "{stricter}", "reason": "r"}}"#
+        );
+        match load(&both) {
+            Err(PolicyLoadError::Invalid { problems }) => {
+                let problem = problems
+                    .iter()
+                    .find(|p| p.place == r#"rule "srv""#)
+                    .unwrap_or_else(|| panic!("{problems:?}"));
+                assert!(
+                    problem.message.starts_with("can never decide: rule")
+                        && problem.message.contains(&format!(" {verb} tool \"srv__")),
+                    "{}",
+                    problem.message
+                );
+            }
+            other => panic!("{stricter}: {other:?}"),
+        }
+        // Inert on one tool only: it still decides the other, so it loads.
+        let one = format!(
+            r#"{pattern}, {{"id": "a", "tool": "srv__a", "action": "{stricter}", "reason": "r"}}"#
+        );
+        assert!(load(&one).is_ok(), "{stricter}");
     }
 }

@@ -1,0 +1,30 @@
+//! Policies: the rule policy and its conditions, evasions of both, analysis, tool groups,
+//! principals, reasons, layers and shadow mode, the name policy and the rule index, whether a
+//! policy fits its registry, rate limits and flow rules (in memory, in SQLite and in PostgreSQL,
+//! shared by real processes: those run this binary again, `--exact flows::child_process_role`
+//! and `--exact rate_limits_shared::child_process_role`).
+
+#[path = "../support/common.rs"]
+mod common;
+#[cfg(feature = "postgres")]
+#[path = "../support/postgres.rs"]
+mod postgres_support;
+
+mod analysis;
+mod conditions;
+mod evasions;
+mod fits_registry;
+mod flow_evasions;
+mod flow_setup;
+mod flows;
+mod groups;
+mod layers;
+mod principals;
+mod rate_limit_evasions;
+mod rate_limits;
+mod rate_limits_shared;
+mod reasons;
+mod rule_index;
+mod rules;
+mod shadow;
+mod tool_policy;

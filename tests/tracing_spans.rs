@@ -1,4 +1,9 @@
 //! `tracing` spans for handle and resolve (feature `tracing`): call id and tool, never values.
+//!
+//! A test binary of its own: the spans are recorded by a subscriber set for the test's thread
+//! (`with_default`), while `tracing` caches per call site, for the whole process, whether any
+//! subscriber wants it. Another test calling `handle` on another thread of the same process could
+//! register the call site first, with no subscriber there, and hide the spans from this one.
 #![cfg(feature = "tracing")]
 
 #[path = "support/common.rs"]

@@ -1,8 +1,11 @@
-//! Issue 21, item 6: one text, many spellings. Fullwidth, decomposed, zero-width, bidi and
-//! case spellings of one address share a rate-limit counter and meet one text rule when the
-//! policy asks for normalization (feature `unicode`), and tool names that differ only by such
-//! spellings are refused when the registry is built (always; look-alike scripts with the
-//! feature). Without the feature, asking for normalization is a load error.
+//! One text, many spellings. Fullwidth, decomposed, zero-width, bidi and case spellings of one
+//! address share a rate-limit counter and meet one text rule when the policy asks for
+//! normalization (feature `unicode`), and tool names that differ only by such spellings are
+//! refused when the registry is built (always; look-alike scripts with the feature). Without the
+//! feature, asking for normalization is a load error.
+//!
+//! A test binary of its own: `.ci/run` also runs it without any feature
+//! (`cargo test --lib --test unicode_spellings`), which builds nothing else.
 
 #[path = "support/common.rs"]
 mod common;

@@ -5,7 +5,7 @@
 //! The SDK comes from `TOOLGATE_MCP_NODE` (the directory `.ci/node-mcp` prints); with `CI` set a
 //! missing one fails, otherwise the test says on stderr that it was skipped.
 
-mod support;
+use crate::support;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! too much, crashing mid-call, slow to come back — each a real process
 //! (`tests/mcp/hostile_upstream.py`), and what the operator and the client see.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

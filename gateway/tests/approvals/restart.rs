@@ -3,7 +3,7 @@
 //! 2026-07-28: `input_required` with a sealed `requestState`) can be answered after a restart,
 //! once; a replayed, altered or re-targeted state still opens nothing.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! `check` and `policy diff` on a real upstream's tools: examples checked at load, dead and
 //! shadowed rules reported, and two policies compared with a witness call printed as JSON.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::*;

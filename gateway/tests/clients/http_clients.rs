@@ -4,7 +4,7 @@
 //! The Python environment comes from `TOOLGATE_MCP_PYTHON` (`.ci/run` sets it); with `CI` set a
 //! missing one fails the test, otherwise the test says on stderr that it was skipped.
 
-mod support;
+use crate::support;
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;

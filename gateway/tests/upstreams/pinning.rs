@@ -1,7 +1,7 @@
 //! Tool pinning and list changes with a real upstream that rewrites a tool's description (the
 //! "rug pull") and drops another, then says its list changed.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! Needs `TOOLGATE_PG_URL` (`.ci/postgres`) and `TOOLGATE_MCP_PYTHON`; with `CI` set a missing
 //! one fails, otherwise the test says on stderr that it was skipped.
 
-mod support;
+use crate::support;
 
 use std::io::Write as _;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! runs once (the upstream's record proves it), a rejected one never, and the audit log names
 //! the approver.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 

@@ -3,7 +3,7 @@
 //! same checks as API keys (`tests/mcp/http_client.py`: principals judged by rules, another
 //! principal's approval refused, audit naming the caller).
 
-mod support;
+use crate::support;
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;

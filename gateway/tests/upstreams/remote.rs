@@ -2,7 +2,7 @@
 //! (`tests/mcp/upstream_server.py --http`), which refuses requests without its bearer token, behind
 //! the gateway served over stdio.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -1,7 +1,7 @@
 //! The gateway's stdio when it is not a pipe: a client that connects stdin and stdout to a socket
 //! (not a FIFO, so not read through the event loop) is served through tokio's portable stdio.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::net::UnixStream;

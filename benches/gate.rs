@@ -1,7 +1,7 @@
 //! What the gate costs, each figure paired in the same run with its floor: the work a call must do
 //! anyway (the compiled schema validating the arguments, the handler, building the result).
 //!
-//! `./bench-report` runs these and prints the table of ratios; see the README's Performance section.
+//! `scripts/bench-report` runs these and prints the table of ratios; see the README's Performance section.
 
 use std::hint::black_box;
 use std::sync::Arc;

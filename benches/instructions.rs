@@ -1,5 +1,5 @@
 //! The scenarios of `benches/gate.rs` and `benches/policy.rs`, run a given number of times, for
-//! counting instructions under `valgrind --tool=callgrind` (see `./bench-instructions`). Time on a
+//! counting instructions under `valgrind --tool=callgrind` (see `scripts/bench-instructions`). Time on a
 //! shared machine drifts by tens of percent; instruction counts do not.
 //!
 //! Usage: `instructions <scenario> <iterations>`. Only the work inside [`measured`] is counted
@@ -20,7 +20,7 @@ use toolgate::{
     ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolResult, ToolRuntime, ToolSpec,
 };
 
-/// Every scenario, in the order `./bench-instructions` reports them.
+/// Every scenario, in the order `scripts/bench-instructions` reports them.
 const SCENARIOS: &[&str] = &[
     "floor_allow",
     "allow",

@@ -8,7 +8,7 @@
 //! - Notes, keys and signatures are C2SP's: key id = `SHA-256(name || 0x0A || 0x01 || public
 //!   key)[:4]`, a signature line is `— name base64(key id || Ed25519 signature)`, keys are written
 //!   `PRIVATE+KEY+name+hexid+base64(0x01 || seed)` and `name+hexid+base64(0x01 || public key)`.
-//!   Checked against the published `sumdb/note` vector (`tests/audit/merkle.rs`).
+//!   Checked against the published `sumdb/note` vector (`tests/audit/file/merkle.rs`).
 //! - [`open_note`] follows the spec: signatures from unknown keys are ignored, a known key's
 //!   signature that does not verify rejects the note, and a note no known key signed is rejected.
 //! - [`verify_audit_checkpoint`]: the log verifies, the checkpoint is signed by a given key and

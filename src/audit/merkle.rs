@@ -8,7 +8,7 @@
 //!
 //! - Hashes are RFC 9162's (section 2.1.1): a leaf is `SHA-256(0x00 || entry)`, a node
 //!   `SHA-256(0x01 || left || right)`, the empty tree `SHA-256("")`; so a leaf can never pass for a
-//!   node. Checked against the published RFC 6962 test vectors (`tests/audit_merkle.rs`).
+//!   node. Checked against the published RFC 6962 test vectors (`tests/audit/file/merkle.rs`).
 //! - Proofs hold O(log n) hashes; the tree keeps every complete subtree's hash, so a proof for
 //!   any size up to the tree's is built from O(log² n) stored hashes, never by rehashing leaves.
 //! - A verifier fails on anything but the exact proof: another index, size, leaf or root, a hash

@@ -317,7 +317,7 @@ fn an_audit_append_that_fails_for_another_reason_than_a_lost_connection_fails_at
     let sink = db.sink("writer");
     sink.record(&audit_event(0)).unwrap();
     db.admin()
-        .batch_execute("DROP TABLE toolgate_audit")
+        .batch_execute("DROP TABLE toolgate_audit_queue")
         .unwrap();
     let started = Instant::now();
     let error = sink.record(&audit_event(1)).unwrap_err();
@@ -498,16 +498,52 @@ fn a_schema_from_a_newer_version_is_refused() {
     drop(db.store("first"));
     drop(db.sink("first"));
     db.admin()
-        .batch_execute("UPDATE toolgate_meta SET value = 2")
+        .batch_execute("UPDATE toolgate_meta SET value = 99")
         .unwrap();
     match PostgresApprovalStore::connect(&db.url("again")) {
         Err(ApprovalError::Store(error)) => {
-            assert!(error.message().contains("schema version 2"), "{error}")
+            assert!(error.message().contains("schema version 99"), "{error}")
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
     let error = PostgresAuditSink::connect(&db.url("again")).unwrap_err();
-    assert!(error.message.contains("schema version 2"), "{error}");
+    assert!(error.message.contains("schema version 99"), "{error}");
+}
+
+#[test]
+fn an_audit_chain_of_schema_version_1_is_migrated_and_continued() {
+    // Version 1 appended under the tip's lock, without a queue, keys or salts. Its entries stay
+    // as they are (same places, same hashes) and the chain goes on after them.
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "audit_v1");
+    let sink = db.sink("old");
+    for n in 0..3 {
+        sink.record(&audit_event(n)).unwrap();
+    }
+    let head = sink.tree_head().unwrap();
+    drop(sink);
+    // Back to version 1's layout.
+    db.admin()
+        .batch_execute(
+            "DROP TABLE toolgate_audit_queue; DROP TABLE toolgate_audit_salts;
+             ALTER TABLE toolgate_audit DROP COLUMN entry_key;
+             UPDATE toolgate_meta SET value = 1 WHERE key = 'audit_schema_version'",
+        )
+        .unwrap();
+    let sink = db.sink("new");
+    assert_eq!(sink.verify().unwrap().entries, 3);
+    sink.record(&audit_event(3)).unwrap();
+    assert_eq!(sink.verify().unwrap().entries, 4);
+    assert_eq!(sink.verify_extends(&head).unwrap().size, 4);
+    let version: i64 = db
+        .admin()
+        .query_one(
+            "SELECT value FROM toolgate_meta WHERE key = 'audit_schema_version'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 2);
 }
 
 #[test]

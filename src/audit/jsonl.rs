@@ -5,10 +5,17 @@ use std::ffi::OsString;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
+use super::group_commit::{self, GroupCommit};
 use super::verify::{self, AuditVerifyError, line_hash};
 use super::{AuditError, AuditEvent, AuditSink};
+
+/// The longest an entry recorded with [`AuditSink::record_deferred`] waits for its `fdatasync`
+/// when no waiting record comes to carry it.
+const DEFERRED_WITHIN: Duration = Duration::from_millis(50);
 
 /// A JSON Lines audit file where each entry carries its sequence number, the previous entry's
 /// hash and its own.
@@ -35,8 +42,15 @@ use super::{AuditError, AuditEvent, AuditSink};
 ///   refuses it so nothing changes silently. If a write fails while the process lives, the partial
 ///   line is cut off again before the next record; if even that fails, the sink refuses every
 ///   later record rather than write after a torn line.
-/// - **Not guaranteed:** durability across power loss (records are not `fsync`ed one by one; the
-///   operating system writes them back), and protection from a writer that ignores the lock.
+/// - **Durable before it counts.** [`record`](AuditSink::record) returns only after its entry —
+///   and every entry before it — is `fdatasync`ed. Writers do not queue for their own syncs: a
+///   record waits for the sync in flight and at most one more, which covers every entry written
+///   meanwhile (group commit), so a sync serves as many entries as arrived while the last one ran.
+///   [`record_deferred`](AuditSink::record_deferred) writes in order without waiting; its entry is
+///   durable when the next `record` returns, at [`sync`](AuditSink::sync), when the sink is
+///   dropped, or within 50 ms by a background thread. A failed `fdatasync` is final: the sink
+///   refuses every later record (the kernel may have dropped the unsynced pages).
+/// - **Not guaranteed:** protection from a writer that ignores the lock.
 ///
 /// # Recovering a torn tail
 ///
@@ -76,9 +90,22 @@ use super::{AuditError, AuditEvent, AuditSink};
 /// ```
 #[derive(Debug)]
 pub struct JsonlAuditSink {
-    path: PathBuf,
     recovered: Option<RecoveredTail>,
+    inner: Arc<Inner>,
+}
+
+/// What the sink and its background syncer share.
+#[derive(Debug)]
+struct Inner {
+    path: PathBuf,
     state: Mutex<Writer>,
+    /// Tickets in file order; a commit is one `fdatasync` of the file.
+    group: GroupCommit,
+    /// The same open file, synced without the writer's lock so writers go on meanwhile.
+    sync_file: File,
+    /// An `fdatasync` failed: what it should have made durable may be gone from the page cache,
+    /// so nothing more is written or reported durable.
+    sync_failed: AtomicBool,
 }
 
 /// The write end of the chain.
@@ -208,9 +235,9 @@ impl JsonlAuditSink {
         };
         file.seek(SeekFrom::Start(scan.tip.bytes))
             .map_err(io_error)?;
-        Ok(Self {
+        let sync_file = file.try_clone().map_err(io_error)?;
+        let inner = Arc::new(Inner {
             path: path.to_owned(),
-            recovered,
             state: Mutex::new(Writer {
                 file,
                 seq: scan.tip.entries,
@@ -218,12 +245,17 @@ impl JsonlAuditSink {
                 len: scan.tip.bytes,
                 unusable: false,
             }),
-        })
+            group: GroupCommit::default(),
+            sync_file,
+            sync_failed: AtomicBool::new(false),
+        });
+        group_commit::run_in_background(&inner, "toolgate-audit-sync");
+        Ok(Self { recovered, inner })
     }
 
     /// The file written to.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.inner.path
     }
 
     /// The torn tail [`open_recovering`](Self::open_recovering) moved aside, if there was one.
@@ -308,16 +340,17 @@ fn sync_parent(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-impl AuditSink for JsonlAuditSink {
-    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+impl Inner {
+    /// Writes one entry at the end of the chain; returns its ticket. Not yet durable.
+    fn write(&self, event: &AuditEvent) -> Result<u64, AuditError> {
         let event = serde_json::to_value(event)
             .map(|event| crate::canonical::canonical_json(&event))
             .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let writer = &mut *state;
-        if writer.unusable {
+        if writer.unusable || self.sync_failed.load(Ordering::Acquire) {
             return Err(AuditError::new(format!(
-                "{}: an earlier write failed and could not be undone; reopen the log",
+                "{}: an earlier write or sync failed and could not be undone; reopen the log",
                 self.path.display()
             )));
         }
@@ -342,6 +375,71 @@ impl AuditSink for JsonlAuditSink {
         writer.seq += 1;
         writer.prev = hash;
         writer.len += line.len() as u64;
-        Ok(())
+        // Issued under the writer's lock: tickets follow the file's order.
+        Ok(self.group.issue())
+    }
+
+    /// One group commit: everything written before it started is made durable.
+    fn sync(&self, issued: u64) -> Result<u64, AuditError> {
+        if self.sync_failed.load(Ordering::Acquire) {
+            return Err(AuditError::new(format!(
+                "{}: an earlier sync failed; reopen the log",
+                self.path.display()
+            )));
+        }
+        match self.sync_file.sync_data() {
+            Ok(()) => Ok(issued),
+            Err(error) => {
+                // After a failed fdatasync the kernel may have dropped the dirty pages: a later
+                // sync could succeed without them. Refuse everything from here on.
+                self.sync_failed.store(true, Ordering::Release);
+                Err(AuditError::caused_by(
+                    format!("{}: fdatasync: {error}", self.path.display()),
+                    error,
+                ))
+            }
+        }
+    }
+
+    fn sync_all(&self) -> Result<(), AuditError> {
+        self.group.wait_for_all(|issued| self.sync(issued))
+    }
+}
+
+impl group_commit::Background for Inner {
+    fn period(&self) -> Duration {
+        DEFERRED_WITHIN
+    }
+
+    fn tick(&self) {
+        if self.group.behind() {
+            // A failure is reported to the next writer that waits (and every later one).
+            let _ = self.sync_all();
+        }
+    }
+}
+
+impl Drop for JsonlAuditSink {
+    fn drop(&mut self) {
+        // Entries recorded without waiting are made durable before the file is let go; a failure
+        // here has no one left to tell (the entries are written, only not known durable).
+        let _ = self.inner.sync_all();
+    }
+}
+
+impl AuditSink for JsonlAuditSink {
+    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        let ticket = self.inner.write(event)?;
+        self.inner
+            .group
+            .wait_for(ticket, |issued| self.inner.sync(issued))
+    }
+
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        self.inner.write(event).map(drop)
+    }
+
+    fn sync(&self) -> Result<(), AuditError> {
+        self.inner.sync_all()
     }
 }

@@ -7,6 +7,7 @@
 
 #[cfg(feature = "checkpoints")]
 pub mod checkpoint;
+mod group_commit;
 mod jsonl;
 pub mod merkle;
 #[cfg(feature = "postgres")]
@@ -310,13 +311,39 @@ impl std::error::Error for AuditError {
 
 /// Where audit events go. `record` must return only once the event is stored: a handler runs
 /// only after the events leading to it were recorded.
+///
+/// The controller records with [`record`](Self::record) the events a step depends on (an allowed
+/// decision, a held or answered approval) and with [`record_deferred`](Self::record_deferred) the
+/// rest (a call received, a denial, an outcome): a sink that batches its commits then makes one
+/// durable commit per call, not three.
 pub trait AuditSink: Send + Sync {
-    /// Stores one event.
+    /// Stores one event durably: when it returns `Ok`, this event and every event recorded before
+    /// it (by either method) are stored.
     ///
     /// # Errors
     ///
     /// [`AuditError`] if it could not be stored; the controller then does not run the call.
     fn record(&self, event: &AuditEvent) -> Result<(), AuditError>;
+
+    /// Stores one event in order, possibly without waiting for it to be durable: it is durable at
+    /// the latest when a later [`record`](Self::record) or [`sync`](Self::sync) returns `Ok`
+    /// (each sink says what bound it keeps besides). The default records it at once.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] if it could not be stored even for later.
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        self.record(event)
+    }
+
+    /// Makes every event recorded so far durable. The default has nothing to do.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] if they could not be made durable.
+    fn sync(&self) -> Result<(), AuditError> {
+        Ok(())
+    }
 }
 
 /// Keeps events in memory, for tests and for programs that ship them elsewhere.
@@ -353,6 +380,14 @@ impl AuditSink for MemoryAuditSink {
 impl<S: AuditSink + ?Sized> AuditSink for Arc<S> {
     fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
         (**self).record(event)
+    }
+
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        (**self).record_deferred(event)
+    }
+
+    fn sync(&self) -> Result<(), AuditError> {
+        (**self).sync()
     }
 }
 

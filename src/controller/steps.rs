@@ -220,7 +220,7 @@ impl ToolController {
         call: ToolCall,
         subject: &mut Option<AuditSubject>,
     ) -> Result<(Arc<Gate>, PreparedToolCall), ToolResult> {
-        if let Err(error) = self.record(subject, |s| s.event(AuditKind::CallReceived)) {
+        if let Err(error) = self.record_deferred(subject, |s| s.event(AuditKind::CallReceived)) {
             return Err(unrecorded(call.call_id, &error));
         }
         let gate = self.gate();
@@ -234,7 +234,7 @@ impl ToolController {
             }
             Err(rejection) => {
                 // Nothing runs either way; a failed record changes nothing here.
-                let _ = self.record(subject, |s| AuditEvent {
+                let _ = self.record_deferred(subject, |s| AuditEvent {
                     reason: Some(rejection.to_string()),
                     is_error: Some(true),
                     ..s.event(AuditKind::RejectedAtPreparation)
@@ -306,12 +306,13 @@ impl ToolController {
                 return Ok(authorized);
             }
             PolicyOutcome::Denied { prepared, decision } => {
-                let _ = self.record(subject, |s| s.decision(&decision));
+                let _ = self.record_deferred(subject, |s| s.decision(&decision));
                 Outcome::Completed(PolicyOutcome::denial_result(prepared, &decision))
             }
             PolicyOutcome::NeedsApproval { prepared, decision } => {
                 let call_id = prepared.call_id().to_owned();
-                let recorded = self.record(subject, |s| s.decision(&decision));
+                // Durable with the hold's own event below, before the hold is handed out.
+                let recorded = self.record_deferred(subject, |s| s.decision(&decision));
                 let held = |()| {
                     self.pending
                         .request_for(prepared, decision.reason, decision.approvers)
@@ -361,7 +362,7 @@ impl ToolController {
         });
         let approval = match answered {
             Answered::Rejected(request) => {
-                let _ = self.record(&subject, |s| {
+                let _ = self.record_deferred(&subject, |s| {
                     answer.stamp(s.event(AuditKind::ApprovalRejected))
                 });
                 return Step::Done(ToolResult::error(
@@ -370,7 +371,7 @@ impl ToolController {
                 ));
             }
             Answered::Expired(request) => {
-                let _ = self.record(&subject, |s| s.event(AuditKind::ApprovalExpired));
+                let _ = self.record_deferred(&subject, |s| s.event(AuditKind::ApprovalExpired));
                 return Step::Done(ToolResult::error(
                     request.call.call_id,
                     "denied: the approval request expired before it was answered; propose the call again",
@@ -378,7 +379,8 @@ impl ToolController {
             }
             Answered::Approved(approval) => approval,
         };
-        let mut recorded = self.record(&subject, |s| {
+        // Durable with the decision that lets the call run (nothing runs without it).
+        let mut recorded = self.record_deferred(&subject, |s| {
             answer.stamp(s.event(AuditKind::ApprovalApproved))
         });
         let mut subject = subject;
@@ -391,7 +393,7 @@ impl ToolController {
                     .for_principal(request.call.principal.as_deref())
                     .with_approval(request.approval_id),
             );
-            recorded = self.record(&edited, |s| s.event(AuditKind::ApprovalEdited));
+            recorded = self.record_deferred(&edited, |s| s.event(AuditKind::ApprovalEdited));
             subject = edited;
         }
         if let Err(error) = recorded {
@@ -434,7 +436,7 @@ impl ToolController {
                     let message = format!(
                         "denied: the policy now names other approvers for this call ({refusal}); it did not run"
                     );
-                    let _ = self.record(&subject, |s| AuditEvent {
+                    let _ = self.record_deferred(&subject, |s| AuditEvent {
                         action: Some(PolicyAction::Deny),
                         reason: Some(message.clone()),
                         rule_id: decision.rule_id.clone(),
@@ -450,11 +452,11 @@ impl ToolController {
                 Step::Run(gate, authorized, subject)
             }
             ApprovalOutcome::Denied { prepared, decision } => {
-                let _ = self.record(&subject, |s| s.decision(&decision));
+                let _ = self.record_deferred(&subject, |s| s.decision(&decision));
                 Step::Done(denied_after_approval(prepared, decision))
             }
             ApprovalOutcome::Stale { call_id, staleness } => {
-                let _ = self.record(&subject, |s| AuditEvent {
+                let _ = self.record_deferred(&subject, |s| AuditEvent {
                     reason: Some(staleness.message().to_owned()),
                     is_error: Some(true),
                     ..s.event(AuditKind::ApprovalStale)
@@ -462,7 +464,7 @@ impl ToolController {
                 Step::Done(ToolResult::error(call_id, staleness.message()))
             }
             ApprovalOutcome::Invalid(rejection) => {
-                let _ = self.record(&subject, |s| AuditEvent {
+                let _ = self.record_deferred(&subject, |s| AuditEvent {
                     reason: Some(rejection.to_string()),
                     is_error: Some(true),
                     ..s.event(AuditKind::RejectedAtPreparation)
@@ -472,7 +474,9 @@ impl ToolController {
         }
     }
 
-    /// Records an event when a sink is set; `make` builds it only then.
+    /// Records an event durably when a sink is set (`make` builds it only then): for the events a
+    /// step depends on — an allowed decision before the handler runs, a hold before it is handed
+    /// out. Durable with it are the events recorded before it.
     #[inline(always)]
     pub(super) fn record(
         &self,
@@ -481,6 +485,22 @@ impl ToolController {
     ) -> Result<(), AuditError> {
         match (&self.audit, subject) {
             (Some(sink), Some(subject)) => sink.record(&make(subject)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records an event in order without waiting for it to be durable
+    /// ([`AuditSink::record_deferred`]): for every event no step depends on — a call received
+    /// (the decision that lets it run is recorded durably after it), a denial, an answer that runs
+    /// nothing, an outcome.
+    #[inline(always)]
+    pub(super) fn record_deferred(
+        &self,
+        subject: &Option<AuditSubject>,
+        make: impl FnOnce(&AuditSubject) -> AuditEvent,
+    ) -> Result<(), AuditError> {
+        match (&self.audit, subject) {
+            (Some(sink), Some(subject)) => sink.record_deferred(&make(subject)),
             _ => Ok(()),
         }
     }
@@ -513,7 +533,7 @@ impl ToolController {
         approval_id: Option<ApprovalId>,
         is_error: bool,
     ) {
-        let _ = self.record(subject, |s| AuditEvent {
+        let _ = self.record_deferred(subject, |s| AuditEvent {
             is_error: Some(is_error),
             ..s.event(AuditKind::ExecutionOutcome)
         });

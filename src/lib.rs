@@ -124,6 +124,7 @@ mod policy;
 #[cfg(feature = "postgres")]
 mod postgres_error;
 pub mod providers;
+mod random;
 mod registry;
 pub mod rules;
 mod runtime;

@@ -164,15 +164,30 @@ fn events_carry_digests_never_argument_values() {
         "{written}"
     );
     let events = sink.events();
-    let digests: Vec<&str> = events
-        .iter()
-        .take(3)
-        .map(|e| e.argument_digest.as_str())
-        .collect();
+    // The first call's events each commit to its arguments with a salt of their own: no two
+    // commitments alike, none the bare digest a reader could confirm a guess against.
+    let first = &events[..3];
+    for event in first {
+        assert!(event.argument_commitment.starts_with("salted-sha256:"));
+        assert!(
+            event
+                .salt()
+                .unwrap()
+                .opens(&event.argument_commitment, &secret)
+        );
+        assert!(
+            !event
+                .salt()
+                .unwrap()
+                .opens(&event.argument_commitment, &json!({"patch": "guess"}))
+        );
+        assert_eq!(event.argument_digest, None);
+    }
+    assert_ne!(first[0].argument_commitment, first[1].argument_commitment);
+    assert_ne!(first[1].argument_commitment, first[2].argument_commitment);
     assert!(
-        digests
-            .iter()
-            .all(|d| d.starts_with("sha256:") && *d == digests[0])
+        !written.contains(&first[0].salt().unwrap().to_hex()),
+        "a salt is never serialized"
     );
 }
 
@@ -306,12 +321,20 @@ fn an_edited_approval_records_both_digests() {
         .iter()
         .find(|e| e.kind == AuditKind::CallReceived)
         .unwrap();
-    assert_eq!(approved.argument_digest, received.argument_digest);
-    assert_ne!(edited.argument_digest, approved.argument_digest);
+    let opens = |event: &toolgate::audit::AuditEvent, arguments: serde_json::Value| {
+        event
+            .salt()
+            .unwrap()
+            .opens(&event.argument_commitment, &arguments)
+    };
+    assert!(opens(received, json!({"patch": "proposed"})));
+    assert!(opens(approved, json!({"patch": "proposed"})));
+    assert!(opens(edited, json!({"patch": "edited"})));
+    assert!(!opens(edited, json!({"patch": "proposed"})));
     let outcome = events.last().unwrap();
     assert_eq!(outcome.kind, AuditKind::ExecutionOutcome);
-    assert_eq!(
-        outcome.argument_digest, edited.argument_digest,
+    assert!(
+        opens(outcome, json!({"patch": "edited"})),
         "the edited call is what ran"
     );
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::group_commit::{self, GroupCommit};
+use super::salts;
 use super::verify::{self, AuditVerifyError, line_hash};
 use super::{AuditError, AuditEvent, AuditSink};
 
@@ -119,6 +120,8 @@ struct Writer {
     len: u64,
     /// A write failed and the partial line could not be cut off: no further record is written.
     unusable: bool,
+    /// The salts side file (`<path>.salts`), appended to before each entry.
+    salts: File,
 }
 
 /// What [`JsonlAuditSink::open_recovering`] moved out of the log.
@@ -236,6 +239,10 @@ impl JsonlAuditSink {
         file.seek(SeekFrom::Start(scan.tip.bytes))
             .map_err(io_error)?;
         let sync_file = file.try_clone().map_err(io_error)?;
+        let salts = salts::open_for_append(path).map_err(|source| AuditOpenError::Io {
+            path: salts::salts_path(path),
+            source,
+        })?;
         let inner = Arc::new(Inner {
             path: path.to_owned(),
             state: Mutex::new(Writer {
@@ -244,6 +251,7 @@ impl JsonlAuditSink {
                 prev: scan.tip.last_hash,
                 len: scan.tip.bytes,
                 unusable: false,
+                salts,
             }),
             group: GroupCommit::default(),
             sync_file,
@@ -325,7 +333,7 @@ fn move_torn_tail(
 }
 
 /// Makes a new file's directory entry durable (Unix; elsewhere directories cannot be opened).
-fn sync_parent(path: &Path) -> io::Result<()> {
+pub(super) fn sync_parent(path: &Path) -> io::Result<()> {
     #[cfg(unix)]
     if let Some(parent) = path.parent() {
         let parent = if parent.as_os_str().is_empty() {
@@ -343,6 +351,7 @@ fn sync_parent(path: &Path) -> io::Result<()> {
 impl Inner {
     /// Writes one entry at the end of the chain; returns its ticket. Not yet durable.
     fn write(&self, event: &AuditEvent) -> Result<u64, AuditError> {
+        let salt = event.salt().copied();
         let event = serde_json::to_value(event)
             .map(|event| crate::canonical::canonical_json(&event))
             .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
@@ -353,6 +362,20 @@ impl Inner {
                 "{}: an earlier write or sync failed and could not be undone; reopen the log",
                 self.path.display()
             )));
+        }
+        if let Some(salt) = &salt {
+            // Before the entry: an entry whose salt is missing could never be disclosed. A salt
+            // whose entry then fails to write is replaced by the next entry's at its index.
+            let salt_line = salts::salt_line(writer.seq, salt);
+            writer
+                .salts
+                .write_all(salt_line.as_bytes())
+                .map_err(|error| {
+                    AuditError::caused_by(
+                        format!("{}: {error}", salts::salts_path(&self.path).display()),
+                        error,
+                    )
+                })?;
         }
         let hash = line_hash(writer.seq, &writer.prev, &event);
         let line = verify::entry_line(writer.seq, &writer.prev, &event, &hash);
@@ -412,10 +435,48 @@ impl group_commit::Background for Inner {
     }
 
     fn tick(&self) {
+        // Salts are synced here, not with each entry: a power cut can lose the salts of the last
+        // entries (which then cannot be disclosed), never an entry or a proof.
+        if let Ok(salts) = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .salts
+            .try_clone()
+        {
+            let _ = salts.sync_data();
+        }
         if self.group.behind() {
             // A failure is reported to the next writer that waits (and every later one).
             let _ = self.sync_all();
         }
+    }
+}
+
+impl JsonlAuditSink {
+    /// Deletes entry `index`'s salt from the salts file (rewritten whole, then renamed over the
+    /// old one) while the sink writes on; returns whether there was one. The log is untouched:
+    /// every hash, proof and checkpoint over it still verifies, and nothing can be confirmed about
+    /// that entry's arguments any more.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] if the salts file cannot be rewritten or reopened.
+    pub fn forget_salt(&self, index: u64) -> Result<bool, AuditError> {
+        let salts_path = salts::salts_path(&self.inner.path);
+        let failed = |error: io::Error| {
+            AuditError::caused_by(format!("{}: {error}", salts_path.display()), error)
+        };
+        let mut state = self
+            .inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Salts written so far reach the file before it is read for the rewrite.
+        state.salts.sync_data().map_err(failed)?;
+        let found = salts::rewrite_without(&self.inner.path, index).map_err(failed)?;
+        state.salts = salts::open_for_append(&self.inner.path).map_err(failed)?;
+        Ok(found)
     }
 }
 

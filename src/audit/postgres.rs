@@ -20,6 +20,7 @@ use super::{AuditError, AuditEvent, AuditSink};
 
 mod append;
 mod integrate;
+mod salts;
 mod schema;
 mod tree;
 
@@ -277,7 +278,8 @@ impl PostgresAuditSink {
             .map(|event| crate::canonical::canonical_json(&event))
             .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
         self.start_background();
-        Ok(self.appender.enqueue(text, None))
+        let salt = event.salt().map(super::ArgumentSalt::to_hex);
+        Ok(self.appender.enqueue(text, salt))
     }
 }
 

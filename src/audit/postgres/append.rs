@@ -139,8 +139,8 @@ impl Appender {
             };
             let error = match insert(client, batch, maybe_stored) {
                 Ok(()) => return Ok(()),
-                Err(Insert::BeforeCommit(error)) => error,
-                Err(Insert::AtCommit(error)) => {
+                Err(Insert::NotStored(error)) => error,
+                Err(Insert::Unknown(error)) => {
                     maybe_stored = true;
                     error
                 }
@@ -167,19 +167,22 @@ impl Appender {
 
 /// Why one insert attempt failed.
 enum Insert {
-    BeforeCommit(postgres::Error),
-    AtCommit(postgres::Error),
+    /// Nothing of the batch was stored.
+    NotStored(postgres::Error),
+    /// The batch may have been stored: the connection went while its commit could have landed.
+    Unknown(postgres::Error),
 }
 
 impl From<postgres::Error> for Insert {
     fn from(error: postgres::Error) -> Self {
-        Insert::BeforeCommit(error)
+        Insert::NotStored(error)
     }
 }
 
-/// Stores a batch in one transaction. `maybe_stored`: a try before may have committed, so the
-/// tip is share-locked (no integration moves entries meanwhile) and entries already in the queue
-/// or the chain are skipped.
+/// Stores a batch. First try: one statement in its own implicit transaction (one round trip; the
+/// salts in the same statement). `maybe_stored` (a try before may have committed): in a
+/// transaction that share-locks the tip (no integration moves entries meanwhile) and skips entries
+/// already in the queue or the chain.
 fn insert(client: &mut Client, batch: &[Queued], maybe_stored: bool) -> Result<(), Insert> {
     let keys: Vec<&str> = batch.iter().map(|queued| queued.key.as_str()).collect();
     let events: Vec<&str> = batch.iter().map(|queued| queued.event.as_str()).collect();
@@ -192,32 +195,39 @@ fn insert(client: &mut Client, batch: &[Queued], maybe_stored: bool) -> Result<(
         .iter()
         .filter_map(|queued| queued.salt.as_deref())
         .collect();
+    if !maybe_stored {
+        // A statement the server may have committed before the connection went: unknown.
+        return client
+            .execute(
+                "WITH queued AS (
+                     INSERT INTO toolgate_audit_queue (entry_key, event)
+                     SELECT k, e FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(k, e, n)
+                     ORDER BY n
+                 ), salted AS (
+                     INSERT INTO toolgate_audit_salts (entry_key, salt)
+                     SELECT * FROM unnest($3::text[], $4::text[])
+                 )
+                 SELECT 1",
+                &[&keys, &events, &salted, &salts],
+            )
+            .map(drop)
+            .map_err(Insert::Unknown);
+    }
     let mut transaction = client.transaction()?;
-    if maybe_stored {
-        transaction.query_one("SELECT 1 FROM toolgate_audit_tip FOR SHARE", &[])?;
-        transaction.execute(
-            "INSERT INTO toolgate_audit_queue (entry_key, event)
-             SELECT k, e FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(k, e, n)
-             WHERE NOT EXISTS (SELECT 1 FROM toolgate_audit a WHERE a.entry_key = t.k)
-             ORDER BY n
-             ON CONFLICT (entry_key) DO NOTHING",
-            &[&keys, &events],
-        )?;
-    } else {
-        transaction.execute(
-            "INSERT INTO toolgate_audit_queue (entry_key, event)
-             SELECT k, e FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(k, e, n)
-             ORDER BY n",
-            &[&keys, &events],
-        )?;
-    }
-    if !salts.is_empty() {
-        transaction.execute(
-            "INSERT INTO toolgate_audit_salts (entry_key, salt)
-             SELECT * FROM unnest($1::text[], $2::text[])
-             ON CONFLICT (entry_key) DO NOTHING",
-            &[&salted, &salts],
-        )?;
-    }
-    transaction.commit().map_err(Insert::AtCommit)
+    transaction.query_one("SELECT 1 FROM toolgate_audit_tip FOR SHARE", &[])?;
+    transaction.execute(
+        "INSERT INTO toolgate_audit_queue (entry_key, event)
+         SELECT k, e FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(k, e, n)
+         WHERE NOT EXISTS (SELECT 1 FROM toolgate_audit a WHERE a.entry_key = t.k)
+         ORDER BY n
+         ON CONFLICT (entry_key) DO NOTHING",
+        &[&keys, &events],
+    )?;
+    transaction.execute(
+        "INSERT INTO toolgate_audit_salts (entry_key, salt)
+         SELECT * FROM unnest($1::text[], $2::text[])
+         ON CONFLICT (entry_key) DO NOTHING",
+        &[&salted, &salts],
+    )?;
+    transaction.commit().map_err(Insert::Unknown)
 }

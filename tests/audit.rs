@@ -357,6 +357,7 @@ fn child_process_role() {
     match role.as_str() {
         "writer" => file::writers::child_writer(&path, &name),
         "crash_writer" => file::torn::child_crash_writer(&path, &name),
+        "acknowledging_writer" => file::durable::child_acknowledging_writer(&path, &name),
         other => panic!("unknown child role {other}"),
     }
 }

@@ -882,3 +882,66 @@ fn forged_notifications_are_not_answers() {
         );
     }
 }
+
+#[test]
+fn arguments_are_disclosed_against_a_postgres_entry_until_its_salt_is_forgotten() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "audit_salts");
+    let sink = Arc::new(db.sink("writer"));
+    let tool = ToolDefinition::new(
+        ToolSpec::new("pay", "Pay.", json!({"type": "object"})),
+        |_: &serde_json::Value| -> Result<String, ToolError> { Ok("paid".into()) },
+    )
+    .unwrap();
+    let controller = ToolController::new(
+        ToolRegistry::new([tool]).unwrap(),
+        ToolPolicy::new(["pay"], Vec::<String>::new()).unwrap(),
+    )
+    .with_audit_sink(Arc::clone(&sink));
+    let _ = controller.handle(ToolCall::new("c", "pay", json!({"pin": "1234"})));
+    let head = sink.tree_head().unwrap();
+    assert_eq!(head.size, 3);
+    use toolgate::audit::Disclosure;
+    assert_eq!(
+        sink.disclose(1, &json!({"pin": "1234"})).unwrap(),
+        Some(Disclosure::Matches)
+    );
+    assert_eq!(
+        sink.disclose(1, &json!({"pin": "1235"})).unwrap(),
+        Some(Disclosure::DoesNotMatch)
+    );
+    assert_eq!(sink.disclose(3, &json!({})).unwrap(), None);
+    // No salt in the chain's rows.
+    let salts: Vec<String> = db
+        .admin()
+        .query("SELECT salt FROM toolgate_audit_salts", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(salts.len(), 3);
+    let events: Vec<String> = db
+        .admin()
+        .query("SELECT event FROM toolgate_audit", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert!(
+        salts
+            .iter()
+            .all(|salt| events.iter().all(|e| !e.contains(salt.as_str())))
+    );
+    assert!(sink.forget_salt(1).unwrap());
+    assert!(!sink.forget_salt(1).unwrap());
+    assert_eq!(
+        sink.disclose(1, &json!({"pin": "1234"})).unwrap(),
+        Some(Disclosure::SaltErased)
+    );
+    // The chain and every proof over it are unchanged.
+    assert_eq!(sink.verify_extends(&head).unwrap(), head);
+    assert_eq!(
+        sink.disclose(0, &json!({"pin": "1234"})).unwrap(),
+        Some(Disclosure::Matches)
+    );
+}

@@ -202,6 +202,7 @@ impl PostgresAuditSink {
     /// [`AuditError`] if the database cannot be reached or the batch did not commit (its entries
     /// then stay queued).
     pub fn integrate(&self) -> Result<u64, AuditError> {
+        self.sync()?;
         let mut client = self
             .appender
             .config
@@ -231,9 +232,11 @@ impl PostgresAuditSink {
         verify_chain(&mut client)
     }
 
-    /// A new connection, after integrating every entry queued so far (so a reader sees every
-    /// event whose `record` returned).
+    /// A new connection, after committing this sink's deferred events and integrating every
+    /// entry queued so far (so a reader sees every event recorded through this sink and every
+    /// event whose `record` returned on any node).
     fn integrated(&self) -> Result<Client, PostgresAuditVerifyError> {
+        self.sync().map_err(PostgresAuditVerifyError::Unreadable)?;
         let unreadable =
             |what, error| PostgresAuditVerifyError::Unreadable(audit_error(what, error));
         let mut client = self

@@ -6,6 +6,7 @@ use toolgate::audit::*;
 mod call_ids;
 mod chain;
 mod commitments;
+pub(crate) mod durable;
 mod merkle;
 mod spellings;
 pub(crate) mod torn;

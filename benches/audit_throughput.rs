@@ -116,5 +116,34 @@ fn audit_throughput(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, audit_throughput);
+/// Verifying one entry's receipt in a log of 1,000,000 entries: the inclusion proof (20 hashes)
+/// against the tree head, from the entry's line alone. The whole receipt check
+/// (`Receipt::verify`: leaf hash, proof, root comparison) and the bare proof check.
+fn inclusion_proof_in_a_million(c: &mut Criterion) {
+    use toolgate::audit::merkle::{MerkleTree, leaf_hash, verify_inclusion};
+    const SIZE: u64 = 1_000_000;
+    let line = |index: u64| {
+        format!(
+            "{{\"seq\":{index},\"prev\":\"sha256:00\",\"event\":{{\"kind\":\"decision\"}},\"hash\":\"sha256:11\"}}"
+        )
+    };
+    let mut tree = MerkleTree::new();
+    for index in 0..SIZE {
+        tree.push(leaf_hash(line(index).as_bytes()));
+    }
+    let index = 777_777;
+    let proof = tree.inclusion_proof(index, SIZE).expect("in the tree");
+    let root = tree.root(SIZE).expect("a root");
+    let entry = line(index);
+    let mut group = c.benchmark_group("inclusion_proof_1m_entries");
+    group.bench_function("verify_entry_line", |b| {
+        b.iter(|| {
+            let leaf = leaf_hash(std::hint::black_box(entry.as_bytes()));
+            assert!(verify_inclusion(index, SIZE, &leaf, &proof, &root));
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, audit_throughput, inclusion_proof_in_a_million);
 criterion_main!(benches);

@@ -141,3 +141,118 @@ pub(super) fn run_in_background<T: Background>(owner: &Arc<T>, name: &str) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn a_ticket_already_committed_runs_no_commit() {
+        let group = GroupCommit::default();
+        let first = group.issue();
+        group.wait_for(first, Ok).unwrap();
+        assert!(!group.behind());
+        group
+            .wait_for(first, |_| panic!("committed already"))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_failed_commit_fails_the_tickets_it_was_meant_to_cover_and_no_later_one() {
+        let group = GroupCommit::default();
+        let first = group.issue();
+        let error = group
+            .wait_for(first, |_| Err(AuditError::new("disk gone")))
+            .unwrap_err();
+        assert_eq!(error.message, "disk gone");
+        assert!(group.behind());
+        // Told again, without another commit.
+        assert!(group.wait_for(first, |_| panic!("no second try")).is_err());
+        // A later ticket is not covered by that failure: its own commit runs.
+        let second = group.issue();
+        group.wait_for(second, Ok).unwrap();
+        assert!(!group.behind());
+    }
+
+    #[test]
+    fn a_commit_that_does_not_cover_its_own_ticket_is_an_error_not_a_hang() {
+        let group = GroupCommit::default();
+        let ticket = group.issue();
+        let error = group.wait_for(ticket, |_| Ok(0)).unwrap_err();
+        assert!(error.message.contains("did not cover"), "{error}");
+    }
+
+    #[test]
+    fn concurrent_writers_share_commits_and_none_returns_before_its_entry_is_durable() {
+        // Eight threads, each waiting for 200 tickets; a commit takes 200 µs and makes durable
+        // what was issued when it started. Every writer returns only once a commit covering its
+        // ticket finished, and commits are shared: far fewer than tickets.
+        let group = Arc::new(GroupCommit::default());
+        let durable = Arc::new(AtomicU64::new(0));
+        let commits = Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (group, durable, commits) = (
+                    Arc::clone(&group),
+                    Arc::clone(&durable),
+                    Arc::clone(&commits),
+                );
+                thread::spawn(move || {
+                    for _ in 0..200 {
+                        let ticket = group.issue();
+                        group
+                            .wait_for(ticket, |issued| {
+                                thread::sleep(Duration::from_micros(200));
+                                durable.fetch_max(issued, Ordering::SeqCst);
+                                commits.fetch_add(1, Ordering::SeqCst);
+                                Ok(issued)
+                            })
+                            .unwrap();
+                        assert!(durable.load(Ordering::SeqCst) >= ticket);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(durable.load(Ordering::SeqCst), 1_600);
+        let commits = commits.load(Ordering::SeqCst);
+        assert!(commits < 1_600 / 2, "{commits} commits for 1,600 tickets");
+        group.wait_for_all(|_| panic!("all committed")).unwrap();
+    }
+
+    struct Ticking(AtomicU64);
+
+    impl Background for Ticking {
+        fn period(&self) -> Duration {
+            Duration::from_millis(1)
+        }
+
+        fn tick(&self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn the_background_thread_ticks_while_its_owner_lives_and_lets_it_go() {
+        let owner = Arc::new(Ticking(AtomicU64::new(0)));
+        run_in_background(&owner, "test-ticks");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while owner.0.load(Ordering::SeqCst) < 3 {
+            assert!(std::time::Instant::now() < deadline, "no ticks");
+            thread::sleep(Duration::from_millis(1));
+        }
+        // Only a weak reference between ticks: the owner is the last strong one soon enough.
+        let weak = Arc::downgrade(&owner);
+        drop(owner);
+        while weak.upgrade().is_some() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the thread kept its owner"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+}

@@ -221,6 +221,20 @@ mod tests {
             Disclosure::DoesNotMatch
         );
         assert_eq!(disclose(&event, None, &arguments), Disclosure::SaltErased);
+        // What the gateway prints for each.
+        assert_eq!(
+            Disclosure::Matches.to_string(),
+            "the entry commits to these arguments"
+        );
+        assert_eq!(
+            Disclosure::DoesNotMatch.to_string(),
+            "the entry commits to other arguments"
+        );
+        assert!(
+            Disclosure::SaltErased
+                .to_string()
+                .contains("salt was erased")
+        );
         // An entry from before commitments: its bare digest.
         let old = json!({"argument_digest": ArgumentHash::of(&arguments).text()});
         assert_eq!(disclose(&old, None, &arguments), Disclosure::Matches);

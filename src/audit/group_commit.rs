@@ -176,6 +176,29 @@ mod tests {
     }
 
     #[test]
+    fn waiting_for_all_commits_every_ticket_issued_so_far() {
+        let group = GroupCommit::default();
+        group.issue();
+        group.issue();
+        let mut covered = 0;
+        group
+            .wait_for_all(|issued| {
+                covered = issued;
+                Ok(issued)
+            })
+            .unwrap();
+        assert_eq!(covered, 2);
+        assert!(!group.behind());
+        let error = GroupCommit::default();
+        error.issue();
+        assert!(
+            error
+                .wait_for_all(|_| Err(AuditError::new("full")))
+                .is_err()
+        );
+    }
+
+    #[test]
     fn a_commit_that_does_not_cover_its_own_ticket_is_an_error_not_a_hang() {
         let group = GroupCommit::default();
         let ticket = group.issue();

@@ -1,18 +1,17 @@
 //! The hash-chained JSON Lines file sink: one writer at a time, and a recovery for torn writes
 //! that keeps the torn bytes as evidence.
 
-use std::ffi::OsString;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
+use std::io::{self, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::group_commit::{self, GroupCommit};
-use super::salts;
 use super::verify::{self, AuditVerifyError, line_hash};
 use super::{AuditError, AuditEvent, AuditSink};
+use super::{salts, torn};
 
 /// The longest an entry recorded with [`AuditSink::record_deferred`] waits for its `fdatasync`
 /// when no waiting record comes to carry it.
@@ -226,7 +225,7 @@ impl JsonlAuditSink {
         let scan = verify::scan(&file, path)?;
         let recovered = match scan.torn_bytes {
             0 => None,
-            _ if recover => Some(move_torn_tail(&mut file, path, &scan.tip)?),
+            _ if recover => Some(torn::move_torn_tail(&mut file, path, &scan.tip)?),
             tail_bytes => {
                 return Err(AuditVerifyError::TornTail {
                     valid_entries: scan.tip.entries,
@@ -270,82 +269,6 @@ impl JsonlAuditSink {
     pub fn recovered_tail(&self) -> Option<&RecoveredTail> {
         self.recovered.as_ref()
     }
-}
-
-/// Copies the bytes after the last complete entry to `<path>.torn-<offset>`, then cuts them off.
-/// The copy is durable before the cut, so a crash in between loses nothing: the next recovery finds
-/// the same tail and an identical (or partially written) side file, and finishes.
-fn move_torn_tail(
-    file: &mut File,
-    path: &Path,
-    tip: &crate::audit::ChainTip,
-) -> Result<RecoveredTail, AuditOpenError> {
-    let offset = tip.bytes;
-    let mut name = OsString::from(path.as_os_str());
-    name.push(format!(".torn-{offset}"));
-    let evidence = PathBuf::from(name);
-    let log_error = |source| AuditOpenError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let evidence_error = |source| AuditOpenError::Io {
-        path: evidence.clone(),
-        source,
-    };
-
-    let mut torn = Vec::new();
-    file.seek(SeekFrom::Start(offset)).map_err(log_error)?;
-    file.read_to_end(&mut torn).map_err(log_error)?;
-
-    let mut side = match OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&evidence)
-    {
-        Ok(side) => side,
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-            let existing = std::fs::read(&evidence).map_err(evidence_error)?;
-            // Only an interrupted recovery of this very tail leaves a prefix of it there.
-            if !torn.starts_with(&existing) {
-                return Err(AuditOpenError::EvidenceExists { path: evidence });
-            }
-            OpenOptions::new()
-                .write(true)
-                .open(&evidence)
-                .map_err(evidence_error)?
-        }
-        Err(error) => return Err(evidence_error(error)),
-    };
-    side.write_all(&torn)
-        .and_then(|()| side.sync_all())
-        .map_err(evidence_error)?;
-    sync_parent(&evidence).map_err(evidence_error)?;
-
-    file.set_len(offset)
-        .and_then(|()| file.sync_all())
-        .map_err(log_error)?;
-    Ok(RecoveredTail {
-        evidence,
-        offset,
-        bytes: torn.len() as u64,
-        entries: tip.entries,
-    })
-}
-
-/// Makes a new file's directory entry durable (Unix; elsewhere directories cannot be opened).
-pub(super) fn sync_parent(path: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    if let Some(parent) = path.parent() {
-        let parent = if parent.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            parent
-        };
-        File::open(parent)?.sync_all()?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
 }
 
 impl Inner {

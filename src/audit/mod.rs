@@ -14,6 +14,7 @@ pub mod merkle;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod salts;
+mod torn;
 pub(crate) mod tree_head;
 mod verify;
 

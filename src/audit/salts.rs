@@ -212,6 +212,6 @@ pub(super) fn rewrite_without(log: &Path, index: u64) -> io::Result<bool> {
     out.write_all(&kept)?;
     out.sync_all()?;
     std::fs::rename(&rewrite, &salts)?;
-    super::jsonl::sync_parent(&salts)?;
+    super::torn::sync_parent(&salts)?;
     Ok(found)
 }

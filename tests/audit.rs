@@ -339,6 +339,95 @@ fn an_edited_approval_records_both_digests() {
     );
 }
 
+/// Which events a handler's run waits for: a sink that tells `record` from `record_deferred`.
+#[derive(Default)]
+struct ByMethod {
+    durable: std::sync::Mutex<Vec<(AuditKind, String)>>,
+    deferred: std::sync::Mutex<Vec<(AuditKind, String)>>,
+}
+
+impl AuditSink for ByMethod {
+    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        self.durable
+            .lock()
+            .unwrap()
+            .push((event.kind, event.call_id.clone()));
+        Ok(())
+    }
+
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        self.deferred
+            .lock()
+            .unwrap()
+            .push((event.kind, event.call_id.clone()));
+        Ok(())
+    }
+}
+
+#[test]
+fn only_the_decision_a_run_depends_on_is_recorded_durably() {
+    use AuditKind::*;
+    let sink = Arc::new(ByMethod::default());
+    let runs = Arc::default();
+    let controller = audited(&runs, sink.clone());
+    // Allowed, denied (unknown to the policy), held then approved, held then rejected.
+    let _ = controller.handle(ToolCall::new(
+        "allowed",
+        "calculator",
+        json!({"a": 1, "b": 2}),
+    ));
+    let _ = controller.handle(ToolCall::new("invalid", "calculator", json!({"a": "x"})));
+    let Outcome::PendingApproval(approved) =
+        controller.handle(ToolCall::new("held", "apply_patch", json!({"patch": "+"})))
+    else {
+        panic!("asks");
+    };
+    controller
+        .resolve(ApprovalResponse::approve(approved.approval_id))
+        .unwrap();
+    let Outcome::PendingApproval(rejected) = controller.handle(ToolCall::new(
+        "refused",
+        "apply_patch",
+        json!({"patch": "-"}),
+    )) else {
+        panic!("asks");
+    };
+    controller
+        .resolve(ApprovalResponse::reject(rejected.approval_id))
+        .unwrap();
+    assert_eq!(
+        *sink.durable.lock().unwrap(),
+        [
+            (Decision, "allowed".to_owned()),
+            (Decision, "held".to_owned())
+        ]
+    );
+    let deferred = sink.deferred.lock().unwrap().clone();
+    let of = |id: &str| -> Vec<AuditKind> {
+        deferred
+            .iter()
+            .filter(|(_, call)| call == id)
+            .map(|(kind, _)| *kind)
+            .collect()
+    };
+    assert_eq!(of("allowed"), [CallReceived, ExecutionOutcome]);
+    assert_eq!(of("invalid"), [CallReceived, RejectedAtPreparation]);
+    assert_eq!(
+        of("held"),
+        [
+            CallReceived,
+            Decision,
+            ApprovalRequested,
+            ApprovalApproved,
+            ExecutionOutcome
+        ]
+    );
+    assert_eq!(
+        of("refused"),
+        [CallReceived, Decision, ApprovalRequested, ApprovalRejected]
+    );
+}
+
 // ---- the JSON Lines file ----------------------------------------------------------------------
 
 /// The hash-chained file: tampering, one spelling per line, torn tails, one writer, bounded ids.

@@ -343,10 +343,11 @@ impl std::error::Error for AuditError {
 /// Where audit events go. `record` must return only once the event is stored: a handler runs
 /// only after the events leading to it were recorded.
 ///
-/// The controller records with [`record`](Self::record) the events a step depends on (an allowed
-/// decision, a held or answered approval) and with [`record_deferred`](Self::record_deferred) the
-/// rest (a call received, a denial, an outcome): a sink that batches its commits then makes one
-/// durable commit per call, not three.
+/// The controller records with [`record`](Self::record) the event a handler's run depends on (an
+/// allowed decision, also after an approval) and with [`record_deferred`](Self::record_deferred)
+/// the rest (a call received, a denial, a hold and its request, an answer, an outcome): a sink that
+/// batches its commits then makes one durable commit per call that runs, not three, and none for a
+/// call that is denied or held.
 pub trait AuditSink: Send + Sync {
     /// Stores one event durably: when it returns `Ok`, this event and every event recorded before
     /// it (by either method) are stored.

@@ -311,7 +311,9 @@ impl ToolController {
             }
             PolicyOutcome::NeedsApproval { prepared, decision } => {
                 let call_id = prepared.call_id().to_owned();
-                // Durable with the hold's own event below, before the hold is handed out.
+                // The hold's events are written before the hold is handed out and made durable
+                // with the next durable record (at the latest the decision that lets the call
+                // run, if it is approved) or within the sink's bound: a hold runs nothing.
                 let recorded = self.record_deferred(subject, |s| s.decision(&decision));
                 let held = |()| {
                     self.pending
@@ -321,7 +323,7 @@ impl ToolController {
                     Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
                     Ok(Ok(request)) => {
                         let id = request.approval_id;
-                        let asked = self.record(subject, |s| {
+                        let asked = self.record_deferred(subject, |s| {
                             let mut event = s
                                 .clone()
                                 .with_approval(id)
@@ -332,7 +334,7 @@ impl ToolController {
                         });
                         match asked {
                             Ok(()) => Outcome::PendingApproval(request),
-                            // An approval nobody can trace is not handed out.
+                            // An approval whose request could not be written is not handed out.
                             Err(error) => {
                                 let _ = self.pending.revoke(id);
                                 Outcome::Completed(unrecorded(call_id, &error))
@@ -474,9 +476,9 @@ impl ToolController {
         }
     }
 
-    /// Records an event durably when a sink is set (`make` builds it only then): for the events a
-    /// step depends on — an allowed decision before the handler runs, a hold before it is handed
-    /// out. Durable with it are the events recorded before it.
+    /// Records an event durably when a sink is set (`make` builds it only then): for the event a
+    /// handler's run depends on — an allowed decision. Durable with it are the events recorded
+    /// before it.
     #[inline(always)]
     pub(super) fn record(
         &self,
@@ -490,9 +492,9 @@ impl ToolController {
     }
 
     /// Records an event in order without waiting for it to be durable
-    /// ([`AuditSink::record_deferred`]): for every event no step depends on — a call received
-    /// (the decision that lets it run is recorded durably after it), a denial, an answer that runs
-    /// nothing, an outcome.
+    /// ([`AuditSink::record_deferred`]): for every event no handler's run depends on — a call
+    /// received (the decision that lets it run is recorded durably after it), a denial, a hold and
+    /// its request, an answer that runs nothing, an outcome.
     #[inline(always)]
     pub(super) fn record_deferred(
         &self,

@@ -1,6 +1,7 @@
-//! Figures for approvals over PostgreSQL on this machine: the round trip of one approval (hold,
-//! approve, run, record), and answers per second with three processes answering the same
-//! requests — each with and without the shared audit chain.
+//! Figures for approvals and the audit log over PostgreSQL on this machine: the round trip of one
+//! approval (hold, approve, run, record), answers per second with three processes answering the
+//! same requests — each with and without the shared audit chain — and audited calls per second
+//! from four processes, beside a baseline sink that inserts each event with a commit of its own.
 //!
 //! Run it with `.ci/postgres cargo run --release --features postgres --example postgres_figures`
 //! (it needs `TOOLGATE_PG_URL`). It runs itself again as the three answering processes.
@@ -164,9 +165,118 @@ fn three_processes(base: &str, audit: bool) -> Result<(), Box<dyn std::error::Er
     Ok(())
 }
 
+/// The baseline: each event one `INSERT` with its own commit, no chain, no lock.
+struct PlainInsertSink(std::sync::Mutex<postgres::Client>);
+
+impl toolgate::audit::AuditSink for PlainInsertSink {
+    fn record(
+        &self,
+        event: &toolgate::audit::AuditEvent,
+    ) -> Result<(), toolgate::audit::AuditError> {
+        let text = serde_json::to_string(event)
+            .map_err(|e| toolgate::audit::AuditError::caused_by("json", e))?;
+        let mut client = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        client
+            .execute("INSERT INTO plain_audit (event) VALUES ($1)", &[&text])
+            .map(drop)
+            .map_err(|e| toolgate::audit::AuditError::caused_by("insert", e))
+    }
+}
+
+/// How long each process makes calls.
+const CALLS_FOR: Duration = Duration::from_secs(4);
+const CALLING_PROCESSES: usize = 4;
+
+/// A child: makes allowed calls until `CALLS_FOR` has passed; prints how many.
+fn calling_child(url: &str, sink: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let tool = ToolDefinition::new(
+        ToolSpec::new("read_file", "Read a file.", json!({"type": "object"})),
+        |_: &Value| -> Result<String, ToolError> { Ok("contents".into()) },
+    )?;
+    let controller = ToolController::new(
+        ToolRegistry::new([tool])?,
+        ToolPolicy::new(["read_file"], Vec::<String>::new())?,
+    );
+    let controller = match sink {
+        "chain" => controller.with_audit_sink(PostgresAuditSink::connect(url)?),
+        "plain" => controller.with_audit_sink(PlainInsertSink(std::sync::Mutex::new(
+            url.parse::<postgres::Config>()?.connect(postgres::NoTls)?,
+        ))),
+        _ => controller,
+    };
+    let start: u128 = std::env::var("FIGURES_START_MS")?.parse()?;
+    while epoch_ms() < start {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let started = Instant::now();
+    let mut calls = 0_u64;
+    while started.elapsed() < CALLS_FOR {
+        match controller.handle(ToolCall::new(
+            format!("c{calls}"),
+            "read_file",
+            json!({"path": "/srv/data/a.txt"}),
+        )) {
+            Outcome::Completed(result) if !result.is_error => calls += 1,
+            other => return Err(format!("an allowed call ended {other:?}").into()),
+        }
+    }
+    println!("FIGURES {calls} {}", started.elapsed().as_micros());
+    Ok(())
+}
+
+/// Audited calls per second from `CALLING_PROCESSES` processes, with `sink` ("none", "plain",
+/// "chain").
+fn calls_per_second(base: &str, sink: &str) -> Result<f64, Box<dyn std::error::Error>> {
+    let url = fresh_schema(base, &format!("calls_{sink}"))?;
+    if sink == "plain" {
+        let mut admin = url.parse::<postgres::Config>()?.connect(postgres::NoTls)?;
+        admin.batch_execute("CREATE TABLE plain_audit (id bigserial PRIMARY KEY, event text)")?;
+    }
+    if sink == "chain" {
+        // Tables created once, before the processes race to.
+        drop(PostgresAuditSink::connect(&url)?);
+    }
+    let start = epoch_ms() + 1000;
+    let children: Vec<_> = (0..CALLING_PROCESSES)
+        .map(|_| {
+            std::process::Command::new(std::env::current_exe()?)
+                .env("FIGURES_CALLS", sink)
+                .env("FIGURES_URL", &url)
+                .env("FIGURES_START_MS", start.to_string())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+        })
+        .collect::<Result<_, _>>()?;
+    let mut per_second = 0.0;
+    for child in children {
+        let output = child.wait_with_output()?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let line = text
+            .lines()
+            .find_map(|line| line.strip_prefix("FIGURES "))
+            .ok_or("a calling child printed nothing")?;
+        let mut numbers = line.split(' ').map(str::parse::<f64>);
+        let calls = numbers.next().ok_or("no count")??;
+        let micros = numbers.next().ok_or("no time")??;
+        per_second += calls / (micros / 1e6);
+    }
+    if sink == "chain" {
+        // Every call's three events made it into one chain.
+        let tip = PostgresAuditSink::connect(&url)?.verify()?;
+        println!("  (the chain verifies: {} entries)", tip.entries);
+    }
+    Ok(per_second)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Ok(kind) = std::env::var("FIGURES_CHILD") {
         return child(&std::env::var("FIGURES_URL")?, kind == "audit");
+    }
+    if let Ok(sink) = std::env::var("FIGURES_CALLS") {
+        return calling_child(&std::env::var("FIGURES_URL")?, &sink);
     }
     let base = std::env::var("TOOLGATE_PG_URL")
         .map_err(|_| "set TOOLGATE_PG_URL, or run under .ci/postgres")?;
@@ -174,5 +284,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     round_trips(&base, true)?;
     three_processes(&base, false)?;
     three_processes(&base, true)?;
+    let none = calls_per_second(&base, "none")?;
+    let plain = calls_per_second(&base, "plain")?;
+    let chain = calls_per_second(&base, "chain")?;
+    println!(
+        "{CALLING_PROCESSES} processes making allowed calls: {none:.0} calls/s without an audit \
+         log; {plain:.0} calls/s with the baseline (each event one INSERT, one commit); \
+         {chain:.0} calls/s with the audit chain ({:.2}x the baseline)",
+        chain / plain
+    );
     Ok(())
 }

@@ -113,6 +113,11 @@ impl ArgumentHash {
     pub(crate) fn text(&self) -> String {
         hex_digest(&self.0)
     }
+
+    /// The raw hash.
+    pub(crate) fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
 }
 
 /// `sha256:` followed by the hex SHA-256 of the canonical form of `value`.

@@ -49,7 +49,8 @@
 //! their counters), [`clock`] (the time expiry and windows read), [`providers`] (wire formats),
 //! `workspace` (file tools confined to a directory, feature `cap-std`) and `mcp` (feature `mcp`).
 //! Policies compose at the root: [`Layers`] (a stack where no lower layer loosens a higher one)
-//! and [`Shadow`] (a candidate policy tried beside the enforced one).
+//! and [`Shadow`] (a candidate policy tried beside the enforced one). The [`guide`] explains each
+//! part, chapter by chapter, with samples that are compiled and run as tests.
 //!
 //! # Crate features
 //!
@@ -116,6 +117,7 @@ mod contract;
 mod controller;
 pub mod definition;
 mod execute;
+pub mod guide;
 pub mod limits;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -124,6 +126,7 @@ mod policy;
 #[cfg(feature = "postgres")]
 mod postgres_error;
 pub mod providers;
+mod random;
 mod registry;
 pub mod rules;
 mod runtime;

@@ -169,7 +169,7 @@ fn the_tracing_audit_sink_emits_one_event_per_audit_record() {
         "kind",
         "call_id",
         "tool",
-        "argument_digest",
+        "argument_commitment",
         "approval_id",
         "action",
         "rule_id",

@@ -64,6 +64,14 @@ impl<T: AuditSink> AuditSink for OffRuntime<T> {
     fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
         off_runtime(|| self.0.record(event))
     }
+
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        off_runtime(|| self.0.record_deferred(event))
+    }
+
+    fn sync(&self) -> Result<(), AuditError> {
+        off_runtime(|| self.0.sync())
+    }
 }
 
 impl<T: RateCounters> RateCounters for OffRuntime<T> {

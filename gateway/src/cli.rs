@@ -255,6 +255,30 @@ pub enum AuditCommand {
         #[arg(long)]
         index: u64,
     },
+    /// Show that given arguments are the ones an entry commits to: the entry's salted
+    /// commitment is opened with its salt (kept apart, in FILE.salts). Exit 0 when they are, 3
+    /// when the entry commits to other arguments or its salt was erased. The log is verified
+    /// first.
+    Disclose {
+        /// The audit log.
+        file: PathBuf,
+        /// The entry's `seq` (entries are numbered from 0).
+        #[arg(long)]
+        index: u64,
+        /// The arguments, as JSON (any spelling of the same value).
+        #[arg(long, value_name = "JSON")]
+        arguments: String,
+    },
+    /// Erase one entry's salt (a person's data erased): nothing can be confirmed about its
+    /// arguments any more, and every hash, proof and checkpoint still verifies. Stop the gateway
+    /// writing the log first (the log's lock is taken).
+    Forget {
+        /// The audit log.
+        file: PathBuf,
+        /// The entry's `seq` (entries are numbered from 0).
+        #[arg(long)]
+        index: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]

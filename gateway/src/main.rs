@@ -103,6 +103,23 @@ fn main() -> ExitCode {
             ) => commands::prove(&file, index),
             (
                 Some(Command::Audit {
+                    command:
+                        AuditCommand::Disclose {
+                            file,
+                            index,
+                            arguments,
+                        },
+                }),
+                _,
+            ) => commands::disclose(&file, index, &arguments),
+            (
+                Some(Command::Audit {
+                    command: AuditCommand::Forget { file, index },
+                }),
+                _,
+            ) => commands::forget(&file, index),
+            (
+                Some(Command::Audit {
                     command: AuditCommand::Key { name, out },
                 }),
                 _,

@@ -232,6 +232,18 @@ impl AuditSink for CountingSink {
         self.metrics.count(event);
         Ok(())
     }
+
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        if let Some(inner) = &self.inner {
+            inner.record_deferred(event)?;
+        }
+        self.metrics.count(event);
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<(), AuditError> {
+        self.inner.as_ref().map_or(Ok(()), |inner| inner.sync())
+    }
 }
 
 #[cfg(test)]

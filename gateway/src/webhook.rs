@@ -113,6 +113,21 @@ impl AuditSink for NotifyingSink {
         }
         Ok(())
     }
+
+    // Approval requests are recorded with `record` (a hold depends on them), so only events no
+    // one is notified of pass here.
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        match &self.inner {
+            Some(inner) if event.kind != AuditKind::ApprovalRequested => {
+                inner.record_deferred(event)
+            }
+            _ => self.record(event),
+        }
+    }
+
+    fn sync(&self) -> Result<(), AuditError> {
+        self.inner.as_ref().map_or(Ok(()), |inner| inner.sync())
+    }
 }
 
 /// The held call's arguments, read from the store (off the event loop); `null` if it no longer

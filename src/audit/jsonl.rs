@@ -1,14 +1,21 @@
 //! The hash-chained JSON Lines file sink: one writer at a time, and a recovery for torn writes
 //! that keeps the torn bytes as evidence.
 
-use std::ffi::OsString;
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
+use std::io::{self, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
+use super::group_commit::{self, GroupCommit};
 use super::verify::{self, AuditVerifyError, line_hash};
 use super::{AuditError, AuditEvent, AuditSink};
+use super::{salts, torn};
+
+/// The longest an entry recorded with [`AuditSink::record_deferred`] waits for its `fdatasync`
+/// when no waiting record comes to carry it.
+const DEFERRED_WITHIN: Duration = Duration::from_millis(50);
 
 /// A JSON Lines audit file where each entry carries its sequence number, the previous entry's
 /// hash and its own.
@@ -35,8 +42,15 @@ use super::{AuditError, AuditEvent, AuditSink};
 ///   refuses it so nothing changes silently. If a write fails while the process lives, the partial
 ///   line is cut off again before the next record; if even that fails, the sink refuses every
 ///   later record rather than write after a torn line.
-/// - **Not guaranteed:** durability across power loss (records are not `fsync`ed one by one; the
-///   operating system writes them back), and protection from a writer that ignores the lock.
+/// - **Durable before it counts.** [`record`](AuditSink::record) returns only after its entry —
+///   and every entry before it — is `fdatasync`ed. Writers do not queue for their own syncs: a
+///   record waits for the sync in flight and at most one more, which covers every entry written
+///   meanwhile (group commit), so a sync serves as many entries as arrived while the last one ran.
+///   [`record_deferred`](AuditSink::record_deferred) writes in order without waiting; its entry is
+///   durable when the next `record` returns, at [`sync`](AuditSink::sync), when the sink is
+///   dropped, or within 50 ms by a background thread. A failed `fdatasync` is final: the sink
+///   refuses every later record (the kernel may have dropped the unsynced pages).
+/// - **Not guaranteed:** protection from a writer that ignores the lock.
 ///
 /// # Recovering a torn tail
 ///
@@ -76,9 +90,22 @@ use super::{AuditError, AuditEvent, AuditSink};
 /// ```
 #[derive(Debug)]
 pub struct JsonlAuditSink {
-    path: PathBuf,
     recovered: Option<RecoveredTail>,
+    inner: Arc<Inner>,
+}
+
+/// What the sink and its background syncer share.
+#[derive(Debug)]
+struct Inner {
+    path: PathBuf,
     state: Mutex<Writer>,
+    /// Tickets in file order; a commit is one `fdatasync` of the file.
+    group: GroupCommit,
+    /// The same open file, synced without the writer's lock so writers go on meanwhile.
+    sync_file: File,
+    /// An `fdatasync` failed: what it should have made durable may be gone from the page cache,
+    /// so nothing more is written or reported durable.
+    sync_failed: AtomicBool,
 }
 
 /// The write end of the chain.
@@ -92,6 +119,8 @@ struct Writer {
     len: u64,
     /// A write failed and the partial line could not be cut off: no further record is written.
     unusable: bool,
+    /// The salts side file (`<path>.salts`), appended to before each entry.
+    salts: File,
 }
 
 /// What [`JsonlAuditSink::open_recovering`] moved out of the log.
@@ -196,7 +225,7 @@ impl JsonlAuditSink {
         let scan = verify::scan(&file, path)?;
         let recovered = match scan.torn_bytes {
             0 => None,
-            _ if recover => Some(move_torn_tail(&mut file, path, &scan.tip)?),
+            _ if recover => Some(torn::move_torn_tail(&mut file, path, &scan.tip)?),
             tail_bytes => {
                 return Err(AuditVerifyError::TornTail {
                     valid_entries: scan.tip.entries,
@@ -208,22 +237,32 @@ impl JsonlAuditSink {
         };
         file.seek(SeekFrom::Start(scan.tip.bytes))
             .map_err(io_error)?;
-        Ok(Self {
+        let sync_file = file.try_clone().map_err(io_error)?;
+        let salts = salts::open_for_append(path).map_err(|source| AuditOpenError::Io {
+            path: salts::salts_path(path),
+            source,
+        })?;
+        let inner = Arc::new(Inner {
             path: path.to_owned(),
-            recovered,
             state: Mutex::new(Writer {
                 file,
                 seq: scan.tip.entries,
                 prev: scan.tip.last_hash,
                 len: scan.tip.bytes,
                 unusable: false,
+                salts,
             }),
-        })
+            group: GroupCommit::default(),
+            sync_file,
+            sync_failed: AtomicBool::new(false),
+        });
+        group_commit::run_in_background(&inner, "toolgate-audit-sync");
+        Ok(Self { recovered, inner })
     }
 
     /// The file written to.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.inner.path
     }
 
     /// The torn tail [`open_recovering`](Self::open_recovering) moved aside, if there was one.
@@ -232,94 +271,34 @@ impl JsonlAuditSink {
     }
 }
 
-/// Copies the bytes after the last complete entry to `<path>.torn-<offset>`, then cuts them off.
-/// The copy is durable before the cut, so a crash in between loses nothing: the next recovery finds
-/// the same tail and an identical (or partially written) side file, and finishes.
-fn move_torn_tail(
-    file: &mut File,
-    path: &Path,
-    tip: &crate::audit::ChainTip,
-) -> Result<RecoveredTail, AuditOpenError> {
-    let offset = tip.bytes;
-    let mut name = OsString::from(path.as_os_str());
-    name.push(format!(".torn-{offset}"));
-    let evidence = PathBuf::from(name);
-    let log_error = |source| AuditOpenError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let evidence_error = |source| AuditOpenError::Io {
-        path: evidence.clone(),
-        source,
-    };
-
-    let mut torn = Vec::new();
-    file.seek(SeekFrom::Start(offset)).map_err(log_error)?;
-    file.read_to_end(&mut torn).map_err(log_error)?;
-
-    let mut side = match OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&evidence)
-    {
-        Ok(side) => side,
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-            let existing = std::fs::read(&evidence).map_err(evidence_error)?;
-            // Only an interrupted recovery of this very tail leaves a prefix of it there.
-            if !torn.starts_with(&existing) {
-                return Err(AuditOpenError::EvidenceExists { path: evidence });
-            }
-            OpenOptions::new()
-                .write(true)
-                .open(&evidence)
-                .map_err(evidence_error)?
-        }
-        Err(error) => return Err(evidence_error(error)),
-    };
-    side.write_all(&torn)
-        .and_then(|()| side.sync_all())
-        .map_err(evidence_error)?;
-    sync_parent(&evidence).map_err(evidence_error)?;
-
-    file.set_len(offset)
-        .and_then(|()| file.sync_all())
-        .map_err(log_error)?;
-    Ok(RecoveredTail {
-        evidence,
-        offset,
-        bytes: torn.len() as u64,
-        entries: tip.entries,
-    })
-}
-
-/// Makes a new file's directory entry durable (Unix; elsewhere directories cannot be opened).
-fn sync_parent(path: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    if let Some(parent) = path.parent() {
-        let parent = if parent.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            parent
-        };
-        File::open(parent)?.sync_all()?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
-}
-
-impl AuditSink for JsonlAuditSink {
-    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+impl Inner {
+    /// Writes one entry at the end of the chain; returns its ticket. Not yet durable.
+    fn write(&self, event: &AuditEvent) -> Result<u64, AuditError> {
+        let salt = event.salt().copied();
         let event = serde_json::to_value(event)
             .map(|event| crate::canonical::canonical_json(&event))
             .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let writer = &mut *state;
-        if writer.unusable {
+        if writer.unusable || self.sync_failed.load(Ordering::Acquire) {
             return Err(AuditError::new(format!(
-                "{}: an earlier write failed and could not be undone; reopen the log",
+                "{}: an earlier write or sync failed and could not be undone; reopen the log",
                 self.path.display()
             )));
+        }
+        if let Some(salt) = &salt {
+            // Before the entry: an entry whose salt is missing could never be disclosed. A salt
+            // whose entry then fails to write is replaced by the next entry's at its index.
+            let salt_line = salts::salt_line(writer.seq, salt);
+            writer
+                .salts
+                .write_all(salt_line.as_bytes())
+                .map_err(|error| {
+                    AuditError::caused_by(
+                        format!("{}: {error}", salts::salts_path(&self.path).display()),
+                        error,
+                    )
+                })?;
         }
         let hash = line_hash(writer.seq, &writer.prev, &event);
         let line = verify::entry_line(writer.seq, &writer.prev, &event, &hash);
@@ -342,6 +321,109 @@ impl AuditSink for JsonlAuditSink {
         writer.seq += 1;
         writer.prev = hash;
         writer.len += line.len() as u64;
-        Ok(())
+        // Issued under the writer's lock: tickets follow the file's order.
+        Ok(self.group.issue())
+    }
+
+    /// One group commit: everything written before it started is made durable.
+    fn sync(&self, issued: u64) -> Result<u64, AuditError> {
+        if self.sync_failed.load(Ordering::Acquire) {
+            return Err(AuditError::new(format!(
+                "{}: an earlier sync failed; reopen the log",
+                self.path.display()
+            )));
+        }
+        match self.sync_file.sync_data() {
+            Ok(()) => Ok(issued),
+            Err(error) => {
+                // After a failed fdatasync the kernel may have dropped the dirty pages: a later
+                // sync could succeed without them. Refuse everything from here on.
+                self.sync_failed.store(true, Ordering::Release);
+                Err(AuditError::caused_by(
+                    format!("{}: fdatasync: {error}", self.path.display()),
+                    error,
+                ))
+            }
+        }
+    }
+
+    fn sync_all(&self) -> Result<(), AuditError> {
+        self.group.wait_for_all(|issued| self.sync(issued))
+    }
+}
+
+impl group_commit::Background for Inner {
+    fn period(&self) -> Duration {
+        DEFERRED_WITHIN
+    }
+
+    fn tick(&self) {
+        // Salts are synced here, not with each entry: a power cut can lose the salts of the last
+        // entries (which then cannot be disclosed), never an entry or a proof.
+        if let Ok(salts) = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .salts
+            .try_clone()
+        {
+            let _ = salts.sync_data();
+        }
+        if self.group.behind() {
+            // A failure is reported to the next writer that waits (and every later one).
+            let _ = self.sync_all();
+        }
+    }
+}
+
+impl JsonlAuditSink {
+    /// Deletes entry `index`'s salt from the salts file (rewritten whole, then renamed over the
+    /// old one) while the sink writes on; returns whether there was one. The log is untouched:
+    /// every hash, proof and checkpoint over it still verifies, and nothing can be confirmed about
+    /// that entry's arguments any more.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] if the salts file cannot be rewritten or reopened.
+    pub fn forget_salt(&self, index: u64) -> Result<bool, AuditError> {
+        let salts_path = salts::salts_path(&self.inner.path);
+        let failed = |error: io::Error| {
+            AuditError::caused_by(format!("{}: {error}", salts_path.display()), error)
+        };
+        let mut state = self
+            .inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Salts written so far reach the file before it is read for the rewrite.
+        state.salts.sync_data().map_err(failed)?;
+        let found = salts::rewrite_without(&self.inner.path, index).map_err(failed)?;
+        state.salts = salts::open_for_append(&self.inner.path).map_err(failed)?;
+        Ok(found)
+    }
+}
+
+impl Drop for JsonlAuditSink {
+    fn drop(&mut self) {
+        // Entries recorded without waiting are made durable before the file is let go; a failure
+        // here has no one left to tell (the entries are written, only not known durable).
+        let _ = self.inner.sync_all();
+    }
+}
+
+impl AuditSink for JsonlAuditSink {
+    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        let ticket = self.inner.write(event)?;
+        self.inner
+            .group
+            .wait_for(ticket, |issued| self.inner.sync(issued))
+    }
+
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        self.inner.write(event).map(drop)
+    }
+
+    fn sync(&self) -> Result<(), AuditError> {
+        self.inner.sync_all()
     }
 }

@@ -7,16 +7,22 @@
 
 #[cfg(feature = "checkpoints")]
 pub mod checkpoint;
+mod commitment;
+mod group_commit;
 mod jsonl;
 pub mod merkle;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod salts;
+mod torn;
 pub(crate) mod tree_head;
 mod verify;
 
+pub use commitment::{ArgumentSalt, ArgumentSaltSyntax, Disclosure};
 pub use jsonl::{AuditOpenError, JsonlAuditSink, RecoveredTail};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresAuditSink, PostgresAuditVerifyError};
+pub use salts::{AuditDiscloseError, disclose_audit_arguments, forget_audit_salt};
 pub use tree_head::{
     AuditExtendError, Receipt, TreeHead, TreeHeadSyntax, audit_receipt, audit_tree,
     audit_tree_head, verify_audit_extends,
@@ -69,8 +75,9 @@ pub enum AuditKind {
     ShadowDifference,
 }
 
-/// One audit record. It names the call and its tool and carries a digest of the arguments —
-/// never the argument values, which may be secrets.
+/// One audit record. It names the call and its tool and carries a salted commitment to the
+/// arguments — never the argument values, which may be secrets, nor their bare digest, which would
+/// confirm a guessed short value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct AuditEvent {
@@ -82,8 +89,16 @@ pub struct AuditEvent {
     pub call_id: String,
     /// The tool's name as the model sent it (bounded in length).
     pub tool: String,
-    /// `sha256:` over the canonical arguments.
-    pub argument_digest: String,
+    /// `salted-sha256:` and the hex SHA-256 over the bytes `toolgate argument commitment v1`
+    /// and a NUL, a fresh random salt's 16 bytes (one salt per event) and the 32-byte SHA-256 of
+    /// the canonical arguments ([`ArgumentSalt::opens`] checks it). Empty in the one case no salt could be drawn (the OS
+    /// generator failed): the event is still recorded, without a commitment.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub argument_commitment: String,
+    /// Only in entries written before commitments (toolgate 0.x up to the hash-chain log):
+    /// `sha256:` over the canonical arguments. New events never carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument_digest: Option<String>,
     /// The approval involved, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<ApprovalId>,
@@ -124,9 +139,20 @@ pub struct AuditEvent {
     /// decision needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition_digest: Option<String>,
+    /// The salt of `argument_commitment`: never serialized with the event. Sinks that keep salts
+    /// store it apart from the log.
+    #[serde(skip)]
+    pub(crate) salt: Option<ArgumentSalt>,
 }
 
 impl AuditEvent {
+    /// The salt of this event's [`argument_commitment`](Self::argument_commitment), as the
+    /// controller made it (`None` for an event read back from a log: the log never holds it).
+    /// A sink that keeps salts stores it apart from the event.
+    pub fn salt(&self) -> Option<&ArgumentSalt> {
+        self.salt.as_ref()
+    }
+
     /// The same event, naming who answered the approval and their note.
     pub(crate) fn answered_by(mut self, approver: Option<&str>, note: Option<&str>) -> Self {
         self.approver = approver.map(crate::contract::quote_bounded);
@@ -176,7 +202,7 @@ fn bounded_note(note: &str) -> String {
 pub(crate) struct AuditSubject {
     call_id: String,
     tool: String,
-    argument_digest: String,
+    arguments: ArgumentHash,
     approval_id: Option<ApprovalId>,
     principal: Option<String>,
     definition_digest: Option<String>,
@@ -205,7 +231,7 @@ impl AuditSubject {
         Self {
             call_id: crate::contract::quote_bounded(call_id),
             tool: crate::contract::quote_bounded(tool),
-            argument_digest: ArgumentHash::of(arguments).text(),
+            arguments: ArgumentHash::of(arguments),
             approval_id: None,
             principal: None,
             definition_digest: None,
@@ -218,6 +244,8 @@ impl AuditSubject {
     }
 
     pub(crate) fn event(&self, kind: AuditKind) -> AuditEvent {
+        // Each event its own salt: two events of one call do not share one either.
+        let salt = ArgumentSalt::random();
         AuditEvent {
             time_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -227,7 +255,11 @@ impl AuditSubject {
             kind,
             call_id: self.call_id.clone(),
             tool: self.tool.clone(),
-            argument_digest: self.argument_digest.clone(),
+            argument_commitment: salt
+                .map(|salt| salt.commit(&self.arguments))
+                .unwrap_or_default(),
+            argument_digest: None,
+            salt,
             approval_id: self.approval_id,
             action: None,
             reason: None,
@@ -310,13 +342,40 @@ impl std::error::Error for AuditError {
 
 /// Where audit events go. `record` must return only once the event is stored: a handler runs
 /// only after the events leading to it were recorded.
+///
+/// The controller records with [`record`](Self::record) the event a handler's run depends on (an
+/// allowed decision, also after an approval) and with [`record_deferred`](Self::record_deferred)
+/// the rest (a call received, a denial, a hold and its request, an answer, an outcome): a sink that
+/// batches its commits then makes one durable commit per call that runs, not three, and none for a
+/// call that is denied or held.
 pub trait AuditSink: Send + Sync {
-    /// Stores one event.
+    /// Stores one event durably: when it returns `Ok`, this event and every event recorded before
+    /// it (by either method) are stored.
     ///
     /// # Errors
     ///
     /// [`AuditError`] if it could not be stored; the controller then does not run the call.
     fn record(&self, event: &AuditEvent) -> Result<(), AuditError>;
+
+    /// Stores one event in order, possibly without waiting for it to be durable: it is durable at
+    /// the latest when a later [`record`](Self::record) or [`sync`](Self::sync) returns `Ok`
+    /// (each sink says what bound it keeps besides). The default records it at once.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] if it could not be stored even for later.
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        self.record(event)
+    }
+
+    /// Makes every event recorded so far durable. The default has nothing to do.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] if they could not be made durable.
+    fn sync(&self) -> Result<(), AuditError> {
+        Ok(())
+    }
 }
 
 /// Keeps events in memory, for tests and for programs that ship them elsewhere.
@@ -354,6 +413,14 @@ impl<S: AuditSink + ?Sized> AuditSink for Arc<S> {
     fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
         (**self).record(event)
     }
+
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        (**self).record_deferred(event)
+    }
+
+    fn sync(&self) -> Result<(), AuditError> {
+        (**self).sync()
+    }
 }
 
 /// Sends events to `tracing` (feature `tracing`) as `info` events with target `toolgate::audit`.
@@ -369,7 +436,7 @@ impl AuditSink for TracingAuditSink {
             kind = ?event.kind,
             call_id = %event.call_id,
             tool = %event.tool,
-            argument_digest = %event.argument_digest,
+            argument_commitment = %event.argument_commitment,
             approval_id = ?event.approval_id,
             action = ?event.action,
             rule_id = ?event.rule_id,

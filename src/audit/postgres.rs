@@ -1,64 +1,72 @@
 //! One hash-chained audit log in PostgreSQL for every node (feature `postgres`), and its check.
+//!
+//! Appends commit concurrently to a queue table (`append`); integration moves queued entries into
+//! the chain in batches (`integrate`); `schema` creates and migrates the tables; `tree` reads the
+//! chain as a Merkle tree.
 
 use std::fmt;
 use std::io::{self, Read};
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Once, PoisonError};
+use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator as _;
 use postgres::{Client, Config, NoTls};
 
-use super::verify::{self, AuditEntryProblem, AuditVerifyError, ChainTip, GENESIS, line_hash};
+use super::group_commit::{self, Background};
+use super::verify::{self, AuditEntryProblem, AuditVerifyError, ChainTip};
 use super::{AuditError, AuditEvent, AuditSink};
-use crate::postgres_error::connection_lost;
 
+mod append;
+mod integrate;
+mod salts;
+mod schema;
 mod tree;
+
+use append::Appender;
+use integrate::Wait;
 
 /// How long an append whose connection was lost before its commit keeps reconnecting (as the
 /// approval store does), and the longest pause between two tries.
 const RECONNECT_FOR: Duration = Duration::from_secs(10);
 const LONGEST_PAUSE: Duration = Duration::from_millis(500);
 
-/// The layout this version writes and reads.
-const SCHEMA_VERSION: i64 = 1;
-
-/// Version 1: the entries, and one row naming the chain's tip. Appending locks the tip row, so
-/// entries from every node form one line.
-const CREATE_V1: &str = "
-CREATE TABLE toolgate_audit (
-    seq bigint PRIMARY KEY CHECK (seq >= 0),
-    prev text NOT NULL,
-    event text NOT NULL,
-    hash text NOT NULL,
-    recorded_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE TABLE toolgate_audit_tip (
-    one boolean PRIMARY KEY DEFAULT true CHECK (one),
-    entries bigint NOT NULL,
-    last_hash text NOT NULL
-);
-";
+/// How often each sink commits what was recorded without waiting, and integrates the queue.
+const INTEGRATE_EVERY: Duration = Duration::from_millis(50);
 
 /// An audit log in a PostgreSQL table that every node appends to: one hash chain for all of them.
 ///
 /// # Guarantees
 ///
-/// - **One chain, however many writers.** An append reads the chain's tip with `SELECT … FOR
-///   UPDATE`, so appends from every thread, process and node are serialized by the database:
-///   entry *n* names entry *n − 1*'s hash, with no fork and no gap.
-/// - **An event is in the chain, or its step did not happen.** `record` returns only after its
-///   transaction committed (the server's `synchronous_commit` decides how durable that is). If
-///   the commit fails or goes unanswered, `record` fails and the controller does not take the
-///   step; the event may then be in the chain for a step that did not happen, never the reverse.
-///   A connection lost *before* the commit is replaced and the append tried again (for up to
-///   10 s while the server is away; [`with_reconnect_window`](Self::with_reconnect_window)).
+/// - **One chain, however many writers — without one lock per append.** An append commits the
+///   event to a queue table (no shared row is locked: appends from every thread, process and
+///   node commit concurrently, and the events of a process's concurrent records share one
+///   transaction — group commit). Integration moves queued entries into the chain in batches,
+///   under the chain tip's row lock (`SELECT … FOR UPDATE`): entry *n* names entry *n − 1*'s
+///   hash, with no fork and no gap. Each sink integrates every 50 ms (skipping while another
+///   node does), and before [`verify`](Self::verify), [`tree_head`](Self::tree_head),
+///   [`receipt`](Self::receipt) and [`recent`](Self::recent) read the chain.
+/// - **An event is stored, or its step did not happen.** `record` returns only after the
+///   transaction holding its event committed (the server's `synchronous_commit` decides how
+///   durable that is). If the commit fails, `record` fails and the controller does not take the
+///   step. A connection lost before or at the commit is replaced and the append tried again (for
+///   up to 10 s while the server is away; [`with_reconnect_window`](Self::with_reconnect_window));
+///   every event has a key unique across queue and chain, so a retry after a commit that went
+///   unanswered stores each event once. Events recorded with
+///   [`record_deferred`](AuditSink::record_deferred) commit with the next `record`, or within
+///   50 ms; a batch that fails stays queued in the sink for the next commit.
+/// - **Crashes.** A process that dies after its commit and before integration loses nothing: its
+///   entries wait in the queue table for the next integration by any sink. An integration cut off
+///   mid-batch (crash, server restart) rolls back whole.
 /// - **Tamper evidence**, as for [`JsonlAuditSink`](crate::audit::JsonlAuditSink): each entry's hash
 ///   covers its sequence number, the previous hash and the event in canonical JSON, computed by
 ///   the same function; [`verify`](Self::verify) reports the first bad entry, and a tip row that
 ///   disagrees with the entries (entries cut off the end, or the tip edited).
 /// - **A versioned schema**, created on first use in the connection's current schema (tables
-///   `toolgate_audit` and `toolgate_audit_tip`, version in `toolgate_meta`); a newer one is refused.
+///   `toolgate_audit`, `toolgate_audit_tip`, `toolgate_audit_queue` and `toolgate_audit_salts`,
+///   version in `toolgate_meta`); a version 1 schema (one lock per append) is migrated in place,
+///   its entries kept as they are; a newer one is refused.
 ///
 /// Not guaranteed: protection from someone who can rewrite both the table and its tip with
 /// recomputed hashes (as with a file, keep a [`ChainTip`] elsewhere to detect that).
@@ -74,12 +82,9 @@ CREATE TABLE toolgate_audit_tip (
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PostgresAuditSink {
-    config: Config,
-    // One connection per sink: appends are serialized by the tip lock anyway. `None` after the
-    // connection was lost, until the next append reconnects.
-    client: Mutex<Option<Client>>,
-    // How long an append waits for an absent server (`RECONNECT_FOR` unless set).
-    reconnect_for: Duration,
+    appender: Arc<Appender>,
+    /// The background thread starts with the first record.
+    background: Once,
 }
 
 impl fmt::Debug for PostgresAuditSink {
@@ -124,18 +129,6 @@ fn audit_error(what: &str, error: postgres::Error) -> AuditError {
     AuditError::caused_by(format!("{what}: {error}"), error)
 }
 
-/// Why one append attempt failed.
-enum AppendError {
-    BeforeCommit(postgres::Error),
-    AtCommit(postgres::Error),
-}
-
-impl From<postgres::Error> for AppendError {
-    fn from(error: postgres::Error) -> Self {
-        AppendError::BeforeCommit(error)
-    }
-}
-
 impl PostgresAuditSink {
     /// Connects with a libpq-style URL (as
     /// [`PostgresApprovalStore::connect`](crate::approvals::PostgresApprovalStore::connect)),
@@ -167,21 +160,62 @@ impl PostgresAuditSink {
         let mut client = config
             .connect(NoTls)
             .map_err(|error| audit_error("cannot connect to the audit database", error))?;
-        create_or_check(&mut client)?;
+        schema::create_or_check(&mut client)?;
         Ok(Self {
-            config,
-            client: Mutex::new(Some(client)),
-            reconnect_for: RECONNECT_FOR,
+            appender: Arc::new(Appender::new(
+                config,
+                client,
+                duration_ms(RECONNECT_FOR),
+                duration_ms(INTEGRATE_EVERY),
+            )?),
+            background: Once::new(),
         })
     }
 
     /// The same sink, waiting at most `window` (10 s unless set) for an absent server when an
-    /// append lost its connection before its commit; past it the append fails (and the step it
-    /// records does not happen). `Duration::ZERO` fails such an append at once.
+    /// append lost its connection before its commit was confirmed; past it the append fails (and
+    /// the step it records does not happen). `Duration::ZERO` fails such an append at once.
     #[must_use]
-    pub fn with_reconnect_window(mut self, window: Duration) -> Self {
-        self.reconnect_for = window;
+    pub fn with_reconnect_window(self, window: Duration) -> Self {
+        self.appender
+            .reconnect_for_ms
+            .store(duration_ms(window), Ordering::Relaxed);
         self
+    }
+
+    /// The same sink, committing what was recorded without waiting and integrating the queue
+    /// every `period` (50 ms unless set) instead. Readers integrate before they read, whatever
+    /// this is.
+    #[must_use]
+    pub fn with_integration_every(self, period: Duration) -> Self {
+        self.appender
+            .integrate_every_ms
+            .store(duration_ms(period), Ordering::Relaxed);
+        self
+    }
+
+    /// Moves every queued entry — this sink's and every other node's — into the chain now;
+    /// returns how many it moved. Waits while another node integrates.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] if the database cannot be reached or the batch did not commit (its entries
+    /// then stay queued).
+    pub fn integrate(&self) -> Result<u64, AuditError> {
+        self.sync()?;
+        let mut client = self
+            .appender
+            .config
+            .connect(NoTls)
+            .map_err(|error| audit_error("connect", error))?;
+        integrate::integrate(&mut client, Wait::ForTheLock)
+            .map_err(|error| audit_error("cannot integrate the audit queue", error))
+    }
+
+    fn start_background(&self) {
+        self.background.call_once(|| {
+            group_commit::run_in_background(&self.appender, "toolgate-audit-integrate");
+        });
     }
 
     /// Checks the whole chain in the table, entry by entry, and that the tip row names its end.
@@ -194,24 +228,39 @@ impl PostgresAuditSink {
     ///
     /// [`PostgresAuditVerifyError`]: unreadable, broken at an entry, or a tip that disagrees.
     pub fn verify(&self) -> Result<ChainTip, PostgresAuditVerifyError> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|error| PostgresAuditVerifyError::Unreadable(audit_error("connect", error)))?;
+        let mut client = self.integrated()?;
         verify_chain(&mut client)
     }
 
-    /// The last `limit` events in the chain, oldest first (for an approval page, say). Read on a
-    /// connection of its own; a row whose event does not parse is skipped (`verify` names it).
+    /// A new connection, after committing this sink's deferred events and integrating every
+    /// entry queued so far (so a reader sees every event recorded through this sink and every
+    /// event whose `record` returned on any node).
+    fn integrated(&self) -> Result<Client, PostgresAuditVerifyError> {
+        self.sync().map_err(PostgresAuditVerifyError::Unreadable)?;
+        let unreadable =
+            |what, error| PostgresAuditVerifyError::Unreadable(audit_error(what, error));
+        let mut client = self
+            .appender
+            .config
+            .connect(NoTls)
+            .map_err(|error| unreadable("connect", error))?;
+        integrate::integrate(&mut client, Wait::ForTheLock)
+            .map_err(|error| unreadable("integrate the audit queue", error))?;
+        Ok(client)
+    }
+
+    /// The last `limit` events in the chain, oldest first (for an approval page, say), after
+    /// integrating what is queued. Read on a connection of its own; a row whose event does not
+    /// parse is skipped (`verify` names it).
     ///
     /// # Errors
     ///
     /// [`AuditError`] if the table cannot be read.
     pub fn recent(&self, limit: usize) -> Result<Vec<super::AuditEvent>, AuditError> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|error| audit_error("connect", error))?;
+        let mut client = self.integrated().map_err(|error| match error {
+            PostgresAuditVerifyError::Unreadable(error) => error,
+            other => AuditError::caused_by("read", other),
+        })?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = client
             .query(
@@ -226,125 +275,73 @@ impl PostgresAuditSink {
             .collect())
     }
 
-    fn append(client: &mut Client, event: &str) -> Result<(), AppendError> {
-        let mut transaction = client.transaction()?;
-        let tip = transaction.query_one(
-            "SELECT entries, last_hash FROM toolgate_audit_tip FOR UPDATE",
-            &[],
-        )?;
-        let (seq, prev): (i64, String) = (tip.get(0), tip.get(1));
-        let hash = line_hash(u64::try_from(seq).unwrap_or(0), &prev, event);
-        transaction.execute(
-            "INSERT INTO toolgate_audit (seq, prev, event, hash) VALUES ($1, $2, $3, $4)",
-            &[&seq, &prev, &event, &hash],
-        )?;
-        transaction.execute(
-            "UPDATE toolgate_audit_tip SET entries = $1, last_hash = $2",
-            &[&(seq + 1), &hash],
-        )?;
-        transaction.commit().map_err(AppendError::AtCommit)
+    /// Queues one event with its salt; returns its ticket.
+    fn enqueue(&self, event: &AuditEvent) -> Result<u64, AuditError> {
+        let text = serde_json::to_value(event)
+            .map(|event| crate::canonical::canonical_json(&event))
+            .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
+        self.start_background();
+        let salt = event.salt().map(super::ArgumentSalt::to_hex);
+        Ok(self.appender.enqueue(text, salt))
     }
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl AuditSink for PostgresAuditSink {
     fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
-        let event = serde_json::to_value(event)
-            .map(|event| crate::canonical::canonical_json(&event))
-            .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
-        let mut slot = self.client.lock().unwrap_or_else(PoisonError::into_inner);
-        let deadline = Instant::now() + self.reconnect_for;
-        let mut pause = Duration::ZERO;
-        loop {
-            let client = match slot.as_mut() {
-                Some(client) => client,
-                None => match self.config.connect(NoTls) {
-                    Ok(client) => slot.insert(client),
-                    // The server is away (down, restarting): wait for it, a while.
-                    Err(error) if connection_lost(&error) && Instant::now() + pause < deadline => {
-                        pause = (pause * 2).clamp(Duration::from_millis(50), LONGEST_PAUSE);
-                        std::thread::sleep(pause);
-                        continue;
-                    }
-                    Err(error) => {
-                        return Err(audit_error("cannot connect to the audit database", error));
-                    }
-                },
-            };
-            match Self::append(client, &event) {
-                Ok(()) => return Ok(()),
-                Err(AppendError::BeforeCommit(error)) => {
-                    let lost = connection_lost(&error);
-                    if lost {
-                        *slot = None;
-                    }
-                    // Nothing committed: append again on a new connection, at once the first
-                    // time, then with pauses.
-                    if lost && Instant::now() + pause < deadline {
-                        std::thread::sleep(pause);
-                        pause = (pause * 2).clamp(Duration::from_millis(50), LONGEST_PAUSE);
-                        continue;
-                    }
-                    return Err(audit_error("cannot append to the audit table", error));
-                }
-                Err(AppendError::AtCommit(error)) => {
-                    if connection_lost(&error) {
-                        *slot = None;
-                    }
-                    return Err(audit_error(
-                        "the audit append's commit was not confirmed",
-                        error,
-                    ));
-                }
-            }
-        }
+        let ticket = self.enqueue(event)?;
+        self.appender
+            .group
+            .wait_for(ticket, |issued| self.appender.commit(issued))
+    }
+
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        self.enqueue(event).map(drop)
+    }
+
+    fn sync(&self) -> Result<(), AuditError> {
+        self.appender
+            .group
+            .wait_for_all(|issued| self.appender.commit(issued))
     }
 }
 
-fn create_or_check(client: &mut Client) -> Result<(), AuditError> {
-    let at = |error| audit_error("cannot create the audit tables", error);
-    let mut transaction = client.transaction().map_err(at)?;
-    transaction
-        .execute(
-            "SELECT pg_advisory_xact_lock(hashtext('toolgate schema ' || current_schema()))",
-            &[],
-        )
-        .map_err(at)?;
-    transaction
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS toolgate_meta (key text PRIMARY KEY, value bigint NOT NULL)",
-        )
-        .map_err(at)?;
-    let version: Option<i64> = transaction
-        .query_opt(
-            "SELECT value FROM toolgate_meta WHERE key = 'audit_schema_version'",
-            &[],
-        )
-        .map_err(at)?
-        .map(|row| row.get(0));
-    match version {
-        None => {
-            transaction
-                .execute(
-                    "INSERT INTO toolgate_meta (key, value) VALUES ('audit_schema_version', $1)",
-                    &[&SCHEMA_VERSION],
-                )
-                .map_err(at)?;
-            transaction.batch_execute(CREATE_V1).map_err(at)?;
-            transaction
-                .execute(
-                    "INSERT INTO toolgate_audit_tip (entries, last_hash) VALUES (0, $1)",
-                    &[&GENESIS],
-                )
-                .map_err(at)?;
+impl Drop for PostgresAuditSink {
+    fn drop(&mut self) {
+        // What was recorded without waiting is committed before the sink goes (it may wait for an
+        // absent server up to the reconnect window); a failure has no one left to tell.
+        let _ = self.sync();
+    }
+}
+
+impl Background for Appender {
+    fn period(&self) -> Duration {
+        Duration::from_millis(self.integrate_every_ms.load(Ordering::Relaxed))
+    }
+
+    fn tick(&self) {
+        if self.group.behind() {
+            // A failure is reported to the next writer that waits.
+            let _ = self.group.wait_for_all(|issued| self.commit(issued));
         }
-        Some(SCHEMA_VERSION) => {}
-        Some(other) => {
-            return Err(AuditError::new(format!(
-                "audit schema version {other}, this toolgate reads version {SCHEMA_VERSION}"
-            )));
+        let mut slot = self
+            .integrator
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = self.config.connect(NoTls).ok();
+        }
+        if let Some(client) = slot.as_mut()
+            && let Err(error) = integrate::integrate(client, Wait::Skip)
+            && crate::postgres_error::connection_lost(&error)
+        {
+            // Reconnect next time; the batch rolled back and stays queued.
+            *slot = None;
         }
     }
-    transaction.commit().map_err(at)
 }
 
 /// Reads the table in order as the JSON Lines a file sink would hold and checks it with the file

@@ -13,7 +13,7 @@ use sha2::{Digest as _, Sha256};
 use crate::canonical;
 
 /// The hash every chain starts from.
-pub(super) const GENESIS: &str =
+pub(crate) const GENESIS: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 /// One line of a JSON Lines audit file, as parsed back.

@@ -317,7 +317,7 @@ impl ToolController {
                 .with_approval(approval_id)
                 .with_definition(&request.definition_digest)
         });
-        let _ = self.record(&subject, |s| s.event(AuditKind::ApprovalRevoked));
+        let _ = self.record_deferred(&subject, |s| s.event(AuditKind::ApprovalRevoked));
         Ok(ToolResult::error(
             request.call.call_id,
             "revoked: the approval request was withdrawn; the call did not run",

@@ -220,7 +220,7 @@ impl ToolController {
         call: ToolCall,
         subject: &mut Option<AuditSubject>,
     ) -> Result<(Arc<Gate>, PreparedToolCall), ToolResult> {
-        if let Err(error) = self.record(subject, |s| s.event(AuditKind::CallReceived)) {
+        if let Err(error) = self.record_deferred(subject, |s| s.event(AuditKind::CallReceived)) {
             return Err(unrecorded(call.call_id, &error));
         }
         let gate = self.gate();
@@ -234,7 +234,7 @@ impl ToolController {
             }
             Err(rejection) => {
                 // Nothing runs either way; a failed record changes nothing here.
-                let _ = self.record(subject, |s| AuditEvent {
+                let _ = self.record_deferred(subject, |s| AuditEvent {
                     reason: Some(rejection.to_string()),
                     is_error: Some(true),
                     ..s.event(AuditKind::RejectedAtPreparation)
@@ -306,12 +306,15 @@ impl ToolController {
                 return Ok(authorized);
             }
             PolicyOutcome::Denied { prepared, decision } => {
-                let _ = self.record(subject, |s| s.decision(&decision));
+                let _ = self.record_deferred(subject, |s| s.decision(&decision));
                 Outcome::Completed(PolicyOutcome::denial_result(prepared, &decision))
             }
             PolicyOutcome::NeedsApproval { prepared, decision } => {
                 let call_id = prepared.call_id().to_owned();
-                let recorded = self.record(subject, |s| s.decision(&decision));
+                // The hold's events are written before the hold is handed out and made durable
+                // with the next durable record (at the latest the decision that lets the call
+                // run, if it is approved) or within the sink's bound: a hold runs nothing.
+                let recorded = self.record_deferred(subject, |s| s.decision(&decision));
                 let held = |()| {
                     self.pending
                         .request_for(prepared, decision.reason, decision.approvers)
@@ -320,7 +323,7 @@ impl ToolController {
                     Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
                     Ok(Ok(request)) => {
                         let id = request.approval_id;
-                        let asked = self.record(subject, |s| {
+                        let asked = self.record_deferred(subject, |s| {
                             let mut event = s
                                 .clone()
                                 .with_approval(id)
@@ -331,7 +334,7 @@ impl ToolController {
                         });
                         match asked {
                             Ok(()) => Outcome::PendingApproval(request),
-                            // An approval nobody can trace is not handed out.
+                            // An approval whose request could not be written is not handed out.
                             Err(error) => {
                                 let _ = self.pending.revoke(id);
                                 Outcome::Completed(unrecorded(call_id, &error))
@@ -361,7 +364,7 @@ impl ToolController {
         });
         let approval = match answered {
             Answered::Rejected(request) => {
-                let _ = self.record(&subject, |s| {
+                let _ = self.record_deferred(&subject, |s| {
                     answer.stamp(s.event(AuditKind::ApprovalRejected))
                 });
                 return Step::Done(ToolResult::error(
@@ -370,7 +373,7 @@ impl ToolController {
                 ));
             }
             Answered::Expired(request) => {
-                let _ = self.record(&subject, |s| s.event(AuditKind::ApprovalExpired));
+                let _ = self.record_deferred(&subject, |s| s.event(AuditKind::ApprovalExpired));
                 return Step::Done(ToolResult::error(
                     request.call.call_id,
                     "denied: the approval request expired before it was answered; propose the call again",
@@ -378,7 +381,8 @@ impl ToolController {
             }
             Answered::Approved(approval) => approval,
         };
-        let mut recorded = self.record(&subject, |s| {
+        // Durable with the decision that lets the call run (nothing runs without it).
+        let mut recorded = self.record_deferred(&subject, |s| {
             answer.stamp(s.event(AuditKind::ApprovalApproved))
         });
         let mut subject = subject;
@@ -391,7 +395,7 @@ impl ToolController {
                     .for_principal(request.call.principal.as_deref())
                     .with_approval(request.approval_id),
             );
-            recorded = self.record(&edited, |s| s.event(AuditKind::ApprovalEdited));
+            recorded = self.record_deferred(&edited, |s| s.event(AuditKind::ApprovalEdited));
             subject = edited;
         }
         if let Err(error) = recorded {
@@ -434,7 +438,7 @@ impl ToolController {
                     let message = format!(
                         "denied: the policy now names other approvers for this call ({refusal}); it did not run"
                     );
-                    let _ = self.record(&subject, |s| AuditEvent {
+                    let _ = self.record_deferred(&subject, |s| AuditEvent {
                         action: Some(PolicyAction::Deny),
                         reason: Some(message.clone()),
                         rule_id: decision.rule_id.clone(),
@@ -450,11 +454,11 @@ impl ToolController {
                 Step::Run(gate, authorized, subject)
             }
             ApprovalOutcome::Denied { prepared, decision } => {
-                let _ = self.record(&subject, |s| s.decision(&decision));
+                let _ = self.record_deferred(&subject, |s| s.decision(&decision));
                 Step::Done(denied_after_approval(prepared, decision))
             }
             ApprovalOutcome::Stale { call_id, staleness } => {
-                let _ = self.record(&subject, |s| AuditEvent {
+                let _ = self.record_deferred(&subject, |s| AuditEvent {
                     reason: Some(staleness.message().to_owned()),
                     is_error: Some(true),
                     ..s.event(AuditKind::ApprovalStale)
@@ -462,7 +466,7 @@ impl ToolController {
                 Step::Done(ToolResult::error(call_id, staleness.message()))
             }
             ApprovalOutcome::Invalid(rejection) => {
-                let _ = self.record(&subject, |s| AuditEvent {
+                let _ = self.record_deferred(&subject, |s| AuditEvent {
                     reason: Some(rejection.to_string()),
                     is_error: Some(true),
                     ..s.event(AuditKind::RejectedAtPreparation)
@@ -472,7 +476,9 @@ impl ToolController {
         }
     }
 
-    /// Records an event when a sink is set; `make` builds it only then.
+    /// Records an event durably when a sink is set (`make` builds it only then): for the event a
+    /// handler's run depends on — an allowed decision. Durable with it are the events recorded
+    /// before it.
     #[inline(always)]
     pub(super) fn record(
         &self,
@@ -481,6 +487,22 @@ impl ToolController {
     ) -> Result<(), AuditError> {
         match (&self.audit, subject) {
             (Some(sink), Some(subject)) => sink.record(&make(subject)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records an event in order without waiting for it to be durable
+    /// ([`AuditSink::record_deferred`]): for every event no handler's run depends on — a call
+    /// received (the decision that lets it run is recorded durably after it), a denial, a hold and
+    /// its request, an answer that runs nothing, an outcome.
+    #[inline(always)]
+    pub(super) fn record_deferred(
+        &self,
+        subject: &Option<AuditSubject>,
+        make: impl FnOnce(&AuditSubject) -> AuditEvent,
+    ) -> Result<(), AuditError> {
+        match (&self.audit, subject) {
+            (Some(sink), Some(subject)) => sink.record_deferred(&make(subject)),
             _ => Ok(()),
         }
     }
@@ -513,7 +535,7 @@ impl ToolController {
         approval_id: Option<ApprovalId>,
         is_error: bool,
     ) {
-        let _ = self.record(subject, |s| AuditEvent {
+        let _ = self.record_deferred(subject, |s| AuditEvent {
             is_error: Some(is_error),
             ..s.event(AuditKind::ExecutionOutcome)
         });

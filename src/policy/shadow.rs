@@ -218,7 +218,7 @@ impl Policy for Shadow {
                 .or_default() += 1;
             if let Some(sink) = &self.audit {
                 // Nothing changes for the call: a sink that fails is the shadow's loss only.
-                let _ = sink.record(&AuditEvent {
+                let _ = sink.record_deferred(&AuditEvent {
                     reason: Some(format!(
                         "the candidate policy would {} this call where the enforced one decided {}",
                         candidate.action, enforced.action

@@ -230,8 +230,18 @@ fn canonical_stream_audit_digest_equals_hash_of_canonical_text_for_hostile_value
         .collect();
     assert_eq!(received.len(), values.len());
     for (value, event) in values.iter().zip(&received) {
-        let expected = hex(&Sha256::digest(canonical_text(value).as_bytes()));
-        assert_eq!(event.argument_digest, expected, "{}", event.call_id);
+        // The commitment as documented: SHA-256 over the domain tag, the salt's 16 bytes and the
+        // SHA-256 of the canonical text — computed here from the text, not by the library's code.
+        let salt = event.salt().unwrap().to_hex();
+        let salt: Vec<u8> = (0..16)
+            .map(|i| u8::from_str_radix(&salt[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let mut hasher = Sha256::new();
+        hasher.update(b"toolgate argument commitment v1\0");
+        hasher.update(&salt);
+        hasher.update(Sha256::digest(canonical_text(value).as_bytes()));
+        let expected = hex(&hasher.finalize()).replacen("sha256:", "salted-sha256:", 1);
+        assert_eq!(event.argument_commitment, expected, "{}", event.call_id);
     }
 }
 

@@ -167,15 +167,30 @@ fn events_carry_digests_never_argument_values() {
         "{written}"
     );
     let events = sink.events();
-    let digests: Vec<&str> = events
-        .iter()
-        .take(3)
-        .map(|e| e.argument_digest.as_str())
-        .collect();
+    // The first call's events each commit to its arguments with a salt of their own: no two
+    // commitments alike, none the bare digest a reader could confirm a guess against.
+    let first = &events[..3];
+    for event in first {
+        assert!(event.argument_commitment.starts_with("salted-sha256:"));
+        assert!(
+            event
+                .salt()
+                .unwrap()
+                .opens(&event.argument_commitment, &secret)
+        );
+        assert!(
+            !event
+                .salt()
+                .unwrap()
+                .opens(&event.argument_commitment, &json!({"patch": "guess"}))
+        );
+        assert_eq!(event.argument_digest, None);
+    }
+    assert_ne!(first[0].argument_commitment, first[1].argument_commitment);
+    assert_ne!(first[1].argument_commitment, first[2].argument_commitment);
     assert!(
-        digests
-            .iter()
-            .all(|d| d.starts_with("sha256:") && *d == digests[0])
+        !written.contains(&first[0].salt().unwrap().to_hex()),
+        "a salt is never serialized"
     );
 }
 
@@ -309,13 +324,110 @@ fn an_edited_approval_records_both_digests() {
         .iter()
         .find(|e| e.kind == AuditKind::CallReceived)
         .unwrap();
-    assert_eq!(approved.argument_digest, received.argument_digest);
-    assert_ne!(edited.argument_digest, approved.argument_digest);
+    let opens = |event: &toolgate::audit::AuditEvent, arguments: serde_json::Value| {
+        event
+            .salt()
+            .unwrap()
+            .opens(&event.argument_commitment, &arguments)
+    };
+    assert!(opens(received, json!({"patch": "proposed"})));
+    assert!(opens(approved, json!({"patch": "proposed"})));
+    assert!(opens(edited, json!({"patch": "edited"})));
+    assert!(!opens(edited, json!({"patch": "proposed"})));
     let outcome = events.last().unwrap();
     assert_eq!(outcome.kind, AuditKind::ExecutionOutcome);
-    assert_eq!(
-        outcome.argument_digest, edited.argument_digest,
+    assert!(
+        opens(outcome, json!({"patch": "edited"})),
         "the edited call is what ran"
+    );
+}
+
+/// Which events a handler's run waits for: a sink that tells `record` from `record_deferred`.
+#[derive(Default)]
+struct ByMethod {
+    durable: std::sync::Mutex<Vec<(AuditKind, String)>>,
+    deferred: std::sync::Mutex<Vec<(AuditKind, String)>>,
+}
+
+impl AuditSink for ByMethod {
+    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        self.durable
+            .lock()
+            .unwrap()
+            .push((event.kind, event.call_id.clone()));
+        Ok(())
+    }
+
+    fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        self.deferred
+            .lock()
+            .unwrap()
+            .push((event.kind, event.call_id.clone()));
+        Ok(())
+    }
+}
+
+#[test]
+fn only_the_decision_a_run_depends_on_is_recorded_durably() {
+    use AuditKind::*;
+    let sink = Arc::new(ByMethod::default());
+    let runs = Arc::default();
+    let controller = audited(&runs, sink.clone());
+    // Allowed, denied (unknown to the policy), held then approved, held then rejected.
+    let _ = controller.handle(ToolCall::new(
+        "allowed",
+        "calculator",
+        json!({"a": 1, "b": 2}),
+    ));
+    let _ = controller.handle(ToolCall::new("invalid", "calculator", json!({"a": "x"})));
+    let Outcome::PendingApproval(approved) =
+        controller.handle(ToolCall::new("held", "apply_patch", json!({"patch": "+"})))
+    else {
+        panic!("asks");
+    };
+    controller
+        .resolve(ApprovalResponse::approve(approved.approval_id))
+        .unwrap();
+    let Outcome::PendingApproval(rejected) = controller.handle(ToolCall::new(
+        "refused",
+        "apply_patch",
+        json!({"patch": "-"}),
+    )) else {
+        panic!("asks");
+    };
+    controller
+        .resolve(ApprovalResponse::reject(rejected.approval_id))
+        .unwrap();
+    assert_eq!(
+        *sink.durable.lock().unwrap(),
+        [
+            (Decision, "allowed".to_owned()),
+            (Decision, "held".to_owned())
+        ]
+    );
+    let deferred = sink.deferred.lock().unwrap().clone();
+    let of = |id: &str| -> Vec<AuditKind> {
+        deferred
+            .iter()
+            .filter(|(_, call)| call == id)
+            .map(|(kind, _)| *kind)
+            .collect()
+    };
+    assert_eq!(of("allowed"), [CallReceived, ExecutionOutcome]);
+    assert_eq!(of("invalid"), [CallReceived, RejectedAtPreparation]);
+    assert_eq!(
+        of("held"),
+        [
+            CallReceived,
+            Decision,
+            ApprovalRequested,
+            ApprovalApproved,
+            ExecutionOutcome
+        ]
+    );
+    assert_eq!(
+        of("refused"),
+        [CallReceived, Decision, ApprovalRequested, ApprovalRejected]
     );
 }
 
@@ -336,6 +448,7 @@ fn child_process_role() {
     match role.as_str() {
         "writer" => file::writers::child_writer(&path, &name),
         "crash_writer" => file::torn::child_crash_writer(&path, &name),
+        "acknowledging_writer" => file::durable::child_acknowledging_writer(&path, &name),
         other => panic!("unknown child role {other}"),
     }
 }

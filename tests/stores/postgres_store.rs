@@ -317,7 +317,7 @@ fn an_audit_append_that_fails_for_another_reason_than_a_lost_connection_fails_at
     let sink = db.sink("writer");
     sink.record(&audit_event(0)).unwrap();
     db.admin()
-        .batch_execute("DROP TABLE toolgate_audit")
+        .batch_execute("DROP TABLE toolgate_audit_queue")
         .unwrap();
     let started = Instant::now();
     let error = sink.record(&audit_event(1)).unwrap_err();
@@ -498,16 +498,52 @@ fn a_schema_from_a_newer_version_is_refused() {
     drop(db.store("first"));
     drop(db.sink("first"));
     db.admin()
-        .batch_execute("UPDATE toolgate_meta SET value = 2")
+        .batch_execute("UPDATE toolgate_meta SET value = 99")
         .unwrap();
     match PostgresApprovalStore::connect(&db.url("again")) {
         Err(ApprovalError::Store(error)) => {
-            assert!(error.message().contains("schema version 2"), "{error}")
+            assert!(error.message().contains("schema version 99"), "{error}")
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
     let error = PostgresAuditSink::connect(&db.url("again")).unwrap_err();
-    assert!(error.message.contains("schema version 2"), "{error}");
+    assert!(error.message.contains("schema version 99"), "{error}");
+}
+
+#[test]
+fn an_audit_chain_of_schema_version_1_is_migrated_and_continued() {
+    // Version 1 appended under the tip's lock, without a queue, keys or salts. Its entries stay
+    // as they are (same places, same hashes) and the chain goes on after them.
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "audit_v1");
+    let sink = db.sink("old");
+    for n in 0..3 {
+        sink.record(&audit_event(n)).unwrap();
+    }
+    let head = sink.tree_head().unwrap();
+    drop(sink);
+    // Back to version 1's layout.
+    db.admin()
+        .batch_execute(
+            "DROP TABLE toolgate_audit_queue; DROP TABLE toolgate_audit_salts;
+             ALTER TABLE toolgate_audit DROP COLUMN entry_key;
+             UPDATE toolgate_meta SET value = 1 WHERE key = 'audit_schema_version'",
+        )
+        .unwrap();
+    let sink = db.sink("new");
+    assert_eq!(sink.verify().unwrap().entries, 3);
+    sink.record(&audit_event(3)).unwrap();
+    assert_eq!(sink.verify().unwrap().entries, 4);
+    assert_eq!(sink.verify_extends(&head).unwrap().size, 4);
+    let version: i64 = db
+        .admin()
+        .query_one(
+            "SELECT value FROM toolgate_meta WHERE key = 'audit_schema_version'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 2);
 }
 
 #[test]
@@ -845,4 +881,67 @@ fn forged_notifications_are_not_answers() {
             "forged {state}"
         );
     }
+}
+
+#[test]
+fn arguments_are_disclosed_against_a_postgres_entry_until_its_salt_is_forgotten() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "audit_salts");
+    let sink = Arc::new(db.sink("writer"));
+    let tool = ToolDefinition::new(
+        ToolSpec::new("pay", "Pay.", json!({"type": "object"})),
+        |_: &serde_json::Value| -> Result<String, ToolError> { Ok("paid".into()) },
+    )
+    .unwrap();
+    let controller = ToolController::new(
+        ToolRegistry::new([tool]).unwrap(),
+        ToolPolicy::new(["pay"], Vec::<String>::new()).unwrap(),
+    )
+    .with_audit_sink(Arc::clone(&sink));
+    let _ = controller.handle(ToolCall::new("c", "pay", json!({"pin": "1234"})));
+    let head = sink.tree_head().unwrap();
+    assert_eq!(head.size, 3);
+    use toolgate::audit::Disclosure;
+    assert_eq!(
+        sink.disclose(1, &json!({"pin": "1234"})).unwrap(),
+        Some(Disclosure::Matches)
+    );
+    assert_eq!(
+        sink.disclose(1, &json!({"pin": "1235"})).unwrap(),
+        Some(Disclosure::DoesNotMatch)
+    );
+    assert_eq!(sink.disclose(3, &json!({})).unwrap(), None);
+    // No salt in the chain's rows.
+    let salts: Vec<String> = db
+        .admin()
+        .query("SELECT salt FROM toolgate_audit_salts", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(salts.len(), 3);
+    let events: Vec<String> = db
+        .admin()
+        .query("SELECT event FROM toolgate_audit", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert!(
+        salts
+            .iter()
+            .all(|salt| events.iter().all(|e| !e.contains(salt.as_str())))
+    );
+    assert!(sink.forget_salt(1).unwrap());
+    assert!(!sink.forget_salt(1).unwrap());
+    assert_eq!(
+        sink.disclose(1, &json!({"pin": "1234"})).unwrap(),
+        Some(Disclosure::SaltErased)
+    );
+    // The chain and every proof over it are unchanged.
+    assert_eq!(sink.verify_extends(&head).unwrap(), head);
+    assert_eq!(
+        sink.disclose(0, &json!({"pin": "1234"})).unwrap(),
+        Some(Disclosure::Matches)
+    );
 }

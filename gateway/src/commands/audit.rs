@@ -80,6 +80,51 @@ pub fn prove(path: &Path, index: u64) -> ExitCode {
     }
 }
 
+/// Shows `arguments` (JSON) against entry `index`: exit 0 when the entry commits to them, 3 when
+/// it commits to other arguments or its salt was erased, 1 on an error (the log does not verify,
+/// no such entry, the JSON does not parse). The arguments are never printed.
+pub fn disclose(path: &Path, index: u64, arguments: &str) -> ExitCode {
+    let arguments: serde_json::Value = match serde_json::from_str(arguments) {
+        Ok(arguments) => arguments,
+        Err(error) => {
+            eprintln!("toolgate-mcp-gateway: --arguments is not JSON: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match toolgate::audit::disclose_audit_arguments(path, index, &arguments) {
+        Ok(disclosure) => {
+            println!("entry {index}: {disclosure}");
+            if disclosure == toolgate::audit::Disclosure::Matches {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(3)
+            }
+        }
+        Err(error) => {
+            eprintln!("toolgate-mcp-gateway: {}: {error}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Erases entry `index`'s salt from the log's salts file.
+pub fn forget(path: &Path, index: u64) -> ExitCode {
+    match toolgate::audit::forget_audit_salt(path, index) {
+        Ok(true) => {
+            println!("entry {index}: salt erased; its arguments can no longer be confirmed");
+            ExitCode::SUCCESS
+        }
+        Ok(false) => {
+            println!("entry {index}: no salt to erase (erased before, or never written)");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("toolgate-mcp-gateway: {}: {error}", path.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Writes a new checkpoint signing key to `out` (mode 600; an existing file is refused) and
 /// prints its verifier key.
 pub fn checkpoint_key(name: &str, out: &Path) -> ExitCode {

@@ -11,7 +11,7 @@ mod state_key;
 mod tools;
 
 pub use approvals::{answer as answer_approval, list as list_approvals, show as show_approval};
-pub use audit::{checkpoint, checkpoint_key, prove, verify, verify_checkpoint};
+pub use audit::{checkpoint, checkpoint_key, disclose, forget, prove, verify, verify_checkpoint};
 pub use check::check;
 pub use key::key;
 pub use pin::pin;

@@ -263,3 +263,88 @@ async fn the_gateway_writes_signed_checkpoints_on_a_schedule() {
         "{stderr}"
     );
 }
+
+#[test]
+fn given_arguments_are_disclosed_against_an_entry_until_its_salt_is_forgotten() {
+    let work = Work::new("audit-disclose");
+    let log = work.path("audit.jsonl");
+    write_calls(&log, 2); // arguments {}
+    let log_arg = log.to_str().unwrap();
+    let output = run(&[
+        "audit",
+        "disclose",
+        log_arg,
+        "--index",
+        "3",
+        "--arguments",
+        "{}",
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("commits to these arguments"), "{stdout}");
+    let output = run(&[
+        "audit",
+        "disclose",
+        log_arg,
+        "--index",
+        "3",
+        "--arguments",
+        r#"{"pin":"1234"}"#,
+    ]);
+    let (stdout, _) = text(&output);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(stdout.contains("other arguments"), "{stdout}");
+    assert!(
+        !stdout.contains("1234"),
+        "the arguments are never printed: {stdout}"
+    );
+    let output = run(&[
+        "audit",
+        "disclose",
+        log_arg,
+        "--index",
+        "3",
+        "--arguments",
+        "{",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+
+    let head_before = text(&run(&["audit", "verify", log_arg])).0;
+    let output = run(&["audit", "forget", log_arg, "--index", "3"]);
+    assert!(output.status.success(), "{}", text(&output).1);
+    let output = run(&[
+        "audit",
+        "disclose",
+        log_arg,
+        "--index",
+        "3",
+        "--arguments",
+        "{}",
+    ]);
+    let (stdout, _) = text(&output);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(stdout.contains("salt was erased"), "{stdout}");
+    // The log, its tree head and every other entry are as they were.
+    assert_eq!(text(&run(&["audit", "verify", log_arg])).0, head_before);
+    let output = run(&[
+        "audit",
+        "disclose",
+        log_arg,
+        "--index",
+        "4",
+        "--arguments",
+        "{}",
+    ]);
+    assert!(output.status.success());
+    // Past the end: an error, not a verdict.
+    let output = run(&[
+        "audit",
+        "disclose",
+        log_arg,
+        "--index",
+        "6",
+        "--arguments",
+        "{}",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+}

@@ -1,11 +1,7 @@
 //! The PostgreSQL chain as one Merkle tree for every node: its head, whether it extends a head
 //! kept earlier, and receipts (the helpers the JSON Lines log uses too).
 
-use postgres::NoTls;
-
-use super::{
-    ChainTip, PostgresAuditSink, PostgresAuditVerifyError, audit_error, verify_chain_into,
-};
+use super::{ChainTip, PostgresAuditSink, PostgresAuditVerifyError, verify_chain_into};
 use crate::audit::{Receipt, TreeHead, merkle, tree_head};
 
 impl PostgresAuditSink {
@@ -45,10 +41,7 @@ impl PostgresAuditSink {
     }
 
     fn tree(&self) -> Result<(merkle::MerkleTree, ChainTip), PostgresAuditVerifyError> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|error| PostgresAuditVerifyError::Unreadable(audit_error("connect", error)))?;
+        let mut client = self.integrated()?;
         let mut tree = merkle::MerkleTree::new();
         let tip = verify_chain_into(&mut client, Some(&mut tree))?;
         Ok((tree, tip))

@@ -92,7 +92,7 @@ pub enum Condition {
     },
     /// The array of strings at `pointer` (an argv) starts with `prefix`: the program, then
     /// subcommand words. Options before a subcommand word, or another spelling of the program
-    /// (`/usr/bin/git`), make it undetermined (see the README's rule language), so a deny on
+    /// (`/usr/bin/git`), make it undetermined (see [the guide](crate::guide::rules)), so a deny on
     /// `["git", "push"]` also holds for `git -C . push`. Tokens hold no whitespace.
     ArgvPrefix {
         /// Where the argv is in the arguments.

@@ -5,6 +5,8 @@ use toolgate::audit::*;
 
 mod call_ids;
 mod chain;
+mod commitments;
+pub(crate) mod durable;
 mod merkle;
 mod spellings;
 pub(crate) mod torn;
@@ -61,6 +63,14 @@ impl TempFile {
         for side in self.side_files() {
             let _ = std::fs::remove_file(side);
         }
+        let _ = std::fs::remove_file(self.salts());
+    }
+
+    /// The salts side file, `<path>.salts`.
+    pub(super) fn salts(&self) -> std::path::PathBuf {
+        let mut name = self.0.clone().into_os_string();
+        name.push(".salts");
+        name.into()
     }
 }
 

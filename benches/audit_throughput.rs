@@ -1,0 +1,149 @@
+//! Audited calls per second from 8 threads on one node, every entry a call's run depends on
+//! `fdatasync`ed before the call runs: the JSON Lines sink (group commit) beside a baseline sink
+//! that writes and syncs each entry on its own under one lock (plain appends, one commit each),
+//! and the gate without an audit log. Criterion reports each as elements (calls) per second.
+//!
+//! `cargo bench --bench audit_throughput`; the file is written under `target/`.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use toolgate::audit::{AuditError, AuditEvent, AuditSink, JsonlAuditSink};
+use toolgate::{
+    Outcome, ToolCall, ToolController, ToolDefinition, ToolError, ToolPolicy, ToolRegistry,
+    ToolSpec,
+};
+
+const THREADS: usize = 8;
+const CALLS_PER_THREAD: usize = 64;
+
+fn controller() -> ToolController {
+    let tool = ToolDefinition::new(
+        ToolSpec::new(
+            "read_file",
+            "Read a file.",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        ),
+        |_: &Value| -> Result<String, ToolError> { Ok("contents".into()) },
+    )
+    .expect("schema compiles");
+    ToolController::new(
+        ToolRegistry::new([tool]).expect("one tool"),
+        ToolPolicy::new(["read_file"], Vec::<String>::new()).expect("disjoint"),
+    )
+}
+
+/// The baseline: each event one append and one `fdatasync`, under one lock — what a log that
+/// commits every entry on its own does.
+struct PlainFsyncSink(Mutex<File>);
+
+impl AuditSink for PlainFsyncSink {
+    fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
+        let mut line = serde_json::to_vec(event).map_err(|e| AuditError::caused_by("json", e))?;
+        line.push(b'\n');
+        let mut file = self.0.lock().expect("not poisoned");
+        file.write_all(&line)
+            .and_then(|()| file.sync_data())
+            .map_err(|e| AuditError::caused_by("append", e))
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("audit_throughput");
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// Runs `iters` rounds of `THREADS` threads each making `CALLS_PER_THREAD` calls.
+fn run(controller: &Arc<ToolController>, iters: u64) -> Duration {
+    let start = Instant::now();
+    for round in 0..iters {
+        std::thread::scope(|scope| {
+            for thread in 0..THREADS {
+                let controller = Arc::clone(controller);
+                scope.spawn(move || {
+                    for n in 0..CALLS_PER_THREAD {
+                        let call = ToolCall::new(
+                            format!("c{round}-{thread}-{n}"),
+                            "read_file",
+                            json!({"path": format!("/srv/data/{n}.txt")}),
+                        );
+                        match controller.handle(call) {
+                            Outcome::Completed(result) => assert!(!result.is_error),
+                            Outcome::PendingApproval(_) => panic!("allowed"),
+                        }
+                    }
+                });
+            }
+        });
+    }
+    start.elapsed()
+}
+
+fn audit_throughput(c: &mut Criterion) {
+    let mut group = c.benchmark_group("audited_calls_8_threads");
+    group.throughput(Throughput::Elements((THREADS * CALLS_PER_THREAD) as u64));
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(8));
+
+    let none = Arc::new(controller());
+    group.bench_function("no_audit", |b| b.iter_custom(|iters| run(&none, iters)));
+
+    let path = scratch("plain.jsonl");
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .expect("baseline file");
+    let plain = Arc::new(controller().with_audit_sink(PlainFsyncSink(Mutex::new(file))));
+    group.bench_function("baseline_fsync_each_entry", |b| {
+        b.iter_custom(|iters| run(&plain, iters))
+    });
+
+    let path = scratch("group.jsonl");
+    let sink = JsonlAuditSink::open(&path).expect("audit file");
+    let grouped = Arc::new(controller().with_audit_sink(sink));
+    group.bench_function("jsonl_group_commit", |b| {
+        b.iter_custom(|iters| run(&grouped, iters))
+    });
+    group.finish();
+}
+
+/// Verifying one entry's receipt in a log of 1,000,000 entries: the inclusion proof (20 hashes)
+/// against the tree head, from the entry's line alone. The whole receipt check
+/// (`Receipt::verify`: leaf hash, proof, root comparison) and the bare proof check.
+fn inclusion_proof_in_a_million(c: &mut Criterion) {
+    use toolgate::audit::merkle::{MerkleTree, leaf_hash, verify_inclusion};
+    const SIZE: u64 = 1_000_000;
+    let line = |index: u64| {
+        format!(
+            "{{\"seq\":{index},\"prev\":\"sha256:00\",\"event\":{{\"kind\":\"decision\"}},\"hash\":\"sha256:11\"}}"
+        )
+    };
+    let mut tree = MerkleTree::new();
+    for index in 0..SIZE {
+        tree.push(leaf_hash(line(index).as_bytes()));
+    }
+    let index = 777_777;
+    let proof = tree.inclusion_proof(index, SIZE).expect("in the tree");
+    let root = tree.root(SIZE).expect("a root");
+    let entry = line(index);
+    let mut group = c.benchmark_group("inclusion_proof_1m_entries");
+    group.bench_function("verify_entry_line", |b| {
+        b.iter(|| {
+            let leaf = leaf_hash(std::hint::black_box(entry.as_bytes()));
+            assert!(verify_inclusion(index, SIZE, &leaf, &proof, &root));
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, audit_throughput, inclusion_proof_in_a_million);
+criterion_main!(benches);

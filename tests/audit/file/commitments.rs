@@ -1,0 +1,122 @@
+//! Salted commitments in the file log: salts kept apart, arguments disclosed against an entry,
+//! a forgotten salt confirming nothing while every proof still holds.
+
+use super::*;
+
+#[test]
+fn given_arguments_are_disclosed_against_an_entry_and_a_forgotten_salt_confirms_nothing() {
+    let file = TempFile::new("disclose");
+    write_some_events(&file); // calls c0..c2 with {"a": i, "b": 1}, three entries each
+    let head = audit_tree_head(&file.0).unwrap();
+    // Entry 3 is c1's call received.
+    assert_eq!(
+        disclose_audit_arguments(&file.0, 3, &json!({"b": 1, "a": 1})).unwrap(),
+        Disclosure::Matches
+    );
+    assert_eq!(
+        disclose_audit_arguments(&file.0, 3, &json!({"a": 2, "b": 1})).unwrap(),
+        Disclosure::DoesNotMatch
+    );
+    // No salt is in the log, and no commitment is the bare digest.
+    let log = String::from_utf8(file.bytes()).unwrap();
+    let salts = std::fs::read_to_string(file.salts()).unwrap();
+    assert_eq!(salts.lines().count(), 9);
+    for line in salts.lines() {
+        let salt: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(!log.contains(salt["salt"].as_str().unwrap()), "{line}");
+    }
+    assert!(!log.contains("argument_digest"));
+
+    assert!(forget_audit_salt(&file.0, 3).unwrap());
+    assert_eq!(
+        disclose_audit_arguments(&file.0, 3, &json!({"a": 1, "b": 1})).unwrap(),
+        Disclosure::SaltErased
+    );
+    assert!(!forget_audit_salt(&file.0, 3).unwrap(), "already gone");
+    // Nothing else changed: the same tree, every other entry still discloses.
+    assert_eq!(audit_tree_head(&file.0).unwrap(), head);
+    assert_eq!(verify_audit_extends(&file.0, &head).unwrap(), head);
+    let (receipt, _) = audit_receipt(&file.0, 3).unwrap().unwrap();
+    assert!(receipt.verify(&file.lines()[3], &head));
+    assert_eq!(
+        disclose_audit_arguments(&file.0, 4, &json!({"a": 1, "b": 1})).unwrap(),
+        Disclosure::Matches
+    );
+    assert_eq!(
+        std::fs::read_to_string(file.salts())
+            .unwrap()
+            .lines()
+            .count(),
+        8
+    );
+}
+
+#[test]
+fn a_salt_is_forgotten_through_the_sink_while_it_writes_on() {
+    let file = TempFile::new("forget-live");
+    let sink = Arc::new(open_waiting(&file.0, false).unwrap());
+    write_calls_to(Arc::clone(&sink), "c", 2);
+    // The free function refuses while a sink holds the log (its rewrite would race the sink's).
+    assert!(matches!(
+        forget_audit_salt(&file.0, 0),
+        Err(AuditDiscloseError::Open(AuditOpenError::Locked { .. }))
+    ));
+    assert!(sink.forget_salt(0).unwrap());
+    write_calls_to(Arc::clone(&sink), "d", 1);
+    drop(sink);
+    assert_eq!(
+        disclose_audit_arguments(&file.0, 0, &json!({"a": 0, "b": 1})).unwrap(),
+        Disclosure::SaltErased
+    );
+    // The entries written after the rewrite have their salts.
+    assert_eq!(
+        disclose_audit_arguments(&file.0, 6, &json!({"a": 0, "b": 1})).unwrap(),
+        Disclosure::Matches
+    );
+    assert_eq!(verify_audit_file(&file.0).unwrap().entries, 9);
+}
+
+#[test]
+fn nothing_is_disclosed_past_the_end_or_against_a_broken_log() {
+    let file = TempFile::new("disclose-bad");
+    write_some_events(&file);
+    assert!(matches!(
+        disclose_audit_arguments(&file.0, 9, &json!({})),
+        Err(AuditDiscloseError::NoEntry {
+            index: 9,
+            entries: 9
+        })
+    ));
+    let mut lines = file.lines();
+    lines[4] = lines[4].replace("\"allow\"", "\"deny\"");
+    file.write_lines(&lines);
+    assert!(matches!(
+        disclose_audit_arguments(&file.0, 0, &json!({"a": 0, "b": 1})),
+        Err(AuditDiscloseError::Verify(AuditVerifyError::Broken { .. }))
+    ));
+}
+
+#[test]
+fn an_entry_from_before_commitments_discloses_against_its_bare_digest() {
+    // Logs written before salted commitments carry `argument_digest`; they still verify and can
+    // be checked against given arguments (by anyone: that is why commitments replaced them).
+    let file = TempFile::new("disclose-old");
+    let sink = open_waiting(&file.0, false).unwrap();
+    let old: AuditEvent = serde_json::from_value(json!({
+        "time_ms": 1, "kind": "call_received", "call_id": "c", "tool": "t",
+        "argument_digest": "sha256:5041bf1f713df204784353e82f6a4a535931cb64f1f4b4a5aeaffcb720918b22"
+    }))
+    .unwrap();
+    sink.record(&old).unwrap();
+    drop(sink);
+    assert_eq!(verify_audit_file(&file.0).unwrap().entries, 1);
+    // The digest of {"x":1}'s canonical text (sha256sum of the seven bytes).
+    assert_eq!(
+        disclose_audit_arguments(&file.0, 0, &json!({"x": 1.0})).unwrap(),
+        Disclosure::Matches
+    );
+    assert_eq!(
+        disclose_audit_arguments(&file.0, 0, &json!({"x": 2})).unwrap(),
+        Disclosure::DoesNotMatch
+    );
+}

@@ -434,12 +434,15 @@ fn a_postgres_chain_is_shown_with_its_verification() {
         json!({"type": "object"}),
         &Arc::default(),
     )]);
-    let controller =
-        ToolController::new(registry, policy(&["deploy"], &[])).with_audit_sink(db.sink("writer"));
+    let writer = Arc::new(db.sink("writer"));
+    let controller = ToolController::new(registry, policy(&["deploy"], &[]))
+        .with_audit_sink(Arc::clone(&writer));
     for index in 0..5 {
         let outcome = controller.handle(ToolCall::new(format!("c{index}"), "deploy", json!({})));
         assert!(matches!(outcome, Outcome::Completed(result) if !result.is_error));
     }
+    // The last outcome is recorded deferred: committed within 50 ms, or now.
+    toolgate::audit::AuditSink::sync(&*writer).unwrap();
     let snapshot = sink.snapshot(4).unwrap();
     assert!(snapshot.verified, "{}", snapshot.chain);
     assert_eq!(snapshot.events.len(), 4);

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use postgres::{Client, Config, NoTls};
+use postgres::{Client, Config, NoTls, Statement};
 
 use super::{LONGEST_PAUSE, audit_error};
 use crate::audit::AuditError;
@@ -28,8 +28,9 @@ pub(super) struct Queued {
 /// The sink's side of appending: its queue, its tickets and the connection its commits use.
 pub(super) struct Appender {
     pub(super) config: Config,
-    /// `None` after the connection was lost, until the next commit reconnects.
-    client: Mutex<Option<Client>>,
+    /// `None` after the connection was lost, until the next commit reconnects; with it, the
+    /// append statement once prepared on it (planned once, not on every commit).
+    client: Mutex<Option<(Client, Option<Statement>)>>,
     queue: Mutex<Vec<Queued>>,
     pub(super) group: GroupCommit,
     /// Unique to this sink: 128 random bits, then a counter, make each entry's key.
@@ -55,7 +56,7 @@ impl Appender {
             .map_err(|_| AuditError::new("no randomness for the sink's entry keys"))?;
         Ok(Self {
             config,
-            client: Mutex::new(Some(client)),
+            client: Mutex::new(Some((client, None))),
             queue: Mutex::new(Vec::new()),
             group: GroupCommit::default(),
             key_prefix: random.iter().map(|byte| format!("{byte:02x}")).collect(),
@@ -113,7 +114,7 @@ impl Appender {
 
     fn commit_with_retries(
         &self,
-        slot: &mut Option<Client>,
+        slot: &mut Option<(Client, Option<Statement>)>,
         batch: &[Queued],
     ) -> Result<(), AuditError> {
         let window = Duration::from_millis(self.reconnect_for_ms.load(Ordering::Relaxed));
@@ -123,10 +124,10 @@ impl Appender {
         // try stores only the entries whose keys are in neither the queue nor the chain.
         let mut maybe_stored = batch.iter().any(|queued| queued.retried);
         loop {
-            let client = match slot.as_mut() {
-                Some(client) => client,
+            let (client, prepared) = match slot.as_mut() {
+                Some(connection) => connection,
                 None => match self.config.connect(NoTls) {
-                    Ok(client) => slot.insert(client),
+                    Ok(client) => slot.insert((client, None)),
                     Err(error) if connection_lost(&error) && Instant::now() + pause < deadline => {
                         pause = (pause * 2).clamp(Duration::from_millis(50), LONGEST_PAUSE);
                         std::thread::sleep(pause);
@@ -137,7 +138,7 @@ impl Appender {
                     }
                 },
             };
-            let error = match insert(client, batch, maybe_stored) {
+            let error = match insert(client, prepared, batch, maybe_stored) {
                 Ok(()) => return Ok(()),
                 Err(Insert::NotStored(error)) => error,
                 Err(Insert::Unknown(error)) => {
@@ -165,6 +166,17 @@ impl Appender {
     }
 }
 
+/// The first try at storing a batch: events and salts in one statement.
+const APPEND: &str = "WITH queued AS (
+        INSERT INTO toolgate_audit_queue (entry_key, event)
+        SELECT k, e FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(k, e, n)
+        ORDER BY n
+    ), salted AS (
+        INSERT INTO toolgate_audit_salts (entry_key, salt)
+        SELECT * FROM unnest($3::text[], $4::text[])
+    )
+    SELECT 1";
+
 /// Why one insert attempt failed.
 enum Insert {
     /// Nothing of the batch was stored.
@@ -183,7 +195,12 @@ impl From<postgres::Error> for Insert {
 /// salts in the same statement). `maybe_stored` (a try before may have committed): in a
 /// transaction that share-locks the tip (no integration moves entries meanwhile) and skips entries
 /// already in the queue or the chain.
-fn insert(client: &mut Client, batch: &[Queued], maybe_stored: bool) -> Result<(), Insert> {
+fn insert(
+    client: &mut Client,
+    prepared: &mut Option<Statement>,
+    batch: &[Queued],
+    maybe_stored: bool,
+) -> Result<(), Insert> {
     let keys: Vec<&str> = batch.iter().map(|queued| queued.key.as_str()).collect();
     let events: Vec<&str> = batch.iter().map(|queued| queued.event.as_str()).collect();
     let salted: Vec<&str> = batch
@@ -196,20 +213,13 @@ fn insert(client: &mut Client, batch: &[Queued], maybe_stored: bool) -> Result<(
         .filter_map(|queued| queued.salt.as_deref())
         .collect();
     if !maybe_stored {
+        let statement = match prepared {
+            Some(statement) => statement.clone(),
+            None => prepared.insert(client.prepare(APPEND)?).clone(),
+        };
         // A statement the server may have committed before the connection went: unknown.
         return client
-            .execute(
-                "WITH queued AS (
-                     INSERT INTO toolgate_audit_queue (entry_key, event)
-                     SELECT k, e FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(k, e, n)
-                     ORDER BY n
-                 ), salted AS (
-                     INSERT INTO toolgate_audit_salts (entry_key, salt)
-                     SELECT * FROM unnest($3::text[], $4::text[])
-                 )
-                 SELECT 1",
-                &[&keys, &events, &salted, &salts],
-            )
+            .execute(&statement, &[&keys, &events, &salted, &salts])
             .map(drop)
             .map_err(Insert::Unknown);
     }

@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolgate::approvals::PostgresApprovalStore;
+use toolgate::approvals::{ApprovalError, ApprovalId};
 use toolgate::audit::PostgresAuditSink;
 use toolgate::{
-    ApprovalError, ApprovalId, ApprovalResponse, Outcome, ToolCall, ToolController, ToolDefinition,
-    ToolError, ToolPolicy, ToolRegistry, ToolSpec,
+    ApprovalResponse, Outcome, ToolCall, ToolController, ToolDefinition, ToolError, ToolPolicy,
+    ToolRegistry, ToolSpec,
 };
 
 const REQUESTS: usize = 200;

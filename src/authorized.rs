@@ -29,6 +29,7 @@ use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
 /// ```
 /// use serde_json::{json, Value};
 /// use toolgate::*;
+/// use toolgate::policy::PolicyOutcome;
 ///
 /// let add = |a: &Value| -> Result<String, ToolError> { Ok((a["a"].as_i64().unwrap_or(0) + 2).to_string()) };
 /// let spec = ToolSpec::new("add2", "Add two.", json!({"type": "object"}));
@@ -252,6 +253,7 @@ impl Authorized<PreparedToolCall> {
     /// ```
     /// use serde_json::{json, Value};
     /// use toolgate::*;
+    /// use toolgate::approvals::ApprovalOutcome;
     /// use toolgate::approvals::{Answered, PendingApprovals};
     ///
     /// let patch = |_: &Value| -> Result<String, ToolError> { Ok("patched".into()) };

@@ -162,7 +162,7 @@ type Normalizer = dyn Fn(&Value, &DeclaredNames) -> Result<Value, ArgumentErrors
 /// })?;
 /// assert!(calculator.validate(&json!({"a": 40, "b": 2})).is_ok());
 /// assert!(calculator.validate(&json!({"a": "40"})).is_err());
-/// # Ok::<(), toolgate::DefinitionError>(())
+/// # Ok::<(), toolgate::definition::DefinitionError>(())
 /// ```
 pub struct ToolDefinition {
     spec: ToolSpec,
@@ -208,7 +208,8 @@ impl ToolDefinition {
     ///
     /// ```
     /// use serde_json::{json, Value};
-    /// use toolgate::{DefinitionError, ToolDefinition, ToolError, ToolSpec};
+    /// use toolgate::{ToolDefinition, ToolError, ToolSpec};
+    /// use toolgate::definition::DefinitionError;
     ///
     /// let remote = ToolSpec::new("t", "", json!({"$ref": "https://example.com/s.json"}));
     /// let error = ToolDefinition::new(remote, |_: &Value| -> Result<String, ToolError> { Ok(String::new()) })
@@ -248,14 +249,15 @@ impl ToolDefinition {
     /// ```
     /// use std::sync::Arc;
     /// use serde_json::{json, Value};
-    /// use toolgate::{ToolDefinition, ToolError, ToolHandler, ToolSpec};
+    /// use toolgate::{ToolDefinition, ToolError, ToolSpec};
+    /// use toolgate::definition::ToolHandler;
     ///
     /// let handler: Arc<dyn ToolHandler> =
     ///     Arc::new(|_: &Value| -> Result<String, ToolError> { Ok("ok".into()) });
     /// let spec = ToolSpec::new("noop", "Does nothing.", json!({"type": "object"}));
     /// let noop = ToolDefinition::with_shared_handler(spec, handler)?;
     /// assert_eq!(noop.spec().name, "noop");
-    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// # Ok::<(), toolgate::definition::DefinitionError>(())
     /// ```
     pub fn with_shared_handler(
         spec: ToolSpec,
@@ -298,7 +300,7 @@ impl ToolDefinition {
     /// let cat = ToolDefinition::new(spec, |_: &Value| -> Result<String, ToolError> { Ok(String::new()) })?
     ///     .with_max_output_bytes(64 * 1024);
     /// assert_eq!(cat.max_output_bytes(), 64 * 1024);
-    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// # Ok::<(), toolgate::definition::DefinitionError>(())
     /// ```
     #[must_use]
     pub fn with_max_output_bytes(mut self, limit: usize) -> Self {
@@ -331,7 +333,7 @@ impl ToolDefinition {
     ///         _ => Ok(()),
     ///     });
     /// assert!(divide.validate(&json!({"a": 1, "b": 0})).is_err());
-    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// # Ok::<(), toolgate::definition::DefinitionError>(())
     /// ```
     #[must_use]
     pub fn with_argument_check(

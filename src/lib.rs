@@ -16,7 +16,7 @@
 //!    │                                                 ─▶ re-decide (current policy; Deny wins) ─▶ ApprovalOutcome ─▶ Authorized ─▶ execute
 //! ```
 //!
-//! Each stage returns a typed outcome — [`Rejection`], [`PolicyOutcome`], [`ApprovalOutcome`] —
+//! Each stage returns a typed outcome — [`Rejection`], [`PolicyOutcome`](policy::PolicyOutcome), [`ApprovalOutcome`](approvals::ApprovalOutcome) —
 //! that the [`ToolController`] records in the audit log as what it is; the text the model reads is
 //! made from it at the edge.
 //!
@@ -42,15 +42,17 @@
 //!
 //! # Where things are
 //!
-//! The crate root holds the pipeline and what every user touches. Subsystems are modules:
-//! [`approvals`] (pending approvals, stores, the ledger), [`audit`] (events, sinks, the hash-chained
-//! file and its verification), [`rules`] (the argument-aware rule language), [`definition`]
-//! (handlers and the limits on schemas, arguments and output), [`limits`] (rate limits and
+//! The crate root holds the pipeline and what every user touches (34 names). Subsystems are
+//! modules: [`policy`] (the `Policy` trait's companions: [`Layers`](policy::Layers), a stack
+//! where no lower layer loosens a higher one, [`Shadow`](policy::Shadow), a candidate policy tried
+//! beside the enforced one, async policies and the typed decision outcomes), [`approvals`]
+//! (pending approvals, stores, the ledger, ids and errors), [`audit`] (events, sinks, the
+//! hash-chained file, its Merkle tree and verification), [`rules`] (the argument-aware rule
+//! language), [`definition`] (handlers, their errors and the limits on schemas, arguments and
+//! output), [`registry`] (its errors and the look-alike name screen), [`limits`] (rate limits and
 //! their counters), [`clock`] (the time expiry and windows read), [`providers`] (wire formats),
-//! `workspace` (file tools confined to a directory, feature `cap-std`) and `mcp` (feature `mcp`).
-//! Policies compose at the root: [`Layers`] (a stack where no lower layer loosens a higher one)
-//! and [`Shadow`] (a candidate policy tried beside the enforced one). The [`guide`] explains each
-//! part, chapter by chapter, with samples that are compiled and run as tests.
+//! `workspace` (file tools confined to a directory, feature `cap-std`), `mcp` (feature `mcp`) and
+//! [`guide`] (the user guide).
 //!
 //! # Crate features
 //!
@@ -122,12 +124,12 @@ pub mod limits;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod names;
-mod policy;
+pub mod policy;
 #[cfg(feature = "postgres")]
 mod postgres_error;
 pub mod providers;
 mod random;
-mod registry;
+pub mod registry;
 pub mod rules;
 mod runtime;
 mod schema_cost;
@@ -137,19 +139,13 @@ mod text;
 #[cfg(feature = "cap-std")]
 pub mod workspace;
 
-pub use approvals::{ApprovalError, ApprovalId, ApprovalRequest, ApprovalResponse};
-pub use authorized::{ApprovalOutcome, Authorized, PolicyOutcome, Staleness};
+pub use approvals::{ApprovalRequest, ApprovalResponse};
+pub use authorized::Authorized;
 pub use contract::{Principal, ToolCall, ToolResult, ToolSpec};
 pub use controller::{Outcome, ToolController};
-pub use definition::{
-    ArgumentErrors, AsyncToolHandler, DefinitionError, ToolDefinition, ToolError, ToolHandler,
-    Violation,
-};
-pub use policy::{
-    AsyncPolicy, DecisionKey, EmptyReason, LayerError, Layers, Policy, PolicyAction,
-    PolicyDecision, PolicyError, PolicyMismatch, Reason, Shadow, ShadowReport, ToolPolicy,
-};
-pub use registry::{LookAlikes, RegistryError, ToolRegistry};
+pub use definition::{ToolDefinition, ToolError};
+pub use policy::{Policy, PolicyAction, PolicyDecision, Reason, ToolPolicy};
+pub use registry::ToolRegistry;
 pub use rules::RulePolicy;
 pub use runtime::{PreparedToolCall, Rejection, ToolRuntime};
 

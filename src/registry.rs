@@ -106,13 +106,14 @@ impl ToolRegistry {
     ///
     /// ```
     /// use serde_json::{json, Value};
-    /// use toolgate::{RegistryError, ToolDefinition, ToolError, ToolRegistry, ToolSpec};
+    /// use toolgate::{ToolDefinition, ToolError, ToolRegistry, ToolSpec};
+    /// use toolgate::registry::RegistryError;
     ///
     /// let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
     /// let twice = || ToolDefinition::new(ToolSpec::new("x", "", json!({})), noop);
     /// let error = ToolRegistry::new([twice()?, twice()?]).unwrap_err();
     /// assert_eq!(error.to_string(), "duplicate tool name: x");
-    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// # Ok::<(), toolgate::definition::DefinitionError>(())
     /// ```
     pub fn new(
         definitions: impl IntoIterator<Item = ToolDefinition>,

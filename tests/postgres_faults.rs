@@ -18,6 +18,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+use toolgate::approvals::ApprovalError;
+use toolgate::approvals::ApprovalId;
 
 use postgres_support::*;
 use toolgate::approvals::{ApprovalState, ExecutionOutcome};

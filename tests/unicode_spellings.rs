@@ -12,6 +12,7 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
+use toolgate::registry::RegistryError;
 
 use common::counted;
 use serde_json::{Value, json};

@@ -3,8 +3,8 @@
 //! goes through `block_in_place`: the thread leaves the runtime for the call (its other tasks move
 //! to other workers), nothing is held across an await.
 
-use toolgate::ApprovalError;
-use toolgate::ApprovalId;
+use toolgate::approvals::ApprovalError;
+use toolgate::approvals::ApprovalId;
 use toolgate::approvals::{
     ApprovalRequest, ApprovalState, ApprovalStore, ExecutionOutcome, Transition,
 };

@@ -9,7 +9,8 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::ServiceError;
 use serde_json::Value;
 use toolgate::mcp::result_text;
-use toolgate::{LookAlikes, ToolDefinition, ToolError, ToolSpec};
+use toolgate::registry::LookAlikes;
+use toolgate::{ToolDefinition, ToolError, ToolSpec};
 
 use crate::config::Config;
 use crate::metrics::Metrics;
@@ -176,7 +177,7 @@ fn forwarding(
     served_name: String,
     timeout: Duration,
     metrics: Arc<Metrics>,
-) -> Result<ToolDefinition, toolgate::DefinitionError> {
+) -> Result<ToolDefinition, toolgate::definition::DefinitionError> {
     let spec = ToolSpec::new(
         served_name,
         tool.description.as_deref().unwrap_or_default(),

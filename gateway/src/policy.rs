@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use toolgate::policy::Layers;
 use toolgate::rules::PolicyLoadError;
-use toolgate::{Layers, RulePolicy, ToolController, ToolRegistry};
+use toolgate::{RulePolicy, ToolController, ToolRegistry};
 
 /// A policy layer that did not load.
 #[derive(Debug, thiserror::Error)]

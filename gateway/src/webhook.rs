@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use toolgate::ApprovalId;
+use toolgate::approvals::ApprovalId;
 use toolgate::approvals::ApprovalStore;
 use toolgate::audit::{AuditError, AuditEvent, AuditKind, AuditSink};
 use toolgate::clock::{Clock as _, SystemClock};

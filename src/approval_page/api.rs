@@ -366,7 +366,7 @@ async fn answer(State(shared): Page, headers: HeaderMap, body: axum::Json<Answer
         verdict,
         note,
     } = body.0;
-    let Ok(approval_id) = id.parse::<crate::ApprovalId>() else {
+    let Ok(approval_id) = id.parse::<crate::approvals::ApprovalId>() else {
         return refuse(StatusCode::BAD_REQUEST, "not an approval id");
     };
     let note = note.filter(|note| !note.trim().is_empty());

@@ -17,7 +17,7 @@ use super::ApprovalError;
 /// # Examples
 ///
 /// ```
-/// use toolgate::ApprovalId;
+/// use toolgate::approvals::ApprovalId;
 ///
 /// let id: ApprovalId = "0123456789abcdef0123456789abcdef".parse()?;
 /// assert_eq!(id.to_string(), "0123456789abcdef0123456789abcdef");

@@ -21,6 +21,7 @@ use crate::cause::Cause;
 use crate::contract::{Redacted, ToolCall};
 use crate::policy::Reason;
 
+pub use crate::authorized::{ApprovalOutcome, Staleness};
 pub use crate::policy::{ApproverRefusal, Approvers};
 pub use id::{ApprovalId, ApprovalIdError};
 pub use memory::MemoryApprovalStore;

@@ -81,6 +81,7 @@ pub(super) const STATE: &str = "SELECT state, outcome FROM toolgate_approvals WH
 ///
 /// ```no_run
 /// use toolgate::*;
+/// use toolgate::approvals::{ApprovalError, ApprovalId};
 /// use toolgate::approvals::PostgresApprovalStore;
 /// # fn registry() -> ToolRegistry { ToolRegistry::default() }
 /// let store = PostgresApprovalStore::connect("postgresql://toolgate@%2Frun%2Fpostgresql/agents")?;

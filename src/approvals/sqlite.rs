@@ -31,6 +31,7 @@ const SCHEMA_VERSION: i64 = 1;
 ///
 /// ```no_run
 /// use toolgate::*;
+/// use toolgate::approvals::ApprovalError;
 /// use toolgate::approvals::SqliteApprovalStore;
 /// # fn registry() -> ToolRegistry { ToolRegistry::default() }
 /// let controller = ToolController::new(registry(), ToolPolicy::default())

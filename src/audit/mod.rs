@@ -117,7 +117,7 @@ pub struct AuditEvent {
     /// For `ExecutionOutcome` and `RejectedAtPreparation`: whether the result was an error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
-    /// The layer that decided, in a [`Layers`](crate::Layers) stack.
+    /// The layer that decided, in a [`Layers`](crate::policy::Layers) stack.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layer: Option<Arc<str>>,
     /// The id of the [`Principal`](crate::Principal) the call was made for, when one was

@@ -81,7 +81,8 @@ impl From<&str> for ToolError {
 ///
 /// ```
 /// use serde_json::Value;
-/// use toolgate::{ToolError, ToolHandler};
+/// use toolgate::{ToolError};
+/// use toolgate::definition::ToolHandler;
 ///
 /// struct Echo;
 /// impl ToolHandler for Echo {
@@ -131,7 +132,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///     // e.g. `client.get(args["url"].as_str()?).send().await`
 ///     Ok::<_, ToolError>(format!("fetched {}", args["url"]))
 /// })?;
-/// # Ok::<(), toolgate::DefinitionError>(())
+/// # Ok::<(), toolgate::definition::DefinitionError>(())
 /// ```
 pub trait AsyncToolHandler: Send + Sync {
     /// Starts the tool on validated arguments.

@@ -69,7 +69,7 @@ impl ToolDefinition {
     ///     Ok(json!({"sum": args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)}))
     /// })?;
     /// assert!(add.spec().output_schema.is_some());
-    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// # Ok::<(), toolgate::definition::DefinitionError>(())
     /// ```
     pub fn structured(
         spec: ToolSpec,
@@ -98,7 +98,7 @@ impl ToolDefinition {
     ///     Ok::<_, ToolError>(json!({"ms": 0}))
     /// })?;
     /// assert!(now.is_async());
-    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// # Ok::<(), toolgate::definition::DefinitionError>(())
     /// ```
     pub fn structured_async<F, Fut>(spec: ToolSpec, handler: F) -> Result<Self, DefinitionError>
     where

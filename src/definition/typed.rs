@@ -85,7 +85,7 @@ impl ToolDefinition {
     ///     args.a.checked_add(args.b).map(|sum| sum.to_string()).ok_or_else(|| ToolError::new("overflow"))
     /// })?;
     /// assert_eq!(calculator.spec().input_schema["required"], serde_json::json!(["a", "b"]));
-    /// # Ok::<(), toolgate::DefinitionError>(())
+    /// # Ok::<(), toolgate::definition::DefinitionError>(())
     /// ```
     pub fn typed<T, F>(
         name: impl Into<String>,

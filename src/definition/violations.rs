@@ -58,7 +58,8 @@ impl fmt::Display for Violation {
 ///
 /// ```
 /// use serde_json::{json, Value};
-/// use toolgate::{ArgumentErrors, ToolDefinition, ToolError, ToolSpec};
+/// use toolgate::{ToolDefinition, ToolError, ToolSpec};
+/// use toolgate::definition::ArgumentErrors;
 ///
 /// let schema = json!({"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}});
 /// let tool = ToolDefinition::new(ToolSpec::new("sum", "Sum xs.", schema), |_: &Value| -> Result<String, ToolError> {
@@ -68,7 +69,7 @@ impl fmt::Display for Violation {
 /// assert_eq!(errors.violations().len(), ArgumentErrors::MAX_LISTED);
 /// assert_eq!(errors.unlisted(), 100 - ArgumentErrors::MAX_LISTED);
 /// assert!(errors.to_string().starts_with("100 violations, the first 16 listed: "));
-/// # Ok::<(), toolgate::DefinitionError>(())
+/// # Ok::<(), toolgate::definition::DefinitionError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArgumentErrors {

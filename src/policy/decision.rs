@@ -41,7 +41,7 @@ impl fmt::Display for PolicyAction {
 /// assert_eq!(reason.as_str(), "tool requires user confirmation");
 /// const STATIC: Reason = Reason::from_static("read-only tool");
 /// assert_eq!(STATIC.to_string(), "read-only tool");
-/// # Ok::<(), toolgate::EmptyReason>(())
+/// # Ok::<(), toolgate::policy::EmptyReason>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Reason(
@@ -139,7 +139,7 @@ impl<'de> Deserialize<'de> for Reason {
 ///
 /// let decision = PolicyDecision::ask(Reason::new("writes to disk")?);
 /// assert_eq!(decision.action, PolicyAction::Ask);
-/// # Ok::<(), toolgate::EmptyReason>(())
+/// # Ok::<(), toolgate::policy::EmptyReason>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -156,7 +156,7 @@ pub struct PolicyDecision {
     /// ([`RulePolicy::digest`](crate::RulePolicy::digest)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_digest: Option<Arc<str>>,
-    /// The layer that decided, in a [`Layers`](crate::Layers) stack.
+    /// The layer that decided, in a [`Layers`](crate::policy::Layers) stack.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layer: Option<Arc<str>>,
     /// No rule and no listed name decided: this is the policy's default (a denial). A stack of

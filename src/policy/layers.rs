@@ -27,6 +27,7 @@ use crate::runtime::PreparedToolCall;
 /// ```
 /// use serde_json::{json, Value};
 /// use toolgate::*;
+/// use toolgate::policy::Layers;
 ///
 /// let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
 /// let registry = ToolRegistry::new([

@@ -10,6 +10,7 @@ mod tool_policy;
 
 use std::fmt;
 
+pub use crate::authorized::PolicyOutcome;
 pub(crate) use approvers::admitted_by_all;
 pub use approvers::{ApproverRefusal, Approvers};
 pub use async_check::AsyncPolicy;
@@ -151,7 +152,7 @@ impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
 /// A closure decides; it cannot say whether it fits a registry, so it accepts every one, and it
 /// names no rate limits. A closure that wraps a [`RulePolicy`](crate::RulePolicy) loses both its
 /// registry check and its [`limits`](crate::limits): share the policy through an `Arc` (which
-/// forwards everything), or stack it in [`Layers`](crate::Layers), instead of calling it from a
+/// forwards everything), or stack it in [`Layers`], instead of calling it from a
 /// closure.
 impl<F> Policy for F
 where

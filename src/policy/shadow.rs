@@ -90,6 +90,7 @@ impl ShadowReport {
 /// use std::sync::Arc;
 /// use serde_json::{json, Value};
 /// use toolgate::*;
+/// use toolgate::policy::Shadow;
 ///
 /// let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
 /// let registry = ToolRegistry::new([

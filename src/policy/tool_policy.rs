@@ -22,7 +22,8 @@ pub enum PolicyError {
 /// # Examples
 ///
 /// ```
-/// use toolgate::{PolicyError, ToolPolicy};
+/// use toolgate::{ToolPolicy};
+/// use toolgate::policy::PolicyError;
 ///
 /// let policy = ToolPolicy::new(["read_file"], ["apply_patch"])?;
 /// assert!(ToolPolicy::new(["x"], ["x"]).is_err());
@@ -77,7 +78,7 @@ impl ToolPolicy {
     /// assert_eq!(policy.decide_for("read_file").action, PolicyAction::Allow);
     /// assert_eq!(policy.decide_for("apply_patch").action, PolicyAction::Ask);
     /// assert_eq!(policy.decide_for("shell").action, PolicyAction::Deny);
-    /// # Ok::<(), toolgate::PolicyError>(())
+    /// # Ok::<(), toolgate::policy::PolicyError>(())
     /// ```
     pub fn decide_for(&self, tool_name: &str) -> PolicyDecision {
         Self::decision(self.action_for(tool_name))

@@ -18,7 +18,7 @@ use crate::names::FastMap;
 /// # Examples
 ///
 /// ```
-/// let mut names = toolgate::LookAlikes::default();
+/// let mut names = toolgate::registry::LookAlikes::default();
 /// assert!(names.check("read_file").is_ok());
 /// assert!(names.check("Read_File").is_err()); // differs only in case
 /// assert!(names.check("read\u{200b}file").is_err()); // a zero-width space

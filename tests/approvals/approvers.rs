@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
+use toolgate::approvals::ApprovalError;
+use toolgate::policy::Layers;
 
 use crate::common::*;
 use serde_json::json;

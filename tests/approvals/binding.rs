@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use toolgate::approvals::ApprovalOutcome;
 
 use crate::common::*;
 use serde_json::{Value, json};
@@ -411,7 +412,7 @@ fn canonical_stream_framing_with_nul_in_tool_names_never_collides() {
     assert!(
         matches!(
             refused,
-            Err(toolgate::RegistryError::InvisibleCharacter {
+            Err(toolgate::registry::RegistryError::InvisibleCharacter {
                 index: 1,
                 code_point: 0,
                 ..

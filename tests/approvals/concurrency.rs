@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
+use toolgate::approvals::ApprovalError;
 
 use crate::common::*;
 use serde_json::json;

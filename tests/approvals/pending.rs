@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
+use toolgate::approvals::ApprovalId;
 
 use crate::common::*;
 use serde_json::json;

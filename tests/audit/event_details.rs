@@ -2,6 +2,7 @@
 //! audit`): what each recorded event carries, beyond its kind.
 
 use crate::common;
+use toolgate::policy::Layers;
 
 use std::sync::Arc;
 

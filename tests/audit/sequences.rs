@@ -4,6 +4,7 @@
 //! its row by name.
 
 use crate::common;
+use toolgate::approvals::ApprovalId;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use toolgate::policy::AsyncPolicy;
+use toolgate::policy::Layers;
 
 use crate::common::*;
 use serde_json::json;

@@ -5,6 +5,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Barrier};
 use std::thread;
+use toolgate::approvals::ApprovalError;
+use toolgate::approvals::ApprovalId;
 
 use crate::common::*;
 use serde_json::json;

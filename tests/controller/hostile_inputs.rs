@@ -3,7 +3,9 @@
 
 use crate::common::*;
 use serde_json::{Value, json};
+use toolgate::definition::ArgumentErrors;
 use toolgate::definition::DEFAULT_MAX_OUTPUT_BYTES;
+use toolgate::definition::DefinitionError;
 use toolgate::providers::openai;
 use toolgate::*;
 

@@ -4,6 +4,7 @@
 //! or policy.
 
 use std::sync::Arc;
+use toolgate::policy::Layers;
 
 use crate::common::*;
 use serde_json::{Value, json};

@@ -10,6 +10,8 @@ use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use toolgate::approvals::ApprovalError;
+use toolgate::approvals::ApprovalId;
 
 use crate::common::*;
 use proptest::prelude::*;

@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
+use toolgate::approvals::ApprovalOutcome;
+use toolgate::approvals::Staleness;
+use toolgate::policy::PolicyOutcome;
 
 use crate::common::*;
 use serde_json::{Value, json};

@@ -2,6 +2,7 @@
 //! (never a false "same"), and the rules and layers that add nothing.
 
 use std::sync::Arc;
+use toolgate::policy::Shadow;
 
 use crate::common::*;
 use proptest::prelude::*;

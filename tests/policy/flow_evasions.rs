@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use toolgate::policy::Layers;
+use toolgate::policy::Shadow;
 
 use crate::common::{block_on, counted};
 use crate::flow_setup::*;

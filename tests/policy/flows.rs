@@ -4,6 +4,9 @@
 #![cfg(all(feature = "sqlite", feature = "postgres", unix))]
 
 use crate::postgres_support;
+use toolgate::policy::Layers;
+use toolgate::policy::PolicyOutcome;
+use toolgate::policy::Shadow;
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;

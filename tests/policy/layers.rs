@@ -2,6 +2,9 @@
 //! the decision names the layer, and each layer is checked against the registry on its own.
 
 use std::sync::Arc;
+use toolgate::policy::LayerError;
+use toolgate::policy::Layers;
+use toolgate::policy::Shadow;
 
 use crate::common::*;
 use proptest::prelude::*;

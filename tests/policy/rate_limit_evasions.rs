@@ -5,6 +5,9 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
+use toolgate::policy::AsyncPolicy;
+use toolgate::policy::Layers;
+use toolgate::policy::Shadow;
 
 use crate::common::{block_on, counted};
 use serde_json::{Value, json};

@@ -4,6 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use toolgate::approvals::ApprovalOutcome;
+use toolgate::policy::Layers;
+use toolgate::policy::PolicyOutcome;
+use toolgate::policy::Shadow;
 
 use crate::common::counted;
 use serde_json::{Value, json};

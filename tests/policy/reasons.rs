@@ -3,6 +3,7 @@
 //! still records the rule's id; a rule whose condition holds outright keeps its own reason.
 
 use std::sync::Arc;
+use toolgate::policy::PolicyOutcome;
 
 use crate::common::*;
 use serde_json::{Value, json};

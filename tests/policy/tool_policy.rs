@@ -7,6 +7,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use toolgate::policy::Layers;
+use toolgate::policy::PolicyMismatch;
+use toolgate::policy::Shadow;
 
 use crate::common::*;
 use serde_json::{Value, json};

@@ -5,6 +5,7 @@
 #![cfg(feature = "postgres")]
 
 use crate::postgres_support;
+use toolgate::approvals::ApprovalError;
 
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};

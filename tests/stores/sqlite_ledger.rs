@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+use toolgate::approvals::ApprovalError;
+use toolgate::approvals::ApprovalId;
 
 use crate::common::*;
 use serde_json::{Value, json};

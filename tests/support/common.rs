@@ -195,7 +195,7 @@ impl toolgate::approvals::ApprovalStore for AlteringStore {
 
     fn take(
         &self,
-        approval_id: toolgate::ApprovalId,
+        approval_id: toolgate::approvals::ApprovalId,
         transition: toolgate::approvals::Transition,
         now_ms: u64,
     ) -> Result<(toolgate::ApprovalRequest, bool), toolgate::approvals::ApprovalError> {
@@ -215,7 +215,7 @@ impl toolgate::approvals::ApprovalStore for AlteringStore {
 
     fn record_outcome(
         &self,
-        approval_id: toolgate::ApprovalId,
+        approval_id: toolgate::approvals::ApprovalId,
         outcome: toolgate::approvals::ExecutionOutcome,
     ) -> Result<(), toolgate::approvals::ApprovalError> {
         self.inner.record_outcome(approval_id, outcome)
@@ -223,7 +223,7 @@ impl toolgate::approvals::ApprovalStore for AlteringStore {
 
     fn state(
         &self,
-        approval_id: toolgate::ApprovalId,
+        approval_id: toolgate::approvals::ApprovalId,
     ) -> Result<Option<toolgate::approvals::ApprovalState>, toolgate::approvals::ApprovalError>
     {
         self.inner.state(approval_id)

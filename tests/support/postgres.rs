@@ -5,6 +5,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use toolgate::approvals::ApprovalId;
 
 use serde_json::{Value, json};
 use toolgate::approvals::PostgresApprovalStore;

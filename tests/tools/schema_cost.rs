@@ -4,8 +4,9 @@
 //! Nothing here asserts on time; `benches/hostile_schemas.rs` measures it.
 
 use serde_json::{Value, json};
+use toolgate::definition::DefinitionError;
 use toolgate::definition::MAX_ARGUMENT_DEPTH;
-use toolgate::{DefinitionError, ToolDefinition, ToolError, ToolSpec};
+use toolgate::{ToolDefinition, ToolError, ToolSpec};
 
 fn noop(_: &Value) -> Result<String, ToolError> {
     Ok(String::new())

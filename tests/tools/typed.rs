@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use toolgate::definition::DefinitionError;
 
 use crate::common::*;
 use schemars::JsonSchema;

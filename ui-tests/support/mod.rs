@@ -4,10 +4,8 @@
 #![allow(dead_code)]
 
 use serde_json::{Value, json};
-use toolgate::{
-    Authorized, PolicyOutcome, PreparedToolCall, ToolCall, ToolDefinition, ToolError, ToolPolicy,
-    ToolRegistry, ToolRuntime, ToolSpec,
-};
+use toolgate::{Authorized, PreparedToolCall, ToolCall, ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolRuntime, ToolSpec};
+use toolgate::policy::PolicyOutcome;
 
 pub fn runtime() -> ToolRuntime {
     let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };

@@ -4,9 +4,10 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use toolgate::ApprovalResponse;
+use toolgate::approvals::ApprovalId;
 use toolgate::approvals::{ApprovalRequest, ApprovalStore};
 use toolgate::clock::{Clock as _, SystemClock};
-use toolgate::{ApprovalId, ApprovalResponse};
 
 use toolgate::Principal;
 

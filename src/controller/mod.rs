@@ -9,6 +9,7 @@ mod limit;
 mod listing;
 #[cfg(feature = "tracing")]
 mod observe;
+mod recording;
 mod steps;
 
 use std::fmt;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::gate::Gate;
 use super::limit::{Counted, Stage};
 use super::{Outcome, ToolController};
-use crate::approvals::{Answered, ApprovalError, ApprovalId, ApprovalResponse, ExecutionOutcome};
+use crate::approvals::{Answered, ApprovalError, ApprovalId, ApprovalResponse};
 use crate::audit::{AuditError, AuditEvent, AuditKind, AuditSubject};
 use crate::authorized::{ApprovalOutcome, Authorized, PolicyOutcome};
 use crate::contract::{ToolCall, ToolResult};
@@ -474,72 +474,6 @@ impl ToolController {
                 Step::Done(rejection.into_result())
             }
         }
-    }
-
-    /// Records an event durably when a sink is set (`make` builds it only then): for the event a
-    /// handler's run depends on — an allowed decision. Durable with it are the events recorded
-    /// before it.
-    #[inline(always)]
-    pub(super) fn record(
-        &self,
-        subject: &Option<AuditSubject>,
-        make: impl FnOnce(&AuditSubject) -> AuditEvent,
-    ) -> Result<(), AuditError> {
-        match (&self.audit, subject) {
-            (Some(sink), Some(subject)) => sink.record(&make(subject)),
-            _ => Ok(()),
-        }
-    }
-
-    /// Records an event in order without waiting for it to be durable
-    /// ([`AuditSink::record_deferred`]): for every event no handler's run depends on — a call
-    /// received (the decision that lets it run is recorded durably after it), a denial, a hold and
-    /// its request, an answer that runs nothing, an outcome.
-    #[inline(always)]
-    pub(super) fn record_deferred(
-        &self,
-        subject: &Option<AuditSubject>,
-        make: impl FnOnce(&AuditSubject) -> AuditEvent,
-    ) -> Result<(), AuditError> {
-        match (&self.audit, subject) {
-            (Some(sink), Some(subject)) => sink.record_deferred(&make(subject)),
-            _ => Ok(()),
-        }
-    }
-
-    /// Records in the approval store how an approved call ended (a call denied at the re-check
-    /// counts as an error). Rejections and expiries have their own states; nothing to add.
-    fn settle(&self, approval_id: Option<ApprovalId>, is_error: bool) {
-        if let Some(approval_id) = approval_id {
-            let outcome = if is_error {
-                ExecutionOutcome::Error
-            } else {
-                ExecutionOutcome::Ok
-            };
-            // The handler already ran; a store failure here leaves the outcome unknown, which is
-            // what a crash would leave too.
-            let _ = self.pending.record_outcome(approval_id, outcome);
-        }
-    }
-
-    /// Records how an execution ended, in the audit log and (for an approved call) in the approval
-    /// store. The handler already ran: a failure to record is left to the sink and store to
-    /// report, not turned into a different result.
-    // Inlined: without a sink or an approval it does nothing, and the call cost about 25
-    // instructions on every allowed call. It takes the flag, not the result, so the result can
-    // be built where it is returned.
-    #[inline(always)]
-    fn finished(
-        &self,
-        subject: &Option<AuditSubject>,
-        approval_id: Option<ApprovalId>,
-        is_error: bool,
-    ) {
-        let _ = self.record_deferred(subject, |s| AuditEvent {
-            is_error: Some(is_error),
-            ..s.event(AuditKind::ExecutionOutcome)
-        });
-        self.settle(approval_id, is_error);
     }
 }
 

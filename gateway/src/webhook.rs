@@ -114,8 +114,8 @@ impl AuditSink for NotifyingSink {
         Ok(())
     }
 
-    // Approval requests are recorded with `record` (a hold depends on them), so only events no
-    // one is notified of pass here.
+    // The controller records approval requests with `record` (a hold depends on them); one that
+    // arrives here all the same is made durable before anyone is told of it.
     fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
         match &self.inner {
             Some(inner) if event.kind != AuditKind::ApprovalRequested => {

@@ -24,8 +24,12 @@ struct Tickets {
     committed: u64,
     /// A commit is running (its leader does not hold the lock while it runs).
     committing: bool,
-    /// The last commit that failed, and the tickets it was meant to cover: their writers are told.
+    /// The last commit that failed, and the tickets it was meant to cover: their writers who were
+    /// waiting when it failed are told.
     failed: Option<(u64, AuditError)>,
+    /// How many commits have failed: a waiter is told only of failures after it began to wait,
+    /// and commits again past an older one.
+    failures: u64,
 }
 
 /// The tickets of one sink and the commit that makes them durable.
@@ -68,11 +72,13 @@ impl GroupCommit {
     ) -> Result<(), AuditError> {
         let mut commit = Some(commit);
         let mut tickets = self.lock();
+        let failures_before = tickets.failures;
         loop {
             if tickets.committed >= ticket {
                 return Ok(());
             }
-            if let Some((through, error)) = &tickets.failed
+            if tickets.failures > failures_before
+                && let Some((through, error)) = &tickets.failed
                 && *through >= ticket
             {
                 return Err(error.clone());
@@ -91,12 +97,22 @@ impl GroupCommit {
             tickets.committing = true;
             let target = tickets.issued;
             drop(tickets);
+            // Should the commit panic, the guard ends it as a failure: no waiter waits forever.
+            let mut running = Running {
+                group: self,
+                target,
+                done: false,
+            };
             let result = commit(target);
+            running.done = true;
             tickets = self.lock();
             tickets.committing = false;
             match result {
                 Ok(through) => tickets.committed = tickets.committed.max(through),
-                Err(error) => tickets.failed = Some((target, error)),
+                Err(error) => {
+                    tickets.failed = Some((target, error));
+                    tickets.failures += 1;
+                }
             }
             self.finished.notify_all();
         }
@@ -109,6 +125,26 @@ impl GroupCommit {
     ) -> Result<(), AuditError> {
         let issued = self.lock().issued;
         self.wait_for(issued, commit)
+    }
+}
+
+/// Ends a commit whose closure panicked as a failed one, waking its waiters.
+struct Running<'a> {
+    group: &'a GroupCommit,
+    target: u64,
+    done: bool,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let mut tickets = self.group.lock();
+        tickets.committing = false;
+        tickets.failed = Some((self.target, AuditError::new("an audit commit panicked")));
+        tickets.failures += 1;
+        self.group.finished.notify_all();
     }
 }
 
@@ -167,8 +203,9 @@ mod tests {
             .unwrap_err();
         assert_eq!(error.message, "disk gone");
         assert!(group.behind());
-        // Told again, without another commit.
-        assert!(group.wait_for(first, |_| panic!("no second try")).is_err());
+        // A later wait commits again past the old failure (the batch is retried, not lost).
+        group.wait_for(first, Ok).unwrap();
+        assert!(!group.behind());
         // A later ticket is not covered by that failure: its own commit runs.
         let second = group.issue();
         group.wait_for(second, Ok).unwrap();
@@ -196,6 +233,19 @@ mod tests {
                 .wait_for_all(|_| Err(AuditError::new("full")))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_commit_that_panics_fails_its_waiters_instead_of_hanging_them() {
+        let group = Arc::new(GroupCommit::default());
+        let ticket = group.issue();
+        let leader = Arc::clone(&group);
+        let panicked =
+            thread::spawn(move || leader.wait_for(ticket, |_| panic!("the client panicked")))
+                .join();
+        assert!(panicked.is_err());
+        // Not committing any more: the next wait commits.
+        group.wait_for(ticket, Ok).unwrap();
     }
 
     #[test]

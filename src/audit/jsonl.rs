@@ -290,15 +290,14 @@ impl Inner {
             // Before the entry: an entry whose salt is missing could never be disclosed. A salt
             // whose entry then fails to write is replaced by the next entry's at its index.
             let salt_line = salts::salt_line(writer.seq, salt);
-            writer
-                .salts
-                .write_all(salt_line.as_bytes())
-                .map_err(|error| {
-                    AuditError::caused_by(
-                        format!("{}: {error}", salts::salts_path(&self.path).display()),
-                        error,
-                    )
-                })?;
+            if let Err(error) = writer.salts.write_all(salt_line.as_bytes()) {
+                // End a partly written line, so the next salt does not run into it.
+                let _ = writer.salts.write_all(b"\n");
+                return Err(AuditError::caused_by(
+                    format!("{}: {error}", salts::salts_path(&self.path).display()),
+                    error,
+                ));
+            }
         }
         let hash = line_hash(writer.seq, &writer.prev, &event);
         let line = verify::entry_line(writer.seq, &writer.prev, &event, &hash);
@@ -397,9 +396,16 @@ impl JsonlAuditSink {
             .unwrap_or_else(PoisonError::into_inner);
         // Salts written so far reach the file before it is read for the rewrite.
         state.salts.sync_data().map_err(failed)?;
-        let found = salts::rewrite_without(&self.inner.path, index).map_err(failed)?;
-        state.salts = salts::open_for_append(&self.inner.path).map_err(failed)?;
-        Ok(found)
+        let rewritten = salts::rewrite_without(&self.inner.path, index);
+        // Reopened whatever the rewrite did: once renamed, the old handle names a deleted file.
+        match salts::open_for_append(&self.inner.path) {
+            Ok(salts) => state.salts = salts,
+            Err(error) => {
+                state.unusable = true;
+                return Err(failed(error));
+            }
+        }
+        rewritten.map_err(failed)
     }
 }
 

@@ -343,11 +343,11 @@ impl std::error::Error for AuditError {
 /// Where audit events go. `record` must return only once the event is stored: a handler runs
 /// only after the events leading to it were recorded.
 ///
-/// The controller records with [`record`](Self::record) the event a handler's run depends on (an
-/// allowed decision, also after an approval) and with [`record_deferred`](Self::record_deferred)
-/// the rest (a call received, a denial, a hold and its request, an answer, an outcome): a sink that
-/// batches its commits then makes one durable commit per call that runs, not three, and none for a
-/// call that is denied or held.
+/// The controller records with [`record`](Self::record) the events a handler's run depends on
+/// (an allowed decision, also after an approval; a held approval's request, before the hold is
+/// handed out) and with [`record_deferred`](Self::record_deferred) the rest (a call received, a
+/// denial, an answer, an outcome): a sink that batches its commits then makes one durable commit
+/// per call that runs, not three, and none for a call that is denied.
 pub trait AuditSink: Send + Sync {
     /// Stores one event durably: when it returns `Ok`, this event and every event recorded before
     /// it (by either method) are stored.

@@ -21,12 +21,25 @@ pub(super) fn salts_path(log: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Opens the salts file for appending (creating it).
+/// Opens the salts file for appending (creating it). A last line a crash left without its
+/// newline is ended first, so the next salt does not run into it.
 pub(super) fn open_for_append(log: &Path) -> io::Result<File> {
-    OpenOptions::new()
+    let mut file = OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
-        .open(salts_path(log))
+        .open(salts_path(log))?;
+    let len = file.metadata()?.len();
+    if len > 0 {
+        use std::io::{Read as _, Seek as _, SeekFrom};
+        let mut last = [0_u8];
+        file.seek(SeekFrom::Start(len - 1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            file.write_all(b"\n")?;
+        }
+    }
+    Ok(file)
 }
 
 /// The line recording `salt` for entry `index`.

@@ -7,9 +7,10 @@ use crate::audit::{AuditError, AuditEvent, AuditKind, AuditSubject};
 use super::ToolController;
 
 impl ToolController {
-    /// Records an event durably when a sink is set (`make` builds it only then): for the event a
-    /// handler's run depends on — an allowed decision. Durable with it are the events recorded
-    /// before it.
+    /// Records an event durably when a sink is set (`make` builds it only then): for the events a
+    /// handler's run depends on — an allowed decision before the handler runs, a hold before it is
+    /// handed out (it can be answered and run on another node, or after a restart). Durable with
+    /// it are the events recorded before it.
     #[inline(always)]
     pub(super) fn record(
         &self,
@@ -23,9 +24,9 @@ impl ToolController {
     }
 
     /// Records an event in order without waiting for it to be durable
-    /// ([`AuditSink::record_deferred`]): for every event no handler's run depends on — a call
-    /// received (the decision that lets it run is recorded durably after it), a denial, a hold and
-    /// its request, an answer that runs nothing, an outcome.
+    /// ([`AuditSink::record_deferred`]): for every event no handler's run waits on — a call
+    /// received (the decision or hold after it is recorded durably), a denial, an answer (the
+    /// decision that lets the call run follows), an outcome.
     #[inline(always)]
     pub(super) fn record_deferred(
         &self,

@@ -311,9 +311,8 @@ impl ToolController {
             }
             PolicyOutcome::NeedsApproval { prepared, decision } => {
                 let call_id = prepared.call_id().to_owned();
-                // The hold's events are written before the hold is handed out and made durable
-                // with the next durable record (at the latest the decision that lets the call
-                // run, if it is approved) or within the sink's bound: a hold runs nothing.
+                // Durable with the hold's own event below, before the hold is handed out: an
+                // approval can be answered on another node, or after a restart, and run there.
                 let recorded = self.record_deferred(subject, |s| s.decision(&decision));
                 let held = |()| {
                     self.pending
@@ -323,7 +322,7 @@ impl ToolController {
                     Err(error) => Outcome::Completed(unrecorded(call_id, &error)),
                     Ok(Ok(request)) => {
                         let id = request.approval_id;
-                        let asked = self.record_deferred(subject, |s| {
+                        let asked = self.record(subject, |s| {
                             let mut event = s
                                 .clone()
                                 .with_approval(id)
@@ -334,7 +333,7 @@ impl ToolController {
                         });
                         match asked {
                             Ok(()) => Outcome::PendingApproval(request),
-                            // An approval whose request could not be written is not handed out.
+                            // An approval nobody can trace is not handed out.
                             Err(error) => {
                                 let _ = self.pending.revoke(id);
                                 Outcome::Completed(unrecorded(call_id, &error))

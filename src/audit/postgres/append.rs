@@ -13,8 +13,7 @@ use crate::audit::AuditError;
 use crate::audit::group_commit::{Committed, GroupCommit};
 use crate::postgres_error::connection_lost;
 
-/// An event waiting for its commit.
-#[derive(Debug)]
+/// An event waiting for its commit. (No `Debug`: it holds a salt.)
 pub(super) struct Queued {
     ticket: u64,
     key: String,
@@ -225,19 +224,22 @@ fn insert(
     }
     let mut transaction = client.transaction()?;
     transaction.query_one("SELECT 1 FROM toolgate_audit_tip FOR SHARE", &[])?;
+    // Salts only for the entries this try stores: a salt forgotten since the first try landed
+    // must not come back.
     transaction.execute(
-        "INSERT INTO toolgate_audit_queue (entry_key, event)
-         SELECT k, e FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(k, e, n)
-         WHERE NOT EXISTS (SELECT 1 FROM toolgate_audit a WHERE a.entry_key = t.k)
-         ORDER BY n
+        "WITH stored AS (
+             INSERT INTO toolgate_audit_queue (entry_key, event)
+             SELECT k, e FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(k, e, n)
+             WHERE NOT EXISTS (SELECT 1 FROM toolgate_audit a WHERE a.entry_key = t.k)
+             ORDER BY n
+             ON CONFLICT (entry_key) DO NOTHING
+             RETURNING entry_key
+         )
+         INSERT INTO toolgate_audit_salts (entry_key, salt)
+         SELECT k, s FROM unnest($3::text[], $4::text[]) AS t(k, s)
+         WHERE k IN (SELECT entry_key FROM stored)
          ON CONFLICT (entry_key) DO NOTHING",
-        &[&keys, &events],
-    )?;
-    transaction.execute(
-        "INSERT INTO toolgate_audit_salts (entry_key, salt)
-         SELECT * FROM unnest($1::text[], $2::text[])
-         ON CONFLICT (entry_key) DO NOTHING",
-        &[&salted, &salts],
+        &[&keys, &events, &salted, &salts],
     )?;
     transaction.commit().map_err(Insert::Unknown)
 }

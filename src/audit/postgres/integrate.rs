@@ -44,6 +44,12 @@ fn integrate_batch(client: &mut Client, wait: Wait) -> Result<u64, postgres::Err
         return Ok(0);
     };
     let (mut seq, mut prev): (i64, String) = (tip.get(0), tip.get(1));
+    // A key already in the chain (a first try that landed late, after its retry was integrated)
+    // is not integrated twice, nor left to stop every integration on the chain's unique index.
+    transaction.execute(
+        "DELETE FROM toolgate_audit_queue q USING toolgate_audit a WHERE a.entry_key = q.entry_key",
+        &[],
+    )?;
     let rows = transaction.query(
         "SELECT id, entry_key, event, recorded_at FROM toolgate_audit_queue ORDER BY id LIMIT $1",
         &[&BATCH],

@@ -120,3 +120,18 @@ fn an_entry_from_before_commitments_discloses_against_its_bare_digest() {
         Disclosure::DoesNotMatch
     );
 }
+
+#[test]
+fn a_salt_line_torn_by_a_crash_does_not_swallow_the_next_one() {
+    let file = TempFile::new("torn-salt");
+    write_calls(&file, "c", 1);
+    // A crash mid-write left a salt line without its newline.
+    let mut salts = std::fs::read(file.salts()).unwrap();
+    salts.extend_from_slice(b"{\"index\":3,\"salt\":\"00");
+    std::fs::write(file.salts(), salts).unwrap();
+    write_calls(&file, "d", 1);
+    assert_eq!(
+        disclose_audit_arguments(&file.0, 3, &json!({"a": 0, "b": 1})).unwrap(),
+        Disclosure::Matches
+    );
+}

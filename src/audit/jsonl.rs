@@ -414,6 +414,13 @@ impl Drop for JsonlAuditSink {
         // Entries recorded without waiting are made durable before the file is let go; a failure
         // here has no one left to tell (the entries are written, only not known durable).
         let _ = self.inner.sync_all();
+        let _ = self
+            .inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .salts
+            .sync_data();
     }
 }
 

@@ -142,7 +142,7 @@ pub struct AuditEvent {
     /// The salt of `argument_commitment`: never serialized with the event. Sinks that keep salts
     /// store it apart from the log.
     #[serde(skip)]
-    pub(crate) salt: Option<ArgumentSalt>,
+    pub(crate) salt: HeldSalt,
 }
 
 impl AuditEvent {
@@ -150,7 +150,7 @@ impl AuditEvent {
     /// controller made it (`None` for an event read back from a log: the log never holds it).
     /// A sink that keeps salts stores it apart from the event.
     pub fn salt(&self) -> Option<&ArgumentSalt> {
-        self.salt.as_ref()
+        self.salt.0.as_ref()
     }
 
     /// The same event, naming who answered the approval and their note.
@@ -195,6 +195,17 @@ fn bounded_note(note: &str) -> String {
         ));
     }
     kept
+}
+
+/// An event's salt while it is in memory. Not part of the event's equality: the log never holds
+/// it, and an event read back from a log is the event that was recorded.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct HeldSalt(Option<ArgumentSalt>);
+
+impl PartialEq for HeldSalt {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// What the controller knows about a call, to stamp on each of its events.
@@ -259,7 +270,7 @@ impl AuditSubject {
                 .map(|salt| salt.commit(&self.arguments))
                 .unwrap_or_default(),
             argument_digest: None,
-            salt,
+            salt: HeldSalt(salt),
             approval_id: self.approval_id,
             action: None,
             reason: None,

@@ -135,3 +135,23 @@ fn a_salt_line_torn_by_a_crash_does_not_swallow_the_next_one() {
         Disclosure::Matches
     );
 }
+
+#[test]
+fn an_event_read_back_from_the_log_equals_the_event_recorded() {
+    // The salt stays in memory (and in the salts file), never in the log; it is not part of what
+    // an event is, so reading the log back gives the events that were recorded.
+    let sink = Arc::new(MemoryAuditSink::new());
+    let _ = audited(&Arc::default(), sink.clone()).handle(ToolCall::new(
+        "c",
+        "calculator",
+        json!({"a": 1, "b": 2}),
+    ));
+    let recorded = sink.events();
+    assert!(recorded.iter().all(|event| event.salt().is_some()));
+    let read_back: Vec<AuditEvent> = recorded
+        .iter()
+        .map(|event| serde_json::from_str(&serde_json::to_string(event).unwrap()).unwrap())
+        .collect();
+    assert!(read_back.iter().all(|event| event.salt().is_none()));
+    assert_eq!(read_back, recorded);
+}

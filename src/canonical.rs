@@ -222,14 +222,25 @@ fn prefix_state(tool: &str, definition_digest: &str) -> Sha256 {
 pub(crate) fn hex_digest(hash: &[u8]) -> String {
     let mut text = String::with_capacity(7 + 2 * hash.len());
     text.push_str("sha256:");
-    for chunk in hash.chunks(32) {
+    push_hex(&mut text, hash);
+    text
+}
+
+/// `bytes` in lowercase hex, two digits each (see [`hex_digest`] for why not `format!`).
+pub(crate) fn hex_lower(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(2 * bytes.len());
+    push_hex(&mut text, bytes);
+    text
+}
+
+fn push_hex(text: &mut String, bytes: &[u8]) {
+    for chunk in bytes.chunks(32) {
         let mut block = [0_u8; 32];
         block[..chunk.len()].copy_from_slice(chunk);
         let pairs = hex_pairs(&block);
         // ASCII throughout, so this never fails.
         text.push_str(std::str::from_utf8(&pairs[..2 * chunk.len()]).unwrap_or_default());
     }
-    text
 }
 
 /// Each byte of `hash` as two lowercase hex digits.
@@ -258,7 +269,7 @@ fn push_string(out: &mut impl Out, text: &str) {
 
 /// `integer` in decimal, as `{}` prints it, without the formatting machinery (about 300
 /// instructions per number).
-fn push_unsigned(out: &mut impl Out, mut integer: u64) {
+pub(crate) fn push_unsigned(out: &mut impl Out, mut integer: u64) {
     let mut digits = [0_u8; 20];
     let mut start = digits.len();
     loop {

@@ -31,7 +31,7 @@ pub(super) struct Sessions {
 fn token() -> Option<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+    Some(crate::canonical::hex_lower(&bytes))
 }
 
 impl Sessions {

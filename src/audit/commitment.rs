@@ -35,7 +35,7 @@ impl ArgumentSalt {
 
     /// The salt as 32 lowercase hex digits, as sinks store it.
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|byte| format!("{byte:02x}")).collect()
+        crate::canonical::hex_lower(&self.0)
     }
 
     /// The commitment to arguments whose canonical hash is `hash`.

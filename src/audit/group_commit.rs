@@ -5,13 +5,19 @@
 //! is durable waits for its ticket: if no commit is running it runs one itself (the leader),
 //! covering every ticket handed out so far; otherwise it waits for the running one, and if that
 //! did not cover it, leads the next. The wait is bounded by the commit in flight and one more:
-//! while one commit runs, the entries of every other writer gather for the next.
+//! while one commit runs, the entries of every other writer gather for the next. A gathering
+//! group's leader also waits, before it commits, for the writers the last commit released — at
+//! most as long as that commit took and never more than 1 ms — so that writers who come straight
+//! back share one commit instead of one of them leading a commit alone.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::AuditError;
+
+/// The longest a gathering leader waits for writers before it commits.
+const MAX_GATHER: Duration = Duration::from_millis(1);
 
 /// What a sink's commit did: how many tickets it made durable, all of them from the first.
 pub(super) type Committed = Result<u64, AuditError>;
@@ -30,6 +36,17 @@ struct Tickets {
     /// How many commits have failed: a waiter is told only of failures after it began to wait,
     /// and commits again past an older one.
     failures: u64,
+    /// The tickets of the writers inside `wait_for` right now.
+    waiters: Vec<u64>,
+    /// How many waiting writers the last commit released: in a steady stream, the ones about to
+    /// come back with their next entry.
+    released: usize,
+    /// How many writers began to wait since the last commit ended.
+    arrived: usize,
+    /// How long the last commit took: the longest a leader waits for them.
+    last_commit: Duration,
+    /// A leader is waiting for writers to arrive before it commits.
+    gathering: bool,
 }
 
 /// The tickets of one sink and the commit that makes them durable.
@@ -37,9 +54,31 @@ struct Tickets {
 pub(super) struct GroupCommit {
     tickets: Mutex<Tickets>,
     finished: Condvar,
+    /// Signalled when the writers a gathering leader waits for have arrived.
+    arrived: Condvar,
+    /// Whether a leader gathers before it commits (see [`GroupCommit::gathering`]).
+    gather: bool,
 }
 
 impl GroupCommit {
+    /// Group commit whose leader first waits for the writers the last commit released: when
+    /// writers come back right after their entry is durable (a call's next decision), a commit
+    /// that starts with the first of them carries one entry and makes the rest wait a whole
+    /// commit; one that waits for them — at most as long as the last commit took, 1 ms at most —
+    /// carries them all.
+    pub(super) fn gathering() -> Self {
+        Self {
+            gather: true,
+            ..Self::default()
+        }
+    }
+
+    /// Whether a leader is gathering writers: it will commit everything stored before it starts,
+    /// within the bound of its wait.
+    pub(super) fn is_gathering(&self) -> bool {
+        self.lock().gathering
+    }
+
     fn lock(&self) -> MutexGuard<'_, Tickets> {
         self.tickets.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -73,6 +112,26 @@ impl GroupCommit {
         let mut commit = Some(commit);
         let mut tickets = self.lock();
         let failures_before = tickets.failures;
+        tickets.waiters.push(ticket);
+        tickets.arrived += 1;
+        if tickets.gathering && tickets.arrived >= tickets.released {
+            self.arrived.notify_one();
+        }
+        // Counted out however the wait ends, a panicking commit included.
+        let _waiting = Waiting {
+            group: self,
+            ticket,
+        };
+        self.wait_locked(tickets, ticket, failures_before, &mut commit)
+    }
+
+    fn wait_locked<'a>(
+        &'a self,
+        mut tickets: MutexGuard<'a, Tickets>,
+        ticket: u64,
+        failures_before: u64,
+        commit: &mut Option<impl FnOnce(u64) -> Committed>,
+    ) -> Result<(), AuditError> {
         loop {
             if tickets.committed >= ticket {
                 return Ok(());
@@ -95,8 +154,12 @@ impl GroupCommit {
                 return Err(AuditError::new("a commit did not cover its own entries"));
             };
             tickets.committing = true;
+            if self.gather {
+                tickets = self.gather(tickets);
+            }
             let target = tickets.issued;
             drop(tickets);
+            let started = Instant::now();
             // Should the commit panic, the guard ends it as a failure: no waiter waits forever.
             let mut running = Running {
                 group: self,
@@ -107,24 +170,68 @@ impl GroupCommit {
             running.done = true;
             tickets = self.lock();
             tickets.committing = false;
-            match result {
-                Ok(through) => tickets.committed = tickets.committed.max(through),
+            tickets.last_commit = started.elapsed();
+            let released = match result {
+                Ok(through) => {
+                    tickets.committed = tickets.committed.max(through);
+                    let committed = tickets.committed;
+                    tickets.waiters.iter().filter(|t| **t <= committed).count()
+                }
                 Err(error) => {
                     tickets.failed = Some((target, error));
                     tickets.failures += 1;
+                    0
                 }
-            }
+            };
+            tickets.released = released;
+            tickets.arrived = 0;
             self.finished.notify_all();
         }
     }
 
+    /// Waits, as the leader, until the writers the last commit released are back or as long as
+    /// that commit took (1 ms at most).
+    fn gather<'a>(&'a self, mut tickets: MutexGuard<'a, Tickets>) -> MutexGuard<'a, Tickets> {
+        let deadline = Instant::now() + tickets.last_commit.min(MAX_GATHER);
+        tickets.gathering = true;
+        while tickets.arrived < tickets.released {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            tickets = self
+                .arrived
+                .wait_timeout(tickets, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        tickets.gathering = false;
+        tickets
+    }
+
     /// Makes every ticket issued so far durable (see [`wait_for`](Self::wait_for)).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(super) fn wait_for_all(
         &self,
         commit: impl FnOnce(u64) -> Committed,
     ) -> Result<(), AuditError> {
         let issued = self.lock().issued;
         self.wait_for(issued, commit)
+    }
+}
+
+/// Counts a writer out of `waiters` when its wait ends.
+struct Waiting<'a> {
+    group: &'a GroupCommit,
+    ticket: u64,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut tickets = self.group.lock();
+        if let Some(at) = tickets.waiters.iter().position(|t| *t == self.ticket) {
+            tickets.waiters.swap_remove(at);
+        }
     }
 }
 
@@ -179,153 +286,4 @@ pub(super) fn run_in_background<T: Background>(owner: &Arc<T>, name: &str) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    #[test]
-    fn a_ticket_already_committed_runs_no_commit() {
-        let group = GroupCommit::default();
-        let first = group.issue();
-        group.wait_for(first, Ok).unwrap();
-        assert!(!group.behind());
-        group
-            .wait_for(first, |_| panic!("committed already"))
-            .unwrap();
-    }
-
-    #[test]
-    fn a_failed_commit_fails_the_tickets_it_was_meant_to_cover_and_no_later_one() {
-        let group = GroupCommit::default();
-        let first = group.issue();
-        let error = group
-            .wait_for(first, |_| Err(AuditError::new("disk gone")))
-            .unwrap_err();
-        assert_eq!(error.message, "disk gone");
-        assert!(group.behind());
-        // A later wait commits again past the old failure (the batch is retried, not lost).
-        group.wait_for(first, Ok).unwrap();
-        assert!(!group.behind());
-        // A later ticket is not covered by that failure: its own commit runs.
-        let second = group.issue();
-        group.wait_for(second, Ok).unwrap();
-        assert!(!group.behind());
-    }
-
-    #[test]
-    fn waiting_for_all_commits_every_ticket_issued_so_far() {
-        let group = GroupCommit::default();
-        group.issue();
-        group.issue();
-        let mut covered = 0;
-        group
-            .wait_for_all(|issued| {
-                covered = issued;
-                Ok(issued)
-            })
-            .unwrap();
-        assert_eq!(covered, 2);
-        assert!(!group.behind());
-        let error = GroupCommit::default();
-        error.issue();
-        assert!(
-            error
-                .wait_for_all(|_| Err(AuditError::new("full")))
-                .is_err()
-        );
-    }
-
-    #[test]
-    fn a_commit_that_panics_fails_its_waiters_instead_of_hanging_them() {
-        let group = Arc::new(GroupCommit::default());
-        let ticket = group.issue();
-        let leader = Arc::clone(&group);
-        let panicked =
-            thread::spawn(move || leader.wait_for(ticket, |_| panic!("the client panicked")))
-                .join();
-        assert!(panicked.is_err());
-        // Not committing any more: the next wait commits.
-        group.wait_for(ticket, Ok).unwrap();
-    }
-
-    #[test]
-    fn a_commit_that_does_not_cover_its_own_ticket_is_an_error_not_a_hang() {
-        let group = GroupCommit::default();
-        let ticket = group.issue();
-        let error = group.wait_for(ticket, |_| Ok(0)).unwrap_err();
-        assert!(error.message.contains("did not cover"), "{error}");
-    }
-
-    #[test]
-    fn concurrent_writers_share_commits_and_none_returns_before_its_entry_is_durable() {
-        // Eight threads, each waiting for 200 tickets; a commit takes 200 µs and makes durable
-        // what was issued when it started. Every writer returns only once a commit covering its
-        // ticket finished, and commits are shared: far fewer than tickets.
-        let group = Arc::new(GroupCommit::default());
-        let durable = Arc::new(AtomicU64::new(0));
-        let commits = Arc::new(AtomicU64::new(0));
-        let threads: Vec<_> = (0..8)
-            .map(|_| {
-                let (group, durable, commits) = (
-                    Arc::clone(&group),
-                    Arc::clone(&durable),
-                    Arc::clone(&commits),
-                );
-                thread::spawn(move || {
-                    for _ in 0..200 {
-                        let ticket = group.issue();
-                        group
-                            .wait_for(ticket, |issued| {
-                                thread::sleep(Duration::from_micros(200));
-                                durable.fetch_max(issued, Ordering::SeqCst);
-                                commits.fetch_add(1, Ordering::SeqCst);
-                                Ok(issued)
-                            })
-                            .unwrap();
-                        assert!(durable.load(Ordering::SeqCst) >= ticket);
-                    }
-                })
-            })
-            .collect();
-        for thread in threads {
-            thread.join().unwrap();
-        }
-        assert_eq!(durable.load(Ordering::SeqCst), 1_600);
-        let commits = commits.load(Ordering::SeqCst);
-        assert!(commits < 1_600 / 2, "{commits} commits for 1,600 tickets");
-        group.wait_for_all(|_| panic!("all committed")).unwrap();
-    }
-
-    struct Ticking(AtomicU64);
-
-    impl Background for Ticking {
-        fn period(&self) -> Duration {
-            Duration::from_millis(1)
-        }
-
-        fn tick(&self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    #[test]
-    fn the_background_thread_ticks_while_its_owner_lives_and_lets_it_go() {
-        let owner = Arc::new(Ticking(AtomicU64::new(0)));
-        run_in_background(&owner, "test-ticks");
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while owner.0.load(Ordering::SeqCst) < 3 {
-            assert!(std::time::Instant::now() < deadline, "no ticks");
-            thread::sleep(Duration::from_millis(1));
-        }
-        // Only a weak reference between ticks: the owner is the last strong one soon enough.
-        let weak = Arc::downgrade(&owner);
-        drop(owner);
-        while weak.upgrade().is_some() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the thread kept its owner"
-            );
-            thread::sleep(Duration::from_millis(1));
-        }
-    }
-}
+mod tests;

@@ -1,21 +1,19 @@
 //! The hash-chained JSON Lines file sink: one writer at a time, and a recovery for torn writes
 //! that keeps the torn bytes as evidence.
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{self, Seek as _, SeekFrom, Write as _};
+use std::fs::{OpenOptions, TryLockError};
+use std::io::{self, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
-use super::group_commit::{self, GroupCommit};
-use super::verify::{self, AuditVerifyError, line_hash};
+use super::group_commit;
+use super::verify::{self, AuditVerifyError};
 use super::{AuditError, AuditEvent, AuditSink};
 use super::{salts, torn};
 
-/// The longest an entry recorded with [`AuditSink::record_deferred`] waits for its `fdatasync`
-/// when no waiting record comes to carry it.
-const DEFERRED_WITHIN: Duration = Duration::from_millis(50);
+mod writer;
+
+use writer::Inner;
 
 /// A JSON Lines audit file where each entry carries its sequence number, the previous entry's
 /// hash and its own.
@@ -36,18 +34,23 @@ const DEFERRED_WITHIN: Duration = Duration::from_millis(50);
 ///   child process started while a sink is open shares its lock until the child execs (Rust opens
 ///   files close-on-exec), so a reopen right after dropping a sink can briefly see `Locked`: retry.
 ///   Network filesystems may not honour the lock.
-/// - **Crashes.** An entry is written with one `write_all` of its whole line. If the process dies
-///   mid-write the file ends in a partial line; [`verify_audit_file`](crate::audit::verify_audit_file)
-///   reports that as [`AuditVerifyError::TornTail`], not as tampering, and [`open`](Self::open)
-///   refuses it so nothing changes silently. If a write fails while the process lives, the partial
-///   line is cut off again before the next record; if even that fails, the sink refuses every
-///   later record rather than write after a torn line.
+/// - **Crashes.** Entries are written as whole lines, the lines waiting at one moment with one
+///   `write_all` (their salts first, to the salts file). If the process dies mid-write the file
+///   ends in a partial line; [`verify_audit_file`](crate::audit::verify_audit_file) reports that
+///   as [`AuditVerifyError::TornTail`], not as tampering, and [`open`](Self::open) refuses it so
+///   nothing changes silently. If a write fails while the process lives, the partial lines are cut
+///   off again where possible and the sink refuses every later record (later entries would chain
+///   onto the lost ones): reopen it, with [`open_recovering`](Self::open_recovering) if the cut
+///   failed too.
 /// - **Durable before it counts.** [`record`](AuditSink::record) returns only after its entry —
-///   and every entry before it — is `fdatasync`ed. Writers do not queue for their own syncs: a
-///   record waits for the sync in flight and at most one more, which covers every entry written
-///   meanwhile (group commit), so a sync serves as many entries as arrived while the last one ran.
-///   [`record_deferred`](AuditSink::record_deferred) writes in order without waiting; its entry is
-///   durable when the next `record` returns, at [`sync`](AuditSink::sync), when the sink is
+///   and every entry before it — is written and `fdatasync`ed. Writers do not queue for their own
+///   syncs: a record waits for the sync in flight and at most one more, whose leader writes every
+///   entry waiting and syncs them together (group commit); before it syncs, the leader waits for
+///   the writers the last sync released to come back, at most as long as that sync took and never
+///   more than 1 ms, so that writers making one call after another share each sync.
+///   [`record_deferred`](AuditSink::record_deferred) does not wait for a sync: its entry is in the
+///   file when it returns — written by this thread, or by a live one writing or about to sync it —
+///   and durable when the next `record` returns, at [`sync`](AuditSink::sync), when the sink is
 ///   dropped, or within 50 ms by a background thread. A failed `fdatasync` is final: the sink
 ///   refuses every later record (the kernel may have dropped the unsynced pages).
 /// - **Not guaranteed:** protection from a writer that ignores the lock.
@@ -92,35 +95,6 @@ const DEFERRED_WITHIN: Duration = Duration::from_millis(50);
 pub struct JsonlAuditSink {
     recovered: Option<RecoveredTail>,
     inner: Arc<Inner>,
-}
-
-/// What the sink and its background syncer share.
-#[derive(Debug)]
-struct Inner {
-    path: PathBuf,
-    state: Mutex<Writer>,
-    /// Tickets in file order; a commit is one `fdatasync` of the file.
-    group: GroupCommit,
-    /// The same open file, synced without the writer's lock so writers go on meanwhile.
-    sync_file: File,
-    /// An `fdatasync` failed: what it should have made durable may be gone from the page cache,
-    /// so nothing more is written or reported durable.
-    sync_failed: AtomicBool,
-}
-
-/// The write end of the chain.
-#[derive(Debug)]
-struct Writer {
-    // Invariant: `file` holds the exclusive lock for as long as the sink lives, and its first `len`
-    // bytes are `seq` verified entries, the last with hash `prev`; the file position is `len`.
-    file: File,
-    seq: u64,
-    prev: String,
-    len: u64,
-    /// A write failed and the partial line could not be cut off: no further record is written.
-    unusable: bool,
-    /// The salts side file (`<path>.salts`), appended to before each entry.
-    salts: File,
 }
 
 /// What [`JsonlAuditSink::open_recovering`] moved out of the log.
@@ -242,20 +216,7 @@ impl JsonlAuditSink {
             path: salts::salts_path(path),
             source,
         })?;
-        let inner = Arc::new(Inner {
-            path: path.to_owned(),
-            state: Mutex::new(Writer {
-                file,
-                seq: scan.tip.entries,
-                prev: scan.tip.last_hash,
-                len: scan.tip.bytes,
-                unusable: false,
-                salts,
-            }),
-            group: GroupCommit::default(),
-            sync_file,
-            sync_failed: AtomicBool::new(false),
-        });
+        let inner = Arc::new(Inner::new(path, file, salts, sync_file, &scan.tip));
         group_commit::run_in_background(&inner, "toolgate-audit-sync");
         Ok(Self { recovered, inner })
     }
@@ -271,110 +232,6 @@ impl JsonlAuditSink {
     }
 }
 
-impl Inner {
-    /// Writes one entry at the end of the chain; returns its ticket. Not yet durable.
-    fn write(&self, event: &AuditEvent) -> Result<u64, AuditError> {
-        let salt = event.salt().copied();
-        let event = serde_json::to_value(event)
-            .map(|event| crate::canonical::canonical_json(&event))
-            .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let writer = &mut *state;
-        if writer.unusable || self.sync_failed.load(Ordering::Acquire) {
-            return Err(AuditError::new(format!(
-                "{}: an earlier write or sync failed and could not be undone; reopen the log",
-                self.path.display()
-            )));
-        }
-        if let Some(salt) = &salt {
-            // Before the entry: an entry whose salt is missing could never be disclosed. A salt
-            // whose entry then fails to write is replaced by the next entry's at its index.
-            let salt_line = salts::salt_line(writer.seq, salt);
-            if let Err(error) = writer.salts.write_all(salt_line.as_bytes()) {
-                // End a partly written line, so the next salt does not run into it.
-                let _ = writer.salts.write_all(b"\n");
-                return Err(AuditError::caused_by(
-                    format!("{}: {error}", salts::salts_path(&self.path).display()),
-                    error,
-                ));
-            }
-        }
-        let hash = line_hash(writer.seq, &writer.prev, &event);
-        let line = verify::entry_line(writer.seq, &writer.prev, &event, &hash);
-        if let Err(error) = writer.file.write_all(line.as_bytes()) {
-            // Cut the partial line off, so the next entry does not follow a torn one (which
-            // verification would rightly call tampering).
-            let len = writer.len;
-            let undone = writer
-                .file
-                .set_len(len)
-                .and_then(|()| writer.file.seek(SeekFrom::Start(len)));
-            if undone.is_err() {
-                writer.unusable = true;
-            }
-            return Err(AuditError::caused_by(
-                format!("{}: {error}", self.path.display()),
-                error,
-            ));
-        }
-        writer.seq += 1;
-        writer.prev = hash;
-        writer.len += line.len() as u64;
-        // Issued under the writer's lock: tickets follow the file's order.
-        Ok(self.group.issue())
-    }
-
-    /// One group commit: everything written before it started is made durable.
-    fn sync(&self, issued: u64) -> Result<u64, AuditError> {
-        if self.sync_failed.load(Ordering::Acquire) {
-            return Err(AuditError::new(format!(
-                "{}: an earlier sync failed; reopen the log",
-                self.path.display()
-            )));
-        }
-        match self.sync_file.sync_data() {
-            Ok(()) => Ok(issued),
-            Err(error) => {
-                // After a failed fdatasync the kernel may have dropped the dirty pages: a later
-                // sync could succeed without them. Refuse everything from here on.
-                self.sync_failed.store(true, Ordering::Release);
-                Err(AuditError::caused_by(
-                    format!("{}: fdatasync: {error}", self.path.display()),
-                    error,
-                ))
-            }
-        }
-    }
-
-    fn sync_all(&self) -> Result<(), AuditError> {
-        self.group.wait_for_all(|issued| self.sync(issued))
-    }
-}
-
-impl group_commit::Background for Inner {
-    fn period(&self) -> Duration {
-        DEFERRED_WITHIN
-    }
-
-    fn tick(&self) {
-        // Salts are synced here, not with each entry: a power cut can lose the salts of the last
-        // entries (which then cannot be disclosed), never an entry or a proof.
-        if let Ok(salts) = self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .salts
-            .try_clone()
-        {
-            let _ = salts.sync_data();
-        }
-        if self.group.behind() {
-            // A failure is reported to the next writer that waits (and every later one).
-            let _ = self.sync_all();
-        }
-    }
-}
-
 impl JsonlAuditSink {
     /// Deletes entry `index`'s salt from the salts file (rewritten whole, then renamed over the
     /// old one) while the sink writes on; returns whether there was one. The log is untouched:
@@ -385,27 +242,7 @@ impl JsonlAuditSink {
     ///
     /// [`AuditError`] if the salts file cannot be rewritten or reopened.
     pub fn forget_salt(&self, index: u64) -> Result<bool, AuditError> {
-        let salts_path = salts::salts_path(&self.inner.path);
-        let failed = |error: io::Error| {
-            AuditError::caused_by(format!("{}: {error}", salts_path.display()), error)
-        };
-        let mut state = self
-            .inner
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // Salts written so far reach the file before it is read for the rewrite.
-        state.salts.sync_data().map_err(failed)?;
-        let rewritten = salts::rewrite_without(&self.inner.path, index);
-        // Reopened whatever the rewrite did: once renamed, the old handle names a deleted file.
-        match salts::open_for_append(&self.inner.path) {
-            Ok(salts) => state.salts = salts,
-            Err(error) => {
-                state.unusable = true;
-                return Err(failed(error));
-            }
-        }
-        rewritten.map_err(failed)
+        self.inner.forget_salt(index)
     }
 }
 
@@ -414,26 +251,18 @@ impl Drop for JsonlAuditSink {
         // Entries recorded without waiting are made durable before the file is let go; a failure
         // here has no one left to tell (the entries are written, only not known durable).
         let _ = self.inner.sync_all();
-        let _ = self
-            .inner
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .salts
-            .sync_data();
+        let _ = self.inner.sync_salts();
     }
 }
 
 impl AuditSink for JsonlAuditSink {
     fn record(&self, event: &AuditEvent) -> Result<(), AuditError> {
-        let ticket = self.inner.write(event)?;
-        self.inner
-            .group
-            .wait_for(ticket, |issued| self.inner.sync(issued))
+        let ticket = self.inner.write(event, true)?;
+        self.inner.wait_durable(ticket)
     }
 
     fn record_deferred(&self, event: &AuditEvent) -> Result<(), AuditError> {
-        self.inner.write(event).map(drop)
+        self.inner.write(event, false).map(drop)
     }
 
     fn sync(&self) -> Result<(), AuditError> {

@@ -42,9 +42,13 @@ pub(super) fn open_for_append(log: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// The line recording `salt` for entry `index`.
-pub(super) fn salt_line(index: u64, salt: &ArgumentSalt) -> String {
-    format!("{{\"index\":{index},\"salt\":\"{}\"}}\n", salt.to_hex())
+/// Appends the line recording `salt` for entry `index` to `out`.
+pub(super) fn push_salt_line(out: &mut String, index: u64, salt: &ArgumentSalt) {
+    out.push_str("{\"index\":");
+    crate::canonical::push_unsigned(out, index);
+    out.push_str(",\"salt\":\"");
+    out.push_str(&salt.to_hex());
+    out.push_str("\"}\n");
 }
 
 /// Every salt in the file, by entry index; the last line for an index wins (a salt written for

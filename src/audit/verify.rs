@@ -1,6 +1,5 @@
 //! The JSON Lines chain format — one spelling per entry — and its verification.
 
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufRead as _, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -30,7 +29,9 @@ struct ChainedLine {
 /// canonical JSON (`event`).
 pub(super) fn line_hash(seq: u64, prev: &str, event: &str) -> String {
     let mut hasher = Sha256::new();
-    hasher.update(seq.to_string().as_bytes());
+    let mut digits = String::new();
+    crate::canonical::push_unsigned(&mut digits, seq);
+    hasher.update(digits.as_bytes());
     hasher.update([0]);
     hasher.update(prev.as_bytes());
     hasher.update([0]);
@@ -43,17 +44,31 @@ pub(super) fn line_hash(seq: u64, prev: &str, event: &str) -> String {
 /// writes exactly this and verification accepts nothing else.
 pub(super) fn entry_line(seq: u64, prev: &str, event: &str, hash: &str) -> String {
     let mut line = String::with_capacity(event.len() + prev.len() + hash.len() + 48);
-    let _ = write!(line, "{{\"seq\":{seq},\"prev\":");
-    push_json_string(&mut line, prev);
-    line.push_str(",\"event\":");
-    line.push_str(event);
-    line.push_str(",\"hash\":");
-    push_json_string(&mut line, hash);
-    line.push_str("}\n");
+    push_entry_line(&mut line, seq, prev, event, hash);
     line
 }
 
+/// Appends [`entry_line`] to `line`.
+pub(super) fn push_entry_line(line: &mut String, seq: u64, prev: &str, event: &str, hash: &str) {
+    line.push_str("{\"seq\":");
+    crate::canonical::push_unsigned(line, seq);
+    line.push_str(",\"prev\":");
+    push_json_string(line, prev);
+    line.push_str(",\"event\":");
+    line.push_str(event);
+    line.push_str(",\"hash\":");
+    push_json_string(line, hash);
+    line.push_str("}\n");
+}
+
 fn push_json_string(out: &mut String, text: &str) {
+    // Hashes need no escaping: written as they are, the bytes serde_json would write.
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+        return;
+    }
     // Serializing a &str cannot fail.
     if let Ok(quoted) = serde_json::to_string(text) {
         out.push_str(&quoted);

@@ -58,7 +58,7 @@ impl Appender {
             client: Mutex::new(Some((client, None))),
             queue: Mutex::new(Vec::new()),
             group: GroupCommit::default(),
-            key_prefix: random.iter().map(|byte| format!("{byte:02x}")).collect(),
+            key_prefix: crate::canonical::hex_lower(&random),
             next_key: AtomicU64::new(0),
             reconnect_for_ms: AtomicU64::new(reconnect_for_ms),
             integrate_every_ms: AtomicU64::new(integrate_every_ms),

@@ -149,3 +149,66 @@ fn records_from_many_threads_on_one_sink_form_one_chain() {
     drop(sink);
     assert_eq!(verify_audit_file(&file.0).unwrap().entries, 4 * 25 * 3);
 }
+
+#[test]
+fn entries_recorded_without_waiting_are_in_the_file_when_the_call_returns() {
+    // A denied call's entries are all recorded without waiting for a sync; they are written
+    // (not held back in memory) before `handle` returns, so a crash of the process loses none.
+    let file = TempFile::new("deferred-written");
+    let sink = Arc::new(open_waiting(&file.0, false).unwrap());
+    let controller = audited(&Arc::default(), Arc::clone(&sink) as Arc<dyn AuditSink>);
+    for i in 0..3 {
+        let outcome =
+            controller.handle(ToolCall::new(format!("denied{i}"), "not_a_tool", json!({})));
+        assert!(matches!(outcome, Outcome::Completed(ref r) if r.is_error));
+        let lines = file.lines();
+        assert!(
+            lines.last().unwrap().contains(&format!("\"denied{i}\"")),
+            "{lines:?}"
+        );
+        assert_eq!(
+            verify_audit_file(&file.0).unwrap().entries,
+            lines.len() as u64
+        );
+    }
+}
+
+#[test]
+fn writes_combined_across_threads_keep_every_entry_and_every_salt() {
+    // Eight threads: each entry joins the chain under a short lock and one thread writes every
+    // waiting line at once. Afterwards every entry is there once, in one chain, and every
+    // commitment (every ninth checked: each disclosure reads both files) discloses against the
+    // arguments of its own call.
+    let file = TempFile::new("combined-writes");
+    let sink = Arc::new(open_waiting(&file.0, false).unwrap());
+    std::thread::scope(|scope| {
+        for thread in 0..8 {
+            let sink = Arc::clone(&sink);
+            scope.spawn(move || write_calls_to(sink, &format!("t{thread}-"), 20));
+        }
+    });
+    drop(sink);
+    assert_eq!(verify_audit_file(&file.0).unwrap().entries, 8 * 20 * 3);
+    let mut ids = std::collections::HashMap::<String, usize>::new();
+    for (index, line) in file.lines().iter().enumerate() {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        let event = &entry["event"];
+        let id = event["call_id"].as_str().unwrap().to_owned();
+        *ids.entry(id.clone()).or_default() += 1;
+        if index % 9 == 0 && event.get("argument_commitment").is_some() {
+            let i: u64 = id.rsplit('-').next().unwrap().parse().unwrap();
+            let (own, other) = (json!({"a": i, "b": 1}), json!({"a": i + 1, "b": 1}));
+            assert_eq!(
+                disclose_audit_arguments(&file.0, index as u64, &own).unwrap(),
+                Disclosure::Matches,
+                "{line}"
+            );
+            assert_eq!(
+                disclose_audit_arguments(&file.0, index as u64, &other).unwrap(),
+                Disclosure::DoesNotMatch
+            );
+        }
+    }
+    assert_eq!(ids.len(), 8 * 20);
+    assert!(ids.values().all(|entries| *entries == 3), "{ids:?}");
+}

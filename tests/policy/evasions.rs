@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use toolgate::rules::{LoadProblem, PolicyLoadError};
 use toolgate::*;
 
-fn tools() -> ToolRegistry {
+/// The tools the evasion catalogues (and the reasons' cases) are judged against.
+pub(super) fn tools() -> ToolRegistry {
     let runs = Arc::default();
     let string = json!({"type": "string"});
     registry([
@@ -46,7 +47,7 @@ fn tools() -> ToolRegistry {
     ])
 }
 
-fn load(text: &str) -> RulePolicy {
+pub(super) fn load(text: &str) -> RulePolicy {
     RulePolicy::from_json(text, &tools()).unwrap_or_else(|error| panic!("{error}"))
 }
 

@@ -5,45 +5,10 @@
 use std::sync::Arc;
 use toolgate::policy::PolicyOutcome;
 
+use super::evasions::load;
 use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::*;
-
-fn tools() -> ToolRegistry {
-    let runs = Arc::default();
-    let string = json!({"type": "string"});
-    registry([
-        counted(
-            "read_file",
-            json!({"type": "object", "properties": {"path": string}, "required": ["path"]}),
-            &runs,
-        ),
-        counted(
-            "shell",
-            json!({"type": "object", "properties": {"command": string}, "required": ["command"]}),
-            &runs,
-        ),
-        counted(
-            "exec",
-            json!({"type": "object", "properties": {"argv": {"type": "array", "items": string}}, "required": ["argv"]}),
-            &runs,
-        ),
-        counted(
-            "copy",
-            json!({"type": "object", "properties": {"paths": {"type": "array", "items": string}}}),
-            &runs,
-        ),
-        counted(
-            "fetch",
-            json!({"type": "object", "properties": {"port": {"type": "number"}, "count": {"type": "number"}}}),
-            &runs,
-        ),
-    ])
-}
-
-fn load(text: &str) -> RulePolicy {
-    RulePolicy::from_json(text, &tools()).unwrap_or_else(|error| panic!("{error}"))
-}
 
 const POLICY: &str = r#"{"rules": [
   {"id": "git", "tool": "shell", "action": "allow", "reason": "git",

@@ -12,6 +12,7 @@ use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::origin::{host_is, same_origin};
 use super::session::{COOKIE, Session, Sessions, cookie_value, same_token};
 use super::{ApprovalPage, assets};
 use crate::approvals::{ApprovalError, ApprovalRequest, ApprovalResponse};
@@ -119,32 +120,6 @@ async fn guard(State(shared): Page, request: Request, next: Next) -> Response {
         headers.insert(name, HeaderValue::from_static(value));
     }
     response
-}
-
-/// Whether a `Host` header names `allowed`: the whole header (`host:port`), or its host alone
-/// (`127.0.0.1`, `::1` for `[::1]:9090`).
-fn host_is(header: &str, allowed: &str) -> bool {
-    if header == allowed {
-        return true;
-    }
-    let host = match header.strip_prefix('[') {
-        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
-        None => header.rsplit_once(':').map_or(header, |(host, _)| host),
-    };
-    !host.is_empty() && host.eq_ignore_ascii_case(allowed)
-}
-
-/// A request without an `Origin` header (not sent by a browser for this) passes; one with an
-/// origin passes only if it is this host's.
-fn same_origin(headers: &HeaderMap, host: &str) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN) else {
-        return true;
-    };
-    let origin = origin.to_str().unwrap_or("");
-    origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-        .is_some_and(|rest| rest == host)
 }
 
 /// The session the request's cookie names, with its id.
@@ -476,32 +451,5 @@ async fn audit(State(shared): Page, headers: HeaderMap) -> Response {
         }
         Ok(Err(problem)) => refuse(StatusCode::SERVICE_UNAVAILABLE, problem),
         Err(_) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "the audit read failed"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_host_matches_whole_or_without_its_port_and_nothing_else() {
-        assert!(host_is("127.0.0.1:9090", "127.0.0.1"));
-        assert!(host_is("127.0.0.1:9090", "127.0.0.1:9090"));
-        assert!(host_is("LOCALHOST:1", "localhost"));
-        assert!(host_is("[::1]:9090", "::1"));
-        assert!(!host_is("127.0.0.1.evil.example:80", "127.0.0.1"));
-        assert!(!host_is("evil.example", "127.0.0.1"));
-        assert!(!host_is("127.0.0.1:9090", "127.0.0.1:9091"));
-        assert!(!host_is("", "127.0.0.1"));
-        let mut headers = HeaderMap::new();
-        assert!(
-            same_origin(&headers, "h:1"),
-            "no Origin: not a browser's cross-site request"
-        );
-        headers.insert(header::ORIGIN, HeaderValue::from_static("http://h:1"));
-        assert!(same_origin(&headers, "h:1"));
-        assert!(!same_origin(&headers, "h:2"));
-        headers.insert(header::ORIGIN, HeaderValue::from_static("null"));
-        assert!(!same_origin(&headers, "h:1"));
     }
 }

@@ -46,6 +46,7 @@
 mod api;
 mod assets;
 mod audit_view;
+mod origin;
 mod session;
 
 use std::sync::Arc;

@@ -3,10 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod upstream_section;
+
 use super::{
     ApprovalPageConfig, ApprovalStoreConfig, AuditTarget, Config, DEFAULT_SEPARATOR, File, Limits,
-    StateKeySource, UpstreamConfig, UpstreamSection, UpstreamTransport, WebhookConfig,
+    StateKeySource, UpstreamConfig, WebhookConfig,
 };
+use upstream_section::upstream;
 
 /// A config that cannot be used: the file, the key (a dotted path; empty for the whole file) and
 /// what is wrong with it.
@@ -406,77 +409,6 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         pins: Some(crate::pins::path_for(path)),
         state_key,
         rate_counters_postgres_url_env: file.rate_limits.postgres_url_env,
-    })
-}
-
-/// The transport of one `[upstreams.NAME]` table, or the field at fault and why.
-fn upstream(base: &Path, section: UpstreamSection) -> Result<UpstreamTransport, (String, String)> {
-    if let Some(url) = section.url {
-        if section.command.is_some() {
-            return Err((
-                "url".to_owned(),
-                "set `command` (a child process) or `url` (a remote server), not both".to_owned(),
-            ));
-        }
-        for (field, set) in [
-            ("args", !section.args.is_empty()),
-            ("env", !section.env.is_empty()),
-            ("cwd", section.cwd.is_some()),
-        ] {
-            if set {
-                return Err((field.to_owned(), "is for a child process; a `url` upstream takes `headers` and `bearer_token_env`".to_owned()));
-            }
-        }
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err((
-                "url".to_owned(),
-                format!("{url:?} is not an http:// or https:// URL"),
-            ));
-        }
-        for (name, value) in &section.headers {
-            if http::HeaderName::try_from(name.as_str()).is_err()
-                || http::HeaderValue::try_from(value.as_str()).is_err()
-            {
-                return Err((
-                    format!("headers.{name}"),
-                    "is not a valid HTTP header name and value".to_owned(),
-                ));
-            }
-            if name.eq_ignore_ascii_case("authorization") {
-                return Err((format!("headers.{name}"), "put the token in an environment variable and name it in `bearer_token_env`, so the config holds no secret".to_owned()));
-            }
-        }
-        return Ok(UpstreamTransport::Http {
-            url,
-            headers: section.headers,
-            bearer_token_env: section.bearer_token_env,
-        });
-    }
-    if !section.headers.is_empty() || section.bearer_token_env.is_some() {
-        return Err((
-            "headers".to_owned(),
-            "`headers` and `bearer_token_env` are for a `url` upstream".to_owned(),
-        ));
-    }
-    let Some(command) = section.command else {
-        return Err((
-            "command".to_owned(),
-            "missing: the program that starts this MCP server (e.g. `command = \"npx\"`), or the `url` of a remote one"
-                .to_owned(),
-        ));
-    };
-    if command.is_empty() {
-        return Err(("command".to_owned(), "is empty".to_owned()));
-    }
-    Ok(UpstreamTransport::Stdio {
-        command,
-        args: section.args,
-        env: section.env,
-        cwd: Some(
-            section
-                .cwd
-                .map_or_else(|| base.to_owned(), |cwd| base.join(cwd)),
-        ),
     })
 }
 

@@ -47,6 +47,9 @@ struct Tickets {
     last_commit: Duration,
     /// A leader is waiting for writers to arrive before it commits.
     gathering: bool,
+    /// Gathers that ended at their deadline, not because the writers came (for tests).
+    #[cfg(test)]
+    gathers_timed_out: u64,
 }
 
 /// The tickets of one sink and the commit that makes them durable.
@@ -206,6 +209,10 @@ impl GroupCommit {
                 .0;
         }
         tickets.gathering = false;
+        #[cfg(test)]
+        if tickets.arrived < tickets.released {
+            tickets.gathers_timed_out += 1;
+        }
         tickets
     }
 

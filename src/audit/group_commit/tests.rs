@@ -116,8 +116,8 @@ fn concurrent_writers_share_commits_and_none_returns_before_its_entry_is_durable
 }
 
 /// Commits made by `threads` writers each waiting for `tickets` tickets, every commit taking
-/// 2 ms.
-fn commits_made(group: GroupCommit, threads: usize, tickets: usize) -> u64 {
+/// 2 ms, and how many gathers ended at their deadline.
+fn commits_made(group: GroupCommit, threads: usize, tickets: usize) -> (u64, u64) {
     let group = Arc::new(group);
     let commits = Arc::new(AtomicU64::new(0));
     thread::scope(|scope| {
@@ -137,15 +137,16 @@ fn commits_made(group: GroupCommit, threads: usize, tickets: usize) -> u64 {
             });
         }
     });
-    commits.load(Ordering::SeqCst)
+    let timed_out = group.lock().gathers_timed_out;
+    (commits.load(Ordering::SeqCst), timed_out)
 }
 
 #[test]
 fn a_gathering_leader_waits_for_the_writers_the_last_commit_released() {
     // Four writers that come straight back: without gathering, the first back commits alone
     // and the other three wait for it, two commits a round; gathering, one.
-    let plain = commits_made(GroupCommit::default(), 4, 40);
-    let gathered = commits_made(GroupCommit::gathering(), 4, 40);
+    let (plain, never) = commits_made(GroupCommit::default(), 4, 40);
+    let (gathered, timed_out) = commits_made(GroupCommit::gathering(), 4, 40);
     assert!(
         gathered * 4 <= plain * 3,
         "{gathered} commits gathering, {plain} without"
@@ -153,6 +154,13 @@ fn a_gathering_leader_waits_for_the_writers_the_last_commit_released() {
     assert!(
         gathered >= 40,
         "{gathered}: a commit covered more than one round"
+    );
+    assert_eq!(never, 0, "a plain group does not gather");
+    // The leader commits as soon as the writers are back, not at its deadline: only the last
+    // rounds, as writers finish, wait for one that does not come.
+    assert!(
+        timed_out * 4 < gathered,
+        "{timed_out} of {gathered} gathers waited out their deadline"
     );
 }
 

@@ -254,7 +254,7 @@ fn hex_pairs(hash: &[u8; 32]) -> [u8; 64] {
     pairs
 }
 
-fn push_string(out: &mut impl Out, text: &str) {
+pub(crate) fn push_string(out: &mut impl Out, text: &str) {
     // What serde_json escapes: `"`, `\` and control characters below U+0020. Text without them is
     // written as is, the same bytes serde_json would write, without its allocation.
     if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {

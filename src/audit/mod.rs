@@ -8,6 +8,7 @@
 #[cfg(feature = "checkpoints")]
 pub mod checkpoint;
 mod commitment;
+mod event_json;
 mod group_commit;
 mod jsonl;
 pub mod merkle;

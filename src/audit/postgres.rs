@@ -277,8 +277,7 @@ impl PostgresAuditSink {
 
     /// Queues one event with its salt; returns its ticket.
     fn enqueue(&self, event: &AuditEvent) -> Result<u64, AuditError> {
-        let text = serde_json::to_value(event)
-            .map(|event| crate::canonical::canonical_json(&event))
+        let text = super::event_json::canonical_event(event)
             .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
         self.start_background();
         let salt = event.salt().map(super::ArgumentSalt::to_hex);

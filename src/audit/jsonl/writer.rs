@@ -129,8 +129,7 @@ impl Inner {
     /// now, or a leader gathering writers for its commit.
     pub(super) fn write(&self, event: &AuditEvent, durable: bool) -> Result<u64, AuditError> {
         let salt = event.salt().copied();
-        let event = serde_json::to_value(event)
-            .map(|event| crate::canonical::canonical_json(&event))
+        let event = super::super::event_json::canonical_event(event)
             .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
         let mut chain = self.chain();
         if let Some(why) = &chain.broken {

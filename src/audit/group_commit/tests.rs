@@ -68,6 +68,41 @@ fn a_commit_that_panics_fails_its_waiters_instead_of_hanging_them() {
 }
 
 #[test]
+fn a_writer_waiting_on_a_commit_that_panics_is_told_it_failed() {
+    // The leader's commit covers both tickets and panics once the other writer waits on it: that
+    // writer learns its entry was not made durable (it does not quietly commit on its own).
+    let group = Arc::new(GroupCommit::default());
+    let (first, second) = (group.issue(), group.issue());
+    let (waiting, waits) = std::sync::mpsc::channel::<()>();
+    let leader = {
+        let group = Arc::clone(&group);
+        thread::spawn(move || {
+            group.wait_for(first, |_| {
+                waits.recv().unwrap();
+                // Until the other writer is waiting on this commit.
+                while group.lock().waiters.len() < 2 {
+                    thread::sleep(Duration::from_millis(1));
+                }
+                panic!("the client panicked")
+            })
+        })
+    };
+    let follower = {
+        let group = Arc::clone(&group);
+        thread::spawn(move || {
+            while !group.lock().committing {
+                thread::sleep(Duration::from_millis(1));
+            }
+            waiting.send(()).unwrap();
+            group.wait_for(second, |_| Ok(2))
+        })
+    };
+    assert!(leader.join().is_err());
+    let told = follower.join().unwrap().unwrap_err();
+    assert!(told.message.contains("panicked"), "{told}");
+}
+
+#[test]
 fn a_commit_that_does_not_cover_its_own_ticket_is_an_error_not_a_hang() {
     let group = GroupCommit::default();
     let ticket = group.issue();

@@ -338,3 +338,33 @@ impl group_commit::Background for Inner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::JsonlAuditSink;
+    use crate::audit::{AuditEvent, AuditSink as _};
+
+    #[test]
+    fn sync_and_drop_leave_no_entry_waiting_for_its_fdatasync() {
+        let path =
+            std::env::temp_dir().join(format!("toolgate-writer-sync-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let event: AuditEvent = serde_json::from_value(
+            serde_json::json!({"call_id": "c", "kind": "call_received", "time_ms": 1, "tool": "t"}),
+        )
+        .unwrap();
+        let sink = JsonlAuditSink::open(&path).unwrap();
+        for _ in 0..5 {
+            sink.record_deferred(&event).unwrap();
+        }
+        sink.sync().unwrap();
+        assert!(!sink.inner.group.behind(), "synced");
+        let inner = std::sync::Arc::clone(&sink.inner);
+        sink.record_deferred(&event).unwrap();
+        drop(sink);
+        assert!(!inner.group.behind(), "synced when dropped");
+        assert_eq!(crate::audit::verify_audit_file(&path).unwrap().entries, 6);
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(super::salts::salts_path(&path));
+    }
+}

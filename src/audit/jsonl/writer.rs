@@ -367,4 +367,33 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(super::salts::salts_path(&path));
     }
+
+    #[test]
+    fn a_salt_forgotten_while_its_entry_waits_for_its_commit_stays_forgotten() {
+        let path = std::env::temp_dir().join(format!(
+            "toolgate-writer-forget-{}.jsonl",
+            std::process::id()
+        ));
+        let salts = super::salts::salts_path(&path);
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(&salts);
+        let mut event: AuditEvent = serde_json::from_value(
+            serde_json::json!({"call_id": "c", "kind": "call_received", "time_ms": 1, "tool": "t"}),
+        )
+        .unwrap();
+        event.salt = crate::audit::HeldSalt(crate::audit::ArgumentSalt::random());
+        let sink = JsonlAuditSink::open(&path).unwrap();
+        // Joins the chain and is left for the commit its writer would wait for: not written yet.
+        let ticket = sink.inner.write(&event, true).unwrap();
+        assert!(
+            sink.inner.forget_salt(0).unwrap(),
+            "written first, then forgotten"
+        );
+        sink.inner.wait_durable(ticket).unwrap();
+        drop(sink);
+        assert_eq!(std::fs::read_to_string(&salts).unwrap(), "");
+        assert_eq!(crate::audit::verify_audit_file(&path).unwrap().entries, 1);
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(&salts);
+    }
 }

@@ -396,4 +396,27 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(&salts);
     }
+
+    #[test]
+    fn an_entry_recorded_without_waiting_is_synced_by_the_background_thread() {
+        let path =
+            std::env::temp_dir().join(format!("toolgate-writer-tick-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let event: AuditEvent = serde_json::from_value(
+            serde_json::json!({"call_id": "c", "kind": "call_received", "time_ms": 1, "tool": "t"}),
+        )
+        .unwrap();
+        let sink = JsonlAuditSink::open(&path).unwrap();
+        sink.record_deferred(&event).unwrap();
+        // Nothing else happens on this sink: only the background thread can sync it (within
+        // 50 ms; allowed far longer here, for a loaded machine).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while sink.inner.group.behind() {
+            assert!(std::time::Instant::now() < deadline, "never synced");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        drop(sink);
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(super::salts::salts_path(&path));
+    }
 }

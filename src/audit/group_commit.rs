@@ -47,7 +47,7 @@ struct Tickets {
     last_commit: Duration,
     /// A leader is waiting for writers to arrive before it commits.
     gathering: bool,
-    /// Gathers that ended at their deadline, not because the writers came (for tests).
+    /// Gathers that waited until their deadline (for tests).
     #[cfg(test)]
     gathers_timed_out: u64,
 }
@@ -200,6 +200,10 @@ impl GroupCommit {
         while tickets.arrived < tickets.released {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                #[cfg(test)]
+                {
+                    tickets.gathers_timed_out += 1;
+                }
                 break;
             }
             tickets = self
@@ -209,10 +213,6 @@ impl GroupCommit {
                 .0;
         }
         tickets.gathering = false;
-        #[cfg(test)]
-        if tickets.arrived < tickets.released {
-            tickets.gathers_timed_out += 1;
-        }
         tickets
     }
 

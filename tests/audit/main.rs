@@ -442,6 +442,7 @@ fn child_process_role() {
         "writer" => file::writers::child_writer(&path, &name),
         "crash_writer" => file::torn::child_crash_writer(&path, &name),
         "acknowledging_writer" => file::durable::child_acknowledging_writer(&path, &name),
+        "limited_writer" => file::full_disk::child_limited_writer(&path, &name),
         other => panic!("unknown child role {other}"),
     }
 }

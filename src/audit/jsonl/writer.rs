@@ -217,7 +217,7 @@ impl Inner {
                 Ok(chain)
             }
             Err(error) => {
-                chain.broken = Some(format!("a write failed ({error})"));
+                chain.broken = Some(format!("an earlier write failed: {}", error.message));
                 Err(error)
             }
         }

@@ -7,6 +7,7 @@ mod call_ids;
 mod chain;
 mod commitments;
 pub(crate) mod durable;
+pub(crate) mod full_disk;
 mod merkle;
 mod spellings;
 pub(crate) mod torn;

@@ -92,13 +92,7 @@ fn every_call_a_killed_writer_ran_has_its_decision_in_the_log() {
     // The next writer recovers whatever a kill tore; the log then verifies.
     drop(open_waiting(&file.0, true).unwrap());
     verify_audit_file(&file.0).unwrap();
-    let allowed: HashSet<String> = file
-        .lines()
-        .iter()
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .filter(|entry| entry["event"]["kind"] == "decision")
-        .map(|entry| entry["event"]["call_id"].as_str().unwrap().to_owned())
-        .collect();
+    let allowed = file.decided_calls();
     let missing: Vec<&String> = acknowledged.difference(&allowed).collect();
     assert!(
         missing.is_empty(),

@@ -77,13 +77,7 @@ fn a_write_the_filesystem_refuses_is_cut_off_and_the_sink_refuses_until_reopened
     let bytes = file.bytes().len() as u64;
     assert!(bytes <= LIMIT_BLOCKS * 512, "{bytes} bytes");
     let tip = verify_audit_file(&file.0).unwrap();
-    let decided: std::collections::HashSet<String> = file
-        .lines()
-        .iter()
-        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-        .filter(|entry| entry["event"]["kind"] == "decision")
-        .map(|entry| entry["event"]["call_id"].as_str().unwrap().to_owned())
-        .collect();
+    let decided = file.decided_calls();
     for i in 0..refused {
         assert!(decided.contains(&format!("limited-{i}")), "call {i}");
     }

@@ -67,6 +67,16 @@ impl TempFile {
         let _ = std::fs::remove_file(self.salts());
     }
 
+    /// The call ids of the decisions in the log.
+    pub(super) fn decided_calls(&self) -> std::collections::HashSet<String> {
+        self.lines()
+            .iter()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .filter(|entry| entry["event"]["kind"] == "decision")
+            .map(|entry| entry["event"]["call_id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
     /// The salts side file, `<path>.salts`.
     pub(super) fn salts(&self) -> std::path::PathBuf {
         let mut name = self.0.clone().into_os_string();

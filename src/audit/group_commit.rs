@@ -10,8 +10,9 @@
 //! most as long as that commit took and never more than 1 ms — so that writers who come straight
 //! back share one commit instead of one of them leading a commit alone.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
-use std::thread;
+use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use super::AuditError;
@@ -24,9 +25,7 @@ pub(super) type Committed = Result<u64, AuditError>;
 
 #[derive(Debug, Default)]
 struct Tickets {
-    /// Tickets handed out: entries stored, durable or not.
-    issued: u64,
-    /// Tickets known durable: every ticket up to this one.
+    /// Tickets known durable: every ticket up to this one (mirrored in `GroupCommit::committed`).
     committed: u64,
     /// A commit is running (its leader does not hold the lock while it runs).
     committing: bool,
@@ -36,8 +35,10 @@ struct Tickets {
     /// How many commits have failed: a waiter is told only of failures after it began to wait,
     /// and commits again past an older one.
     failures: u64,
-    /// The tickets of the writers inside `wait_for` right now.
-    waiters: Vec<u64>,
+    /// The writers inside `wait_for` right now, each woken on its own when a commit ends.
+    waiters: Vec<Waiter>,
+    /// Numbers the next waiter: two waiters may wait for the same ticket.
+    next_waiter: u64,
     /// How many waiting writers the last commit released: in a steady stream, the ones about to
     /// come back with their next entry.
     released: usize,
@@ -45,18 +46,37 @@ struct Tickets {
     arrived: usize,
     /// How long the last commit took: the longest a leader waits for them.
     last_commit: Duration,
-    /// A leader is waiting for writers to arrive before it commits.
-    gathering: bool,
     /// Gathers that waited until their deadline (for tests).
     #[cfg(test)]
     gathers_timed_out: u64,
 }
 
+/// A writer waiting for its ticket, and how to wake it.
+#[derive(Debug)]
+struct Waiter {
+    id: u64,
+    ticket: u64,
+    thread: Thread,
+}
+
 /// The tickets of one sink and the commit that makes them durable.
+///
+/// Why each waiter is woken on its own (parked, then unparked by the commit that ends) rather
+/// than all on one condition variable: a commit releases every writer at once, and on a
+/// condition variable each of them must take the lock again before it may return — they queue
+/// on it, one context switch after another, while the disk waits for their next entries. A
+/// released waiter here learns it is done from `committed` alone and takes no lock.
 #[derive(Debug, Default)]
 pub(super) struct GroupCommit {
     tickets: Mutex<Tickets>,
-    finished: Condvar,
+    /// Tickets handed out: entries stored, durable or not. Written under the sink's own lock.
+    issued: AtomicU64,
+    /// Every ticket through this one is durable: written under `tickets`, read without it.
+    committed: AtomicU64,
+    /// How many commits have ended (well or not): a woken waiter that is not done looks again.
+    ended: AtomicU64,
+    /// A leader is waiting for writers to arrive before it commits.
+    gathering: AtomicBool,
     /// Signalled when the writers a gathering leader waits for have arrived.
     arrived: Condvar,
     /// Whether a leader gathers before it commits (see [`GroupCommit::gathering`]).
@@ -79,7 +99,7 @@ impl GroupCommit {
     /// Whether a leader is gathering writers: it will commit everything stored before it starts,
     /// within the bound of its wait.
     pub(super) fn is_gathering(&self) -> bool {
-        self.lock().gathering
+        self.gathering.load(Ordering::Acquire)
     }
 
     fn lock(&self) -> MutexGuard<'_, Tickets> {
@@ -89,15 +109,12 @@ impl GroupCommit {
     /// Hands out the next ticket. Call it where the entry takes its place in the log (under the
     /// sink's own writer lock), so tickets follow the log's order.
     pub(super) fn issue(&self) -> u64 {
-        let mut tickets = self.lock();
-        tickets.issued += 1;
-        tickets.issued
+        self.issued.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// Whether some ticket is not known durable yet.
     pub(super) fn behind(&self) -> bool {
-        let tickets = self.lock();
-        tickets.committed < tickets.issued
+        self.committed.load(Ordering::Acquire) < self.issued.load(Ordering::Acquire)
     }
 
     /// Returns once `ticket` is durable, running `commit` (at most once) if no running commit
@@ -115,17 +132,24 @@ impl GroupCommit {
         let mut commit = Some(commit);
         let mut tickets = self.lock();
         let failures_before = tickets.failures;
-        tickets.waiters.push(ticket);
+        let id = tickets.next_waiter;
+        tickets.next_waiter += 1;
+        tickets.waiters.push(Waiter {
+            id,
+            ticket,
+            thread: thread::current(),
+        });
         tickets.arrived += 1;
-        if tickets.gathering && tickets.arrived >= tickets.released {
+        if self.is_gathering() && tickets.arrived >= tickets.released {
             self.arrived.notify_one();
         }
         // Counted out however the wait ends, a panicking commit included.
-        let _waiting = Waiting {
+        let mut waiting = Waiting {
             group: self,
-            ticket,
+            id,
+            listed: true,
         };
-        self.wait_locked(tickets, ticket, failures_before, &mut commit)
+        self.wait_locked(tickets, ticket, failures_before, &mut commit, &mut waiting)
     }
 
     fn wait_locked<'a>(
@@ -134,6 +158,7 @@ impl GroupCommit {
         ticket: u64,
         failures_before: u64,
         commit: &mut Option<impl FnOnce(u64) -> Committed>,
+        waiting: &mut Waiting<'_>,
     ) -> Result<(), AuditError> {
         loop {
             if tickets.committed >= ticket {
@@ -146,10 +171,14 @@ impl GroupCommit {
                 return Err(error.clone());
             }
             if tickets.committing {
-                tickets = self
-                    .finished
-                    .wait(tickets)
-                    .unwrap_or_else(PoisonError::into_inner);
+                let seen = self.ended.load(Ordering::Acquire);
+                drop(tickets);
+                if self.park_until_a_commit_ends(ticket, seen) {
+                    // The commit that covered this ticket took it off the list.
+                    waiting.listed = false;
+                    return Ok(());
+                }
+                tickets = self.lock();
                 continue;
             }
             let Some(commit) = commit.take() else {
@@ -160,7 +189,7 @@ impl GroupCommit {
             if self.gather {
                 tickets = self.gather(tickets);
             }
-            let target = tickets.issued;
+            let target = self.issued.load(Ordering::Acquire);
             drop(tickets);
             let started = Instant::now();
             // Should the commit panic, the guard ends it as a failure: no waiter waits forever.
@@ -172,31 +201,70 @@ impl GroupCommit {
             let result = commit(target);
             running.done = true;
             tickets = self.lock();
-            tickets.committing = false;
             tickets.last_commit = started.elapsed();
-            let released = match result {
-                Ok(through) => {
-                    tickets.committed = tickets.committed.max(through);
-                    let committed = tickets.committed;
-                    tickets.waiters.iter().filter(|t| **t <= committed).count()
-                }
-                Err(error) => {
-                    tickets.failed = Some((target, error));
-                    tickets.failures += 1;
-                    0
-                }
-            };
-            tickets.released = released;
-            tickets.arrived = 0;
-            self.finished.notify_all();
+            tickets = self.end_commit(tickets, target, result);
         }
+    }
+
+    /// Sleeps until a commit that ended after `seen` others did; true if it made `ticket`
+    /// durable (then this waiter is off the list), false to look again under the lock.
+    fn park_until_a_commit_ends(&self, ticket: u64, seen: u64) -> bool {
+        loop {
+            // A wake-up sent before this park makes it return at once; a spurious one loops.
+            thread::park();
+            if self.committed.load(Ordering::Acquire) >= ticket {
+                return true;
+            }
+            if self.ended.load(Ordering::Acquire) != seen {
+                return false;
+            }
+        }
+    }
+
+    /// Records how a commit ended, takes the writers it made durable off the list, and wakes
+    /// every waiter — the released ones to return, the others so that one leads the next commit.
+    fn end_commit<'a>(
+        &'a self,
+        mut tickets: MutexGuard<'a, Tickets>,
+        target: u64,
+        result: Committed,
+    ) -> MutexGuard<'a, Tickets> {
+        tickets.committing = false;
+        match result {
+            Ok(through) => {
+                tickets.committed = tickets.committed.max(through);
+                self.committed.store(tickets.committed, Ordering::Release);
+            }
+            Err(error) => {
+                tickets.failed = Some((target, error));
+                tickets.failures += 1;
+            }
+        }
+        let committed = tickets.committed;
+        let me = thread::current().id();
+        let mut wake = Vec::with_capacity(tickets.waiters.len());
+        let before = tickets.waiters.len();
+        tickets.waiters.retain(|waiter| {
+            if waiter.thread.id() != me {
+                wake.push(waiter.thread.clone());
+            }
+            waiter.ticket > committed
+        });
+        tickets.released = before - tickets.waiters.len();
+        tickets.arrived = 0;
+        self.ended.fetch_add(1, Ordering::AcqRel);
+        drop(tickets);
+        for thread in wake {
+            thread.unpark();
+        }
+        self.lock()
     }
 
     /// Waits, as the leader, until the writers the last commit released are back or as long as
     /// that commit took (1 ms at most).
     fn gather<'a>(&'a self, mut tickets: MutexGuard<'a, Tickets>) -> MutexGuard<'a, Tickets> {
         let deadline = Instant::now() + tickets.last_commit.min(MAX_GATHER);
-        tickets.gathering = true;
+        self.gathering.store(true, Ordering::Release);
         while tickets.arrived < tickets.released {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -212,7 +280,7 @@ impl GroupCommit {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        tickets.gathering = false;
+        self.gathering.store(false, Ordering::Release);
         tickets
     }
 
@@ -222,21 +290,25 @@ impl GroupCommit {
         &self,
         commit: impl FnOnce(u64) -> Committed,
     ) -> Result<(), AuditError> {
-        let issued = self.lock().issued;
+        let issued = self.issued.load(Ordering::Acquire);
         self.wait_for(issued, commit)
     }
 }
 
-/// Counts a writer out of `waiters` when its wait ends.
+/// Counts a writer out of `waiters` when its wait ends, unless the commit that released it did.
 struct Waiting<'a> {
     group: &'a GroupCommit,
-    ticket: u64,
+    id: u64,
+    listed: bool,
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
+        if !self.listed {
+            return;
+        }
         let mut tickets = self.group.lock();
-        if let Some(at) = tickets.waiters.iter().position(|t| *t == self.ticket) {
+        if let Some(at) = tickets.waiters.iter().position(|w| w.id == self.id) {
             tickets.waiters.swap_remove(at);
         }
     }
@@ -254,11 +326,9 @@ impl Drop for Running<'_> {
         if self.done {
             return;
         }
-        let mut tickets = self.group.lock();
-        tickets.committing = false;
-        tickets.failed = Some((self.target, AuditError::new("an audit commit panicked")));
-        tickets.failures += 1;
-        self.group.finished.notify_all();
+        let tickets = self.group.lock();
+        let error = AuditError::new("an audit commit panicked");
+        drop(self.group.end_commit(tickets, self.target, Err(error)));
     }
 }
 

@@ -267,3 +267,45 @@ fn the_background_thread_ticks_while_its_owner_lives_and_lets_it_go() {
         thread::sleep(Duration::from_millis(1));
     }
 }
+
+#[test]
+fn waiters_for_one_ticket_behind_a_failed_commit_are_each_woken() {
+    // A commit fails while four more writers wait for the same ticket: each is woken on its own
+    // and told; none is left asleep, and none stays on the list of waiters.
+    let group = Arc::new(GroupCommit::default());
+    let ticket = group.issue();
+    let (started, start) = std::sync::mpsc::channel::<()>();
+    let failing = {
+        let group = Arc::clone(&group);
+        thread::spawn(move || {
+            group.wait_for(ticket, |_| {
+                start.recv().unwrap();
+                while group.lock().waiters.len() < 5 {
+                    thread::sleep(Duration::from_millis(1));
+                }
+                Err(AuditError::new("disk gone"))
+            })
+        })
+    };
+    while !group.lock().committing {
+        thread::sleep(Duration::from_millis(1));
+    }
+    let (done, finished) = std::sync::mpsc::channel();
+    for _ in 0..4 {
+        let (group, done) = (Arc::clone(&group), done.clone());
+        thread::spawn(move || done.send(group.wait_for(ticket, Ok).is_ok()).unwrap());
+    }
+    started.send(()).unwrap();
+    assert!(failing.join().unwrap().is_err());
+    let told: Vec<bool> = (0..4)
+        .map(|_| {
+            finished
+                .recv_timeout(Duration::from_secs(30))
+                .expect("no hang")
+        })
+        .collect();
+    // All four were waiting when it failed: each is told, none hangs.
+    assert_eq!(told, [false; 4]);
+    group.wait_for(ticket, Ok).unwrap();
+    assert!(group.lock().waiters.is_empty());
+}

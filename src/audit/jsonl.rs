@@ -2,7 +2,7 @@
 //! that keeps the torn bytes as evidence.
 
 use std::fs::{OpenOptions, TryLockError};
-use std::io::{self, Seek as _, SeekFrom};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,6 +11,7 @@ use super::verify::{self, AuditVerifyError};
 use super::{AuditError, AuditEvent, AuditSink};
 use super::{salts, torn};
 
+mod reserve;
 mod writer;
 
 use writer::Inner;
@@ -36,7 +37,7 @@ use writer::Inner;
 ///   Network filesystems may not honour the lock.
 /// - **Crashes.** Entries are written as whole lines, the lines waiting at one moment with one
 ///   `write_all` (their salts first, to the salts file). If the process dies mid-write the file
-///   ends in a partial line; [`verify_audit_file`](crate::audit::verify_audit_file) reports that
+///   ends in a partial line (before any zeros reserved ahead); [`verify_audit_file`](crate::audit::verify_audit_file) reports that
 ///   as [`AuditVerifyError::TornTail`], not as tampering, and [`open`](Self::open) refuses it so
 ///   nothing changes silently. If a write fails while the process lives, the partial lines are cut
 ///   off again where possible and the sink refuses every later record (later entries would chain
@@ -54,6 +55,21 @@ use writer::Inner;
 ///   dropped, or within 50 ms by a background thread. A failed `fdatasync` is final: the sink
 ///   refuses every later record (the kernel may have dropped the unsynced pages).
 /// - **Not guaranteed:** protection from a writer that ignores the lock.
+///
+/// # Space reserved ahead
+///
+/// A background thread keeps 16 MiB of zeros written and `fdatasync`ed past the last line (in
+/// steps of 256 KiB; [`with_reserve`](Self::with_reserve) changes the size), and lines are
+/// written over them. Why: an append changes the file's size, so its `fdatasync` must also commit
+/// that metadata (on ext4, a journal commit); a write over blocks already written only writes the
+/// data. Measured on ext4 here: 10 kB `fdatasync`ed in 117–217 µs over zeros, 366–554 µs
+/// appended. While the sink lives, and after a crash until the log is opened again, the file
+/// ends in a run of NUL bytes; [`verify_audit_file`](crate::audit::verify_audit_file) and every
+/// reader take it as reserved space (no entry holds a NUL byte), and bytes other than NUL among
+/// or after it as a torn tail (a power cut can keep a later block of an unsynced write and lose
+/// an earlier one). Dropping the sink, and opening the log, cut the zeros off: a log let go
+/// ends in its last line. If zeros cannot be written (a full disk, a file size limit), the sink
+/// appends meanwhile and tries again a second later.
 ///
 /// # Recovering a torn tail
 ///
@@ -177,8 +193,9 @@ impl JsonlAuditSink {
             path: path.to_owned(),
             source,
         };
-        // Not in append mode: cutting a torn tail needs write access, and with the lock held this
-        // sink is the only writer, so writing at its own position is appending.
+        // Not in append mode: lines are written at the end of the last one, over the zeros
+        // reserved past it (see `reserve`), and cutting a torn tail needs write access. With the
+        // lock held this sink is the only writer.
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -199,7 +216,9 @@ impl JsonlAuditSink {
         let scan = verify::scan(&file, path)?;
         let recovered = match scan.torn_bytes {
             0 => None,
-            _ if recover => Some(torn::move_torn_tail(&mut file, path, &scan.tip)?),
+            torn_bytes if recover => Some(torn::move_torn_tail(
+                &mut file, path, &scan.tip, torn_bytes,
+            )?),
             tail_bytes => {
                 return Err(AuditVerifyError::TornTail {
                     valid_entries: scan.tip.entries,
@@ -209,16 +228,33 @@ impl JsonlAuditSink {
                 .into());
             }
         };
-        file.seek(SeekFrom::Start(scan.tip.bytes))
-            .map_err(io_error)?;
+        // Zeros a writer that died had reserved past its lines (see `reserve`) are cut off: the
+        // log starts from a file that ends in its last line, as after a clean close.
+        if file.metadata().map_err(io_error)?.len() > scan.tip.bytes {
+            file.set_len(scan.tip.bytes)
+                .and_then(|()| file.sync_all())
+                .map_err(io_error)?;
+        }
+        let len = scan.tip.bytes;
         let sync_file = file.try_clone().map_err(io_error)?;
         let salts = salts::open_for_append(path).map_err(|source| AuditOpenError::Io {
             path: salts::salts_path(path),
             source,
         })?;
-        let inner = Arc::new(Inner::new(path, file, salts, sync_file, &scan.tip));
+        let inner = Arc::new(Inner::new(path, file, len, salts, sync_file, &scan.tip));
         group_commit::run_in_background(&inner, "toolgate-audit-sync");
         Ok(Self { recovered, inner })
+    }
+
+    /// Keeps `bytes` of zeros written ahead of the log's lines instead of 16 MiB (see
+    /// *Space reserved ahead* in the type's docs); 0 keeps none, and every write appends. Worth
+    /// it where a write over allocated blocks is made durable without a metadata commit (ext4,
+    /// XFS); on copy-on-write filesystems (Btrfs, ZFS) a write never lands in place, and 0 saves
+    /// writing each block twice.
+    #[must_use]
+    pub fn with_reserve(self, bytes: u64) -> Self {
+        self.inner.set_reserve_ahead(bytes);
+        self
     }
 
     /// The file written to.
@@ -250,7 +286,9 @@ impl Drop for JsonlAuditSink {
     fn drop(&mut self) {
         // Entries recorded without waiting are made durable before the file is let go; a failure
         // here has no one left to tell (the entries are written, only not known durable).
-        let _ = self.inner.sync_all();
+        if self.inner.sync_all().is_ok() {
+            let _ = self.inner.let_go();
+        }
         let _ = self.inner.sync_salts();
     }
 }

@@ -8,13 +8,15 @@ use std::path::{Path, PathBuf};
 
 use super::{AuditOpenError, RecoveredTail};
 
-/// Copies the bytes after the last complete entry to `<path>.torn-<offset>`, then cuts them off.
-/// The copy is durable before the cut, so a crash in between loses nothing: the next recovery finds
-/// the same tail and an identical (or partially written) side file, and finishes.
+/// Copies the `torn_bytes` after the last complete entry to `<path>.torn-<offset>`, then cuts
+/// the log back to that entry (and with it any reserved space after the torn bytes). The copy is
+/// durable before the cut, so a crash in between loses nothing: the next recovery finds the same
+/// tail and an identical (or partially written) side file, and finishes.
 pub(super) fn move_torn_tail(
     file: &mut File,
     path: &Path,
     tip: &crate::audit::ChainTip,
+    torn_bytes: u64,
 ) -> Result<RecoveredTail, AuditOpenError> {
     let offset = tip.bytes;
     let mut name = OsString::from(path.as_os_str());
@@ -31,7 +33,9 @@ pub(super) fn move_torn_tail(
 
     let mut torn = Vec::new();
     file.seek(SeekFrom::Start(offset)).map_err(log_error)?;
-    file.read_to_end(&mut torn).map_err(log_error)?;
+    file.take(torn_bytes)
+        .read_to_end(&mut torn)
+        .map_err(log_error)?;
 
     let mut side = match OpenOptions::new()
         .write(true)

@@ -1,7 +1,7 @@
 //! The JSON Lines chain format — one spelling per entry — and its verification.
 
 use std::fs::File;
-use std::io::{self, BufRead as _, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -83,7 +83,8 @@ pub struct ChainTip {
     pub entries: u64,
     /// The last entry's hash (the genesis hash for an empty file).
     pub last_hash: String,
-    /// The length in bytes of the verified entries: the whole file, for a chain that verifies.
+    /// The length in bytes of the verified entries: the whole file for a chain that verifies,
+    /// save the zeros a sink reserves past its lines.
     pub bytes: u64,
 }
 
@@ -181,6 +182,11 @@ pub enum AuditEntryProblem {
 /// - A file whose complete lines all verify but which ends in an unterminated line is reported as
 ///   [`AuditVerifyError::TornTail`] — a crash mid-write, not tampering. A bad line followed by
 ///   more lines, or a bad line ending in `\n`, is `Broken`.
+/// - A run of NUL bytes at the end is space a sink reserved ahead of its writes (see
+///   [`JsonlAuditSink`](crate::audit::JsonlAuditSink)), not entries. The first line holding a NUL
+///   byte ends the entries; bytes other than NUL from there on — a line cut short before the
+///   zeros, lines after a block a power cut left unwritten — are a `TornTail` through the last of
+///   them.
 /// - Cutting whole entries off the end leaves a valid, shorter chain: compare
 ///   [`ChainTip::entries`] and [`ChainTip::last_hash`] with a copy kept elsewhere to detect it.
 ///
@@ -229,7 +235,18 @@ pub(super) struct Scan {
 
 /// Reads entries from the start of `reader` and checks each; a broken line is an error, a torn
 /// tail is reported in the result.
+///
+/// The first line holding a NUL byte ends the entries: no entry contains one (JSON escapes
+/// control characters), and it is what the space a sink reserves ahead of its writes reads as
+/// (see [`JsonlAuditSink`](crate::audit::JsonlAuditSink)). If from there to the end there are only
+/// NUL bytes, that is reserved space and nothing is torn. Anything else there — a line cut short
+/// by a crash, or lines written after a block the crash left unwritten — is a torn tail, up to
+/// its last byte that is not NUL: bytes no sync had made durable, so no call depended on them.
 pub(super) fn scan(reader: impl Read, path: &Path) -> Result<Scan, AuditVerifyError> {
+    let unreadable = |source| AuditVerifyError::Unreadable {
+        path: path.to_owned(),
+        source,
+    };
     let mut reader = BufReader::new(reader);
     let mut line = Vec::new();
     let mut tip = ChainTip {
@@ -239,15 +256,13 @@ pub(super) fn scan(reader: impl Read, path: &Path) -> Result<Scan, AuditVerifyEr
     };
     loop {
         line.clear();
-        let read =
-            reader
-                .read_until(b'\n', &mut line)
-                .map_err(|source| AuditVerifyError::Unreadable {
-                    path: path.to_owned(),
-                    source,
-                })?;
+        let read = reader.read_until(b'\n', &mut line).map_err(unreadable)?;
         if read == 0 {
             return Ok(Scan { tip, torn_bytes: 0 });
+        }
+        if line.contains(&0) {
+            let torn_bytes = torn_before_reserve(&line, &mut reader).map_err(unreadable)?;
+            return Ok(Scan { tip, torn_bytes });
         }
         if line.last() != Some(&b'\n') {
             // The last bytes of the file and not a whole line: only a crash mid-write leaves this.
@@ -265,6 +280,29 @@ pub(super) fn scan(reader: impl Read, path: &Path) -> Result<Scan, AuditVerifyEr
         tip.entries += 1;
         tip.last_hash = hash;
         tip.bytes += read as u64;
+    }
+}
+
+/// How many bytes from the start of `first` (a line holding a NUL byte) to the end of `rest`
+/// come before the trailing run of NUL bytes: 0 if they are all NUL.
+fn torn_before_reserve(first: &[u8], rest: &mut impl BufRead) -> io::Result<u64> {
+    let mut read = 0u64;
+    let mut torn = 0u64;
+    let mut take = |bytes: &[u8]| {
+        if let Some(last) = bytes.iter().rposition(|byte| *byte != 0) {
+            torn = read + last as u64 + 1;
+        }
+        read += bytes.len() as u64;
+    };
+    take(first);
+    loop {
+        let chunk = rest.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(torn);
+        }
+        take(chunk);
+        let used = chunk.len();
+        rest.consume(used);
     }
 }
 

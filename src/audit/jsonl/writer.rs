@@ -12,7 +12,7 @@
 //! so each batch is smaller than the last while writers keep coming.
 
 use std::fs::File;
-use std::io::{Seek as _, SeekFrom, Write as _};
+use std::io::Write as _;
 use std::mem;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +22,7 @@ use std::time::Duration;
 use super::super::group_commit::{self, GroupCommit};
 use super::super::verify::{self, line_hash};
 use super::super::{AuditError, AuditEvent, salts};
+use super::reserve::{self, Reserve};
 
 /// The longest an entry recorded with [`AuditSink::record_deferred`](super::AuditSink::record_deferred)
 /// waits for its `fdatasync` when no waiting record comes to carry it.
@@ -48,11 +49,13 @@ pub(super) struct Inner {
 
 #[derive(Debug)]
 struct Files {
-    // Invariant: holds the log's exclusive lock for as long as the sink lives; its position is
-    // the end of the written lines.
+    // Invariant: holds the log's exclusive lock for as long as the sink lives. Written only at
+    // stated offsets: lines at `reserve.end()`, zeros past the file's end.
     log: File,
     /// The salts side file (`<path>.salts`); a batch's salts are written before its lines.
     salts: File,
+    /// Where the lines end, and the zeros kept ahead of them.
+    reserve: Reserve,
 }
 
 /// The chain as entries join it.
@@ -68,8 +71,6 @@ struct Chain {
     last_ticket: u64,
     /// Every ticket through this one is in the file.
     written: u64,
-    /// The length of the written lines: where a failed write is cut back to.
-    written_len: u64,
     /// A thread is writing: lines added meanwhile are written by it before it stops.
     writing: bool,
     /// A write failed: the lines it carried are lost and later ones would chain onto them, so
@@ -78,11 +79,12 @@ struct Chain {
 }
 
 impl Inner {
-    /// A writer for the log `file` (locked, positioned at `bytes`, its last entry `seq - 1` with
-    /// hash `prev`) and its salts file.
+    /// A writer for the log `file` (locked, `len` bytes long, its lines ending at `tip.bytes`
+    /// with entry `tip.entries - 1`) and its salts file.
     pub(super) fn new(
         path: &Path,
         log: File,
+        len: u64,
         salts: File,
         sync_file: File,
         tip: &verify::ChainTip,
@@ -96,12 +98,15 @@ impl Inner {
                 pending_salts: String::new(),
                 last_ticket: 0,
                 written: 0,
-                written_len: tip.bytes,
                 writing: false,
                 broken: None,
             }),
             written: Condvar::new(),
-            files: Mutex::new(Files { log, salts }),
+            files: Mutex::new(Files {
+                log,
+                salts,
+                reserve: Reserve::new(tip.bytes, len),
+            }),
             group: GroupCommit::gathering(),
             sync_file,
             sync_failed: AtomicBool::new(false),
@@ -199,16 +204,14 @@ impl Inner {
         let lines = mem::take(&mut chain.pending);
         let salts = mem::take(&mut chain.pending_salts);
         let through = chain.last_ticket;
-        let start = chain.written_len;
         drop(chain);
-        let result = self.write_files(&lines, &salts, start);
+        let result = self.write_files(&lines, &salts);
         let mut chain = self.chain();
         chain.writing = false;
         self.written.notify_all();
         match result {
             Ok(()) => {
                 chain.written = through;
-                chain.written_len += lines.len() as u64;
                 // Keep the buffers' capacity for the next batch.
                 if chain.pending.is_empty() {
                     chain.pending = recycled(lines);
@@ -223,8 +226,9 @@ impl Inner {
         }
     }
 
-    fn write_files(&self, lines: &str, salts: &str, start: u64) -> Result<(), AuditError> {
+    fn write_files(&self, lines: &str, salts: &str) -> Result<(), AuditError> {
         let mut files = self.files();
+        let start = files.reserve.end();
         if let Err(error) = files.salts.write_all(salts.as_bytes()) {
             // End a partly written line, so a later salt does not run into it.
             let _ = files.salts.write_all(b"\n");
@@ -233,17 +237,51 @@ impl Inner {
                 error,
             ));
         }
-        if let Err(error) = files.log.write_all(lines.as_bytes()) {
+        if let Err(error) = reserve::write_all_at(&files.log, lines.as_bytes(), start) {
             // Cut the partial batch off, so the file ends in whole entries (a reopen continues
             // from there; if this fails too, the reopen reports the torn tail).
-            let _ = files
-                .log
-                .set_len(start)
-                .and_then(|()| files.log.seek(SeekFrom::Start(start)));
+            let _ = files.log.set_len(start);
+            files.reserve.cut_to(start);
             return Err(AuditError::caused_by(
                 format!("{}: {error}", self.path.display()),
                 error,
             ));
+        }
+        files.reserve.wrote_through(start + lines.len() as u64);
+        Ok(())
+    }
+
+    /// Fills zeros ahead of the lines (a step at a time, so writers wait for one step at most)
+    /// and syncs them, so that later commits write over allocated, synced blocks.
+    fn reserve_ahead(&self) {
+        let mut filled = false;
+        loop {
+            let mut guard = self.files();
+            let files = &mut *guard;
+            if !files.reserve.fill_step(&files.log) {
+                break;
+            }
+            filled = true;
+        }
+        if filled && self.sync_file.sync_data().is_err() {
+            // As for a commit's failed sync (the next writer is told): lines written meanwhile
+            // may be gone from the page cache.
+            self.sync_failed.store(true, Ordering::Release);
+        }
+    }
+
+    /// Keeps `bytes` of zeros ahead of the lines from the next fill on.
+    pub(super) fn set_reserve_ahead(&self, bytes: u64) {
+        self.files().reserve.set_ahead(bytes);
+    }
+
+    /// Cuts the reserved zeros off, once every entry is durable: a log let go ends in its last
+    /// line.
+    pub(super) fn let_go(&self) -> std::io::Result<()> {
+        let mut guard = self.files();
+        let files = &mut *guard;
+        if files.reserve.trim(&files.log)? {
+            files.log.sync_all()?;
         }
         Ok(())
     }
@@ -329,6 +367,7 @@ impl group_commit::Background for Inner {
     }
 
     fn tick(&self) {
+        self.reserve_ahead();
         // Salts are synced here, not with each entry: a power cut can lose the salts of the last
         // entries (which then cannot be disclosed), never an entry or a proof.
         let _ = self.sync_salts();

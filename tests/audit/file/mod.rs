@@ -9,6 +9,7 @@ mod commitments;
 pub(crate) mod durable;
 pub(crate) mod full_disk;
 mod merkle;
+mod reserve;
 mod spellings;
 pub(crate) mod torn;
 pub(crate) mod writers;

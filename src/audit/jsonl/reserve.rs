@@ -1,0 +1,152 @@
+//! Zero-filled space kept ahead of the log's lines, so that a commit's `fdatasync` only writes
+//! data.
+//!
+//! Why: appending changes the file's size, and `fdatasync` must then make the new size durable
+//! too — on ext4 a journal commit, with its own writes and cache flush, on every sync. Writing
+//! over blocks that are already allocated, written and synced changes no metadata a read needs,
+//! so the sync writes the data and flushes once. Measured on this project's test machine (ext4 on
+//! a virtual disk): 10 kB written and `fdatasync`ed, 366–554 µs appended, 175–217 µs over
+//! zeros written earlier. Databases do the same with their write-ahead logs (PostgreSQL fills
+//! each WAL segment with zeros before it is used).
+//!
+//! The cost: the space is written twice (zeros, then lines), and a log whose writer died keeps up
+//! to [`RESERVE_AHEAD`] of NUL bytes after its last line until it is opened again.
+//! [`verify_audit_file`](crate::audit::verify_audit_file) reads a run of NUL bytes at the end as
+//! reserved space, not as entries; a sink that is dropped cuts it off.
+
+use std::fs::File;
+use std::io;
+use std::time::{Duration, Instant};
+
+/// How far ahead of the last line the log is filled with zeros unless the sink is told otherwise
+/// (at 20,000 calls a second the lines take about 24 MB/s: more than half a second of them).
+pub(crate) const RESERVE_AHEAD: u64 = 16 << 20;
+
+/// The zeros written at a time, under the files' lock: writers wait for at most one step.
+const STEP: usize = 256 << 10;
+
+/// After a fill fails (a full disk, a file size limit), when to try again: meanwhile the log
+/// appends, which is slower and as safe.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+static ZEROS: [u8; STEP] = [0; STEP];
+
+/// Where the log's lines end and how far the file reaches past them.
+#[derive(Debug)]
+pub(super) struct Reserve {
+    /// The end of the lines written: where the next batch goes.
+    end: u64,
+    /// The file's length: lines, then zeros. Never less than `end`.
+    reserved: u64,
+    /// How far ahead of `end` to keep zeros; 0 keeps none.
+    ahead: u64,
+    /// The sink is letting the file go: no more zeros.
+    closed: bool,
+    /// A fill failed: not before this.
+    retry_at: Option<Instant>,
+}
+
+impl Reserve {
+    /// The lines of an open log end at `end`; the file is `len` long.
+    pub(super) fn new(end: u64, len: u64) -> Self {
+        Self {
+            end,
+            reserved: len.max(end),
+            ahead: RESERVE_AHEAD,
+            closed: false,
+            retry_at: None,
+        }
+    }
+
+    /// Keeps `bytes` of zeros ahead of the lines from the next fill on.
+    pub(super) fn set_ahead(&mut self, bytes: u64) {
+        self.ahead = bytes;
+    }
+
+    /// Where the next batch of lines is written.
+    pub(super) fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// A batch of lines was written through `end` (past the zeros, if they ran out).
+    pub(super) fn wrote_through(&mut self, end: u64) {
+        self.end = end;
+        self.reserved = self.reserved.max(end);
+    }
+
+    /// The file was cut back to `len` (a failed write): lines and zeros end there.
+    pub(super) fn cut_to(&mut self, len: u64) {
+        self.end = len;
+        self.reserved = len;
+    }
+
+    /// Writes the next step of zeros after the file's end, if the zeros ahead are short of
+    /// what it should be. Returns whether it wrote any; on failure the file is cut back to where
+    /// the zeros began and no fill is tried for a while.
+    pub(super) fn fill_step(&mut self, log: &File) -> bool {
+        let now = Instant::now();
+        if self.closed
+            || self.reserved - self.end >= self.ahead
+            || self.retry_at.is_some_and(|at| now < at)
+        {
+            return false;
+        }
+        match write_all_at(log, &ZEROS, self.reserved) {
+            Ok(()) => {
+                self.reserved += STEP as u64;
+                self.retry_at = None;
+                true
+            }
+            Err(_) => {
+                // Best effort: zeros past the lines read as reserved space if they stay.
+                let _ = log.set_len(self.reserved);
+                self.retry_at = Some(now + RETRY_AFTER);
+                false
+            }
+        }
+    }
+
+    /// Cuts the zeros off (the sink is dropped, its lines synced) and fills no more. Returns
+    /// whether the file was cut.
+    pub(super) fn trim(&mut self, log: &File) -> io::Result<bool> {
+        self.closed = true;
+        if self.reserved == self.end {
+            return Ok(false);
+        }
+        log.set_len(self.end)?;
+        self.reserved = self.end;
+        Ok(true)
+    }
+}
+
+/// Writes all of `bytes` at `offset`. Every write to the log says where it goes, so filling
+/// zeros ahead and writing lines never depend on a shared file position.
+pub(super) fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+    }
+    #[cfg(windows)]
+    {
+        let (mut bytes, mut offset) = (bytes, offset);
+        while !bytes.is_empty() {
+            match std::os::windows::fs::FileExt::seek_write(file, bytes, offset) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(written) => {
+                    bytes = &bytes[written..];
+                    offset += written as u64;
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        use std::io::{Seek as _, SeekFrom, Write as _};
+        let mut file = file;
+        file.seek(SeekFrom::Start(offset))?;
+        file.write_all(bytes)
+    }
+}

@@ -1,0 +1,168 @@
+//! Zeros reserved past the lines: a live sink keeps them ahead and cuts them off when dropped or
+//! reopened; readers take a run of NUL bytes at the end as reserved space, and whatever else
+//! follows the last complete entry — a line cut short, lines after a block a power cut left
+//! unwritten — as a torn tail, never as entries and never as tampering.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// Nine entries written and let go, then `after` appended: returns the log's bytes before it.
+fn log_followed_by(file: &TempFile, after: &[u8]) -> Vec<u8> {
+    write_some_events(file);
+    let lines = file.bytes();
+    let mut bytes = lines.clone();
+    bytes.extend_from_slice(after);
+    std::fs::write(&file.0, bytes).unwrap();
+    lines
+}
+
+fn zeros(count: usize) -> Vec<u8> {
+    vec![0; count]
+}
+
+#[test]
+fn zeros_after_the_last_line_are_reserved_space_and_a_reopen_cuts_them_off() {
+    let file = TempFile::new("reserve-zeros");
+    let lines = log_followed_by(&file, &zeros(1 << 20));
+    let tip = verify_audit_file(&file.0).unwrap();
+    assert_eq!((tip.entries, tip.bytes), (9, lines.len() as u64));
+    let (tree, _) = audit_tree(&file.0).unwrap();
+    assert_eq!(tree.len(), 9, "the zeros are no leaves");
+
+    // A writer that died there: the next one cuts the zeros off and continues the chain.
+    write_calls(&file, "next", 1);
+    let tip = verify_audit_file(&file.0).unwrap();
+    assert_eq!(tip.entries, 12);
+    assert_eq!(file.bytes().len() as u64, tip.bytes);
+    assert_eq!(&file.bytes()[..lines.len()], &lines[..]);
+}
+
+#[test]
+fn a_line_cut_short_before_the_zeros_is_a_torn_tail_and_only_its_bytes_are_moved() {
+    let file = TempFile::new("reserve-torn");
+    let partial = b"{\"seq\":9,\"prev\":\"sha256:";
+    let mut after = partial.to_vec();
+    after.extend(zeros(4096 * 3));
+    let lines = log_followed_by(&file, &after);
+    match verify_audit_file(&file.0) {
+        Err(AuditVerifyError::TornTail {
+            valid_entries: 9,
+            tail_offset,
+            tail_bytes,
+        }) => assert_eq!(
+            (tail_offset, tail_bytes),
+            (lines.len() as u64, partial.len() as u64)
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        open_waiting(&file.0, false),
+        Err(AuditOpenError::Verify(AuditVerifyError::TornTail { .. }))
+    ));
+    let sink = open_waiting(&file.0, true).unwrap();
+    let recovered = sink.recovered_tail().unwrap().clone();
+    assert_eq!(std::fs::read(&recovered.evidence).unwrap(), partial);
+    drop(sink);
+    assert_eq!(file.bytes(), lines, "the log ends in its last entry");
+    std::fs::remove_file(&recovered.evidence).unwrap();
+}
+
+#[test]
+fn lines_after_a_block_left_unwritten_are_a_torn_tail_not_entries_or_tampering() {
+    // A power cut can keep a later page of an unsynced batch and lose an earlier one: lines,
+    // then zeros, then more bytes. Each layout is torn through its last byte that is not NUL.
+    let file = TempFile::new("reserve-hole");
+    write_some_events(&file);
+    let whole = file.bytes();
+    let cut = whole[..whole.len() - 1]
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .unwrap()
+        + 1;
+    let (kept, last) = whole.split_at(cut);
+    let layouts: Vec<(&str, Vec<u8>)> = vec![
+        ("whole line after a hole", [&zeros(4096)[..], last].concat()),
+        (
+            "half a line, a hole, the other half",
+            [&last[..10], &zeros(4096), &last[10..], &zeros(100)].concat(),
+        ),
+        ("one NUL inside the line", {
+            let mut line = last.to_vec();
+            line[5] = 0;
+            line
+        }),
+    ];
+    for (name, tail) in layouts {
+        let mut bytes = kept.to_vec();
+        bytes.extend_from_slice(&tail);
+        std::fs::write(&file.0, &bytes).unwrap();
+        let through = tail.iter().rposition(|byte| *byte != 0).unwrap() + 1;
+        match verify_audit_file(&file.0) {
+            Err(AuditVerifyError::TornTail {
+                valid_entries: 8,
+                tail_offset,
+                tail_bytes,
+            }) => assert_eq!(
+                (tail_offset, tail_bytes),
+                (cut as u64, through as u64),
+                "{name}"
+            ),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    // A line without NUL bytes that is not the entry expected there is still tampering.
+    let mut bytes = kept.to_vec();
+    bytes.extend_from_slice(&last.to_ascii_uppercase());
+    bytes.extend(zeros(4096));
+    std::fs::write(&file.0, &bytes).unwrap();
+    assert_eq!(verify_audit_file(&file.0).unwrap_err().line(), Some(9));
+}
+
+/// Waits until the file is longer than its verified lines; returns whether it became so.
+fn zeros_appear(file: &TempFile, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        let tip = verify_audit_file(&file.0).unwrap();
+        if std::fs::metadata(&file.0).unwrap().len() > tip.bytes {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+#[test]
+fn a_live_sink_writes_over_zeros_it_keeps_ahead_and_cuts_them_off_when_dropped() {
+    let file = TempFile::new("reserve-live");
+    let sink = Arc::new(open_waiting(&file.0, false).unwrap());
+    assert!(
+        zeros_appear(&file, Duration::from_secs(10)),
+        "no zeros reserved"
+    );
+    let reserved = std::fs::metadata(&file.0).unwrap().len();
+    write_calls_to(Arc::clone(&sink), "over", 20);
+    // The calls' lines went over zeros written before them (the background thread may still be
+    // adding more past them), and every entry verifies.
+    let tip = verify_audit_file(&file.0).unwrap();
+    assert_eq!(tip.entries, 60);
+    assert!(
+        tip.bytes < reserved,
+        "{} lines, {reserved} reserved",
+        tip.bytes
+    );
+    assert!(std::fs::metadata(&file.0).unwrap().len() >= reserved);
+    drop(sink);
+    assert_eq!(std::fs::metadata(&file.0).unwrap().len(), tip.bytes);
+    assert_eq!(verify_audit_file(&file.0).unwrap(), tip);
+}
+
+#[test]
+fn a_sink_told_to_reserve_nothing_only_appends() {
+    let file = TempFile::new("reserve-none");
+    let sink = Arc::new(open_waiting(&file.0, false).unwrap().with_reserve(0));
+    write_calls_to(Arc::clone(&sink), "append", 2);
+    assert!(!zeros_appear(&file, Duration::from_millis(300)));
+    drop(sink);
+    assert_eq!(verify_audit_file(&file.0).unwrap().entries, 6);
+}

@@ -1,16 +1,18 @@
 //! Audited calls per second from 8 threads on one node, every entry a call's run depends on
-//! `fdatasync`ed before the call runs: the JSON Lines sink (group commit) beside a baseline sink
-//! that writes and syncs each entry on its own under one lock (plain appends, one commit each),
-//! and the gate without an audit log. Criterion reports each as elements (calls) per second.
+//! `fdatasync`ed before the call runs: the JSON Lines sink with group commit — appending (the
+//! default), and writing over zeros it keeps reserved ahead (`with_reserve`) — beside a baseline
+//! sink that writes and syncs each entry on its own under one lock (plain appends, one commit
+//! each), and the gate without an audit log. Criterion reports each as elements (calls) per
+//! second.
 //!
-//! Beside them, the disk's own bound: one `fdatasync` per batch of 8 calls' entries (the bytes
-//! the group-commit run writes per call, measured first), written over zeros synced beforehand as
-//! the sink writes, with nothing else done — the most calls per second 8 threads can reach when
-//! each waits for its own entry to be durable. The log's figure is best read as a fraction of it,
-//! measured in the same run. And the same bound appending, as a log without reserved space
-//! would (each sync then also commits the file's new size).
+//! Beside them, the disk's own bounds: one `fdatasync` per batch of 8 calls' entries (the bytes
+//! the group-commit run writes per call, measured first) with nothing else done — the most calls
+//! per second 8 threads can reach when each waits for its own entry to be durable — written over
+//! zeros synced beforehand, as the reserving sink writes, and appended, as the default sink does
+//! (each sync then also commits the file's new size). Each log's figure is best read as a
+//! fraction of its bound, measured in the same run.
 //!
-//! `cargo bench --bench audit_throughput`; the file is written under `target/`.
+//! `cargo bench --bench audit_throughput`; the files are written under `target/`.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -123,6 +125,18 @@ fn audit_throughput(c: &mut Criterion) {
     group.bench_function("jsonl_group_commit", |b| {
         b.iter_custom(|iters| run(&grouped, iters))
     });
+    drop(grouped);
+
+    // Lines written over 16 MiB of zeros kept ahead (`with_reserve`), as the reserved bound.
+    let path = scratch("reserved.jsonl");
+    let sink = JsonlAuditSink::open(&path)
+        .expect("audit file")
+        .with_reserve(16 << 20);
+    let reserved = Arc::new(controller().with_audit_sink(sink));
+    group.bench_function("jsonl_group_commit_reserved", |b| {
+        b.iter_custom(|iters| run(&reserved, iters))
+    });
+    drop(reserved);
 
     let batch = vec![b'x'; THREADS * log_bytes_per_call()];
     // As the sink writes: over zeros written and synced beforehand (cycling through them).

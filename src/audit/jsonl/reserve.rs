@@ -1,5 +1,5 @@
-//! Zero-filled space kept ahead of the log's lines, so that a commit's `fdatasync` only writes
-//! data.
+//! Zero-filled space kept ahead of the log's lines, when asked for, so that a commit's
+//! `fdatasync` only writes data.
 //!
 //! Why: appending changes the file's size, and `fdatasync` must then make the new size durable
 //! too — on ext4 a journal commit, with its own writes and cache flush, on every sync. Writing
@@ -9,18 +9,16 @@
 //! zeros written earlier. Databases do the same with their write-ahead logs (PostgreSQL fills
 //! each WAL segment with zeros before it is used).
 //!
-//! The cost: the space is written twice (zeros, then lines), and a log whose writer died keeps up
-//! to [`RESERVE_AHEAD`] of NUL bytes after its last line until it is opened again.
+//! The cost, and why it is not the default: the space is written twice (zeros, then lines); while
+//! the sink lives the file ends in NUL bytes, so tools that read a live log line by line (`jq`)
+//! stumble on them and tools that follow it by its size (`tail -f`, log shippers) never see lines
+//! written over them; a log whose writer died keeps them until it is opened again.
 //! [`verify_audit_file`](crate::audit::verify_audit_file) reads a run of NUL bytes at the end as
 //! reserved space, not as entries; a sink that is dropped cuts it off.
 
 use std::fs::File;
 use std::io;
 use std::time::{Duration, Instant};
-
-/// How far ahead of the last line the log is filled with zeros unless the sink is told otherwise
-/// (at 20,000 calls a second the lines take about 24 MB/s: more than half a second of them).
-pub(crate) const RESERVE_AHEAD: u64 = 16 << 20;
 
 /// The zeros written at a time, under the files' lock: writers wait for at most one step.
 const STEP: usize = 256 << 10;
@@ -52,7 +50,7 @@ impl Reserve {
         Self {
             end,
             reserved: len.max(end),
-            ahead: RESERVE_AHEAD,
+            ahead: 0,
             closed: false,
             retry_at: None,
         }

@@ -13,7 +13,7 @@ use super::*;
 /// call's id once `handle` returned (its decision was recorded durably before the handler ran),
 /// until killed.
 pub(crate) fn child_acknowledging_writer(path: &Path, name: &str) {
-    let sink = Arc::new(open_waiting(path, true).unwrap());
+    let sink = Arc::new(open_waiting(path, true).unwrap().with_reserve(16 << 20));
     let controller = Arc::new(audited(&Arc::default(), sink));
     let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
     println!("CHILD READY");

@@ -135,7 +135,7 @@ fn zeros_appear(file: &TempFile, within: Duration) -> bool {
 #[test]
 fn a_live_sink_writes_over_zeros_it_keeps_ahead_and_cuts_them_off_when_dropped() {
     let file = TempFile::new("reserve-live");
-    let sink = Arc::new(open_waiting(&file.0, false).unwrap());
+    let sink = Arc::new(open_waiting(&file.0, false).unwrap().with_reserve(16 << 20));
     assert!(
         zeros_appear(&file, Duration::from_secs(10)),
         "no zeros reserved"
@@ -158,9 +158,9 @@ fn a_live_sink_writes_over_zeros_it_keeps_ahead_and_cuts_them_off_when_dropped()
 }
 
 #[test]
-fn a_sink_told_to_reserve_nothing_only_appends() {
+fn a_sink_only_appends_unless_told_to_reserve() {
     let file = TempFile::new("reserve-none");
-    let sink = Arc::new(open_waiting(&file.0, false).unwrap().with_reserve(0));
+    let sink = Arc::new(open_waiting(&file.0, false).unwrap());
     write_calls_to(Arc::clone(&sink), "append", 2);
     assert!(!zeros_appear(&file, Duration::from_millis(300)));
     drop(sink);

@@ -160,10 +160,10 @@ pub(crate) fn child_crash_writer(path: &Path, name: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let sink = loop {
         match JsonlAuditSink::open_recovering(path) {
-            // Appending, with no zeros reserved ahead: the file grows page by page as a line is
-            // written, which is what this test watches for. Killed writers that wrote over zeros
-            // are `durable.rs`'s.
-            Ok(sink) => break sink.with_reserve(0),
+            // Appending (no zeros reserved ahead, the default): the file grows page by page as a
+            // line is written, which is what this test watches for. Killed writers that wrote
+            // over reserved zeros are `durable.rs`'s.
+            Ok(sink) => break sink,
             Err(AuditOpenError::Locked { .. }) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(2));
             }

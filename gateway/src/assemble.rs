@@ -144,7 +144,7 @@ pub fn controller(
     match &config.audit {
         None => {}
         Some(AuditTarget::Jsonl(path)) => match JsonlAuditSink::open(path) {
-            Ok(sink) => inner = Some(Box::new(sink)),
+            Ok(sink) => inner = Some(Box::new(sink.with_reserve(config.audit_jsonl_reserve))),
             Err(error) => problems.push(format!(
                 "{}: audit.jsonl: {}: {error}",
                 config.file.display(),

@@ -11,6 +11,10 @@ use super::{
 };
 use upstream_section::upstream;
 
+/// The most zeros `audit.jsonl_reserve_mib` keeps ahead of a log: a gigabyte is seconds of lines
+/// at any rate a disk syncs them; more is a typo.
+const MAX_RESERVE_MIB: u64 = 1024;
+
 /// A config that cannot be used: the file, the key (a dotted path; empty for the whole file) and
 /// what is wrong with it.
 #[derive(Debug, thiserror::Error)]
@@ -148,10 +152,23 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
     }
 
     let mut checkpoints = None;
+    let mut audit_jsonl_reserve = 0;
     let audit = match file.audit {
         None => None,
         Some(section) => {
             checkpoints = super::checkpoints::checkpoint_config(&base, &section, &mut problem);
+            match (section.jsonl_reserve_mib, &section.jsonl) {
+                (None, _) => {}
+                (Some(_), None) => problem(
+                    "audit.jsonl_reserve_mib",
+                    "reserves space in a JSON Lines log, but `jsonl` is not set".to_owned(),
+                ),
+                (Some(mib), Some(_)) if mib > MAX_RESERVE_MIB => problem(
+                    "audit.jsonl_reserve_mib",
+                    format!("is {mib}: at most {MAX_RESERVE_MIB} (MiB of zeros ahead of the log)"),
+                ),
+                (Some(mib), Some(_)) => audit_jsonl_reserve = mib << 20,
+            }
             match (section.jsonl, section.postgres_url_env) {
                 (Some(path), None) => Some(AuditTarget::Jsonl(base.join(path))),
                 (None, Some(url_env)) => Some(AuditTarget::Postgres { url_env }),
@@ -391,6 +408,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         upstreams,
         policy_layers,
         audit,
+        audit_jsonl_reserve,
         checkpoints,
         approvals,
         approvals_webhook,

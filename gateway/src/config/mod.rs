@@ -36,6 +36,9 @@ pub struct Config {
     pub policy_layers: Vec<PathBuf>,
     /// Where the audit log goes, if anywhere.
     pub audit: Option<AuditTarget>,
+    /// Bytes of zeros a JSON Lines audit log keeps written ahead of its lines
+    /// (`audit.jsonl_reserve_mib`; 0: it appends).
+    pub audit_jsonl_reserve: u64,
     /// Signed checkpoints of a JSON Lines audit log, written on a schedule.
     pub checkpoints: Option<CheckpointConfig>,
     /// Where pending approvals are kept.
@@ -350,6 +353,7 @@ struct AuditSection {
     checkpoint_file: Option<PathBuf>,
     checkpoint_every_s: Option<u64>,
     checkpoint_webhook_url: Option<String>,
+    jsonl_reserve_mib: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -395,6 +399,7 @@ impl Config {
             }],
             policy_layers: vec![policy],
             audit: audit.map(AuditTarget::Jsonl),
+            audit_jsonl_reserve: 0,
             checkpoints: None,
             approvals: ApprovalStoreConfig::Memory,
             approvals_webhook: None,

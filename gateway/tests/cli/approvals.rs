@@ -36,7 +36,9 @@ fn held_id(message: &str) -> String {
 async fn a_call_held_for_a_client_without_elicitation_is_approved_once_from_the_shell_after_the_gateway_stopped()
  {
     let work = Work::new("approvals-cli");
-    let config = work.asking_config("[audit]\njsonl = \"audit.jsonl\"\n");
+    // The log keeps zeros written ahead of its lines while the gateway runs; once it stops, the
+    // file ends in its last line again (read line by line below).
+    let config = work.asking_config("[audit]\njsonl = \"audit.jsonl\"\njsonl_reserve_mib = 1\n");
     // Longer than the question an MCP client is shown (2,000 characters): the shell shows all.
     let long = format!("{}END", "x".repeat(5_000));
     let client = serve(&config).await;
@@ -52,6 +54,20 @@ async fn a_call_held_for_a_client_without_elicitation_is_approved_once_from_the_
     let approve_me = held_id(&message);
     let (message, _) = call(&client, "h__echo", json!({"text": "reject me"})).await;
     let reject_me = held_id(&message);
+    let reserved = |deadline: std::time::Instant| loop {
+        let lines = toolgate::audit::verify_audit_file(work.path("audit.jsonl"))
+            .expect("the live log verifies")
+            .bytes;
+        let len = std::fs::metadata(work.path("audit.jsonl")).unwrap().len();
+        if len > lines || std::time::Instant::now() > deadline {
+            return len > lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert!(
+        reserved(std::time::Instant::now() + std::time::Duration::from_secs(10)),
+        "zeros reserved past the live log's lines"
+    );
     // While the gateway holds the JSON Lines audit log (one writer), the shell cannot run a call:
     // it says so, and nothing runs.
     let (output, _, errors) = approvals(&["approve", &approve_me, "--as", "olga"], &config);

@@ -496,3 +496,40 @@ fn checkpoints_need_a_key_an_origin_and_a_jsonl_log() {
         "{found:?}"
     );
 }
+
+#[test]
+fn a_jsonl_log_reserves_zeros_ahead_only_when_asked_and_within_bounds() {
+    let load = |extra: &str| {
+        parse(
+            Path::new("/etc/gw/gateway.toml"),
+            &format!("{MINIMAL}\n[audit]\njsonl = \"a.jsonl\"\n{extra}"),
+        )
+    };
+    assert_eq!(load("").expect("loads").audit_jsonl_reserve, 0);
+    let config = load("jsonl_reserve_mib = 16\n").expect("loads");
+    assert_eq!(config.audit_jsonl_reserve, 16 << 20);
+    assert_eq!(
+        load("jsonl_reserve_mib = 1024\n")
+            .expect("loads")
+            .audit_jsonl_reserve,
+        1 << 30
+    );
+    let found = problems(&format!(
+        "{MINIMAL}\n[audit]\njsonl = \"a.jsonl\"\njsonl_reserve_mib = 1025\n"
+    ));
+    assert!(
+        found[0].contains("audit.jsonl_reserve_mib: is 1025: at most 1024"),
+        "{found:?}"
+    );
+    let found = problems(&format!(
+        "{MINIMAL}\n[audit]\npostgres_url_env = \"P\"\njsonl_reserve_mib = 16\n"
+    ));
+    assert!(
+        found[0].contains("audit.jsonl_reserve_mib: reserves space in a JSON Lines log"),
+        "{found:?}"
+    );
+    let found = problems(&format!(
+        "{MINIMAL}\n[audit]\njsonl = \"a.jsonl\"\njsonl_reserve_mib = -1\n"
+    ));
+    assert!(found[0].contains("jsonl_reserve_mib"), "{found:?}");
+}

@@ -252,7 +252,7 @@ impl JsonlAuditSink {
 
     /// Keeps `bytes` of zeros written ahead of the log's lines (see *Space reserved ahead* in
     /// the type's docs; 16 MiB covers more than half a second at 20,000 calls/s); 0, the
-    /// default, keeps none and every write appends. Worth it where a write over allocated blocks
+    /// default, keeps none and every write appends; more than 1 GiB is taken as 1 GiB. Worth it where a write over allocated blocks
     /// is made durable without a metadata commit (ext4, XFS) and nothing follows the live file
     /// by its size; on copy-on-write filesystems (Btrfs, ZFS) a write never lands in place, and
     /// reserving only writes each block twice.

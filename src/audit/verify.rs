@@ -256,20 +256,24 @@ pub(super) fn scan(reader: impl Read, path: &Path) -> Result<Scan, AuditVerifyEr
     };
     loop {
         line.clear();
-        let read = reader.read_until(b'\n', &mut line).map_err(unreadable)?;
-        if read == 0 {
-            return Ok(Scan { tip, torn_bytes: 0 });
-        }
-        if line.contains(&0) {
-            let torn_bytes = torn_before_reserve(&line, &mut reader).map_err(unreadable)?;
-            return Ok(Scan { tip, torn_bytes });
-        }
-        if line.last() != Some(&b'\n') {
-            // The last bytes of the file and not a whole line: only a crash mid-write leaves this.
-            return Ok(Scan {
-                tip,
-                torn_bytes: read as u64,
-            });
+        let ended = read_line(&mut reader, &mut line).map_err(unreadable)?;
+        let read = line.len();
+        match ended {
+            LineEnd::File if read == 0 => return Ok(Scan { tip, torn_bytes: 0 }),
+            LineEnd::Nul => {
+                // Not buffered: the zeros a sink reserves can be many megabytes.
+                let torn_bytes = torn_before_reserve(&line, &mut reader).map_err(unreadable)?;
+                return Ok(Scan { tip, torn_bytes });
+            }
+            LineEnd::File => {
+                // The last bytes of the file and not a whole line: only a crash mid-write leaves
+                // this.
+                return Ok(Scan {
+                    tip,
+                    torn_bytes: read as u64,
+                });
+            }
+            LineEnd::Newline => {}
         }
         let hash = check_entry(&line, tip.entries, &tip.last_hash).map_err(|problem| {
             AuditVerifyError::Broken {
@@ -283,8 +287,47 @@ pub(super) fn scan(reader: impl Read, path: &Path) -> Result<Scan, AuditVerifyEr
     }
 }
 
-/// How many bytes from the start of `first` (a line holding a NUL byte) to the end of `rest`
-/// come before the trailing run of NUL bytes: 0 if they are all NUL.
+/// What ended a line [`read_line`] read.
+enum LineEnd {
+    /// Its `\n` (kept in the line).
+    Newline,
+    /// A NUL byte (left unread): the entries end here.
+    Nul,
+    /// The end of the file.
+    File,
+}
+
+/// Appends the next line's bytes to `line`, up to and with its `\n`, or up to a NUL byte or the
+/// end of the file.
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<LineEnd> {
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(LineEnd::File);
+        }
+        match buffer.iter().position(|byte| *byte == b'\n' || *byte == 0) {
+            Some(at) if buffer[at] == 0 => {
+                line.extend_from_slice(&buffer[..at]);
+                reader.consume(at);
+                return Ok(LineEnd::Nul);
+            }
+            Some(at) => {
+                line.extend_from_slice(&buffer[..=at]);
+                reader.consume(at + 1);
+                return Ok(LineEnd::Newline);
+            }
+            None => {
+                let used = buffer.len();
+                line.extend_from_slice(buffer);
+                reader.consume(used);
+            }
+        }
+    }
+}
+
+/// How many bytes from the start of `first` (a line's bytes before a NUL byte) to the end of
+/// `rest` (from that NUL byte on) come before the trailing run of NUL bytes: 0 if they are all
+/// NUL.
 fn torn_before_reserve(first: &[u8], rest: &mut impl BufRead) -> io::Result<u64> {
     let mut read = 0u64;
     let mut torn = 0u64;

@@ -20,6 +20,9 @@ use std::fs::File;
 use std::io;
 use std::time::{Duration, Instant};
 
+/// The most zeros a sink keeps ahead: more is a mistake that would fill the disk.
+pub(super) const MAX_AHEAD: u64 = 1 << 30;
+
 /// The zeros written at a time, under the files' lock: writers wait for at most one step.
 const STEP: usize = 256 << 10;
 
@@ -56,9 +59,9 @@ impl Reserve {
         }
     }
 
-    /// Keeps `bytes` of zeros ahead of the lines from the next fill on.
+    /// Keeps `bytes` of zeros ahead of the lines from the next fill on, [`MAX_AHEAD`] at most.
     pub(super) fn set_ahead(&mut self, bytes: u64) {
-        self.ahead = bytes;
+        self.ahead = bytes.min(MAX_AHEAD);
     }
 
     /// Where the next batch of lines is written.
@@ -146,5 +149,86 @@ pub(super) fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> io::Result
         let mut file = file;
         file.seek(SeekFrom::Start(offset))?;
         file.write_all(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> (std::path::PathBuf, File) {
+        let path = std::env::temp_dir().join(format!(
+            "toolgate-reserve-{name}-{}.bin",
+            std::process::id()
+        ));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        (path, file)
+    }
+
+    #[test]
+    fn fills_in_steps_up_to_what_is_asked_and_never_past_a_gigabyte() {
+        let (path, file) = scratch("steps");
+        write_all_at(&file, b"line\n", 0).unwrap();
+        let mut reserve = Reserve::new(5, 5);
+        assert!(!reserve.fill_step(&file), "nothing asked: nothing filled");
+        reserve.set_ahead(STEP as u64 + 1);
+        assert!(reserve.fill_step(&file));
+        assert!(reserve.fill_step(&file), "one step short of what was asked");
+        assert!(!reserve.fill_step(&file));
+        assert_eq!(file.metadata().unwrap().len(), 5 + 2 * STEP as u64);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..5], b"line\n");
+        assert!(bytes[5..].iter().all(|byte| *byte == 0));
+        reserve.set_ahead(u64::MAX);
+        assert_eq!(reserve.ahead, MAX_AHEAD);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn lines_past_the_zeros_move_the_end_and_a_trim_cuts_back_to_the_lines() {
+        let (path, file) = scratch("trim");
+        let mut reserve = Reserve::new(0, 0);
+        reserve.set_ahead(1);
+        assert!(reserve.fill_step(&file));
+        write_all_at(&file, b"a\n", 0).unwrap();
+        reserve.wrote_through(2);
+        assert_eq!(reserve.end(), 2);
+        // A batch longer than the zeros: the file grows with it.
+        let long = vec![b'x'; STEP + 10];
+        write_all_at(&file, &long, 2).unwrap();
+        reserve.wrote_through(2 + long.len() as u64);
+        assert_eq!(reserve.reserved, reserve.end());
+        reserve.cut_to(2);
+        assert_eq!((reserve.end(), reserve.reserved), (2, 2));
+        file.set_len(2).unwrap();
+        assert!(reserve.fill_step(&file));
+        assert!(reserve.trim(&file).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"a\n");
+        assert!(!reserve.fill_step(&file), "let go: no more zeros");
+        assert!(!reserve.trim(&file).unwrap(), "nothing left to cut");
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_fill_that_fails_is_not_tried_again_for_a_while() {
+        let (path, _) = scratch("fails");
+        let read_only = File::open(&path).unwrap();
+        let mut reserve = Reserve::new(0, 0);
+        reserve.set_ahead(1);
+        assert!(!reserve.fill_step(&read_only));
+        assert!(reserve.retry_at.is_some());
+        assert_eq!(reserve.reserved, 0, "nothing counted as reserved");
+        let writable = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        assert!(!reserve.fill_step(&writable), "too soon to try again");
+        reserve.retry_at = Some(Instant::now());
+        assert!(reserve.fill_step(&writable));
+        assert_eq!(reserve.retry_at, None);
+        std::fs::remove_file(path).unwrap();
     }
 }

@@ -1,11 +1,11 @@
 //! What the page shows of the audit log: recent events and whether the chain verifies.
 
-use std::io::BufRead as _;
+use std::io::{BufRead as _, Read as _};
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::audit::{AuditEvent, verify_audit_file};
+use crate::audit::{AuditEvent, AuditVerifyError, verify_audit_file};
 
 /// Recent audit events, newest last, and the state of their hash chain.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -62,15 +62,24 @@ struct Entry {
 
 impl AuditView for JsonlAuditView {
     fn snapshot(&self, limit: usize) -> Result<AuditSnapshot, String> {
-        let (verified, chain) = match verify_audit_file(&self.path) {
+        // How far to read: the entries, not the zeros a sink may keep reserved past them (up to
+        // a gigabyte) nor a torn tail.
+        let (verified, chain, entries_end) = match verify_audit_file(&self.path) {
             Ok(tip) => (
                 true,
                 format!(
                     "{} entries verify; last hash {}",
                     tip.entries, tip.last_hash
                 ),
+                tip.bytes,
             ),
-            Err(problem) => (false, problem.to_string()),
+            Err(problem) => {
+                let end = match &problem {
+                    AuditVerifyError::TornTail { tail_offset, .. } => *tail_offset,
+                    _ => u64::MAX,
+                };
+                (false, problem.to_string(), end)
+            }
         };
         let file = std::fs::File::open(&self.path)
             .map_err(|error| format!("cannot read {}: {error}", self.path.display()))?;
@@ -78,7 +87,7 @@ impl AuditView for JsonlAuditView {
         if limit == 0 {
             return Ok(AuditSnapshot::new(Vec::new(), verified, chain));
         }
-        for line in std::io::BufReader::new(file).lines() {
+        for line in std::io::BufReader::new(file.take(entries_end)).lines() {
             let Ok(line) = line else { break };
             let Ok(entry) = serde_json::from_str::<Entry>(&line) else {
                 continue;

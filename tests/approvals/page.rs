@@ -524,7 +524,16 @@ fn the_page_names_the_upstream_shows_canonical_arguments_and_a_broken_chain() {
         );
 
         let view = JsonlAuditView::new(&log);
-        assert!(view.snapshot(10).unwrap().verified);
+        let snapshot = view.snapshot(10).unwrap();
+        assert!(snapshot.verified);
+        assert!(!snapshot.events.is_empty());
+        // Zeros reserved past the lines (`JsonlAuditSink::with_reserve`): the same entries shown.
+        let lines = std::fs::read(&log).unwrap();
+        let mut reserved = lines.clone();
+        reserved.extend(vec![0; 1 << 20]);
+        std::fs::write(&log, &reserved).unwrap();
+        assert_eq!(view.snapshot(10).unwrap(), snapshot);
+        std::fs::write(&log, &lines).unwrap();
         let text = std::fs::read_to_string(&log).unwrap();
         std::fs::write(&log, text.replacen("\"c1\"", "\"c2\"", 1)).unwrap();
         let broken = view.snapshot(10).unwrap();

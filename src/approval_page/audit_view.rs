@@ -1,10 +1,11 @@
 //! What the page shows of the audit log: recent events and whether the chain verifies.
 
-use std::io::{BufRead as _, Read as _};
+use std::io::Read as _;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::audit::verify::{LineEnd, read_line};
 use crate::audit::{AuditEvent, AuditVerifyError, verify_audit_file};
 
 /// Recent audit events, newest last, and the state of their hash chain.
@@ -63,7 +64,7 @@ struct Entry {
 impl AuditView for JsonlAuditView {
     fn snapshot(&self, limit: usize) -> Result<AuditSnapshot, String> {
         // How far to read: the entries, not the zeros a sink may keep reserved past them (up to
-        // a gigabyte) nor a torn tail.
+        // a gigabyte) nor a torn tail; in a broken log, up to its first NUL byte.
         let (verified, chain, entries_end) = match verify_audit_file(&self.path) {
             Ok(tip) => (
                 true,
@@ -87,9 +88,16 @@ impl AuditView for JsonlAuditView {
         if limit == 0 {
             return Ok(AuditSnapshot::new(Vec::new(), verified, chain));
         }
-        for line in std::io::BufReader::new(file.take(entries_end)).lines() {
-            let Ok(line) = line else { break };
-            let Ok(entry) = serde_json::from_str::<Entry>(&line) else {
+        let mut reader = std::io::BufReader::new(file.take(entries_end));
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match read_line(&mut reader, &mut line) {
+                Ok(LineEnd::Newline) => {}
+                Ok(LineEnd::File) if !line.is_empty() => {}
+                Ok(LineEnd::File | LineEnd::Nul) | Err(_) => break,
+            }
+            let Ok(entry) = serde_json::from_slice::<Entry>(&line) else {
                 continue;
             };
             if events.len() == limit {

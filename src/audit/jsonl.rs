@@ -69,11 +69,13 @@ use writer::Inner;
 /// `tail -f` and log shippers, which follow a file by its size, never see the lines written over
 /// them. Read a live log with this crate's readers instead:
 /// [`verify_audit_file`](crate::audit::verify_audit_file) and every reader take the NUL run as
-/// reserved space (no entry holds a NUL byte), and bytes other than NUL among or after it as a
-/// torn tail (a power cut can keep a later block of an unsynced write and lose an earlier one).
+/// reserved space (no entry holds a NUL byte), a line cut short before it as a torn tail, and
+/// complete lines after a NUL byte as a broken log (see
+/// [`verify_audit_file`](crate::audit::verify_audit_file)), which recovery refuses.
 /// Dropping the sink, and opening the log, cut the zeros off: a log let go ends in its last
-/// line. If zeros cannot be written (a full disk, a file size limit), the sink appends meanwhile
-/// and tries again a second later.
+/// line. If zeros cannot be written (a full disk), the sink appends meanwhile and tries again a
+/// second later; after a failed write it writes no more zeros. Under a file size limit
+/// (`ulimit -f`) the zeros reach it before the lines would: reserve nothing there.
 ///
 /// # Recovering a torn tail
 ///

@@ -17,7 +17,7 @@ mod postgres;
 mod salts;
 mod torn;
 pub(crate) mod tree_head;
-mod verify;
+pub(crate) mod verify;
 
 pub use commitment::{ArgumentSalt, ArgumentSaltSyntax, Disclosure};
 pub use jsonl::{AuditOpenError, JsonlAuditSink, RecoveredTail};

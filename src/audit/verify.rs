@@ -183,10 +183,13 @@ pub enum AuditEntryProblem {
 ///   [`AuditVerifyError::TornTail`] — a crash mid-write, not tampering. A bad line followed by
 ///   more lines, or a bad line ending in `\n`, is `Broken`.
 /// - A run of NUL bytes at the end is space a sink reserved ahead of its writes (see
-///   [`JsonlAuditSink`](crate::audit::JsonlAuditSink)), not entries. The first line holding a NUL
-///   byte ends the entries; bytes other than NUL from there on — a line cut short before the
-///   zeros, lines after a block a power cut left unwritten — are a `TornTail` through the last of
-///   them.
+///   [`JsonlAuditSink`](crate::audit::JsonlAuditSink)), not entries. No entry holds a NUL byte: the
+///   first one ends the entries. If no line ends after it, the bytes other than NUL from that
+///   line on — a line cut short before the zeros — are a `TornTail` through the last of them. If
+///   a line ends after it, complete lines follow bytes that are not an entry: `Broken` at the line
+///   holding the NUL, as for any bad line with more after it. (A power cut that kept a later
+///   block of an unsynced write and lost an earlier one reads so too: look before recovering —
+///   recovery refuses a broken log.)
 /// - Cutting whole entries off the end leaves a valid, shorter chain: compare
 ///   [`ChainTip::entries`] and [`ChainTip::last_hash`] with a copy kept elsewhere to detect it.
 ///
@@ -239,9 +242,11 @@ pub(super) struct Scan {
 /// The first line holding a NUL byte ends the entries: no entry contains one (JSON escapes
 /// control characters), and it is what the space a sink reserves ahead of its writes reads as
 /// (see [`JsonlAuditSink`](crate::audit::JsonlAuditSink)). If from there to the end there are only
-/// NUL bytes, that is reserved space and nothing is torn. Anything else there — a line cut short
-/// by a crash, or lines written after a block the crash left unwritten — is a torn tail, up to
-/// its last byte that is not NUL: bytes no sync had made durable, so no call depended on them.
+/// NUL bytes, that is reserved space and nothing is torn. Other bytes there with no line end
+/// among them — a line cut short by a crash — are a torn tail, up to the last byte that is not
+/// NUL. A line end after the NUL is `Broken`: treating complete lines as torn would let a NUL
+/// written into a log's middle turn its later entries into "crash debris" that recovery moves
+/// away.
 pub(super) fn scan(reader: impl Read, path: &Path) -> Result<Scan, AuditVerifyError> {
     let unreadable = |source| AuditVerifyError::Unreadable {
         path: path.to_owned(),
@@ -262,8 +267,13 @@ pub(super) fn scan(reader: impl Read, path: &Path) -> Result<Scan, AuditVerifyEr
             LineEnd::File if read == 0 => return Ok(Scan { tip, torn_bytes: 0 }),
             LineEnd::Nul => {
                 // Not buffered: the zeros a sink reserves can be many megabytes.
-                let torn_bytes = torn_before_reserve(&line, &mut reader).map_err(unreadable)?;
-                return Ok(Scan { tip, torn_bytes });
+                return match torn_before_reserve(&line, &mut reader).map_err(unreadable)? {
+                    Some(torn_bytes) => Ok(Scan { tip, torn_bytes }),
+                    None => Err(AuditVerifyError::Broken {
+                        line: tip.entries + 1,
+                        problem: AuditEntryProblem::NotAnEntry,
+                    }),
+                };
             }
             LineEnd::File => {
                 // The last bytes of the file and not a whole line: only a crash mid-write leaves
@@ -288,7 +298,7 @@ pub(super) fn scan(reader: impl Read, path: &Path) -> Result<Scan, AuditVerifyEr
 }
 
 /// What ended a line [`read_line`] read.
-enum LineEnd {
+pub(crate) enum LineEnd {
     /// Its `\n` (kept in the line).
     Newline,
     /// A NUL byte (left unread): the entries end here.
@@ -299,7 +309,7 @@ enum LineEnd {
 
 /// Appends the next line's bytes to `line`, up to and with its `\n`, or up to a NUL byte or the
 /// end of the file.
-fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<LineEnd> {
+pub(crate) fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<LineEnd> {
     loop {
         let buffer = reader.fill_buf()?;
         if buffer.is_empty() {
@@ -327,23 +337,22 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<LineEn
 
 /// How many bytes from the start of `first` (a line's bytes before a NUL byte) to the end of
 /// `rest` (from that NUL byte on) come before the trailing run of NUL bytes: 0 if they are all
-/// NUL.
-fn torn_before_reserve(first: &[u8], rest: &mut impl BufRead) -> io::Result<u64> {
-    let mut read = 0u64;
-    let mut torn = 0u64;
-    let mut take = |bytes: &[u8]| {
-        if let Some(last) = bytes.iter().rposition(|byte| *byte != 0) {
-            torn = read + last as u64 + 1;
-        }
-        read += bytes.len() as u64;
-    };
-    take(first);
+/// NUL; `None` if a line ends in `rest`.
+fn torn_before_reserve(first: &[u8], rest: &mut impl BufRead) -> io::Result<Option<u64>> {
+    let mut read = first.len() as u64;
+    let mut torn = read;
     loop {
         let chunk = rest.fill_buf()?;
         if chunk.is_empty() {
-            return Ok(torn);
+            return Ok(Some(torn));
         }
-        take(chunk);
+        if chunk.contains(&b'\n') {
+            return Ok(None);
+        }
+        if let Some(last) = chunk.iter().rposition(|byte| *byte != 0) {
+            torn = read + last as u64 + 1;
+        }
+        read += chunk.len() as u64;
         let used = chunk.len();
         rest.consume(used);
     }

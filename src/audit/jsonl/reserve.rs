@@ -26,8 +26,8 @@ pub(super) const MAX_AHEAD: u64 = 1 << 30;
 /// The zeros written at a time, under the files' lock: writers wait for at most one step.
 const STEP: usize = 256 << 10;
 
-/// After a fill fails (a full disk, a file size limit), when to try again: meanwhile the log
-/// appends, which is slower and as safe.
+/// After a fill fails (a full disk), when to try again: meanwhile the log appends, which is
+/// slower and as safe.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 static ZEROS: [u8; STEP] = [0; STEP];
@@ -75,10 +75,13 @@ impl Reserve {
         self.reserved = self.reserved.max(end);
     }
 
-    /// The file was cut back to `len` (a failed write): lines and zeros end there.
+    /// A write failed and the file was cut back to `len` (or tried to be): lines end there, and
+    /// no more zeros are written — they could land over the bytes of a cut that failed, which a
+    /// reopen must find and report.
     pub(super) fn cut_to(&mut self, len: u64) {
         self.end = len;
         self.reserved = len;
+        self.closed = true;
     }
 
     /// Writes the next step of zeros after the file's end, if the zeros ahead are short of
@@ -204,14 +207,31 @@ mod tests {
         write_all_at(&file, &long, 2).unwrap();
         reserve.wrote_through(2 + long.len() as u64);
         assert_eq!(reserve.reserved, reserve.end());
-        reserve.cut_to(2);
-        assert_eq!((reserve.end(), reserve.reserved), (2, 2));
-        file.set_len(2).unwrap();
         assert!(reserve.fill_step(&file));
         assert!(reserve.trim(&file).unwrap());
-        assert_eq!(std::fs::read(&path).unwrap(), b"a\n");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), reserve.end());
         assert!(!reserve.fill_step(&file), "let go: no more zeros");
         assert!(!reserve.trim(&file).unwrap(), "nothing left to cut");
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn after_a_failed_write_is_cut_back_no_zeros_are_written() {
+        let (path, file) = scratch("cut");
+        let mut reserve = Reserve::new(0, 0);
+        reserve.set_ahead(1);
+        write_all_at(&file, b"a\npartial", 0).unwrap();
+        reserve.wrote_through(2);
+        assert!(reserve.fill_step(&file));
+        // The cut of the partial batch failed (or not): either way no zeros land over it.
+        reserve.cut_to(2);
+        assert_eq!((reserve.end(), reserve.reserved), (2, 2));
+        assert!(!reserve.fill_step(&file));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            2 + STEP as u64,
+            "nothing written since"
+        );
         std::fs::remove_file(path).unwrap();
     }
 

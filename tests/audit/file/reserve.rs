@@ -1,7 +1,7 @@
 //! Zeros reserved past the lines: a live sink keeps them ahead and cuts them off when dropped or
-//! reopened; readers take a run of NUL bytes at the end as reserved space, and whatever else
-//! follows the last complete entry — a line cut short, lines after a block a power cut left
-//! unwritten — as a torn tail, never as entries and never as tampering.
+//! reopened; readers take a run of NUL bytes at the end as reserved space, a line cut short
+//! before them as a torn tail, and complete lines after a NUL byte as a broken log — never as
+//! entries, and never as debris recovery may move away.
 
 use std::time::{Duration, Instant};
 
@@ -69,9 +69,12 @@ fn a_line_cut_short_before_the_zeros_is_a_torn_tail_and_only_its_bytes_are_moved
 }
 
 #[test]
-fn lines_after_a_block_left_unwritten_are_a_torn_tail_not_entries_or_tampering() {
-    // A power cut can keep a later page of an unsynced batch and lose an earlier one: lines,
-    // then zeros, then more bytes. Each layout is torn through its last byte that is not NUL.
+fn bytes_after_a_nul_are_torn_until_a_line_ends_there_which_is_broken() {
+    // No entry holds a NUL byte. Bytes after one with no line end are a line cut short (a crash
+    // mid-write, or a power cut that kept a later block of an unsynced write): torn through the
+    // last byte that is not NUL. A line end after one means complete lines follow something that
+    // is not an entry — a NUL written into the middle of a log reads so — and that is `Broken`,
+    // which recovery refuses, never entries moved away as crash debris.
     let file = TempFile::new("reserve-hole");
     write_some_events(&file);
     let whole = file.bytes();
@@ -81,19 +84,19 @@ fn lines_after_a_block_left_unwritten_are_a_torn_tail_not_entries_or_tampering()
         .unwrap()
         + 1;
     let (kept, last) = whole.split_at(cut);
-    let layouts: Vec<(&str, Vec<u8>)> = vec![
-        ("whole line after a hole", [&zeros(4096)[..], last].concat()),
+    let body = &last[..last.len() - 1];
+    let torn: Vec<(&str, Vec<u8>)> = vec![
         (
-            "half a line, a hole, the other half",
-            [&last[..10], &zeros(4096), &last[10..], &zeros(100)].concat(),
+            "a line cut short, zeros",
+            [&body[..10], &zeros(4096)].concat(),
         ),
-        ("one NUL inside the line", {
-            let mut line = last.to_vec();
-            line[5] = 0;
-            line
-        }),
+        (
+            "half a line, a hole, more of it, zeros",
+            [&body[..10], &zeros(4096), &body[10..], &zeros(100)].concat(),
+        ),
+        ("zeros, then bytes", [&zeros(4096), &body[..20]].concat()),
     ];
-    for (name, tail) in layouts {
+    for (name, tail) in torn {
         let mut bytes = kept.to_vec();
         bytes.extend_from_slice(&tail);
         std::fs::write(&file.0, &bytes).unwrap();
@@ -111,12 +114,52 @@ fn lines_after_a_block_left_unwritten_are_a_torn_tail_not_entries_or_tampering()
             other => panic!("{name}: {other:?}"),
         }
     }
-    // A line without NUL bytes that is not the entry expected there is still tampering.
-    let mut bytes = kept.to_vec();
-    bytes.extend_from_slice(&last.to_ascii_uppercase());
-    bytes.extend(zeros(4096));
-    std::fs::write(&file.0, &bytes).unwrap();
-    assert_eq!(verify_audit_file(&file.0).unwrap_err().line(), Some(9));
+    let broken: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "a whole line after a hole",
+            [&zeros(4096)[..], last].concat(),
+        ),
+        (
+            "half a line, a hole, the rest of it",
+            [&last[..10], &zeros(4096), &last[10..], &zeros(100)].concat(),
+        ),
+        ("one NUL inside the line", {
+            let mut line = last.to_vec();
+            line[5] = 0;
+            line
+        }),
+        // A line without NUL bytes that is not the entry expected there, as always.
+        (
+            "an edited line before zeros",
+            [&last.to_ascii_uppercase()[..], &zeros(4096)].concat(),
+        ),
+    ];
+    for (name, tail) in broken {
+        let mut bytes = kept.to_vec();
+        bytes.extend_from_slice(&tail);
+        std::fs::write(&file.0, &bytes).unwrap();
+        assert_eq!(
+            verify_audit_file(&file.0).unwrap_err().line(),
+            Some(9),
+            "{name}"
+        );
+        assert!(
+            matches!(
+                open_waiting(&file.0, true),
+                Err(AuditOpenError::Verify(AuditVerifyError::Broken {
+                    line: 9,
+                    ..
+                }))
+            ),
+            "{name}: recovery refuses"
+        );
+        assert_eq!(file.bytes(), bytes, "{name}: nothing moved");
+    }
+    // In the middle of a log: everything after it is kept, and the log is broken there.
+    let mut middle = whole.clone();
+    middle[cut - 20] = 0;
+    std::fs::write(&file.0, &middle).unwrap();
+    assert_eq!(verify_audit_file(&file.0).unwrap_err().line(), Some(8));
 }
 
 /// Waits until the file is longer than its verified lines; returns whether it became so.

@@ -63,7 +63,7 @@ use writer::Inner;
 /// (in steps of 256 KiB), and lines are written over them. Why: an append changes the file's
 /// size, so its `fdatasync` must also commit that metadata (on ext4, a journal commit); a write
 /// over blocks already written only writes the data. Measured on ext4 here: 10 kB `fdatasync`ed
-/// in 117–217 µs over zeros, 366–554 µs appended; audited calls from 8 threads, about 1.5× as
+/// in 117–217 µs over zeros, 366–554 µs appended; audited calls from 8 threads, 1.5–1.8× as
 /// many (see the guide's figures). The price: while the sink lives, and after a crash until the
 /// log is opened again, the file ends in a run of NUL bytes — `jq` stumbles on them, and
 /// `tail -f` and log shippers, which follow a file by its size, never see the lines written over

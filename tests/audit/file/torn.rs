@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use super::*;
 
-fn torn(file: &TempFile) -> (u64, u64, u64) {
+/// The torn tail `verify_audit_file` reports: valid entries, where the tail starts, its length.
+pub(super) fn torn(file: &TempFile) -> (u64, u64, u64) {
     match verify_audit_file(&file.0) {
         Err(AuditVerifyError::TornTail {
             valid_entries,

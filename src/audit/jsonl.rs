@@ -241,13 +241,12 @@ impl JsonlAuditSink {
                 .and_then(|()| file.sync_all())
                 .map_err(io_error)?;
         }
-        let len = scan.tip.bytes;
         let sync_file = file.try_clone().map_err(io_error)?;
         let salts = salts::open_for_append(path).map_err(|source| AuditOpenError::Io {
             path: salts::salts_path(path),
             source,
         })?;
-        let inner = Arc::new(Inner::new(path, file, len, salts, sync_file, &scan.tip));
+        let inner = Arc::new(Inner::new(path, file, salts, sync_file, &scan.tip));
         group_commit::run_in_background(&inner, "toolgate-audit-sync");
         Ok(Self { recovered, inner })
     }

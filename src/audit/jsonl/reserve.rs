@@ -48,11 +48,12 @@ pub(super) struct Reserve {
 }
 
 impl Reserve {
-    /// The lines of an open log end at `end`; the file is `len` long.
-    pub(super) fn new(end: u64, len: u64) -> Self {
+    /// The lines of an open log, and the file, end at `end` (a sink opens a log cut back to its
+    /// last line).
+    pub(super) fn new(end: u64) -> Self {
         Self {
             end,
-            reserved: len.max(end),
+            reserved: end,
             ahead: 0,
             closed: false,
             retry_at: None,
@@ -178,7 +179,7 @@ mod tests {
     fn fills_in_steps_up_to_what_is_asked_and_never_past_a_gigabyte() {
         let (path, file) = scratch("steps");
         write_all_at(&file, b"line\n", 0).unwrap();
-        let mut reserve = Reserve::new(5, 5);
+        let mut reserve = Reserve::new(5);
         assert!(!reserve.fill_step(&file), "nothing asked: nothing filled");
         reserve.set_ahead(STEP as u64 + 1);
         assert!(reserve.fill_step(&file));
@@ -196,7 +197,7 @@ mod tests {
     #[test]
     fn lines_past_the_zeros_move_the_end_and_a_trim_cuts_back_to_the_lines() {
         let (path, file) = scratch("trim");
-        let mut reserve = Reserve::new(0, 0);
+        let mut reserve = Reserve::new(0);
         reserve.set_ahead(1);
         assert!(reserve.fill_step(&file));
         write_all_at(&file, b"a\n", 0).unwrap();
@@ -218,7 +219,7 @@ mod tests {
     #[test]
     fn after_a_failed_write_is_cut_back_no_zeros_are_written() {
         let (path, file) = scratch("cut");
-        let mut reserve = Reserve::new(0, 0);
+        let mut reserve = Reserve::new(0);
         reserve.set_ahead(1);
         write_all_at(&file, b"a\npartial", 0).unwrap();
         reserve.wrote_through(2);
@@ -239,7 +240,7 @@ mod tests {
     fn a_fill_that_fails_is_not_tried_again_for_a_while() {
         let (path, _) = scratch("fails");
         let read_only = File::open(&path).unwrap();
-        let mut reserve = Reserve::new(0, 0);
+        let mut reserve = Reserve::new(0);
         reserve.set_ahead(1);
         assert!(!reserve.fill_step(&read_only));
         assert!(reserve.retry_at.is_some());

@@ -87,12 +87,11 @@ struct Chain {
 }
 
 impl Inner {
-    /// A writer for the log `file` (locked, `len` bytes long, its lines ending at `tip.bytes`
-    /// with entry `tip.entries - 1`) and its salts file.
+    /// A writer for the log `file` (locked, ending in its last line at `tip.bytes`, entry
+    /// `tip.entries - 1`) and its salts file.
     pub(super) fn new(
         path: &Path,
         log: File,
-        len: u64,
         salts: File,
         sync_file: File,
         tip: &verify::ChainTip,
@@ -113,7 +112,7 @@ impl Inner {
             files: Mutex::new(Files {
                 log,
                 salts,
-                reserve: Reserve::new(tip.bytes, len),
+                reserve: Reserve::new(tip.bytes),
             }),
             group: GroupCommit::gathering(),
             sync_file,

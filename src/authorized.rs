@@ -5,19 +5,26 @@ use std::ops::Deref;
 
 use crate::approvals::Approval;
 use crate::contract::ToolResult;
-use crate::policy::{Policy, PolicyAction, PolicyDecision, Reason};
+use crate::policy::{ApproverRefusal, Policy, PolicyAction, PolicyDecision, Reason, admitted_by_all};
 use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
 
 /// Proof that `T` passed a policy's `Allow` or a consumed one-time approval.
 ///
 /// # Guarantees
 ///
-/// - Built only here, by [`Authorized::by_policy`] when the policy allows and by
-///   [`Authorized::by_approval`] when a consumed approval's call re-prepared and the current policy
-///   did not deny it (G2). The field is private; there is no `new`, `From`, `Default` or
-///   `Deserialize` (`ui-tests/forge_authorized_literal.rs`,
-///   `ui-tests/forge_authorized_constructor.rs`, `ui-tests/default_authorized.rs`,
-///   `ui-tests/deserialize_authorized.rs`).
+/// - Built only here, by four functions (G2):
+///   - [`Authorized::by_policy`], when the policy allows;
+///   - [`Authorized::by_approval`], when a consumed approval's call re-prepared, the current
+///     policy did not deny it, and whoever answered is admitted by the approvers the request was
+///     held for and by those the current policy names (four eyes included) — every check runs
+///     before the proof is built;
+///   - two crate-internal fast paths of the controller, `if_allowed` and `by_decision`, on
+///   `Allow` only, and only with a `GateWitness`: the one type that implements it is the
+///   controller's `Judged`, which no code outside the controller module can build.
+///
+///   The field is private; there is no `new`, `From`, `Default` or `Deserialize`
+///   (`ui-tests/forge_authorized_literal.rs`, `ui-tests/forge_authorized_constructor.rs`,
+///   `ui-tests/default_authorized.rs`, `ui-tests/deserialize_authorized.rs`).
 /// - Linear: not `Clone` or `Copy`, and [`ToolRuntime::execute`] takes it by value, so one
 ///   authorization runs at most once (G3; `ui-tests/clone_authorized.rs`,
 ///   `ui-tests/execute_authorized_twice.rs`).
@@ -69,6 +76,12 @@ impl<T: fmt::Debug> fmt::Debug for Authorized<T> {
         f.debug_tuple("Authorized").field(&self.inner).finish()
     }
 }
+
+/// The controller's word that an action or decision handed to a fast path is the one the policy
+/// in force took for the call (counted against its limits). Implemented once, by the controller's
+/// `Judged`, whose field only the controller module can fill; declared here so this file needs
+/// nothing from the controller.
+pub(crate) trait GateWitness {}
 
 /// What a policy decided for a prepared call.
 #[derive(Debug)]
@@ -141,6 +154,17 @@ pub enum ApprovalOutcome {
     /// The call no longer prepares (the tool is gone, or the edited or unchanged arguments do not
     /// validate against the current schema).
     Invalid(Rejection),
+    /// Whoever answered is not admitted by the approvers the request was held for, or by those
+    /// the current policy names for the call (a reload named approvers or four eyes since the call
+    /// was held): nothing runs, and the approval is spent.
+    NotAnApprover {
+        /// The call, re-prepared but not authorized.
+        prepared: PreparedToolCall,
+        /// The current policy's decision, naming the approvers it needs.
+        decision: PolicyDecision,
+        /// Why the answer does not count.
+        refusal: ApproverRefusal,
+    },
 }
 
 /// Why an approval no longer covers its call.
@@ -184,8 +208,21 @@ impl ApprovalOutcome {
                 Err(ToolResult::error(call_id, staleness.message()))
             }
             Self::Invalid(rejection) => Err(rejection.into_result()),
+            Self::NotAnApprover {
+                prepared, refusal, ..
+            } => Err(ToolResult::error(
+                prepared.into_call().call_id,
+                not_an_approver_message(&refusal),
+            )),
         }
     }
+}
+
+/// What the model is told when the answer's approver does not satisfy the approvers in force.
+pub(crate) fn not_an_approver_message(refusal: &ApproverRefusal) -> String {
+    format!(
+        "denied: the approvers this call needs did not answer it ({refusal}); it did not run"
+    )
 }
 
 impl Authorized<PreparedToolCall> {
@@ -204,19 +241,20 @@ impl Authorized<PreparedToolCall> {
     pub fn by_policy<P: Policy + ?Sized>(policy: &P, prepared: PreparedToolCall) -> PolicyOutcome {
         let decision = policy.decide(&prepared);
         let decision = uncounted(policy, &prepared, decision);
-        Self::by_decision(decision, prepared)
+        Self::outcome_of(decision, prepared)
     }
 
-    /// The policy path for a decision already taken for `prepared` — by the controller's policy,
-    /// or, where that policy left the call undecided, by its async check. Crate-internal: outside
-    /// this crate a decision can only reach `Authorized` through [`by_policy`](Self::by_policy).
-    /// The proof for `prepared` when the action decided for it is `Allow`, else `prepared` back
-    /// for [`by_decision`](Self::by_decision): the allow path's form, which only reads the
-    /// decision (moving it in and out of a [`PolicyOutcome`] cost tens of instructions per call).
+    /// The controller's fast path: the proof for `prepared` when the action the controller
+    /// decided for it is `Allow`, else `prepared` back for [`by_decision`](Self::by_decision).
+    /// Only the controller can call it: its [`GateWitness`] is its word that `action` is what the policy in
+    /// force decided (its table's answer, or the counted decision of the policy or its async
+    /// check). The allow path only reads the action (moving a decision in and out of a
+    /// [`PolicyOutcome`] cost tens of instructions per call).
     #[inline(always)]
     pub(crate) fn if_allowed(
         action: PolicyAction,
         prepared: PreparedToolCall,
+        _judged: impl GateWitness,
     ) -> Result<Self, PreparedToolCall> {
         match action {
             PolicyAction::Allow => Ok(Self { inner: prepared }),
@@ -224,10 +262,19 @@ impl Authorized<PreparedToolCall> {
         }
     }
 
+    /// The policy path for a decision the controller already took for `prepared` (by its policy,
+    /// or by its async check where the policy left the call undecided, and counted). Only the
+    /// controller can call it ([`GateWitness`]); outside the controller a decision reaches
+    /// `Authorized` only through [`by_policy`](Self::by_policy).
     pub(crate) fn by_decision(
         decision: PolicyDecision,
         prepared: PreparedToolCall,
+        _judged: impl GateWitness,
     ) -> PolicyOutcome {
+        Self::outcome_of(decision, prepared)
+    }
+
+    fn outcome_of(decision: PolicyDecision, prepared: PreparedToolCall) -> PolicyOutcome {
         match decision.action {
             PolicyAction::Allow => PolicyOutcome::Allowed {
                 authorized: Self { inner: prepared },
@@ -278,7 +325,7 @@ impl Authorized<PreparedToolCall> {
         policy: &P,
         approval: Approval,
     ) -> ApprovalOutcome {
-        let (request, edited_arguments) = approval.into_parts();
+        let (request, edited_arguments, approver) = approval.into_parts();
         let current = runtime.registry().resolve(&request.call.tool_name);
         // The digest is recomputed from the stored request either way; a current definition with
         // the recorded name and digest holds the hasher state after them, which is the state
@@ -310,12 +357,27 @@ impl Authorized<PreparedToolCall> {
         };
         let decision = policy.decide(&prepared);
         let decision = uncounted(policy, &prepared, decision);
-        match decision.action {
-            PolicyAction::Allow | PolicyAction::Ask => ApprovalOutcome::Allowed {
+        if decision.action == PolicyAction::Deny {
+            return ApprovalOutcome::Denied { prepared, decision };
+        }
+        // The last check before the proof: whoever answered must be admitted by the approvers the
+        // request was held for and by those the policy in force names now (a reload may have
+        // named approvers, or four eyes, since the call was held).
+        let admitted = admitted_by_all(
+            request.approvers.iter().chain(&decision.approvers).map(|a| &**a),
+            approver.as_ref(),
+            prepared.call().principal.as_deref(),
+        );
+        match admitted {
+            Ok(()) => ApprovalOutcome::Allowed {
                 authorized: Self { inner: prepared },
                 decision,
             },
-            PolicyAction::Deny => ApprovalOutcome::Denied { prepared, decision },
+            Err(refusal) => ApprovalOutcome::NotAnApprover {
+                prepared,
+                decision,
+                refusal,
+            },
         }
     }
 }

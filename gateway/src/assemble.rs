@@ -160,7 +160,7 @@ pub fn controller(
                     )
                 })
             }) {
-                Ok(sink) => inner = Some(Box::new(OffRuntime(sink))),
+                Ok(sink) => inner = Some(Box::new(OffRuntime::new(sink))),
                 Err(problem) => problems.push(problem),
             }
         }
@@ -212,7 +212,7 @@ pub fn controller(
                 )
             })
         }) {
-            Ok(counters) => controller = controller.with_rate_counters(OffRuntime(counters)),
+            Ok(counters) => controller = controller.with_rate_counters(OffRuntime::new(counters)),
             Err(problem) => problems.push(problem),
         }
     }
@@ -248,7 +248,7 @@ pub fn approval_store(config: &Config) -> Result<Option<Arc<dyn ApprovalStore>>,
         ApprovalStoreConfig::Postgres { url_env } => {
             env_value(config, "approvals.postgres_url_env", url_env).and_then(|url| {
                 off_runtime(|| PostgresApprovalStore::connect(&url))
-                    .map(|store| Some(Arc::new(OffRuntime(store)) as Arc<dyn ApprovalStore>))
+                    .map(|store| Some(Arc::new(OffRuntime::new(store)) as Arc<dyn ApprovalStore>))
                     .map_err(|error| {
                         format!(
                             "{}: approvals.postgres_url_env: ${url_env}: {error}",

@@ -46,7 +46,9 @@ pub fn router(config: &Config, controller: Arc<ToolController>) -> Option<Router
         Some(AuditTarget::Postgres { url_env }) => {
             // A connection of the view's own; the page works without it (and says so).
             let view = std::env::var(url_env).ok().and_then(|url| {
-                crate::blocking::off_runtime(|| PostgresAuditSink::connect(&url)).ok()
+                crate::blocking::off_runtime(|| PostgresAuditSink::connect(&url))
+                    .ok()
+                    .map(crate::blocking::OffRuntime::new)
             });
             match view {
                 Some(view) => page = page.with_audit(view),

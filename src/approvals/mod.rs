@@ -345,6 +345,8 @@ impl ApprovalLimits {
 pub struct Approval {
     request: ApprovalRequest,
     edited_arguments: Option<serde_json::Value>,
+    // Who answered: `by_approval` checks them against the approvers the policy in force names.
+    approver: Option<crate::Principal>,
 }
 
 /// The request prints as its own `Debug` does (arguments redacted); edited arguments never print.
@@ -355,6 +357,10 @@ impl fmt::Debug for Approval {
             .field(
                 "edited_arguments",
                 &self.edited_arguments.as_ref().map(|_| Redacted),
+            )
+            .field(
+                "approver",
+                &self.approver.as_ref().map(|approver| approver.id.as_str()),
             )
             .finish()
     }
@@ -371,8 +377,19 @@ impl Approval {
         self.edited_arguments.as_ref()
     }
 
-    pub(crate) fn into_parts(self) -> (ApprovalRequest, Option<serde_json::Value>) {
-        (self.request, self.edited_arguments)
+    /// Who answered, as the answer named them.
+    pub fn approver(&self) -> Option<&crate::Principal> {
+        self.approver.as_ref()
+    }
+
+    pub(crate) fn into_parts(
+        self,
+    ) -> (
+        ApprovalRequest,
+        Option<serde_json::Value>,
+        Option<crate::Principal>,
+    ) {
+        (self.request, self.edited_arguments, self.approver)
     }
 }
 

@@ -215,6 +215,7 @@ impl PendingApprovals {
             Verdict::Approve => Answered::Approved(Approval {
                 request,
                 edited_arguments: response.edited_arguments,
+                approver: response.approver,
             }),
             Verdict::Reject => Answered::Rejected(request),
         })

@@ -12,6 +12,15 @@ mod observe;
 mod recording;
 mod steps;
 
+/// The controller's word that the action or decision it hands to `Authorized`'s fast paths
+/// (`if_allowed`, `by_decision`) is the one the policy in force took for the call, counted
+/// against its limits. Its field is private to this module, so nothing else in the crate can
+/// build one and reach those paths with an action of its own. Zero-sized: it costs nothing on the
+/// hot path.
+struct Judged(());
+
+impl crate::authorized::GateWitness for Judged {}
+
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};

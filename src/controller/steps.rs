@@ -200,7 +200,7 @@ impl ToolController {
         prepared: PreparedToolCall,
     ) -> Result<Authorized<PreparedToolCall>, PreparedToolCall> {
         if self.audit.is_none() && gate.allows_by_name(&prepared) {
-            return Authorized::if_allowed(PolicyAction::Allow, prepared);
+            return Authorized::if_allowed(PolicyAction::Allow, prepared, super::Judged(()));
         }
         Err(prepared)
     }
@@ -273,7 +273,7 @@ impl ToolController {
         // The allow path without a sink: the decision is only read. Everything else (a sink to
         // tell, a call to hold or deny) takes the general path below.
         if self.audit.is_none() {
-            match Authorized::if_allowed(decision.action, prepared) {
+            match Authorized::if_allowed(decision.action, prepared, super::Judged(())) {
                 Ok(authorized) => return Ok(authorized),
                 Err(prepared) => return self.gate_decided(prepared, subject, decision),
             }
@@ -293,7 +293,7 @@ impl ToolController {
         subject: &Option<AuditSubject>,
         decision: PolicyDecision,
     ) -> Result<Authorized<PreparedToolCall>, Outcome> {
-        let decided = Authorized::by_decision(decision, prepared);
+        let decided = Authorized::by_decision(decision, prepared, super::Judged(()));
         Err(match decided {
             PolicyOutcome::Allowed {
                 authorized,
@@ -426,27 +426,6 @@ impl ToolController {
                 authorized,
                 decision,
             } => {
-                // The policy in force may have named approvers since the call was held: the
-                // answer must satisfy them too, or nothing runs.
-                let refusal = crate::policy::admitted_by_all(
-                    decision.approvers.iter().map(|approvers| &**approvers),
-                    answer.approver,
-                    authorized.call().principal.as_deref(),
-                );
-                if let Err(refusal) = refusal {
-                    let message = format!(
-                        "denied: the policy now names other approvers for this call ({refusal}); it did not run"
-                    );
-                    let _ = self.record_deferred(&subject, |s| AuditEvent {
-                        action: Some(PolicyAction::Deny),
-                        reason: Some(message.clone()),
-                        rule_id: decision.rule_id.clone(),
-                        policy_digest: decision.policy_digest.clone(),
-                        layer: decision.layer.clone(),
-                        ..s.event(AuditKind::Decision)
-                    });
-                    return Step::Done(ToolResult::error(authorized.call_id(), message));
-                }
                 if let Err(error) = self.record(&subject, |s| s.decision(&decision)) {
                     return Step::Done(unrecorded(authorized.call_id().to_owned(), &error));
                 }
@@ -455,6 +434,22 @@ impl ToolController {
             ApprovalOutcome::Denied { prepared, decision } => {
                 let _ = self.record_deferred(&subject, |s| s.decision(&decision));
                 Step::Done(denied_after_approval(prepared, decision))
+            }
+            ApprovalOutcome::NotAnApprover {
+                prepared,
+                decision,
+                refusal,
+            } => {
+                let message = crate::authorized::not_an_approver_message(&refusal);
+                let _ = self.record_deferred(&subject, |s| AuditEvent {
+                    action: Some(PolicyAction::Deny),
+                    reason: Some(message.clone()),
+                    rule_id: decision.rule_id.clone(),
+                    policy_digest: decision.policy_digest.clone(),
+                    layer: decision.layer.clone(),
+                    ..s.event(AuditKind::Decision)
+                });
+                Step::Done(ToolResult::error(prepared.into_call().call_id, message))
             }
             ApprovalOutcome::Stale { call_id, staleness } => {
                 let _ = self.record_deferred(&subject, |s| AuditEvent {

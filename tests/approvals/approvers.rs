@@ -335,3 +335,85 @@ fn a_note_is_kept_whole_up_to_2000_characters_with_hidden_characters_shown() {
         &notes[1][3_990..]
     );
 }
+
+/// The library's own approval path, without a controller: `Authorized::by_approval` builds no
+/// proof for an answer the approvers in force do not admit — those the request was held for and
+/// those the policy now names — so a caller that holds calls through a bare `PendingApprovals`
+/// cannot skip the approver check the policy asks for.
+#[test]
+fn by_approval_mints_no_proof_for_an_answer_the_policy_in_force_does_not_admit() {
+    use toolgate::approvals::{Answered, ApprovalOutcome, PendingApprovals};
+    let runs = Arc::default();
+    let registry = registry([counted(
+        "deploy",
+        json!({"type": "object", "properties": {"env": {"type": "string"}}}),
+        &runs,
+    )]);
+    let runtime = ToolRuntime::new(registry);
+    let policy = RulePolicy::from_json(POLICY, runtime.registry()).unwrap();
+    let bob = Principal::new("bob", ["security"]);
+    let eve = Principal::new("eve", ["dev"]);
+    // (who answered, what the re-decision must say): the request names no approvers (held
+    // through `request`, not `request_for`), so every answer takes it; the policy decides.
+    let cases: [(Option<Principal>, Option<&str>); 4] = [
+        (None, Some("identified approver")),
+        (Some(eve.clone()), Some("not among the approvers")),
+        (Some(alice()), Some("four eyes")),
+        (Some(bob.clone()), None),
+    ];
+    for (approver, refused) in cases {
+        let pending = PendingApprovals::new();
+        let mut call = ToolCall::new("c1", "deploy", json!({"env": "prod"}));
+        call.principal = Some(Arc::new(alice()));
+        let prepared = runtime.prepare(call).unwrap();
+        let request = pending
+            .request(prepared, Reason::new("confirm").unwrap())
+            .unwrap();
+        let mut response = ApprovalResponse::approve(request.approval_id);
+        if let Some(approver) = approver.clone() {
+            response = response.by_principal(approver);
+        }
+        let Answered::Approved(approval) = pending.answer(response).unwrap() else {
+            panic!("the request names no approvers: any answer takes it");
+        };
+        assert_eq!(approval.approver(), approver.as_ref());
+        let outcome = Authorized::by_approval(&runtime, &policy, approval);
+        match (refused, outcome) {
+            (None, ApprovalOutcome::Allowed { authorized, .. }) => {
+                assert!(!runtime.execute(authorized).is_error);
+            }
+            (Some(why), ApprovalOutcome::NotAnApprover { refusal, .. }) => {
+                assert!(refusal.to_string().contains(why), "{approver:?}: {refusal}");
+            }
+            (expected, other) => panic!("{approver:?}: expected {expected:?}, got {other:?}"),
+        }
+        // Spent either way: a second answer finds nothing.
+        assert!(
+            pending
+                .answer(ApprovalResponse::approve(request.approval_id))
+                .is_err()
+        );
+    }
+    assert_eq!(run_count(&runs), 1, "only bob's answer ran the call");
+
+    // What the model reads for a refused answer names why, and says nothing ran.
+    let pending = PendingApprovals::new();
+    let mut call = ToolCall::new("c2", "deploy", json!({"env": "prod"}));
+    call.principal = Some(Arc::new(alice()));
+    let request = pending
+        .request(runtime.prepare(call).unwrap(), Reason::new("confirm").unwrap())
+        .unwrap();
+    let Answered::Approved(approval) = pending
+        .answer(ApprovalResponse::approve(request.approval_id).by_principal(eve))
+        .unwrap()
+    else {
+        panic!("taken");
+    };
+    let result = Authorized::by_approval(&runtime, &policy, approval)
+        .into_authorized()
+        .unwrap_err();
+    assert_eq!(result.call_id, "c2");
+    assert!(result.is_error);
+    assert!(result.content.contains("did not run"), "{}", result.content);
+    assert_eq!(run_count(&runs), 1);
+}

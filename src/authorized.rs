@@ -5,7 +5,9 @@ use std::ops::Deref;
 
 use crate::approvals::Approval;
 use crate::contract::ToolResult;
-use crate::policy::{ApproverRefusal, Policy, PolicyAction, PolicyDecision, Reason, admitted_by_all};
+use crate::policy::{
+    ApproverRefusal, Policy, PolicyAction, PolicyDecision, Reason, admitted_by_all,
+};
 use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
 
 /// Proof that `T` passed a policy's `Allow` or a consumed one-time approval.
@@ -220,9 +222,7 @@ impl ApprovalOutcome {
 
 /// What the model is told when the answer's approver does not satisfy the approvers in force.
 pub(crate) fn not_an_approver_message(refusal: &ApproverRefusal) -> String {
-    format!(
-        "denied: the approvers this call needs did not answer it ({refusal}); it did not run"
-    )
+    format!("denied: the approvers this call needs did not answer it ({refusal}); it did not run")
 }
 
 impl Authorized<PreparedToolCall> {
@@ -364,7 +364,11 @@ impl Authorized<PreparedToolCall> {
         // request was held for and by those the policy in force names now (a reload may have
         // named approvers, or four eyes, since the call was held).
         let admitted = admitted_by_all(
-            request.approvers.iter().chain(&decision.approvers).map(|a| &**a),
+            request
+                .approvers
+                .iter()
+                .chain(&decision.approvers)
+                .map(|a| &**a),
             approver.as_ref(),
             prepared.call().principal.as_deref(),
         );

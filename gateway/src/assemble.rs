@@ -201,9 +201,10 @@ pub fn controller(
         inner,
     });
     controller = controller.with_approval_store(store);
-    if let Some(url_env) = &config.rate_counters_postgres_url_env {
-        // Every instance of one config counts together; another config's limits apart.
-        let session = format!("toolgate-gateway:{}", config.file.display());
+    if let Some(shared) = &config.shared_counters {
+        // Every instance of one named deployment counts together; any other deployment apart.
+        let url_env = &shared.url_env;
+        let session = format!("toolgate-gateway:deployment:{}", shared.deployment);
         match env_value(config, "rate_limits.postgres_url_env", url_env).and_then(|url| {
             off_runtime(|| PostgresRateCounters::connect(&url, session)).map_err(|error| {
                 format!(

@@ -82,7 +82,10 @@ impl<T: ApprovalStore> ApprovalStore for OffRuntime<T> {
         max_pending: usize,
         now_ms: u64,
     ) -> Result<(), ApprovalError> {
-        off_runtime(|| self.inner().insert(request, expires_ms, max_pending, now_ms))
+        off_runtime(|| {
+            self.inner()
+                .insert(request, expires_ms, max_pending, now_ms)
+        })
     }
 
     fn take(

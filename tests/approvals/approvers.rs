@@ -401,7 +401,10 @@ fn by_approval_mints_no_proof_for_an_answer_the_policy_in_force_does_not_admit()
     let mut call = ToolCall::new("c2", "deploy", json!({"env": "prod"}));
     call.principal = Some(Arc::new(alice()));
     let request = pending
-        .request(runtime.prepare(call).unwrap(), Reason::new("confirm").unwrap())
+        .request(
+            runtime.prepare(call).unwrap(),
+            Reason::new("confirm").unwrap(),
+        )
         .unwrap();
     let Answered::Approved(approval) = pending
         .answer(ApprovalResponse::approve(request.approval_id).by_principal(eve))

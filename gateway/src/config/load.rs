@@ -398,6 +398,9 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
             secure_cookies: page_secure_cookies.unwrap_or(false),
         }),
     };
+    let shared_counters = shared_counters(file.rate_limits, &mut |key, message| {
+        problems.push(error(key.to_owned(), message));
+    });
 
     if !problems.is_empty() {
         return Err(problems);
@@ -426,8 +429,58 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         jwt,
         pins: Some(crate::pins::path_for(path)),
         state_key,
-        rate_counters_postgres_url_env: file.rate_limits.postgres_url_env,
+        shared_counters,
     })
+}
+
+/// The longest deployment name: a label, not a document.
+const MAX_DEPLOYMENT_CHARS: usize = 64;
+
+/// `[rate_limits]`: counters in PostgreSQL are keyed by the deployment the operator names, never by
+/// the config file's path (instances of one deployment have files of their own, each naming its
+/// own port; unrelated deployments on one database may have files of the same name).
+fn shared_counters(
+    section: super::RateLimitsSection,
+    problem: &mut dyn FnMut(&str, String),
+) -> Option<super::SharedCounters> {
+    match (section.postgres_url_env, section.deployment) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            problem(
+                "rate_limits.deployment",
+                "names whose counters are shared in PostgreSQL, but `postgres_url_env` is not set"
+                    .to_owned(),
+            );
+            None
+        }
+        (Some(_), None) => {
+            problem(
+                "rate_limits.deployment",
+                "is required with `postgres_url_env`: name the deployment whose instances count together (e.g. \"payments-prod\"); instances with the same name share counters, every other name counts apart".to_owned(),
+            );
+            None
+        }
+        (Some(url_env), Some(deployment)) => {
+            let valid = !deployment.is_empty()
+                && deployment.chars().count() <= MAX_DEPLOYMENT_CHARS
+                && deployment
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            if !valid {
+                problem(
+                    "rate_limits.deployment",
+                    format!(
+                        "must be 1 to {MAX_DEPLOYMENT_CHARS} characters of A-Z, a-z, 0-9, '-', '_' and '.'"
+                    ),
+                );
+                return None;
+            }
+            Some(super::SharedCounters {
+                url_env,
+                deployment,
+            })
+        }
+    }
 }
 
 /// `message`, with the line and column `span` starts at, when known.

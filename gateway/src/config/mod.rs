@@ -62,9 +62,19 @@ pub struct Config {
     pub pins: Option<PathBuf>,
     /// Where the request-state keys come from.
     pub state_key: StateKeySource,
-    /// The environment variable holding the PostgreSQL URL for shared rate-limit counters, if
-    /// any (otherwise each instance counts alone, in memory).
-    pub rate_counters_postgres_url_env: Option<String>,
+    /// Rate-limit counters shared by instances in PostgreSQL, if configured (otherwise each
+    /// instance counts alone, in memory).
+    pub shared_counters: Option<SharedCounters>,
+}
+
+/// `[rate_limits]` with PostgreSQL: where the counters are and whose they are.
+#[derive(Debug, Clone)]
+pub struct SharedCounters {
+    /// The environment variable holding the PostgreSQL URL.
+    pub url_env: String,
+    /// The deployment the operator named: instances with the same name count together, others
+    /// apart, whatever their config files are called.
+    pub deployment: String,
 }
 
 /// Where the gateway listens.
@@ -319,6 +329,7 @@ struct GatewaySection {
 #[serde(deny_unknown_fields)]
 struct RateLimitsSection {
     postgres_url_env: Option<String>,
+    deployment: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -416,7 +427,7 @@ impl Config {
             jwt: None,
             pins: None,
             state_key: StateKeySource::PerProcess,
-            rate_counters_postgres_url_env: None,
+            shared_counters: None,
         }
     }
 }

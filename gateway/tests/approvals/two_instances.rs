@@ -1,6 +1,7 @@
 //! Two real gateway processes behind one "load balancer" (the client picks), sharing one
 //! PostgreSQL server for approvals, audit and rate limits, and one request-state key: an
-//! approval held through one is answered through the other and runs once. Checks in
+//! approval held through one is answered through the other and runs once, and a rate limit is
+//! counted across both although each has a config file of its own. Checks in
 //! `tests/mcp/two_instances.py` (the official Python SDK).
 //!
 //! Needs `TOOLGATE_PG_URL` (`.ci/postgres`) and `TOOLGATE_MCP_PYTHON`; with `CI` set a missing
@@ -43,18 +44,29 @@ fn an_approval_held_by_one_instance_is_answered_through_another_and_runs_once() 
     };
     let Some(python) = python() else { return };
     let work = Work::new("two-instances");
+    // Stopped by the test (SIGTERM), or killed on the way out if an assertion failed first.
     let mut instances = Vec::new();
     let mut urls = Vec::new();
+    // Counters live in the database for their window: a name of this run's own, so a second run
+    // against the same server starts from zero.
+    let deployment = format!(
+        "two-instances-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_nanos()
+    );
     for index in 0..2 {
         let port = free_port();
         let extra = format!(
             "[gateway]\nstate_key_env = \"TOOLGATE_TEST_STATE_KEY\"\n\
              [audit]\npostgres_url_env = \"TOOLGATE_PG_URL\"\n\
              [approvals]\nstore = \"postgres\"\npostgres_url_env = \"TOOLGATE_PG_URL\"\n\
-             [rate_limits]\npostgres_url_env = \"TOOLGATE_PG_URL\"\n\
+             [rate_limits]\npostgres_url_env = \"TOOLGATE_PG_URL\"\ndeployment = \"{deployment}\"\n\
              [listen]\nhttp = \"127.0.0.1:{port}\"\n\
              [[clients]]\nid = \"alice\"\napi_key_sha256 = \"{}\"\n",
-            sha256(KEY)
+            sha256(KEY),
         );
         let config = work.hostile_config("serve", &extra);
         let config = std::fs::rename(&config, work.path(&format!("gateway{index}.toml")))
@@ -62,7 +74,10 @@ fn an_approval_held_by_one_instance_is_answered_through_another_and_runs_once() 
             .expect("rename");
         work.write(
             "policy.json",
-            r#"{"rules": [{"id": "write", "tool": "h__write", "action": "ask", "reason": "a person confirms writes"}]}"#,
+            r#"{"rules": [{"id": "write", "tool": "h__write", "action": "ask", "reason": "a person confirms writes"},
+                          {"id": "echo", "tool": "h__echo", "action": "allow", "reason": "harmless"}],
+                "limits": [{"id": "echoes", "tool": "h__echo", "max": 5, "per": "hour", "over": "deny",
+                            "reason": "at most 5 echoes an hour, counted across instances"}]}"#,
         );
         let child = Command::new(GATEWAY)
             .args(["serve", "--config"])
@@ -90,5 +105,74 @@ fn an_approval_held_by_one_instance_is_answered_through_another_and_runs_once() 
     let (stdout, stderr) = text(&output);
     println!("{stdout}");
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("5 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("6 passed, 0 failed"), "{stdout}");
+    the_approvals_cli_answers_on_postgres_and_exits_as_documented(&work, &pg);
+    // A serving gateway on PostgreSQL (approvals, audit, counters) stops on SIGTERM with exit 0:
+    // its blocking clients are dropped off the async runtime, never inside it (exit 101 before).
+    for Killed(child) in &mut instances {
+        let stopped = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(stopped.success());
+    }
+    for Killed(child) in &mut instances {
+        let status = child.wait().expect("the gateway ends");
+        assert_eq!(status.code(), Some(0), "SIGTERM: {status:?}");
+    }
+}
+
+/// `approvals list | show | approve | reject` with `store = "postgres"`: each exits 0 or 1 as
+/// documented and never 101 (a panic: the PostgreSQL client was dropped inside the runtime), on
+/// the success path and on every refusal path.
+fn the_approvals_cli_answers_on_postgres_and_exits_as_documented(work: &Work, pg: &str) {
+    let config = work.path("gateway0.toml");
+    let run = |args: &[&str]| {
+        let output = Command::new(GATEWAY)
+            .args(args)
+            .arg("--config")
+            .arg(&config)
+            .env("TOOLGATE_PG_URL", pg)
+            .env("TOOLGATE_TEST_KEY", KEY)
+            .env(
+                "TOOLGATE_TEST_STATE_KEY",
+                "0123456789abcdef0123456789abcdef-shared",
+            )
+            .stdin(Stdio::null())
+            .output()
+            .expect("the gateway runs");
+        let (stdout, stderr) = text(&output);
+        (output.status.code(), format!("{stdout}\n{stderr}"))
+    };
+    let (code, output) = run(&["approvals", "list"]);
+    assert_eq!(code, Some(0), "list: {output}");
+    let unknown = "00000000000000000000000000000000";
+    for args in [
+        ["approvals", "show", unknown].as_slice(),
+        &[
+            "approvals",
+            "approve",
+            unknown,
+            "--key-env",
+            "TOOLGATE_TEST_KEY",
+        ],
+        &[
+            "approvals",
+            "reject",
+            unknown,
+            "--key-env",
+            "TOOLGATE_TEST_KEY",
+        ],
+        &[
+            "approvals",
+            "approve",
+            unknown,
+            "--key-env",
+            "NO_SUCH_VARIABLE",
+        ],
+    ] {
+        let (code, output) = run(args);
+        assert_eq!(code, Some(1), "{args:?}: {output}");
+        assert!(!output.contains("panicked"), "{args:?}: {output}");
+    }
 }

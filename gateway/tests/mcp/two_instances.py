@@ -1,5 +1,6 @@
 """Two gateway instances sharing PostgreSQL, as a load balancer would use them: an approval held
-through instance 1 is answered through instance 2, and runs once.
+through instance 1 is answered through instance 2, and runs once; a rate limit counts the calls of
+both instances together.
 
 usage: two_instances.py URL1 URL2 KEY WORK_DIR
 
@@ -70,6 +71,13 @@ async def main() -> None:
         check("four racing answers through both instances run it once",
               sum(not result.is_error for result in both) == 1 and writes() == 2,
               [result.is_error for result in both])
+        # A limit of 5 an hour, counted by the deployment both name (their config files differ):
+        # 8 calls, 4 through each, and exactly 5 run.
+        echoes = [await session.call_tool("h__echo", {"text": str(i)})
+                  for i in range(4) for session in (one.session, two.session)]
+        check("a limit of 5 counts the calls of both instances together",
+              sum(not result.is_error for result in echoes) == 5,
+              [result.is_error for result in echoes])
 
 
 asyncio.run(main())

@@ -1,3 +1,5 @@
+mod shared_counters;
+
 use std::path::Path;
 
 use super::parse;

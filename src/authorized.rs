@@ -21,8 +21,8 @@ use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
 ///     held for and by those the current policy names (four eyes included) — every check runs
 ///     before the proof is built;
 ///   - two crate-internal fast paths of the controller, `if_allowed` and `by_decision`, on
-///   `Allow` only, and only with a `GateWitness`: the one type that implements it is the
-///   controller's `Judged`, which no code outside the controller module can build.
+///     `Allow` only, and only with a `GateWitness`: the one type that implements it is the
+///     controller's `Judged`, which no code outside the controller module can build.
 ///
 ///   The field is private; there is no `new`, `From`, `Default` or `Deserialize`
 ///   (`ui-tests/forge_authorized_literal.rs`, `ui-tests/forge_authorized_constructor.rs`,

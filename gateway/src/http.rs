@@ -23,9 +23,10 @@ use sha2::{Digest as _, Sha256};
 use toolgate::mcp::{Caller, CallerOf, McpServer};
 use toolgate::{Principal, ToolController};
 
-use crate::config::ApiClient;
+use crate::config::{ApiClient, SessionLimits};
 use crate::jwt::JwtConfig;
 use crate::metrics::Metrics;
+use crate::sessions::Sessions;
 use crate::upstream::Link;
 
 /// The largest POST body read (the SDK's own limit).
@@ -83,6 +84,20 @@ pub fn caller_of() -> CallerOf {
     })
 }
 
+/// Who may call the MCP listener, and the bounds on its sessions.
+pub struct McpListener {
+    /// The API-key clients.
+    pub clients: Vec<ApiClient>,
+    /// Tokens, if configured.
+    pub jwt: Option<JwtConfig>,
+    /// The `Host` header values accepted.
+    pub allowed_hosts: Vec<String>,
+    /// Caps and idle timeout of sessions.
+    pub sessions: SessionLimits,
+    /// Where session counts are published.
+    pub metrics: Arc<Metrics>,
+}
+
 /// Serves `server` at `/mcp` on `address` until `shutdown` resolves.
 ///
 /// # Errors
@@ -91,22 +106,38 @@ pub fn caller_of() -> CallerOf {
 pub async fn serve_mcp(
     address: SocketAddr,
     server: McpServer,
-    clients: &[ApiClient],
-    jwt: Option<JwtConfig>,
-    allowed_hosts: Vec<String>,
+    listener: McpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let keys = Arc::new(Keys::new(clients, jwt));
+    let keys = Arc::new(Keys::new(&listener.clients, listener.jwt));
     let server = server.with_caller(caller_of());
+    let mut manager = LocalSessionManager::default();
+    // The SDK closes a session idle past its own keep-alive; ours closes them first (and forgets
+    // them), so the SDK never holds a session this listener no longer knows of, or the reverse.
+    manager.session_config.keep_alive =
+        Some(listener.sessions.idle_timeout + std::time::Duration::from_secs(60));
+    let manager = Arc::new(manager);
+    let sessions = Sessions::new(
+        Arc::clone(&manager),
+        listener.sessions,
+        Some(listener.metrics),
+    );
+    sessions.spawn_reaper();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
+        manager,
         StreamableHttpServerConfig::default()
-            .with_allowed_hosts(allowed_hosts)
+            .with_allowed_hosts(listener.allowed_hosts)
             .with_json_response(true),
     );
+    // Layers run outermost last: authentication first, then the session bookkeeping (which needs
+    // the principal), then the SDK.
     let router = Router::new()
         .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(
+            sessions,
+            crate::sessions::bind,
+        ))
         .layer(middleware::from_fn_with_state(keys, authenticate));
     // Without TCP_NODELAY a reply written in two segments (headers, body) waits for the client's
     // delayed ACK: 40 ms a call once the client keeps its connection open.

@@ -23,6 +23,7 @@ mod page;
 mod pins;
 mod policy;
 mod refresh;
+mod sessions;
 mod state_key;
 mod upstream;
 mod webhook;

@@ -51,6 +51,8 @@ pub struct Metrics {
     upstream_latency: Family<UpstreamLabels, Histogram>,
     upstream_up: Family<UpstreamLabels, Gauge>,
     pending: Gauge,
+    sessions_open: Gauge,
+    sessions_refused: Family<OutcomeLabels, Counter>,
     served: std::sync::RwLock<HashSet<String>>,
 }
 
@@ -80,6 +82,8 @@ impl Metrics {
         );
         let upstream_up = Family::<UpstreamLabels, Gauge>::default();
         let pending = Gauge::default();
+        let sessions_open = Gauge::default();
+        let sessions_refused = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "calls",
             "Tool calls by tool and decision (allow, ask, deny; rejected: unknown tool or invalid arguments)",
@@ -110,6 +114,16 @@ impl Metrics {
             "Calls held for a person's answer",
             pending.clone(),
         );
+        registry.register(
+            "mcp_sessions_open",
+            "Streamable HTTP sessions open (2025-11-25 revision)",
+            sessions_open.clone(),
+        );
+        registry.register(
+            "mcp_sessions_refused",
+            "Requests refused by session bookkeeping, by outcome (cap, foreign: a session another principal opened)",
+            sessions_refused.clone(),
+        );
         Self {
             registry,
             calls,
@@ -118,6 +132,8 @@ impl Metrics {
             upstream_latency,
             upstream_up,
             pending,
+            sessions_open,
+            sessions_refused,
             served: std::sync::RwLock::default(),
         }
     }
@@ -137,6 +153,21 @@ impl Metrics {
                 upstream: upstream.to_owned(),
             })
             .observe(took.as_secs_f64());
+    }
+
+    /// How many Streamable HTTP sessions are open now.
+    pub fn set_sessions_open(&self, open: usize) {
+        self.sessions_open
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
+    }
+
+    /// A request refused by session bookkeeping: `cap` or `foreign`.
+    pub fn session_refused(&self, outcome: &'static str) {
+        self.sessions_refused
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.to_owned(),
+            })
+            .inc();
     }
 
     /// The text a scrape gets: the counters, and gauges read now from `controller` and `links`.

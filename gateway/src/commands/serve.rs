@@ -153,15 +153,17 @@ pub async fn serve(config: Config) -> ExitCode {
         });
     }
     if let Some(address) = config.listen.http {
-        let (server, clients, hosts) = (
-            server.clone(),
-            config.clients.clone(),
-            config.listen.allowed_hosts.clone(),
-        );
-        let jwt = config.jwt.clone();
+        let server = server.clone();
+        let listener = crate::http::McpListener {
+            clients: config.clients.clone(),
+            jwt: config.jwt.clone(),
+            allowed_hosts: config.listen.allowed_hosts.clone(),
+            sessions: config.listen.sessions,
+            metrics: std::sync::Arc::clone(&started.metrics),
+        };
         let until = until_stopped();
         tasks.spawn(async move {
-            crate::http::serve_mcp(address, server, &clients, jwt, hosts, until)
+            crate::http::serve_mcp(address, server, listener, until)
                 .await
                 .map_err(|error| format!("listen.http {address}: {error}"))
         });

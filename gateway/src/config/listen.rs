@@ -23,6 +23,7 @@ pub(super) fn listen_and_clients(
             }
         }
     };
+    let sessions = session_limits(&listen, problem);
     let http = address("http", listen.http, problem);
     let admin = address("admin", listen.admin, problem);
     let allow_plain = listen.allow_plain_http.unwrap_or(false);
@@ -118,7 +119,74 @@ pub(super) fn listen_and_clients(
             http,
             admin,
             allowed_hosts,
+            sessions,
         },
         checked,
     )
+}
+
+/// The largest session cap: each open session holds a worker and its buffers (tens of kB).
+const MAX_SESSIONS: i64 = 1_000_000;
+/// The longest idle timeout: a day.
+const MAX_IDLE_S: i64 = 86_400;
+
+/// `listen.max_sessions`, `max_sessions_per_principal` and `session_idle_timeout_s`, each in its
+/// range, the per-principal cap no larger than the total.
+fn session_limits(
+    listen: &super::ListenSection,
+    problem: &mut dyn FnMut(String, String),
+) -> super::SessionLimits {
+    let defaults = super::SessionLimits::default();
+    let mut bounded = |key: &str, value: Option<i64>, max: i64, default: u64, unit: &str| -> u64 {
+        match value {
+            None => default,
+            Some(value) if (1..=max).contains(&value) => value.unsigned_abs(),
+            Some(value) => {
+                problem(
+                    format!("listen.{key}"),
+                    format!("is {value}: must be 1 to {max}{unit}"),
+                );
+                default
+            }
+        }
+    };
+    let max_total = bounded(
+        "max_sessions",
+        listen.max_sessions,
+        MAX_SESSIONS,
+        defaults.max_total as u64,
+        "",
+    );
+    let max_per_principal = bounded(
+        "max_sessions_per_principal",
+        listen.max_sessions_per_principal,
+        MAX_SESSIONS,
+        defaults.max_per_principal as u64,
+        "",
+    );
+    let idle = bounded(
+        "session_idle_timeout_s",
+        listen.session_idle_timeout_s,
+        MAX_IDLE_S,
+        defaults.idle_timeout.as_secs(),
+        " seconds",
+    );
+    let max_total = usize::try_from(max_total).unwrap_or(usize::MAX);
+    let mut max_per_principal = usize::try_from(max_per_principal).unwrap_or(usize::MAX);
+    if max_per_principal > max_total {
+        if listen.max_sessions_per_principal.is_some() {
+            problem(
+                "listen.max_sessions_per_principal".to_owned(),
+                format!(
+                    "is {max_per_principal}: more than listen.max_sessions ({max_total}), which caps every principal together"
+                ),
+            );
+        }
+        max_per_principal = max_total;
+    }
+    super::SessionLimits {
+        max_total,
+        max_per_principal,
+        idle_timeout: std::time::Duration::from_secs(idle),
+    }
 }

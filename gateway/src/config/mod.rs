@@ -88,6 +88,29 @@ pub struct Listen {
     pub admin: Option<std::net::SocketAddr>,
     /// The `Host` header values HTTP requests may carry (DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
+    /// Bounds on Streamable HTTP sessions (legacy revision).
+    pub sessions: SessionLimits,
+}
+
+/// How many Streamable HTTP sessions may be open, and how long one may sit idle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Open sessions in all (`listen.max_sessions`).
+    pub max_total: usize,
+    /// Open sessions of one principal (`listen.max_sessions_per_principal`).
+    pub max_per_principal: usize,
+    /// A session no request has named for this long is closed (`listen.session_idle_timeout_s`).
+    pub idle_timeout: std::time::Duration,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        Self {
+            max_total: 1024,
+            max_per_principal: 32,
+            idle_timeout: std::time::Duration::from_secs(1800),
+        }
+    }
 }
 
 /// A client allowed over HTTP: whoever presents the API key whose SHA-256 is `key_sha256` is
@@ -305,6 +328,9 @@ struct ListenSection {
     admin: Option<String>,
     allow_plain_http: Option<bool>,
     allowed_hosts: Option<Vec<String>>,
+    max_sessions: Option<i64>,
+    max_sessions_per_principal: Option<i64>,
+    session_idle_timeout_s: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -422,6 +448,7 @@ impl Config {
                 http: None,
                 admin: None,
                 allowed_hosts: Vec::new(),
+                sessions: SessionLimits::default(),
             },
             clients: Vec::new(),
             jwt: None,

@@ -10,5 +10,6 @@ mod support;
 mod http_clients;
 mod jwt;
 mod python_sdk;
+mod sessions;
 mod stdio;
 mod typescript_sdk;

@@ -92,6 +92,8 @@ pub struct McpListener {
     pub jwt: Option<JwtConfig>,
     /// The `Host` header values accepted.
     pub allowed_hosts: Vec<String>,
+    /// The browser origins that may call; empty: none.
+    pub allowed_origins: Vec<String>,
     /// Caps and idle timeout of sessions.
     pub sessions: SessionLimits,
     /// Where session counts are published.
@@ -109,7 +111,10 @@ pub async fn serve_mcp(
     listener: McpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let keys = Arc::new(Keys::new(&listener.clients, listener.jwt));
+    let gatekeeper = Arc::new(Gatekeeper {
+        keys: Keys::new(&listener.clients, listener.jwt),
+        metrics: Arc::clone(&listener.metrics),
+    });
     let server = server.with_caller(caller_of());
     let mut manager = LocalSessionManager::default();
     // The SDK closes a session idle past its own keep-alive; ours closes them first (and forgets
@@ -128,17 +133,22 @@ pub async fn serve_mcp(
         manager,
         StreamableHttpServerConfig::default()
             .with_allowed_hosts(listener.allowed_hosts)
+            .with_allowed_origins(listener.allowed_origins.clone())
             .with_json_response(true),
     );
     // Layers run outermost last: authentication first, then the session bookkeeping (which needs
     // the principal), then the SDK.
-    let router = Router::new()
+    let mut router = Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(
             sessions,
             crate::sessions::bind,
         ))
-        .layer(middleware::from_fn_with_state(keys, authenticate));
+        .layer(middleware::from_fn_with_state(gatekeeper, authenticate));
+    if listener.allowed_origins.is_empty() {
+        // The SDK reads an empty list as "check nothing"; here it means "no browser page".
+        router = router.layer(middleware::from_fn(crate::http_checks::no_browser_origin));
+    }
     // Without TCP_NODELAY a reply written in two segments (headers, body) waits for the client's
     // delayed ACK: 40 ms a call once the client keeps its connection open.
     let listener = tokio::net::TcpListener::bind(address)
@@ -147,21 +157,39 @@ pub async fn serve_mcp(
             let _ = stream.set_nodelay(true);
         });
     tracing::info!(%address, "serving MCP over Streamable HTTP at /mcp");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// 401 unless the request carries `Authorization: Bearer KEY` for a configured client; 400 for a
 /// POST body with a duplicate key. The principal goes into the request's extensions.
-async fn authenticate(State(keys): State<Arc<Keys>>, request: Request, next: Next) -> Response {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
-    let Some(principal) = presented.and_then(|credential| keys.principal(credential)) else {
+async fn authenticate(
+    State(gatekeeper): State<Arc<Gatekeeper>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let presented = crate::http_checks::bearer(request.headers());
+    let principal = presented.and_then(|credential| gatekeeper.keys.principal(credential));
+    let Some(principal) = principal else {
+        // Never the credential itself: it may be a real key with a typo.
+        let why = if presented.is_some() {
+            "an unknown key or a refused token"
+        } else {
+            "no bearer credential"
+        };
+        tracing::warn!(
+            peer = ?request.extensions().get::<axum::extract::ConnectInfo<SocketAddr>>().map(|info| info.0),
+            "a request to /mcp was refused (401): {why}"
+        );
+        gatekeeper.metrics.sign_in_refused(if presented.is_some() {
+            "unknown"
+        } else {
+            "missing"
+        });
         let mut response = (
             StatusCode::UNAUTHORIZED,
             "401: send `Authorization: Bearer <API key or token>` with a key from the gateway's [[clients]] or a token its [jwt] accepts\n",
@@ -204,6 +232,12 @@ async fn authenticate(State(keys): State<Arc<Keys>>, request: Request, next: Nex
     next.run(Request::from_parts(parts, Body::from(body))).await
 }
 
+/// Who may call, and where refusals are counted.
+struct Gatekeeper {
+    keys: Keys,
+    metrics: Arc<Metrics>,
+}
+
 /// What the admin listener serves.
 #[derive(Clone)]
 struct Admin {
@@ -224,6 +258,7 @@ pub async fn serve_admin(
     controller: Arc<ToolController>,
     links: Vec<Arc<Link>>,
     page: Option<Router>,
+    allowed_hosts: Vec<String>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let admin = Admin {
@@ -241,6 +276,11 @@ pub async fn serve_admin(
     } else {
         "/metrics and /healthz"
     };
+    // Every route, the page's too: a name that resolves to loopback must not read the metrics.
+    let router = router.layer(middleware::from_fn_with_state(
+        crate::http_checks::AllowedHosts(Arc::new(allowed_hosts)),
+        crate::http_checks::admin_host,
+    ));
     let listener = tokio::net::TcpListener::bind(address).await?;
     tracing::info!(%address, "serving {serving} on the admin listener");
     axum::serve(listener, router)
@@ -248,14 +288,31 @@ pub async fn serve_admin(
         .await
 }
 
-async fn render_metrics(State(admin): State<Admin>) -> Response {
+/// OpenMetrics text to a scraper that accepts it (Prometheus asks for it first), else the
+/// classic Prometheus text format, whose parsers read OpenMetrics counters as untyped.
+async fn render_metrics(State(admin): State<Admin>, headers: http::HeaderMap) -> Response {
     let text = admin.metrics.render(&admin.controller, &admin.links);
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|accept| accept.contains("application/openmetrics-text"));
+    if openmetrics {
+        return (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response();
+    }
     (
         [(
             header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            "text/plain; version=0.0.4; charset=utf-8",
         )],
-        text,
+        crate::metrics::classic_text(&text),
     )
         .into_response()
 }

@@ -17,6 +17,7 @@ mod config;
 mod fields;
 mod hex;
 mod http;
+mod http_checks;
 mod jwt;
 mod metrics;
 mod page;

@@ -53,6 +53,7 @@ pub struct Metrics {
     pending: Gauge,
     sessions_open: Gauge,
     sessions_refused: Family<OutcomeLabels, Counter>,
+    sign_ins_refused: Family<OutcomeLabels, Counter>,
     served: std::sync::RwLock<HashSet<String>>,
 }
 
@@ -84,6 +85,7 @@ impl Metrics {
         let pending = Gauge::default();
         let sessions_open = Gauge::default();
         let sessions_refused = Family::<OutcomeLabels, Counter>::default();
+        let sign_ins_refused = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "calls",
             "Tool calls by tool and decision (allow, ask, deny; rejected: unknown tool or invalid arguments)",
@@ -124,6 +126,11 @@ impl Metrics {
             "Requests refused by session bookkeeping, by outcome (cap, foreign: a session another principal opened)",
             sessions_refused.clone(),
         );
+        registry.register(
+            "sign_ins_refused",
+            "Requests refused for their credential, by outcome (missing, unknown: a key no client holds or a token refused)",
+            sign_ins_refused.clone(),
+        );
         Self {
             registry,
             calls,
@@ -134,6 +141,7 @@ impl Metrics {
             pending,
             sessions_open,
             sessions_refused,
+            sign_ins_refused,
             served: std::sync::RwLock::default(),
         }
     }
@@ -164,6 +172,15 @@ impl Metrics {
     /// A request refused by session bookkeeping: `cap` or `foreign`.
     pub fn session_refused(&self, outcome: &'static str) {
         self.sessions_refused
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+    }
+
+    /// A request refused for its credential: `missing` or `unknown`.
+    pub fn sign_in_refused(&self, outcome: &'static str) {
+        self.sign_ins_refused
             .get_or_create(&OutcomeLabels {
                 outcome: outcome.to_owned(),
             })
@@ -333,5 +350,86 @@ mod tests {
             assert!(text.contains(expected), "{expected} not in:\n{text}");
         }
         assert!(!text.contains("x1") && !text.contains("quoted"), "{text}");
+    }
+}
+
+/// The classic Prometheus text format (0.0.4) of `openmetrics` text: a counter family's `HELP`
+/// and `TYPE` name its samples' `_total` name (OpenMetrics names the family without it), and
+/// the OpenMetrics-only lines (`# UNIT`, `# EOF`) are left out. Samples are unchanged.
+pub fn classic_text(openmetrics: &str) -> String {
+    let counters: HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.strip_suffix(" counter"))
+        .collect();
+    let mut classic = String::with_capacity(openmetrics.len() + 16 * counters.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|prefix| line.strip_prefix(prefix).map(|rest| (prefix, rest)));
+        match meta {
+            Some((prefix, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                classic.push_str(prefix);
+                classic.push_str(name);
+                if counters.contains(name) && !name.ends_with("_total") {
+                    classic.push_str("_total");
+                }
+                classic.push(' ');
+                classic.push_str(tail);
+            }
+            None => classic.push_str(line),
+        }
+        classic.push('\n');
+    }
+    classic
+}
+
+#[cfg(test)]
+mod classic_tests {
+    use super::*;
+
+    #[test]
+    fn classic_text_types_counters_under_their_sample_names() {
+        let metrics = Metrics::new();
+        metrics.sign_in_refused("missing");
+        metrics.set_sessions_open(3);
+        metrics.observe_upstream("h", Duration::from_millis(2));
+        let mut openmetrics = String::new();
+        prometheus_client::encoding::text::encode(&mut openmetrics, &metrics.registry).unwrap();
+        let classic = classic_text(&openmetrics);
+        assert!(
+            classic.contains("# TYPE toolgate_sign_ins_refused_total counter\n"),
+            "{classic}"
+        );
+        assert!(
+            classic.contains("# HELP toolgate_sign_ins_refused_total Requests refused"),
+            "{classic}"
+        );
+        assert!(classic.contains("toolgate_sign_ins_refused_total{outcome=\"missing\"} 1\n"));
+        assert!(
+            classic.contains(
+                "# TYPE toolgate_mcp_sessions_open gauge\ntoolgate_mcp_sessions_open 3\n"
+            )
+        );
+        assert!(classic.contains("# TYPE toolgate_upstream_call_seconds histogram\n"));
+        assert!(!classic.contains("# EOF") && !classic.contains("# UNIT"));
+        // Every sample line follows a TYPE line of its own family, as classic parsers need.
+        let mut family = String::new();
+        for line in classic.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                family = rest.split(' ').next().unwrap().to_owned();
+            } else if !line.starts_with('#') {
+                let name = line.split(['{', ' ']).next().unwrap();
+                let base = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|suffix| name.strip_suffix(suffix))
+                    .unwrap_or(name);
+                assert!(name == family || base == family, "{line} under {family}");
+            }
+        }
     }
 }

@@ -53,6 +53,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use audit_view::{AuditSnapshot, AuditView, JsonlAuditView};
+pub use origin::host_is;
 
 use crate::contract::Principal;
 use crate::controller::ToolController;

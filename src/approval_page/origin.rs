@@ -4,9 +4,10 @@
 use axum::http::{HeaderMap, header};
 
 /// Whether a `Host` header names `allowed`: the whole header (`host:port`), or its host alone
-/// (`127.0.0.1`, `::1` for `[::1]:9090`).
-pub(super) fn host_is(header: &str, allowed: &str) -> bool {
-    if header == allowed {
+/// (`127.0.0.1`, `::1` for `[::1]:9090`), compared without regard to ASCII case. For a server
+/// that serves other routes beside the page and checks their `Host` the same way.
+pub fn host_is(header: &str, allowed: &str) -> bool {
+    if header.eq_ignore_ascii_case(allowed) {
         return true;
     }
     let host = match header.strip_prefix('[') {

@@ -145,9 +145,10 @@ pub async fn serve(config: Config) -> ExitCode {
         }
         let (metrics, controller, links) =
             (metrics, std::sync::Arc::clone(&controller), links.clone());
+        let hosts = config.listen.allowed_hosts.clone();
         let until = until_stopped();
         tasks.spawn(async move {
-            crate::http::serve_admin(address, metrics, controller, links, page, until)
+            crate::http::serve_admin(address, metrics, controller, links, page, hosts, until)
                 .await
                 .map_err(|error| format!("listen.admin {address}: {error}"))
         });
@@ -158,6 +159,7 @@ pub async fn serve(config: Config) -> ExitCode {
             clients: config.clients.clone(),
             jwt: config.jwt.clone(),
             allowed_hosts: config.listen.allowed_hosts.clone(),
+            allowed_origins: config.listen.allowed_origins.clone(),
             sessions: config.listen.sessions,
             metrics: std::sync::Arc::clone(&started.metrics),
         };

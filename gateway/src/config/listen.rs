@@ -5,7 +5,7 @@ use super::{ApiClient, Listen};
 /// The `[listen]` table and the `[[clients]]` list, checked together: HTTP needs clients (no
 /// anonymous caller), and plain HTTP on a non-loopback address needs saying so.
 pub(super) fn listen_and_clients(
-    listen: super::ListenSection,
+    mut listen: super::ListenSection,
     clients: Vec<super::ClientSection>,
     has_jwt: bool,
     problem: &mut dyn FnMut(String, String),
@@ -24,6 +24,7 @@ pub(super) fn listen_and_clients(
         }
     };
     let sessions = session_limits(&listen, problem);
+    let allowed_origins = origins(listen.allowed_origins.take().unwrap_or_default(), problem);
     let http = address("http", listen.http, problem);
     let admin = address("admin", listen.admin, problem);
     let allow_plain = listen.allow_plain_http.unwrap_or(false);
@@ -119,10 +120,42 @@ pub(super) fn listen_and_clients(
             http,
             admin,
             allowed_hosts,
+            allowed_origins,
             sessions,
         },
         checked,
     )
+}
+
+/// `listen.allowed_origins`: each a browser origin `http(s)://host[:port]` (port `*`: any), never
+/// `null` (sandboxed frames and local files send it: no page of anyone's own).
+fn origins(origins: Vec<String>, problem: &mut dyn FnMut(String, String)) -> Vec<String> {
+    let mut kept = Vec::new();
+    for (index, origin) in origins.into_iter().enumerate() {
+        let base = origin.strip_suffix(":*").unwrap_or(&origin);
+        let uri = base.parse::<http::Uri>().ok();
+        let valid = uri.as_ref().is_some_and(|uri| {
+            matches!(uri.scheme_str(), Some("http" | "https"))
+                && uri
+                    .authority()
+                    .is_some_and(|a| !a.host().is_empty() && !a.as_str().contains('@'))
+                && uri
+                    .path_and_query()
+                    .is_none_or(|p| p.as_str().is_empty() || p.as_str() == "/")
+                && !(origin.ends_with(":*") && uri.port().is_some())
+        });
+        if valid {
+            kept.push(origin);
+        } else {
+            problem(
+                format!("listen.allowed_origins[{index}]"),
+                format!(
+                    "{origin:?} is not a browser origin such as \"https://app.example.com\" or \"http://localhost:*\" (scheme http or https, a host, an optional port; `null` is never allowed)"
+                ),
+            );
+        }
+    }
+    kept
 }
 
 /// The largest session cap: each open session holds a worker and its buffers (tens of kB).

@@ -88,6 +88,9 @@ pub struct Listen {
     pub admin: Option<std::net::SocketAddr>,
     /// The `Host` header values HTTP requests may carry (DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
+    /// The browser origins that may call `/mcp` (`scheme://host[:port]`, port `*` for any); empty:
+    /// a request carrying an `Origin` is refused.
+    pub allowed_origins: Vec<String>,
     /// Bounds on Streamable HTTP sessions (legacy revision).
     pub sessions: SessionLimits,
 }
@@ -328,6 +331,7 @@ struct ListenSection {
     admin: Option<String>,
     allow_plain_http: Option<bool>,
     allowed_hosts: Option<Vec<String>>,
+    allowed_origins: Option<Vec<String>>,
     max_sessions: Option<i64>,
     max_sessions_per_principal: Option<i64>,
     session_idle_timeout_s: Option<i64>,
@@ -448,6 +452,7 @@ impl Config {
                 http: None,
                 admin: None,
                 allowed_hosts: Vec::new(),
+                allowed_origins: Vec::new(),
                 sessions: SessionLimits::default(),
             },
             clients: Vec::new(),

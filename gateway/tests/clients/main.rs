@@ -8,8 +8,10 @@
 mod support;
 
 mod http_clients;
+mod http_details;
 mod jwt;
 mod python_sdk;
+mod raw;
 mod sessions;
 mod stdio;
 mod typescript_sdk;

@@ -5,119 +5,16 @@
 
 use crate::support;
 
-use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
 use support::*;
 
-const ALICE_KEY: &str = "tg_alice_sessions_0123456789";
-const BOB_KEY: &str = "tg_bob_sessions_9876543210";
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Reply {
-    fn session(&self) -> Option<String> {
-        self.head.lines().find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_owned())
-        })
-    }
-}
-
-/// One request on its own connection: `method` `/mcp` with `key`, `headers` and `body`.
-fn request(port: u16, method: &str, key: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let mut text = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
-         Authorization: Bearer {key}\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Type: application/json\r\nMcp-Protocol-Version: 2025-11-25\r\n\
-         Content-Length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        text.push_str(&format!("{name}: {value}\r\n"));
-    }
-    text.push_str("\r\n");
-    text.push_str(body);
-    stream.write_all(text.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    // A GET stream that was let in stays open: what arrived before the timeout is enough.
-    let _ = stream.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .unwrap_or((response.as_str(), ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(0);
-    Reply {
-        status,
-        head: head.to_owned(),
-        body: body.to_owned(),
-    }
-}
-
-fn open(port: u16, key: &str) -> Reply {
-    request(port, "POST", key, &[], INITIALIZE)
-}
-
-fn opened(port: u16, key: &str) -> String {
-    let reply = open(port, key);
-    assert_eq!(reply.status, 200, "{}{}", reply.head, reply.body);
-    let id = reply.session().expect("a session id");
-    let done = request(port, "POST", key, &[("Mcp-Session-Id", &id)], INITIALIZED);
-    assert_eq!(done.status, 202, "{}", done.head);
-    id
-}
-
-fn serve(work: &Work, listen: &str) -> (std::process::Child, u16, u16) {
-    let (mcp, admin) = (free_port(), free_port());
-    let extra = format!(
-        "[listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n{listen}\n\
-         [[clients]]\nid = \"alice\"\napi_key_sha256 = \"{}\"\n\
-         [[clients]]\nid = \"bob\"\napi_key_sha256 = \"{}\"\n",
-        sha256(ALICE_KEY),
-        sha256(BOB_KEY)
-    );
-    let config = work.hostile_config("serve", &extra);
-    let child = std::process::Command::new(GATEWAY)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("the gateway starts");
-    wait_for_port(mcp);
-    (child, mcp, admin)
-}
-
-struct Stopped(std::process::Child);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use crate::raw::*;
 
 #[test]
 fn a_session_answers_only_the_principal_that_opened_it() {
     let work = Work::new("sessions-bound");
-    let (child, port, _) = serve(&work, "");
+    let (child, port, _) = serve_raw(&work, "");
     let _stopped = Stopped(child);
     let alice = opened(port, ALICE_KEY);
     // Bob, with a key of his own and Alice's session id: every method is told "no such
@@ -168,7 +65,7 @@ fn a_session_answers_only_the_principal_that_opened_it() {
 #[test]
 fn sessions_are_capped_per_principal_and_in_all_and_idle_ones_close() {
     let work = Work::new("sessions-capped");
-    let (child, port, admin) = serve(
+    let (child, port, admin) = serve_raw(
         &work,
         "max_sessions = 5\nmax_sessions_per_principal = 3\nsession_idle_timeout_s = 3\n",
     );
@@ -238,7 +135,7 @@ fn sessions_are_capped_per_principal_and_in_all_and_idle_ones_close() {
 #[test]
 fn memory_stays_bounded_however_many_sessions_one_key_asks_for() {
     let work = Work::new("sessions-memory");
-    let (child, port, _) = serve(&work, "");
+    let (child, port, _) = serve_raw(&work, "");
     let pid = child.id();
     let _stopped = Stopped(child);
     // Warm up: the first sessions allocate what every later one reuses.
@@ -270,17 +167,4 @@ fn rss_kib(pid: u32) -> u64 {
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS")
-}
-
-/// A plain HTTP/1.1 GET, the whole response as text.
-fn http_get(port: u16, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }

@@ -1,0 +1,234 @@
+//! The HTTP details of both listeners, each a class tried in its spellings: a browser's `Origin`
+//! on `/mcp` (a page on a sibling port of the same host), the admin listener's `Host`, the bearer
+//! scheme's case, a refused credential's log line and metric, and `/metrics` by `Accept`.
+
+use crate::raw::*;
+use crate::support;
+
+use support::*;
+
+#[test]
+fn a_browser_origin_is_refused_on_mcp_unless_listed() {
+    let work = Work::new("http-origin");
+    let (child, port, _) = serve_raw(&work, "");
+    let _stopped = Stopped(child);
+    // A page on another port of the same host, on another host, `null`, and odd spellings.
+    for origin in [
+        "http://127.0.0.1:5173",
+        "http://localhost:8080",
+        "https://evil.example",
+        "null",
+        "",
+        "HTTP://LOCALHOST",
+    ] {
+        let reply = request(port, "POST", ALICE_KEY, &[("Origin", origin)], INITIALIZE);
+        assert_eq!(reply.status, 403, "Origin {origin:?}: {}", reply.head);
+        assert!(reply.session().is_none());
+    }
+    // Before the key is even read: no credential, a browser origin, 403.
+    let reply = exchange(
+        port,
+        "POST",
+        "/mcp",
+        &[("Origin", "http://127.0.0.1:5173")],
+        INITIALIZE,
+    );
+    assert_eq!(reply.status, 403);
+    // Clients that are not browsers send no Origin.
+    assert_eq!(open(port, ALICE_KEY).status, 200);
+    drop(_stopped);
+
+    let work = Work::new("http-origin-listed");
+    let (child, port, _) = serve_raw(
+        &work,
+        "allowed_origins = [\"http://localhost:5173\", \"https://app.example:*\"]\n",
+    );
+    let _stopped = Stopped(child);
+    for origin in [
+        "http://localhost:5173",
+        "https://app.example:8443",
+        "https://app.example",
+    ] {
+        let reply = request(port, "POST", ALICE_KEY, &[("Origin", origin)], INITIALIZE);
+        assert_eq!(reply.status, 200, "listed {origin:?}: {}", reply.head);
+    }
+    for origin in [
+        "http://localhost:5174",
+        "https://localhost:5173",
+        "http://app.example",
+        "null",
+        "http://localhost:5173.evil.example",
+    ] {
+        let reply = request(port, "POST", ALICE_KEY, &[("Origin", origin)], INITIALIZE);
+        assert_eq!(reply.status, 403, "not listed {origin:?}: {}", reply.head);
+    }
+}
+
+#[test]
+fn allowed_origins_that_are_not_origins_are_refused_naming_the_key() {
+    for bad in [
+        "null",
+        "localhost:5173",
+        "ftp://x",
+        "http://",
+        "http://a/b",
+        "http://u@a",
+        "http://a:1:*",
+    ] {
+        let work = Work::new("http-origin-bad");
+        let config = work.hostile_config(
+            "serve",
+            &format!("[listen]\nhttp = \"127.0.0.1:1\"\nallowed_origins = [{bad:?}]\n[[clients]]\nid = \"a\"\napi_key_sha256 = \"{}\"\n", sha256("k")),
+        );
+        let output = run(&["check", "--config", config.to_str().unwrap()]);
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{bad:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("listen.allowed_origins[0]"),
+            "{bad:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn the_admin_listener_answers_only_allowed_hosts() {
+    let work = Work::new("http-admin-host");
+    let (child, _, admin) = serve_raw(&work, "");
+    let _stopped = Stopped(child);
+    let port_host = format!("127.0.0.1:{admin}");
+    for host in [
+        port_host.as_str(),
+        "127.0.0.1",
+        "LOCALHOST",
+        "[::1]:9",
+        "localhost:1",
+    ] {
+        for path in ["/metrics", "/healthz", "/approvals"] {
+            let reply = exchange(admin, "GET", path, &[("Host", host)], "");
+            assert_ne!(reply.status, 403, "{host} {path}: {}", reply.head);
+        }
+    }
+    for host in [
+        "evil.example",
+        "127.0.0.1.evil.example",
+        "localhost.evil.example:80",
+        "",
+        "[::2]:9",
+    ] {
+        for path in [
+            "/metrics",
+            "/healthz",
+            "/approvals",
+            "/approvals/api/pending",
+        ] {
+            let reply = exchange(admin, "GET", path, &[("Host", host)], "");
+            assert_eq!(reply.status, 403, "{host:?} {path}: {}", reply.head);
+        }
+    }
+}
+
+#[test]
+fn the_bearer_scheme_is_case_insensitive_and_refusals_are_logged_and_counted() {
+    let work = Work::new("http-bearer");
+    let (child, port, admin) = serve_raw(&work, "");
+    let _stopped = Stopped(child);
+    let mcp_headers = |authorization: &'static str| {
+        [
+            ("Authorization", authorization),
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+        ]
+    };
+    let key_in = |scheme: &str| format!("{scheme} {ALICE_KEY}");
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let authorization: &'static str = key_in(scheme).leak();
+        let reply = exchange(
+            port,
+            "POST",
+            "/mcp",
+            &mcp_headers(authorization),
+            INITIALIZE,
+        );
+        assert_eq!(reply.status, 200, "{scheme}: {}", reply.head);
+    }
+    let wrong: &'static str = "Bearer tg_not_a_key_of_anyone";
+    for _ in 0..3 {
+        let reply = exchange(port, "POST", "/mcp", &mcp_headers(wrong), INITIALIZE);
+        assert_eq!(reply.status, 401);
+    }
+    let basic: &'static str = key_in("Basic").leak();
+    assert_eq!(
+        exchange(port, "POST", "/mcp", &mcp_headers(basic), INITIALIZE).status,
+        401
+    );
+    let metrics = http_get(admin, "/metrics");
+    assert!(
+        metrics.contains("toolgate_sign_ins_refused_total{outcome=\"unknown\"} 3"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("toolgate_sign_ins_refused_total{outcome=\"missing\"} 1"),
+        "{metrics}"
+    );
+    let log = work.read("gateway.log");
+    assert_eq!(
+        log.matches("a request to /mcp was refused (401)").count(),
+        4,
+        "{log}"
+    );
+    assert!(
+        !log.contains("tg_not_a_key_of_anyone"),
+        "the credential is never logged"
+    );
+}
+
+#[test]
+fn metrics_are_served_in_the_format_the_scraper_accepts() {
+    let work = Work::new("http-metrics-accept");
+    let (child, port, admin) = serve_raw(&work, "");
+    let _stopped = Stopped(child);
+    let _ = open(port, "not-a-key");
+    let classic = exchange(
+        admin,
+        "GET",
+        "/metrics",
+        &[("Accept", "text/plain;version=0.0.4")],
+        "",
+    );
+    assert!(
+        classic.head.contains("text/plain; version=0.0.4"),
+        "{}",
+        classic.head
+    );
+    assert!(
+        classic
+            .body
+            .contains("# TYPE toolgate_sign_ins_refused_total counter"),
+        "{}",
+        classic.body
+    );
+    assert!(!classic.body.contains("# EOF"));
+    let plain = exchange(admin, "GET", "/metrics", &[], "");
+    assert!(plain.head.contains("text/plain; version=0.0.4"));
+    let open_metrics = exchange(
+        admin,
+        "GET",
+        "/metrics",
+        &[(
+            "Accept",
+            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+        )],
+        "",
+    );
+    assert!(
+        open_metrics.head.contains("application/openmetrics-text"),
+        "{}",
+        open_metrics.head
+    );
+    assert!(
+        open_metrics
+            .body
+            .contains("# TYPE toolgate_sign_ins_refused counter")
+    );
+    assert!(open_metrics.body.contains("# EOF"));
+}

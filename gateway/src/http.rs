@@ -61,7 +61,10 @@ impl Keys {
         match jwt.verify(credential) {
             Ok(principal) => Some(Arc::new(principal)),
             Err(why) => {
-                tracing::info!("a bearer token was refused: {why}");
+                // Escaped: the reason may quote the token's own header (an unknown `alg`), and a
+                // line break there would forge a log line.
+                let why = why.to_string();
+                tracing::info!("a bearer token was refused: {}", why.escape_debug());
                 None
             }
         }

@@ -19,6 +19,7 @@ mod hex;
 mod http;
 mod http_checks;
 mod jwt;
+mod logging;
 mod metrics;
 mod page;
 mod pins;
@@ -44,14 +45,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The TLS provider for https:// upstreams; an error means one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn")),
-        )
-        .init();
+    logging::init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -245,7 +245,12 @@ pub async fn bind(State(sessions): State<Arc<Sessions>>, request: Request, next:
             match refused {
                 None => response,
                 Some(why) => {
-                    let _ = sessions.manager.close_session(&opened).await;
+                    // On a task of its own: a client that hangs up now drops this request's
+                    // future, and the session the SDK opened must close all the same.
+                    let manager = Arc::clone(&sessions.manager);
+                    tokio::spawn(async move {
+                        let _ = manager.close_session(&opened).await;
+                    });
                     if let Some(metrics) = &sessions.metrics {
                         metrics.session_refused("cap");
                     }

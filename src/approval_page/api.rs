@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::origin::{host_is, same_origin};
-use super::session::{COOKIE, Session, Sessions, cookie_value, same_token};
+use super::session::{COOKIE, HOST_COOKIE, Session, Sessions, cookie_values, same_token};
 use super::{ApprovalPage, assets};
 use crate::approvals::{ApprovalError, ApprovalRequest, ApprovalResponse};
 use crate::clock::{Clock as _, SystemClock};
@@ -69,12 +69,19 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({ "error": message.into() }))).into_response()
 }
 
-/// A refusal not yet made a response (a response is too large to return as an error).
-struct Refusal(StatusCode, String);
+/// A refusal not yet made a response (a response is too large to return as an error), and the
+/// `Set-Cookie` headers that go with it (those clearing a tossed cookie).
+struct Refusal(StatusCode, String, Vec<String>);
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        refuse(self.0, self.1)
+        let mut response = refuse(self.0, self.1);
+        for cookie in self.2 {
+            if let Ok(value) = HeaderValue::from_str(&cookie) {
+                response.headers_mut().append(header::SET_COOKIE, value);
+            }
+        }
+        response
     }
 }
 
@@ -122,28 +129,77 @@ async fn guard(State(shared): Page, request: Request, next: Next) -> Response {
     response
 }
 
-/// The session the request's cookie names, with its id.
-fn session_of(shared: &Shared, headers: &HeaderMap) -> Option<(String, Session)> {
-    let id = headers
+/// The session the request's cookie names, with its id. A request carrying the cookie twice (a
+/// page on another port of this host set one with a longer path, which the browser sends first)
+/// is refused, and every session it names is ended: which one is the person's cannot be told.
+fn session_of(shared: &Shared, headers: &HeaderMap) -> Result<(String, Session), Refusal> {
+    let name = shared.page.cookie_name();
+    let headers = headers
         .get_all(header::COOKIE)
         .iter()
-        .filter_map(|value| value.to_str().ok())
-        .find_map(cookie_value)?;
-    let session = shared.sessions.get(id)?;
-    Some((id.to_owned(), session))
+        .filter_map(|value| value.to_str().ok());
+    let ids: Vec<&str> = cookie_values(headers, name).collect();
+    match ids.as_slice() {
+        [] => Err(not_signed_in()),
+        [id] => {
+            let session = shared.sessions.get(id).ok_or_else(not_signed_in)?;
+            Ok(((*id).to_owned(), session))
+        }
+        tossed => {
+            for id in tossed {
+                shared.sessions.close(id);
+            }
+            let cleared = match name {
+                HOST_COOKIE => vec![shared.page.cookie("", 0)],
+                _ => COOKIE_PATHS
+                    .iter()
+                    .map(|path| {
+                        format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path={path}; Max-Age=0")
+                    })
+                    .collect(),
+            };
+            Err(Refusal(
+                StatusCode::UNAUTHORIZED,
+                TOSSED.to_owned(),
+                cleared,
+            ))
+        }
+    }
 }
 
-fn signed_out() -> Response {
-    refuse(StatusCode::UNAUTHORIZED, "sign in first")
-}
+/// What a person is told when the page's cookie came twice.
+const TOSSED: &str = "signed out: this browser sent two session cookies for the page (another site on this host may have set one); both sessions are ended and their cookies cleared: sign in again";
+
+/// The paths a cookie can be sent to this page's routes under: every prefix of a route that ends
+/// a path segment. Expiring the cookie under each clears a tossed one whatever path it was given.
+const COOKIE_PATHS: &[&str] = &[
+    "/",
+    "/approvals",
+    "/approvals/",
+    "/approvals/api",
+    "/approvals/api/",
+    "/approvals/api/session",
+    "/approvals/api/login",
+    "/approvals/api/logout",
+    "/approvals/api/pending",
+    "/approvals/api/answer",
+    "/approvals/api/answered",
+    "/approvals/api/audit",
+];
 
 fn not_signed_in() -> Refusal {
-    Refusal(StatusCode::UNAUTHORIZED, "sign in first".to_owned())
+    Refusal(
+        StatusCode::UNAUTHORIZED,
+        "sign in first".to_owned(),
+        Vec::new(),
+    )
 }
 
-/// The session, if the request carries its cookie and its CSRF token.
+/// The session, if the request carries its cookie and its CSRF token. Every route but `session`
+/// and `login` asks for both, reads too: a page whose cookie was replaced under it (by another
+/// site on this host) holds the old token, and is told instead of shown another person's view.
 fn checked(shared: &Shared, headers: &HeaderMap) -> Result<(String, Session), Refusal> {
-    let (id, session) = session_of(shared, headers).ok_or_else(not_signed_in)?;
+    let (id, session) = session_of(shared, headers)?;
     let token = headers
         .get(CSRF_HEADER)
         .and_then(|value| value.to_str().ok())
@@ -152,6 +208,7 @@ fn checked(shared: &Shared, headers: &HeaderMap) -> Result<(String, Session), Re
         return Err(Refusal(
             StatusCode::FORBIDDEN,
             "refused: the request lacks this session's CSRF token; reload the page".to_owned(),
+            Vec::new(),
         ));
     }
     Ok((id, session))
@@ -167,8 +224,8 @@ fn who(session: &Session) -> Value {
 
 async fn session(State(shared): Page, headers: HeaderMap) -> Response {
     match session_of(&shared, &headers) {
-        Some((_, session)) => axum::Json(who(&session)).into_response(),
-        None => signed_out(),
+        Ok((_, session)) => axum::Json(who(&session)).into_response(),
+        Err(refusal) => refusal.into_response(),
     }
 }
 
@@ -201,15 +258,9 @@ async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {
             "the operating system's random generator is unavailable",
         );
     };
-    let secure = if shared.page.secure_cookies {
-        "; Secure"
-    } else {
-        ""
-    };
-    let cookie = format!(
-        "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/approvals; Max-Age={}{secure}",
-        shared.page.session_time_to_live.as_secs()
-    );
+    let cookie = shared
+        .page
+        .cookie(&id, shared.page.session_time_to_live.as_secs());
     let mut response = axum::Json(who(&session)).into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
@@ -224,7 +275,7 @@ async fn logout(State(shared): Page, headers: HeaderMap) -> Response {
     };
     shared.sessions.close(&id);
     let mut response = axum::Json(json!({"signed_out": true})).into_response();
-    let expired = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/approvals; Max-Age=0");
+    let expired = shared.page.cookie("", 0);
     if let Ok(value) = HeaderValue::from_str(&expired) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
@@ -240,12 +291,14 @@ async fn waiting(shared: &Shared) -> Result<Vec<ApprovalRequest>, Refusal> {
             Refusal(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "the store read failed".to_owned(),
+                Vec::new(),
             )
         })?
         .map_err(|error| {
             Refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!("cannot read the approval store: {error}"),
+                Vec::new(),
             )
         })
 }
@@ -288,8 +341,9 @@ fn shown(
 }
 
 async fn pending(State(shared): Page, headers: HeaderMap) -> Response {
-    let Some((_, session)) = session_of(&shared, &headers) else {
-        return signed_out();
+    let (_, session) = match checked(&shared, &headers) {
+        Ok(found) => found,
+        Err(refusal) => return refusal.into_response(),
     };
     let requests = match waiting(&shared).await {
         Ok(requests) => requests,
@@ -425,8 +479,8 @@ async fn answer(State(shared): Page, headers: HeaderMap, body: axum::Json<Answer
 
 /// The answers given on this page since the process started, newest last.
 async fn answered(State(shared): Page, headers: HeaderMap) -> Response {
-    if session_of(&shared, &headers).is_none() {
-        return signed_out();
+    if let Err(refusal) = checked(&shared, &headers) {
+        return refusal.into_response();
     }
     let answered: Vec<Value> = shared
         .answered
@@ -439,8 +493,8 @@ async fn answered(State(shared): Page, headers: HeaderMap) -> Response {
 }
 
 async fn audit(State(shared): Page, headers: HeaderMap) -> Response {
-    if session_of(&shared, &headers).is_none() {
-        return signed_out();
+    if let Err(refusal) = checked(&shared, &headers) {
+        return refusal.into_response();
     }
     let Some(view) = shared.page.audit.clone() else {
         return axum::Json(json!({ "configured": false })).into_response();

@@ -9,8 +9,13 @@
 //!
 //! - **Who answers is authenticated.** A person signs in with a credential your [`Authenticate`]
 //!   turns into a [`Principal`] (the gateway's: an API key or a JSON Web Token); the session is a
-//!   random 256-bit id in an `HttpOnly; SameSite=Strict` cookie (and `Secure` with
-//!   [`with_secure_cookies`](ApprovalPage::with_secure_cookies)). Every answer names that
+//!   random 256-bit id in an `HttpOnly; SameSite=Strict` cookie (with
+//!   [`with_secure_cookies`](ApprovalPage::with_secure_cookies): `__Host-` prefixed, `Secure`,
+//!   `Path=/`). A request carrying the cookie twice (tossed by a page on another port of the same
+//!   host) is refused, both sessions end and the cookie is cleared under every path; every route
+//!   but `session` and `login` needs the session's CSRF token, reads too, and the page pins its
+//!   session's token in the tab's storage, so a cookie replaced under it signs it out instead of
+//!   making it act as someone else. Every answer names that
 //!   principal, with its groups, so a rule's [`Approvers`](crate::approvals::Approvers) and four
 //!   eyes judge it; the approver and the note go into the audit log.
 //! - **What is approved is what was shown.** The page lists every waiting call with its tool, the
@@ -157,6 +162,26 @@ impl ApprovalPage {
     pub fn with_session_time_to_live(mut self, time_to_live: Duration) -> Self {
         self.session_time_to_live = time_to_live;
         self
+    }
+
+    /// The session cookie's name: `__Host-toolgate_approvals` with secure cookies (the browser
+    /// then refuses it unless `Secure`, `Path=/` and host-only), else `toolgate_approvals`.
+    fn cookie_name(&self) -> &'static str {
+        if self.secure_cookies {
+            session::HOST_COOKIE
+        } else {
+            session::COOKIE
+        }
+    }
+
+    /// The `Set-Cookie` value holding session `id` for `max_age_s` seconds (0: cleared).
+    fn cookie(&self, id: &str, max_age_s: u64) -> String {
+        let name = self.cookie_name();
+        if self.secure_cookies {
+            format!("{name}={id}; HttpOnly; SameSite=Strict; Secure; Path=/; Max-Age={max_age_s}")
+        } else {
+            format!("{name}={id}; HttpOnly; SameSite=Strict; Path=/approvals; Max-Age={max_age_s}")
+        }
     }
 
     /// The routes, all under `/approvals`: the page (`GET /approvals`), its script and style,

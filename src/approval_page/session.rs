@@ -80,12 +80,29 @@ impl Sessions {
     }
 }
 
-/// The session id in a `Cookie` header, if it holds this page's cookie.
-pub(super) fn cookie_value(header: &str) -> Option<&str> {
-    header.split(';').find_map(|pair| {
-        let (name, value) = pair.trim().split_once('=')?;
-        (name == COOKIE).then_some(value)
+/// The cookie's name over HTTPS: the `__Host-` prefix makes the browser refuse it unless it is
+/// `Secure`, has `Path=/` and no `Domain`, so no other host (a sibling subdomain) can set it.
+pub(super) const HOST_COOKIE: &str = "__Host-toolgate_approvals";
+
+/// The values of every cookie named `name` in `Cookie` headers, in order.
+pub(super) fn cookie_values<'a>(
+    headers: impl IntoIterator<Item = &'a str>,
+    name: &'a str,
+) -> impl Iterator<Item = &'a str> {
+    headers.into_iter().flat_map(move |header| {
+        header.split(';').filter_map(move |pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key.trim() == name).then_some(value.trim())
+        })
     })
+}
+
+/// The session id in a `Cookie` header, if it holds this page's cookie (`name`) exactly once.
+#[cfg(test)]
+pub(super) fn cookie_value(header: &str) -> Option<&str> {
+    let mut values = cookie_values([header], COOKIE);
+    let first = values.next()?;
+    values.next().is_none().then_some(first)
 }
 
 /// Whether two tokens are equal, in time independent of where they differ.
@@ -128,6 +145,16 @@ mod tests {
             Some("abc")
         );
         assert_eq!(cookie_value("xtoolgate_approvals=abc"), None);
+        // Tossed: a second cookie of the name (another path, another port of the host).
+        assert_eq!(
+            cookie_value("toolgate_approvals=abc; toolgate_approvals=eve"),
+            None
+        );
+        assert_eq!(
+            cookie_values(["toolgate_approvals=a", " toolgate_approvals = b "], COOKIE)
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
         assert!(same_token("abcd", "abcd"));
         assert!(!same_token("abcd", "abce"));
         assert!(!same_token("abcd", "abc"));

@@ -3,6 +3,8 @@
 //! arguments, answers that run once, and every refusal (no session, no CSRF token, another
 //! origin, a stale page, an approver the rule does not name).
 
+mod cookies;
+
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
@@ -77,6 +79,16 @@ fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
         request = request.header(header::COOKIE, cookie);
     }
     request.body(Body::empty()).unwrap()
+}
+
+/// A read as the page makes it: the session's cookie and its CSRF token.
+fn get_as(path: &str, cookie: &str, csrf: &str) -> Request<Body> {
+    Request::get(path)
+        .header(header::HOST, "127.0.0.1:9")
+        .header(header::COOKIE, cookie)
+        .header("x-toolgate-csrf", csrf)
+        .body(Body::empty())
+        .unwrap()
 }
 
 fn post(path: &str, cookie: Option<&str>, csrf: Option<&str>, body: Value) -> Request<Body> {
@@ -194,7 +206,11 @@ fn a_signed_in_approver_sees_the_whole_call_and_approving_runs_it_once() {
         );
 
         let (bob, bob_csrf) = sign_in(&fixture.router, "bob-key").await;
-        let listed = send(&fixture.router, get("/approvals/api/pending", Some(&bob))).await;
+        let listed = send(
+            &fixture.router,
+            get_as("/approvals/api/pending", &bob, &bob_csrf),
+        )
+        .await;
         let shown = &listed.body["pending"][0];
         assert_eq!(shown["id"], request.approval_id.to_string());
         assert_eq!(shown["principal"], "alice");
@@ -270,7 +286,11 @@ fn a_signed_in_approver_sees_the_whole_call_and_approving_runs_it_once() {
         .await;
         assert_eq!(again.status, StatusCode::CONFLICT);
         assert_eq!(run_count(&fixture.runs), 1);
-        let answered = send(&fixture.router, get("/approvals/api/answered", Some(&bob))).await;
+        let answered = send(
+            &fixture.router,
+            get_as("/approvals/api/answered", &bob, &bob_csrf),
+        )
+        .await;
         assert_eq!(answered.body["answered"][0]["by"], "bob");
     });
 }
@@ -282,7 +302,11 @@ fn the_asker_an_outsider_and_a_changed_digest_are_refused_and_the_call_keeps_wai
         let request = hold(&fixture.controller, "prod");
         let answer = |digest: &str| json!({"id": request.approval_id.to_string(), "digest": digest, "verdict": "approve"});
         let (alice, alice_csrf) = sign_in(&fixture.router, "alice-key").await;
-        let listed = send(&fixture.router, get("/approvals/api/pending", Some(&alice))).await;
+        let listed = send(
+            &fixture.router,
+            get_as("/approvals/api/pending", &alice, &alice_csrf),
+        )
+        .await;
         assert_eq!(listed.body["pending"][0]["may_answer"], false);
         assert!(
             listed.body["pending"][0]["why_not"]
@@ -363,9 +387,12 @@ fn the_asker_an_outsider_and_a_changed_digest_are_refused_and_the_call_keeps_wai
         .await;
         assert_eq!(out.status, StatusCode::OK);
         assert_eq!(
-            send(&fixture.router, get("/approvals/api/pending", Some(&bob)))
-                .await
-                .status,
+            send(
+                &fixture.router,
+                get_as("/approvals/api/pending", &bob, &bob_csrf)
+            )
+            .await
+            .status,
             StatusCode::UNAUTHORIZED
         );
 
@@ -511,9 +538,17 @@ fn the_page_names_the_upstream_shows_canonical_arguments_and_a_broken_chain() {
         )
         .await;
         let cookie = login.headers[header::SET_COOKIE].to_str().unwrap();
-        assert!(cookie.contains("; Secure"), "{cookie}");
+        // Over HTTPS the browser keeps it only as sent: Secure, for the whole host, no Domain.
+        assert!(
+            cookie.starts_with("__Host-toolgate_approvals=")
+                && cookie.contains("; Secure")
+                && cookie.contains("; Path=/;")
+                && !cookie.contains("Domain"),
+            "{cookie}"
+        );
         let cookie = cookie.split(';').next().unwrap().to_owned();
-        let listed = send(&router, get("/approvals/api/pending", Some(&cookie))).await;
+        let csrf = login.body["csrf"].as_str().unwrap().to_owned();
+        let listed = send(&router, get_as("/approvals/api/pending", &cookie, &csrf)).await;
         let shown = &listed.body["pending"][0];
         assert_eq!(shown["id"], request.approval_id.to_string());
         assert_eq!(shown["upstream"], "files");
@@ -539,7 +574,7 @@ fn the_page_names_the_upstream_shows_canonical_arguments_and_a_broken_chain() {
         let broken = view.snapshot(10).unwrap();
         assert!(!broken.verified, "an edited entry breaks the chain");
         assert!(!broken.chain.is_empty());
-        let audit = send(&router, get("/approvals/api/audit", Some(&cookie))).await;
+        let audit = send(&router, get_as("/approvals/api/audit", &cookie, &csrf)).await;
         assert_eq!(
             audit.body["snapshot"]["verified"], false,
             "{:?}",

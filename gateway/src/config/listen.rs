@@ -145,7 +145,20 @@ fn origins(origins: Vec<String>, problem: &mut dyn FnMut(String, String)) -> Vec
                 && !(origin.ends_with(":*") && uri.port().is_some())
         });
         if valid {
-            kept.push(origin);
+            // An origin without a port means its scheme's default port (RFC 6454); the SDK reads
+            // a portless entry as "any port", so the default is written out.
+            let explicit =
+                origin.ends_with(":*") || uri.as_ref().and_then(http::Uri::port).is_some();
+            if explicit {
+                kept.push(origin);
+            } else {
+                let port = if origin.starts_with("https:") {
+                    443
+                } else {
+                    80
+                };
+                kept.push(format!("{}:{port}", origin.trim_end_matches('/')));
+            }
         } else {
             problem(
                 format!("listen.allowed_origins[{index}]"),

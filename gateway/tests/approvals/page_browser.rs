@@ -8,6 +8,8 @@
 //! refused. A call held while the page is open appears without a reload, whole; no argument
 //! value reaches a URL the page requests or a line the gateway logs.
 
+mod tossing;
+
 use crate::support;
 
 use std::path::{Path, PathBuf};
@@ -70,7 +72,11 @@ struct Setup {
 }
 
 fn start(python: &Path, driver: &Path) -> Setup {
-    let work = Work::new("approval-page-browser");
+    start_in("approval-page-browser", python, driver)
+}
+
+fn start_in(name: &str, python: &Path, driver: &Path) -> Setup {
+    let work = Work::new(name);
     let (mcp, admin, driver_port) = (free_port(), free_port(), free_port());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/page_upstream.py");
     let record = work.path("record.jsonl");
@@ -238,9 +244,10 @@ async fn sign_in(browser: &Client, admin: u16, key: &str) {
         .goto(&format!("http://127.0.0.1:{admin}/approvals"))
         .await
         .unwrap();
+    // The form is shown once the page's script has asked who is signed in.
     let field = browser
         .wait()
-        .for_element(Locator::Id("credential"))
+        .for_element(Locator::Css("#signin:not([hidden]) #credential"))
         .await
         .unwrap();
     field.send_keys(key).await.unwrap();

@@ -41,13 +41,14 @@ fn a_browser_origin_is_refused_on_mcp_unless_listed() {
     let work = Work::new("http-origin-listed");
     let (child, port, _) = serve_raw(
         &work,
-        "allowed_origins = [\"http://localhost:5173\", \"https://app.example:*\"]\n",
+        "allowed_origins = [\"http://localhost:5173\", \"https://app.example\", \"https://any.example:*\"]\n",
     );
     let _stopped = Stopped(child);
     for origin in [
         "http://localhost:5173",
-        "https://app.example:8443",
         "https://app.example",
+        "https://app.example:443",
+        "https://any.example:8443",
     ] {
         let reply = request(port, "POST", ALICE_KEY, &[("Origin", origin)], INITIALIZE);
         assert_eq!(reply.status, 200, "listed {origin:?}: {}", reply.head);
@@ -58,6 +59,8 @@ fn a_browser_origin_is_refused_on_mcp_unless_listed() {
         "http://app.example",
         "null",
         "http://localhost:5173.evil.example",
+        // A listed origin without a port is its default port, not every port.
+        "https://app.example:8443",
     ] {
         let reply = request(port, "POST", ALICE_KEY, &[("Origin", origin)], INITIALIZE);
         assert_eq!(reply.status, 403, "not listed {origin:?}: {}", reply.head);
@@ -231,4 +234,62 @@ fn metrics_are_served_in_the_format_the_scraper_accepts() {
             .contains("# TYPE toolgate_sign_ins_refused counter")
     );
     assert!(open_metrics.body.contains("# EOF"));
+}
+
+#[test]
+fn a_refused_token_cannot_forge_a_log_line() {
+    let Some(python) = python() else { return };
+    let work = Work::new("http-jwt-log");
+    let made = std::process::Command::new(&python)
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/jwt_tokens.py"))
+        .args([
+            work.dir.to_str().unwrap(),
+            "https://idp.example.test",
+            "toolgate-gateway",
+        ])
+        .output()
+        .expect("python runs");
+    assert!(made.status.success(), "{:?}", text(&made));
+    let (child, port, _) = serve_raw(
+        &work,
+        "\n[jwt]\njwks_file = \"jwks.json\"\nissuer = \"https://idp.example.test\"\naudience = \"toolgate-gateway\"\n",
+    );
+    let _stopped = Stopped(child);
+    // The token's header names an `alg` holding a line break and a line of the attacker's own;
+    // the JWT library quotes an unknown `alg` in its error.
+    for forged in [
+        "X\nFORGED-LINE approval granted by admin",
+        "X\r\nFORGED-LINE approval granted by admin",
+        "X\u{2028}FORGED-LINE approval granted by admin",
+        "X\u{1b}[2KFORGED-LINE approval granted by admin",
+    ] {
+        let header = serde_json::json!({"alg": forged, "typ": "JWT"}).to_string();
+        let token = format!("{}.e30.AAAA", base64url(header.as_bytes()));
+        let reply = request(port, "POST", &token, &[], INITIALIZE);
+        assert_eq!(reply.status, 401, "{forged:?}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let log = work.read("gateway.log");
+    assert!(log.contains("a bearer token was refused"), "{log}");
+    for line in log.lines() {
+        assert!(
+            !line.trim_start().starts_with("FORGED-LINE") && !line.contains('\u{1b}'),
+            "a forged line or a raw escape: {line:?}"
+        );
+    }
+    assert!(!log.contains('\u{2028}'), "a raw line separator");
+}
+
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().fold(0u32, |n, b| (n << 8) | u32::from(*b)) << (8 * (3 - chunk.len()));
+        for index in 0..=chunk.len() {
+            out.push(char::from(
+                ALPHABET[((n >> (18 - 6 * index)) & 63) as usize],
+            ));
+        }
+    }
+    out
 }

@@ -10,6 +10,7 @@ mod support;
 mod http_clients;
 mod http_details;
 mod jwt;
+mod logs;
 mod python_sdk;
 mod raw;
 mod sessions;

@@ -106,6 +106,15 @@ pub fn opened(port: u16, key: &str) -> String {
 }
 
 pub fn serve_raw(work: &Work, listen: &str) -> (std::process::Child, u16, u16) {
+    serve_raw_with(work, listen, &[])
+}
+
+/// [`serve_raw`] with `env` set for the gateway.
+pub fn serve_raw_with(
+    work: &Work,
+    listen: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Child, u16, u16) {
     let (mcp, admin) = (free_port(), free_port());
     let extra = format!(
         "[listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n{listen}\n\
@@ -119,6 +128,7 @@ pub fn serve_raw(work: &Work, listen: &str) -> (std::process::Child, u16, u16) {
         .args(["serve", "--config"])
         .arg(&config)
         .stdin(std::process::Stdio::null())
+        .envs(env.iter().copied())
         .stderr(std::fs::File::create(work.path("gateway.log")).expect("log file"))
         .spawn()
         .expect("the gateway starts");

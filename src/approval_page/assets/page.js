@@ -17,11 +17,11 @@ function element(tag, className, text) {
 }
 
 async function api(path, body) {
-  const options = { credentials: "same-origin", headers: {} };
+  // The token goes with every request: the server answers only the session it belongs to.
+  const options = { credentials: "same-origin", headers: { "x-toolgate-csrf": csrf || "" } };
   if (body !== undefined) {
     options.method = "POST";
     options.headers["content-type"] = "application/json";
-    options.headers["x-toolgate-csrf"] = csrf || "";
     options.body = JSON.stringify(body);
   }
   const response = await fetch("/approvals/api/" + path, options);
@@ -30,8 +30,14 @@ async function api(path, body) {
   return { status: response.status, data };
 }
 
+// The session this tab signed in with, pinned in the tab's own storage (per origin: a page on
+// another port of this host cannot read or write it). A cookie replaced under the page does not
+// carry this token, so the page notices instead of working as someone else.
+const PINNED = "toolgate-approvals-csrf";
+
 function signedIn(session) {
   csrf = session.csrf;
+  sessionStorage.setItem(PINNED, csrf);
   $("approver").textContent = session.approver;
   $("groups").textContent = session.groups.length ? "(groups: " + session.groups.join(", ") + ")" : "(no group)";
   $("who").hidden = false;
@@ -41,8 +47,10 @@ function signedIn(session) {
   refreshAudit();
 }
 
-function signedOut() {
+function signedOut(message) {
   csrf = null;
+  sessionStorage.removeItem(PINNED);
+  $("signin-error").textContent = message || "";
   $("who").hidden = true;
   $("work").hidden = true;
   $("signin").hidden = false;
@@ -122,14 +130,14 @@ async function answer(request, verdict, node) {
     outcome.textContent = "Refused (" + status + "): " + (data.error || "no reason given");
     if (status === 409) settle(node, outcome.textContent, "error");
     else for (const button of node.querySelectorAll("button")) button.disabled = false;
-    if (status === 401) signedOut();
+    if (status === 401) signedOut(data.error);
   }
 }
 
 async function poll() {
   if (!csrf) return;
   const { status, data } = await api("pending");
-  if (status === 401) { signedOut(); return; }
+  if (status === 401 || status === 403) { signedOut(data.error); return; }
   if (status !== 200) {
     $("status").textContent = "Cannot read the waiting calls: " + (data.error || status);
     return;
@@ -205,5 +213,15 @@ document.addEventListener("DOMContentLoaded", async () => {
   setInterval(poll, POLL_MS);
   setInterval(tick, 1000);
   const { status, data } = await api("session");
-  if (status === 200) signedIn(data); else signedOut();
+  const pinned = sessionStorage.getItem(PINNED);
+  if (status === 200 && pinned && pinned !== data.csrf) {
+    // Not this tab's session: end it (its cookie goes with it), then ask for a sign-in.
+    csrf = data.csrf;
+    await api("logout", {});
+    signedOut("The session behind this page changed since you signed in (another site on this host may have set a cookie); it is ended: sign in again.");
+  } else if (status === 200) {
+    signedIn(data);
+  } else {
+    signedOut(data.error === "sign in first" ? "" : data.error);
+  }
 });

@@ -1,0 +1,95 @@
+//! The gateway's log: on stderr, at the level `TOOLGATE_LOG` names (`info` by default), coloured
+//! only on a terminal, as JSON lines with `TOOLGATE_LOG_FORMAT=json`.
+//!
+//! The libraries under the gateway log what they carry at their debug and trace levels — the MCP
+//! SDK every message whole, arguments and results included. Their targets stay at `warn` whatever
+//! level `TOOLGATE_LOG` gives, unless it names them (`TOOLGATE_LOG=debug,rmcp=debug`): a level
+//! meant for the gateway's own lines never writes a call's arguments.
+
+use std::io::IsTerminal as _;
+
+/// The targets kept at `warn` unless `TOOLGATE_LOG` names them.
+const QUIET_TARGETS: &[&str] = &[
+    "rmcp",
+    "hyper",
+    "hyper_util",
+    "h2",
+    "reqwest",
+    "tower",
+    "tower_http",
+    "axum",
+    "postgres",
+    "tokio_postgres",
+    "rusqlite",
+    "jsonwebtoken",
+    "rustls",
+];
+
+/// The filter directives for `requested` (the value of `TOOLGATE_LOG`, if set).
+fn directives(requested: Option<&str>) -> String {
+    let requested = requested
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
+        .unwrap_or("info");
+    let named = |target: &str| {
+        requested.split(',').any(|directive| {
+            let name = directive.split(['=', '[']).next().unwrap_or("").trim();
+            name == target || name.starts_with(&format!("{target}::"))
+        })
+    };
+    let mut directives: Vec<String> = QUIET_TARGETS
+        .iter()
+        .filter(|target| !named(target))
+        .map(|target| format!("{target}=warn"))
+        .collect();
+    directives.push(requested.to_owned());
+    directives.join(",")
+}
+
+/// Installs the log for this process.
+pub fn init() {
+    let requested = std::env::var("TOOLGATE_LOG").ok();
+    let filter = tracing_subscriber::EnvFilter::try_new(directives(requested.as_deref()))
+        .unwrap_or_else(|error| {
+            eprintln!(
+                "toolgate-mcp-gateway: TOOLGATE_LOG is not a filter ({error}); logging at info"
+            );
+            tracing_subscriber::EnvFilter::new(directives(None))
+        });
+    let json = std::env::var("TOOLGATE_LOG_FORMAT").is_ok_and(|format| format == "json");
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_env_filter(filter);
+    if json {
+        builder.json().with_ansi(false).init();
+    } else {
+        builder.with_ansi(std::io::stderr().is_terminal()).init();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::directives;
+
+    #[test]
+    fn library_targets_stay_at_warn_unless_named() {
+        let all = directives(Some("debug"));
+        assert!(all.starts_with("rmcp=warn,hyper=warn,"), "{all}");
+        assert!(all.ends_with(",debug"), "{all}");
+        assert!(directives(None).ends_with(",info"));
+        assert!(directives(Some("  ")).ends_with(",info"));
+        for spelled in [
+            "debug,rmcp=debug",
+            "rmcp=trace",
+            "rmcp::transport=debug",
+            "rmcp[span]=debug",
+        ] {
+            let named = directives(Some(spelled));
+            assert!(!named.contains("rmcp=warn"), "{spelled}: {named}");
+            assert!(named.contains("hyper=warn"), "{spelled}: {named}");
+        }
+        // A target that only starts with a quiet one's name is not that target.
+        assert!(directives(Some("rmcpx=debug")).contains("rmcp=warn"));
+    }
+}

@@ -14,11 +14,46 @@ use serde_json::Value;
 use super::commitment::{self, ArgumentSalt, Disclosure};
 use super::{AuditOpenError, AuditVerifyError};
 
-/// The salts file beside `log`.
+/// The salts file beside the log `log` names: beside the file itself, whatever name (a symbolic
+/// link, a relative path) reaches it, so a writer, `disclose` and `forget` agree on one file. A
+/// log not made yet is named by its directory's real path.
 pub(super) fn salts_path(log: &Path) -> PathBuf {
-    let mut name = OsString::from(log.as_os_str());
+    let real =
+        std::fs::canonicalize(log).unwrap_or_else(|_| match (log.parent(), log.file_name()) {
+            (Some(parent), Some(file)) => {
+                let parent = if parent.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    parent
+                };
+                std::fs::canonicalize(parent)
+                    .map(|parent| parent.join(file))
+                    .unwrap_or_else(|_| log.to_owned())
+            }
+            _ => log.to_owned(),
+        });
+    let mut name = OsString::from(real.as_os_str());
     name.push(".salts");
     PathBuf::from(name)
+}
+
+/// Refuses a log reached by one of several hard links: its salts file lies beside one of the
+/// names, and which one the writer used cannot be told from here.
+fn one_name(log: &File, path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let links = log.metadata()?.nlink();
+        if links > 1 {
+            return Err(io::Error::other(format!(
+                "{} has {links} hard links: its salts file lies beside the name its writer used, which cannot be told from here; give that name, or remove the other links",
+                path.display()
+            )));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (log, path);
+    Ok(())
 }
 
 /// Opens the salts file for appending (creating it). A last line a crash left without its
@@ -94,7 +129,7 @@ pub enum AuditDiscloseError {
         entries: u64,
     },
     /// The salts file could not be read or rewritten.
-    #[error("audit salts file {}: i/o error", path.display())]
+    #[error("audit salts file {}: {source}", path.display())]
     Io {
         /// The salts file.
         path: PathBuf,
@@ -192,10 +227,20 @@ pub fn forget_audit_salt(path: impl AsRef<Path>, index: u64) -> Result<bool, Aud
             .into());
         }
     }
-    rewrite_without(path, index).map_err(|source| AuditDiscloseError::Io {
-        path: salts_path(path),
+    let salts = salts_path(path);
+    let io = |source| AuditDiscloseError::Io {
+        path: salts.clone(),
         source,
-    })
+    };
+    one_name(&log, path).map_err(io)?;
+    if !salts.exists() {
+        // "No salt to erase" would read as done: without the file nothing was erased anywhere.
+        return Err(io(io::Error::new(
+            io::ErrorKind::NotFound,
+            "no salts file beside the log: nothing was erased (is this the log its writer wrote?)",
+        )));
+    }
+    rewrite_without(path, index).map_err(io)
 }
 
 /// Rewrites the salts file without entry `index`'s lines: to a new file, synced, renamed over the

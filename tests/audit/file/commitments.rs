@@ -171,3 +171,65 @@ fn an_event_read_back_from_the_log_equals_the_event_recorded() {
     assert!(read_back.iter().all(|event| event.salt().is_none()));
     assert_eq!(read_back, recorded);
 }
+
+/// A log is one file whatever name reaches it: through a symbolic link (to the log, or to its
+/// directory) `disclose` and `forget` read and erase the salts beside the real file; through a
+/// second hard link, or where no salts file is, `forget` refuses instead of saying "no salt".
+#[test]
+fn erasure_through_another_name_erases_the_salt_or_refuses() {
+    let file = TempFile::new("forget-names");
+    write_some_events(&file);
+    let dir = file.0.parent().unwrap();
+    let stem = file.0.file_name().unwrap().to_str().unwrap().to_owned();
+    let link = dir.join(format!("{stem}.link"));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&file.0, &link).unwrap();
+    let dir_link = dir.join(format!("{stem}.dirlink"));
+    let _ = std::fs::remove_file(&dir_link);
+    std::os::unix::fs::symlink(dir, &dir_link).unwrap();
+    let through_dir = dir_link.join(&stem);
+    // Entries 3 and 4 are c1's; 6 is c2's.
+    for (name, index) in [(&link, 3), (&through_dir, 4)] {
+        assert_eq!(
+            disclose_audit_arguments(name, index, &json!({"a": 1, "b": 1})).unwrap(),
+            Disclosure::Matches,
+            "{}",
+            name.display()
+        );
+        assert!(forget_waiting(name, index), "{}", name.display());
+        // Erased for every name, the real one too.
+        for reader in [&file.0, &link, &through_dir] {
+            assert_eq!(
+                disclose_audit_arguments(reader, index, &json!({"a": 1, "b": 1})).unwrap(),
+                Disclosure::SaltErased
+            );
+        }
+    }
+    // A relative name from another directory reaches the same file.
+    let relative = std::path::PathBuf::from(format!("{}/{stem}", dir.display()));
+    assert!(forget_waiting(&relative, 6));
+    // A second hard link: refused, nothing erased.
+    let hard = dir.join(format!("{stem}.hard"));
+    let _ = std::fs::remove_file(&hard);
+    std::fs::hard_link(&file.0, &hard).unwrap();
+    let refused = forget_audit_salt(&hard, 7).unwrap_err();
+    assert!(refused.to_string().contains("hard links"), "{refused}");
+    assert!(
+        forget_audit_salt(&file.0, 7)
+            .unwrap_err()
+            .to_string()
+            .contains("hard links")
+    );
+    std::fs::remove_file(&hard).unwrap();
+    assert_eq!(
+        disclose_audit_arguments(&file.0, 7, &json!({"a": 2, "b": 1})).unwrap(),
+        Disclosure::Matches
+    );
+    // No salts file: an error naming it, not "no salt to erase".
+    std::fs::rename(file.salts(), dir.join(format!("{stem}.moved"))).unwrap();
+    let missing = forget_audit_salt(&file.0, 7).unwrap_err();
+    assert!(missing.to_string().contains("no salts file"), "{missing}");
+    for name in [link, dir_link] {
+        std::fs::remove_file(name).unwrap();
+    }
+}

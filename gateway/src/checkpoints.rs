@@ -51,7 +51,7 @@ pub fn write_once(
 pub fn spawn(
     config: CheckpointConfig,
     log: PathBuf,
-    signer: NoteSigner,
+    signer: std::sync::Arc<NoteSigner>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         // No redirect is followed: a checkpoint goes where the operator said, or nowhere.
@@ -60,7 +60,6 @@ pub fn spawn(
             .timeout(Duration::from_secs(5))
             .build()
             .unwrap_or_default();
-        let signer = std::sync::Arc::new(signer);
         let mut last: Option<String> = None;
         loop {
             let (config_now, log_now, signer_now, previous) = (
@@ -108,5 +107,22 @@ async fn publish(client: &reqwest::Client, url: &str, note: &str) {
             tracing::warn!(status = %response.status(), "the checkpoint webhook refused a checkpoint")
         }
         Err(error) => tracing::warn!("the checkpoint webhook could not be reached: {error}"),
+    }
+}
+
+/// The last checkpoint, when the gateway stops: the entries written since the last round are
+/// covered by a signed checkpoint now, not only after the next start.
+pub async fn write_final(
+    config: CheckpointConfig,
+    log: PathBuf,
+    signer: std::sync::Arc<NoteSigner>,
+) {
+    let file = config.file.clone();
+    match tokio::task::spawn_blocking(move || write_once(&config, &log, &signer, None)).await {
+        Ok(Ok(_)) => {
+            tracing::info!(file = %file.display(), "signed checkpoint of the audit log written on stopping");
+        }
+        Ok(Err(problem)) => tracing::warn!("no checkpoint on stopping: {problem}"),
+        Err(_) => tracing::warn!("the checkpoint on stopping failed"),
     }
 }

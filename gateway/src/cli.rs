@@ -239,9 +239,14 @@ pub enum AuditCommand {
         /// The signed checkpoint (a file).
         #[arg(long, value_name = "FILE")]
         checkpoint: PathBuf,
-        /// The verifier key (`name+id+key`, as `audit key` printed it); repeat for witnesses.
-        #[arg(long = "key", value_name = "KEY", required = true)]
-        keys: Vec<String>,
+        /// The log's verifier key (`name+id+key`, as `audit key` printed it): it must have
+        /// signed the checkpoint.
+        #[arg(long = "key", value_name = "KEY")]
+        key: String,
+        /// A witness's verifier key whose cosignature is required; repeat for each witness
+        /// (every one named must have cosigned).
+        #[arg(long = "witness", value_name = "KEY")]
+        witnesses: Vec<String>,
         /// The origin the checkpoint must name.
         #[arg(long)]
         origin: String,

@@ -137,12 +137,13 @@ fn main() -> ExitCode {
                         AuditCommand::VerifyCheckpoint {
                             file,
                             checkpoint,
-                            keys,
+                            key,
+                            witnesses,
                             origin,
                         },
                 }),
                 _,
-            ) => commands::verify_checkpoint(&file, &checkpoint, &keys, &origin),
+            ) => commands::verify_checkpoint(&file, &checkpoint, &key, &witnesses, &origin),
             (Some(Command::Approvals { command }), _) => match command {
                 ApprovalsCommand::List { config } => commands::list_approvals(&config),
                 ApprovalsCommand::Show { id, config } => commands::show_approval(&config, &id),

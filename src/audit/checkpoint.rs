@@ -60,6 +60,9 @@ pub enum NoteError {
     /// No known key signed the note.
     #[error("no known key signed the note")]
     Unverified,
+    /// A key that must sign (the log's, or a named witness's) did not.
+    #[error("key {0:?} did not sign the note")]
+    Unsigned(String),
     /// A checkpoint body that is not `origin`, size, base64 root hash.
     #[error("not a checkpoint: {0}")]
     BadCheckpoint(&'static str),
@@ -403,7 +406,11 @@ impl Checkpoint {
         if origin.is_empty() {
             return Err(NoteError::BadCheckpoint("the origin is empty"));
         }
-        if size.is_empty() || (size.len() > 1 && size.starts_with('0')) {
+        // Digits only: no sign, space or other numeral (C2SP and the Go parser refuse `+12`).
+        if size.is_empty()
+            || !size.bytes().all(|byte| byte.is_ascii_digit())
+            || (size.len() > 1 && size.starts_with('0'))
+        {
             return Err(NoteError::BadCheckpoint("the size is a decimal number"));
         }
         let size = size
@@ -461,19 +468,37 @@ pub enum CheckpointError {
     Log(#[from] AuditExtendError),
 }
 
-/// Verifies the log at `path` against a signed checkpoint taken earlier: the note opens with
-/// `verifiers`, names `origin`, and the log extends its tree head. Returns the checkpoint.
+/// Verifies the log at `path` against a signed checkpoint taken earlier: the log's key
+/// (`verifiers[0]`) signed the note, and so did every other key given (witnesses whose
+/// cosignatures are required) — a note signed by only some of them is refused —; the checkpoint
+/// names `origin`; the log extends its tree head. Returns the checkpoint (every key given signed
+/// it).
 ///
 /// # Errors
 ///
-/// [`CheckpointError`].
+/// [`CheckpointError`]: [`NoteError::Unsigned`] naming a key that did not sign, and the errors of
+/// [`open_note`].
 pub fn verify_audit_checkpoint(
     path: impl AsRef<Path>,
     note: &str,
     verifiers: &[NoteVerifier],
     origin: &str,
 ) -> Result<Checkpoint, CheckpointError> {
+    if verifiers.iter().enumerate().any(|(index, verifier)| {
+        verifiers[..index]
+            .iter()
+            .any(|other| other.name == verifier.name)
+    }) {
+        // One signature would then stand for two keys.
+        return Err(NoteError::BadKey("two of the keys given share a name").into());
+    }
     let opened = open_note(note, verifiers)?;
+    if let Some(missing) = verifiers
+        .iter()
+        .find(|verifier| !opened.signed_by.contains(&verifier.name))
+    {
+        return Err(NoteError::Unsigned(missing.name.clone()).into());
+    }
     let checkpoint = Checkpoint::parse(&opened.text)?;
     if checkpoint.origin != origin {
         return Err(NoteError::WrongOrigin {

@@ -190,12 +190,25 @@ pub fn checkpoint(path: &Path, key_file: &Path, origin: &str) -> ExitCode {
 }
 
 /// Checks the log against a signed checkpoint.
-pub fn verify_checkpoint(path: &Path, note: &Path, keys: &[String], origin: &str) -> ExitCode {
+pub fn verify_checkpoint(
+    path: &Path,
+    note: &Path,
+    key: &str,
+    witnesses: &[String],
+    origin: &str,
+) -> ExitCode {
     use toolgate::audit::checkpoint::{NoteVerifier, verify_audit_checkpoint};
-    let verifiers: Result<Vec<NoteVerifier>, String> = keys
-        .iter()
-        .map(|key| NoteVerifier::from_key(key).map_err(|error| format!("--key: {error}")))
-        .collect();
+    let log = NoteVerifier::from_key(key).map_err(|error| format!("--key: {error}"));
+    let verifiers: Result<Vec<NoteVerifier>, String> = log.and_then(|log| {
+        let mut all = vec![log];
+        for witness in witnesses {
+            all.push(
+                NoteVerifier::from_key(witness).map_err(|error| format!("--witness: {error}"))?,
+            );
+        }
+        Ok(all)
+    });
+    let name = |key: &str| key.split('+').next().unwrap_or(key).to_owned();
     let checked = verifiers.and_then(|verifiers| {
         let text = std::fs::read_to_string(note)
             .map_err(|error| format!("{}: {error}", note.display()))?;
@@ -204,11 +217,24 @@ pub fn verify_checkpoint(path: &Path, note: &Path, keys: &[String], origin: &str
     });
     match checked {
         Ok(checkpoint) => {
+            let cosigned = if witnesses.is_empty() {
+                "no witness was asked for".to_owned()
+            } else {
+                format!(
+                    "cosigned by {}",
+                    witnesses
+                        .iter()
+                        .map(|w| name(w))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
             println!(
-                "{}: extends the signed checkpoint of {} ({} entries): none of them was cut off or rewritten",
+                "{}: extends the signed checkpoint of {} ({} entries): none of them was cut off or rewritten; signed by {} (the log's key), {cosigned}",
                 path.display(),
                 checkpoint.origin,
-                checkpoint.size
+                checkpoint.size,
+                name(key),
             );
             ExitCode::SUCCESS
         }

@@ -49,7 +49,7 @@ pub async fn serve(config: Config) -> ExitCode {
         tracing::info!(policy = %layer.path.display(), digest = %layer.digest, "policy layer in force");
     }
     // Signed checkpoints of the audit log: the key is checked before anything is served.
-    let _checkpoints = match (&config.checkpoints, &config.audit) {
+    let checkpoints = match (&config.checkpoints, &config.audit) {
         (Some(settings), Some(crate::config::AuditTarget::Jsonl(log))) => {
             match crate::checkpoints::signer(settings) {
                 Ok(signer) => {
@@ -59,11 +59,13 @@ pub async fn serve(config: Config) -> ExitCode {
                         origin = %settings.origin,
                         "signed checkpoints of the audit log will be written"
                     );
-                    Some(crate::checkpoints::spawn(
+                    let signer = std::sync::Arc::new(signer);
+                    let periodic = crate::checkpoints::spawn(
                         settings.clone(),
                         log.clone(),
-                        signer,
-                    ))
+                        std::sync::Arc::clone(&signer),
+                    );
+                    Some((periodic, settings.clone(), log.clone(), signer))
                 }
                 Err(problem) => {
                     super::report([problem]);
@@ -200,6 +202,11 @@ pub async fn serve(config: Config) -> ExitCode {
     }
     watcher.abort();
     refresher.abort();
+    if let Some((periodic, settings, log, signer)) = checkpoints {
+        periodic.abort();
+        let _ = periodic.await;
+        crate::checkpoints::write_final(settings, log, signer).await;
+    }
     for supervisor in supervisors {
         supervisor.abort();
     }

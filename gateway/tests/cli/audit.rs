@@ -145,6 +145,52 @@ fn a_signed_checkpoint_is_made_checked_and_catches_a_cut_log() {
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stderr}");
     assert!(stdout.contains("extends the signed checkpoint"), "{stdout}");
+    assert!(
+        stdout.contains("signed by audit.example/gw (the log's key), no witness was asked for"),
+        "{stdout}"
+    );
+    // A witness named must have cosigned: this one never did.
+    let witness_file = work.path("witness.key");
+    let (witness, _) = text(&run(&[
+        "audit",
+        "key",
+        "--name",
+        "witness.example",
+        "--out",
+        witness_file.to_str().unwrap(),
+    ]));
+    let output = run(&[
+        "audit",
+        "verify-checkpoint",
+        log_arg,
+        "--checkpoint",
+        note_file.to_str().unwrap(),
+        "--key",
+        &verifier,
+        "--witness",
+        witness.trim(),
+        "--origin",
+        "audit.example/gw",
+    ]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("\"witness.example\" did not sign"),
+        "{stderr}"
+    );
+    // The witness's key given as the log's: the log's key did not sign.
+    let output = run(&[
+        "audit",
+        "verify-checkpoint",
+        log_arg,
+        "--checkpoint",
+        note_file.to_str().unwrap(),
+        "--key",
+        witness.trim(),
+        "--origin",
+        "audit.example/gw",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
     assert_eq!(verify("other").status.code(), Some(1));
     let lines: Vec<String> = work
         .read("audit.jsonl")
@@ -347,4 +393,72 @@ fn given_arguments_are_disclosed_against_an_entry_until_its_salt_is_forgotten() 
         "{}",
     ]);
     assert_eq!(output.status.code(), Some(1));
+}
+
+/// `serve` writes a last checkpoint when it stops: with a round only every hour, the calls made
+/// after the first one (at start, of an empty log) are covered once the client disconnects.
+#[tokio::test]
+async fn the_gateway_writes_a_checkpoint_when_it_stops() {
+    let work = Work::new("audit-checkpoint-on-stop");
+    let key_file = work.path("checkpoint.key");
+    let (verifier, _) = text(&run(&[
+        "audit",
+        "key",
+        "--name",
+        "gw.example/audit",
+        "--out",
+        key_file.to_str().unwrap(),
+    ]));
+    let config = work.hostile_config(
+        "serve",
+        "[audit]\njsonl = \"audit.jsonl\"\ncheckpoint_key_file = \"checkpoint.key\"\n\
+         checkpoint_origin = \"gw.example/audit\"\ncheckpoint_every_s = 3600\n",
+    );
+    let client = serve(&config).await;
+    let checkpoint = work.path("audit.jsonl.checkpoint");
+    let size = |note: &str| note.lines().nth(1).and_then(|s| s.parse::<u64>().ok());
+    // The round at start, of the empty log; the next is an hour away.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while size(&std::fs::read_to_string(&checkpoint).unwrap_or_default()) != Some(0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint at start"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for index in 0..3 {
+        let (_, is_error) = call(
+            &client,
+            "h__echo",
+            serde_json::json!({"text": format!("t{index}")}),
+        )
+        .await;
+        assert!(!is_error);
+    }
+    let _ = client.cancel().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let note = std::fs::read_to_string(&checkpoint).unwrap_or_default();
+        if size(&note) == Some(9) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint on stopping: {note:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let output = run(&[
+        "audit",
+        "verify-checkpoint",
+        work.path("audit.jsonl").to_str().unwrap(),
+        "--checkpoint",
+        checkpoint.to_str().unwrap(),
+        "--key",
+        verifier.trim(),
+        "--origin",
+        "gw.example/audit",
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}{stderr}");
 }

@@ -573,9 +573,88 @@ mod checkpoints {
                 head: 9
             }))
         ));
-        // A checkpoint body that is not one.
-        for text in ["o\n", "o\n09\nAAAA\n", "o\n1\nnot-base64\n", "\n1\nAAAA\n"] {
+        // A checkpoint body that is not one; the size in digits only (C2SP, the Go parser).
+        let root = checkpoint.body().lines().nth(2).unwrap().to_owned();
+        for size in [
+            "+12", " 12", "12 ", "-0", "0x1", "1_0", "١٢", "１２", "09", "",
+        ] {
+            let text = format!("o\n{size}\n{root}\n");
+            assert!(Checkpoint::parse(&text).is_err(), "{size:?}");
+        }
+        assert_eq!(
+            Checkpoint::parse(&format!("o\n12\n{root}\n")).unwrap().size,
+            12
+        );
+        for text in ["o\n", "o\n1\nnot-base64\n", "\n1\nAAAA\n"] {
             assert!(Checkpoint::parse(text).is_err(), "{text:?}");
         }
+    }
+
+    /// The log's key must sign, and every witness named must cosign: a note signed by any one of
+    /// the keys given is not enough.
+    #[test]
+    fn the_logs_key_and_every_named_witness_must_sign_a_checkpoint() {
+        let file = TempFile::new("checkpoint-witnesses");
+        write_calls(&file, "c", 2);
+        let origin = "audit.example/gw";
+        let (log, log_key) = NoteSigner::generate(origin).unwrap();
+        let (witness, witness_key) = NoteSigner::generate("witness.example").unwrap();
+        let (other, other_key) = NoteSigner::generate("other-witness.example").unwrap();
+        let key = |text: &str| NoteVerifier::from_key(text).unwrap();
+        let by_log = checkpoint_audit_file(&file.0, origin, &log).unwrap();
+        let cosigned = cosign_note(&by_log, &witness).unwrap();
+        let body = by_log.split("\n\n").next().unwrap().to_owned() + "\n";
+        let by_witness_only = sign_note(&body, &[&witness]).unwrap();
+        let by_other_pair = sign_note(&body, &[&witness, &other]).unwrap();
+        let unsigned = |result: Result<Checkpoint, CheckpointError>| match result {
+            Err(CheckpointError::Note(NoteError::Unsigned(name))) => name,
+            other => panic!("expected a missing signer, got {other:?}"),
+        };
+        assert!(verify_audit_checkpoint(&file.0, &by_log, &[key(&log_key)], origin).is_ok());
+        assert!(
+            verify_audit_checkpoint(
+                &file.0,
+                &cosigned,
+                &[key(&log_key), key(&witness_key)],
+                origin
+            )
+            .is_ok()
+        );
+        // The witness never cosigned.
+        assert_eq!(
+            unsigned(verify_audit_checkpoint(
+                &file.0,
+                &by_log,
+                &[key(&log_key), key(&witness_key)],
+                origin
+            )),
+            "witness.example"
+        );
+        // The log's own key never signed, though the witnesses did.
+        assert_eq!(
+            unsigned(verify_audit_checkpoint(
+                &file.0,
+                &by_witness_only,
+                &[key(&log_key), key(&witness_key)],
+                origin
+            )),
+            origin
+        );
+        assert_eq!(
+            unsigned(verify_audit_checkpoint(
+                &file.0,
+                &by_other_pair,
+                &[key(&log_key), key(&witness_key), key(&other_key)],
+                origin
+            )),
+            origin
+        );
+        // Two keys of one name: one signature would stand for both.
+        let (twin, twin_key) = NoteSigner::generate(origin).unwrap();
+        let both = cosign_note(&by_log, &twin).unwrap();
+        assert!(matches!(
+            verify_audit_checkpoint(&file.0, &both, &[key(&log_key), key(&twin_key)], origin),
+            Err(CheckpointError::Note(NoteError::BadKey(_)))
+        ));
     }
 }

@@ -10,6 +10,27 @@ mod lookalike;
 
 pub use lookalike::LookAlikes;
 
+/// The first character of `text` that shows nothing where it stands — a control character, a
+/// zero-width or bidi control (U+200B, U+202E, …), any Unicode default-ignorable or format
+/// character — with its position in characters; `None` if every character is seen. What the
+/// registry refuses in tool names, for callers that screen other names a person reads (principal
+/// ids, group names): `alice\u{200b}` looks like `alice`, and `\u{202e}ecila` shows as `alice`.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::registry::first_invisible;
+///
+/// assert_eq!(first_invisible("alice"), None);
+/// assert_eq!(first_invisible("alice\u{200b}"), Some((5, '\u{200b}')));
+/// assert_eq!(first_invisible("\u{202e}ecila"), Some((0, '\u{202e}')));
+/// ```
+pub fn first_invisible(text: &str) -> Option<(usize, char)> {
+    text.chars()
+        .enumerate()
+        .find(|(_, c)| crate::text::is_invisible(*c))
+}
+
 /// Why a [`ToolRegistry`] could not be built. The caller assembled the tool set wrongly.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]

@@ -153,8 +153,12 @@ impl JwtConfig {
         let id = claims
             .get("sub")
             .and_then(Value::as_str)
-            .filter(|sub| !sub.is_empty() && sub.len() <= 256 && !sub.chars().any(char::is_control))
-            .ok_or("the token's `sub` is not a usable id")?;
+            .filter(|sub| {
+                !sub.is_empty()
+                    && sub.len() <= 256
+                    && toolgate::registry::first_invisible(sub).is_none()
+            })
+            .ok_or("the token's `sub` is not a usable id (empty, over 256 bytes, or holding an invisible or bidi character)")?;
         let groups = match claims.get(&self.groups_claim) {
             None => Vec::new(),
             Some(Value::Array(groups)) => groups
@@ -164,6 +168,15 @@ impl JwtConfig {
                 .ok_or("the token's groups are not all strings")?,
             Some(_) => return Err("the token's groups claim is not an array".to_owned()),
         };
+        if groups
+            .iter()
+            .any(|group| group.is_empty() || toolgate::registry::first_invisible(group).is_some())
+        {
+            // A group a person cannot read as it is would be judged as one it looks like.
+            return Err(
+                "a group in the token is empty or holds an invisible or bidi character".to_owned(),
+            );
+        }
         Ok(Principal::new(id, groups))
     }
 }

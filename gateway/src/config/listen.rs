@@ -67,14 +67,24 @@ pub(super) fn listen_and_clients(
         };
         let key_sha256: [u8; 32] = bytes.try_into().expect("32 bytes");
         if client.id.is_empty()
-            || client
-                .id
-                .chars()
-                .any(|c| c.is_whitespace() || c.is_control())
+            || client.id.chars().any(char::is_whitespace)
+            || toolgate::registry::first_invisible(&client.id).is_some()
         {
             problem(
                 format!("{key}.id"),
-                "must be non-empty, without spaces or control characters".to_owned(),
+                "must be non-empty, without spaces, control, zero-width or bidi characters (they make one id look like another)".to_owned(),
+            );
+            continue;
+        }
+        if let Some(index) = client.groups.iter().position(|group| {
+            group.is_empty()
+                || group.chars().any(char::is_whitespace)
+                || toolgate::registry::first_invisible(group).is_some()
+        }) {
+            problem(
+                format!("{key}.groups[{index}]"),
+                "must be non-empty, without spaces, control, zero-width or bidi characters"
+                    .to_owned(),
             );
             continue;
         }

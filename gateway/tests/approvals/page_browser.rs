@@ -8,6 +8,7 @@
 //! refused. A call held while the page is open appears without a reload, whole; no argument
 //! value reaches a URL the page requests or a line the gateway logs.
 
+mod invisible;
 mod tossing;
 
 use crate::support;

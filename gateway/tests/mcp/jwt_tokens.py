@@ -70,6 +70,14 @@ tokens = {
             claims("alice", ["ops"]), rsa_key, algorithm="RS256", headers={"kid": "k1"}),
         "the payload altered after signing": f"{header}.{forged_payload}.{signature}",
         "groups not strings": ed(claims("alice", [1, 2])),
+        # Names a person reads as other names: zero-width, bidi override, BOM, a control.
+        "a zero-width space in the subject": ed(claims("alice\u200b", ["ops"])),
+        "a bidi override in the subject": ed(claims("\u202eecila", ["ops"])),
+        "a BOM in the subject": ed(claims("\ufeffalice", ["ops"])),
+        "a control in the subject": ed(claims("alice\u0007", ["ops"])),
+        "a zero-width joiner in a group": ed(claims("alice", ["op\u200ds"])),
+        "a bidi isolate in a group": ed(claims("alice", ["\u2066ops"])),
+        "an empty group": ed(claims("alice", [""])),
     },
 }
 (work / "tokens.json").write_text(json.dumps(tokens))

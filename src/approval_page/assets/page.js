@@ -9,10 +9,21 @@ const cards = new Map(); // approval id -> { card, request, timeLeft }
 
 const $ = (id) => document.getElementById(id);
 
+// Characters that show nothing where they stand (controls, zero-width and bidi controls, every
+// default-ignorable and format character) are shown as escapes, in every field: `alice\u{200B}`
+// must not look like alice, and U+202E must not turn the text after it around. Line breaks and
+// tabs in arguments stay as they are.
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]/gu;
+
+function visible(text) {
+  return String(text).replace(HIDDEN, (c) =>
+    c === "\n" || c === "\t" ? c : "\\u{" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "}");
+}
+
 function element(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (text !== undefined && text !== null) node.textContent = visible(text);
   return node;
 }
 
@@ -38,8 +49,8 @@ const PINNED = "toolgate-approvals-csrf";
 function signedIn(session) {
   csrf = session.csrf;
   sessionStorage.setItem(PINNED, csrf);
-  $("approver").textContent = session.approver;
-  $("groups").textContent = session.groups.length ? "(groups: " + session.groups.join(", ") + ")" : "(no group)";
+  $("approver").textContent = visible(session.approver);
+  $("groups").textContent = visible(session.groups.length ? "(groups: " + session.groups.join(", ") + ")" : "(no group)");
   $("who").hidden = false;
   $("signin").hidden = true;
   $("work").hidden = false;
@@ -50,7 +61,7 @@ function signedIn(session) {
 function signedOut(message) {
   csrf = null;
   sessionStorage.removeItem(PINNED);
-  $("signin-error").textContent = message || "";
+  $("signin-error").textContent = visible(message || "");
   $("who").hidden = true;
   $("work").hidden = true;
   $("signin").hidden = false;
@@ -108,7 +119,7 @@ function settle(node, message, className) {
   for (const button of node.querySelectorAll("button")) button.disabled = true;
   const outcome = node.querySelector(".outcome");
   outcome.className = "outcome " + className;
-  outcome.textContent = message;
+  outcome.textContent = visible(message);
 }
 
 async function answer(request, verdict, node) {
@@ -127,7 +138,7 @@ async function answer(request, verdict, node) {
     refreshAnswered();
   } else {
     outcome.className = "outcome error";
-    outcome.textContent = "Refused (" + status + "): " + (data.error || "no reason given");
+    outcome.textContent = visible("Refused (" + status + "): " + (data.error || "no reason given"));
     if (status === 409) settle(node, outcome.textContent, "error");
     else for (const button of node.querySelectorAll("button")) button.disabled = false;
     if (status === 401) signedOut(data.error);
@@ -139,7 +150,7 @@ async function poll() {
   const { status, data } = await api("pending");
   if (status === 401 || status === 403) { signedOut(data.error); return; }
   if (status !== 200) {
-    $("status").textContent = "Cannot read the waiting calls: " + (data.error || status);
+    $("status").textContent = visible("Cannot read the waiting calls: " + (data.error || status));
     return;
   }
   $("status").textContent = "";
@@ -186,10 +197,10 @@ async function refreshAudit() {
   const chain = $("chain");
   const body = $("audit").querySelector("tbody");
   body.replaceChildren();
-  if (status !== 200) { chain.textContent = "Cannot read the audit log: " + (data.error || status); chain.className = "error"; return; }
+  if (status !== 200) { chain.textContent = visible("Cannot read the audit log: " + (data.error || status)); chain.className = "error"; return; }
   if (!data.configured) { chain.textContent = "No audit log is shown here."; chain.className = ""; return; }
   const snapshot = data.snapshot;
-  chain.textContent = (snapshot.verified ? "Chain verifies: " : "Chain does NOT verify: ") + snapshot.chain;
+  chain.textContent = visible((snapshot.verified ? "Chain verifies: " : "Chain does NOT verify: ") + snapshot.chain);
   chain.className = snapshot.verified ? "ok" : "error";
   for (const event of snapshot.events.slice().reverse()) {
     const tr = element("tr");
@@ -206,7 +217,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     const { status, data } = await api("login", { credential: $("credential").value });
     $("credential").value = "";
     if (status === 200) { $("signin-error").textContent = ""; signedIn(data); }
-    else $("signin-error").textContent = data.error || "sign-in failed (" + status + ")";
+    else $("signin-error").textContent = visible(data.error || "sign-in failed (" + status + ")");
   });
   $("logout").addEventListener("click", async () => { await api("logout", {}); signedOut(); });
   $("audit-refresh").addEventListener("click", refreshAudit);

@@ -1,3 +1,4 @@
+mod identities;
 mod shared_counters;
 
 use std::path::Path;

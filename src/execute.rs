@@ -129,7 +129,7 @@ fn too_large(result: ToolResult, max_output_bytes: usize) -> ToolResult {
     ToolResult::error(
         result.call_id,
         format!(
-            "tool output too large: {size} bytes, the limit is {max_output_bytes}; it was not passed on"
+            "tool output too large: {size} bytes, the limit is {max_output_bytes}; the tool ran, and its output was not passed on"
         ),
     )
 }

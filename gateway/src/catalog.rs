@@ -102,13 +102,17 @@ pub fn build(
                 });
                 continue;
             }
-            match forwarding(
+            // One bound on a reply, the config's: the library's own output cap (1 MiB by
+            // default) would refuse what `limits.max_message_bytes` lets through.
+            let definition = forwarding(
                 Arc::clone(&link),
                 &tool,
                 name.clone(),
                 config.limits.call_timeout,
                 Arc::clone(metrics),
-            ) {
+            )
+            .map(|definition| definition.with_max_output_bytes(config.limits.max_message_bytes));
+            match definition {
                 Ok(definition) => {
                     let digest = definition.digest().to_owned();
                     let accept =

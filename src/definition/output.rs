@@ -124,7 +124,7 @@ impl ToolDefinition {
             return ToolResult::error(
                 call_id,
                 format!(
-                    "the tool's output nests deeper than {MAX_ARGUMENT_DEPTH} levels; it was not passed on"
+                    "the tool's output nests deeper than {MAX_ARGUMENT_DEPTH} levels; the tool ran, and its output was not passed on"
                 ),
             );
         }
@@ -138,7 +138,7 @@ impl ToolDefinition {
         ToolResult::error(
             call_id,
             format!(
-                "the tool's output does not satisfy its output schema ({violations} violation(s)); it was not passed on"
+                "the tool's output does not satisfy its output schema ({violations} violation(s)); the tool ran, and its output was not passed on"
             ),
         )
     }

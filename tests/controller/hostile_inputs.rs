@@ -234,7 +234,7 @@ fn hostile_handler_returning_huge_output() {
     assert_eq!(
         result.content,
         format!(
-            "tool output too large: {} bytes, the limit is {DEFAULT_MAX_OUTPUT_BYTES}; it was not passed on",
+            "tool output too large: {} bytes, the limit is {DEFAULT_MAX_OUTPUT_BYTES}; the tool ran, and its output was not passed on",
             20 * 1024 * 1024
         )
     );

@@ -99,7 +99,9 @@ for line in sys.stdin:
             mutate()
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         if name == "huge":
-            text = "x" * (16 * 1024 * 1024)
+            # 16 MiB unless the call names another size.
+            size = message["params"].get("arguments", {}).get("bytes", 16 * 1024 * 1024)
+            text = "x" * int(size)
         else:
             text = "echo: " + str(message["params"].get("arguments", {}).get("text"))
         send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})

@@ -146,7 +146,36 @@ async fn an_oversized_reply_ends_that_call_with_an_error_and_the_gateway_keeps_s
     eprintln!("an oversized reply was answered in {took:?}");
     let (message, is_error) = call(&client, "h__echo", json!({"text": "after"})).await;
     assert!(!is_error && message == "echo: after", "{message}");
-    assert_eq!(work.recorded(), ["huge", "echo"]);
+    // One bound, the config's (4 MiB by default): a 2 MiB reply passes whole (the library's own
+    // 1 MiB output cap refused it before), 3.9 MiB too.
+    for bytes in [2 << 20, (4 << 20) - 100_000] {
+        let (message, is_error) = call(&client, "h__huge", json!({"bytes": bytes})).await;
+        assert!(!is_error, "{bytes}: {}", &message[..message.len().min(300)]);
+        assert_eq!(message.len(), bytes);
+    }
+    assert_eq!(work.recorded(), ["huge", "echo", "huge", "huge"]);
+}
+
+/// `limits.max_message_bytes` set lower bounds a reply there too, and the refusal says the
+/// upstream ran the call.
+#[tokio::test]
+async fn the_configured_message_bound_is_the_one_bound_on_a_reply() {
+    let work = Work::new("health-bound");
+    let config = work.hostile_config(
+        "serve",
+        "[limits]
+max_message_bytes = 100000
+",
+    );
+    let client = serve(&config).await;
+    let (message, is_error) = call(&client, "h__huge", json!({"bytes": 90_000})).await;
+    assert!(!is_error, "{}", &message[..message.len().min(300)]);
+    let (message, is_error) = call(&client, "h__huge", json!({"bytes": 200_000})).await;
+    assert!(is_error);
+    assert!(
+        message.contains("ran the call") && message.contains("100000 bytes"),
+        "{message}"
+    );
 }
 
 #[tokio::test]

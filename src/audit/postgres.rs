@@ -68,8 +68,21 @@ const INTEGRATE_EVERY: Duration = Duration::from_millis(50);
 ///   version in `toolgate_meta`); a version 1 schema (one lock per append) is migrated in place,
 ///   its entries kept as they are; a newer one is refused.
 ///
-/// Not guaranteed: protection from someone who can rewrite both the table and its tip with
-/// recomputed hashes (as with a file, keep a [`ChainTip`] elsewhere to detect that).
+/// Not guaranteed, precisely — against anyone who can write to the database (the role the sinks
+/// connect as, or a superuser):
+/// - **Queued events.** Between an append's commit and the next integration (within 50 ms while a
+///   sink runs; until the next sink starts if none does) an event waits in
+///   `toolgate_audit_queue` as plain text with no signature or key of its writer. A database
+///   writer can edit, delete or insert queue rows then, and what it leaves is integrated and
+///   verifies as part of the chain: nothing distinguishes a forged queued event from a real one.
+///   The sink that appended does not read its events back, so it does not notice either.
+/// - **The chain.** Entries already integrated can be rewritten together with every later hash
+///   and the tip. Both are detected only against a tree head or signed checkpoint kept outside
+///   the database ([`ChainTip`], `audit checkpoint`): a checkpoint taken after an event was
+///   integrated proves that event as it was then.
+///
+/// A database writer is trusted as much as the gateways themselves; give other roles read access
+/// only.
 ///
 /// # Examples
 ///

@@ -51,6 +51,17 @@ impl Keys {
         }
     }
 
+    /// The identities that sign a person in to the approval page: the clients not marked
+    /// `page_sign_in = false`, and tokens.
+    pub fn for_the_page(clients: &[ApiClient], jwt: Option<JwtConfig>) -> Self {
+        let people: Vec<ApiClient> = clients
+            .iter()
+            .filter(|client| client.page_sign_in)
+            .cloned()
+            .collect();
+        Self::new(&people, jwt)
+    }
+
     /// The principal `credential` names: an API key, else a verified token.
     pub fn principal(&self, credential: &str) -> Option<Arc<Principal>> {
         let hash = <[u8; 32]>::from(Sha256::digest(credential.as_bytes()));

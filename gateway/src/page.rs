@@ -27,12 +27,26 @@ fn upstream_of(config: &Config) -> impl Fn(&str) -> Option<String> + Send + Sync
 }
 
 /// The page's routes, if the config serves it.
-pub fn router(config: &Config, controller: Arc<ToolController>) -> Option<Router> {
+pub fn router(
+    config: &Config,
+    controller: Arc<ToolController>,
+    metrics: &Arc<crate::metrics::Metrics>,
+) -> Option<Router> {
     let settings = config.approval_page?;
-    let keys = Keys::new(&config.clients, config.jwt.clone());
+    let keys = Keys::for_the_page(&config.clients, config.jwt.clone());
+    let metrics = Arc::clone(metrics);
     let sign_in = move |credential: &str| {
-        keys.principal(credential)
-            .map(|principal| Principal::clone(&principal))
+        let principal = keys
+            .principal(credential)
+            .map(|principal| Principal::clone(&principal));
+        if principal.is_none() {
+            // Never the credential: it may be a real key with a typo.
+            tracing::warn!(
+                "a sign-in to the approval page was refused: an unknown key, a refused token, or a client that may not sign in"
+            );
+            metrics.sign_in_refused("page");
+        }
+        principal
     };
     // The same Host values the MCP listener accepts: a DNS-rebinding page reaches neither.
     let mut page = ApprovalPage::new(controller, sign_in)

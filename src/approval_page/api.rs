@@ -37,7 +37,14 @@ struct Shared {
     page: ApprovalPage,
     sessions: Sessions,
     answered: Mutex<VecDeque<Value>>,
+    /// When recent sign-ins failed, oldest first (at most `MAX_FAILED_SIGN_INS`).
+    failed_sign_ins: Mutex<VecDeque<std::time::Instant>>,
 }
+
+/// Failed sign-ins allowed within `SIGN_IN_WINDOW`; past it every sign-in is refused with 429
+/// until the oldest failure leaves the window, without asking the authenticator.
+const MAX_FAILED_SIGN_INS: usize = 10;
+const SIGN_IN_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
 
 type Page = State<Arc<Shared>>;
 
@@ -46,6 +53,7 @@ pub(super) fn router(page: ApprovalPage) -> Router {
         page,
         sessions: Sessions::default(),
         answered: Mutex::default(),
+        failed_sign_ins: Mutex::default(),
     });
     Router::new()
         .route("/approvals", get(assets::page))
@@ -235,7 +243,47 @@ struct Login {
     credential: String,
 }
 
+/// How long until a sign-in may be tried again, if too many failed lately.
+fn signing_in_paused(shared: &Shared) -> Option<std::time::Duration> {
+    let now = std::time::Instant::now();
+    let mut failed = shared
+        .failed_sign_ins
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    while failed
+        .front()
+        .is_some_and(|at| now.duration_since(*at) >= SIGN_IN_WINDOW)
+    {
+        failed.pop_front();
+    }
+    (failed.len() >= MAX_FAILED_SIGN_INS).then(|| {
+        failed.front().map_or(SIGN_IN_WINDOW, |oldest| {
+            SIGN_IN_WINDOW - now.duration_since(*oldest)
+        })
+    })
+}
+
+fn sign_in_failed(shared: &Shared) {
+    let mut failed = shared
+        .failed_sign_ins
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if failed.len() >= MAX_FAILED_SIGN_INS {
+        failed.pop_front();
+    }
+    failed.push_back(std::time::Instant::now());
+}
+
 async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {
+    if let Some(wait) = signing_in_paused(&shared) {
+        return refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "{MAX_FAILED_SIGN_INS} sign-ins failed within a minute: signing in is paused for {} s",
+                wait.as_secs().max(1)
+            ),
+        );
+    }
     let credential = body.0.credential;
     let authenticate = Arc::clone(&shared.page.authenticate);
     // An authenticator may verify a token or read a file: off the event loop.
@@ -244,6 +292,7 @@ async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {
         .ok()
         .flatten();
     let Some(principal) = principal else {
+        sign_in_failed(&shared);
         return refuse(
             StatusCode::UNAUTHORIZED,
             "this credential names nobody here",
@@ -311,7 +360,7 @@ fn shown(
     upstream: Option<String>,
 ) -> Value {
     let asker = request.call.principal.as_deref();
-    let may_answer = crate::policy::admitted_by_all(
+    let may_answer = crate::policy::admitted_out_of_band(
         request.approvers.iter().map(|approvers| &**approvers),
         Some(&session.principal),
         asker,
@@ -321,6 +370,15 @@ fn shown(
     let arguments = serde_json::from_str::<Value>(&canonical)
         .and_then(|value| serde_json::to_string_pretty(&value))
         .unwrap_or(canonical);
+    // Whoever may not answer reads what is asked and why, not the arguments (they may hold what
+    // only the approvers the rule names should read).
+    let may = may_answer.is_ok();
+    let (arguments, argument_chars) = if may {
+        let chars = arguments.chars().count();
+        (Some(arguments), chars)
+    } else {
+        (None, 0)
+    };
     json!({
         "id": request.approval_id.to_string(),
         "tool": request.call.tool_name,
@@ -333,9 +391,9 @@ fn shown(
         "requested_at_ms": request.requested_at_ms,
         "expires_at_ms": request.expires_at_ms,
         "arguments": arguments,
-        "argument_chars": arguments.chars().count(),
+        "argument_chars": argument_chars,
         "approvers": request.approvers.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "may_answer": may_answer.is_ok(),
+        "may_answer": may,
         "why_not": may_answer.err().map(|refusal| refusal.to_string()),
     })
 }
@@ -423,6 +481,15 @@ async fn answer(State(shared): Page, headers: HeaderMap, body: axum::Json<Answer
             ),
         );
     };
+    // The page's own rule: a call's asker answers it here only where a rule allows it (the model's
+    // client key signed in here must not approve what the model asked for).
+    if let Err(refusal) = crate::policy::admitted_out_of_band(
+        request.approvers.iter().map(|approvers| &**approvers),
+        Some(&session.principal),
+        request.call.principal.as_deref(),
+    ) {
+        return refuse(StatusCode::FORBIDDEN, format!("{refusal}; nothing ran"));
+    }
     if request.digest != digest {
         return refuse(
             StatusCode::CONFLICT,
@@ -479,14 +546,17 @@ async fn answer(State(shared): Page, headers: HeaderMap, body: axum::Json<Answer
 
 /// The answers given on this page since the process started, newest last.
 async fn answered(State(shared): Page, headers: HeaderMap) -> Response {
-    if let Err(refusal) = checked(&shared, &headers) {
-        return refusal.into_response();
-    }
+    let session = match checked(&shared, &headers) {
+        Ok((_, session)) => session,
+        Err(refusal) => return refusal.into_response(),
+    };
+    // A result is shown only to whoever answered: it may hold what the others may not read.
     let answered: Vec<Value> = shared
         .answered
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
+        .filter(|entry| entry["by"] == session.principal.id.as_str())
         .cloned()
         .collect();
     axum::Json(json!({ "answered": answered })).into_response()

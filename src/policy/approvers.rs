@@ -36,9 +36,16 @@ pub struct Approvers {
     /// Groups whose members may answer, matched exactly.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
-    /// The principal who made the call may not answer it.
+    /// The principal who made the call may not answer it, and a call made for no identified
+    /// principal may be answered by nobody (nobody can be shown to be someone else).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub four_eyes: bool,
+    /// The principal who made the call may answer it on the approval page. Without this on some
+    /// rule that applies, the page never lets a principal answer its own call — a model's client
+    /// key signed in to the page cannot approve what the model asked for. (In band, the person at
+    /// the MCP client that asked confirms the call as that client: that is not refused.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_self: bool,
 }
 
 /// Why an answer was refused: the request still waits, and nothing ran.
@@ -56,8 +63,10 @@ pub enum ApproverRefusal {
         /// Who may, as the rule names them.
         needed: String,
     },
-    /// Four eyes: the approver made the call.
-    #[error("four eyes: {approver:?} asked for this call and cannot approve it")]
+    /// The approver made the call (four eyes, or no rule allows answering one's own call).
+    #[error(
+        "four eyes: {approver:?} asked for this call and cannot answer it here (four eyes, or on the approval page no rule lets a call's asker answer it)"
+    )]
     OwnCall {
         /// Who answered (and asked).
         approver: String,
@@ -95,6 +104,13 @@ impl Approvers {
     #[must_use]
     pub fn with_four_eyes(mut self) -> Self {
         self.four_eyes = true;
+        self
+    }
+
+    /// The same approvers, the principal who made the call among them.
+    #[must_use]
+    pub fn allowing_self(mut self) -> Self {
+        self.allow_self = true;
         self
     }
 
@@ -149,6 +165,9 @@ impl fmt::Display for Approvers {
         if parts.is_empty() {
             parts.push("any identified principal".to_owned());
         }
+        if self.allow_self {
+            parts.push("its asker too".to_owned());
+        }
         if self.four_eyes {
             parts.push("four eyes".to_owned());
         }
@@ -164,4 +183,24 @@ pub(crate) fn admitted_by_all<'a>(
 ) -> Result<(), ApproverRefusal> {
     all.into_iter()
         .try_for_each(|approvers| approvers.admits(approver, asker))
+}
+
+/// [`admitted_by_all`], answered out of band (the approval page): there the asker is never the
+/// approver unless one of `all` allows it ([`Approvers::allow_self`]). In band — the person at
+/// the MCP client that asked, confirming through its client — the asker answering is the point.
+pub(crate) fn admitted_out_of_band<'a>(
+    all: impl IntoIterator<Item = &'a Approvers> + Clone,
+    approver: Option<&Principal>,
+    asker: Option<&Principal>,
+) -> Result<(), ApproverRefusal> {
+    admitted_by_all(all.clone(), approver, asker)?;
+    let allow_self = all.into_iter().any(|approvers| approvers.allow_self);
+    match (approver, asker) {
+        (Some(approver), Some(asker)) if approver.id == asker.id && !allow_self => {
+            Err(ApproverRefusal::OwnCall {
+                approver: crate::contract::quote_bounded(&approver.id),
+            })
+        }
+        _ => Ok(()),
+    }
 }

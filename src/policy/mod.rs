@@ -11,8 +11,8 @@ mod tool_policy;
 use std::fmt;
 
 pub use crate::authorized::PolicyOutcome;
-pub(crate) use approvers::admitted_by_all;
 pub use approvers::{ApproverRefusal, Approvers};
+pub(crate) use approvers::{admitted_by_all, admitted_out_of_band};
 pub use async_check::AsyncPolicy;
 pub(crate) use async_check::{AsyncCheck, DrivenCheck};
 pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};

@@ -86,10 +86,22 @@ pub(super) fn check_approvers(
             format!("only an ask rule waits for an approver; this rule's action is {action}"),
         );
     }
-    if approvers.ids.is_empty() && approvers.groups.is_empty() && !approvers.four_eyes {
+    if approvers.ids.is_empty()
+        && approvers.groups.is_empty()
+        && !approvers.four_eyes
+        && !approvers.allow_self
+    {
         problem(
             here.clone(),
-            "names no id, no group and no four_eyes: it would change nothing".to_owned(),
+            "names no id, no group, no four_eyes and no allow_self: it would change nothing"
+                .to_owned(),
+        );
+    }
+    if approvers.four_eyes && approvers.allow_self {
+        problem(
+            here.clone(),
+            "four_eyes and allow_self contradict each other: the asker may answer, or may not"
+                .to_owned(),
         );
     }
     check_names(

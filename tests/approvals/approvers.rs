@@ -184,13 +184,14 @@ fn a_policy_naming_approvers_after_the_call_was_held_is_checked_at_the_re_decisi
     controller
         .replace_policy(RulePolicy::from_json(POLICY, &registry).unwrap())
         .unwrap();
-    // Held before: the request names no approvers, so the answer takes it; the re-decision by
-    // the new policy refuses the asker herself, and nothing runs.
+    // Held before: the request names no approvers, so Eve's answer takes it; the re-decision by
+    // the new policy (security's yes) refuses her, and nothing runs.
+    let eve = Principal::new("eve", ["dev"]);
     let result = controller
-        .resolve(ApprovalResponse::approve(request.approval_id).by_principal(alice()))
+        .resolve(ApprovalResponse::approve(request.approval_id).by_principal(eve))
         .unwrap();
     assert!(
-        result.is_error && result.content.contains("four eyes"),
+        result.is_error && result.content.contains("not among the approvers"),
         "{result:?}"
     );
     assert_eq!(run_count(&runs), 0);

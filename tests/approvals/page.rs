@@ -4,6 +4,7 @@
 //! origin, a stale page, an approver the rule does not name).
 
 mod cookies;
+mod who_sees_what;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -29,13 +30,17 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(POLICY)
+}
+
+fn fixture_with(policy: &str) -> Fixture {
     let runs = Arc::default();
     let registry = registry([counted(
         "deploy",
         json!({"type": "object", "properties": {"env": {"type": "string"}}}),
         &runs,
     )]);
-    let policy = RulePolicy::from_json(POLICY, &registry).unwrap();
+    let policy = RulePolicy::from_json(policy, &registry).unwrap();
     let controller = Arc::new(ToolController::new(registry, policy));
     let page = ApprovalPage::new(
         Arc::clone(&controller),

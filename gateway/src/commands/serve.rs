@@ -135,7 +135,7 @@ pub async fn serve(config: Config) -> ExitCode {
     };
     let mut tasks = tokio::task::JoinSet::new();
     if let Some(address) = config.listen.admin {
-        let page = crate::page::router(&config, std::sync::Arc::clone(&controller));
+        let page = crate::page::router(&config, std::sync::Arc::clone(&controller), &metrics);
         match &page {
             Some(_) => tracing::info!(
                 "approval page: http://{address}/approvals — people sign in with a [[clients]] API key or a [jwt] token, and approved calls run in this gateway"

@@ -109,6 +109,7 @@ pub(super) fn listen_and_clients(
         checked.push(ApiClient {
             principal: toolgate::Principal::new(client.id, client.groups),
             key_sha256,
+            page_sign_in: client.page_sign_in.unwrap_or(true),
         });
     }
     if http.is_some() && checked.is_empty() && !has_jwt {

@@ -124,6 +124,9 @@ pub struct ApiClient {
     pub principal: toolgate::Principal,
     /// The SHA-256 of the key; the key itself is never stored.
     pub key_sha256: [u8; 32],
+    /// Whether the key signs a person in to the approval page (`page_sign_in`, default true):
+    /// `false` for a model's own client, which must never answer approvals.
+    pub page_sign_in: bool,
 }
 
 /// One upstream MCP server.
@@ -344,6 +347,7 @@ struct ClientSection {
     #[serde(default)]
     groups: Vec<String>,
     api_key_sha256: String,
+    page_sign_in: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -293,3 +293,52 @@ fn base64url(bytes: &[u8]) -> String {
     }
     out
 }
+
+#[test]
+fn a_client_marked_page_sign_in_false_cannot_sign_in_and_the_refusal_is_logged_and_counted() {
+    let work = Work::new("http-page-sign-in");
+    const MODEL_KEY: &str = "tg_model_key_0123456789";
+    let (child, port, admin) = serve_raw(
+        &work,
+        &format!(
+            "\n[[clients]]\nid = \"model\"\npage_sign_in = false\napi_key_sha256 = \"{}\"\n",
+            sha256(MODEL_KEY)
+        ),
+    );
+    let _stopped = Stopped(child);
+    // The model's key still calls /mcp.
+    assert_eq!(open(port, MODEL_KEY).status, 200);
+    let host = format!("127.0.0.1:{admin}");
+    let origin = format!("http://{host}");
+    let login = |key: &str| {
+        exchange(
+            admin,
+            "POST",
+            "/approvals/api/login",
+            &[
+                ("Host", host.as_str()),
+                ("Origin", origin.as_str()),
+                ("Content-Type", "application/json"),
+            ],
+            &serde_json::json!({"credential": key}).to_string(),
+        )
+    };
+    assert_eq!(
+        login(MODEL_KEY).status,
+        401,
+        "the model's key signs no one in"
+    );
+    assert_eq!(login(ALICE_KEY).status, 200, "a person's key does");
+    let metrics = http_get(admin, "/metrics");
+    assert!(
+        metrics.contains("toolgate_sign_ins_refused_total{outcome=\"page\"} 1"),
+        "{metrics}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let log = work.read("gateway.log");
+    assert!(
+        log.contains("a sign-in to the approval page was refused"),
+        "{log}"
+    );
+    assert!(!log.contains(MODEL_KEY));
+}

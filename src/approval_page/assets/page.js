@@ -95,8 +95,10 @@ function card(request) {
   row(facts, "approval id", request.id, "digest");
   row(facts, "digest", request.digest, "digest");
   node.append(facts);
-  node.append(element("p", null, "Arguments, all " + request.argument_chars + " characters:"));
-  node.append(element("pre", "arguments", request.arguments));
+  if (request.may_answer) {
+    node.append(element("p", null, "Arguments, all " + request.argument_chars + " characters:"));
+    node.append(element("pre", "arguments", request.arguments));
+  }
   const note = element("textarea", "note");
   note.placeholder = "note for the audit log (optional)";
   note.maxLength = 2000;
@@ -108,7 +110,10 @@ function card(request) {
   reject.addEventListener("click", () => answer(request, "reject", node));
   node.append(approve, reject);
   if (!request.may_answer) {
-    node.append(element("p", "error cannot", "You cannot answer this call: " + request.why_not));
+    // Shown, so the person knows the call waits; not answerable here, so the buttons are off.
+    approve.disabled = reject.disabled = true;
+    note.disabled = true;
+    node.append(element("p", "error cannot", "You cannot answer this call, so its arguments are not shown: " + request.why_not));
   }
   node.append(element("p", "outcome", ""));
   return node;

@@ -44,7 +44,8 @@ A first session:
 The one-upstream form of earlier versions still works, tool names unchanged:
   toolgate-mcp-gateway --policy policy.json [--audit audit.jsonl] -- COMMAND [ARGS...]
 
-Logs go to stderr (set TOOLGATE_LOG=debug for more); in stdio mode stdout is the protocol.
+Logs go to stderr (TOOLGATE_LOG=debug for more of the gateway's own lines; the MCP SDK stays at
+warn unless named; TOOLGATE_LOG_FORMAT=json for JSON lines); in stdio mode stdout is the protocol.
 Exit status: 0 success, 1 a problem named on stderr, 2 a usage error.";
 
 #[derive(Debug, Parser)]
@@ -75,7 +76,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the config's upstreams, gated, to an MCP client over stdio.
+    /// Serve the config's upstreams, gated, to MCP clients: over stdio, and over Streamable HTTP
+    /// at /mcp when [listen] http is set (with /metrics, /healthz and the approval page on
+    /// [listen] admin). Stops on SIGINT or SIGTERM, or when the stdio client disconnects.
     Serve {
         /// The gateway's config file (TOML).
         #[arg(long, value_name = "FILE")]

@@ -202,6 +202,19 @@ pub async fn answer(id: &str, answer: &AnswerArgs, approve: bool) -> ExitCode {
         return ExitCode::FAILURE;
     };
     drop(store);
+    // A JSON Lines log has one writer: if a gateway holds it, say so before starting any
+    // upstream (the probe's lock is let go at once; the controller takes it again below).
+    if let Some(crate::config::AuditTarget::Jsonl(path)) = &config.audit
+        && let Err(error) = toolgate::audit::JsonlAuditSink::open(path)
+    {
+        super::report([format!(
+            "{}: audit.jsonl: {}: {error}; nothing ran, and no upstream was started: a JSON Lines log is held by the gateway writing it (stop that gateway first, or use audit.postgres_url_env to answer while gateways run); approval {} still waits",
+            config.file.display(),
+            path.display(),
+            request.approval_id
+        )]);
+        return ExitCode::FAILURE;
+    }
     let Some(pins) = super::pins_or_report(&config) else {
         return ExitCode::FAILURE;
     };

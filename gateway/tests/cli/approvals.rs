@@ -80,6 +80,10 @@ async fn a_call_held_for_a_client_without_elicitation_is_approved_once_from_the_
         errors.contains("nothing ran") && errors.contains("still waits"),
         "{errors}"
     );
+    assert!(
+        errors.contains("no upstream was started") && !errors.contains("upstream starting"),
+        "said before any upstream started: {errors}"
+    );
     let _ = client.cancel().await;
     assert!(work.recorded().is_empty());
 

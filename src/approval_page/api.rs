@@ -527,6 +527,8 @@ async fn answer(State(shared): Page, headers: HeaderMap, body: axum::Json<Answer
         "tool": request.call.tool_name,
         "verdict": verdict,
         "by": session.principal.id,
+        "asked_by": request.call.principal.as_deref().map(|principal| &principal.id),
+        "requested_at_ms": request.requested_at_ms,
         "time_ms": SystemClock.now_ms(),
         "is_error": result.is_error,
         "content": content,

@@ -87,7 +87,9 @@ function card(request) {
   node.append(element("h3", "tool", request.tool));
   const facts = element("dl");
   row(facts, "upstream", request.upstream === null || request.upstream === undefined ? "(none named)" : request.upstream, "upstream");
-  row(facts, "tool description", request.description === null ? "(none)" : request.description, "description");
+  // The description is the upstream's own words, shown as it wrote them; the gateway vouches for
+  // the other facts.
+  row(facts, "tool description (written by the upstream, not checked)", request.description === null ? "(none)" : request.description, "description");
   row(facts, "asked by", request.principal === null ? "(no principal)" : request.principal, "principal");
   row(facts, "why you are asked", request.reason, "reason");
   row(facts, "time left", timeLeft(request), "time-left");
@@ -193,7 +195,9 @@ async function refreshAnswered() {
   list.replaceChildren();
   for (const entry of data.answered.slice().reverse()) {
     const outcome = entry.verdict === "reject" ? "rejected" : entry.is_error ? "approved, did not succeed" : "approved, ran once";
-    list.append(element("li", null, new Date(entry.time_ms).toLocaleTimeString() + " · " + entry.tool + " · " + outcome + " · by " + entry.by));
+    const asked = entry.requested_at_ms ? new Date(entry.requested_at_ms).toLocaleTimeString() : "?";
+    list.append(element("li", null, new Date(entry.time_ms).toLocaleTimeString() + " · " + entry.tool + " · " + outcome + " · by " + entry.by
+      + " · asked by " + (entry.asked_by || "(no principal)") + " at " + asked + " · approval " + entry.id));
   }
 }
 

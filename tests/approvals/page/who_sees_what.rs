@@ -64,6 +64,11 @@ fn the_asker_cannot_answer_its_own_call_on_the_page_unless_a_rule_allows_it() {
         )
         .await;
         assert_eq!(hers.body["answered"].as_array().unwrap().len(), 1);
+        // Two calls of one tool told apart: the approval id, who asked and when.
+        let entry = &hers.body["answered"][0];
+        assert_eq!(entry["id"], request.approval_id.to_string());
+        assert_eq!(entry["asked_by"], "alice");
+        assert_eq!(entry["requested_at_ms"], request.requested_at_ms);
         let theirs = send(
             &fixture.router,
             get_as("/approvals/api/answered", &alice, &alice_csrf),

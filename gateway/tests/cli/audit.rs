@@ -252,15 +252,7 @@ async fn the_gateway_writes_signed_checkpoints_on_a_schedule() {
             .parse::<u64>()
             .unwrap_or(0)
     };
-    for index in 0..3 {
-        let (_, is_error) = call(
-            &client,
-            "h__echo",
-            serde_json::json!({"text": format!("t{index}")}),
-        )
-        .await;
-        assert!(!is_error);
-    }
+    three_echoes(&client).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     let note = loop {
         let note = std::fs::read_to_string(&checkpoint).unwrap_or_default();
@@ -426,15 +418,7 @@ async fn the_gateway_writes_a_checkpoint_when_it_stops() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    for index in 0..3 {
-        let (_, is_error) = call(
-            &client,
-            "h__echo",
-            serde_json::json!({"text": format!("t{index}")}),
-        )
-        .await;
-        assert!(!is_error);
-    }
+    three_echoes(&client).await;
     let _ = client.cancel().await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     loop {
@@ -461,4 +445,17 @@ async fn the_gateway_writes_a_checkpoint_when_it_stops() {
     ]);
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stdout}{stderr}");
+}
+
+/// Three allowed calls through `client`: 9 audit entries.
+async fn three_echoes(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>) {
+    for index in 0..3 {
+        let (_, is_error) = call(
+            client,
+            "h__echo",
+            serde_json::json!({"text": format!("t{index}")}),
+        )
+        .await;
+        assert!(!is_error);
+    }
 }

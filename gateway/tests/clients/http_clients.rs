@@ -6,10 +6,10 @@
 
 use crate::support;
 
-use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::process::Command;
 
+use crate::raw::http_get;
 use support::*;
 
 const ALICE_KEY: &str = "tg_alice_0123456789abcdef";
@@ -56,19 +56,6 @@ fn drive(mode: &str) {
     assert!(http_get(served.admin, "/healthz").ends_with("ok\n"));
     // The admin listener is not the MCP one, and MCP metrics are not served to MCP clients.
     assert!(http_get(served.mcp, "/metrics").starts_with("HTTP/1.1 401"));
-}
-
-/// A plain HTTP/1.1 GET, the whole response as text.
-fn http_get(port: u16, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 #[test]

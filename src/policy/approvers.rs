@@ -204,3 +204,66 @@ pub(crate) fn admitted_out_of_band<'a>(
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each constructor sets what its name says and nothing else; the text a person is told
+    /// names each part.
+    #[test]
+    fn constructors_set_one_thing_each_and_the_text_names_it() {
+        let ids = Approvers::ids(["alice", "bob"]);
+        assert_eq!(
+            (
+                ids.ids.as_slice(),
+                ids.groups.len(),
+                ids.four_eyes,
+                ids.allow_self
+            ),
+            (
+                ["alice".to_owned(), "bob".to_owned()].as_slice(),
+                0,
+                false,
+                false
+            )
+        );
+        assert_eq!(ids.to_string(), "ids alice, bob");
+        let groups = Approvers::groups(["security"]);
+        assert_eq!(groups.groups, ["security"]);
+        assert!(groups.ids.is_empty());
+        assert_eq!(groups.to_string(), "groups security");
+        let four = Approvers::four_eyes();
+        assert!(four.four_eyes && !four.allow_self && four.ids.is_empty());
+        assert_eq!(four.to_string(), "any identified principal; four eyes");
+        let both = Approvers::groups(["security"]).with_four_eyes();
+        assert!(both.four_eyes);
+        assert_eq!(both.groups, ["security"]);
+        assert_eq!(both.to_string(), "groups security; four eyes");
+        let own = Approvers::ids(["alice"]).allowing_self();
+        assert!(own.allow_self && !own.four_eyes);
+        assert_eq!(own.ids, ["alice"]);
+        assert_eq!(own.to_string(), "ids alice; its asker too");
+        assert_eq!(Approvers::default().to_string(), "any identified principal");
+    }
+
+    /// Out of band the asker never answers its own call unless one of the rules allows it; in
+    /// band it may.
+    #[test]
+    fn out_of_band_the_asker_answers_only_where_allowed() {
+        let alice = Principal::new("alice", ["ops"]);
+        let bob = Principal::new("bob", ["ops"]);
+        let none: [&Approvers; 0] = [];
+        assert!(admitted_by_all(none, Some(&alice), Some(&alice)).is_ok());
+        assert!(matches!(
+            admitted_out_of_band(none, Some(&alice), Some(&alice)),
+            Err(ApproverRefusal::OwnCall { .. })
+        ));
+        assert!(admitted_out_of_band(none, Some(&bob), Some(&alice)).is_ok());
+        assert!(admitted_out_of_band(none, None, None).is_ok());
+        let allowing = Approvers::groups(["ops"]).allowing_self();
+        let plain = Approvers::groups(["ops"]);
+        assert!(admitted_out_of_band([&plain, &allowing], Some(&alice), Some(&alice)).is_ok());
+        assert!(admitted_out_of_band([&plain], Some(&alice), Some(&alice)).is_err());
+    }
+}

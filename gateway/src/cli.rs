@@ -77,8 +77,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the config's upstreams, gated, to MCP clients: over stdio, and over Streamable HTTP
-    /// at /mcp when [listen] http is set (with /metrics, /healthz and the approval page on
-    /// [listen] admin). Stops on SIGINT or SIGTERM, or when the stdio client disconnects.
+    /// at /mcp when `listen.http` is set (with /metrics, /healthz and the approval page on
+    /// `listen.admin`). Stops on SIGINT or SIGTERM, or when the stdio client disconnects.
     Serve {
         /// The gateway's config file (TOML).
         #[arg(long, value_name = "FILE")]

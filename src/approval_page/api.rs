@@ -13,10 +13,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::origin::{host_is, same_origin};
-use super::session::{COOKIE, HOST_COOKIE, Session, Sessions, cookie_values, same_token};
+use super::session::{Session, Sessions};
+
+mod signed_in;
 use super::{ApprovalPage, assets};
 use crate::approvals::{ApprovalError, ApprovalRequest, ApprovalResponse};
 use crate::clock::{Clock as _, SystemClock};
+use signed_in::{MAX_FAILED_SIGN_INS, checked, session_of, sign_in_failed, signing_in_paused};
 
 /// The largest request body read: sign-in and answers are small.
 const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -40,11 +43,6 @@ struct Shared {
     /// When recent sign-ins failed, oldest first (at most `MAX_FAILED_SIGN_INS`).
     failed_sign_ins: Mutex<VecDeque<std::time::Instant>>,
 }
-
-/// Failed sign-ins allowed within `SIGN_IN_WINDOW`; past it every sign-in is refused with 429
-/// until the oldest failure leaves the window, without asking the authenticator.
-const MAX_FAILED_SIGN_INS: usize = 10;
-const SIGN_IN_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
 
 type Page = State<Arc<Shared>>;
 
@@ -137,91 +135,6 @@ async fn guard(State(shared): Page, request: Request, next: Next) -> Response {
     response
 }
 
-/// The session the request's cookie names, with its id. A request carrying the cookie twice (a
-/// page on another port of this host set one with a longer path, which the browser sends first)
-/// is refused, and every session it names is ended: which one is the person's cannot be told.
-fn session_of(shared: &Shared, headers: &HeaderMap) -> Result<(String, Session), Refusal> {
-    let name = shared.page.cookie_name();
-    let headers = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok());
-    let ids: Vec<&str> = cookie_values(headers, name).collect();
-    match ids.as_slice() {
-        [] => Err(not_signed_in()),
-        [id] => {
-            let session = shared.sessions.get(id).ok_or_else(not_signed_in)?;
-            Ok(((*id).to_owned(), session))
-        }
-        tossed => {
-            for id in tossed {
-                shared.sessions.close(id);
-            }
-            let cleared = match name {
-                HOST_COOKIE => vec![shared.page.cookie("", 0)],
-                _ => COOKIE_PATHS
-                    .iter()
-                    .map(|path| {
-                        format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path={path}; Max-Age=0")
-                    })
-                    .collect(),
-            };
-            Err(Refusal(
-                StatusCode::UNAUTHORIZED,
-                TOSSED.to_owned(),
-                cleared,
-            ))
-        }
-    }
-}
-
-/// What a person is told when the page's cookie came twice.
-const TOSSED: &str = "signed out: this browser sent two session cookies for the page (another site on this host may have set one); both sessions are ended and their cookies cleared: sign in again";
-
-/// The paths a cookie can be sent to this page's routes under: every prefix of a route that ends
-/// a path segment. Expiring the cookie under each clears a tossed one whatever path it was given.
-const COOKIE_PATHS: &[&str] = &[
-    "/",
-    "/approvals",
-    "/approvals/",
-    "/approvals/api",
-    "/approvals/api/",
-    "/approvals/api/session",
-    "/approvals/api/login",
-    "/approvals/api/logout",
-    "/approvals/api/pending",
-    "/approvals/api/answer",
-    "/approvals/api/answered",
-    "/approvals/api/audit",
-];
-
-fn not_signed_in() -> Refusal {
-    Refusal(
-        StatusCode::UNAUTHORIZED,
-        "sign in first".to_owned(),
-        Vec::new(),
-    )
-}
-
-/// The session, if the request carries its cookie and its CSRF token. Every route but `session`
-/// and `login` asks for both, reads too: a page whose cookie was replaced under it (by another
-/// site on this host) holds the old token, and is told instead of shown another person's view.
-fn checked(shared: &Shared, headers: &HeaderMap) -> Result<(String, Session), Refusal> {
-    let (id, session) = session_of(shared, headers)?;
-    let token = headers
-        .get(CSRF_HEADER)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("");
-    if !same_token(token, &session.csrf) {
-        return Err(Refusal(
-            StatusCode::FORBIDDEN,
-            "refused: the request lacks this session's CSRF token; reload the page".to_owned(),
-            Vec::new(),
-        ));
-    }
-    Ok((id, session))
-}
-
 fn who(session: &Session) -> Value {
     json!({
         "approver": session.principal.id,
@@ -241,37 +154,6 @@ async fn session(State(shared): Page, headers: HeaderMap) -> Response {
 #[serde(deny_unknown_fields)]
 struct Login {
     credential: String,
-}
-
-/// How long until a sign-in may be tried again, if too many failed lately.
-fn signing_in_paused(shared: &Shared) -> Option<std::time::Duration> {
-    let now = std::time::Instant::now();
-    let mut failed = shared
-        .failed_sign_ins
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    while failed
-        .front()
-        .is_some_and(|at| now.duration_since(*at) >= SIGN_IN_WINDOW)
-    {
-        failed.pop_front();
-    }
-    (failed.len() >= MAX_FAILED_SIGN_INS).then(|| {
-        failed.front().map_or(SIGN_IN_WINDOW, |oldest| {
-            SIGN_IN_WINDOW - now.duration_since(*oldest)
-        })
-    })
-}
-
-fn sign_in_failed(shared: &Shared) {
-    let mut failed = shared
-        .failed_sign_ins
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if failed.len() >= MAX_FAILED_SIGN_INS {
-        failed.pop_front();
-    }
-    failed.push_back(std::time::Instant::now());
 }
 
 async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {

@@ -200,12 +200,13 @@ pub enum StateKeyCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Check a JSON Lines audit log's hash chain entry by entry; print its length, last hash and
-    /// Merkle tree head (RFC 9162). Keep the tree head elsewhere: with --head, a later log must
-    /// extend it (no entry cut off or rewritten).
+    /// Check an audit log's hash chain entry by entry (a JSON Lines file, or the PostgreSQL log
+    /// with --postgres-env); print its length, last hash and Merkle tree head (RFC 9162). Keep
+    /// the tree head elsewhere: with --head, a later log must extend it (no entry cut off or
+    /// rewritten).
     Verify {
-        /// The audit log.
-        file: PathBuf,
+        #[command(flatten)]
+        log: AuditLogArgs,
         /// A tree head printed earlier (`size N root sha256:…`) that the log must extend.
         #[arg(long, value_name = "HEAD")]
         head: Option<String>,
@@ -257,8 +258,8 @@ pub enum AuditCommand {
     /// Print the receipt of one entry: its index, the tree size and the inclusion proof, with
     /// the tree head — verifiable from the entry's line alone (toolgate::audit::Receipt::verify).
     Prove {
-        /// The audit log.
-        file: PathBuf,
+        #[command(flatten)]
+        log: AuditLogArgs,
         /// The entry's `seq` (entries are numbered from 0).
         #[arg(long)]
         index: u64,
@@ -268,8 +269,8 @@ pub enum AuditCommand {
     /// when the entry commits to other arguments or its salt was erased. The log is verified
     /// first.
     Disclose {
-        /// The audit log.
-        file: PathBuf,
+        #[command(flatten)]
+        log: AuditLogArgs,
         /// The entry's `seq` (entries are numbered from 0).
         #[arg(long)]
         index: u64,
@@ -279,14 +280,62 @@ pub enum AuditCommand {
     },
     /// Erase one entry's salt (a person's data erased): nothing can be confirmed about its
     /// arguments any more, and every hash, proof and checkpoint still verifies. Stop the gateway
-    /// writing the log first (the log's lock is taken).
+    /// writing a file log first (the log's lock is taken); the PostgreSQL log needs no stop.
     Forget {
-        /// The audit log.
-        file: PathBuf,
+        #[command(flatten)]
+        log: AuditLogArgs,
         /// The entry's `seq` (entries are numbered from 0).
         #[arg(long)]
         index: u64,
     },
+    /// Write the PostgreSQL audit log out as a JSON Lines file, verified as it is written: every
+    /// command above then reads the file (checkpoints, proofs, an outside RFC 9162 verifier) and
+    /// finds the tree head `audit verify --postgres-env` prints. Salts stay in the database.
+    Export {
+        /// The environment variable holding the PostgreSQL URL (as `audit.postgres_url_env`
+        /// names it).
+        #[arg(long, value_name = "VAR")]
+        postgres_env: String,
+        /// The file to write (refused if it exists; removed again if the export fails).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+}
+
+/// Which audit log a command reads: a JSON Lines file, or the PostgreSQL log.
+#[derive(Debug, Args)]
+pub struct AuditLogArgs {
+    /// The audit log, a JSON Lines file.
+    #[arg(
+        value_name = "FILE",
+        required_unless_present = "postgres_env",
+        conflicts_with = "postgres_env"
+    )]
+    file: Option<PathBuf>,
+    /// Instead of FILE: the PostgreSQL audit log whose URL is in this environment variable (as
+    /// `audit.postgres_url_env` names it).
+    #[arg(long, value_name = "VAR")]
+    postgres_env: Option<String>,
+}
+
+/// The audit log a command was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditLog {
+    /// A JSON Lines file.
+    File(PathBuf),
+    /// The PostgreSQL log whose URL is in this environment variable.
+    Postgres(String),
+}
+
+impl AuditLogArgs {
+    /// The log named (clap has made sure exactly one of FILE and --postgres-env was given).
+    pub fn log(self) -> AuditLog {
+        match (self.file, self.postgres_env) {
+            (_, Some(env)) => AuditLog::Postgres(env),
+            (Some(file), None) => AuditLog::File(file),
+            (None, None) => unreachable!("clap requires FILE unless --postgres-env is given"),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

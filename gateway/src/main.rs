@@ -87,33 +87,39 @@ fn main() -> ExitCode {
             (Some(Command::Pin { config }), _) => commands::pin(&config).await,
             (
                 Some(Command::Audit {
-                    command: AuditCommand::Verify { file, head },
+                    command: AuditCommand::Verify { log, head },
                 }),
                 _,
-            ) => commands::verify(&file, head.as_deref()),
+            ) => commands::verify(&log.log(), head.as_deref()),
             (
                 Some(Command::Audit {
-                    command: AuditCommand::Prove { file, index },
+                    command: AuditCommand::Prove { log, index },
                 }),
                 _,
-            ) => commands::prove(&file, index),
+            ) => commands::prove(&log.log(), index),
             (
                 Some(Command::Audit {
                     command:
                         AuditCommand::Disclose {
-                            file,
+                            log,
                             index,
                             arguments,
                         },
                 }),
                 _,
-            ) => commands::disclose(&file, index, &arguments),
+            ) => commands::disclose(&log.log(), index, &arguments),
             (
                 Some(Command::Audit {
-                    command: AuditCommand::Forget { file, index },
+                    command: AuditCommand::Forget { log, index },
                 }),
                 _,
-            ) => commands::forget(&file, index),
+            ) => commands::forget(&log.log(), index),
+            (
+                Some(Command::Audit {
+                    command: AuditCommand::Export { postgres_env, out },
+                }),
+                _,
+            ) => commands::export(&postgres_env, &out),
             (
                 Some(Command::Audit {
                     command: AuditCommand::Key { name, out },

@@ -19,6 +19,7 @@ use super::verify::{self, AuditEntryProblem, AuditVerifyError, ChainTip};
 use super::{AuditError, AuditEvent, AuditSink};
 
 mod append;
+mod export;
 mod integrate;
 mod salts;
 mod schema;
@@ -136,6 +137,10 @@ pub enum PostgresAuditVerifyError {
     /// ([`verify_extends`](PostgresAuditSink::verify_extends)): cut off or rewritten.
     #[error(transparent)]
     NotExtending(super::AuditExtendError),
+    /// [`export`](PostgresAuditSink::export) could not write where it was told to: what was
+    /// written is incomplete.
+    #[error("cannot write the export")]
+    Unwritable(#[source] io::Error),
 }
 
 fn audit_error(what: &str, error: postgres::Error) -> AuditError {
@@ -359,13 +364,22 @@ impl Background for Appender {
 /// Reads the table in order as the JSON Lines a file sink would hold and checks it with the file
 /// format's own check, so both sinks are verified by one definition.
 fn verify_chain(client: &mut Client) -> Result<ChainTip, PostgresAuditVerifyError> {
-    verify_chain_into(client, None)
+    verify_chain_into(client, Taps::default())
 }
 
-/// [`verify_chain`], each entry also made a leaf of `tree` when one is given.
+/// Where [`verify_chain_into`] also sends each entry it reads.
+#[derive(Default)]
+struct Taps<'a> {
+    /// Each entry made a leaf of this tree.
+    tree: Option<&'a mut super::merkle::MerkleTree>,
+    /// Each entry written here as its JSON Lines line.
+    copy: Option<&'a mut dyn io::Write>,
+}
+
+/// [`verify_chain`], each entry also sent where `taps` say.
 fn verify_chain_into(
     client: &mut Client,
-    tree: Option<&mut super::merkle::MerkleTree>,
+    taps: Taps<'_>,
 ) -> Result<ChainTip, PostgresAuditVerifyError> {
     let unreadable = |error| PostgresAuditVerifyError::Unreadable(audit_error("read", error));
     let mut transaction = client
@@ -389,11 +403,15 @@ fn verify_chain_into(
         buffer: Vec::new(),
         at: 0,
         failed: None,
-        tree,
+        unwritable: None,
+        taps,
     };
     let scanned = verify::scan(&mut lines, Path::new("toolgate_audit"));
     if let Some(error) = lines.failed {
         return Err(unreadable(error));
+    }
+    if let Some(error) = lines.unwritable {
+        return Err(PostgresAuditVerifyError::Unwritable(error));
     }
     let chain = match scanned {
         Ok(scan) => scan.tip,
@@ -423,17 +441,18 @@ fn verify_chain_into(
 }
 
 /// The rows of the audit table spelled as JSON Lines entries, read one row at a time.
-struct Lines<'a> {
-    rows: postgres::RowIter<'a>,
+struct Lines<'rows, 'taps> {
+    rows: postgres::RowIter<'rows>,
     buffer: Vec<u8>,
     at: usize,
     /// The database error that ended the rows early, if one did.
     failed: Option<postgres::Error>,
-    /// Where each entry is made a leaf, when the tree is wanted.
-    tree: Option<&'a mut super::merkle::MerkleTree>,
+    /// The write error that ended the rows early, if one did.
+    unwritable: Option<io::Error>,
+    taps: Taps<'taps>,
 }
 
-impl Read for Lines<'_> {
+impl Read for Lines<'_, '_> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         if self.at == self.buffer.len() {
             self.buffer.clear();
@@ -444,9 +463,15 @@ impl Read for Lines<'_> {
                         (row.get(0), row.get(1), row.get(2), row.get(3));
                     let seq = u64::try_from(seq).unwrap_or(u64::MAX);
                     self.buffer = verify::entry_line(seq, prev, event, hash).into_bytes();
-                    if let Some(tree) = self.tree.as_deref_mut() {
+                    if let Some(tree) = self.taps.tree.as_deref_mut() {
                         let entry = self.buffer.strip_suffix(b"\n").unwrap_or(&self.buffer);
                         tree.push(super::merkle::leaf_hash(entry));
+                    }
+                    if let Some(copy) = self.taps.copy.as_deref_mut()
+                        && let Err(error) = copy.write_all(&self.buffer)
+                    {
+                        self.unwritable = Some(error);
+                        return Ok(0);
                     }
                 }
                 Ok(None) => return Ok(0),

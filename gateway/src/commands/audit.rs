@@ -1,18 +1,22 @@
-//! `audit verify FILE [--head HEAD]`, `audit prove FILE --index I`, and signed checkpoints:
-//! `audit key`, `audit checkpoint`, `audit verify-checkpoint`.
+//! `audit verify FILE [--head HEAD]`, `audit prove FILE --index I`, `disclose`, `forget` — on a
+//! file or, with `--postgres-env VAR`, the PostgreSQL log — and signed checkpoints: `audit key`,
+//! `audit checkpoint`, `audit verify-checkpoint`.
 
 use std::path::Path;
 use std::process::ExitCode;
+
+use super::audit_postgres;
+use crate::cli::AuditLog;
 
 use serde_json::json;
 use toolgate::audit::{
     ChainTip, TreeHead, audit_receipt, audit_tree_head, verify_audit_extends, verify_audit_file,
 };
 
-/// Verifies the audit log at `path` — and, given `head`, that it extends that tree head kept
-/// earlier: exit 0 printing its entry count, last hash and tree head now; 1 naming the first line
-/// that breaks the chain, or saying entries were cut off or rewritten.
-pub fn verify(path: &Path, head: Option<&str>) -> ExitCode {
+/// Verifies the audit log — and, given `head`, that it extends that tree head kept earlier:
+/// exit 0 printing its entry count, last hash and tree head now; 1 naming the first entry that
+/// breaks the chain, or saying entries were cut off or rewritten.
+pub fn verify(log: &AuditLog, head: Option<&str>) -> ExitCode {
     let kept = match head.map(str::parse::<TreeHead>).transpose() {
         Ok(kept) => kept,
         Err(error) => {
@@ -20,21 +24,25 @@ pub fn verify(path: &Path, head: Option<&str>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let checked = || -> Result<(TreeHead, ChainTip), String> {
-        let now = match &kept {
-            Some(kept) => verify_audit_extends(path, kept).map_err(|error| error.to_string())?,
-            None => audit_tree_head(path).map_err(|error| error.to_string())?,
-        };
-        let tip = verify_audit_file(path).map_err(|error| error.to_string())?;
-        Ok((now, tip))
+    let checked = match log {
+        AuditLog::File(path) => (|| -> Result<(TreeHead, ChainTip), String> {
+            let now = match &kept {
+                Some(kept) => {
+                    verify_audit_extends(path, kept).map_err(|error| error.to_string())?
+                }
+                None => audit_tree_head(path).map_err(|error| error.to_string())?,
+            };
+            let tip = verify_audit_file(path).map_err(|error| error.to_string())?;
+            Ok((now, tip))
+        })(),
+        AuditLog::Postgres(env) => audit_postgres::verify(env, kept.as_ref()),
     };
-    match checked() {
+    let name = name_of(log);
+    match checked {
         Ok((now, tip)) => {
             println!(
-                "{}: {} entries, the hash chain holds; last hash {}",
-                path.display(),
-                tip.entries,
-                tip.last_hash
+                "{name}: {} entries, the hash chain holds; last hash {}",
+                tip.entries, tip.last_hash
             );
             match kept {
                 Some(kept) => println!(
@@ -49,16 +57,29 @@ pub fn verify(path: &Path, head: Option<&str>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("toolgate-mcp-gateway: {}: {error}", path.display());
+            eprintln!("toolgate-mcp-gateway: {name}: {error}");
             ExitCode::FAILURE
         }
     }
 }
 
+/// How messages name `log`.
+fn name_of(log: &AuditLog) -> String {
+    match log {
+        AuditLog::File(path) => path.display().to_string(),
+        AuditLog::Postgres(env) => audit_postgres::name(env),
+    }
+}
+
 /// Prints the receipt of entry `index` (its `seq`) with the log's tree head now, as one JSON
 /// object: what proves, with the entry's line alone, that the entry is in the log.
-pub fn prove(path: &Path, index: u64) -> ExitCode {
-    match audit_receipt(path, index) {
+pub fn prove(log: &AuditLog, index: u64) -> ExitCode {
+    let proved = match log {
+        AuditLog::File(path) => audit_receipt(path, index).map_err(|error| error.to_string()),
+        AuditLog::Postgres(env) => audit_postgres::prove(env, index),
+    };
+    let name = name_of(log);
+    match proved {
         Ok(Some((receipt, head))) => {
             println!(
                 "{}",
@@ -68,13 +89,12 @@ pub fn prove(path: &Path, index: u64) -> ExitCode {
         }
         Ok(None) => {
             eprintln!(
-                "toolgate-mcp-gateway: {}: no entry {index} (entries are numbered from 0)",
-                path.display()
+                "toolgate-mcp-gateway: {name}: no entry {index} (entries are numbered from 0)"
             );
             ExitCode::FAILURE
         }
         Err(error) => {
-            eprintln!("toolgate-mcp-gateway: {}: {error}", path.display());
+            eprintln!("toolgate-mcp-gateway: {name}: {error}");
             ExitCode::FAILURE
         }
     }
@@ -83,7 +103,7 @@ pub fn prove(path: &Path, index: u64) -> ExitCode {
 /// Shows `arguments` (JSON) against entry `index`: exit 0 when the entry commits to them, 3 when
 /// it commits to other arguments or its salt was erased, 1 on an error (the log does not verify,
 /// no such entry, the JSON does not parse). The arguments are never printed.
-pub fn disclose(path: &Path, index: u64, arguments: &str) -> ExitCode {
+pub fn disclose(log: &AuditLog, index: u64, arguments: &str) -> ExitCode {
     let arguments: serde_json::Value = match serde_json::from_str(arguments) {
         Ok(arguments) => arguments,
         Err(error) => {
@@ -91,7 +111,12 @@ pub fn disclose(path: &Path, index: u64, arguments: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match toolgate::audit::disclose_audit_arguments(path, index, &arguments) {
+    let disclosed = match log {
+        AuditLog::File(path) => toolgate::audit::disclose_audit_arguments(path, index, &arguments)
+            .map_err(|error| error.to_string()),
+        AuditLog::Postgres(env) => audit_postgres::disclose(env, index, arguments),
+    };
+    match disclosed {
         Ok(disclosure) => {
             println!("entry {index}: {disclosure}");
             if disclosure == toolgate::audit::Disclosure::Matches {
@@ -101,15 +126,21 @@ pub fn disclose(path: &Path, index: u64, arguments: &str) -> ExitCode {
             }
         }
         Err(error) => {
-            eprintln!("toolgate-mcp-gateway: {}: {error}", path.display());
+            eprintln!("toolgate-mcp-gateway: {}: {error}", name_of(log));
             ExitCode::FAILURE
         }
     }
 }
 
-/// Erases entry `index`'s salt from the log's salts file.
-pub fn forget(path: &Path, index: u64) -> ExitCode {
-    match toolgate::audit::forget_audit_salt(path, index) {
+/// Erases entry `index`'s salt (kept beside a file log, or in the database).
+pub fn forget(log: &AuditLog, index: u64) -> ExitCode {
+    let forgotten = match log {
+        AuditLog::File(path) => {
+            toolgate::audit::forget_audit_salt(path, index).map_err(|error| error.to_string())
+        }
+        AuditLog::Postgres(env) => audit_postgres::forget(env, index),
+    };
+    match forgotten {
         Ok(true) => {
             println!("entry {index}: salt erased; its arguments can no longer be confirmed");
             ExitCode::SUCCESS
@@ -119,7 +150,7 @@ pub fn forget(path: &Path, index: u64) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("toolgate-mcp-gateway: {}: {error}", path.display());
+            eprintln!("toolgate-mcp-gateway: {}: {error}", name_of(log));
             ExitCode::FAILURE
         }
     }

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod audit;
+mod audit_postgres;
 mod check;
 mod key;
 mod pin;
@@ -12,6 +13,7 @@ mod tools;
 
 pub use approvals::{answer as answer_approval, list as list_approvals, show as show_approval};
 pub use audit::{checkpoint, checkpoint_key, disclose, forget, prove, verify, verify_checkpoint};
+pub use audit_postgres::export;
 pub use check::check;
 pub use key::key;
 pub use pin::pin;

@@ -7,4 +7,5 @@ mod support;
 
 mod approvals;
 mod audit;
+mod audit_postgres;
 mod policy;

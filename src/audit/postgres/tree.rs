@@ -1,7 +1,7 @@
 //! The PostgreSQL chain as one Merkle tree for every node: its head, whether it extends a head
 //! kept earlier, and receipts (the helpers the JSON Lines log uses too).
 
-use super::{ChainTip, PostgresAuditSink, PostgresAuditVerifyError, verify_chain_into};
+use super::{ChainTip, PostgresAuditSink, PostgresAuditVerifyError, Taps, verify_chain_into};
 use crate::audit::{Receipt, TreeHead, merkle, tree_head};
 
 impl PostgresAuditSink {
@@ -43,7 +43,11 @@ impl PostgresAuditSink {
     fn tree(&self) -> Result<(merkle::MerkleTree, ChainTip), PostgresAuditVerifyError> {
         let mut client = self.integrated()?;
         let mut tree = merkle::MerkleTree::new();
-        let tip = verify_chain_into(&mut client, Some(&mut tree))?;
+        let taps = Taps {
+            tree: Some(&mut tree),
+            copy: None,
+        };
+        let tip = verify_chain_into(&mut client, taps)?;
         Ok((tree, tip))
     }
 }

@@ -1,0 +1,138 @@
+//! The `audit` commands on the PostgreSQL log (`--postgres-env VAR`): verify, prove, disclose,
+//! forget, and export to a JSON Lines file that every file command reads.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use toolgate::audit::{ChainTip, Disclosure, PostgresAuditSink, Receipt, TreeHead};
+
+/// How messages name the PostgreSQL log whose URL is in `env` (never the URL: it may hold a
+/// password).
+pub fn name(env: &str) -> String {
+    format!("the PostgreSQL audit log (${env})")
+}
+
+/// Runs `work` on the PostgreSQL log whose URL is in `env`, on a thread of its own: the blocking
+/// client runs a runtime of its own, which may neither run nor be dropped on a thread of the
+/// gateway's runtime.
+fn with_log<T: Send>(
+    env: &str,
+    work: impl FnOnce(&PostgresAuditSink) -> Result<T, String> + Send,
+) -> Result<T, String> {
+    let url = std::env::var(env).map_err(|_| {
+        format!(
+            "--postgres-env: ${env} is not set (it holds the PostgreSQL URL, as audit.postgres_url_env names it)"
+        )
+    })?;
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("toolgate-audit-postgres".into())
+            .spawn_scoped(scope, || {
+                let log = PostgresAuditSink::connect(&url)
+                    .map_err(|error| format!("cannot connect: {error}"))?;
+                work(&log)
+            })
+            .map_err(|error| format!("cannot start a thread: {error}"))?;
+        worker
+            .join()
+            .unwrap_or_else(|_| Err("the database client panicked".to_owned()))
+    })
+}
+
+/// The error, with the causes its display leaves out (the database's own message).
+fn full(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The tree head now (checked to extend `kept` when given) and the chain's tip, after verifying it.
+pub fn verify(env: &str, kept: Option<&TreeHead>) -> Result<(TreeHead, ChainTip), String> {
+    with_log(env, |log| {
+        let now = match kept {
+            Some(kept) => log.verify_extends(kept),
+            None => log.tree_head(),
+        }
+        .map_err(|error| full(&error))?;
+        let tip = log.verify().map_err(|error| full(&error))?;
+        Ok((now, tip))
+    })
+}
+
+/// Entry `index`'s receipt and the tree head now; `None` past the end.
+pub fn prove(env: &str, index: u64) -> Result<Option<(Receipt, TreeHead)>, String> {
+    with_log(env, |log| log.receipt(index).map_err(|error| full(&error)))
+}
+
+/// `arguments` shown against entry `index`.
+pub fn disclose(env: &str, index: u64, arguments: serde_json::Value) -> Result<Disclosure, String> {
+    with_log(env, |log| {
+        log.disclose(index, &arguments)
+            .map_err(|error| full(&error))?
+            .ok_or_else(|| format!("no entry {index} (entries are numbered from 0)"))
+    })
+}
+
+/// Erases entry `index`'s salt; whether there was one.
+pub fn forget(env: &str, index: u64) -> Result<bool, String> {
+    with_log(env, |log| {
+        log.forget_salt(index).map_err(|error| full(&error))
+    })
+}
+
+/// Writes the PostgreSQL log to a new file at `out`, verified as it is written, and prints what
+/// was written with the file's tree head; a failed export leaves no file behind.
+pub fn export(env: &str, out: &Path) -> ExitCode {
+    let written = with_log(env, |log| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        let file = options
+            .open(out)
+            .map_err(|error| format!("{}: cannot create it ({error})", out.display()))?;
+        let mut writer = std::io::BufWriter::new(file);
+        let exported = log.export(&mut writer).map_err(|error| full(&error));
+        let synced = writer
+            .into_inner()
+            .map_err(|error| error.into_error())
+            .and_then(|file| file.sync_all())
+            .map_err(|error| format!("{}: {error}", out.display()));
+        if exported.is_err() || synced.is_err() {
+            // Half a log must not be mistaken for the log.
+            let _ = std::fs::remove_file(out);
+        }
+        let tip = exported?;
+        synced?;
+        Ok(tip)
+    });
+    // Read back with the file's own check: the export is what `audit verify FILE` accepts.
+    let checked = written.and_then(|tip| {
+        toolgate::audit::audit_tree_head(out)
+            .map(|head| (tip, head))
+            .map_err(|error| format!("{}: the export does not verify: {error}", out.display()))
+    });
+    match checked {
+        Ok((tip, head)) => {
+            println!(
+                "{}: {} entries written to {}; the hash chain holds; last hash {}",
+                name(env),
+                tip.entries,
+                out.display(),
+                tip.last_hash
+            );
+            println!("tree head: {head}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("toolgate-mcp-gateway: {}: {error}", name(env));
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -113,9 +113,19 @@ fn past_the_cap(slot: &RateSlot, decided: &PolicyDecision) -> PolicyDecision {
         ),
     };
     let reason = Reason::new(text).unwrap_or_else(|_| slot.reason.clone());
+    // An ask that replaces an ask keeps the approvers the rules named, and adds the slot's own:
+    // a limit or flow rule can narrow who answers, never widen it.
+    let mut approvers = Vec::new();
+    if slot.over == PolicyAction::Ask {
+        if decided.action == PolicyAction::Ask {
+            approvers.clone_from(&decided.approvers);
+        }
+        approvers.extend(slot.approvers.iter().cloned());
+    }
     PolicyDecision {
         policy_digest: decided.policy_digest.clone(),
         layer: slot.layer.clone(),
+        approvers,
         ..PolicyDecision::new(slot.over, reason).with_rule_id(Arc::clone(&slot.limit_id))
     }
 }

@@ -35,6 +35,9 @@ pub struct RateSlot {
     pub replaces: bool,
     /// Whether the counter is shared by every session of the store (a principal's history).
     pub across_sessions: bool,
+    /// Who may answer when the slot's `ask` holds the call (a flow rule's `approvers`); `None`:
+    /// whoever may answer the decision it replaces.
+    pub approvers: Option<Arc<super::Approvers>>,
 }
 
 /// What a [`RateSlot`] stands for.
@@ -73,7 +76,15 @@ impl RateSlot {
             kind: SlotKind::Limit,
             replaces: false,
             across_sessions: false,
+            approvers: None,
         }
+    }
+
+    /// The same slot, its `ask` answerable only by `approvers`.
+    #[must_use]
+    pub fn approved_by(mut self, approvers: Arc<super::Approvers>) -> Self {
+        self.approvers = Some(approvers);
+        self
     }
 
     /// The same slot, its counter shared by every session of the store.

@@ -293,7 +293,7 @@ fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
 }
 
 /// `value` with every text in it folded, object keys included.
-fn folded(value: &Value) -> Value {
+pub(super) fn folded(value: &Value) -> Value {
     match value {
         Value::String(text) => Value::String(fold(text)),
         Value::Array(items) => Value::Array(items.iter().map(folded).collect()),

@@ -63,6 +63,15 @@ impl Flows {
                         .to_owned(),
                 );
             }
+            let approvers = config.approvers.as_ref().map(|approvers| {
+                crate::rules::principals::check_approvers(
+                    approvers,
+                    config.action,
+                    &place,
+                    &mut |place, message| push(place, message),
+                );
+                Arc::new(approvers.clone())
+            });
             let (earlier, restricts, key) = match (&config.after, &config.unless_after) {
                 (Some(earlier), None) => (earlier, true, "after"),
                 (None, Some(earlier)) => (earlier, false, "unless_after"),
@@ -126,10 +135,19 @@ impl Flows {
                         }
                     }
                 }
+                if same.as_path && (same.normalize || same.case_insensitive) {
+                    push(
+                        format!("{place}.{key}.same"),
+                        "as_path compares paths; normalize and case_insensitive compare text: choose one (paths follow the policy's `paths` settings)".to_owned(),
+                    );
+                }
+                if let Err(message) = condition::check_normalization_available(same.normalize) {
+                    push(format!("{place}.{key}.same"), message);
+                }
                 (
                     Pointer::parse(&same.earlier),
                     Pointer::parse(&same.now),
-                    same.as_path,
+                    same.compared(),
                 )
             });
             let Ok(reason) = reason else { continue };
@@ -140,7 +158,13 @@ impl Flows {
                 "restricts": restricts,
                 "tool": earlier.tool, "label": earlier.label,
                 "when": earlier.when,
-                "same": earlier.same.as_ref().map(|same| (&same.earlier, same.as_path)),
+                // How values compare is part of what is recorded; the exact and path forms keep
+                // the identity they had before text options existed.
+                "same": earlier.same.as_ref().map(|same| match same.compared() {
+                    SameText::Exact | SameText::Path => serde_json::json!([&same.earlier, same.as_path]),
+                    SameText::Folded => serde_json::json!([&same.earlier, "folded"]),
+                    SameText::Normalized => serde_json::json!([&same.earlier, "normalized"]),
+                }),
                 "by": earlier.by,
             });
             let bucket = format!(
@@ -148,7 +172,7 @@ impl Flows {
                 hex_digest(&Sha256::digest(canonical_json(&identity).as_bytes()))
             );
             let (history_same, flow_now) = match same {
-                Some((earlier, now, as_path)) => (Some((earlier, as_path)), Some(now)),
+                Some((earlier, now, compared)) => (Some((earlier, compared)), Some(now)),
                 None => (None, None),
             };
             let window_ms = earlier.within.window_ms();
@@ -181,6 +205,7 @@ impl Flows {
                 history,
                 action: config.action,
                 reason,
+                approvers,
             });
         }
         out

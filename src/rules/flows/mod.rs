@@ -62,6 +62,10 @@ pub struct FlowConfig {
     pub action: PolicyAction,
     /// Why, shown to the model or the person asked; not empty.
     pub reason: String,
+    /// For `ask`: who may answer (as a rule's `approvers`). Together with the approvers of the
+    /// rules that asked for the call, if any: every named set must be satisfied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<crate::policy::Approvers>,
 }
 
 /// Earlier calls a flow rule looks for.
@@ -101,6 +105,39 @@ pub struct SameValue {
     /// `/srv/a`); otherwise as exact JSON values.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub as_path: bool,
+    /// Compare text ignoring case (`"ORD-1"` is `"ord-1"`), and a number as its text (`1` is
+    /// `"1"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub case_insensitive: bool,
+    /// Compare text as a person reads it: invisible characters removed, NFKC (fullwidth
+    /// `ＯＲＤ-１` is `ORD-1`), case folded, a number as its text — as a limit key's `normalize`
+    /// (feature `unicode`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub normalize: bool,
+}
+
+/// How a `same` value is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SameText {
+    /// As exact JSON values.
+    Exact,
+    /// As paths.
+    Path,
+    /// Text case folded, numbers as text.
+    Folded,
+    /// Text normalized and case folded, numbers as text.
+    Normalized,
+}
+
+impl SameValue {
+    fn compared(&self) -> SameText {
+        match (self.as_path, self.normalize, self.case_insensitive) {
+            (true, ..) => SameText::Path,
+            (false, true, _) => SameText::Normalized,
+            (false, false, true) => SameText::Folded,
+            (false, false, false) => SameText::Exact,
+        }
+    }
 }
 
 /// Whose earlier calls a flow rule looks at.
@@ -168,8 +205,8 @@ struct History {
     when: Option<PerTool>,
     // How long records are kept: the longest window of the rules looking at it.
     window_ms: Option<u64>,
-    // The earlier call's argument recorded, and whether it is compared as a path.
-    same: Option<(Pointer, bool)>,
+    // The earlier call's argument recorded, and how it is compared.
+    same: Option<(Pointer, SameText)>,
     by_principal: bool,
     // `after` histories record calls their condition cannot judge (what restricts must see
     // them); `unless_after` ones do not (what permits must not).
@@ -187,6 +224,7 @@ struct Flow {
     history: usize,
     action: PolicyAction,
     reason: Reason,
+    approvers: Option<Arc<crate::policy::Approvers>>,
 }
 
 /// A policy's labels and flow rules.

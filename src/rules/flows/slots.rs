@@ -49,6 +49,10 @@ impl Flows {
                 .in_bucket(bucket)
                 .judged(0, refuses)
                 .of_flow();
+                let slot = match &flow.approvers {
+                    Some(approvers) => slot.approved_by(Arc::clone(approvers)),
+                    None => slot,
+                };
                 if history.by_principal {
                     slot.across_sessions()
                 } else {
@@ -60,11 +64,11 @@ impl Flows {
             } else {
                 Refuses::NothingCounted
             };
-            let (Some(now), Some((_, as_path))) = (&flow.now, &history.same) else {
+            let (Some(now), Some((_, compared))) = (&flow.now, &history.same) else {
                 slots.push(slot(base, refuses));
                 continue;
             };
-            match keys(now.resolve(arguments), *as_path, paths) {
+            match keys(now.resolve(arguments), *compared, paths) {
                 // Each element of a list is matched on its own, as a limit's keys are: `after`
                 // refuses if any was seen, `unless_after` unless every one was.
                 Some(keys) => {
@@ -95,15 +99,16 @@ impl Flows {
             let base = history.bucket_for(caller);
             let buckets = match &history.same {
                 None => vec![base],
-                Some((earlier, as_path)) => match keys(earlier.resolve(arguments), *as_path, paths)
-                {
-                    Some(keys) => keys
-                        .into_iter()
-                        .map(|key| format!("{base}:{key}"))
-                        .collect(),
-                    None if history.restricts => vec![format!("{base}:{ANY_KEY}")],
-                    None => continue,
-                },
+                Some((earlier, compared)) => {
+                    match keys(earlier.resolve(arguments), *compared, paths) {
+                        Some(keys) => keys
+                            .into_iter()
+                            .map(|key| format!("{base}:{key}"))
+                            .collect(),
+                        None if history.restricts => vec![format!("{base}:{ANY_KEY}")],
+                        None => continue,
+                    }
+                }
             };
             for bucket in buckets {
                 let slot = RateSlot::new(
@@ -149,7 +154,7 @@ impl History {
 /// The digests a value is matched by (never the value), an element of a list at a time; `None`
 /// when it cannot be judged (a path spelling no lexical check can read, a non-string compared as a
 /// path, more elements than a call may count).
-fn keys(value: Option<&Value>, as_path: bool, paths: &PathSettings) -> Option<Vec<String>> {
+fn keys(value: Option<&Value>, compared: SameText, paths: &PathSettings) -> Option<Vec<String>> {
     let mut elements = Vec::new();
     if let Some(value) = value {
         leaves(value, &mut elements);
@@ -163,10 +168,18 @@ fn keys(value: Option<&Value>, as_path: bool, paths: &PathSettings) -> Option<Ve
     }
     let mut keys = Vec::with_capacity(elements.len());
     for element in elements {
-        let text = match (element, as_path) {
-            (Value::String(path), true) => format!("path:/{}", paths.components(path)?.join("/")),
-            (_, true) => return None,
-            (value, false) => canonical_json(value),
+        let text = match (element, compared) {
+            (Value::String(path), SameText::Path) => {
+                format!("path:/{}", paths.components(path)?.join("/"))
+            }
+            (_, SameText::Path) => return None,
+            (value, SameText::Exact) => canonical_json(value),
+            (value, SameText::Folded) => {
+                canonical_json(&crate::rules::limits::folded(&as_text(value)))
+            }
+            (value, SameText::Normalized) => canonical_json(
+                &crate::rules::condition::compared_value(&as_text(value), true),
+            ),
         };
         let key = digest(&text);
         if !keys.contains(&key) {
@@ -174,6 +187,14 @@ fn keys(value: Option<&Value>, as_path: bool, paths: &PathSettings) -> Option<Ve
         }
     }
     Some(keys)
+}
+
+/// A number as its text, so `1` and `"1"` name one order when text is compared loosely.
+fn as_text(value: &Value) -> Value {
+    match value {
+        Value::Number(number) => Value::String(canonical_json(&Value::Number(number.clone()))),
+        other => other.clone(),
+    }
 }
 
 fn digest(text: &str) -> String {

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::Router;
 use axum::body::Body;
@@ -64,13 +65,23 @@ impl Keys {
 
     /// The principal `credential` names: an API key, else a verified token.
     pub fn principal(&self, credential: &str) -> Option<Arc<Principal>> {
+        self.principal_until(credential)
+            .map(|(principal, _)| principal)
+    }
+
+    /// The principal `credential` names and when the credential ends (a token's `exp`; `None` for
+    /// an API key, which has no end of its own).
+    pub fn principal_until(
+        &self,
+        credential: &str,
+    ) -> Option<(Arc<Principal>, Option<SystemTime>)> {
         let hash = <[u8; 32]>::from(Sha256::digest(credential.as_bytes()));
         if let Some(principal) = self.clients.get(&hash) {
-            return Some(Arc::clone(principal));
+            return Some((Arc::clone(principal), None));
         }
         let jwt = self.jwt.as_ref()?;
         match jwt.verify(credential) {
-            Ok(principal) => Some(Arc::new(principal)),
+            Ok((principal, expires)) => Some((Arc::new(principal), Some(expires))),
             Err(why) => {
                 // Escaped: the reason may quote the token's own header (an unknown `alg`), and a
                 // line break there would forge a log line.

@@ -5,6 +5,7 @@
 //! groups the string array under the configured claim.
 
 use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -121,12 +122,13 @@ fn algorithm_of(jwk: &jsonwebtoken::jwk::Jwk) -> Result<Algorithm, String> {
 }
 
 impl JwtConfig {
-    /// The principal `token` names, if it verifies.
+    /// The principal `token` names, if it verifies, and the instant its `exp` names (what a
+    /// session opened with it may not outlive).
     ///
     /// # Errors
     ///
     /// Why it does not (for the log; the client only gets 401).
-    pub fn verify(&self, token: &str) -> Result<Principal, String> {
+    pub fn verify(&self, token: &str) -> Result<(Principal, SystemTime), String> {
         let header = jsonwebtoken::decode_header(token).map_err(|error| error.to_string())?;
         let key = match (&header.kid, self.keys.as_slice()) {
             (Some(kid), keys) => keys
@@ -177,6 +179,12 @@ impl JwtConfig {
                 "a group in the token is empty or holds an invisible or bidi character".to_owned(),
             );
         }
-        Ok(Principal::new(id, groups))
+        // `exp` is required and was checked above as a number; fractions and negatives are cut.
+        let expires = claims
+            .get("exp")
+            .and_then(Value::as_f64)
+            .map(|exp| UNIX_EPOCH + Duration::from_secs_f64(exp.clamp(0.0, 1e11)))
+            .ok_or("the token's `exp` is not a number")?;
+        Ok((Principal::new(id, groups), expires))
     }
 }

@@ -2,9 +2,10 @@
 //! signing people in with the gateway's identities (`[[clients]]` keys, `[jwt]` tokens).
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::Router;
-use toolgate::approval_page::{ApprovalPage, JsonlAuditView};
+use toolgate::approval_page::{ApprovalPage, Authenticate, JsonlAuditView};
 use toolgate::audit::PostgresAuditSink;
 use toolgate::{Principal, ToolController};
 
@@ -26,6 +27,32 @@ fn upstream_of(config: &Config) -> impl Fn(&str) -> Option<String> + Send + Sync
     }
 }
 
+/// Signs people in to the page with the gateway's identities; a session opened with a token ends
+/// when the token does.
+struct PageSignIn {
+    keys: Keys,
+    metrics: Arc<crate::metrics::Metrics>,
+}
+
+impl Authenticate for PageSignIn {
+    fn authenticate(&self, credential: &str) -> Option<Principal> {
+        self.authenticate_until(credential)
+            .map(|(principal, _)| principal)
+    }
+
+    fn authenticate_until(&self, credential: &str) -> Option<(Principal, Option<SystemTime>)> {
+        let signed_in = self.keys.principal_until(credential);
+        if signed_in.is_none() {
+            // Never the credential: it may be a real key with a typo.
+            tracing::warn!(
+                "a sign-in to the approval page was refused: an unknown key, a refused token, or a client that may not sign in"
+            );
+            self.metrics.sign_in_refused("page");
+        }
+        signed_in.map(|(principal, ends)| (Principal::clone(&principal), ends))
+    }
+}
+
 /// The page's routes, if the config serves it.
 pub fn router(
     config: &Config,
@@ -33,20 +60,9 @@ pub fn router(
     metrics: &Arc<crate::metrics::Metrics>,
 ) -> Option<Router> {
     let settings = config.approval_page?;
-    let keys = Keys::for_the_page(&config.clients, config.jwt.clone());
-    let metrics = Arc::clone(metrics);
-    let sign_in = move |credential: &str| {
-        let principal = keys
-            .principal(credential)
-            .map(|principal| Principal::clone(&principal));
-        if principal.is_none() {
-            // Never the credential: it may be a real key with a typo.
-            tracing::warn!(
-                "a sign-in to the approval page was refused: an unknown key, a refused token, or a client that may not sign in"
-            );
-            metrics.sign_in_refused("page");
-        }
-        principal
+    let sign_in = PageSignIn {
+        keys: Keys::for_the_page(&config.clients, config.jwt.clone()),
+        metrics: Arc::clone(metrics),
     };
     // The same Host values the MCP listener accepts: a DNS-rebinding page reaches neither.
     let mut page = ApprovalPage::new(controller, sign_in)

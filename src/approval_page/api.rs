@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -169,34 +170,52 @@ async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {
     let credential = body.0.credential;
     let authenticate = Arc::clone(&shared.page.authenticate);
     // An authenticator may verify a token or read a file: off the event loop.
-    let principal = tokio::task::spawn_blocking(move || authenticate.authenticate(&credential))
-        .await
-        .ok()
-        .flatten();
-    let Some(principal) = principal else {
+    let signed_in =
+        tokio::task::spawn_blocking(move || authenticate.authenticate_until(&credential))
+            .await
+            .ok()
+            .flatten();
+    let Some((principal, credential_ends)) = signed_in else {
         sign_in_failed(&shared);
         return refuse(
             StatusCode::UNAUTHORIZED,
             "this credential names nobody here",
         );
     };
-    let Some((id, session)) = shared
-        .sessions
-        .open(principal, shared.page.session_time_to_live)
+    let Some(time_to_live) = session_lifetime(shared.page.session_time_to_live, credential_ends)
     else {
+        sign_in_failed(&shared);
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "this credential has expired: sign in with a fresh one",
+        );
+    };
+    let Some((id, session)) = shared.sessions.open(principal, time_to_live) else {
         return refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             "the operating system's random generator is unavailable",
         );
     };
-    let cookie = shared
-        .page
-        .cookie(&id, shared.page.session_time_to_live.as_secs());
+    // Max-Age is whole seconds, rounded up: the server's own expiry is the exact one.
+    let cookie = shared.page.cookie(
+        &id,
+        time_to_live.as_secs() + u64::from(time_to_live.subsec_nanos() > 0),
+    );
     let mut response = axum::Json(who(&session)).into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
+}
+
+/// How long a session opened now may last: the page's lifetime, cut at the instant the
+/// credential ends; `None` if that instant has passed (a token accepted within its leeway).
+fn session_lifetime(page: Duration, credential_ends: Option<SystemTime>) -> Option<Duration> {
+    let Some(ends) = credential_ends else {
+        return Some(page);
+    };
+    let left = ends.duration_since(SystemTime::now()).ok()?;
+    (!left.is_zero()).then(|| page.min(left))
 }
 
 async fn logout(State(shared): Page, headers: HeaderMap) -> Response {

@@ -55,7 +55,7 @@ mod origin;
 mod session;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 pub use audit_view::{AuditSnapshot, AuditView, JsonlAuditView};
 pub use origin::host_is;
@@ -68,6 +68,15 @@ use crate::controller::ToolController;
 pub trait Authenticate: Send + Sync + 'static {
     /// The principal `credential` names, or `None` if it names nobody.
     fn authenticate(&self, credential: &str) -> Option<Principal>;
+
+    /// The principal `credential` names and when the credential itself stops being valid (a
+    /// token's `exp`; `None`: it has no end of its own, as an API key). A page session never
+    /// outlives the credential that opened it: its lifetime is the page's, cut at this instant.
+    /// By default, [`authenticate`](Self::authenticate) with no end.
+    fn authenticate_until(&self, credential: &str) -> Option<(Principal, Option<SystemTime>)> {
+        self.authenticate(credential)
+            .map(|principal| (principal, None))
+    }
 }
 
 impl<F> Authenticate for F
@@ -157,7 +166,9 @@ impl ApprovalPage {
         self
     }
 
-    /// The same page, with sessions lasting `time_to_live` from sign-in (8 hours unless set).
+    /// The same page, with sessions lasting `time_to_live` from sign-in (8 hours unless set), or
+    /// until the credential that opened them expires if that is sooner
+    /// ([`Authenticate::authenticate_until`]).
     #[must_use]
     pub fn with_session_time_to_live(mut self, time_to_live: Duration) -> Self {
         self.session_time_to_live = time_to_live;

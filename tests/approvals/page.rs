@@ -4,6 +4,7 @@
 //! origin, a stale page, an approver the rule does not name).
 
 mod cookies;
+mod credential_lifetime;
 mod who_sees_what;
 
 use std::sync::Arc;

@@ -59,6 +59,7 @@ fn tokens_verified_against_the_key_set_name_the_principal_and_every_bad_one_gets
         let status = status_with(served.mcp, tokens[good].as_str().unwrap());
         assert!(status.starts_with("HTTP/1.1 200"), "{good}: {status}");
     }
+    a_page_session_never_outlives_its_token(served.mcp, served.admin, &tokens);
     let output = Command::new(&python)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/http_client.py"))
         .arg(format!("http://127.0.0.1:{}/mcp", served.mcp))
@@ -74,6 +75,59 @@ fn tokens_verified_against_the_key_set_name_the_principal_and_every_bad_one_gets
     println!("{stdout}");
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("13 passed, 0 failed"), "{stdout}");
+}
+
+/// The approval page signs people in with the same tokens; a session's cookie and the server's
+/// own expiry are cut at the token's `exp` (not the page's 8 hours), and a token the MCP listener
+/// still takes within its leeway opens no page session.
+fn a_page_session_never_outlives_its_token(mcp: u16, admin: u16, tokens: &serde_json::Value) {
+    let host = format!("127.0.0.1:{admin}");
+    let origin = format!("http://{host}");
+    let sign_in = |token: &str| {
+        crate::raw::exchange(
+            admin,
+            "POST",
+            "/approvals/api/login",
+            &[
+                ("Host", host.as_str()),
+                ("Origin", origin.as_str()),
+                ("Content-Type", "application/json"),
+            ],
+            &serde_json::json!({ "credential": token }).to_string(),
+        )
+    };
+    let max_age = |reply: &crate::raw::Reply| -> u64 {
+        let line = reply
+            .head
+            .lines()
+            .find(|line| line.to_ascii_lowercase().starts_with("set-cookie:"))
+            .expect("a session cookie");
+        line.split("; ")
+            .find_map(|attribute| attribute.strip_prefix("Max-Age="))
+            .expect("Max-Age")
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let ten_minutes = sign_in(tokens["alice"].as_str().unwrap());
+    assert_eq!(ten_minutes.status, 200, "{}", ten_minutes.body);
+    let age = max_age(&ten_minutes);
+    assert!(
+        (590..=600).contains(&age),
+        "cut at the token's exp: {age} s"
+    );
+    let short = sign_in(tokens["alice_short"].as_str().unwrap());
+    assert_eq!(short.status, 200, "{}", short.body);
+    let age = max_age(&short);
+    assert!((1..=5).contains(&age), "cut at the token's exp: {age} s");
+    let in_leeway = tokens["alice_in_leeway"].as_str().unwrap();
+    assert!(
+        status_with(mcp, in_leeway).starts_with("HTTP/1.1 200"),
+        "the MCP listener takes it within the 30 s leeway"
+    );
+    let ended = sign_in(in_leeway);
+    assert_eq!(ended.status, 401, "{}", ended.body);
+    assert!(ended.body.contains("expired"), "{}", ended.body);
 }
 
 #[test]

@@ -4,7 +4,8 @@ official MCP SDK's environment holds).
 usage: jwt_tokens.py WORK_DIR ISSUER AUDIENCE
 
 Writes WORK_DIR/jwks.json (an Ed25519 key `k1` and an RSA key `k2`) and WORK_DIR/tokens.json:
-good ones for alice (group ops, by k1) and bob (group dev, by k2), and bad ones, each refused
+good ones for alice (group ops, by k1) and bob (group dev, by k2), alice's ending in 5 s and
+alice's ended 10 s ago (within the default leeway), and bad ones, each refused
 for one reason.
 """
 
@@ -54,6 +55,9 @@ forged_payload = b64(json.dumps(claims("alice", ["ops", "admins"])).encode())
 tokens = {
     "alice": good_alice,
     "bob": jwt.encode(claims("bob", ["dev"]), rsa_key, algorithm="RS256", headers={"kid": "k2"}),
+    # For the page: a session never outlives its token.
+    "alice_short": ed(claims("alice", ["ops"], exp=now + 5)),
+    "alice_in_leeway": ed(claims("alice", ["ops"], exp=now - 10)),
     "bad": {
         "expired": ed(claims("alice", ["ops"], exp=now - 3600)),
         "wrong issuer": ed(claims("alice", ["ops"], iss="https://evil.example")),

@@ -52,9 +52,7 @@ pub async fn start(config: &Config, pins: &Pins) -> Result<Started, Vec<String>>
         starting.spawn(async move {
             let started = Upstream::start(upstream.clone(), &limits).await;
             let listed = match &started {
-                Ok(running) => Some(
-                    list_tools(running.peer(), limits.max_list_pages, limits.list_timeout).await,
-                ),
+                Ok(running) => Some(list_tools(running.peer(), &limits).await),
                 Err(_) => None,
             };
             (index, upstream.name, started, listed)

@@ -15,7 +15,8 @@ use toolgate::{ToolDefinition, ToolError, ToolSpec};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::pins::{Pins, Verdict};
-use crate::upstream::{Link, frames::OVERSIZED_REPLY_CODE};
+use crate::upstream::Link;
+use toolgate::mcp::frames::OVERSIZED_REPLY_CODE;
 
 /// One served tool: where it comes from and its definition.
 pub struct Served {
@@ -258,7 +259,7 @@ async fn forward(
         Ok(Ok(result)) => Ok(result),
         Ok(Err(ServiceError::McpError(error))) if error.code.0 == OVERSIZED_REPLY_CODE => {
             Err(ToolError::new(format!(
-                "upstream `{upstream}` ran the call, but {}",
+                "upstream `{upstream}` ran the call, but {} (limits.max_message_bytes)",
                 error.message.replacen("the upstream's ", "its ", 1)
             )))
         }

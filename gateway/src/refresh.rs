@@ -100,7 +100,7 @@ async fn relist(state: &mut State, name: &str) {
     };
     let Ok(peer) = link.peer() else { return };
     let limits = state.config.limits;
-    match list_tools(&peer, limits.max_list_pages, limits.list_timeout).await {
+    match list_tools(&peer, &limits).await {
         Ok(tools) => {
             state.listed.insert(name.to_owned(), tools);
         }

@@ -25,6 +25,8 @@
 
 mod approval;
 mod caller;
+pub mod frames;
+mod listing;
 mod reload;
 mod server;
 mod stdio;
@@ -33,10 +35,11 @@ mod upstream;
 mod wire;
 
 pub use caller::{Caller, CallerOf};
+pub use listing::{ListError, list_tools};
 pub use reload::{PolicyFile, Reload};
 pub use server::McpServer;
 pub use strict_input::check_duplicate_keys;
-pub use upstream::{SkipReason, Skipped, Upstream};
+pub use upstream::{SkipReason, Skipped, Upstream, UpstreamLimits};
 pub use wire::{APPROVAL_ID_META, result_text};
 
 /// The SDK this module is built on, at the version toolgate uses.

@@ -65,6 +65,35 @@ pub struct McpServer {
     change_poll: Duration,
     caller_of: Option<super::CallerOf>,
     approvals_at: Option<Arc<str>>,
+    /// The connection [`serve_io`](Self::serve_io) serves: what binds a request state when the
+    /// caller names no session.
+    connection: Option<Arc<str>>,
+    call_ids: Arc<CallIds>,
+}
+
+/// Call ids unique to this server (and, through the random prefix, across servers sharing an
+/// audit log): a client's JSON-RPC id repeats in every session (`2` for each first call).
+struct CallIds {
+    prefix: String,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl CallIds {
+    fn random() -> Result<Self, getrandom::Error> {
+        let bytes = crate::random::bytes16()?;
+        Ok(Self {
+            prefix: bytes[..8]
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect(),
+            next: std::sync::atomic::AtomicU64::new(1),
+        })
+    }
+
+    fn next(&self) -> String {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{}-{n}", self.prefix)
+    }
 }
 
 impl std::fmt::Debug for McpServer {
@@ -90,6 +119,8 @@ impl McpServer {
             change_poll: DEFAULT_CHANGE_POLL,
             caller_of: None,
             approvals_at: None,
+            connection: None,
+            call_ids: Arc::new(CallIds::random().map_err(McpError::Randomness)?),
         })
     }
 
@@ -111,11 +142,21 @@ impl McpServer {
         self
     }
 
+    /// The caller of a request; a caller that names no session is taken to be in this server's
+    /// connection when it serves one.
     fn caller(&self, context: &RequestContext<RoleServer>) -> super::Caller {
-        self.caller_of
+        let mut caller: super::Caller = self
+            .caller_of
             .as_ref()
             .map(|caller_of| caller_of(&context.extensions))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if caller.session.is_none() {
+            caller.session = self
+                .connection
+                .as_deref()
+                .map(|connection| format!("connection {connection}"));
+        }
+        caller
     }
 
     /// The same server, sealing request states with `key` instead of its own random one, so that
@@ -163,27 +204,57 @@ impl McpServer {
     /// read and written by the runtime's event loop and made non-blocking; a terminal or a file is
     /// read through tokio's blocking stdio.
     ///
+    /// A process has one standard input, so its one client is the one that started it: a request
+    /// state issued here opens on any server over stdio sealing with the same key — the same
+    /// server restarted, with a key kept in a file, answers a call held before the restart — and
+    /// on no connection [`serve_io`](Self::serve_io) serves.
+    ///
     /// # Errors
     ///
     /// [`McpError::Serve`] if the session could not start, [`McpError::Stopped`] if it ended
     /// abnormally.
-    pub async fn serve_stdio(self) -> Result<(), McpError> {
+    pub async fn serve_stdio(mut self) -> Result<(), McpError> {
         let (input, output) = super::stdio::stdio();
-        self.serve_io(input, output).await
+        self.connection = Some(Arc::from("stdio"));
+        self.serve_connection(input, output).await
     }
 
     /// Serves one client over a byte stream of newline-delimited JSON-RPC messages (the stdio
     /// transport's framing) until it disconnects. Before the SDK parses a message, a
     /// `tools/call` holding a duplicate key in any object is marked, and answered with an error
     /// result that runs nothing: parsers disagree on which of two values wins, so no value of
-    /// such a call is judged. (Serving through `rmcp`'s `serve` with a transport of your own
-    /// skips that check: the SDK keeps the last value.)
+    /// such a call is judged. Each call of `serve_io` is its own connection: a request state
+    /// issued on one opens on no other.
+    ///
+    /// This (and [`serve_stdio`](Self::serve_stdio)) is the way to serve a stream. Serving
+    /// through `rmcp`'s own `serve` skips both checks — the SDK keeps the last of two keys, and
+    /// the server cannot tell its connections apart —, so there it issues no request state to a
+    /// caller that names neither principal nor session (the call waits out of band); an HTTP
+    /// server must read callers with [`with_caller`](Self::with_caller) and run
+    /// [`check_duplicate_keys`](super::check_duplicate_keys) on each body, as the gateway does.
     ///
     /// # Errors
     ///
     /// [`McpError::Serve`] if the session could not start, [`McpError::Stopped`] if it ended
     /// abnormally.
-    pub async fn serve_io<R, W>(self, input: R, output: W) -> Result<(), McpError>
+    pub async fn serve_io<R, W>(mut self, input: R, output: W) -> Result<(), McpError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let connection = crate::random::bytes16().map_err(McpError::Randomness)?;
+        self.connection = Some(
+            connection
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect::<String>()
+                .into(),
+        );
+        self.serve_connection(input, output).await
+    }
+
+    /// Serves the connection this server was given, with duplicate keys refused.
+    async fn serve_connection<R, W>(self, input: R, output: W) -> Result<(), McpError>
     where
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
@@ -213,7 +284,10 @@ impl McpServer {
             .client_capabilities()
             .and_then(|capabilities| capabilities.elicitation)
             .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
-        if form && modern {
+        // A state binds to the caller's principal or session; one that names neither could be
+        // replayed by anyone, so the call waits out of band instead.
+        let bindable = caller.principal.is_some() || caller.session.is_some();
+        if form && modern && bindable {
             return self
                 .seal
                 .input_required(
@@ -223,7 +297,7 @@ impl McpServer {
                 )
                 .into();
         }
-        if form {
+        if form && !modern {
             let asked = context
                 .peer
                 .create_elicitation_with_timeout(
@@ -241,11 +315,16 @@ impl McpServer {
             }
         }
         let id = request.approval_id.to_string();
-        let at = self
+        let mut at = self
             .approvals_at
             .as_deref()
             .map(|place| format!(" ({place})"))
             .unwrap_or_default();
+        if form && modern && !bindable {
+            at.push_str(
+                " — this server cannot tell its callers apart, so it issues no request state",
+            );
+        }
         wire::not_run(
             format!(
                 "pending approval: {reason}. The call did not run; approval {id} waits for a person to answer it out of band{at}.",
@@ -346,7 +425,7 @@ impl ServerHandler for McpServer {
             .is_some()
         {
             return Ok(wire::call_result(ToolResult::error(
-                context.id.to_string(),
+                self.call_ids.next(),
                 super::strict_input::DUPLICATE_KEYS_REFUSAL,
             ))
             .into());
@@ -359,7 +438,8 @@ impl ServerHandler for McpServer {
                 .await
                 .into());
         }
-        let mut call = ToolCall::new(context.id.to_string(), request.name, arguments);
+        // The audit log names each call by an id unique to this server, not the client's.
+        let mut call = ToolCall::new(self.call_ids.next(), request.name, arguments);
         call.principal.clone_from(&caller.principal);
         Ok(match self.controller.handle_async(call).await {
             Outcome::Completed(result) => wire::call_result(result).into(),

@@ -1,13 +1,17 @@
-//! The gateway's upstream: an MCP server started as a child process, its tools imported as
-//! toolgate definitions whose handlers forward the call.
+//! An upstream: an MCP server started as a child process, its tools imported as toolgate
+//! definitions whose handlers forward the call — every wait and every size bounded.
+
+use std::process::Stdio;
+use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ServiceExt as _, model::Tool};
 use serde_json::Value;
 
 use super::McpError;
+use super::frames::{OVERSIZED_REPLY_CODE, pump};
+use super::listing::list_tools;
 use super::wire::result_text;
 use crate::contract::{ToolSpec, quote_bounded};
 use crate::definition::{DefinitionError, ToolDefinition, ToolError};
@@ -15,9 +19,51 @@ use crate::registry::ToolRegistry;
 
 /// A running upstream MCP server, spoken to as a client over its stdin and stdout (2025-11-25
 /// `initialize` handshake). Dropping it stops the session; the child is killed with it.
+///
+/// # Guarantees
+///
+/// Nothing the upstream sends makes its client wait or grow without bound ([`UpstreamLimits`]):
+/// the handshake, the whole `tools/list` and each call have a time bound; a message over
+/// `max_message_bytes` is dropped as it streams by, and a call waiting for it gets an error saying
+/// the upstream ran the call; list pages are counted and a repeated cursor ends the list; a
+/// refusal's message is cut to `max_refusal_chars`.
 #[derive(Debug)]
 pub struct Upstream {
     service: RunningService<RoleClient, ()>,
+    limits: UpstreamLimits,
+    _child: tokio::process::Child,
+}
+
+/// The bounds an [`Upstream`] keeps. The defaults: 4 MiB messages, 30 s for the handshake, 100
+/// list pages within 30 s, 5 minutes per call, refusal messages cut to 1,000 characters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UpstreamLimits {
+    /// The largest message read from the upstream, in bytes.
+    pub max_message_bytes: usize,
+    /// How long the `initialize` handshake may take.
+    pub handshake_timeout: Duration,
+    /// The most `tools/list` pages followed.
+    pub max_list_pages: usize,
+    /// How long all `tools/list` pages may take together.
+    pub list_timeout: Duration,
+    /// How long one call may wait for its reply.
+    pub call_timeout: Duration,
+    /// The most characters of an upstream's refusal message kept.
+    pub max_refusal_chars: usize,
+}
+
+impl Default for UpstreamLimits {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: 4 << 20,
+            handshake_timeout: Duration::from_secs(30),
+            max_list_pages: 100,
+            list_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(300),
+            max_refusal_chars: 1000,
+        }
+    }
 }
 
 /// An upstream tool that was not imported, and why (its schema does not compile offline, its
@@ -46,19 +92,60 @@ pub enum SkipReason {
 }
 
 impl Upstream {
-    /// Starts `command` and opens an MCP session on its stdin and stdout. Its stderr is inherited.
+    /// Starts `command` and opens an MCP session on its stdin and stdout, with the default
+    /// [`UpstreamLimits`]. Its stderr is inherited.
     ///
     /// # Errors
     ///
     /// [`McpError::Spawn`] if the process cannot start, [`McpError::Upstream`] if it does not
-    /// answer the handshake.
+    /// complete the handshake within its bound.
     pub async fn spawn(command: tokio::process::Command) -> Result<Self, McpError> {
-        let transport = TokioChildProcess::new(command).map_err(McpError::Spawn)?;
+        Self::spawn_with(command, UpstreamLimits::default()).await
+    }
+
+    /// [`spawn`](Self::spawn) with `limits`.
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](Self::spawn).
+    pub async fn spawn_with(
+        mut command: tokio::process::Command,
+        limits: UpstreamLimits,
+    ) -> Result<Self, McpError> {
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(McpError::Spawn)?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(McpError::Spawn(std::io::Error::other(
+                "no pipes to the child",
+            )));
+        };
+        // The SDK reads a bounded copy of stdout (it would buffer a line up to 16 MiB and then
+        // drop it silently, leaving the call waiting).
+        let (bounded, sdk_side) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(pump(stdout, bounded, limits.max_message_bytes));
         let service =
-            ().serve(transport)
-                .await
-                .map_err(|error| McpError::Upstream(Box::new(error)))?;
-        Ok(Self { service })
+            match tokio::time::timeout(limits.handshake_timeout, ().serve((sdk_side, stdin))).await
+            {
+                Ok(Ok(service)) => service,
+                Ok(Err(error)) => return Err(McpError::Upstream(Box::new(error))),
+                Err(_) => {
+                    return Err(McpError::Upstream(
+                        format!(
+                            "no answer to the handshake within {} ms",
+                            limits.handshake_timeout.as_millis()
+                        )
+                        .into(),
+                    ));
+                }
+            };
+        Ok(Self {
+            service,
+            limits,
+            _child: child,
+        })
     }
 
     /// The peer to send requests to.
@@ -77,11 +164,13 @@ impl Upstream {
     /// name differing from an earlier one only in case or in characters drawn alike) is skipped,
     /// not fatal: a hostile upstream cannot keep its other tools out with one bad name.
     pub async fn import_tools(&self) -> Result<(ToolRegistry, Vec<Skipped>), McpError> {
-        let tools = self
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|error| McpError::Upstream(Box::new(error)))?;
+        let tools = list_tools(
+            self.peer(),
+            self.limits.max_list_pages,
+            self.limits.list_timeout,
+        )
+        .await
+        .map_err(|error| McpError::Upstream(Box::new(error)))?;
         let mut definitions = Vec::with_capacity(tools.len());
         let mut skipped = Vec::new();
         let mut names = std::collections::HashSet::new();
@@ -97,7 +186,7 @@ impl Upstream {
                 });
                 continue;
             }
-            match forwarding_definition(self.peer().clone(), &tool) {
+            match forwarding_definition(self.peer().clone(), &tool, self.limits) {
                 Ok(definition) => definitions.push(definition),
                 Err(error) => skipped.push(Skipped {
                     name: quote_bounded(&tool.name),
@@ -113,6 +202,7 @@ impl Upstream {
 fn forwarding_definition(
     peer: Peer<RoleClient>,
     tool: &Tool,
+    limits: UpstreamLimits,
 ) -> Result<ToolDefinition, DefinitionError> {
     let spec = ToolSpec::new(
         tool.name.to_string(),
@@ -123,28 +213,56 @@ fn forwarding_definition(
     ToolDefinition::new_async(spec, move |arguments: Value| {
         let peer = peer.clone();
         let name = name.clone();
-        async move { forward(&peer, name, arguments).await }
+        async move { forward(&peer, name, arguments, limits).await }
     })
+    .map(|definition| definition.with_max_output_bytes(limits.max_message_bytes))
 }
 
 async fn forward(
     peer: &Peer<RoleClient>,
     name: String,
     arguments: Value,
+    limits: UpstreamLimits,
 ) -> Result<String, ToolError> {
     let Value::Object(arguments) = arguments else {
-        return Err(ToolError::new("arguments must be a JSON object"));
+        return Err(ToolError::new(
+            "arguments must be a JSON object; the call was not sent, nothing ran",
+        ));
     };
     let request = CallToolRequestParams::new(name).with_arguments(arguments);
-    match peer.call_tool(request).await {
-        Ok(result) if result.is_error == Some(true) => Err(ToolError::new(result_text(&result))),
-        Ok(result) => Ok(result_text(&result)),
-        Err(ServiceError::McpError(error)) => Err(ToolError::new(format!(
+    match tokio::time::timeout(limits.call_timeout, peer.call_tool(request)).await {
+        Ok(Ok(result)) if result.is_error == Some(true) => {
+            Err(ToolError::new(result_text(&result)))
+        }
+        Ok(Ok(result)) => Ok(result_text(&result)),
+        Ok(Err(ServiceError::McpError(error))) if error.code.0 == OVERSIZED_REPLY_CODE => {
+            Err(ToolError::new(format!(
+                "the upstream server ran the call, but its reply was larger than {} bytes and was dropped",
+                limits.max_message_bytes
+            )))
+        }
+        Ok(Err(ServiceError::McpError(error))) => Err(ToolError::new(format!(
             "the upstream server refused the call (code {}): {}",
-            error.code.0, error.message
+            error.code.0,
+            cut(&error.message, limits.max_refusal_chars)
         ))),
-        Err(_) => Err(ToolError::new(
+        Ok(Err(ServiceError::TransportSend(_))) => Err(ToolError::new(
+            "the upstream server could not be sent the call (its session closed); nothing ran",
+        )),
+        Ok(Err(_)) => Err(ToolError::new(
             "the upstream server did not answer (it may have stopped); whether the call took effect is unknown",
         )),
+        Err(_) => Err(ToolError::new(format!(
+            "the upstream server did not answer within {} ms; whether the call took effect is unknown",
+            limits.call_timeout.as_millis()
+        ))),
+    }
+}
+
+/// `message` cut to `max` characters, marked when cut.
+fn cut(message: &str, max: usize) -> String {
+    match message.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &message[..at]),
+        None => message.to_owned(),
     }
 }

@@ -8,6 +8,7 @@ mod common;
 mod adapters;
 mod export;
 mod mcp_server;
+mod mcp_upstream;
 mod shapes;
 mod stream;
 mod structured_output;

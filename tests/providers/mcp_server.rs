@@ -2,6 +2,8 @@
 //! revisions it negotiates: 2025-11-25 (`initialize`) and 2026-07-28 (`server/discover`).
 #![cfg(feature = "mcp")]
 
+mod connections;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -119,11 +121,8 @@ async fn connect(
     answer: Option<ElicitationAction>,
 ) -> Session {
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
+    let (server_in, server_out) = tokio::io::split(server_io);
+    tokio::spawn(server.serve_io(server_in, server_out));
     let (changed_tx, changed) = mpsc::unbounded_channel();
     let asked = Arc::new(AtomicUsize::new(0));
     let person = Person {
@@ -312,11 +311,18 @@ async fn replayed_altered_retargeted_and_foreign_request_states_are_refused() {
 async fn a_rotated_state_key_keeps_opening_its_states_until_it_is_dropped() {
     let (old, new) = ([7u8; 32], [9u8; 32]);
     let tools = tools();
+    // Instances behind one load balancer: each connection is its own, but the transport names the
+    // same caller and session on all of them, so a state one instance sealed opens on another.
+    let alice = Arc::new(Principal::new("alice", ["dev"]));
     let server = |keys: &[&[u8]]| {
+        let alice = Arc::clone(&alice);
         McpServer::new(Arc::clone(&tools.controller))
             .unwrap()
             .with_state_keys(keys)
             .unwrap()
+            .with_caller(Arc::new(move |_| {
+                toolgate::mcp::Caller::new(Some(Arc::clone(&alice)), Some("session-1".into()))
+            }))
     };
     let before = connect(
         server(&[&old]),

@@ -11,9 +11,9 @@ use tokio::io::AsyncBufReadExt as _;
 use tokio::process::{Child, Command};
 
 use super::client::GatewayClient;
-use super::frames;
 pub use super::started::{StartError, Started};
 use crate::config::{Limits, UpstreamConfig, UpstreamTransport};
+use toolgate::mcp::frames;
 
 /// The last stderr lines an upstream wrote, for the message when it fails.
 const STDERR_LINES_KEPT: usize = 20;

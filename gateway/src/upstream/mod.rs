@@ -3,8 +3,6 @@
 
 mod child;
 mod client;
-pub mod frames;
-mod listing;
 mod remote;
 mod started;
 
@@ -15,10 +13,32 @@ use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 
 pub use child::StderrTail;
-pub use listing::list_tools;
 pub use started::StartError;
 
 use crate::config::{Limits, UpstreamConfig};
+
+/// Every tool upstream `peer` lists, within `limits.max_list_pages` and `limits.list_timeout_ms`
+/// (the library's bounded listing); the error names the bound an operator would change.
+///
+/// # Errors
+///
+/// One line saying why, for the log and `/healthz`.
+pub async fn list_tools(
+    peer: &Peer<RoleClient>,
+    limits: &Limits,
+) -> Result<Vec<rmcp::model::Tool>, String> {
+    use toolgate::mcp::ListError;
+    toolgate::mcp::list_tools(peer, limits.max_list_pages, limits.list_timeout)
+        .await
+        .map_err(|error| {
+            let bound = match &error {
+                ListError::TooManyPages { .. } => " (limits.max_list_pages)",
+                ListError::TooSlow { .. } => " (limits.list_timeout_ms)",
+                _ => "",
+            };
+            format!("{error}{bound}; none of its tools are served")
+        })
+}
 
 /// The first wait before restarting a stopped upstream; doubled after each failed start.
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);

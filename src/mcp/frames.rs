@@ -5,10 +5,13 @@
 
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
 
-/// The JSON-RPC error code an oversized reply is replaced with (implementation-defined range).
+/// The JSON-RPC error code an oversized reply is replaced with (implementation-defined range): a
+/// request that gets it was received and answered by the upstream — a call it ran.
 pub const OVERSIZED_REPLY_CODE: i32 = -32_090;
 
-/// Copies messages from `from` to `to` until `from` ends or `to` is closed.
+/// Copies newline-delimited messages from `from` to `to` until `from` ends or `to` is closed; a
+/// message over `max` bytes is dropped (a reply: replaced by an error with
+/// [`OVERSIZED_REPLY_CODE`] for its id). Memory stays within `max` plus a 64 KiB buffer.
 pub async fn pump(from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin, max: usize) {
     let mut reader = BufReader::with_capacity(64 * 1024, from);
     let mut frame: Vec<u8> = Vec::new();
@@ -55,9 +58,7 @@ pub async fn pump(from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin,
 }
 
 fn oversized_error(id: &str, max: usize) -> String {
-    let message = format!(
-        "the upstream's reply was larger than {max} bytes (limits.max_message_bytes) and was dropped"
-    );
+    let message = format!("the upstream's reply was larger than {max} bytes and was dropped");
     format!(
         "{}\n",
         serde_json::json!({

@@ -1,27 +1,33 @@
 //! `tools/list` against an upstream, bounded in pages and in time: an upstream whose cursor never
-//! ends, or that stops answering mid-list, cannot keep the gateway from starting.
+//! ends, or that stops answering mid-list, cannot keep its client waiting.
 
 use std::time::Duration;
 
 use rmcp::model::{PaginatedRequestParams, Tool};
 use rmcp::service::{Peer, RoleClient};
 
-/// Why an upstream's tools could not be listed.
+/// Why an upstream's tools could not be listed. No tool of such a listing is used: a partial list
+/// is not the upstream's list.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ListError {
-    /// More pages than `limits.max_list_pages`.
-    #[error(
-        "its tools/list gave more than {pages} pages (limits.max_list_pages); none of its tools are served"
-    )]
-    TooManyPages { pages: usize },
-    /// The pages took longer than `limits.list_timeout_ms` together.
-    #[error("its tools/list took longer than {} ms (limits.list_timeout_ms); none of its tools are served", .timeout.as_millis())]
-    TooSlow { timeout: Duration },
+    /// More pages than the bound.
+    #[error("its tools/list gave more than {pages} pages")]
+    TooManyPages {
+        /// The bound.
+        pages: usize,
+    },
+    /// The pages took longer than the bound together.
+    #[error("its tools/list took longer than {} ms", .timeout.as_millis())]
+    TooSlow {
+        /// The bound.
+        timeout: Duration,
+    },
     /// The upstream answered with an error, or the session closed.
     #[error("its tools/list failed: {0}")]
     Failed(String),
     /// The same cursor came back: the list would never end.
-    #[error("its tools/list returned the same cursor twice; none of its tools are served")]
+    #[error("its tools/list returned the same cursor twice")]
     CursorRepeated,
 }
 

@@ -20,8 +20,12 @@
 //! | any, client without elicitation | | error result naming the approval id; the call waits to be answered out of band |
 //!
 //! toolgate does not forward upstream elicitations, sampling or resources through the gateway.
-//! Any transport the SDK offers works with [`McpServer`] through `rmcp::ServiceExt::serve` (the
-//! gateway serves Streamable HTTP that way, checking each body with [`check_duplicate_keys`]).
+//! Serve a stream with [`McpServer::serve_io`] or [`McpServer::serve_stdio`]: they refuse calls
+//! holding duplicate keys and bind each request state to its connection. Another transport of
+//! the SDK (`rmcp::ServiceExt::serve`) must do both itself — read callers with
+//! [`McpServer::with_caller`] and check each body with [`check_duplicate_keys`], as the gateway
+//! does for Streamable HTTP; without a caller, a modern client's held call waits out of band
+//! instead of getting a state anyone could replay.
 
 mod approval;
 mod caller;

@@ -1012,9 +1012,9 @@ fn a_full_memory_store_still_sees_the_history_it_holds() {
 
 // ---- policy reloads --------------------------------------------------------------------------------
 
-/// A history's counter is named by a digest of the tools its label covers *at load* and of its
-/// window: a reload that only tightens the policy (one more private tool; a longer window) starts
-/// the history afresh, and what the session already did is forgotten.
+/// A reload that only tightens the policy — one more private tool, a longer window, the label
+/// renamed, the `after` condition widened or narrowed — keeps what the session already did: an
+/// `after` history is its rule's own, named by the rule's id (round 4, item 16(b)).
 #[test]
 fn a_reload_that_only_tightens_keeps_the_history() {
     let mut forgotten = Vec::new();
@@ -1025,10 +1025,23 @@ fn a_reload_that_only_tightens_keeps_the_history() {
     let more_tools = loose.replace(r#"["read_file"]"#, r#"["read_file", "db__query"]"#);
     let longer = loose.replace(r#""within": "hour""#, r#""within": "day""#);
     let reworded = loose.replace(r#""reason": "r""#, r#""reason": "reworded""#);
+    let renamed = loose.replace("private_data", "secret_data");
+    let conditioned = loose.replace(
+        r#""within": "hour"}"#,
+        r#""within": "hour", "when": {"path_glob": {"pointer": "/path", "pattern": "/srv/**"}}}"#,
+    );
+    let narrowed = loose.replace(
+        r#""within": "hour"}"#,
+        r#""within": "hour", "when": {"path_glob": {"pointer": "/path", "pattern": "/srv/secrets/**"}}}"#,
+    );
     for (name, tighter) in [
         ("label gains a tool", more_tools),
         ("window lengthened", longer),
         ("reason reworded", reworded),
+        ("label renamed", renamed),
+        ("condition added that the call met", conditioned),
+        // Stricter than the new rule alone (it did not record /srv/a), never looser.
+        ("condition narrowed", narrowed),
     ] {
         let counters = Arc::new(MemoryRateCounters::default());
         let (controller, _, _) = controller(loose, Arc::clone(&counters));
@@ -1048,6 +1061,34 @@ fn a_reload_that_only_tightens_keeps_the_history() {
     assert!(
         forgotten.is_empty(),
         "history forgotten after a tightening reload: {forgotten:?}"
+    );
+}
+
+/// An `unless_after` history lets calls through, so a reload that changes what it records starts
+/// it empty: kept calls recorded under another rule must not open the new one.
+#[test]
+fn a_reload_that_changes_an_unless_after_history_starts_it_empty() {
+    let read_first = r#"
+      "flows": [{"id": "read-before-write", "tool": "write_file", "action": "deny", "reason": "r",
+                 "unless_after": {"tool": "read_file", "within": "session",
+                                  "same": {"earlier": "/path", "now": "/path"}}}]"#;
+    let (controller, _, _) = controller(read_first, MemoryRateCounters::default());
+    assert_eq!(
+        call(&controller, "read_file", json!({"path": "/srv/a"})),
+        "allow"
+    );
+    assert_eq!(
+        call(&controller, "write_file", json!({"path": "/srv/a"})),
+        "allow"
+    );
+    let downloaded_first = read_first.replace(r#""tool": "read_file""#, r#""tool": "download""#);
+    controller
+        .replace_policy(policy(&downloaded_first, &tools().registry))
+        .unwrap();
+    assert_eq!(
+        call(&controller, "write_file", json!({"path": "/srv/a"})),
+        "deny",
+        "a read recorded for the old rule is not a download"
     );
 }
 

@@ -7,7 +7,6 @@
 use crate::flow_setup::*;
 use serde_json::json;
 use toolgate::limits::MemoryRateCounters;
-use toolgate::*;
 
 /// An order is settled only after it was paid in this session, compared with `options`.
 fn settle_after_pay(options: &str) -> String {

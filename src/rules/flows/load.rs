@@ -151,10 +151,27 @@ impl Flows {
                 )
             });
             let Ok(reason) = reason else { continue };
-            // What the history records, as written: not the tools a label covers now, nor the
-            // window (a flow rule's own), so a reload that adds a tool to a label or lengthens a
-            // window keeps the calls recorded so far.
-            let identity = serde_json::json!({
+            // What names the history. An `after` history is the rule's own, named by its id: a
+            // reload that renames its label, adds a tool to it, widens or narrows its condition
+            // or lengthens its window keeps the calls recorded so far — at worst the rule looks
+            // at calls its new condition would not have recorded, which only makes it stricter.
+            // An `unless_after` history is named by what it records as written (not the tools a
+            // label covers now, nor the window): kept calls would let calls through, so a change
+            // of what it records starts it empty, which is the strict side for it.
+            let identity = if restricts {
+                serde_json::json!({
+                    "restricts": true,
+                    "flow": config.id,
+                    "same": earlier.same.as_ref().map(|same| match same.compared() {
+                        SameText::Exact => "exact",
+                        SameText::Path => "path",
+                        SameText::Folded => "folded",
+                        SameText::Normalized => "normalized",
+                    }),
+                    "by": earlier.by,
+                })
+            } else {
+                serde_json::json!({
                 "restricts": restricts,
                 "tool": earlier.tool, "label": earlier.label,
                 "when": earlier.when,
@@ -166,7 +183,8 @@ impl Flows {
                     SameText::Normalized => serde_json::json!([&same.earlier, "normalized"]),
                 }),
                 "by": earlier.by,
-            });
+                })
+            };
             let bucket = format!(
                 "flow:{}",
                 hex_digest(&Sha256::digest(canonical_json(&identity).as_bytes()))

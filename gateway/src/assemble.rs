@@ -35,27 +35,63 @@ pub struct Started {
     /// What the gateway counts.
     pub metrics: Arc<Metrics>,
     /// Upstreams seen for the first time: their tools to pin.
-    pub first_seen: std::collections::BTreeMap<String, Vec<(String, String)>>,
-    /// What each upstream listed, as listed.
+    pub first_seen: std::collections::BTreeMap<String, Vec<(rmcp::model::Tool, String)>>,
+    /// What each upstream listed, as listed (a broken one: its pinned tools).
     pub listed: Vec<(Arc<crate::upstream::Link>, Vec<rmcp::model::Tool>)>,
+    /// Upstreams that did not start or list, and why: held back (their pinned tools served,
+    /// answering "unavailable, nothing ran") and restarted with backoff.
+    pub broken: Vec<(String, String)>,
+    /// Pinned definitions that may stand in, held back, for changed or vanished tools.
+    pub stand_ins: std::sync::Mutex<Vec<catalog::StandIn>>,
+    /// The stand-ins the policy needed: in the registry, held back, and why.
+    pub held: std::sync::Mutex<Vec<(Served, String)>>,
 }
 
-/// Starts every upstream at once and lists its tools within the config's bounds.
+impl Started {
+    /// What is held back and why, one line each, for the log, `check` and `/healthz`.
+    pub fn held_back(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .broken
+            .iter()
+            .map(|(upstream, why)| format!("upstream `{upstream}` is held back: {why}"))
+            .collect();
+        lines.extend(
+            self.held
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .map(|(served, why)| {
+                    format!(
+                        "tool {} of upstream `{}` is held back: {why}",
+                        catalog::quoted(&served.tool.name),
+                        served.upstream
+                    )
+                }),
+        );
+        lines
+    }
+}
+
+/// Starts every upstream at once and lists its tools within the config's bounds. An upstream
+/// that does not start or list is held back, not fatal: it is served down (its pinned tools
+/// answer "unavailable, nothing ran") and restarted with backoff once supervised.
 ///
 /// # Errors
 ///
-/// One line per upstream that did not start or list, and a served-name collision.
+/// A served-name collision.
 pub async fn start(config: &Config, pins: &Pins) -> Result<Started, Vec<String>> {
     let mut starting = tokio::task::JoinSet::new();
     for (index, upstream) in config.upstreams.iter().enumerate() {
         let (upstream, limits) = (upstream.clone(), config.limits);
         starting.spawn(async move {
-            let started = Upstream::start(upstream.clone(), &limits).await;
-            let listed = match &started {
-                Ok(running) => Some(list_tools(running.peer(), &limits).await),
-                Err(_) => None,
+            let started = match Upstream::start(upstream.clone(), &limits).await {
+                Ok(running) => match list_tools(running.peer(), &limits).await {
+                    Ok(listed) => Ok((running, listed)),
+                    Err(error) => Err(format!("upstream `{}`: {error}", upstream.name)),
+                },
+                Err(error) => Err(error.to_string()),
             };
-            (index, upstream.name, started, listed)
+            (index, upstream, started)
         });
     }
     let mut results = Vec::new();
@@ -63,24 +99,30 @@ pub async fn start(config: &Config, pins: &Pins) -> Result<Started, Vec<String>>
         results.push(joined.expect("an upstream start does not panic"));
     }
     results.sort_by_key(|(index, ..)| *index);
-    let mut problems = Vec::new();
     let mut upstreams = Vec::new();
     let mut tools = Vec::new();
     let mut counts = Vec::new();
-    for (_, name, started, listed) in results {
-        match (started, listed) {
-            (Err(error), _) => problems.push(error.to_string()),
-            (Ok(_), Some(Err(error))) => problems.push(format!("upstream `{name}`: {error}")),
-            (Ok(running), Some(Ok(listed))) => {
+    let mut broken = Vec::new();
+    for (_, upstream_config, started) in results {
+        let name = upstream_config.name.clone();
+        match started {
+            Ok((running, listed)) => {
                 counts.push((name, listed.len()));
                 tools.push((Arc::clone(running.link()), listed));
                 upstreams.push(running);
             }
-            (Ok(_), None) => unreachable!("a started upstream is listed"),
+            Err(why) => {
+                let pinned: Vec<rmcp::model::Tool> = pins
+                    .pinned(&name)
+                    .into_iter()
+                    .map(|(tool, _)| tool)
+                    .collect();
+                let down = Upstream::down(upstream_config, why.clone());
+                tools.push((Arc::clone(down.link()), pinned));
+                upstreams.push(down);
+                broken.push((name, why));
+            }
         }
-    }
-    if !problems.is_empty() {
-        return Err(problems);
     }
     let links = tools.iter().map(|(link, _)| Arc::clone(link)).collect();
     let metrics = Arc::new(Metrics::new());
@@ -89,6 +131,7 @@ pub async fn start(config: &Config, pins: &Pins) -> Result<Started, Vec<String>>
         definitions,
         left,
         first_seen,
+        stand_ins,
     } = catalog::build(config, tools.clone(), &metrics, pins)
         .map_err(|error| vec![error.to_string()])?;
     metrics.serve_tools(served.iter().map(|entry| entry.spec.name.clone()));
@@ -102,7 +145,98 @@ pub async fn start(config: &Config, pins: &Pins) -> Result<Started, Vec<String>>
         metrics,
         first_seen,
         listed: tools,
+        broken,
+        stand_ins: std::sync::Mutex::new(stand_ins),
+        held: std::sync::Mutex::default(),
     })
+}
+
+/// The registry of `started`'s tools and the policy layers loaded against it. When the layers
+/// do not load, the pinned definitions of changed or vanished tools are added, held back, and
+/// the layers tried again: the rest is served, as while running.
+fn registry_and_policy(
+    config: &Config,
+    started: &Started,
+) -> Result<(toolgate::ToolRegistry, PolicyStack), Vec<String>> {
+    let definitions = std::mem::take(
+        &mut *started
+            .definitions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let stand_ins = std::mem::take(
+        &mut *started
+            .stand_ins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    // Tried first on the served tools' specs alone: the stand-ins enter only when needed.
+    let specs = definitions
+        .iter()
+        .map(|definition| definition.spec().clone())
+        .collect();
+    let fits_without = policy::spec_registry(specs)
+        .is_ok_and(|registry| policy::load(&config.policy_layers, &registry).is_ok());
+    let stand_ins = if fits_without { Vec::new() } else { stand_ins };
+    let mut definitions = definitions;
+    let names: Vec<(String, String)> = stand_ins
+        .iter()
+        .map(|stand_in| {
+            (
+                stand_in.served.upstream.clone(),
+                stand_in.served.tool.name.to_string(),
+            )
+        })
+        .collect();
+    let mut held = Vec::new();
+    for stand_in in stand_ins {
+        definitions.push(stand_in.definition);
+        held.push((stand_in.served, stand_in.why));
+    }
+    let registry =
+        toolgate::ToolRegistry::new(definitions).map_err(|error| vec![error.to_string()])?;
+    let errors = match policy::load(&config.policy_layers, &registry) {
+        Ok(stack) => {
+            for link in &started.links {
+                link.withhold(
+                    names
+                        .iter()
+                        .filter(|(upstream, _)| upstream == link.name())
+                        .map(|(_, tool)| tool.clone())
+                        .collect(),
+                );
+            }
+            *started
+                .held
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = held;
+            return Ok((registry, stack));
+        }
+        Err(errors) => errors,
+    };
+    // A rule naming a tool that is not served: say why it is not.
+    let mut problems: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    problems.extend(started.left.iter().map(|left| {
+        format!(
+            "upstream `{}`: {} is not served: {}",
+            left.upstream, left.name, left.why
+        )
+    }));
+    let unknown = started
+        .listed
+        .iter()
+        .filter(|(_, tools)| tools.is_empty())
+        .map(|(link, _)| link.name());
+    problems.extend(
+        started
+            .broken
+            .iter()
+            .filter(|(upstream, _)| unknown.clone().any(|name| name == upstream))
+            .map(|(upstream, why)| {
+                format!("upstream `{upstream}` is not served ({why}); no pinned definitions of its tools are kept to stand in for them (`toolgate-mcp-gateway pin --config FILE` keeps them once it is up)")
+            }),
+    );
+    Err(problems)
 }
 
 /// The controller over `started`'s tools, with the config's policy layers, audit sink and
@@ -116,25 +250,7 @@ pub fn controller(
     config: &Config,
     started: &Started,
 ) -> Result<(Arc<ToolController>, PolicyStack), Vec<String>> {
-    let definitions = std::mem::take(
-        &mut *started
-            .definitions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
-    let registry =
-        toolgate::ToolRegistry::new(definitions).map_err(|error| vec![error.to_string()])?;
-    let stack = policy::load(&config.policy_layers, &registry).map_err(|errors| {
-        // A rule naming a tool that is not served: say why it is not.
-        let mut problems: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        problems.extend(started.left.iter().map(|left| {
-            format!(
-                "upstream `{}`: {} is not served: {}",
-                left.upstream, left.name, left.why
-            )
-        }));
-        problems
-    })?;
+    let (registry, stack) = registry_and_policy(config, started)?;
     let mut controller = ToolController::try_new(registry, stack.layers.clone())
         .map_err(|error| vec![format!("the policy does not fit the tools: {error}")])?;
     let mut problems = Vec::new();

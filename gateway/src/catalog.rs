@@ -44,8 +44,20 @@ pub struct Catalog {
     pub served: Vec<Served>,
     pub definitions: Vec<ToolDefinition>,
     pub left: Vec<Left>,
-    /// Upstreams with no pins yet: their served tools' names and digests, to pin.
-    pub first_seen: std::collections::BTreeMap<String, Vec<(String, String)>>,
+    /// Upstreams with no pins yet: their served tools' definitions and digests, to pin.
+    pub first_seen: std::collections::BTreeMap<String, Vec<(Tool, String)>>,
+    /// Pinned definitions of tools that changed or vanished upstream: what the registry holds
+    /// in their place, held back, when the policy names them.
+    pub stand_ins: Vec<StandIn>,
+}
+
+/// A tool's pinned definition standing in for what its upstream lists now (changed, or gone):
+/// in the registry so that a policy naming it loads, and held back so that no call reaches it.
+pub struct StandIn {
+    pub served: Served,
+    pub definition: ToolDefinition,
+    /// Why it is held back, for the log, `/healthz` and `check`.
+    pub why: String,
 }
 
 /// A problem that stops the catalog from being served.
@@ -68,7 +80,8 @@ pub fn build(
     metrics: &Arc<Metrics>,
     pins: &Pins,
 ) -> Result<Catalog, CatalogError> {
-    let mut first_seen = std::collections::BTreeMap::<String, Vec<(String, String)>>::new();
+    let mut first_seen = std::collections::BTreeMap::<String, Vec<(Tool, String)>>::new();
+    let mut stand_ins = Vec::new();
     let mut served: Vec<Served> = Vec::new();
     let mut definitions: Vec<ToolDefinition> = Vec::new();
     let mut left = Vec::new();
@@ -76,6 +89,35 @@ pub fn build(
     let mut owners = std::collections::HashMap::<String, String>::new();
     for (link, upstream_tools) in tools {
         let mut own = std::collections::HashSet::new();
+        let pinned: std::collections::HashMap<String, (Tool, String)> = pins
+            .pinned(link.name())
+            .into_iter()
+            .map(|(tool, digest)| (tool.name.to_string(), (tool, digest)))
+            .collect();
+        let stand_in = |tool: &str, why: String| {
+            let (pinned_tool, digest) = pinned.get(tool)?;
+            let name = config.served_name(link.name(), tool);
+            let definition = forwarding(
+                Arc::clone(&link),
+                pinned_tool,
+                name,
+                config.limits.call_timeout,
+                Arc::clone(metrics),
+            )
+            .ok()?
+            .with_max_output_bytes(config.limits.max_message_bytes);
+            // A pins file edited by hand: its definition is not the one its digest names.
+            (definition.digest() == digest).then(|| StandIn {
+                served: Served {
+                    upstream: link.name().to_owned(),
+                    tool: pinned_tool.clone(),
+                    spec: definition.spec().clone(),
+                    digest: digest.clone(),
+                },
+                definition,
+                why,
+            })
+        };
         for tool in upstream_tools {
             let name = config.served_name(link.name(), &tool.name);
             if !own.insert(tool.name.to_string()) {
@@ -123,12 +165,16 @@ pub fn build(
                         Verdict::FirstSeen => first_seen
                             .entry(link.name().to_owned())
                             .or_default()
-                            .push((tool.name.to_string(), digest.clone())),
+                            .push((tool.clone(), digest.clone())),
                         Verdict::Changed { pinned } => {
+                            let why = format!(
+                                "its definition changed since it was pinned ({pinned} → {digest}); {accept}"
+                            );
+                            stand_ins.extend(stand_in(&tool.name, why.clone()));
                             left.push(Left {
                                 upstream: link.name().to_owned(),
                                 name: quoted(&tool.name),
-                                why: format!("its definition changed since it was pinned ({pinned} → {digest}); {accept}"),
+                                why,
                             });
                             continue;
                         }
@@ -157,19 +203,38 @@ pub fn build(
                 }),
             }
         }
+        // Pinned, and no longer listed.
+        for gone in pinned.keys().filter(|name| !own.contains(*name)) {
+            let why = "its upstream no longer lists it; not served until its upstream lists it as pinned, or `toolgate-mcp-gateway pin --config FILE` accepts the list without it".to_owned();
+            stand_ins.extend(stand_in(gone, why));
+        }
     }
+    // A stand-in never takes a name another tool is served under.
+    stand_ins.retain(|stand_in| !owners.contains_key(&stand_in.served.spec.name));
     Ok(Catalog {
         served,
         definitions,
         left,
         first_seen,
+        stand_ins,
     })
 }
 
-/// A name as JSON text, cut to 80 characters: upstream names may hold anything.
+/// A name as JSON text, cut to 80 characters, with every character that shows nothing (a
+/// zero-width or bidi control, which JSON leaves raw) spelled `\u{…}`: upstream names may hold
+/// anything, and a log or page must show what is there.
 pub fn quoted(name: &str) -> String {
     let cut: String = name.chars().take(80).collect();
-    let mut text = serde_json::to_string(&cut).unwrap_or_default();
+    let json = serde_json::to_string(&cut).unwrap_or_default();
+    let mut text = String::with_capacity(json.len());
+    for c in json.chars() {
+        let mut one = [0; 4];
+        if toolgate::registry::first_invisible(c.encode_utf8(&mut one)).is_some() {
+            text.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
+        } else {
+            text.push(c);
+        }
+    }
     if cut.len() < name.len() {
         text.push('…');
     }
@@ -241,7 +306,7 @@ async fn forward(
     let upstream = link.name();
     if link.is_withheld(&name) {
         return Err(ToolError::new(format!(
-            "upstream `{upstream}` changed this tool's definition and the policy in force does not fit the new one; the call was not sent, nothing ran"
+            "upstream `{upstream}` changed this tool's definition (or stopped listing it) since it was pinned, and the policy in force names it: it is held back until the upstream lists it as pinned, the change is accepted with `toolgate-mcp-gateway pin`, or a policy that fits is loaded; the call was not sent, nothing ran"
         )));
     }
     let peer = link.peer().map_err(|why| {
@@ -288,4 +353,19 @@ fn bounded(message: &str) -> String {
         cut.push('…');
     }
     cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quoted;
+
+    #[test]
+    fn a_quoted_name_shows_every_character_that_shows_nothing() {
+        assert_eq!(quoted("echo"), "\"echo\"");
+        assert_eq!(quoted("ech\u{200b}o"), "\"ech\\u{200b}o\"");
+        assert_eq!(quoted("\u{202e}evil"), "\"\\u{202e}evil\"");
+        assert_eq!(quoted("a\"b\n"), "\"a\\\"b\\n\"");
+        let long = "x".repeat(100);
+        assert_eq!(quoted(&long), format!("\"{}\"…", "x".repeat(80)));
+    }
 }

@@ -344,19 +344,36 @@ async fn render_metrics(State(admin): State<Admin>, headers: http::HeaderMap) ->
 
 /// 200 when every upstream is up, 503 naming those that are not.
 async fn health(State(admin): State<Admin>) -> Response {
-    let down: Vec<&str> = admin
-        .links
-        .iter()
-        .filter(|link| !link.is_up())
-        .map(|link| link.name())
-        .collect();
-    if down.is_empty() {
-        (StatusCode::OK, "ok\n").into_response()
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("upstreams down: {}\n", down.join(", ")),
-        )
-            .into_response()
+    let (status, body) = health_report(&admin.links);
+    (status, body).into_response()
+}
+
+/// `/healthz`: 200 `ok` when every upstream is up and no tool is held back; otherwise
+/// `degraded`, naming each upstream down (with why: 503, a caller's calls to it fail) and each
+/// tool held back (200: the rest is served).
+fn health_report(links: &[Arc<crate::upstream::Link>]) -> (StatusCode, String) {
+    let mut lines = Vec::new();
+    let mut down = false;
+    for link in links {
+        if let Err(why) = link.peer() {
+            down = true;
+            lines.push(format!("upstream `{}` is down: {why}", link.name()));
+        }
+        for tool in link.withheld() {
+            lines.push(format!(
+                "tool {} of upstream `{}` is held back: changed or gone since pinned, and the policy names it",
+                crate::catalog::quoted(&tool),
+                link.name()
+            ));
+        }
     }
+    if lines.is_empty() {
+        return (StatusCode::OK, "ok\n".to_owned());
+    }
+    let status = if down {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    (status, format!("degraded\n  - {}\n", lines.join("\n  - ")))
 }

@@ -50,6 +50,7 @@ pub struct Metrics {
     approvals: Family<OutcomeLabels, Counter>,
     upstream_latency: Family<UpstreamLabels, Histogram>,
     upstream_up: Family<UpstreamLabels, Gauge>,
+    tools_held_back: Family<UpstreamLabels, Gauge>,
     pending: Gauge,
     sessions_open: Gauge,
     sessions_refused: Family<OutcomeLabels, Counter>,
@@ -82,6 +83,7 @@ impl Metrics {
             latency_buckets as fn() -> Histogram,
         );
         let upstream_up = Family::<UpstreamLabels, Gauge>::default();
+        let tools_held_back = Family::<UpstreamLabels, Gauge>::default();
         let pending = Gauge::default();
         let sessions_open = Gauge::default();
         let sessions_refused = Family::<OutcomeLabels, Counter>::default();
@@ -112,6 +114,11 @@ impl Metrics {
             upstream_up.clone(),
         );
         registry.register(
+            "tools_held_back",
+            "The upstream's tools held back: changed or gone since pinned while the policy names them (a call runs nothing)",
+            tools_held_back.clone(),
+        );
+        registry.register(
             "pending_approvals",
             "Calls held for a person's answer",
             pending.clone(),
@@ -138,6 +145,7 @@ impl Metrics {
             approvals,
             upstream_latency,
             upstream_up,
+            tools_held_back,
             pending,
             sessions_open,
             sessions_refused,
@@ -197,6 +205,11 @@ impl Metrics {
                     upstream: link.name().to_owned(),
                 })
                 .set(i64::from(link.is_up()));
+            self.tools_held_back
+                .get_or_create(&UpstreamLabels {
+                    upstream: link.name().to_owned(),
+                })
+                .set(i64::try_from(link.withheld().len()).unwrap_or(i64::MAX));
         }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)

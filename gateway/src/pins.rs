@@ -2,10 +2,15 @@
 //! kept beside the config. A definition that differs from its pin — a description rewritten to
 //! steer the model, a schema widened — is not served until an operator accepts it with
 //! `toolgate-mcp-gateway pin`. An upstream with no pins yet is pinned as first seen.
+//!
+//! The pinned definitions are kept too: they stand in, held back, for a tool that changed or
+//! vanished and for every tool of an upstream that did not start, so that a policy naming them
+//! still loads and the rest is served (a call to a stand-in runs nothing).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
 
 /// How a tool's definition stands against its pin.
@@ -26,6 +31,10 @@ pub enum Verdict {
 struct File {
     /// Upstream name → upstream tool name → definition digest.
     upstreams: BTreeMap<String, BTreeMap<String, String>>,
+    /// Upstream name → upstream tool name → the definition as it was listed when pinned (absent
+    /// from files written before definitions were kept).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    definitions: BTreeMap<String, BTreeMap<String, Tool>>,
 }
 
 /// The pins of one config.
@@ -133,11 +142,37 @@ impl Pins {
         }
     }
 
-    /// Pins `tools` (upstream tool name, digest) as `upstream`'s whole set.
-    pub fn pin(&mut self, upstream: &str, tools: impl IntoIterator<Item = (String, String)>) {
+    /// Pins `tools` (definition as listed, digest) as `upstream`'s whole set.
+    pub fn pin(&mut self, upstream: &str, tools: impl IntoIterator<Item = (Tool, String)>) {
+        let (digests, definitions): (BTreeMap<_, _>, BTreeMap<_, _>) = tools
+            .into_iter()
+            .map(|(tool, digest)| {
+                let name = tool.name.to_string();
+                ((name.clone(), digest), (name, tool))
+            })
+            .unzip();
+        self.file.upstreams.insert(upstream.to_owned(), digests);
         self.file
-            .upstreams
-            .insert(upstream.to_owned(), tools.into_iter().collect());
+            .definitions
+            .insert(upstream.to_owned(), definitions);
+    }
+
+    /// The definitions pinned for `upstream` with their digests; empty when none are kept.
+    pub fn pinned(&self, upstream: &str) -> Vec<(Tool, String)> {
+        let (Some(digests), Some(definitions)) = (
+            self.file.upstreams.get(upstream),
+            self.file.definitions.get(upstream),
+        ) else {
+            return Vec::new();
+        };
+        digests
+            .iter()
+            .filter_map(|(name, digest)| {
+                definitions
+                    .get(name)
+                    .map(|tool| (tool.clone(), digest.clone()))
+            })
+            .collect()
     }
 
     /// Writes the pins (a temporary file renamed over the old one: a crash leaves one or the
@@ -176,10 +211,13 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let mut pins = Pins::load(path.clone()).unwrap();
         assert_eq!(pins.judge("h", "echo", "sha256:a"), Verdict::FirstSeen);
-        pins.pin("h", [("echo".to_owned(), "sha256:a".to_owned())]);
+        let echo = Tool::new("echo", "Echo.", serde_json::Map::new());
+        pins.pin("h", [(echo.clone(), "sha256:a".to_owned())]);
         pins.save().unwrap();
         let pins = Pins::load(path.clone()).unwrap();
         assert_eq!(pins.judge("h", "echo", "sha256:a"), Verdict::Pinned);
+        assert_eq!(pins.pinned("h"), [(echo, "sha256:a".to_owned())]);
+        assert!(pins.pinned("other").is_empty());
         assert_eq!(
             pins.judge("h", "echo", "sha256:b"),
             Verdict::Changed {

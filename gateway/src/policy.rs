@@ -9,6 +9,18 @@ use toolgate::policy::Layers;
 use toolgate::rules::PolicyLoadError;
 use toolgate::{RulePolicy, ToolController, ToolRegistry};
 
+/// A registry of `specs` whose handlers never run: what the analysis validates calls against.
+pub fn spec_registry(specs: Vec<toolgate::ToolSpec>) -> Result<ToolRegistry, String> {
+    let noop = |_: &serde_json::Value| -> Result<String, toolgate::ToolError> {
+        Err(toolgate::ToolError::new("the policy analysis runs no tool"))
+    };
+    let definitions = specs
+        .into_iter()
+        .map(|spec| toolgate::ToolDefinition::new(spec, noop).map_err(|error| error.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    ToolRegistry::new(definitions).map_err(|error| error.to_string())
+}
+
 /// A policy layer that did not load.
 #[derive(Debug, thiserror::Error)]
 #[error("policy {}: {error}", path.display())]

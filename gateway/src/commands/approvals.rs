@@ -218,7 +218,7 @@ pub async fn answer(id: &str, answer: &AnswerArgs, approve: bool) -> ExitCode {
     let Some(pins) = super::pins_or_report(&config) else {
         return ExitCode::FAILURE;
     };
-    let Some(started) = super::start_or_report(&config, &pins).await else {
+    let Some(started) = super::start_degraded_or_report(&config, &pins).await else {
         return ExitCode::FAILURE;
     };
     let controller = match assemble::controller(&config, &started) {

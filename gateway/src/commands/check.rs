@@ -8,7 +8,8 @@ use crate::assemble;
 /// Loads the config, starts and lists the upstreams, loads the policy layers against their
 /// tools (every example in them decided as written), opens the audit sink and approval store —
 /// then stops. Exit 0 printing what would be served and warnings for rules that can never decide
-/// a call and layers that add nothing, or 1 naming every problem.
+/// a call and layers that add nothing, or 1 naming every problem — an upstream that did not
+/// start or list, or a tool held back (what `serve` would serve degraded), after the summary.
 pub async fn check(config_path: &Path) -> ExitCode {
     let Some(config) = super::config_or_report(config_path) else {
         return ExitCode::FAILURE;
@@ -16,7 +17,7 @@ pub async fn check(config_path: &Path) -> ExitCode {
     let Some(pins) = super::pins_or_report(&config) else {
         return ExitCode::FAILURE;
     };
-    let Some(started) = super::start_or_report(&config, &pins).await else {
+    let Some(started) = super::start_degraded_or_report(&config, &pins).await else {
         return ExitCode::FAILURE;
     };
     let (controller, stack) = match assemble::controller(&config, &started) {
@@ -78,5 +79,12 @@ pub async fn check(config_path: &Path) -> ExitCode {
         }
         Err(problem) => println!("  warning: the policy was not analysed: {problem}"),
     }
-    ExitCode::SUCCESS
+    // `serve` would serve the rest, degraded; for a check that is a problem to fix.
+    let held_back = started.held_back();
+    if held_back.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        super::report(held_back);
+        ExitCode::FAILURE
+    }
 }

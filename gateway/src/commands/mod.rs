@@ -44,8 +44,25 @@ pub(crate) fn pins_or_report(config: &Config) -> Option<crate::pins::Pins> {
         .ok()
 }
 
-/// The upstreams of `config` started and listed against `pins`, or every problem printed.
+/// The upstreams of `config` started and listed against `pins`, or every problem printed — an
+/// upstream that did not start or list is one (for commands that must see every upstream).
 pub(crate) async fn start_or_report(
+    config: &Config,
+    pins: &crate::pins::Pins,
+) -> Option<crate::assemble::Started> {
+    let started = start_degraded_or_report(config, pins).await?;
+    if started.broken.is_empty() {
+        Some(started)
+    } else {
+        report(started.broken.iter().map(|(_, why)| why.clone()));
+        None
+    }
+}
+
+/// The upstreams of `config` started and listed against `pins`, an upstream that did not start
+/// or list held back (served down, restarted once supervised); `None` with the problem printed
+/// when the tools cannot be served together.
+pub(crate) async fn start_degraded_or_report(
     config: &Config,
     pins: &crate::pins::Pins,
 ) -> Option<crate::assemble::Started> {

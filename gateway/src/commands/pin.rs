@@ -20,13 +20,14 @@ pub async fn pin(config_path: &Path) -> ExitCode {
         return ExitCode::FAILURE;
     };
     for upstream in &config.upstreams {
-        let tools: Vec<(String, String)> = started
+        let tools: Vec<(rmcp::model::Tool, String)> = started
             .served
             .iter()
             .filter(|served| served.upstream == upstream.name)
-            .map(|served| (served.tool.name.to_string(), served.digest.clone()))
+            .map(|served| (served.tool.clone(), served.digest.clone()))
             .collect();
         for (tool, digest) in &tools {
+            let tool = &tool.name;
             let what = match pins.judge(&upstream.name, tool, digest) {
                 Verdict::Pinned => continue,
                 Verdict::FirstSeen | Verdict::New => "new".to_owned(),

@@ -7,19 +7,9 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 use toolgate::rules::PolicyLoadError;
 use toolgate::rules::analysis::{self, Analysed, ToolDiff};
-use toolgate::{RulePolicy, ToolDefinition, ToolError, ToolRegistry, ToolSpec};
+use toolgate::{RulePolicy, ToolRegistry};
 
-/// A registry of `specs` whose handlers never run: what the analysis validates calls against.
-pub(crate) fn spec_registry(specs: Vec<ToolSpec>) -> Result<ToolRegistry, String> {
-    let noop = |_: &Value| -> Result<String, ToolError> {
-        Err(ToolError::new("the policy analysis runs no tool"))
-    };
-    let definitions = specs
-        .into_iter()
-        .map(|spec| ToolDefinition::new(spec, noop).map_err(|error| error.to_string()))
-        .collect::<Result<Vec<_>, _>>()?;
-    ToolRegistry::new(definitions).map_err(|error| error.to_string())
-}
+pub(crate) use crate::policy::spec_registry;
 
 /// The files a command line names: one, or several separated by commas (layers, highest first).
 fn files(argument: &str) -> Vec<PathBuf> {

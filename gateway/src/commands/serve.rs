@@ -14,7 +14,7 @@ pub async fn serve(config: Config) -> ExitCode {
     let Some(mut pins) = super::pins_or_report(&config) else {
         return ExitCode::FAILURE;
     };
-    let Some(started) = super::start_or_report(&config, &pins).await else {
+    let Some(started) = super::start_degraded_or_report(&config, &pins).await else {
         return ExitCode::FAILURE;
     };
     let (controller, stack) = match assemble::controller(&config, &started) {
@@ -34,6 +34,10 @@ pub async fn serve(config: Config) -> ExitCode {
     }
     for left in &started.left {
         tracing::warn!(upstream = %left.upstream, tool = %left.name, "tool not served: {}", left.why);
+    }
+    // Served degraded: said loudly, and in /healthz and the metrics while it lasts.
+    for line in started.held_back() {
+        tracing::error!("{line}; the rest is served");
     }
     if !started.first_seen.is_empty() {
         for (upstream, tools) in &started.first_seen {
@@ -83,6 +87,14 @@ pub async fn serve(config: Config) -> ExitCode {
     let in_force = started
         .served
         .iter()
+        .chain(
+            started
+                .held
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .map(|(served, _)| served),
+        )
         .map(|served| (served.spec.name.clone(), served.digest.clone()))
         .collect();
     let refresher = crate::refresh::follow(

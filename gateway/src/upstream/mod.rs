@@ -95,6 +95,19 @@ impl Link {
             .contains(tool)
     }
 
+    /// The upstream tools whose calls are held back, sorted.
+    pub fn withheld(&self) -> Vec<String> {
+        let mut tools: Vec<String> = self
+            .withheld
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect();
+        tools.sort();
+        tools
+    }
+
     /// Holds back calls to exactly these upstream tools.
     pub fn withhold(&self, tools: std::collections::HashSet<String>) {
         *self
@@ -114,7 +127,8 @@ impl Link {
 /// A started upstream, before its supervisor takes over.
 pub struct Upstream {
     config: UpstreamConfig,
-    started: started::Started,
+    /// `None`: it did not start (or list); the supervisor starts it.
+    started: Option<started::Started>,
     tail: StderrTail,
     list_changed: watch::Sender<u64>,
     link: Arc<Link>,
@@ -139,11 +153,30 @@ impl Upstream {
         });
         Ok(Self {
             config,
-            started,
+            started: Some(started),
             tail,
             list_changed,
             link,
         })
+    }
+
+    /// An upstream that did not start or list, `why`: its link is down until the supervisor
+    /// starts it and it lists its tools.
+    pub fn down(config: UpstreamConfig, why: String) -> Self {
+        let (list_changed, changes) = watch::channel(0);
+        let link = Arc::new(Link {
+            name: config.name.clone(),
+            state: RwLock::new(Err(format!("{why}; the gateway keeps trying to start it"))),
+            list_changed: changes,
+            withheld: RwLock::default(),
+        });
+        Self {
+            config,
+            started: None,
+            tail: StderrTail::default(),
+            list_changed,
+            link,
+        }
     }
 
     /// The link handlers reach it through.
@@ -153,45 +186,63 @@ impl Upstream {
 
     /// The session, to list its tools before serving.
     pub fn peer(&self) -> &Peer<RoleClient> {
-        self.started.service.peer()
+        self.started
+            .as_ref()
+            .expect("a started upstream")
+            .service
+            .peer()
     }
 
     /// Keeps the upstream running: when it stops, its link goes down at once (calls answer
-    /// "unavailable, nothing ran"), and it is started again with backoff until it answers.
+    /// "unavailable, nothing ran"), and it is started again with backoff until it answers and
+    /// lists its tools within the config's bounds. An upstream that did not start is started
+    /// the same way.
     pub fn supervise(self, limits: Limits) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let Self {
                 config,
-                mut started,
+                started,
                 tail,
                 list_changed,
                 link,
             } = self;
             let mut backoff = FIRST_BACKOFF;
+            let mut running = started;
             loop {
-                let up_since = Instant::now();
-                let why = stopped(&mut started).await;
-                link.set(Err(format!("it {why}; the gateway is restarting it")));
-                tracing::warn!(upstream = %config.name, "upstream stopped: it {why}; its tools answer \"unavailable, nothing ran\" until it is back");
-                drop(started);
-                if up_since.elapsed() >= STABLE_AFTER {
-                    backoff = FIRST_BACKOFF;
+                if let Some(mut started) = running.take() {
+                    let up_since = Instant::now();
+                    let why = stopped(&mut started).await;
+                    link.set(Err(format!("it {why}; the gateway is restarting it")));
+                    tracing::warn!(upstream = %config.name, "upstream stopped: it {why}; its tools answer \"unavailable, nothing ran\" until it is back");
+                    drop(started);
+                    if up_since.elapsed() >= STABLE_AFTER {
+                        backoff = FIRST_BACKOFF;
+                    }
                 }
-                started = loop {
+                let started = loop {
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_BACKOFF);
-                    match start_any(&config, &limits, &tail, list_changed.clone()).await {
+                    let listed =
+                        match start_any(&config, &limits, &tail, list_changed.clone()).await {
+                            Ok(started) => list_tools(started.service.peer(), &limits)
+                                .await
+                                .map(|_| started)
+                                .map_err(|why| format!("its tools could not be listed: {why}")),
+                            Err(error) => Err(error.what),
+                        };
+                    match listed {
                         Ok(started) => break started,
-                        Err(error) => {
-                            link.set(Err(format!("it could not be restarted: {}", error.what)));
-                            tracing::warn!(upstream = %config.name, "restart failed: {error}; next try in {} ms", backoff.as_millis());
+                        Err(why) => {
+                            link.set(Err(format!("it could not be restarted: {why}")));
+                            tracing::warn!(upstream = %config.name, "restart failed: {why}; next try in {} ms", backoff.as_millis());
                         }
                     }
                 };
                 link.set(Ok(started.service.peer().clone()));
                 // Its tools may have changed while it was down: as if it had said so.
                 list_changed.send_modify(|count| *count += 1);
-                tracing::info!(upstream = %config.name, "upstream restarted");
+                tracing::info!(upstream = %config.name, "upstream started");
+                running = Some(started);
             }
         })
     }

@@ -11,6 +11,7 @@ MODE:
   exit         write to stderr, then exit with status 7 before answering
   endless      answer tools/list with a new cursor forever
   slow-restart serve; but a start after the first waits 2 s before answering the handshake
+  silent-until-ready  as silent while RECORD_FILE.ready does not exist, then serve
 
 Every tools/call received is appended to RECORD_FILE as one JSON line before it is answered.
 """
@@ -65,6 +66,9 @@ def log(text: str) -> None:
 log(f"hostile upstream starting in mode {mode} (start {start_count})")
 if mode == "silent":
     log("booting, will never answer")
+    time.sleep(3600)
+if mode == "silent-until-ready" and not os.path.exists(record + ".ready"):
+    log("not ready, will never answer")
     time.sleep(3600)
 if mode == "exit":
     log("fatal: missing configuration FOO_TOKEN")

@@ -5,6 +5,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod degraded;
 mod health;
 mod pinning;
 mod remote;

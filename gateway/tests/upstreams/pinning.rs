@@ -102,11 +102,11 @@ async fn a_rewritten_description_is_not_served_until_pinned_and_a_dropped_tool_i
     assert!(!work.recorded().contains(&"write".to_owned()));
 }
 
-#[test]
-fn a_definition_changed_between_starts_is_held_until_pinned() {
+#[tokio::test]
+async fn a_definition_changed_between_starts_is_held_until_pinned_and_the_rest_is_served() {
     let work = Work::new("pinning-restart");
-    let config = work.hostile_config("serve", "");
-    let config = config.to_str().unwrap();
+    let config_path = work.hostile_config("serve", "");
+    let config = config_path.to_str().unwrap();
     let output = run(&["pin", "--config", config]);
     assert!(output.status.success(), "{:?}", text(&output));
     assert!(
@@ -116,21 +116,48 @@ fn a_definition_changed_between_starts_is_held_until_pinned() {
     );
     // The upstream is updated: echo's description rewritten, write gone.
     work.write("record.jsonl.mutated", "");
-    // The policy names echo, which is held: the gateway does not start, and says why.
+    // The policy names echo and write: their pinned definitions stand in, held back, and the
+    // rest is served. `check` says so as a problem.
     let output = run(&["check", "--config", config]);
-    let (_, stderr) = text(&output);
+    let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("tool \"h__echo\" is not in the registry"),
+        stdout.contains("upstream h: 3 of 7 tools served"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "tool \"echo\" of upstream `h` is held back: its definition changed since it was pinned"
+        ),
         "{stderr}"
     );
     assert!(
         stderr.contains(
-            "upstream `h`: \"echo\" is not served: its definition changed since it was pinned"
+            "tool \"write\" of upstream `h` is held back: its upstream no longer lists it"
         ),
         "{stderr}"
     );
-    // Without rules for the held and dropped tools it starts, echo still held.
+    let client = serve(&config_path).await;
+    for (tool, arguments) in [
+        ("h__echo", json!({"text": "a"})),
+        ("h__write", json!({"path": "/x"})),
+    ] {
+        let (message, is_error) = call(&client, tool, arguments).await;
+        assert!(
+            is_error && message.contains("held back") && message.contains("nothing ran"),
+            "{tool}: {message}"
+        );
+    }
+    assert_eq!(
+        work.recorded(),
+        Vec::<String>::new(),
+        "nothing held was sent"
+    );
+    let (message, is_error) = call(&client, "h__mutate", json!({})).await;
+    assert!(!is_error, "the rest is served: {message}");
+    drop(client);
+
+    // Without rules for the held and dropped tools nothing stands in: echo is left out.
     work.write(
         "policy.json",
         r#"{"rules": [{"id": "crash", "tool": "h__crash", "action": "allow", "reason": "test"}]}"#,
@@ -157,5 +184,32 @@ fn a_definition_changed_between_starts_is_held_until_pinned() {
         text(&output).0.contains("upstream h: 4 of 7 tools served"),
         "{:?}",
         text(&output)
+    );
+}
+
+#[test]
+fn a_pins_file_without_definitions_still_loads_and_a_changed_tool_is_left_out() {
+    let work = Work::new("pinning-legacy");
+    let config = work.hostile_config("serve", "");
+    let config = config.to_str().unwrap();
+    assert!(run(&["pin", "--config", config]).status.success());
+    // A pins file as earlier versions wrote it: digests only.
+    let pins: serde_json::Value = serde_json::from_str(&work.read("gateway.pins.json")).unwrap();
+    work.write(
+        "gateway.pins.json",
+        &json!({"upstreams": pins["upstreams"]}).to_string(),
+    );
+    assert!(run(&["check", "--config", config]).status.success());
+    work.write("record.jsonl.mutated", "");
+    // Nothing can stand in for echo: the policy naming it does not load, and says why.
+    let output = run(&["check", "--config", config]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("tool \"h__echo\" is not in the registry")
+            && stderr.contains(
+                "upstream `h`: \"echo\" is not served: its definition changed since it was pinned"
+            ),
+        "{stderr}"
     );
 }

@@ -87,9 +87,14 @@ pub async fn start(config: &Config, pins: &Pins) -> Result<Started, Vec<String>>
             let started = match Upstream::start(upstream.clone(), &limits).await {
                 Ok(running) => match list_tools(running.peer(), &limits).await {
                     Ok(listed) => Ok((running, listed)),
-                    Err(error) => Err(format!("upstream `{}`: {error}", upstream.name)),
+                    Err(error) => Err((
+                        format!("upstream `{}`: {error}", upstream.name),
+                        format!("its tools could not be listed: {error}"),
+                    )),
                 },
-                Err(error) => Err(error.to_string()),
+                // The operator's line names the command and quotes its stderr; what a caller
+                // is told says only what happened.
+                Err(error) => Err((error.to_string(), format!("it {}", error.what))),
             };
             (index, upstream, started)
         });
@@ -111,13 +116,13 @@ pub async fn start(config: &Config, pins: &Pins) -> Result<Started, Vec<String>>
                 tools.push((Arc::clone(running.link()), listed));
                 upstreams.push(running);
             }
-            Err(why) => {
+            Err((why, short)) => {
                 let pinned: Vec<rmcp::model::Tool> = pins
                     .pinned(&name)
                     .into_iter()
                     .map(|(tool, _)| tool)
                     .collect();
-                let down = Upstream::down(upstream_config, why.clone());
+                let down = Upstream::down(upstream_config, short);
                 tools.push((Arc::clone(down.link()), pinned));
                 upstreams.push(down);
                 broken.push((name, why));

@@ -93,8 +93,15 @@ async fn an_upstream_silent_at_start_is_held_back_the_rest_served_and_it_joins_w
             && message.contains("nothing ran"),
         "{message}"
     );
+    // The operator's log quotes its stderr; a caller is told only what happened.
+    assert!(
+        message.contains("did not answer the MCP handshake")
+            && !message.contains("will never answer"),
+        "{message}"
+    );
     assert_eq!(records(&work, "b.jsonl"), 0);
     let health = http_get(admin, "/healthz");
+    assert!(!health.contains("will never answer"), "{health}");
     assert!(health.starts_with("HTTP/1.1 503"), "{health}");
     assert!(
         health.contains("degraded") && health.contains("upstream `b` is down:"),

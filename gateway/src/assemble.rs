@@ -48,12 +48,16 @@ pub struct Started {
 }
 
 impl Started {
-    /// What is held back and why, one line each, for the log, `check` and `/healthz`.
+    /// What is held back and why, one entry each, for the log and `check`. An upstream's entry
+    /// quotes its stderr, one line of it per line, invisible characters spelled out.
     pub fn held_back(&self) -> Vec<String> {
         let mut lines: Vec<String> = self
             .broken
             .iter()
-            .map(|(upstream, why)| format!("upstream `{upstream}` is held back: {why}"))
+            .map(|(upstream, why)| {
+                let shown: Vec<String> = why.split('\n').map(catalog::escape_invisible).collect();
+                format!("upstream `{upstream}` is held back: {}", shown.join("\n"))
+            })
             .collect();
         lines.extend(
             self.held

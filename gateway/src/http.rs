@@ -358,6 +358,12 @@ fn health_report(links: &[Arc<crate::upstream::Link>]) -> (StatusCode, String) {
         if let Err(why) = link.peer() {
             down = true;
             lines.push(format!("upstream `{}` is down: {why}", link.name()));
+        } else if !link.is_verified() {
+            down = true;
+            lines.push(format!(
+                "upstream `{}` is down: it was started again and its tools are being checked against their pins",
+                link.name()
+            ));
         }
         for tool in link.withheld() {
             lines.push(format!(

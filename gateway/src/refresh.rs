@@ -69,15 +69,29 @@ pub fn follow(
             tokio::select! {
                 name = changes.recv() => {
                     let Some(name) = name else { return };
-                    relist(&mut state, &name).await;
-                    waiting_for_policy = apply(&mut state, &controller);
+                    let start = state
+                        .links
+                        .iter()
+                        .find(|link| link.name() == name)
+                        .map(|link| link.start_count());
+                    let relisted = relist(&mut state, &name).await;
+                    let applied = apply(&mut state, &controller);
+                    waiting_for_policy = applied.waiting;
+                    // A (re)started upstream is sent calls again only once what it lists now was
+                    // judged and put in force (or its changes held back).
+                    if relisted && applied.reconciled
+                        && let Some(start) = start
+                        && let Some(link) = state.links.iter().find(|link| link.name() == name)
+                    {
+                        link.set_verified(start);
+                    }
                 }
                 () = tokio::time::sleep(poll) => {
                     let pins_changed = state.pins.reload_if_changed();
                     let policy_changed = waiting_for_policy
                         .is_some_and(|seen| seen != controller.generation());
                     if pins_changed || policy_changed {
-                        waiting_for_policy = apply(&mut state, &controller);
+                        waiting_for_policy = apply(&mut state, &controller).waiting;
                     }
                 }
             }
@@ -93,26 +107,50 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Lists upstream `name` again; on failure its last listing stays.
-async fn relist(state: &mut State, name: &str) {
+/// Lists upstream `name` again; whether it listed. On failure its last listing stays (and an
+/// upstream started again stays unverified: no call is sent to it).
+async fn relist(state: &mut State, name: &str) -> bool {
     let Some(link) = state.links.iter().find(|link| link.name() == name) else {
-        return;
+        return false;
     };
-    let Ok(peer) = link.peer() else { return };
+    let Ok(peer) = link.peer() else { return false };
     let limits = state.config.limits;
     match list_tools(&peer, &limits).await {
         Ok(tools) => {
             state.listed.insert(name.to_owned(), tools);
+            true
         }
         Err(error) => {
-            tracing::warn!(upstream = %name, "tools not re-listed, the last list stays: {error}");
+            let held = if link.is_verified() {
+                "the last list stays"
+            } else {
+                "no call is sent to it until it lists them"
+            };
+            tracing::warn!(upstream = %name, "tools not re-listed, {held}: {error}");
+            false
         }
     }
 }
 
+/// What [`apply`] did: the policy generation to wait past (when the policy does not fit the new
+/// tools yet), and whether the latest listings are judged — put in force, found unchanged, or
+/// their changes held back — rather than left aside (they could not be served together).
+struct Applied {
+    waiting: Option<u64>,
+    reconciled: bool,
+}
+
 /// Builds the registry from the latest listings and puts it in force; `Some(generation)` if the
 /// policy does not fit it yet (try again once the controller's generation moves past it).
-fn apply(state: &mut State, controller: &ToolController) -> Option<u64> {
+fn apply(state: &mut State, controller: &ToolController) -> Applied {
+    let left_aside = Applied {
+        waiting: None,
+        reconciled: false,
+    };
+    let judged = |waiting| Applied {
+        waiting,
+        reconciled: true,
+    };
     let tools: Vec<(Arc<Link>, Vec<Tool>)> = state
         .links
         .iter()
@@ -127,7 +165,7 @@ fn apply(state: &mut State, controller: &ToolController) -> Option<u64> {
             tracing::warn!(
                 "the upstreams' new tools cannot be served together, the tools in force stay: {error}"
             );
-            return None;
+            return left_aside;
         }
     };
     for left in &catalog.left {
@@ -147,7 +185,7 @@ fn apply(state: &mut State, controller: &ToolController) -> Option<u64> {
         .map(|served| (served.spec.name.clone(), served.digest.clone()))
         .collect();
     if next == state.in_force {
-        return None;
+        return judged(None);
     }
     let served_names: Vec<String> = next.keys().cloned().collect();
     let registry = match ToolRegistry::new(catalog.definitions) {
@@ -156,7 +194,7 @@ fn apply(state: &mut State, controller: &ToolController) -> Option<u64> {
             tracing::warn!(
                 "the new tools do not make a registry, the tools in force stay: {error}"
             );
-            return None;
+            return left_aside;
         }
     };
     match controller.replace_registry(registry) {
@@ -170,7 +208,7 @@ fn apply(state: &mut State, controller: &ToolController) -> Option<u64> {
             for link in &state.links {
                 link.withhold(HashSet::new());
             }
-            None
+            judged(None)
         }
         Err(mismatch) => {
             // Hold back what changed or went: the policy was written for the old definitions.
@@ -189,7 +227,7 @@ fn apply(state: &mut State, controller: &ToolController) -> Option<u64> {
             tracing::warn!(
                 "the policy in force does not fit the upstreams' new tools; changed tools are held back until a policy that fits is loaded: {mismatch}"
             );
-            Some(controller.generation())
+            judged(Some(controller.generation()))
         }
     }
 }

@@ -21,6 +21,7 @@ use super::{AuditError, AuditEvent, AuditSink};
 mod append;
 mod export;
 mod integrate;
+mod read_only;
 mod salts;
 mod schema;
 mod tree;
@@ -99,6 +100,9 @@ pub struct PostgresAuditSink {
     appender: Arc<Appender>,
     /// The background thread starts with the first record.
     background: Once,
+    /// Opened with [`connect_read_only`](Self::connect_read_only): reads what is integrated,
+    /// writes nothing.
+    read_only: bool,
 }
 
 impl fmt::Debug for PostgresAuditSink {
@@ -187,6 +191,7 @@ impl PostgresAuditSink {
                 duration_ms(INTEGRATE_EVERY),
             )?),
             background: Once::new(),
+            read_only: false,
         })
     }
 
@@ -254,9 +259,17 @@ impl PostgresAuditSink {
     /// entry queued so far (so a reader sees every event recorded through this sink and every
     /// event whose `record` returned on any node).
     fn integrated(&self) -> Result<Client, PostgresAuditVerifyError> {
-        self.sync().map_err(PostgresAuditVerifyError::Unreadable)?;
         let unreadable =
             |what, error| PostgresAuditVerifyError::Unreadable(audit_error(what, error));
+        if self.read_only {
+            // What the writers integrated (each within 50 ms of its record); nothing moved.
+            return self
+                .appender
+                .config
+                .connect(NoTls)
+                .map_err(|error| unreadable("connect", error));
+        }
+        self.sync().map_err(PostgresAuditVerifyError::Unreadable)?;
         let mut client = self
             .appender
             .config
@@ -289,12 +302,21 @@ impl PostgresAuditSink {
         Ok(rows
             .iter()
             .rev()
-            .filter_map(|row| serde_json::from_str(row.get::<_, &str>(0)).ok())
+            .filter_map(|row| {
+                row.try_get::<_, &str>(0)
+                    .ok()
+                    .and_then(|event| serde_json::from_str(event).ok())
+            })
             .collect())
     }
 
     /// Queues one event with its salt; returns its ticket.
     fn enqueue(&self, event: &AuditEvent) -> Result<u64, AuditError> {
+        if self.read_only {
+            return Err(AuditError::new(
+                "this PostgreSQL audit log was opened read-only: nothing is recorded",
+            ));
+        }
         let text = super::event_json::canonical_event(event)
             .map_err(|error| AuditError::caused_by(error.to_string(), error))?;
         self.start_background();
@@ -329,8 +351,14 @@ impl AuditSink for PostgresAuditSink {
 impl Drop for PostgresAuditSink {
     fn drop(&mut self) {
         // What was recorded without waiting is committed before the sink goes (it may wait for an
-        // absent server up to the reconnect window); a failure has no one left to tell.
-        let _ = self.sync();
+        // absent server up to the reconnect window), and a sink that recorded integrates what is
+        // queued, so a reader opened read-only after the writers stopped sees every entry; a
+        // failure has no one left to tell (the next writer integrates it).
+        if !self.read_only && self.background.is_completed() {
+            let _ = self.integrate();
+        } else {
+            let _ = self.sync();
+        }
     }
 }
 
@@ -391,7 +419,10 @@ fn verify_chain_into(
     let tip = transaction
         .query_one("SELECT entries, last_hash FROM toolgate_audit_tip", &[])
         .map_err(unreadable)?;
-    let (tip_entries, tip_hash): (i64, String) = (tip.get(0), tip.get(1));
+    let (tip_entries, tip_hash): (i64, String) = (
+        tip.try_get(0).map_err(unreadable)?,
+        tip.try_get(1).map_err(unreadable)?,
+    );
     let rows = transaction
         .query_raw(
             "SELECT seq, prev, event, hash FROM toolgate_audit ORDER BY seq",
@@ -459,8 +490,23 @@ impl Read for Lines<'_, '_> {
             self.at = 0;
             match self.rows.next() {
                 Ok(Some(row)) => {
-                    let (seq, prev, event, hash): (i64, &str, &str, &str) =
-                        (row.get(0), row.get(1), row.get(2), row.get(3));
+                    // A column of another type or a NULL (a table altered by hand) is a failed
+                    // read, never a panic.
+                    let fields = (|| -> Result<(i64, &str, &str, &str), postgres::Error> {
+                        Ok((
+                            row.try_get(0)?,
+                            row.try_get(1)?,
+                            row.try_get(2)?,
+                            row.try_get(3)?,
+                        ))
+                    })();
+                    let (seq, prev, event, hash) = match fields {
+                        Ok(fields) => fields,
+                        Err(error) => {
+                            self.failed = Some(error);
+                            return Ok(0);
+                        }
+                    };
                     let seq = u64::try_from(seq).unwrap_or(u64::MAX);
                     self.buffer = verify::entry_line(seq, prev, event, hash).into_bytes();
                     if let Some(tree) = self.taps.tree.as_deref_mut() {

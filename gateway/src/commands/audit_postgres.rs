@@ -12,11 +12,20 @@ pub fn name(env: &str) -> String {
     format!("the PostgreSQL audit log (${env})")
 }
 
+/// How a command opens the log: to read it (a role granted `SELECT` is enough, nothing is
+/// created or moved), or to erase a salt.
+#[derive(Clone, Copy)]
+enum Access {
+    Read,
+    Write,
+}
+
 /// Runs `work` on the PostgreSQL log whose URL is in `env`, on a thread of its own: the blocking
 /// client runs a runtime of its own, which may neither run nor be dropped on a thread of the
 /// gateway's runtime.
 fn with_log<T: Send>(
     env: &str,
+    access: Access,
     work: impl FnOnce(&PostgresAuditSink) -> Result<T, String> + Send,
 ) -> Result<T, String> {
     let url = std::env::var(env).map_err(|_| {
@@ -28,8 +37,11 @@ fn with_log<T: Send>(
         let worker = std::thread::Builder::new()
             .name("toolgate-audit-postgres".into())
             .spawn_scoped(scope, || {
-                let log = PostgresAuditSink::connect(&url)
-                    .map_err(|error| format!("cannot connect: {error}"))?;
+                let log = match access {
+                    Access::Read => PostgresAuditSink::connect_read_only(&url),
+                    Access::Write => PostgresAuditSink::connect(&url),
+                }
+                .map_err(|error| format!("cannot open it: {}", full(&error)))?;
                 work(&log)
             })
             .map_err(|error| format!("cannot start a thread: {error}"))?;
@@ -56,7 +68,7 @@ fn full(error: &dyn std::error::Error) -> String {
 
 /// The tree head now (checked to extend `kept` when given) and the chain's tip, after verifying it.
 pub fn verify(env: &str, kept: Option<&TreeHead>) -> Result<(TreeHead, ChainTip), String> {
-    with_log(env, |log| {
+    with_log(env, Access::Read, |log| {
         let now = match kept {
             Some(kept) => log.verify_extends(kept),
             None => log.tree_head(),
@@ -69,12 +81,14 @@ pub fn verify(env: &str, kept: Option<&TreeHead>) -> Result<(TreeHead, ChainTip)
 
 /// Entry `index`'s receipt and the tree head now; `None` past the end.
 pub fn prove(env: &str, index: u64) -> Result<Option<(Receipt, TreeHead)>, String> {
-    with_log(env, |log| log.receipt(index).map_err(|error| full(&error)))
+    with_log(env, Access::Read, |log| {
+        log.receipt(index).map_err(|error| full(&error))
+    })
 }
 
 /// `arguments` shown against entry `index`.
 pub fn disclose(env: &str, index: u64, arguments: serde_json::Value) -> Result<Disclosure, String> {
-    with_log(env, |log| {
+    with_log(env, Access::Read, |log| {
         log.disclose(index, &arguments)
             .map_err(|error| full(&error))?
             .ok_or_else(|| format!("no entry {index} (entries are numbered from 0)"))
@@ -83,35 +97,36 @@ pub fn disclose(env: &str, index: u64, arguments: serde_json::Value) -> Result<D
 
 /// Erases entry `index`'s salt; whether there was one.
 pub fn forget(env: &str, index: u64) -> Result<bool, String> {
-    with_log(env, |log| {
+    with_log(env, Access::Write, |log| {
         log.forget_salt(index).map_err(|error| full(&error))
     })
 }
 
 /// Writes the PostgreSQL log to a new file at `out`, verified as it is written, and prints what
-/// was written with the file's tree head; a failed export leaves no file behind.
+/// was written with the file's tree head; a failed export — an error, a panic — leaves no file.
 pub fn export(env: &str, out: &Path) -> ExitCode {
-    let written = with_log(env, |log| {
+    let created = std::sync::atomic::AtomicBool::new(false);
+    let written = with_log(env, Access::Read, |log| {
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);
         let file = options
             .open(out)
             .map_err(|error| format!("{}: cannot create it ({error})", out.display()))?;
+        created.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut writer = std::io::BufWriter::new(file);
-        let exported = log.export(&mut writer).map_err(|error| full(&error));
-        let synced = writer
+        let tip = log.export(&mut writer).map_err(|error| full(&error))?;
+        writer
             .into_inner()
             .map_err(|error| error.into_error())
             .and_then(|file| file.sync_all())
-            .map_err(|error| format!("{}: {error}", out.display()));
-        if exported.is_err() || synced.is_err() {
-            // Half a log must not be mistaken for the log.
-            let _ = std::fs::remove_file(out);
-        }
-        let tip = exported?;
-        synced?;
+            .map_err(|error| format!("{}: {error}", out.display()))?;
         Ok(tip)
     });
+    if written.is_err() && created.load(std::sync::atomic::Ordering::SeqCst) {
+        // Half a log must not be mistaken for the log (a buffer flushed while a panic unwound
+        // ends on a whole line and verifies).
+        let _ = std::fs::remove_file(out);
+    }
     // Read back with the file's own check: the export is what `audit verify FILE` accepts.
     let checked = written.and_then(|tip| {
         toolgate::audit::audit_tree_head(out)

@@ -56,6 +56,11 @@ pub struct Link {
     list_changed: watch::Receiver<u64>,
     // Upstream tool names whose new definition the policy does not fit yet: not sent.
     withheld: RwLock<std::collections::HashSet<String>>,
+    // Counts its (re)starts; `verified` is the start whose list was last judged against the
+    // pins and the policy. Until they are equal what it serves may not be what was pinned, so no
+    // call is sent (a start judged late never verifies a later one).
+    started: std::sync::atomic::AtomicU64,
+    verified: std::sync::atomic::AtomicU64,
 }
 
 impl Link {
@@ -76,9 +81,27 @@ impl Link {
         }
     }
 
-    /// Whether the upstream is up now.
+    /// Whether the upstream is up now, its tools judged since it (re)started.
     pub fn is_up(&self) -> bool {
-        self.peer().is_ok()
+        self.peer().is_ok() && self.is_verified()
+    }
+
+    /// Whether its tools were listed and judged since it last (re)started.
+    pub fn is_verified(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.verified.load(SeqCst) == self.started.load(SeqCst)
+    }
+
+    /// Which start of it is running: read before listing it, given to [`set_verified`](Self::set_verified).
+    pub fn start_count(&self) -> u64 {
+        self.started.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The tools of start `start` ([`start_count`](Self::start_count) read before listing) were judged against the
+    /// pins and the policy; calls are sent again if no later start happened since.
+    pub fn set_verified(&self, start: u64) {
+        self.verified
+            .fetch_max(start, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Counts `notifications/tools/list_changed` from the upstream.
@@ -150,6 +173,9 @@ impl Upstream {
             state: RwLock::new(Ok(started.service.peer().clone())),
             list_changed: changes,
             withheld: RwLock::default(),
+            // Listed and judged at start, before anything is served.
+            started: std::sync::atomic::AtomicU64::new(0),
+            verified: std::sync::atomic::AtomicU64::new(0),
         });
         Ok(Self {
             config,
@@ -169,6 +195,8 @@ impl Upstream {
             state: RwLock::new(Err(format!("{why}; the gateway keeps trying to start it"))),
             list_changed: changes,
             withheld: RwLock::default(),
+            started: std::sync::atomic::AtomicU64::new(1),
+            verified: std::sync::atomic::AtomicU64::new(0),
         });
         Self {
             config,
@@ -238,8 +266,11 @@ impl Upstream {
                         }
                     }
                 };
+                // Its tools may have changed while it was down: no call is sent until the
+                // refresher has listed them again and judged them (as if it had said so).
+                link.started
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 link.set(Ok(started.service.peer().clone()));
-                // Its tools may have changed while it was down: as if it had said so.
                 list_changed.send_modify(|count| *count += 1);
                 tracing::info!(upstream = %config.name, "upstream started");
                 running = Some(started);

@@ -36,7 +36,7 @@ fn server() -> Option<String> {
 
 /// A schema of this test's own on the server; the URL reaching it.
 fn fresh_schema(base: &str, name: &str) -> String {
-    let schema = format!("tg_cli_{name}_{}", std::process::id());
+    let schema = schema_name(name);
     let mut admin = base
         .parse::<postgres::Config>()
         .unwrap()
@@ -49,6 +49,10 @@ fn fresh_schema(base: &str, name: &str) -> String {
         .unwrap();
     let separator = if base.contains('?') { '&' } else { '?' };
     format!("{base}{separator}options=-csearch_path%3D{schema}")
+}
+
+fn schema_name(name: &str) -> String {
+    format!("tg_cli_{name}_{}", std::process::id())
 }
 
 fn admin(url: &str) -> postgres::Client {
@@ -337,4 +341,130 @@ fn a_log_named_twice_or_by_an_unset_variable_is_refused_with_what_to_do() {
         text(&output).1
     );
     assert!(!work.path("never.jsonl").exists());
+}
+
+#[test]
+fn an_auditor_granted_select_alone_verifies_proves_and_exports_and_changes_nothing() {
+    let Some(base) = server() else { return };
+    let url = fresh_schema(&base, "audit_cli_reader");
+    let schema = schema_name("audit_cli_reader");
+    let work = Work::new("audit-postgres-cli-reader");
+    write_calls(&url, 0, 2);
+    let role = format!("tg_reader_{}", std::process::id());
+    let mut db = admin(&url);
+    db.batch_execute(&format!(
+        "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN;
+         GRANT USAGE ON SCHEMA {schema} TO {role};
+         GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role};"
+    ))
+    .unwrap();
+    let reader = format!("{url}&user={role}");
+    let output = audit(&reader, &["verify", "--postgres-env", VAR]);
+    assert!(output.status.success(), "{}", text(&output).1);
+    assert!(text(&output).0.contains("6 entries"), "{}", text(&output).0);
+    assert!(
+        audit(&reader, &["prove", "--postgres-env", VAR, "--index", "5"])
+            .status
+            .success()
+    );
+    let out = work.path("read.jsonl");
+    let output = audit(
+        &reader,
+        &[
+            "export",
+            "--postgres-env",
+            VAR,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output).1);
+    assert_eq!(
+        audit(
+            &reader,
+            &[
+                "disclose",
+                "--postgres-env",
+                VAR,
+                "--index",
+                "0",
+                "--arguments",
+                r#"{"n": 0}"#
+            ]
+        )
+        .status
+        .code(),
+        Some(0)
+    );
+    // Erasing needs a writer's grant: refused, nothing changed.
+    let output = audit(&reader, &["forget", "--postgres-env", VAR, "--index", "0"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output).0);
+    db.batch_execute(&format!("DROP OWNED BY {role}; DROP ROLE {role};"))
+        .unwrap();
+
+    // A schema holding no audit log is not an empty log, and nothing is created there.
+    let empty = fresh_schema(&base, "audit_cli_empty");
+    let output = audit(&empty, &["verify", "--postgres-env", VAR]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output).1.contains("no toolgate audit tables"),
+        "{}",
+        text(&output).1
+    );
+    let tables: i64 = admin(&empty)
+        .query_one(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0);
+}
+
+#[test]
+fn a_table_altered_by_hand_is_a_failed_read_never_a_panic_nor_half_an_export() {
+    let Some(base) = server() else { return };
+    let url = fresh_schema(&base, "audit_cli_altered");
+    let work = Work::new("audit-postgres-cli-altered");
+    write_calls(&url, 0, 3);
+    admin(&url)
+        .batch_execute(
+            "ALTER TABLE toolgate_audit ALTER COLUMN event DROP NOT NULL;
+             UPDATE toolgate_audit SET event = NULL WHERE seq = 8;",
+        )
+        .unwrap();
+    let out = work.path("altered.jsonl");
+    for args in [
+        vec!["verify", "--postgres-env", VAR],
+        vec!["prove", "--postgres-env", VAR, "--index", "1"],
+        vec![
+            "export",
+            "--postgres-env",
+            VAR,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ] {
+        let output = audit(&url, &args);
+        let (_, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot read the audit table"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(
+        !out.exists(),
+        "eight whole entries of nine would verify as a log"
+    );
+    admin(&url)
+        .batch_execute(
+            "ALTER TABLE toolgate_audit_tip ALTER COLUMN entries DROP NOT NULL;
+             UPDATE toolgate_audit_tip SET entries = NULL;",
+        )
+        .unwrap();
+    let output = audit(&url, &["verify", "--postgres-env", VAR]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!text(&output).1.contains("panicked"), "{}", text(&output).1);
 }

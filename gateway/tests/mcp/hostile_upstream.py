@@ -13,6 +13,9 @@ MODE:
   slow-restart serve; but a start after the first waits 2 s before answering the handshake
   silent-until-ready  as silent while RECORD_FILE.ready does not exist, then serve
 
+With RECORD_FILE.list-once present, a process answers its first tools/list and fails every later
+one (an upstream whose list cannot be checked after a restart).
+
 Every tools/call received is appended to RECORD_FILE as one JSON line before it is answered.
 """
 
@@ -85,7 +88,11 @@ for line in sys.stdin:
             "capabilities": {"tools": {"listChanged": True}},
             "serverInfo": {"name": "hostile", "version": "1"}}})
     elif method == "tools/list":
-        if mode == "endless":
+        lists = globals().get("lists", 0) + 1
+        globals()["lists"] = lists
+        if lists > 1 and os.path.exists(record + ".list-once"):
+            send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32603, "message": "list unavailable"}})
+        elif mode == "endless":
             cursor = (message.get("params") or {}).get("cursor") or "0"
             send({"jsonrpc": "2.0", "id": ident, "result": {
                 "tools": [], "nextCursor": str(int(cursor) + 1)}})

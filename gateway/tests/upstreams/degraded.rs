@@ -171,3 +171,43 @@ async fn an_upstream_paging_forever_at_start_is_held_back_and_the_rest_served() 
         "{health}"
     );
 }
+
+#[tokio::test]
+async fn an_upstream_back_with_a_changed_tool_it_will_not_list_again_is_sent_nothing() {
+    let work = Work::new("degraded-unverified");
+    let admin = free_port();
+    let config = two_upstreams(&work, "silent-until-ready", admin);
+    work.write("b.jsonl.ready", "");
+    assert!(
+        run(&["pin", "--config", config.to_str().unwrap()])
+            .status
+            .success()
+    );
+    std::fs::remove_file(work.path("b.jsonl.ready")).unwrap();
+    let client = serve(&config).await;
+    // It comes back rewritten (echo's description changed), answers the list its restart
+    // takes and fails every later one: what it serves is never judged against the pins.
+    work.write("b.jsonl.mutated", "");
+    work.write("b.jsonl.list-once", "");
+    work.write("b.jsonl.ready", "");
+    let deadline = Instant::now() + Duration::from_secs(12);
+    while Instant::now() < deadline {
+        let (message, is_error) = call(&client, "b__echo", json!({"text": "x"})).await;
+        assert!(is_error && message.contains("nothing ran"), "{message}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(records(&work, "b.jsonl"), 0, "the changed tool never ran");
+    assert!(
+        work.read("b.jsonl.starts").lines().count() >= 3,
+        "it was started again"
+    );
+    let health = http_get(admin, "/healthz");
+    assert!(
+        health.starts_with("HTTP/1.1 503") && health.contains("upstream `b` is down"),
+        "{health}"
+    );
+    assert_eq!(
+        call(&client, "h__echo", json!({"text": "a"})).await,
+        ("echo: a".to_owned(), false)
+    );
+}

@@ -43,7 +43,7 @@ fn integrate_batch(client: &mut Client, wait: Wait) -> Result<u64, postgres::Err
         // Another node is integrating; it takes what is queued.
         return Ok(0);
     };
-    let (mut seq, mut prev): (i64, String) = (tip.get(0), tip.get(1));
+    let (mut seq, mut prev): (i64, String) = (tip.try_get(0)?, tip.try_get(1)?);
     // A key already in the chain (a first try that landed late, after its retry was integrated)
     // is not integrated twice, nor left to stop every integration on the chain's unique index.
     transaction.execute(
@@ -66,11 +66,11 @@ fn integrate_batch(client: &mut Client, wait: Wait) -> Result<u64, postgres::Err
     let mut keys = Vec::with_capacity(count);
     let mut times = Vec::with_capacity(count);
     for row in &rows {
-        let event: &str = row.get(2);
+        let event: &str = row.try_get(2)?;
         let hash = line_hash(u64::try_from(seq).unwrap_or(0), &prev, event);
-        ids.push(row.get::<_, i64>(0));
-        keys.push(row.get::<_, &str>(1));
-        times.push(row.get::<_, std::time::SystemTime>(3));
+        ids.push(row.try_get::<_, i64>(0)?);
+        keys.push(row.try_get::<_, &str>(1)?);
+        times.push(row.try_get::<_, std::time::SystemTime>(3)?);
         seqs.push(seq);
         prevs.push(std::mem::replace(&mut prev, hash.clone()));
         events.push(event);

@@ -35,9 +35,15 @@ impl PostgresAuditSink {
         else {
             return Ok(None);
         };
-        let event: Value = serde_json::from_str(row.get::<_, &str>(0)).unwrap_or(Value::Null);
+        let event: Value = row
+            .try_get::<_, &str>(0)
+            .ok()
+            .and_then(|event| serde_json::from_str(event).ok())
+            .unwrap_or(Value::Null);
         let salt = row
-            .get::<_, Option<&str>>(1)
+            .try_get::<_, Option<&str>>(1)
+            .ok()
+            .flatten()
             .and_then(|salt| salt.parse::<ArgumentSalt>().ok());
         Ok(Some(commitment::disclose(&event, salt, arguments)))
     }
@@ -50,6 +56,11 @@ impl PostgresAuditSink {
     ///
     /// [`AuditError`] if the database cannot be reached.
     pub fn forget_salt(&self, index: u64) -> Result<bool, AuditError> {
+        if self.read_only {
+            return Err(AuditError::new(
+                "this PostgreSQL audit log was opened read-only: no salt is erased",
+            ));
+        }
         let mut client = self.integrated().map_err(|error| match error {
             PostgresAuditVerifyError::Unreadable(error) => error,
             other => AuditError::caused_by("integrate", other),

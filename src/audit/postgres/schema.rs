@@ -104,3 +104,30 @@ pub(super) fn create_or_check(client: &mut Client) -> Result<(), AuditError> {
     }
     transaction.commit().map_err(at)
 }
+
+/// Checks that the audit tables are there, of this version, without creating or migrating
+/// anything (a reader's role may only `SELECT`).
+pub(super) fn check_only(client: &mut Client) -> Result<(), AuditError> {
+    let version = client.query_opt(
+        "SELECT value FROM toolgate_meta WHERE key = 'audit_schema_version'",
+        &[],
+    );
+    let version: Option<i64> = match version {
+        Ok(row) => row.and_then(|row| row.try_get(0).ok()),
+        Err(error) if error.code() == Some(&postgres::error::SqlState::UNDEFINED_TABLE) => {
+            return Err(AuditError::new(
+                "no toolgate audit tables in this database and schema (is it the audit log's?)",
+            ));
+        }
+        Err(error) => return Err(audit_error("cannot read the audit tables", error)),
+    };
+    match version {
+        Some(SCHEMA_VERSION) => Ok(()),
+        None => Err(AuditError::new(
+            "no toolgate audit tables in this database and schema (is it the audit log's?)",
+        )),
+        Some(other) => Err(AuditError::new(format!(
+            "audit schema version {other}, this toolgate reads version {SCHEMA_VERSION} (a writer migrates an older one when it connects)"
+        ))),
+    }
+}

@@ -684,7 +684,8 @@ fn rule_strategy() -> impl Strategy<Value = Value> {
             }
             json!({ "range": range })
         });
-    let currency = prop::sample::subsequence(vec!["EUR", "USD", "GBP"], 1..3)
+    // Literals and roots spelled like the names the analysis builds "any other value" from.
+    let currency = prop::sample::subsequence(vec!["EUR", "USD", "GBP", "zz-toolgate-fresh"], 1..3)
         .prop_map(|values| json!({"one_of": {"pointer": "/currency", "values": values}}));
     let leaf = prop_oneof![range, currency];
     let refund_condition = leaf.prop_recursive(2, 6, 3, |inner| {
@@ -694,7 +695,7 @@ fn rule_strategy() -> impl Strategy<Value = Value> {
             inner.prop_map(|item| json!({ "not": item })),
         ]
     });
-    let within = prop::sample::subsequence(vec!["/a", "/a/b", "/c"], 1..3)
+    let within = prop::sample::subsequence(vec!["/a", "/a/b", "/c", "/zz-toolgate-fresh"], 1..3)
         .prop_map(|roots| json!({"path_within": {"pointer": "/path", "roots": roots}}));
     let path_condition = within.prop_recursive(2, 4, 2, |inner| {
         prop_oneof![
@@ -746,11 +747,33 @@ fn random_call() -> impl Strategy<Value = (String, Value, Option<Principal>)> {
         Just(json!(1e300)),
     ];
     let currency = proptest::option::of(prop::sample::select(vec![
-        "EUR", "USD", "GBP", "eur", "JPY",
+        "EUR",
+        "USD",
+        "GBP",
+        "eur",
+        "JPY",
+        "zz-toolgate-fresh",
+        "zz-toolgate-fresh-1",
     ]));
     let path = prop::sample::select(vec![
-        "/a", "/a/", "/a/b", "/a/b/c", "/a/bc", "/c", "/c/../a", "/d", "a", "b", "../a/b", "d/x",
-        "~/x", "/a/./b",
+        "/a",
+        "/a/",
+        "/a/b",
+        "/a/b/c",
+        "/a/bc",
+        "/c",
+        "/c/../a",
+        "/d",
+        "a",
+        "b",
+        "../a/b",
+        "d/x",
+        "~/x",
+        "/a/./b",
+        "/zz-toolgate-fresh",
+        "/zz-toolgate-fresh/x",
+        "zz-toolgate-fresh",
+        "/zz-toolgate-fresh-1",
     ]);
     let principal = proptest::option::of(prop::sample::subsequence(vec!["ops", "dev", "x"], 0..3))
         .prop_map(|groups| groups.map(|groups| Principal::new("p", groups)));

@@ -11,6 +11,7 @@ mod common;
 mod postgres_support;
 
 mod analysis;
+mod analysis_fresh;
 mod conditions;
 mod evasions;
 mod fits_registry;

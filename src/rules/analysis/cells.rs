@@ -17,8 +17,48 @@ use serde_json::{Number, Value};
 use super::calls::Types;
 use crate::rules::Condition;
 
-/// A fresh name no policy writes: a value that equals no literal and lies in no root's child.
-pub(super) const FRESH: &str = "zz-toolgate-fresh";
+/// The stem of the fresh name: the analysis uses the first of `zz-toolgate-fresh`,
+/// `zz-toolgate-fresh-1`, … that no string of the policies compared holds ([`fresh_name`]).
+const FRESH_STEM: &str = "zz-toolgate-fresh";
+
+/// A name no string of `strings` holds, as any policy compares text (case folded, and normalized
+/// where the feature is on): a value built from it equals no literal, lies in no root nor any
+/// deeper root's child, and names no principal — so each class it stands for is really built.
+pub(super) fn fresh_name<'a>(strings: impl IntoIterator<Item = &'a str>) -> String {
+    let folded: Vec<String> = strings.into_iter().map(as_compared).collect();
+    (0_u64..)
+        .map(|n| {
+            if n == 0 {
+                FRESH_STEM.to_owned()
+            } else {
+                format!("{FRESH_STEM}-{n}")
+            }
+        })
+        .find(|name| !folded.iter().any(|text| text.contains(name.as_str())))
+        .unwrap_or_else(|| FRESH_STEM.to_owned())
+}
+
+/// `text` as the loosest comparison a policy can ask for reads it.
+fn as_compared(text: &str) -> String {
+    #[cfg(feature = "unicode")]
+    let text = crate::text::normalized(text);
+    crate::text::fold_case(&text)
+}
+
+/// Every string in `value`, object keys too.
+pub(super) fn strings_in<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+    match value {
+        Value::String(text) => out.push(text),
+        Value::Array(items) => items.iter().for_each(|item| strings_in(item, out)),
+        Value::Object(map) => {
+            for (key, item) in map {
+                out.push(key);
+                strings_in(item, out);
+            }
+        }
+        _ => {}
+    }
+}
 
 /// What the conditions on one pointer look at.
 #[derive(Debug, Default)]
@@ -40,9 +80,19 @@ pub(super) struct PointerAtoms {
 pub(super) struct Atoms {
     pub(super) by_pointer: BTreeMap<String, PointerAtoms>,
     pub(super) incomplete: Option<String>,
+    /// The fresh name of this analysis ([`fresh_name`]).
+    fresh: String,
 }
 
 impl Atoms {
+    /// No atoms yet; values "equal to nothing the policies name" are built from `fresh`.
+    pub(super) fn new(fresh: String) -> Self {
+        Self {
+            fresh,
+            ..Self::default()
+        }
+    }
+
     fn at(&mut self, pointer: &str) -> &mut PointerAtoms {
         self.by_pointer.entry(pointer.to_owned()).or_default()
     }
@@ -55,6 +105,7 @@ impl Atoms {
 
     /// Adds the leaves of `condition` (of rule `rule`).
     pub(super) fn add(&mut self, rule: &str, condition: &Condition) {
+        let fresh = self.fresh.clone();
         match condition {
             Condition::All(items) | Condition::Any(items) => {
                 for item in items {
@@ -82,12 +133,12 @@ impl Atoms {
                 let path = if pattern.starts_with('/') {
                     pattern.clone()
                 } else {
-                    format!("/{FRESH}/{pattern}")
+                    format!("/{fresh}/{pattern}")
                 };
                 let at = self.at(pointer);
-                at.extra.push(Value::from(instantiate_glob(&path)));
+                at.extra.push(Value::from(instantiate_glob(&path, &fresh)));
                 at.extra
-                    .push(Value::from(format!("{}/{FRESH}", parent(&path))));
+                    .push(Value::from(format!("{}/{fresh}", parent(&path))));
             }
             Condition::Glob {
                 pointer, pattern, ..
@@ -95,38 +146,38 @@ impl Atoms {
                 self.gap(rule, || format!("judges {pointer} with glob"));
                 self.at(pointer)
                     .extra
-                    .push(Value::from(instantiate_glob(pattern)));
+                    .push(Value::from(instantiate_glob(pattern, &fresh)));
             }
             Condition::ArgvPrefix { pointer, prefix } => {
                 self.gap(rule, || format!("judges {pointer} with argv_prefix"));
                 let at = self.at(pointer);
-                for argv in command_spellings(prefix) {
+                for argv in command_spellings(prefix, &fresh) {
                     at.extra.push(Value::from(argv));
                 }
             }
             Condition::CommandPrefix { pointer, prefix } => {
                 self.gap(rule, || format!("judges {pointer} with command_prefix"));
                 let at = self.at(pointer);
-                for argv in command_spellings(prefix) {
+                for argv in command_spellings(prefix, &fresh) {
                     at.extra.push(Value::from(argv.join(" ")));
                 }
                 at.extra
-                    .push(Value::from(format!("{} ; {FRESH}", prefix.join(" "))));
+                    .push(Value::from(format!("{} ; {fresh}", prefix.join(" "))));
             }
             Condition::CommandOption { pointer, options } => {
                 self.gap(rule, || format!("judges {pointer} with command_option"));
                 let at = self.at(pointer);
                 for option in options {
-                    at.extra.push(Value::from(format!("{FRESH} {option}")));
+                    at.extra.push(Value::from(format!("{fresh} {option}")));
                     at.extra
-                        .push(Value::from(vec![FRESH.to_owned(), option.clone()]));
+                        .push(Value::from(vec![fresh.clone(), option.clone()]));
                 }
             }
             Condition::Every { pointer, condition } | Condition::Some { pointer, condition } => {
                 self.gap(rule, || {
                     format!("judges the elements of the list {pointer}")
                 });
-                let elements = element_candidates(rule, condition);
+                let elements = element_candidates(rule, condition, &fresh);
                 let at = self.at(pointer);
                 at.extra.push(Value::Array(Vec::new()));
                 // One element of each kind, then each beside a plain one: a rule on every element
@@ -177,12 +228,12 @@ impl Atoms {
 
 /// Candidate elements for a condition on list elements (pointers relative to the element): the
 /// element itself (`""`), or an object with one candidate field set.
-fn element_candidates(rule: &str, condition: &Condition) -> Vec<Value> {
-    let mut inner = Atoms::default();
+fn element_candidates(rule: &str, condition: &Condition, fresh: &str) -> Vec<Value> {
+    let mut inner = Atoms::new(fresh.to_owned());
     inner.add(rule, condition);
     let mut out = Vec::new();
     for (pointer, atoms) in &inner.by_pointer {
-        for candidate in atoms.candidates(Types::ANY, None) {
+        for candidate in atoms.candidates(Types::ANY, None, fresh) {
             let Some(value) = candidate.value else {
                 continue;
             };
@@ -218,8 +269,14 @@ impl PointerAtoms {
         &self.roots
     }
 
-    /// One candidate per class of the values of `types` (plus the extra candidates).
-    pub(super) fn candidates(&self, types: Types, enumerated: Option<&[Value]>) -> Vec<Candidate> {
+    /// One candidate per class of the values of `types` (plus the extra candidates); `fresh`
+    /// is a name no policy string holds.
+    pub(super) fn candidates(
+        &self,
+        types: Types,
+        enumerated: Option<&[Value]>,
+        fresh: &str,
+    ) -> Vec<Candidate> {
         let class = |value: Value| Candidate {
             value: Some(value),
             required: true,
@@ -237,7 +294,7 @@ impl PointerAtoms {
             return out;
         }
         if types.string {
-            out.extend(self.string_classes().into_iter().map(class));
+            out.extend(self.string_classes(fresh).into_iter().map(class));
         }
         if types.number {
             out.extend(
@@ -252,8 +309,14 @@ impl PointerAtoms {
         if types.null {
             out.push(class(Value::Null));
         }
+        // "Every other list" and "every other object": the empty one unless a rule names it, then
+        // one holding the fresh name (which no rule's literal can equal).
+        let named = |value: &Value| self.literals.contains(value);
         if types.array {
             out.push(class(Value::Array(Vec::new())));
+            if named(&Value::Array(Vec::new())) {
+                out.push(class(Value::Array(vec![Value::from(fresh)])));
+            }
             out.extend(
                 self.literals
                     .iter()
@@ -264,6 +327,11 @@ impl PointerAtoms {
         }
         if types.object {
             out.push(class(Value::Object(serde_json::Map::new())));
+            if named(&Value::Object(serde_json::Map::new())) {
+                let mut other = serde_json::Map::new();
+                other.insert(fresh.to_owned(), Value::from(fresh));
+                out.push(class(Value::Object(other)));
+            }
             out.extend(
                 self.literals
                     .iter()
@@ -279,7 +347,7 @@ impl PointerAtoms {
         dedupe(out)
     }
 
-    fn string_classes(&self) -> Vec<Value> {
+    fn string_classes(&self, fresh: &str) -> Vec<Value> {
         let mut out: Vec<Value> = self
             .literals
             .iter()
@@ -287,18 +355,18 @@ impl PointerAtoms {
             .cloned()
             .collect();
         // Equal to no literal, inside no root, and a plain relative path.
-        out.push(Value::from(FRESH));
+        out.push(Value::from(fresh));
         if !self.roots.is_empty() {
             for root in &self.roots {
                 out.push(Value::from(root.clone()));
                 out.push(Value::from(format!(
-                    "{}/{FRESH}",
+                    "{}/{fresh}",
                     root.trim_end_matches('/')
                 )));
             }
-            out.push(Value::from(format!("/{FRESH}")));
+            out.push(Value::from(format!("/{fresh}")));
             // A spelling no lexical check can judge.
-            out.push(Value::from(format!("~/{FRESH}")));
+            out.push(Value::from(format!("~/{fresh}")));
         }
         out
     }
@@ -352,8 +420,8 @@ fn dedupe(candidates: Vec<Candidate>) -> Vec<Candidate> {
     out
 }
 
-/// A string a glob matches: `*` and `**` become a fresh name, `?` one letter, escapes dropped.
-fn instantiate_glob(pattern: &str) -> String {
+/// A string a glob matches: `*` and `**` become the fresh name, `?` one letter, escapes dropped.
+fn instantiate_glob(pattern: &str, fresh: &str) -> String {
     let mut out = String::new();
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -363,7 +431,7 @@ fn instantiate_glob(pattern: &str) -> String {
                 while chars.as_str().starts_with('*') {
                     chars.next();
                 }
-                out.push_str(FRESH);
+                out.push_str(fresh);
             }
             '?' => out.push('z'),
             other => out.push(other),
@@ -378,10 +446,10 @@ fn parent(path: &str) -> &str {
 
 /// Spellings of a command a prefix rule is about: the prefix itself, with a word after it, its
 /// program alone, and an option between the program and the subcommand.
-fn command_spellings(prefix: &[String]) -> Vec<Vec<String>> {
+fn command_spellings(prefix: &[String], fresh: &str) -> Vec<Vec<String>> {
     let mut out = vec![prefix.to_vec()];
     let mut longer = prefix.to_vec();
-    longer.push(FRESH.to_owned());
+    longer.push(fresh.to_owned());
     out.push(longer);
     if let Some((program, rest)) = prefix.split_first() {
         out.push(vec![program.clone()]);

@@ -3,7 +3,6 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::cells::FRESH;
 use super::{Analysed, Space, prepare};
 use crate::contract::{Principal, ToolCall};
 use crate::policy::{PolicyAction, PolicyDecision};
@@ -49,7 +48,8 @@ pub fn explain(
     }
     let configs: Vec<&PolicyConfig> = policy.configs().collect();
     let tool = prepared.tool_name().to_owned();
-    let allowed_if = Space::new(&configs, registry, &tool)
+    let fresh = super::fresh_for(&configs);
+    let allowed_if = Space::new(&configs, registry, &tool, &fresh)
         .ok()
         .and_then(|space| allowed_if(policy, registry, &space, &prepared.call().clone()));
     Ok(CallExplanation {
@@ -88,7 +88,7 @@ fn allowed_if(
     for (pointer, candidates) in &space.pointers {
         let roots = space.roots.get(pointer).map_or(&[][..], Vec::as_slice);
         for candidate in candidates {
-            let Some(meaning) = meaning(candidate.value.as_ref(), roots) else {
+            let Some(meaning) = meaning(candidate.value.as_ref(), roots, &space.fresh) else {
                 continue;
             };
             let mut arguments = call.arguments.clone();
@@ -109,7 +109,7 @@ fn allowed_if(
         let mut changed = call.clone();
         changed.principal = Some(std::sync::Arc::new(principal.clone()));
         if allows(changed) {
-            return Some(format!("allowed for {}", caller(principal)));
+            return Some(format!("allowed for {}", caller(principal, &space.fresh)));
         }
     }
     None
@@ -117,7 +117,7 @@ fn allowed_if(
 
 /// What a candidate value means, in the policy's terms; `None` for one not worth proposing (a
 /// spelling no check can judge, a value named by no rule).
-fn meaning(value: Option<&Value>, roots: &[String]) -> Option<String> {
+fn meaning(value: Option<&Value>, roots: &[String], fresh: &str) -> Option<String> {
     let Some(value) = value else {
         return Some("were left out".to_owned());
     };
@@ -135,13 +135,21 @@ fn meaning(value: Option<&Value>, roots: &[String]) -> Option<String> {
                 None => None,
             }
         }
-        Value::String(text) if text == FRESH || text.contains(FRESH) => None,
+        Value::String(text) if text.contains(fresh) => None,
+        Value::Array(_) | Value::Object(_) if other_holds(value, fresh) => None,
         other => Some(format!("were {other}")),
     }
 }
 
-fn caller(principal: &Principal) -> String {
-    let named = if principal.id == FRESH {
+/// Whether a list or object holds the fresh name (a value no rule names: not worth proposing).
+fn other_holds(value: &Value, fresh: &str) -> bool {
+    let mut strings = Vec::new();
+    super::cells::strings_in(value, &mut strings);
+    strings.iter().any(|text| text.contains(fresh))
+}
+
+fn caller(principal: &Principal, fresh: &str) -> String {
+    let named = if principal.id == fresh {
         "a caller".to_owned()
     } else {
         format!("caller {:?}", principal.id)

@@ -80,6 +80,7 @@ pub fn findings(policy: &Analysed, registry: &ToolRegistry) -> Vec<Finding> {
 
 fn layer_rules(layer: &str, policy: &RulePolicy, registry: &ToolRegistry) -> Vec<Finding> {
     let config = policy.config();
+    let fresh = super::fresh_for(&[config]);
     let mut seen = Seen::default();
     for spec in registry.specs() {
         let tool = spec.name.as_str();
@@ -92,7 +93,7 @@ fn layer_rules(layer: &str, policy: &RulePolicy, registry: &ToolRegistry) -> Vec
         if on_tool.is_empty() {
             continue;
         }
-        let space = match Space::new(&[config], registry, tool) {
+        let space = match Space::new(&[config], registry, tool, &fresh) {
             Ok(space) => space,
             Err(_) => {
                 seen.unproven.insert(tool.to_owned());

@@ -19,7 +19,9 @@
 //!   policies decided, through the same code the controller runs, and decided differently (another
 //!   action, or an ask answerable by other people). Its arguments are built from the policies'
 //!   own literals, roots and patterns — never from a call anyone made.
-//! - Rate limits are not compared: they count calls, they do not judge one.
+//! - Flow rules and rate limits are not compared: they judge a call by what its session did
+//!   before. Two policies whose flow rules, limits or labels differ are never "same" on any tool
+//!   (the answer is "unknown", naming them), and a witness is decided on an empty history.
 //!
 //! Conditions the analysis cannot cut into classes — `path_glob`, `glob`, `argv_prefix`,
 //! `command_prefix`, `command_option`, `every`, `some` — still give candidates made from their
@@ -181,10 +183,76 @@ pub struct Witness {
 
 /// Compares `old` and `new` on every tool of `registry`, in registration order.
 pub fn diff(old: &Analysed, new: &Analysed, registry: &ToolRegistry) -> Vec<ToolDiff> {
+    let configs: Vec<&PolicyConfig> = old.configs().chain(new.configs()).collect();
+    let fresh = fresh_for(&configs);
+    let uncompared = histories_differ(old, new);
     registry
         .specs()
-        .map(|spec| compare_tool(&[old, new], registry, &spec.name))
+        .map(|spec| {
+            match compare_tool(&[old, new], registry, &spec.name, &fresh) {
+                // What a session did before may decide a call differently: never "same".
+                ToolDiff::Same { tool, calls } if let Some(reason) = &uncompared => {
+                    ToolDiff::Unknown {
+                        tool,
+                        reason: reason.clone(),
+                        calls,
+                    }
+                }
+                other => other,
+            }
+        })
         .collect()
+}
+
+/// Why `old` and `new` may decide a call differently by what its session did before — their
+/// flow rules, rate limits or the labels those read differ, and the analysis compares none of
+/// them —, or `None` when they hold the same ones.
+fn histories_differ(old: &Analysed, new: &Analysed) -> Option<String> {
+    // A layer without any adds no history to compare (a stack and the same stack without such
+    // a layer hold the same ones).
+    let parts = |analysed: &Analysed| -> Vec<[Value; 3]> {
+        analysed
+            .configs()
+            .filter(|config| {
+                !(config.flows.is_empty() && config.limits.is_empty() && config.labels.is_empty())
+            })
+            .map(|config| {
+                [
+                    serde_json::to_value(&config.flows).unwrap_or(Value::Null),
+                    serde_json::to_value(&config.limits).unwrap_or(Value::Null),
+                    serde_json::to_value(&config.labels).unwrap_or(Value::Null),
+                ]
+            })
+            .collect()
+    };
+    let (old, new) = (parts(old), parts(new));
+    if old == new {
+        return None;
+    }
+    let differs = |index: usize| {
+        old.len() != new.len() || old.iter().zip(&new).any(|(a, b)| a[index] != b[index])
+    };
+    let what = match (differs(0) || differs(2), differs(1)) {
+        (true, true) => "flow rules and rate limits",
+        (true, false) => "flow rules",
+        _ => "rate limits",
+    };
+    Some(format!(
+        "the policies' {what} differ, and the analysis does not compare them (they judge a call by what its session did before)"
+    ))
+}
+
+/// The name no string of `configs` holds (see `cells::fresh_name`): read once per analysis.
+fn fresh_for(configs: &[&PolicyConfig]) -> String {
+    let written: Vec<Value> = configs
+        .iter()
+        .map(|config| serde_json::to_value(config).unwrap_or(Value::Null))
+        .collect();
+    let mut strings = Vec::new();
+    for value in &written {
+        cells::strings_in(value, &mut strings);
+    }
+    cells::fresh_name(strings)
 }
 
 /// The calls of one tool that tell the given policies' rules apart.
@@ -196,16 +264,25 @@ struct Space {
     roots: std::collections::BTreeMap<String, Vec<String>>,
     principals: Vec<Option<Principal>>,
     incomplete: Option<String>,
+    /// The name no string of the policies holds: what "any other value" and "any other caller"
+    /// are built from.
+    fresh: String,
 }
 
 impl Space {
     /// The classes of `tool`'s calls for `policies`, or why no call could be built.
-    fn new(configs: &[&PolicyConfig], registry: &ToolRegistry, tool: &str) -> Result<Self, String> {
+    fn new(
+        configs: &[&PolicyConfig],
+        registry: &ToolRegistry,
+        tool: &str,
+        fresh: &str,
+    ) -> Result<Self, String> {
         let definition = registry
             .resolve(tool)
             .ok_or_else(|| format!("tool {tool:?} is not in the registry"))?;
         let schema = &definition.spec().input_schema;
-        let mut atoms = Atoms::default();
+        let fresh = fresh.to_owned();
+        let mut atoms = Atoms::new(fresh.clone());
         let mut ids = BTreeSet::new();
         let mut groups = BTreeSet::new();
         for config in configs {
@@ -240,7 +317,7 @@ impl Space {
         for (pointer, found) in &atoms.by_pointer {
             let (types, enumerated) = calls::types_at(schema, pointer);
             let mut kept = Vec::new();
-            for candidate in found.candidates(types, enumerated.as_deref()) {
+            for candidate in found.candidates(types, enumerated.as_deref(), &fresh) {
                 let mut arguments = base.clone();
                 let fits = calls::set(&mut arguments, pointer, candidate.value.as_ref())
                     && definition.check(&arguments).is_ok();
@@ -254,7 +331,7 @@ impl Space {
             }
             pointers.push((pointer.clone(), kept));
         }
-        let principals = principal_classes(&ids, &groups, &mut incomplete);
+        let principals = principal_classes(&ids, &groups, &fresh, &mut incomplete);
         let roots = atoms
             .by_pointer
             .iter()
@@ -267,6 +344,7 @@ impl Space {
             roots,
             principals,
             incomplete,
+            fresh,
         })
     }
 
@@ -339,6 +417,7 @@ fn covers(written: &str, tool: &str) -> bool {
 fn principal_classes(
     ids: &BTreeSet<String>,
     groups: &BTreeSet<String>,
+    fresh: &str,
     incomplete: &mut Option<String>,
 ) -> Vec<Option<Principal>> {
     let mut out = vec![None];
@@ -364,7 +443,7 @@ fn principal_classes(
         sets.push(Vec::new());
         sets.extend(groups.iter().map(|group| vec![*group]));
     }
-    let other = cells::FRESH.to_owned();
+    let other = fresh.to_owned();
     for id in ids.iter().chain(std::iter::once(&other)) {
         for set in &sets {
             out.push(Some(Principal::new(id.clone(), set.iter().copied())));
@@ -390,9 +469,14 @@ fn differ(a: &PolicyDecision, b: &PolicyDecision) -> bool {
     a.action != b.action || approvers(a) != approvers(b)
 }
 
-fn compare_tool(policies: &[&Analysed; 2], registry: &ToolRegistry, tool: &str) -> ToolDiff {
+fn compare_tool(
+    policies: &[&Analysed; 2],
+    registry: &ToolRegistry,
+    tool: &str,
+    fresh: &str,
+) -> ToolDiff {
     let configs: Vec<&PolicyConfig> = policies.iter().flat_map(|p| p.configs()).collect();
-    let space = match Space::new(&configs, registry, tool) {
+    let space = match Space::new(&configs, registry, tool, fresh) {
         Ok(space) => space,
         Err(reason) => {
             return ToolDiff::Unknown {

@@ -146,8 +146,9 @@ pub enum PolicyCommand {
     /// them). One JSON line per tool: `same` (every valid call is decided alike: proven, not
     /// sampled), `differs` with witnesses (valid calls the two decide differently, one per pair of
     /// decisions), or `unknown` with the reason (conditions the analysis cannot cut into classes:
-    /// globs, commands, list elements). Exit 0 when every tool is the same, 3 when one differs or
-    /// is unknown, 1 on a problem.
+    /// globs, commands, list elements; flow rules and rate limits, which are not compared: when
+    /// they differ every tool is unknown). Exit 0 when every tool is the same, 3 when one differs
+    /// or is unknown, 1 on a problem.
     #[command(
         after_help = "Example, before putting a change to policy.json in force:
   toolgate-mcp-gateway policy diff policy.json policy.new.json --config gateway.toml

@@ -16,7 +16,12 @@ pub fn spec_registry(specs: Vec<toolgate::ToolSpec>) -> Result<ToolRegistry, Str
     };
     let definitions = specs
         .into_iter()
-        .map(|spec| toolgate::ToolDefinition::new(spec, noop).map_err(|error| error.to_string()))
+        .map(|mut spec| {
+            // The analysis judges what goes in; a declared output (an upstream's
+            // `outputSchema`) is no part of it, and a handler that runs nothing has none.
+            spec.output_schema = None;
+            toolgate::ToolDefinition::new(spec, noop).map_err(|error| error.to_string())
+        })
         .collect::<Result<Vec<_>, _>>()?;
     ToolRegistry::new(definitions).map_err(|error| error.to_string())
 }

@@ -203,3 +203,56 @@ fn policy_explain_names_the_deciding_layer_and_a_change_that_would_be_allowed() 
     let (code, _, stderr) = explain(r#"{"path": 7}"#);
     assert_eq!(code, Some(1), "{stderr}");
 }
+
+#[test]
+fn tools_declaring_an_output_schema_are_analysed_like_any_other() {
+    let work = Work::new("policy-typed");
+    let config = work.hostile_config("serve", "");
+    work.write("record.jsonl.typed", "");
+    let policy = r#"{"rules": [
+      {"id": "typed-small", "tool": "h__typed", "action": "allow", "reason": "small",
+       "when": {"range": {"pointer": "/n", "max": 10}}}]}"#;
+    work.write("policy.json", policy);
+    let config = config.to_str().unwrap();
+    let output = run(&["check", "--config", config]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        !stdout.contains("not analysed") && !stderr.contains("output_schema"),
+        "{stdout}"
+    );
+    work.write(
+        "policy.new.json",
+        &policy.replace(r#""max": 10"#, r#""max": 20"#),
+    );
+    let (old, new) = (work.path("policy.json"), work.path("policy.new.json"));
+    let output = run(&[
+        "policy",
+        "diff",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--config",
+        config,
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(3), "{stdout}\n{stderr}");
+    let typed: Value = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["tool"] == "h__typed")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(typed["verdict"], "differs", "{typed}");
+    let output = run(&[
+        "policy",
+        "explain",
+        "h__typed",
+        r#"{"n": 15}"#,
+        "--config",
+        config,
+    ]);
+    assert!(
+        text(&output).0.contains("allowed if /n were 10"),
+        "{:?}",
+        text(&output)
+    );
+}

@@ -13,6 +13,8 @@ MODE:
   slow-restart serve; but a start after the first waits 2 s before answering the handshake
   silent-until-ready  as silent while RECORD_FILE.ready does not exist, then serve
 
+With RECORD_FILE.typed present, it also lists `typed`, a tool declaring an outputSchema (as every
+Python SDK tool with a typed return does).
 With RECORD_FILE.list-once present, a process answers its first tools/list and fails every later
 one (an upstream whose list cannot be checked after a restart).
 
@@ -54,6 +56,11 @@ def mutate() -> None:
 
 if os.path.exists(record + ".mutated"):
     mutate()
+if os.path.exists(record + ".typed"):
+    TOOLS.append({"name": "typed", "description": "Answer with a count.",
+                  "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+                  "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}},
+                                   "required": ["count"]}})
 
 
 def send(message: dict) -> None:

@@ -18,6 +18,11 @@ pub(super) struct Types {
     pub(super) object: bool,
     /// The field may be left out.
     pub(super) absent: bool,
+    /// A number's bounds in the schema (`minimum` / `exclusiveMinimum`): the value and whether
+    /// it is excluded. Numbers outside make no valid call, so no class is built there.
+    pub(super) minimum: Option<(f64, bool)>,
+    /// As `minimum`, for `maximum` / `exclusiveMaximum`.
+    pub(super) maximum: Option<(f64, bool)>,
 }
 
 impl Types {
@@ -30,7 +35,40 @@ impl Types {
         array: true,
         object: true,
         absent: true,
+        minimum: None,
+        maximum: None,
     };
+
+    /// Whether the schema's bounds admit `x`.
+    pub(super) fn admits(&self, x: f64) -> bool {
+        let above = self
+            .minimum
+            .is_none_or(|(min, exclusive)| if exclusive { x > min } else { x >= min });
+        let below = self
+            .maximum
+            .is_none_or(|(max, exclusive)| if exclusive { x < max } else { x <= max });
+        above && below
+    }
+}
+
+/// A bound of the schema: the tighter of `inclusive` and `exclusive` (draft 2020-12 spells both
+/// as numbers), and whether it is excluded.
+fn bound(sub: &Value, inclusive: &str, exclusive: &str, lower: bool) -> Option<(f64, bool)> {
+    let inclusive = sub
+        .get(inclusive)
+        .and_then(Value::as_f64)
+        .map(|x| (x, false));
+    let exclusive = sub
+        .get(exclusive)
+        .and_then(Value::as_f64)
+        .map(|x| (x, true));
+    match (inclusive, exclusive) {
+        (Some(a), Some(b)) => {
+            let tighter = if lower { b.0 >= a.0 } else { b.0 <= a.0 };
+            Some(if tighter { b } else { a })
+        }
+        (one, other) => one.or(other),
+    }
 }
 
 /// The tokens of a JSON Pointer, unescaped.
@@ -81,6 +119,8 @@ pub(super) fn types_at(schema: &Value, pointer: &str) -> (Types, Option<Vec<Valu
     };
     let mut types = Types::ANY;
     types.absent = !required;
+    types.minimum = bound(sub, "minimum", "exclusiveMinimum", true);
+    types.maximum = bound(sub, "maximum", "exclusiveMaximum", false);
     if let Some(constant) = sub.get("const") {
         return (types, Some(vec![constant.clone()]));
     }
@@ -131,11 +171,7 @@ pub(super) fn base_value(schema: &Value, depth: usize) -> Value {
             let length = schema.get("minLength").and_then(Value::as_u64).unwrap_or(1);
             Value::from("z".repeat(usize::try_from(length.clamp(1, 64)).unwrap_or(1)))
         }
-        "integer" | "number" => schema
-            .get("minimum")
-            .cloned()
-            .filter(Value::is_number)
-            .unwrap_or(Value::from(0)),
+        "integer" | "number" => base_number(schema, declared == "integer"),
         "boolean" => Value::Bool(false),
         "null" => Value::Null,
         "array" => {
@@ -162,6 +198,43 @@ pub(super) fn base_value(schema: &Value, depth: usize) -> Value {
             Value::Object(object)
         }
     }
+}
+
+/// A number the schema's bounds admit: 0 when it can, else next to a bound, else between them.
+fn base_number(schema: &Value, integer: bool) -> Value {
+    let bounds = Types {
+        minimum: bound(schema, "minimum", "exclusiveMinimum", true),
+        maximum: bound(schema, "maximum", "exclusiveMaximum", false),
+        ..Types::ANY
+    };
+    let step = |x: f64, up: bool, exclusive: bool| match (integer, exclusive, up) {
+        (true, true, true) => x.floor() + 1.0,
+        (true, true, false) => x.ceil() - 1.0,
+        (true, false, true) => x.ceil(),
+        (true, false, false) => x.floor(),
+        (false, true, true) => x + 1.0,
+        (false, true, false) => x - 1.0,
+        (false, false, _) => x,
+    };
+    let mut tries = vec![0.0];
+    tries.extend(bounds.minimum.map(|(x, exclusive)| step(x, true, exclusive)));
+    tries.extend(bounds.maximum.map(|(x, exclusive)| step(x, false, exclusive)));
+    if let (Some((low, _)), Some((high, _))) = (bounds.minimum, bounds.maximum) {
+        let middle = low + (high - low) / 2.0;
+        tries.push(if integer { middle.floor() } else { middle });
+    }
+    tries
+        .into_iter()
+        .find(|x| x.is_finite() && bounds.admits(*x))
+        .and_then(|x| {
+            if x.fract() == 0.0 && x.abs() < 9.0e15 {
+                #[expect(clippy::cast_possible_truncation, reason = "integral and below 2^53")]
+                Some(Value::from(x as i64))
+            } else {
+                serde_json::Number::from_f64(x).map(Value::Number)
+            }
+        })
+        .unwrap_or(Value::from(0))
 }
 
 /// `arguments` with the value at `pointer` set to `value` (objects made on the way), or removed

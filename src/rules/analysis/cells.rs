@@ -297,11 +297,7 @@ impl PointerAtoms {
             out.extend(self.string_classes(fresh).into_iter().map(class));
         }
         if types.number {
-            out.extend(
-                self.number_classes(types.integer_only)
-                    .into_iter()
-                    .map(class),
-            );
+            out.extend(self.number_classes(types).into_iter().map(class));
         }
         if types.boolean {
             out.extend([Value::Bool(false), Value::Bool(true)].map(class));
@@ -371,8 +367,12 @@ impl PointerAtoms {
         out
     }
 
-    fn number_classes(&self, integer_only: bool) -> Vec<Value> {
+    /// One number per class the rules' bounds and literals cut the number line into, within the
+    /// schema's own bounds (they are cut points too; nothing outside them is a valid call).
+    fn number_classes(&self, types: Types) -> Vec<Value> {
+        let integer_only = types.integer_only;
         let mut points: Vec<f64> = self.bounds.iter().filter_map(Number::as_f64).collect();
+        points.extend(types.minimum.iter().chain(&types.maximum).map(|(x, _)| *x));
         points.sort_by(f64::total_cmp);
         points.dedup();
         let mut out: Vec<Value> = self.bounds.iter().cloned().map(Value::Number).collect();
@@ -402,9 +402,18 @@ impl PointerAtoms {
             }
             _ => out.push(Value::from(0)),
         }
+        // A schema bound is a class of its own too (a rule may say `max` where the schema says
+        // `maximum`).
+        out.extend(
+            types
+                .minimum
+                .iter()
+                .chain(&types.maximum)
+                .map(|(x, _)| number(*x)),
+        );
         // Numbers that cannot be compared exactly (they may have been rounded when parsed).
         out.extend([1.0e300, -1.0e300].map(number));
-        out.retain(|value| !value.is_null());
+        out.retain(|value| value.as_f64().is_some_and(|x| types.admits(x)));
         out
     }
 }

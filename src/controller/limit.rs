@@ -113,15 +113,14 @@ fn past_the_cap(slot: &RateSlot, decided: &PolicyDecision) -> PolicyDecision {
         ),
     };
     let reason = Reason::new(text).unwrap_or_else(|_| slot.reason.clone());
-    // An ask that replaces an ask keeps the approvers the rules named, and adds the slot's own:
-    // a limit or flow rule can narrow who answers, never widen it.
-    let mut approvers = Vec::new();
-    if slot.over == PolicyAction::Ask {
-        if decided.action == PolicyAction::Ask {
-            approvers.clone_from(&decided.approvers);
-        }
-        approvers.extend(slot.approvers.iter().cloned());
-    }
+    // Only an allowed call reaches a cap (a call a rule asks about is counted when it is
+    // answered, where `ask` caps are the person's to waive), so an `ask` here replaces an
+    // allow: who answers is who the limit or flow rule names, or anyone.
+    let approvers = if slot.over == PolicyAction::Ask {
+        slot.approvers.iter().cloned().collect()
+    } else {
+        Vec::new()
+    };
     PolicyDecision {
         policy_digest: decided.policy_digest.clone(),
         layer: slot.layer.clone(),

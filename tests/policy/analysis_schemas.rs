@@ -1,5 +1,7 @@
 //! Issue 37, item 3: the analysis answers for the schemas real servers declare — numbers with
-//! their own bounds (classes clipped to `minimum` / `maximum`, exclusive bounds respected).
+//! their own bounds (classes clipped to `minimum` / `maximum`, exclusive bounds respected),
+//! strings with a `pattern`, objects with `minProperties`, and required-key alternatives
+//! (`oneOf` / `anyOf` of `required` lists).
 
 use std::sync::Arc;
 
@@ -16,6 +18,38 @@ fn tools() -> ToolRegistry {
             json!({"type": "object", "properties": {
                 "cents": {"type": "integer", "minimum": 0, "maximum": 1000}
             }, "required": ["cents"]}),
+            &runs,
+        ),
+        counted(
+            "refund_order",
+            json!({"type": "object", "properties": {
+                "order_id": {"type": "string", "pattern": "^ORD-[0-9]{6}$"},
+                "cents": {"type": "integer"}
+            }, "required": ["order_id", "cents"]}),
+            &runs,
+        ),
+        counted(
+            "mail",
+            json!({"type": "object", "properties": {
+                "to": {"type": "string", "pattern": "^[a-z0-9.]+@[a-z0-9.]+$"}
+            }, "required": ["to"]}),
+            &runs,
+        ),
+        counted(
+            "shell",
+            json!({"type": "object", "properties": {
+                "command": {"type": "string"},
+                "argv": {"type": "array", "items": {"type": "string"}},
+                "cwd": {"type": "string"}
+            }, "oneOf": [{"required": ["command"]}, {"required": ["argv"]}]}),
+            &runs,
+        ),
+        counted(
+            "tag",
+            json!({"type": "object", "properties": {
+                "label": {"type": "string"},
+                "colour": {"enum": ["red", "blue"]}
+            }, "minProperties": 1}),
             &runs,
         ),
         counted(
@@ -83,4 +117,53 @@ fn exclusive_bounds_are_respected() {
     };
     let ml = witnesses[0].arguments["ml"].as_f64().unwrap();
     assert!(ml > 4.0 && ml < 5.0, "{ml}");
+}
+
+#[test]
+fn strings_with_a_pattern_objects_with_min_properties_and_required_alternatives_are_compared() {
+    let cases = [
+        // Only one order, against every order.
+        (
+            "refund_order",
+            rule(
+                "refund_order",
+                r#"{"equals": {"pointer": "/order_id", "value": "ORD-000001"}}"#,
+            ),
+        ),
+        // Only the team's address, against everyone.
+        (
+            "mail",
+            rule(
+                "mail",
+                r#"{"one_of": {"pointer": "/to", "values": ["ops@example.com"]}}"#,
+            ),
+        ),
+        // Only one command, against any call.
+        (
+            "shell",
+            rule(
+                "shell",
+                r#"{"equals": {"pointer": "/command", "value": "ls"}}"#,
+            ),
+        ),
+        // Only red tags, against any tag.
+        (
+            "tag",
+            rule(
+                "tag",
+                r#"{"equals": {"pointer": "/colour", "value": "red"}}"#,
+            ),
+        ),
+    ];
+    for (tool, narrow) in cases {
+        let anything = format!(
+            r#"{{"rules": [{{"id": "r", "tool": "{tool}", "action": "allow", "reason": "r"}}]}}"#
+        );
+        let ToolDiff::Differs { witnesses, .. } = verdict(&narrow, &anything, tool) else {
+            panic!("{tool}: {:#?}", verdict(&narrow, &anything, tool))
+        };
+        assert!(!witnesses.is_empty());
+        let same = verdict(&narrow, &narrow, tool);
+        assert!(matches!(same, ToolDiff::Same { .. }), "{tool}: {same:#?}");
+    }
 }

@@ -128,3 +128,44 @@ fn an_ask_past_a_cap_keeps_the_approvers_the_rule_named() {
 fn tools_registry() -> ToolRegistry {
     tools().registry
 }
+
+#[test]
+fn a_denial_past_a_cap_names_the_kind_of_cap_that_decided() {
+    let tools = tools();
+    let extra = r#""limits": [
+        {"id": "refund-total", "tool": "refund", "sum": "/cents", "key": {"pointer": "/order"},
+         "max": 100, "per": "day", "over": "deny", "reason": "a day's refunds"},
+        {"id": "few-reads", "tool": "read_file", "max": 1, "per": "hour", "over": "deny",
+         "reason": "reads are rare"}],
+      "flows": [{"id": "no-send-after-read", "tool": "send_email", "action": "deny",
+                 "reason": "read first", "after": {"tool": "read_file", "within": "session"}}]"#;
+    let policy = policy_with(None, extra, &tools.registry).unwrap();
+    let controller = ToolController::try_new(tools_registry(), policy)
+        .unwrap()
+        .with_rate_counters(MemoryRateCounters::default());
+    let denied = |tool: &str, arguments: Value| match controller
+        .handle(ToolCall::new("c", tool, arguments))
+    {
+        Outcome::Completed(result) if result.is_error => result.content,
+        other => panic!("not denied: {other:?}"),
+    };
+    let _ = controller.handle(ToolCall::new(
+        "c",
+        "refund",
+        json!({"order": "A", "cents": 80}),
+    ));
+    assert!(
+        denied("refund", json!({"order": "A", "cents": 30}))
+            .contains("limit \"refund-total\" reached (a total of 100 per day): a day's refunds")
+    );
+    let _ = controller.handle(ToolCall::new("c", "read_file", json!({"path": "/a"})));
+    assert!(
+        denied("read_file", json!({"path": "/b"}))
+            .contains("rate limit \"few-reads\" reached (1 per hour): reads are rare")
+    );
+    assert!(
+        denied("send_email", json!({"to": "x@example.com"})).contains(
+            "flow rule \"no-send-after-read\", on what this session did before: read first"
+        )
+    );
+}

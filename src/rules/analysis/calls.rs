@@ -100,8 +100,6 @@ fn has_combinators(schema: &Value) -> bool {
     [
         "$ref",
         "allOf",
-        "anyOf",
-        "oneOf",
         "not",
         "if",
         "dependentSchemas",
@@ -109,6 +107,65 @@ fn has_combinators(schema: &Value) -> bool {
     ]
     .iter()
     .any(|key| schema.get(key).is_some())
+        || ["anyOf", "oneOf"].iter().any(|key| {
+            schema
+                .get(key)
+                .is_some_and(|list| !required_alternatives(list))
+        })
+}
+
+/// Whether `alternatives` (an `anyOf` / `oneOf`) only say which keys are required — `{"required":
+/// ["command"]}` or `["argv"]` — so the properties keep the types `properties` gives them.
+fn required_alternatives(alternatives: &Value) -> bool {
+    alternatives.as_array().is_some_and(|list| {
+        !list.is_empty()
+            && list.iter().all(|alternative| {
+                alternative
+                    .as_object()
+                    .is_some_and(|object| object.keys().all(|key| key == "required"))
+            })
+    })
+}
+
+/// The keys alternative `index` of a schema's required-key `anyOf` / `oneOf` requires.
+fn alternative_keys(schema: &Value, index: usize) -> Vec<&str> {
+    ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|key| schema.get(key))
+        .filter(|list| required_alternatives(list))
+        .filter_map(|list| list.as_array()?.get(index)?.get("required")?.as_array())
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// How many base calls are worth building: one per required-key alternative of the schema's
+/// `anyOf` / `oneOf`, and with `minProperties`, one starting at each declared property (0: one
+/// base will do).
+pub(super) fn alternatives(schema: &Value) -> usize {
+    let keyed = ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|key| schema.get(key))
+        .filter(|list| required_alternatives(list))
+        .filter_map(Value::as_array)
+        .map(Vec::len)
+        .max()
+        .unwrap_or(0);
+    let filled = if schema.get("minProperties").is_some() {
+        schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map_or(0, serde_json::Map::len)
+            .min(32)
+    } else {
+        0
+    };
+    keyed.max(filled)
+}
+
+/// The `pattern` a string at `pointer` must match, when the schema says so plainly.
+pub(super) fn pattern_at<'s>(schema: &'s Value, pointer: &str) -> Option<&'s str> {
+    subschema(schema, pointer)?.0.get("pattern")?.as_str()
 }
 
 /// What the schema allows at `pointer`: the types a value may have, whether it may be left out,
@@ -147,6 +204,11 @@ pub(super) fn types_at(schema: &Value, pointer: &str) -> (Types, Option<Vec<Valu
 /// in, each with its `const`, first `enum` value, or a plain value of its type. The caller
 /// validates it; a schema this cannot satisfy leaves the analysis unable to build a call.
 pub(super) fn base_value(schema: &Value, depth: usize) -> Value {
+    base_value_with(schema, depth, 0)
+}
+
+/// [`base_value`], with the keys of required-key alternative `alternative` filled in at the top.
+pub(super) fn base_value_with(schema: &Value, depth: usize, alternative: usize) -> Value {
     if depth > 16 {
         return Value::Null;
     }
@@ -169,7 +231,31 @@ pub(super) fn base_value(schema: &Value, depth: usize) -> Value {
     match declared {
         "string" => {
             let length = schema.get("minLength").and_then(Value::as_u64).unwrap_or(1);
-            Value::from("z".repeat(usize::try_from(length.clamp(1, 64)).unwrap_or(1)))
+            let plain = "z".repeat(usize::try_from(length.clamp(1, 64)).unwrap_or(1));
+            // A string its pattern accepts, within its lengths where one of those built is.
+            let fits = |text: &String| {
+                let chars = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
+                chars >= length
+                    && schema
+                        .get("maxLength")
+                        .and_then(Value::as_u64)
+                        .is_none_or(|max| chars <= max)
+            };
+            let built = schema
+                .get("pattern")
+                .and_then(Value::as_str)
+                .map(|pattern| super::pattern::matching(pattern, &plain))
+                .unwrap_or_default();
+            // The plain matches first (an anchored pattern refuses the two holding `plain`).
+            let (wrapped, plain_matches) = built.split_at(built.len().min(2));
+            Value::from(
+                plain_matches
+                    .iter()
+                    .chain(wrapped)
+                    .find(|text| fits(text))
+                    .cloned()
+                    .unwrap_or(plain),
+            )
         }
         "integer" | "number" => base_number(schema, declared == "integer"),
         "boolean" => Value::Bool(false),
@@ -184,16 +270,41 @@ pub(super) fn base_value(schema: &Value, depth: usize) -> Value {
         _ => {
             let mut object = Map::new();
             let properties = schema.get("properties").and_then(Value::as_object);
-            for name in schema
+            let fill = |object: &mut Map<String, Value>, name: &str| {
+                if object.contains_key(name) {
+                    return;
+                }
+                let property = properties.and_then(|p| p.get(name));
+                let value = property.map_or(Value::from("z"), |p| base_value(p, depth + 1));
+                object.insert(name.to_owned(), value);
+            };
+            let required = schema
                 .get("required")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(Value::as_str)
-            {
-                let property = properties.and_then(|p| p.get(name));
-                let value = property.map_or(Value::from("z"), |p| base_value(p, depth + 1));
-                object.insert(name.to_owned(), value);
+                .filter_map(Value::as_str);
+            for name in required.chain(alternative_keys(schema, alternative)) {
+                fill(&mut object, name);
+            }
+            // `minProperties`: the declared properties next, in order, until there are enough.
+            let least = schema
+                .get("minProperties")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            // Alternative `n` starts at the n-th property: a class that leaves one out is valid
+            // on a base that filled another.
+            let names: Vec<&String> = properties.into_iter().flat_map(Map::keys).collect();
+            let start = if names.is_empty() {
+                0
+            } else {
+                alternative % names.len()
+            };
+            for name in names.iter().cycle().skip(start).take(names.len()) {
+                if u64::try_from(object.len()).unwrap_or(u64::MAX) >= least {
+                    break;
+                }
+                fill(&mut object, name);
             }
             Value::Object(object)
         }
@@ -217,8 +328,16 @@ fn base_number(schema: &Value, integer: bool) -> Value {
         (false, false, _) => x,
     };
     let mut tries = vec![0.0];
-    tries.extend(bounds.minimum.map(|(x, exclusive)| step(x, true, exclusive)));
-    tries.extend(bounds.maximum.map(|(x, exclusive)| step(x, false, exclusive)));
+    tries.extend(
+        bounds
+            .minimum
+            .map(|(x, exclusive)| step(x, true, exclusive)),
+    );
+    tries.extend(
+        bounds
+            .maximum
+            .map(|(x, exclusive)| step(x, false, exclusive)),
+    );
     if let (Some((low, _)), Some((high, _))) = (bounds.minimum, bounds.maximum) {
         let middle = low + (high - low) / 2.0;
         tries.push(if integer { middle.floor() } else { middle });
@@ -235,6 +354,15 @@ fn base_number(schema: &Value, integer: bool) -> Value {
             }
         })
         .unwrap_or(Value::from(0))
+}
+
+/// The value at `pointer` in `arguments`, `None` when absent.
+pub(super) fn get<'v>(arguments: &'v Value, pointer: &str) -> Option<&'v Value> {
+    let mut here = arguments;
+    for token in tokens(pointer) {
+        here = here.as_object()?.get(&token)?;
+    }
+    Some(here)
 }
 
 /// `arguments` with the value at `pointer` set to `value` (objects made on the way), or removed

@@ -39,7 +39,7 @@ pub(super) fn fresh_name<'a>(strings: impl IntoIterator<Item = &'a str>) -> Stri
 }
 
 /// `text` as the loosest comparison a policy can ask for reads it.
-fn as_compared(text: &str) -> String {
+pub(super) fn as_compared(text: &str) -> String {
     #[cfg(feature = "unicode")]
     let text = crate::text::normalized(text);
     crate::text::fold_case(&text)

@@ -100,7 +100,7 @@ fn layer_rules(layer: &str, policy: &RulePolicy, registry: &ToolRegistry) -> Vec
                 continue;
             }
         };
-        let (calls, incomplete) = space.calls();
+        let (calls, incomplete) = space.calls(registry);
         if incomplete.is_some() {
             seen.unproven.insert(tool.to_owned());
             continue;

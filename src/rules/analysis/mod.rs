@@ -32,6 +32,7 @@ mod calls;
 mod cells;
 mod explain;
 mod findings;
+mod pattern;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -259,6 +260,9 @@ fn fresh_for(configs: &[&PolicyConfig]) -> String {
 struct Space {
     tool: String,
     base: Value,
+    /// Every base call of a schema with required-key alternatives (`oneOf` / `anyOf` of
+    /// `required` lists), `base` first: a combination invalid on one may be valid on another.
+    bases: Vec<Value>,
     pointers: Vec<(String, Vec<Candidate>)>,
     // The roots `path_within` names at each pointer, to say what a candidate path means.
     roots: std::collections::BTreeMap<String, Vec<String>>,
@@ -307,22 +311,61 @@ impl Space {
         {
             incomplete.get_or_insert("the policies read paths or text differently".to_owned());
         }
-        let base = calls::base_value(schema, 0);
-        if definition.check(&base).is_err() {
-            return Err(format!(
-                "no call valid against the schema of {tool:?} could be built"
-            ));
-        }
+        // Each alternative of a required-key `anyOf` / `oneOf` that makes a valid call; the
+        // first is the base every class is set on.
+        let bases: Vec<Value> = (0..calls::alternatives(schema).max(1))
+            .map(|alternative| calls::base_value_with(schema, 0, alternative))
+            .filter(|base| definition.check(base).is_ok())
+            .collect();
+        let base = bases.first().cloned().ok_or_else(|| {
+            format!("no call valid against the schema of {tool:?} could be built")
+        })?;
         let mut pointers = Vec::new();
         for (pointer, found) in &atoms.by_pointer {
             let (types, enumerated) = calls::types_at(schema, pointer);
             let mut kept = Vec::new();
-            for candidate in found.candidates(types, enumerated.as_deref(), &fresh) {
-                let mut arguments = base.clone();
-                let fits = calls::set(&mut arguments, pointer, candidate.value.as_ref())
-                    && definition.check(&arguments).is_ok();
-                if fits {
+            let candidates = found.candidates(types, enumerated.as_deref(), &fresh);
+            let fits = |value: Option<&Value>| {
+                bases.iter().any(|base| {
+                    let mut arguments = base.clone();
+                    calls::set(&mut arguments, pointer, value)
+                        && definition.check(&arguments).is_ok()
+                })
+            };
+            for candidate in &candidates {
+                let candidate = candidate.clone();
+                if fits(candidate.value.as_ref()) {
                     kept.push(candidate);
+                    continue;
+                }
+                // "Any other string" where the schema asks for a pattern: a string the pattern
+                // accepts, holding the fresh name or equal to no value named here.
+                let other = (candidate.value.as_ref() == Some(&Value::from(fresh.as_str())))
+                    .then(|| calls::pattern_at(schema, pointer))
+                    .flatten()
+                    .filter(|_| found.roots().is_empty())
+                    .and_then(|pattern| {
+                        pattern::matching(pattern, &fresh)
+                            .into_iter()
+                            .map(Value::from)
+                            // Equal to no value named here, however the policies compare text.
+                            .filter(|value| {
+                                let text = value.as_str().map(cells::as_compared);
+                                !candidates.iter().any(|c| {
+                                    c.value
+                                        .as_ref()
+                                        .and_then(Value::as_str)
+                                        .map(cells::as_compared)
+                                        == text
+                                })
+                            })
+                            .find(|value| fits(Some(value)))
+                    });
+                if let Some(value) = other {
+                    kept.push(Candidate {
+                        value: Some(value),
+                        required: true,
+                    });
                 } else if candidate.required {
                     incomplete.get_or_insert(format!(
                         "a value of one class at {pointer} does not fit the schema of {tool:?}"
@@ -340,6 +383,7 @@ impl Space {
         Ok(Self {
             tool: tool.to_owned(),
             base,
+            bases,
             pointers,
             roots,
             principals,
@@ -356,8 +400,30 @@ impl Space {
             .fold(self.principals.len(), usize::saturating_mul)
     }
 
+    /// `arguments` (built on the first base), or the same classes set on the first other base
+    /// that makes a valid call (a schema with required-key alternatives).
+    fn on_a_valid_base(&self, arguments: Value, registry: &ToolRegistry) -> Value {
+        let Some(definition) = registry.resolve(&self.tool) else {
+            return arguments;
+        };
+        if self.bases.len() < 2 || definition.check(&arguments).is_ok() {
+            return arguments;
+        }
+        for base in &self.bases[1..] {
+            let mut moved = base.clone();
+            for (pointer, _) in &self.pointers {
+                let value = calls::get(&arguments, pointer);
+                calls::set(&mut moved, pointer, value);
+            }
+            if definition.check(&moved).is_ok() {
+                return moved;
+            }
+        }
+        arguments
+    }
+
     /// Every combination, or (past the budget) each pointer's candidates on the base call alone.
-    fn calls(&self) -> (Vec<ToolCall>, Option<String>) {
+    fn calls(&self, registry: &ToolRegistry) -> (Vec<ToolCall>, Option<String>) {
         let mut incomplete = self.incomplete.clone();
         let mut argument_sets: Vec<Value> = Vec::new();
         if self.size() <= CALL_BUDGET {
@@ -391,6 +457,7 @@ impl Space {
         }
         let mut out = Vec::with_capacity(argument_sets.len() * self.principals.len());
         for arguments in argument_sets {
+            let arguments = self.on_a_valid_base(arguments, registry);
             for principal in &self.principals {
                 let mut call = ToolCall::new("analysis", self.tool.clone(), arguments.clone());
                 if let Some(principal) = principal {
@@ -486,7 +553,7 @@ fn compare_tool(
             };
         }
     };
-    let (calls, mut incomplete) = space.calls();
+    let (calls, mut incomplete) = space.calls(registry);
     let mut decided = 0;
     let mut witnesses: Vec<Witness> = Vec::new();
     for call in calls {

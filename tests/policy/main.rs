@@ -11,6 +11,7 @@ mod common;
 mod postgres_support;
 
 mod analysis;
+mod analysis_budget;
 mod analysis_fresh;
 mod analysis_schemas;
 mod conditions;

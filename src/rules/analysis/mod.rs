@@ -54,6 +54,10 @@ use cells::{Atoms, Candidate};
 /// The most calls decided per tool (per policy) before the analysis answers "unknown".
 pub const CALL_BUDGET: usize = 20_000;
 
+/// The most calls one [`diff`] decides over every tool together (per policy); the tools past it
+/// are "unknown (budget)", whatever the policies hold.
+pub const DIFF_BUDGET: usize = 400_000;
+
 /// One policy, or a stack of layers (highest first), as the analysis decides with it.
 #[derive(Debug)]
 pub struct Analysed {
@@ -187,10 +191,11 @@ pub fn diff(old: &Analysed, new: &Analysed, registry: &ToolRegistry) -> Vec<Tool
     let configs: Vec<&PolicyConfig> = old.configs().chain(new.configs()).collect();
     let fresh = fresh_for(&configs);
     let uncompared = histories_differ(old, new);
+    let mut remaining = DIFF_BUDGET;
     registry
         .specs()
         .map(|spec| {
-            match compare_tool(&[old, new], registry, &spec.name, &fresh) {
+            match compare_tool(&[old, new], registry, &spec.name, &fresh, &mut remaining) {
                 // What a session did before may decide a call differently: never "same".
                 ToolDiff::Same { tool, calls } if let Some(reason) = &uncompared => {
                     ToolDiff::Unknown {
@@ -455,10 +460,19 @@ impl Space {
                 }
             }
         }
-        let mut out = Vec::with_capacity(argument_sets.len() * self.principals.len());
-        for arguments in argument_sets {
+        // Within the budget every set meets every caller class; past it, the base call meets
+        // every caller class and each single change only the caller-less one (so the calls stay
+        // within twice the budget however many ids and groups the rules name).
+        let within = self.size() <= CALL_BUDGET;
+        let mut out = Vec::with_capacity(argument_sets.len() + self.principals.len());
+        for (index, arguments) in argument_sets.into_iter().enumerate() {
             let arguments = self.on_a_valid_base(arguments, registry);
-            for principal in &self.principals {
+            let callers = if within || index == 0 {
+                &self.principals[..]
+            } else {
+                &self.principals[..1]
+            };
+            for principal in callers.iter().take(CALL_BUDGET) {
                 let mut call = ToolCall::new("analysis", self.tool.clone(), arguments.clone());
                 if let Some(principal) = principal {
                     call = call.with_principal(principal.clone());
@@ -541,6 +555,7 @@ fn compare_tool(
     registry: &ToolRegistry,
     tool: &str,
     fresh: &str,
+    remaining: &mut usize,
 ) -> ToolDiff {
     let configs: Vec<&PolicyConfig> = policies.iter().flat_map(|p| p.configs()).collect();
     let space = match Space::new(&configs, registry, tool, fresh) {
@@ -554,6 +569,16 @@ fn compare_tool(
         }
     };
     let (calls, mut incomplete) = space.calls(registry);
+    if calls.len() > *remaining {
+        return ToolDiff::Unknown {
+            tool: tool.to_owned(),
+            reason: format!(
+                "unknown (budget): the {DIFF_BUDGET} calls one diff decides were spent on the tools before it"
+            ),
+            calls: 0,
+        };
+    }
+    *remaining -= calls.len();
     let mut decided = 0;
     let mut witnesses: Vec<Witness> = Vec::new();
     for call in calls {
@@ -593,5 +618,27 @@ fn compare_tool(
             reason,
             calls: decided,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PolicyConfig, fresh_for};
+
+    #[test]
+    fn the_fresh_name_is_held_by_no_string_of_the_policies_however_they_compare_text() {
+        let config = |text: &str| -> PolicyConfig { serde_json::from_str(text).unwrap() };
+        let plain = config(r#"{"rules": []}"#);
+        assert_eq!(fresh_for(&[&plain]), "zz-toolgate-fresh");
+        let taken = config(
+            r#"{"rules": [{"id": "xyzzy ZZ-TOOLGATE-FRESH", "tool": "t", "action": "allow",
+                "reason": "zz-toolgate-fresh-1 and zz-toolgate-freſh-2",
+                "when": {"one_of": {"pointer": "/zz-toolgate-fresh-3", "values": ["xyzzy"]}}}]}"#,
+        );
+        let other = config(r#"{"rules": [], "labels": {"zz-toolgate-fresh-4": []}}"#);
+        let fresh = fresh_for(&[&plain, &taken, &other]);
+        assert_eq!(fresh, "zz-toolgate-fresh-5");
+        let written = serde_json::to_string(&[&taken, &other]).unwrap();
+        assert!(!written.to_lowercase().contains(&fresh));
     }
 }

@@ -256,3 +256,75 @@ fn tools_declaring_an_output_schema_are_analysed_like_any_other() {
         text(&output)
     );
 }
+
+/// Issue 37, item 5: the gateway's `policy diff` answers what the library's `analysis::diff`
+/// answers on the same pair — verdict, reason and witnesses alike — built here from the tool
+/// definitions the pins file keeps.
+#[test]
+fn the_gateway_and_the_library_give_the_same_diff() {
+    use toolgate::rules::analysis::{self, Analysed};
+    let work = Work::new("policy-agreement");
+    let config = work.hostile_config("serve", "");
+    let config = config.to_str().unwrap();
+    assert!(run(&["pin", "--config", config]).status.success());
+    let old_text = POLICY;
+    let without_examples = &POLICY[..POLICY.find(",\n \"examples\"").unwrap()];
+    let new_text = format!("{without_examples}}}")
+        .replace(r#""roots": ["/srv"]"#, r#""roots": ["/srv", "/tmp"]"#);
+    let old = work.write("old.json", old_text);
+    let new = work.write("new.json", &new_text);
+    let output = run(&[
+        "policy",
+        "diff",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--config",
+        config,
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{:?}", text(&output));
+    let gateway: Vec<Value> = text(&output)
+        .0
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+
+    let pins: Value = serde_json::from_str(&work.read("gateway.pins.json")).unwrap();
+    let noop = |_: &Value| -> Result<String, toolgate::ToolError> { Ok(String::new()) };
+    let definitions = pins["definitions"]["h"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, tool)| {
+            toolgate::ToolDefinition::new(
+                toolgate::ToolSpec::new(
+                    format!("h__{name}"),
+                    tool["description"].as_str().unwrap_or_default(),
+                    tool["inputSchema"].clone(),
+                ),
+                noop,
+            )
+            .unwrap()
+        });
+    let registry = toolgate::ToolRegistry::new(definitions).unwrap();
+    // The gateway reads every policy as a stack of layers named by their files (one here).
+    let load = |path: &std::path::Path, text: &str| {
+        let policy = toolgate::RulePolicy::from_json(text, &registry).unwrap();
+        Analysed::layers([(path.display().to_string(), policy)]).unwrap()
+    };
+    let library = analysis::diff(&load(&old, old_text), &load(&new, &new_text), &registry);
+    let library: Vec<Value> = library
+        .iter()
+        .map(|diff| serde_json::to_value(diff).unwrap())
+        .collect();
+    let by_tool = |lines: &[Value]| -> std::collections::BTreeMap<String, Value> {
+        lines
+            .iter()
+            .map(|line| (line["tool"].as_str().unwrap().to_owned(), line.clone()))
+            .collect()
+    };
+    assert_eq!(by_tool(&gateway), by_tool(&library));
+    assert!(
+        gateway.iter().any(|line| line["verdict"] == "differs"),
+        "{gateway:#?}"
+    );
+}

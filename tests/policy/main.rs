@@ -12,6 +12,7 @@ mod postgres_support;
 
 mod analysis;
 mod analysis_budget;
+mod analysis_corpus;
 mod analysis_fresh;
 mod analysis_schemas;
 mod conditions;

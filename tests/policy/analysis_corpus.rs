@@ -227,11 +227,13 @@ fn added(rule: Value) -> Value {
     Value::Array(out)
 }
 
-/// The pairs: (name, old layers, new layers, the tool the change is about and whether it
-/// changes a decision there — `None`: not asserted).
-fn pairs() -> Vec<(String, Vec<String>, Vec<String>, &'static str, Option<bool>)> {
+/// One pair: its name, the old and new layers, the tool the change is about and whether it
+/// changes a decision there (`None`: not asserted).
+type Pair = (String, Vec<String>, Vec<String>, &'static str, Option<bool>);
+
+fn pairs() -> Vec<Pair> {
     let base_text = rules(base());
-    let mut out: Vec<(String, Vec<String>, Vec<String>, &'static str, Option<bool>)> = Vec::new();
+    let mut out: Vec<Pair> = Vec::new();
     let mut pair = |name: &str, new: String, tool: &'static str, changes: Option<bool>| {
         out.push((
             name.to_owned(),

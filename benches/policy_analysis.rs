@@ -6,6 +6,12 @@
 //! second policy moves one bound on every fifth tool, so the diff finds witnesses there and proves
 //! the other 40 tools the same. `check_100_examples` checks 100 examples (each validated against
 //! its tool's schema, then decided) as every load does: a hundredth of it is one example's cost.
+//!
+//! The worst shapes (issue 37, item 4: bounded before the work is done): `worst_300_principals`
+//! is one tool with 300 rules, each for its own principal and one of 6 groups, with a value and a
+//! bound of its own (the shape that once decided 1.19 million calls); `worst_budget_20_tools` is
+//! twenty such tools (about 1.4 MB of policy JSON), which spends the diff's whole budget;
+//! `worst_deep_schema` reads 40 pointers 12 objects deep.
 
 use std::hint::black_box;
 
@@ -149,5 +155,98 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// `tools` tools of 300 rules each: a principal of its own, one of 6 groups, a currency of its
+/// own and an amount bound `shift` apart between the two policies.
+fn crowded(tools: usize, shift: i64) -> (ToolRegistry, String) {
+    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    let schema = json!({"type": "object", "properties": {
+        "currency": {"type": "string"}, "cents": {"type": "integer"}
+    }, "required": ["cents"]});
+    let registry = ToolRegistry::new((0..tools).map(|tool| {
+        ToolDefinition::new(
+            ToolSpec::new(format!("pay_{tool}"), "bench", schema.clone()),
+            noop,
+        )
+        .expect("schema compiles")
+    }))
+    .expect("distinct names");
+    let mut rules = Vec::new();
+    for tool in 0..tools {
+        for index in 0..300_i64 {
+            rules.push(json!({
+                "id": format!("r{tool}-{index}"), "tool": format!("pay_{tool}"),
+                "action": "allow", "reason": "r",
+                "principals": {"ids": [format!("p{index}")], "groups": [format!("g{}", index % 6)]},
+                "when": {"all": [
+                    {"one_of": {"pointer": "/currency", "values": [format!("C{index}")]}},
+                    {"range": {"pointer": "/cents", "max": index * 10 + shift}}
+                ]}
+            }));
+        }
+    }
+    (registry, json!({ "rules": rules }).to_string())
+}
+
+/// One tool whose 40 rules read pointers 12 objects deep.
+fn deep() -> (ToolRegistry, String, String) {
+    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    let mut schema = json!({"type": "object", "properties": {
+        "leaf": {"type": "string"}, "n": {"type": "integer"}
+    }});
+    for level in (0..12).rev() {
+        schema = json!({"type": "object", "properties": {
+            format!("l{level}"): schema, "leaf": {"type": "string"}
+        }});
+    }
+    let registry =
+        ToolRegistry::new([
+            ToolDefinition::new(ToolSpec::new("deep", "bench", schema), noop)
+                .expect("schema compiles"),
+        ])
+        .expect("one tool");
+    let policy = |shift: i64| {
+        let rules: Vec<Value> = (0..40_i64)
+            .map(|index| {
+                let depth = usize::try_from(index % 12).unwrap_or(0);
+                let path: String = (0..depth).map(|level| format!("/l{level}")).collect();
+                json!({"id": format!("d{index}"), "tool": "deep", "action": "allow", "reason": "r",
+                       "when": {"range": {"pointer": format!("{path}/l{depth}/n"), "max": index + shift}}})
+            })
+            .collect();
+        json!({ "rules": rules }).to_string()
+    };
+    (registry, policy(0), policy(1))
+}
+
+fn worst(c: &mut Criterion) {
+    let mut group = c.benchmark_group("policy_analysis_worst");
+    group.sample_size(10);
+    let (registry, text) = crowded(1, 0);
+    let one = || Analysed::policy(RulePolicy::from_json(&text, &registry).expect("loads"));
+    let (old, new) = (one(), one());
+    group.bench_function("worst_300_principals", |b| {
+        b.iter(|| black_box(analysis::diff(&old, &new, &registry)));
+    });
+    let (registry, old_text) = crowded(20, 0);
+    let (_, new_text) = crowded(20, 5);
+    eprintln!(
+        "policy_analysis_worst: two policies of {} and {} bytes",
+        old_text.len(),
+        new_text.len()
+    );
+    let old = Analysed::policy(RulePolicy::from_json(&old_text, &registry).expect("loads"));
+    let new = Analysed::policy(RulePolicy::from_json(&new_text, &registry).expect("loads"));
+    group.bench_function("worst_budget_20_tools", |b| {
+        b.iter(|| black_box(analysis::diff(&old, &new, &registry)));
+    });
+    let (registry, old_text, new_text) = deep();
+    let old = Analysed::policy(RulePolicy::from_json(&old_text, &registry).expect("loads"));
+    let new = Analysed::policy(RulePolicy::from_json(&new_text, &registry).expect("loads"));
+    group.bench_function("worst_deep_schema", |b| {
+        b.iter(|| black_box(analysis::diff(&old, &new, &registry)));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, worst);
 criterion_main!(benches);

@@ -53,6 +53,14 @@ fn tools() -> ToolRegistry {
             &runs,
         ),
         counted(
+            "batch",
+            json!({"type": "object", "properties": {
+                "paths": {"type": "array", "minItems": 1,
+                          "items": {"type": "string", "pattern": "^[a-z]+\\.txt$"}}
+            }, "required": ["paths"]}),
+            &runs,
+        ),
+        counted(
             "dose",
             json!({"type": "object", "properties": {
                 "ml": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 5}
@@ -166,4 +174,30 @@ fn strings_with_a_pattern_objects_with_min_properties_and_required_alternatives_
         let same = verdict(&narrow, &narrow, tool);
         assert!(matches!(same, ToolDiff::Same { .. }), "{tool}: {same:#?}");
     }
+}
+
+#[test]
+fn lists_with_min_items_and_literals_the_schema_refuses_are_compared() {
+    let anything = r#"{"rules": [{"id": "r", "tool": "batch", "action": "allow", "reason": "r"}]}"#;
+    // The empty list is refused by the schema: "any other list" is one its items accept.
+    let notes = rule(
+        "batch",
+        r#"{"equals": {"pointer": "/paths", "value": ["notes.txt"]}}"#,
+    );
+    assert!(matches!(
+        verdict(&notes, anything, "batch"),
+        ToolDiff::Differs { .. }
+    ));
+    assert!(matches!(
+        verdict(&notes, &notes, "batch"),
+        ToolDiff::Same { .. }
+    ));
+    // A rule on a value no valid call can hold decides nothing: the policies are the same.
+    let impossible = r#"{"rules": [{"id": "r", "tool": "refund_order", "action": "allow", "reason": "r"},
+        {"id": "never", "tool": "refund_order", "action": "deny", "reason": "r",
+         "when": {"equals": {"pointer": "/order_id", "value": "ORD-1"}}}]}"#;
+    let plain =
+        r#"{"rules": [{"id": "r", "tool": "refund_order", "action": "allow", "reason": "r"}]}"#;
+    let diff = verdict(impossible, plain, "refund_order");
+    assert!(matches!(diff, ToolDiff::Same { .. }), "{diff:#?}");
 }

@@ -163,6 +163,20 @@ pub(super) fn alternatives(schema: &Value) -> usize {
     keyed.max(filled)
 }
 
+/// Whether the schema declares `pointer` plainly (a chain of `properties`): then a value there is
+/// valid or not whatever the other fields hold.
+pub(super) fn declared_plainly(schema: &Value, pointer: &str) -> bool {
+    subschema(schema, pointer).is_some()
+}
+
+/// The schema of a list's elements at `pointer`, when the schema says so plainly.
+pub(super) fn items_at<'s>(schema: &'s Value, pointer: &str) -> Option<&'s Value> {
+    subschema(schema, pointer)?
+        .0
+        .get("items")
+        .filter(|items| items.is_object())
+}
+
 /// The `pattern` a string at `pointer` must match, when the schema says so plainly.
 pub(super) fn pattern_at<'s>(schema: &'s Value, pointer: &str) -> Option<&'s str> {
     subschema(schema, pointer)?.0.get("pattern")?.as_str()

@@ -269,6 +269,17 @@ impl PointerAtoms {
         &self.roots
     }
 
+    /// Whether `value` is a literal an `equals` or `one_of` names here, and nothing else (no root,
+    /// no bound): its class is that one value, so a literal the schema refuses is an empty class,
+    /// not a gap (a plainly declared field's value is valid or not whatever the others are).
+    pub(super) fn only_a_literal(&self, value: &Value) -> bool {
+        self.literals.contains(value)
+            && !value.is_number()
+            && !value
+                .as_str()
+                .is_some_and(|text| self.roots.iter().any(|root| root == text))
+    }
+
     /// One candidate per class of the values of `types` (plus the extra candidates); `fresh`
     /// is a name no policy string holds.
     pub(super) fn candidates(

@@ -366,11 +366,35 @@ impl Space {
                             })
                             .find(|value| fits(Some(value)))
                     });
+                // "Any other list": the empty one is refused (`minItems`), so one holding the
+                // fresh name, or the schema's own plain element, stands for it.
+                let other = other.or_else(|| {
+                    (candidate.value.as_ref() == Some(&Value::Array(Vec::new())))
+                        .then(|| {
+                            let item = calls::items_at(schema, pointer)
+                                .map_or(Value::Null, |items| calls::base_value(items, 1));
+                            [Value::from(fresh.as_str()), item]
+                                .into_iter()
+                                .map(|element| Value::Array(vec![element]))
+                                .find(|list| {
+                                    !candidates.iter().any(|c| c.value.as_ref() == Some(list))
+                                        && fits(Some(list))
+                                })
+                        })
+                        .flatten()
+                });
                 if let Some(value) = other {
                     kept.push(Candidate {
                         value: Some(value),
                         required: true,
                     });
+                } else if calls::declared_plainly(schema, pointer)
+                    && candidate
+                        .value
+                        .as_ref()
+                        .is_some_and(|value| found.only_a_literal(value))
+                {
+                    // A value no valid call can hold: its class is empty.
                 } else if candidate.required {
                     incomplete.get_or_insert(format!(
                         "a value of one class at {pointer} does not fit the schema of {tool:?}"

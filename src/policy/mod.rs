@@ -12,7 +12,9 @@ use std::fmt;
 
 pub use crate::authorized::PolicyOutcome;
 pub use approvers::{ApproverRefusal, Approvers};
-pub(crate) use approvers::{admitted_by_all, admitted_out_of_band};
+pub(crate) use approvers::admitted_by_all;
+#[cfg(feature = "approval-page")]
+pub(crate) use approvers::admitted_out_of_band;
 pub use async_check::AsyncPolicy;
 pub(crate) use async_check::{AsyncCheck, DrivenCheck};
 pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};

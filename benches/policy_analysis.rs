@@ -195,7 +195,7 @@ fn deep() -> (ToolRegistry, String, String) {
     }});
     for level in (0..12).rev() {
         schema = json!({"type": "object", "properties": {
-            format!("l{level}"): schema, "leaf": {"type": "string"}
+            format!("l{level}"): schema, "leaf": {"type": "string"}, "n": {"type": "integer"}
         }});
     }
     let registry =

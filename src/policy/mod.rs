@@ -11,10 +11,10 @@ mod tool_policy;
 use std::fmt;
 
 pub use crate::authorized::PolicyOutcome;
-pub use approvers::{ApproverRefusal, Approvers};
 pub(crate) use approvers::admitted_by_all;
 #[cfg(feature = "approval-page")]
 pub(crate) use approvers::admitted_out_of_band;
+pub use approvers::{ApproverRefusal, Approvers};
 pub use async_check::AsyncPolicy;
 pub(crate) use async_check::{AsyncCheck, DrivenCheck};
 pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};

@@ -704,12 +704,21 @@ fn rule_strategy() -> impl Strategy<Value = Value> {
         ]
     });
     let action = prop::sample::select(vec!["allow", "ask", "deny"]);
-    let principals = proptest::option::of(prop::sample::select(vec!["ops", "dev"]));
+    // Groups, or an id spelled like the name the analysis builds "any other caller" from.
+    let principals = proptest::option::of(prop::sample::select(vec![
+        "ops",
+        "dev",
+        "id:zz-toolgate-fresh",
+        "id:p",
+    ]));
     prop_oneof![
         (action.clone(), refund_condition, principals).prop_map(|(action, when, group)| {
             let mut rule = json!({"tool": "refund", "action": action, "reason": "r", "when": when});
             if let Some(group) = group {
-                rule["principals"] = json!({ "groups": [group] });
+                rule["principals"] = match group.strip_prefix("id:") {
+                    Some(id) => json!({ "ids": [id] }),
+                    None => json!({ "groups": [group] }),
+                };
             }
             rule
         }),
@@ -775,8 +784,11 @@ fn random_call() -> impl Strategy<Value = (String, Value, Option<Principal>)> {
         "zz-toolgate-fresh",
         "/zz-toolgate-fresh-1",
     ]);
-    let principal = proptest::option::of(prop::sample::subsequence(vec!["ops", "dev", "x"], 0..3))
-        .prop_map(|groups| groups.map(|groups| Principal::new("p", groups)));
+    let principal = proptest::option::of((
+        prop::sample::select(vec!["p", "q", "zz-toolgate-fresh", "zz-toolgate-fresh-1"]),
+        prop::sample::subsequence(vec!["ops", "dev", "x"], 0..3),
+    ))
+    .prop_map(|caller| caller.map(|(id, groups)| Principal::new(id, groups)));
     prop_oneof![
         (cents, currency, principal.clone()).prop_map(|(cents, currency, principal)| {
             let mut arguments = json!({ "cents": cents });

@@ -201,3 +201,130 @@ fn lists_with_min_items_and_literals_the_schema_refuses_are_compared() {
     let diff = verdict(impossible, plain, "refund_order");
     assert!(matches!(diff, ToolDiff::Same { .. }), "{diff:#?}");
 }
+
+/// A false "same" an attack found for each: the verdict must be "differs" or "unknown".
+#[test]
+fn numbers_past_2_to_the_53_old_drafts_and_tuple_pointers_are_never_the_same() {
+    let runs = Arc::default();
+    let registry = registry([
+        counted(
+            "big",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+            &runs,
+        ),
+        counted(
+            "bounded",
+            json!({"type": "object", "properties": {
+                "n": {"type": "integer", "exclusiveMaximum": 9_007_199_254_740_993_u64}
+            }, "required": ["n"]}),
+            &runs,
+        ),
+        counted(
+            "wide",
+            json!({"type": "object", "properties": {
+                "n": {"type": "number", "minimum": 0, "exclusiveMaximum": 9_007_199_254_740_994_u64}
+            }, "required": ["n"]}),
+            &runs,
+        ),
+        counted(
+            "old_draft",
+            json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+                   "properties": {"mode": {"type": "string", "const": "safe"}}, "required": ["mode"]}),
+            &runs,
+        ),
+        counted(
+            "depends",
+            json!({"type": "object", "properties": {
+                "mode": {"type": "string"}, "why": {"type": "string"}
+            }, "dependentRequired": {"mode": ["why"]}}),
+            &runs,
+        ),
+        counted(
+            "tuple",
+            json!({"type": "object", "properties": {
+                "x": {"type": ["object", "array"], "properties": {"0": {"type": "string"}},
+                      "prefixItems": [{"type": "number"}]}
+            }}),
+            &runs,
+        ),
+    ]);
+    let compare = |old: &str, new: &str, tool: &str| {
+        let load = |text: &str| {
+            Analysed::policy(
+                RulePolicy::from_json(text, &registry).unwrap_or_else(|e| panic!("{e}")),
+            )
+        };
+        analysis::diff(&load(old), &load(new), &registry)
+            .into_iter()
+            .find(|diff| diff.tool() == tool)
+            .unwrap()
+    };
+    let allow = |tool: &str, when: &str| {
+        format!(
+            r#"{{"rules": [{{"id": "r", "tool": "{tool}", "action": "allow", "reason": "r", "when": {when}}}]}}"#
+        )
+    };
+    let allow_all = |tool: &str, deny_when: &str| {
+        format!(
+            r#"{{"rules": [{{"id": "a", "tool": "{tool}", "action": "allow", "reason": "r"}},
+                {{"id": "d", "tool": "{tool}", "action": "deny", "reason": "r", "when": {deny_when}}}]}}"#
+        )
+    };
+    let plain = |tool: &str| {
+        format!(
+            r#"{{"rules": [{{"id": "a", "tool": "{tool}", "action": "allow", "reason": "r"}}]}}"#
+        )
+    };
+    let empty = r#"{"rules": []}"#;
+    let cases = [
+        (
+            allow(
+                "big",
+                r#"{"range": {"pointer": "/n", "min": 9007199254740994, "max": 9007199254741010}}"#,
+            ),
+            allow(
+                "big",
+                r#"{"one_of": {"pointer": "/n", "values": [9007199254740994, 9007199254741010]}}"#,
+            ),
+            "big",
+        ),
+        (
+            allow(
+                "bounded",
+                r#"{"equals": {"pointer": "/n", "value": 9007199254740992}}"#,
+            ),
+            empty.to_owned(),
+            "bounded",
+        ),
+        (
+            allow_all("wide", r#"{"range": {"pointer": "/n", "max": -1}}"#),
+            plain("wide"),
+            "wide",
+        ),
+        (
+            allow_all(
+                "old_draft",
+                r#"{"not": {"equals": {"pointer": "/mode", "value": "safe"}}}"#,
+            ),
+            plain("old_draft"),
+            "old_draft",
+        ),
+        (
+            allow_all(
+                "depends",
+                r#"{"equals": {"pointer": "/mode", "value": "force"}}"#,
+            ),
+            plain("depends"),
+            "depends",
+        ),
+        (
+            allow("tuple", r#"{"range": {"pointer": "/x/0", "min": 0}}"#),
+            empty.to_owned(),
+            "tuple",
+        ),
+    ];
+    for (old, new, tool) in cases {
+        let diff = compare(&old, &new, tool);
+        assert!(!matches!(diff, ToolDiff::Same { .. }), "{tool}: {diff:#?}");
+    }
+}

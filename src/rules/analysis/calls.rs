@@ -84,7 +84,8 @@ fn subschema<'s>(schema: &'s Value, pointer: &str) -> Option<(&'s Value, bool)> 
     let mut here = schema;
     let mut required = true;
     for token in tokens(pointer) {
-        if has_combinators(here) {
+        if has_combinators(here) || (may_be_a_list(here) && token.parse::<usize>().is_ok()) {
+            // A pointer that may pick a list's element reads more than `properties` says.
             return None;
         }
         required &= here
@@ -96,6 +97,23 @@ fn subschema<'s>(schema: &'s Value, pointer: &str) -> Option<(&'s Value, bool)> 
     (!has_combinators(here)).then_some((here, required))
 }
 
+/// Whether a value this schema accepts may be a list (its `type` allows one, or it says nothing
+/// of type and describes elements).
+fn may_be_a_list(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(one)) => one == "array",
+        Some(Value::Array(many)) => many.iter().any(|t| t == "array"),
+        _ => true,
+    }
+}
+
+/// Whether the schema declares a draft before 2019-09 (`$schema`): its keywords (`const`, the
+/// exclusive bounds, `items`) mean other things there, and the analysis reads 2019-09 and 2020-12.
+pub(super) fn older_draft(schema: &Value) -> Option<&str> {
+    let declared = schema.get("$schema")?.as_str()?;
+    (!(declared.contains("2020-12") || declared.contains("2019-09"))).then_some(declared)
+}
+
 fn has_combinators(schema: &Value) -> bool {
     [
         "$ref",
@@ -104,6 +122,7 @@ fn has_combinators(schema: &Value) -> bool {
         "if",
         "dependentSchemas",
         "dependencies",
+        "dependentRequired",
     ]
     .iter()
     .any(|key| schema.get(key).is_some())

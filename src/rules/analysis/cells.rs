@@ -17,6 +17,9 @@ use serde_json::{Number, Value};
 use super::calls::Types;
 use crate::rules::Condition;
 
+/// 2^53: below it every integer is an f64, so bounds compare exactly.
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
 /// The stem of the fresh name: the analysis uses the first of `zz-toolgate-fresh`,
 /// `zz-toolgate-fresh-1`, … that no string of the policies compared holds ([`fresh_name`]).
 const FRESH_STEM: &str = "zz-toolgate-fresh";
@@ -122,6 +125,15 @@ impl Atoms {
                 }
             }
             Condition::Range { pointer, min, max } => {
+                if min
+                    .iter()
+                    .chain(max)
+                    .any(|bound| bound.as_f64().is_none_or(|x| x.abs() >= EXACT))
+                {
+                    self.gap(rule, || {
+                        format!("bounds {pointer} past 2^53, where numbers are not cut exactly")
+                    });
+                }
                 let at = self.at(pointer);
                 at.bounds.extend(min.iter().chain(max).cloned());
             }
@@ -199,6 +211,15 @@ impl Atoms {
         if matches!(value, Value::Array(_) | Value::Object(_)) && holds_number(value) {
             self.gap(rule, || {
                 format!("compares {pointer} with a list or object holding numbers")
+            });
+        }
+        if let Value::Number(number) = value
+            && number.as_f64().is_none_or(|x| x.abs() >= EXACT)
+        {
+            self.gap(rule, || {
+                format!(
+                    "compares {pointer} with a number past 2^53, where numbers are not cut exactly"
+                )
             });
         }
         let at = self.at(pointer);
@@ -386,6 +407,7 @@ impl PointerAtoms {
         points.extend(types.minimum.iter().chain(&types.maximum).map(|(x, _)| *x));
         points.sort_by(f64::total_cmp);
         points.dedup();
+        // The rules' own bounds and literals: each a class of its own.
         let mut out: Vec<Value> = self.bounds.iter().cloned().map(Value::Number).collect();
         let number = |x: f64| {
             if x.fract() == 0.0 && x.abs() < 9.0e15 {
@@ -396,10 +418,11 @@ impl PointerAtoms {
                 Number::from_f64(x).map_or(Value::Null, Value::Number)
             }
         };
+        let mut made = Vec::new();
         match (points.first(), points.last()) {
             (Some(&low), Some(&high)) => {
-                out.push(number((low - 1.0).floor()));
-                out.push(number((high + 1.0).floor()));
+                made.push(number((low - 1.0).floor()));
+                made.push(number((high + 1.0).floor()));
                 for pair in points.windows(2) {
                     let (a, b) = (pair[0], pair[1]);
                     let inside = if integer_only {
@@ -408,23 +431,38 @@ impl PointerAtoms {
                     } else {
                         Some(a + (b - a) / 2.0)
                     };
-                    out.extend(inside.map(number));
+                    made.extend(inside.map(number));
                 }
             }
-            _ => out.push(Value::from(0)),
+            _ => made.push(Value::from(0)),
         }
         // A schema bound is a class of its own too (a rule may say `max` where the schema says
         // `maximum`).
-        out.extend(
+        made.extend(
             types
                 .minimum
                 .iter()
                 .chain(&types.maximum)
                 .map(|(x, _)| number(*x)),
         );
-        // Numbers that cannot be compared exactly (they may have been rounded when parsed).
-        out.extend([1.0e300, -1.0e300].map(number));
-        out.retain(|value| value.as_f64().is_some_and(|x| types.admits(x)));
+        // A class is dropped only where f64 compares exactly (below 2^53; bounds past it make
+        // the analysis incomplete) and the schema's bounds refuse its value: no valid call holds
+        // it. Past 2^53 the validator decides.
+        out.extend(made);
+        out.retain(|value| {
+            value
+                .as_f64()
+                .is_some_and(|x| x.abs() >= EXACT || types.admits(x))
+        });
+        // Numbers that cannot be compared exactly (they may have been rounded when parsed): a
+        // class on each side unless the schema keeps that side below 2^53.
+        if types.maximum.is_none_or(|(max, _)| max >= EXACT) {
+            out.push(number(1.0e300));
+        }
+        if types.minimum.is_none_or(|(min, _)| min <= -EXACT) {
+            out.push(number(-1.0e300));
+        }
+        out.retain(|value| !value.is_null());
         out
     }
 }

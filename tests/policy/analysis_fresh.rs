@@ -163,7 +163,10 @@ fn policies_whose_flow_rules_or_limits_differ_are_never_the_same() {
             let ToolDiff::Unknown { reason, .. } = &verdict else {
                 panic!("{tool}: {verdict:#?}")
             };
-            assert!(reason.contains(names), "{reason}");
+            assert!(
+                reason.contains(&format!("the policies' {names} differ")),
+                "{reason}"
+            );
         }
     }
     // The same flow rule on both sides: compared as before.

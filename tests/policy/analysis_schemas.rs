@@ -61,6 +61,13 @@ fn tools() -> ToolRegistry {
             &runs,
         ),
         counted(
+            "debit",
+            json!({"type": "object", "properties": {
+                "cents": {"type": "integer", "maximum": -5}
+            }, "required": ["cents"]}),
+            &runs,
+        ),
+        counted(
             "dose",
             json!({"type": "object", "properties": {
                 "ml": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 5}
@@ -108,6 +115,18 @@ fn a_range_inside_the_schemas_bounds_is_compared_exactly() {
     let beyond = rule("refund", r#"{"range": {"pointer": "/cents", "max": 5000}}"#);
     let diff = verdict(&beyond, anything, "refund");
     assert!(matches!(diff, ToolDiff::Same { .. }), "{diff:#?}");
+}
+
+#[test]
+fn a_base_call_is_built_inside_bounds_that_exclude_zero() {
+    let small = rule("debit", r#"{"range": {"pointer": "/cents", "min": -100}}"#);
+    let diff = verdict(&small, &small, "debit");
+    assert!(matches!(diff, ToolDiff::Same { .. }), "{diff:#?}");
+    let anything = r#"{"rules": [{"id": "r", "tool": "debit", "action": "allow", "reason": "r"}]}"#;
+    let ToolDiff::Differs { witnesses, .. } = verdict(&small, anything, "debit") else {
+        panic!("debits below -100 differ")
+    };
+    assert!(witnesses[0].arguments["cents"].as_i64().unwrap() < -100);
 }
 
 #[test]

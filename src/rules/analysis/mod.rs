@@ -237,9 +237,18 @@ fn histories_differ(old: &Analysed, new: &Analysed) -> Option<String> {
     if old == new {
         return None;
     }
-    let differs = |index: usize| {
-        old.len() != new.len() || old.iter().zip(&new).any(|(a, b)| a[index] != b[index])
+    // Each kind compared on its own, over the layers that hold any of it.
+    let kind = |sides: &[[Value; 3]], index: usize| -> Vec<Value> {
+        sides
+            .iter()
+            .map(|parts| parts[index].clone())
+            .filter(|part| {
+                !(part.as_array().is_some_and(Vec::is_empty)
+                    || part.as_object().is_some_and(serde_json::Map::is_empty))
+            })
+            .collect()
     };
+    let differs = |index: usize| kind(&old, index) != kind(&new, index);
     let what = match (differs(0) || differs(2), differs(1)) {
         (true, true) => "flow rules and rate limits",
         (true, false) => "flow rules",

@@ -68,6 +68,13 @@ fn tools() -> ToolRegistry {
             &runs,
         ),
         counted(
+            "fetch",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "pattern": "^/[a-z]+(/[a-z]+)*$"}
+            }, "required": ["path"]}),
+            &runs,
+        ),
+        counted(
             "dose",
             json!({"type": "object", "properties": {
                 "ml": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 5}
@@ -346,4 +353,20 @@ fn numbers_past_2_to_the_53_old_drafts_and_tuple_pointers_are_never_the_same() {
         let diff = compare(&old, &new, tool);
         assert!(!matches!(diff, ToolDiff::Same { .. }), "{tool}: {diff:#?}");
     }
+}
+
+#[test]
+fn a_class_whose_value_the_schema_refuses_is_a_gap_unless_it_is_a_literal() {
+    // "Under /srv" against "exactly /srv": the child built from the fresh name does not fit the
+    // pattern, and it stands for every path under /srv — a gap, so never "same".
+    let under = rule(
+        "fetch",
+        r#"{"path_within": {"pointer": "/path", "roots": ["/srv"]}}"#,
+    );
+    let exactly = rule(
+        "fetch",
+        r#"{"one_of": {"pointer": "/path", "values": ["/srv"]}}"#,
+    );
+    let diff = verdict(&under, &exactly, "fetch");
+    assert!(!matches!(diff, ToolDiff::Same { .. }), "{diff:#?}");
 }

@@ -55,7 +55,10 @@ impl Started {
             .broken
             .iter()
             .map(|(upstream, why)| {
-                let shown: Vec<String> = why.split('\n').map(catalog::escape_invisible).collect();
+                let shown: Vec<String> = why
+                    .split('\n')
+                    .map(crate::shown::escape_invisible)
+                    .collect();
                 format!("upstream `{upstream}` is held back: {}", shown.join("\n"))
             })
             .collect();
@@ -67,7 +70,7 @@ impl Started {
                 .map(|(served, why)| {
                     format!(
                         "tool {} of upstream `{}` is held back: {why}",
-                        catalog::quoted(&served.tool.name),
+                        crate::shown::quoted(&served.tool.name),
                         served.upstream
                     )
                 }),

@@ -368,7 +368,7 @@ fn health_report(links: &[Arc<crate::upstream::Link>]) -> (StatusCode, String) {
         for tool in link.withheld() {
             lines.push(format!(
                 "tool {} of upstream `{}` is held back: changed or gone since pinned, and the policy names it",
-                crate::catalog::quoted(&tool),
+                crate::shown::quoted(&tool),
                 link.name()
             ));
         }

@@ -26,6 +26,7 @@ mod pins;
 mod policy;
 mod refresh;
 mod sessions;
+mod shown;
 mod state_key;
 mod upstream;
 mod webhook;

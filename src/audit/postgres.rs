@@ -172,17 +172,28 @@ impl PostgresAuditSink {
     /// # Errors
     ///
     /// As [`connect`](Self::connect).
-    pub fn connect_with(mut config: Config) -> Result<Self, AuditError> {
+    pub fn connect_with(config: Config) -> Result<Self, AuditError> {
+        Self::open(config, "toolgate-audit", false)
+    }
+
+    /// Connects with `config` (a 10 s connect timeout and `application` as its name unless it
+    /// names its own), creates or checks the tables — or, `read_only`, only checks them — and
+    /// makes the sink.
+    fn open(mut config: Config, application: &str, read_only: bool) -> Result<Self, AuditError> {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
         if config.get_application_name().is_none() {
-            config.application_name("toolgate-audit");
+            config.application_name(application);
         }
         let mut client = config
             .connect(NoTls)
             .map_err(|error| audit_error("cannot connect to the audit database", error))?;
-        schema::create_or_check(&mut client)?;
+        if read_only {
+            schema::check_only(&mut client)?;
+        } else {
+            schema::create_or_check(&mut client)?;
+        }
         Ok(Self {
             appender: Arc::new(Appender::new(
                 config,
@@ -191,7 +202,7 @@ impl PostgresAuditSink {
                 duration_ms(INTEGRATE_EVERY),
             )?),
             background: Once::new(),
-            read_only: false,
+            read_only,
         })
     }
 

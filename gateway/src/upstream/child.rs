@@ -211,7 +211,7 @@ async fn follow_stderr(name: String, stderr: tokio::process::ChildStderr, tail: 
 fn emit(name: &str, tail: &StderrTail, line: &[u8], cut: bool) {
     // What shows nothing (a bidi override, a zero-width or control character) is spelled out:
     // an upstream must not reorder or hide what an operator reads.
-    let mut line = crate::catalog::escape_invisible(String::from_utf8_lossy(line).trim_end());
+    let mut line = crate::shown::escape_invisible(String::from_utf8_lossy(line).trim_end());
     if cut {
         line.push_str(" …");
     }

@@ -145,15 +145,4 @@ impl Drop for Stopped {
     }
 }
 
-/// A plain HTTP/1.1 GET, the whole response as text.
-pub fn http_get(port: u16, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
+pub use crate::support::http_get;

@@ -7,23 +7,10 @@
 
 use crate::support;
 
-use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::*;
-
-fn http_get(port: u16, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
 
 /// Two upstreams from the hostile script: `h` serving, `b` in `b_mode`; the policy allows
 /// `h__echo` and `b__echo`; an admin listener on `admin`.

@@ -142,8 +142,9 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
-    /// Compare two policies on every tool of the config's upstreams (started once to list
-    /// them). One JSON line per tool: `same` (every valid call is decided alike: proven, not
+    /// Compare two policies on every tool of the config's upstreams (read from the pins file
+    /// when it keeps every upstream's definitions — nothing is started —, else started once to
+    /// list them). One JSON line per tool: `same` (every valid call is decided alike: proven, not
     /// sampled), `differs` with witnesses (valid calls the two decide differently, one per pair of
     /// decisions), or `unknown` with the reason (conditions the analysis cannot cut into classes:
     /// globs, commands, list elements; flow rules and rate limits, which are not compared: when

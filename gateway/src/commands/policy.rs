@@ -126,10 +126,21 @@ pub async fn explain(
     }
 }
 
-/// The config's tools, from its upstreams started once, or the problems printed.
+/// The config's tools: read from the pins file when it keeps a definition for every upstream
+/// (no upstream is started — the tools in force are the pinned ones), else from its upstreams
+/// started once; or the problems printed.
 async fn registry_of(config_path: &Path) -> Option<ToolRegistry> {
     let config = super::config_or_report(config_path)?;
     let pins = super::pins_or_report(&config)?;
+    if let Some(specs) = pinned_specs(&config, &pins) {
+        eprintln!(
+            "toolgate-mcp-gateway: the tools are read from the pins file (no upstream was started): {} tools",
+            specs.len()
+        );
+        return spec_registry(specs)
+            .map_err(|problem| super::report([problem]))
+            .ok();
+    }
     let started = super::start_or_report(&config, &pins).await?;
     let specs = started
         .definitions
@@ -141,6 +152,29 @@ async fn registry_of(config_path: &Path) -> Option<ToolRegistry> {
     spec_registry(specs)
         .map_err(|problem| super::report([problem]))
         .ok()
+}
+
+/// The served specs of every upstream's pinned definitions, under their served names; `None`
+/// when an upstream has none kept (never pinned, or pinned before definitions were kept).
+fn pinned_specs(
+    config: &crate::config::Config,
+    pins: &crate::pins::Pins,
+) -> Option<Vec<toolgate::ToolSpec>> {
+    let mut specs = Vec::new();
+    for upstream in &config.upstreams {
+        let pinned = pins.pinned(&upstream.name);
+        if pinned.is_empty() {
+            return None;
+        }
+        specs.extend(pinned.into_iter().map(|(tool, _)| {
+            toolgate::ToolSpec::new(
+                config.served_name(&upstream.name, &tool.name),
+                tool.description.as_deref().unwrap_or_default(),
+                Value::Object((*tool.input_schema).clone()),
+            )
+        }));
+    }
+    (!config.upstreams.is_empty()).then_some(specs)
 }
 
 /// What `check` prints about the layers: each file's examples (all passed, or it would not have

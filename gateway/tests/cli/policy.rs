@@ -328,3 +328,66 @@ fn the_gateway_and_the_library_give_the_same_diff() {
         "{gateway:#?}"
     );
 }
+
+/// Issue 41, item 4: with every upstream's definitions pinned, `policy diff` and `policy explain`
+/// read the tools from the pins file and start nothing — an upstream that cannot start is no
+/// obstacle, and nothing runs.
+#[test]
+fn policy_diff_and_explain_read_pinned_tools_and_start_no_upstream() {
+    let work = Work::new("policy-offline");
+    let config = work.hostile_config("serve", "");
+    let config_arg = config.to_str().unwrap();
+    assert!(run(&["pin", "--config", config_arg]).status.success());
+    let starts = work.read("record.jsonl.starts").lines().count();
+    // The upstream's command now fails: only the pins can answer.
+    let written = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        written.replace(
+            "command = \"python3\"",
+            "command = \"/nonexistent/python3\"",
+        ),
+    )
+    .unwrap();
+    let old = work.write("old.json", POLICY);
+    let without_examples = &POLICY[..POLICY.find(",\n \"examples\"").unwrap()];
+    let new = work.write(
+        "new.json",
+        &format!("{without_examples}}}")
+            .replace(r#""roots": ["/srv"]"#, r#""roots": ["/srv", "/tmp"]"#),
+    );
+    let output = run(&[
+        "policy",
+        "diff",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--config",
+        config_arg,
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("read from the pins file (no upstream was started)"),
+        "{stderr}"
+    );
+    assert!(stdout.contains(r#""verdict":"differs""#), "{stdout}");
+    work.write("policy.json", POLICY);
+    let output = run(&[
+        "policy",
+        "explain",
+        "h__write",
+        r#"{"path": "/tmp/x"}"#,
+        "--config",
+        config_arg,
+    ]);
+    assert!(
+        text(&output).0.contains("allowed if /path were under /srv"),
+        "{:?}",
+        text(&output)
+    );
+    assert_eq!(
+        work.read("record.jsonl.starts").lines().count(),
+        starts,
+        "no upstream was started"
+    );
+}

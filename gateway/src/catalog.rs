@@ -122,6 +122,16 @@ pub fn build(
         };
         for tool in upstream_tools {
             let name = config.served_name(link.name(), &tool.name);
+            // A tool served under its own name that reads as another upstream's (`files__x`)
+            // would be judged and held back as that upstream's: left out.
+            if config.owner_of(&name) != Some((link.name(), tool.name.as_ref())) {
+                left.push(Left {
+                    upstream: link.name().to_owned(),
+                    name: quoted(&tool.name),
+                    why: "its name reads as another upstream's served tool (it starts with that upstream's name and the separator)".to_owned(),
+                });
+                continue;
+            }
             if !own.insert(tool.name.to_string()) {
                 left.push(Left {
                     upstream: link.name().to_owned(),

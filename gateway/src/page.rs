@@ -12,18 +12,14 @@ use toolgate::{Principal, ToolController};
 use crate::config::{AuditTarget, Config};
 use crate::http::Keys;
 
-/// Which upstream a served name comes from: the part before the separator (upstream names never
-/// hold it); without a separator, the one upstream there is.
+/// Which upstream a served name comes from: the one whose prefix it carries (upstream names
+/// never hold the separator), else the one serving its tools under their own names.
 fn upstream_of(config: &Config) -> impl Fn(&str) -> Option<String> + Send + Sync + 'static {
-    let names: Vec<String> = config.upstreams.iter().map(|up| up.name.clone()).collect();
-    let separator = config.separator.clone();
+    let config = config.clone();
     move |tool: &str| {
-        let name = match &separator {
-            Some(separator) => tool.split_once(separator.as_str())?.0,
-            None if names.len() == 1 => names[0].as_str(),
-            None => return None,
-        };
-        names.iter().find(|known| *known == name).cloned()
+        config
+            .owner_of(tool)
+            .map(|(upstream, _)| upstream.to_owned())
     }
 }
 

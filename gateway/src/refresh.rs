@@ -213,14 +213,14 @@ fn apply(state: &mut State, controller: &ToolController) -> Applied {
         Err(mismatch) => {
             // Hold back what changed or went: the policy was written for the old definitions.
             for link in &state.links {
-                let prefix = state.config.served_name(link.name(), "");
                 let held: HashSet<String> = state
                     .in_force
                     .iter()
-                    .filter(|(served, digest)| {
-                        served.starts_with(&prefix) && next.get(*served) != Some(*digest)
+                    .filter(|(served, digest)| next.get(*served) != Some(*digest))
+                    .filter_map(|(served, _)| match state.config.owner_of(served) {
+                        Some((upstream, tool)) if upstream == link.name() => Some(tool.to_owned()),
+                        _ => None,
                     })
-                    .map(|(served, _)| served[prefix.len()..].to_owned())
                     .collect();
                 link.withhold(held);
             }

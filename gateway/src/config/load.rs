@@ -123,8 +123,23 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
                 format!("an upstream name may not contain the separator {separator:?}"),
             );
         }
+        let own_names = section.own_names;
+        if own_names && let Some(other) = upstreams.iter().find(|up: &&UpstreamConfig| up.own_names)
+        {
+            problem(
+                &format!("{key}.own_names"),
+                format!(
+                    "upstream `{}` already serves its tools under their own names; one upstream at most may",
+                    other.name
+                ),
+            );
+        }
         match upstream(&base, section) {
-            Ok(transport) => upstreams.push(UpstreamConfig { name, transport }),
+            Ok(transport) => upstreams.push(UpstreamConfig {
+                name,
+                own_names,
+                transport,
+            }),
             Err((field, message)) => problem(&format!("{key}.{field}"), message),
         }
     }

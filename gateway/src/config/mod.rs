@@ -134,6 +134,9 @@ pub struct ApiClient {
 pub struct UpstreamConfig {
     /// Its name: the prefix of its served tools.
     pub name: String,
+    /// Its tools are served under their own names, unprefixed (`own_names = true`; one upstream
+    /// at most), so the gateway can stand in for it without renaming anything.
+    pub own_names: bool,
     /// How to reach it.
     pub transport: UpstreamTransport,
 }
@@ -283,8 +286,46 @@ impl Config {
     /// The name `tool` of `upstream` is served under.
     pub fn served_name(&self, upstream: &str, tool: &str) -> String {
         match &self.separator {
-            Some(separator) => format!("{upstream}{separator}{tool}"),
-            None => tool.to_owned(),
+            Some(separator) if !self.serves_own_names(upstream) => {
+                format!("{upstream}{separator}{tool}")
+            }
+            _ => tool.to_owned(),
+        }
+    }
+
+    /// Whether `upstream`'s tools are served under their own names.
+    fn serves_own_names(&self, upstream: &str) -> bool {
+        self.upstreams
+            .iter()
+            .any(|up| up.own_names && up.name == upstream)
+    }
+
+    /// The upstream and its tool's own name a served name comes from: the upstream whose prefix
+    /// it carries, else the one serving its own names (or the one upstream of the command-line
+    /// form); `None` when no upstream can serve it.
+    pub fn owner_of<'a>(&'a self, served: &'a str) -> Option<(&'a str, &'a str)> {
+        if let Some(separator) = &self.separator {
+            let prefixed = self
+                .upstreams
+                .iter()
+                .filter(|up| !up.own_names)
+                .find_map(|up| {
+                    served
+                        .strip_prefix(up.name.as_str())?
+                        .strip_prefix(separator.as_str())
+                        .map(|tool| (up.name.as_str(), tool))
+                });
+            if prefixed.is_some() {
+                return prefixed;
+            }
+        }
+        match (&self.separator, self.upstreams.as_slice()) {
+            (None, [only]) => Some((only.name.as_str(), served)),
+            _ => self
+                .upstreams
+                .iter()
+                .find(|up| up.own_names)
+                .map(|up| (up.name.as_str(), served)),
         }
     }
 }
@@ -379,6 +420,8 @@ struct UpstreamSection {
     #[serde(default)]
     headers: BTreeMap<String, String>,
     bearer_token_env: Option<String>,
+    #[serde(default)]
+    own_names: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -435,6 +478,7 @@ impl Config {
             separator: None,
             upstreams: vec![UpstreamConfig {
                 name: "upstream".to_owned(),
+                own_names: true,
                 transport: UpstreamTransport::Stdio {
                     command: program,
                     args: words.collect(),

@@ -7,5 +7,6 @@ mod support;
 
 mod degraded;
 mod health;
+mod own_names;
 mod pinning;
 mod remote;

@@ -1,4 +1,5 @@
 mod identities;
+mod own_names;
 mod shared_counters;
 
 use std::path::Path;

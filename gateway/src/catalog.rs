@@ -89,6 +89,10 @@ pub fn build(
     let mut left = Vec::new();
     let mut names = LookAlikes::default();
     let mut owners = std::collections::HashMap::<String, String>::new();
+    // The prefixed upstreams claim their names first: a look-alike under an upstream's own
+    // names is the one left out, never the prefixed tool it resembles.
+    let mut tools = tools;
+    tools.sort_by_key(|(link, _)| config.serves_own_names(link.name()));
     for (link, upstream_tools) in tools {
         let mut own = std::collections::HashSet::new();
         let pinned: std::collections::HashMap<String, (Tool, String)> = pins
@@ -99,6 +103,11 @@ pub fn build(
         let stand_in = |tool: &str, why: String| {
             let (pinned_tool, digest) = pinned.get(tool)?;
             let name = config.served_name(link.name(), tool);
+            if config.owner_of(&name) != Some((link.name(), tool))
+                || config.reads_as_prefixed(link.name(), &name)
+            {
+                return None;
+            }
             let definition = forwarding(
                 Arc::clone(&link),
                 pinned_tool,
@@ -124,7 +133,9 @@ pub fn build(
             let name = config.served_name(link.name(), &tool.name);
             // A tool served under its own name that reads as another upstream's (`files__x`)
             // would be judged and held back as that upstream's: left out.
-            if config.owner_of(&name) != Some((link.name(), tool.name.as_ref())) {
+            if config.owner_of(&name) != Some((link.name(), tool.name.as_ref()))
+                || config.reads_as_prefixed(link.name(), &name)
+            {
                 left.push(Left {
                     upstream: link.name().to_owned(),
                     name: quoted(&tool.name),
@@ -148,14 +159,6 @@ pub fn build(
                     link.name(),
                     quoted(&name)
                 )));
-            }
-            if let Err(error) = names.check(&name) {
-                left.push(Left {
-                    upstream: link.name().to_owned(),
-                    name: quoted(&tool.name),
-                    why: error.to_string(),
-                });
-                continue;
             }
             // One bound on a reply, the config's: the library's own output cap (1 MiB by
             // default) would refuse what `limits.max_message_bytes` lets through.
@@ -198,6 +201,15 @@ pub fn build(
                             });
                             continue;
                         }
+                    }
+                    // Only a tool that will be served claims its name against look-alikes.
+                    if let Err(error) = names.check(&name) {
+                        left.push(Left {
+                            upstream: link.name().to_owned(),
+                            name: quoted(&tool.name),
+                            why: error.to_string(),
+                        });
+                        continue;
                     }
                     owners.insert(name, link.name().to_owned());
                     served.push(Served {

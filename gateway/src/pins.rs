@@ -165,11 +165,13 @@ impl Pins {
         ) else {
             return Vec::new();
         };
+        // A definition kept under another tool's name (a file edited by hand) is no pin.
         digests
             .iter()
             .filter_map(|(name, digest)| {
                 definitions
                     .get(name)
+                    .filter(|tool| tool.name == name.as_str())
                     .map(|tool| (tool.clone(), digest.clone()))
             })
             .collect()

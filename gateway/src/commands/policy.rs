@@ -166,13 +166,31 @@ fn pinned_specs(
         if pinned.is_empty() {
             return None;
         }
-        specs.extend(pinned.into_iter().map(|(tool, _)| {
-            toolgate::ToolSpec::new(
-                config.served_name(&upstream.name, &tool.name),
+        for (tool, digest) in pinned {
+            let served = config.served_name(&upstream.name, &tool.name);
+            // Only what `serve` would serve: the name its own, the definition the one pinned.
+            if config.owner_of(&served) != Some((upstream.name.as_str(), tool.name.as_ref()))
+                || config.reads_as_prefixed(&upstream.name, &served)
+            {
+                continue;
+            }
+            let spec = toolgate::ToolSpec::new(
+                served,
                 tool.description.as_deref().unwrap_or_default(),
                 Value::Object((*tool.input_schema).clone()),
-            )
-        }));
+            );
+            let noop = |_: &Value| -> Result<String, toolgate::ToolError> { Ok(String::new()) };
+            let matches = toolgate::ToolDefinition::new(spec.clone(), noop)
+                .is_ok_and(|definition| definition.digest() == digest);
+            if !matches {
+                eprintln!(
+                    "toolgate-mcp-gateway: the pins file's definition of {} does not match its digest; the upstreams are started instead",
+                    crate::shown::quoted(&tool.name)
+                );
+                return None;
+            }
+            specs.push(spec);
+        }
     }
     (!config.upstreams.is_empty()).then_some(specs)
 }

@@ -294,10 +294,24 @@ impl Config {
     }
 
     /// Whether `upstream`'s tools are served under their own names.
-    fn serves_own_names(&self, upstream: &str) -> bool {
+    pub fn serves_own_names(&self, upstream: &str) -> bool {
         self.upstreams
             .iter()
             .any(|up| up.own_names && up.name == upstream)
+    }
+
+    /// Whether `served`, a name `upstream` serves under its own names, reads as a prefixed
+    /// upstream's in any case (`B__echo` beside upstream `b`): such a tool is left out.
+    pub fn reads_as_prefixed(&self, upstream: &str, served: &str) -> bool {
+        let Some(separator) = &self.separator else {
+            return false;
+        };
+        self.serves_own_names(upstream)
+            && self.upstreams.iter().filter(|up| !up.own_names).any(|up| {
+                served
+                    .to_lowercase()
+                    .starts_with(&format!("{}{separator}", up.name).to_lowercase())
+            })
     }
 
     /// The upstream and its tool's own name a served name comes from: the upstream whose prefix
@@ -305,16 +319,18 @@ impl Config {
     /// form); `None` when no upstream can serve it.
     pub fn owner_of<'a>(&'a self, served: &'a str) -> Option<(&'a str, &'a str)> {
         if let Some(separator) = &self.separator {
+            // The longest upstream name that fits: `x___y` is upstream `x_`'s `y`, not `x`'s `_y`.
             let prefixed = self
                 .upstreams
                 .iter()
                 .filter(|up| !up.own_names)
-                .find_map(|up| {
+                .filter_map(|up| {
                     served
                         .strip_prefix(up.name.as_str())?
                         .strip_prefix(separator.as_str())
                         .map(|tool| (up.name.as_str(), tool))
-                });
+                })
+                .max_by_key(|(upstream, _)| upstream.len());
             if prefixed.is_some() {
                 return prefixed;
             }

@@ -390,4 +390,24 @@ fn policy_diff_and_explain_read_pinned_tools_and_start_no_upstream() {
         starts,
         "no upstream was started"
     );
+    // A definition edited in the pins file (its digest kept) is not trusted: the upstreams are
+    // started instead, and here they cannot be.
+    let mut pins: Value = serde_json::from_str(&work.read("gateway.pins.json")).unwrap();
+    pins["definitions"]["h"]["write"]["inputSchema"]["properties"]["path"]["type"] =
+        Value::from("integer");
+    work.write("gateway.pins.json", &pins.to_string());
+    let output = run(&[
+        "policy",
+        "explain",
+        "h__write",
+        r#"{"path": 5}"#,
+        "--config",
+        config_arg,
+    ]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("\"write\" does not match its digest; the upstreams are started instead"),
+        "{stderr}"
+    );
 }

@@ -51,3 +51,23 @@ fn a_second_upstream_with_own_names_is_refused_naming_the_key() {
         "{found:?}"
     );
 }
+
+#[test]
+fn a_served_name_belongs_to_the_longest_upstream_name_it_starts_with() {
+    let config = parse(
+        Path::new("/etc/gw/gateway.toml"),
+        "[upstreams.x]\ncommand = \"a\"\n[upstreams.x_]\ncommand = \"b\"\n[policy]\nlayers = [\"p.json\"]\n",
+    )
+    .expect("loads");
+    assert_eq!(config.served_name("x_", "y"), "x___y");
+    assert_eq!(config.owner_of("x___y"), Some(("x_", "y")));
+    assert_eq!(config.owner_of("x__y"), Some(("x", "y")));
+    let own = parse(Path::new("/etc/gw/gateway.toml"), TWO).expect("loads");
+    assert!(own.reads_as_prefixed("files", "GIT__status"));
+    assert!(own.reads_as_prefixed("files", "git__status"));
+    assert!(!own.reads_as_prefixed("files", "status"));
+    assert!(
+        !own.reads_as_prefixed("git", "GIT__status"),
+        "only the own-names upstream"
+    );
+}

@@ -28,6 +28,7 @@
 //! instead of getting a state anyone could replay.
 
 mod approval;
+mod call_ids;
 mod caller;
 pub mod frames;
 mod listing;

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::McpError;
 use super::approval::{self, Answer, StateSeal};
+use super::call_ids::CallIds;
 use super::wire;
 use crate::approvals::{ApprovalId, ApprovalRequest, ApprovalResponse};
 use crate::contract::{Principal, ToolCall, ToolResult};
@@ -69,31 +70,6 @@ pub struct McpServer {
     /// caller names no session.
     connection: Option<Arc<str>>,
     call_ids: Arc<CallIds>,
-}
-
-/// Call ids unique to this server (and, through the random prefix, across servers sharing an
-/// audit log): a client's JSON-RPC id repeats in every session (`2` for each first call).
-struct CallIds {
-    prefix: String,
-    next: std::sync::atomic::AtomicU64,
-}
-
-impl CallIds {
-    fn random() -> Result<Self, getrandom::Error> {
-        let bytes = crate::random::bytes16()?;
-        Ok(Self {
-            prefix: bytes[..8]
-                .iter()
-                .map(|byte| format!("{byte:02x}"))
-                .collect(),
-            next: std::sync::atomic::AtomicU64::new(1),
-        })
-    }
-
-    fn next(&self) -> String {
-        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        format!("{}-{n}", self.prefix)
-    }
 }
 
 impl std::fmt::Debug for McpServer {

@@ -7,9 +7,9 @@ mod upstream_section;
 
 use super::{
     ApprovalPageConfig, ApprovalStoreConfig, AuditTarget, Config, DEFAULT_SEPARATOR, File, Limits,
-    StateKeySource, UpstreamConfig, WebhookConfig,
+    StateKeySource, WebhookConfig,
 };
-use upstream_section::upstream;
+use upstream_section::upstreams;
 
 /// The most zeros `audit.jsonl_reserve_mib` keeps ahead of a log: a gigabyte is seconds of lines
 /// at any rate a disk syncs them; more is a typo.
@@ -105,44 +105,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
             "no upstream is configured: add an [upstreams.NAME] table with a `command`".to_owned(),
         );
     }
-    let mut upstreams = Vec::new();
-    for (name, section) in file.upstreams {
-        let key = format!("upstreams.{name}");
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
-        {
-            problem(
-                &key,
-                "an upstream name is made of ASCII letters, digits, `_` and `-`".to_owned(),
-            );
-        } else if !separator.is_empty() && name.contains(&separator) {
-            problem(
-                &key,
-                format!("an upstream name may not contain the separator {separator:?}"),
-            );
-        }
-        let own_names = section.own_names;
-        if own_names && let Some(other) = upstreams.iter().find(|up: &&UpstreamConfig| up.own_names)
-        {
-            problem(
-                &format!("{key}.own_names"),
-                format!(
-                    "upstream `{}` already serves its tools under their own names; one upstream at most may",
-                    other.name
-                ),
-            );
-        }
-        match upstream(&base, section) {
-            Ok(transport) => upstreams.push(UpstreamConfig {
-                name,
-                own_names,
-                transport,
-            }),
-            Err((field, message)) => problem(&format!("{key}.{field}"), message),
-        }
-    }
+    let upstreams = upstreams(file.upstreams, &separator, &base, &mut problem);
 
     if file.policy.layers.is_empty() {
         problem(

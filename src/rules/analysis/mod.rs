@@ -33,6 +33,7 @@ mod calls;
 mod cells;
 mod explain;
 mod findings;
+mod fresh;
 mod pattern;
 mod space;
 

@@ -78,3 +78,51 @@ pub(super) fn upstream(
         ),
     })
 }
+
+/// Every `[upstreams.NAME]` table checked: its name (no separator in it), `own_names` on one at
+/// most, and how it is reached; each problem is told to `problem` with its key.
+pub(super) fn upstreams(
+    sections: std::collections::BTreeMap<String, UpstreamSection>,
+    separator: &str,
+    base: &Path,
+    problem: &mut impl FnMut(&str, String),
+) -> Vec<super::super::UpstreamConfig> {
+    let mut upstreams: Vec<super::super::UpstreamConfig> = Vec::new();
+    for (name, section) in sections {
+        let key = format!("upstreams.{name}");
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+        {
+            problem(
+                &key,
+                "an upstream name is made of ASCII letters, digits, `_` and `-`".to_owned(),
+            );
+        } else if !separator.is_empty() && name.contains(separator) {
+            problem(
+                &key,
+                format!("an upstream name may not contain the separator {separator:?}"),
+            );
+        }
+        let own_names = section.own_names;
+        if own_names && let Some(other) = upstreams.iter().find(|up| up.own_names) {
+            problem(
+                &format!("{key}.own_names"),
+                format!(
+                    "upstream `{}` already serves its tools under their own names; one upstream at most may",
+                    other.name
+                ),
+            );
+        }
+        match upstream(base, section) {
+            Ok(transport) => upstreams.push(super::super::UpstreamConfig {
+                name,
+                own_names,
+                transport,
+            }),
+            Err((field, message)) => problem(&format!("{key}.{field}"), message),
+        }
+    }
+    upstreams
+}

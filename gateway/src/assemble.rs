@@ -182,13 +182,16 @@ fn registry_and_policy(
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
     );
-    // Tried first on the served tools' specs alone: the stand-ins enter only when needed.
-    let specs = definitions
-        .iter()
-        .map(|definition| definition.spec().clone())
-        .collect();
-    let fits_without = policy::spec_registry(specs)
-        .is_ok_and(|registry| policy::load(&config.policy_layers, &registry).is_ok());
+    // Tried first on the served tools' specs alone: the stand-ins enter only when needed (with
+    // none, the policy is loaded once, below).
+    let fits_without = stand_ins.is_empty() || {
+        let specs = definitions
+            .iter()
+            .map(|definition| definition.spec().clone())
+            .collect();
+        policy::spec_registry(specs)
+            .is_ok_and(|registry| policy::load(&config.policy_layers, &registry).is_ok())
+    };
     let stand_ins = if fits_without { Vec::new() } else { stand_ins };
     let mut definitions = definitions;
     let names: Vec<(String, String)> = stand_ins

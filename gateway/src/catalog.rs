@@ -102,12 +102,7 @@ pub fn build(
             .collect();
         let stand_in = |tool: &str, why: String| {
             let (pinned_tool, digest) = pinned.get(tool)?;
-            let name = config.served_name(link.name(), tool);
-            if config.owner_of(&name) != Some((link.name(), tool))
-                || config.reads_as_prefixed(link.name(), &name)
-            {
-                return None;
-            }
+            let name = config.claimed_name(link.name(), tool)?;
             let definition = forwarding(
                 Arc::clone(&link),
                 pinned_tool,
@@ -130,19 +125,16 @@ pub fn build(
             })
         };
         for tool in upstream_tools {
-            let name = config.served_name(link.name(), &tool.name);
             // A tool served under its own name that reads as another upstream's (`files__x`)
             // would be judged and held back as that upstream's: left out.
-            if config.owner_of(&name) != Some((link.name(), tool.name.as_ref()))
-                || config.reads_as_prefixed(link.name(), &name)
-            {
+            let Some(name) = config.claimed_name(link.name(), &tool.name) else {
                 left.push(Left {
                     upstream: link.name().to_owned(),
                     name: quoted(&tool.name),
                     why: "its name reads as another upstream's served tool (it starts with that upstream's name and the separator)".to_owned(),
                 });
                 continue;
-            }
+            };
             if !own.insert(tool.name.to_string()) {
                 left.push(Left {
                     upstream: link.name().to_owned(),

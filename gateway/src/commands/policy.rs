@@ -167,13 +167,10 @@ fn pinned_specs(
             return None;
         }
         for (tool, digest) in pinned {
-            let served = config.served_name(&upstream.name, &tool.name);
             // Only what `serve` would serve: the name its own, the definition the one pinned.
-            if config.owner_of(&served) != Some((upstream.name.as_str(), tool.name.as_ref()))
-                || config.reads_as_prefixed(&upstream.name, &served)
-            {
+            let Some(served) = config.claimed_name(&upstream.name, &tool.name) else {
                 continue;
-            }
+            };
             let spec = toolgate::ToolSpec::new(
                 served,
                 tool.description.as_deref().unwrap_or_default(),

@@ -4,6 +4,16 @@
 use super::Config;
 
 impl Config {
+    /// The name `tool` of `upstream` is served under, when that name reads as that tool of that
+    /// upstream and no other (see [`owner_of`](Self::owner_of) and
+    /// [`reads_as_prefixed`](Self::reads_as_prefixed)); `None`: such a tool is not served.
+    pub fn claimed_name(&self, upstream: &str, tool: &str) -> Option<String> {
+        let served = self.served_name(upstream, tool);
+        (self.owner_of(&served) == Some((upstream, tool))
+            && !self.reads_as_prefixed(upstream, &served))
+        .then_some(served)
+    }
+
     /// The name `tool` of `upstream` is served under.
     pub fn served_name(&self, upstream: &str, tool: &str) -> String {
         match &self.separator {

@@ -105,7 +105,11 @@ async fn a_rewritten_description_is_not_served_until_pinned_and_a_dropped_tool_i
 #[tokio::test]
 async fn a_definition_changed_between_starts_is_held_until_pinned_and_the_rest_is_served() {
     let work = Work::new("pinning-restart");
-    let config_path = work.hostile_config("serve", "");
+    let admin = free_port();
+    let config_path = work.hostile_config(
+        "serve",
+        &format!("[listen]\nstdio = true\nadmin = \"127.0.0.1:{admin}\"\n"),
+    );
     let config = config_path.to_str().unwrap();
     let output = run(&["pin", "--config", config]);
     assert!(output.status.success(), "{:?}", text(&output));
@@ -152,6 +156,20 @@ async fn a_definition_changed_between_starts_is_held_until_pinned_and_the_rest_i
         work.recorded(),
         Vec::<String>::new(),
         "nothing held was sent"
+    );
+    // The upstream is up, two of its tools are held back: degraded, yet served (200).
+    let health = http_get(admin, "/healthz");
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    assert!(
+        health.contains("degraded")
+            && health.contains("tool \"echo\" of upstream `h` is held back")
+            && health.contains("tool \"write\" of upstream `h` is held back"),
+        "{health}"
+    );
+    let metrics = http_get(admin, "/metrics");
+    assert!(
+        metrics.contains("toolgate_tools_held_back{upstream=\"h\"} 2"),
+        "{metrics}"
     );
     let (message, is_error) = call(&client, "h__mutate", json!({})).await;
     assert!(!is_error, "the rest is served: {message}");

@@ -378,15 +378,19 @@ fn base_number(schema: &Value, integer: bool) -> Value {
     tries
         .into_iter()
         .find(|x| x.is_finite() && bounds.admits(*x))
-        .and_then(|x| {
-            if x.fract() == 0.0 && x.abs() < 9.0e15 {
-                #[expect(clippy::cast_possible_truncation, reason = "integral and below 2^53")]
-                Some(Value::from(x as i64))
-            } else {
-                serde_json::Number::from_f64(x).map(Value::Number)
-            }
-        })
+        .and_then(number_value)
         .unwrap_or(Value::from(0))
+}
+
+/// `x` as JSON: an integer when it is integral below 2^53 (exact), else a float; `None` for a
+/// number JSON cannot hold (infinite, NaN).
+pub(super) fn number_value(x: f64) -> Option<Value> {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        #[expect(clippy::cast_possible_truncation, reason = "integral and below 2^53")]
+        Some(Value::from(x as i64))
+    } else {
+        serde_json::Number::from_f64(x).map(Value::Number)
+    }
 }
 
 /// The value at `pointer` in `arguments`, `None` when absent.

@@ -368,15 +368,7 @@ impl PointerAtoms {
         points.dedup();
         // The rules' own bounds and literals: each a class of its own.
         let mut out: Vec<Value> = self.bounds.iter().cloned().map(Value::Number).collect();
-        let number = |x: f64| {
-            if x.fract() == 0.0 && x.abs() < 9.0e15 {
-                // Exact: an integral value below 2^53.
-                #[expect(clippy::cast_possible_truncation, reason = "integral and below 2^53")]
-                Value::from(x as i64)
-            } else {
-                Number::from_f64(x).map_or(Value::Null, Value::Number)
-            }
-        };
+        let number = |x: f64| super::calls::number_value(x).unwrap_or(Value::Null);
         let mut made = Vec::new();
         match (points.first(), points.last()) {
             (Some(&low), Some(&high)) => {

@@ -150,10 +150,61 @@ pub struct ToolResult {
     pub content: String,
     /// `true` when the call failed or did not run.
     pub is_error: bool,
-    /// The handler's structured output, for a tool with an output schema: a JSON value that
-    /// satisfied it. `content` then holds the same value as JSON text.
+    /// The handler's structured output: for a tool with an output schema, a JSON value that
+    /// satisfied it. For a [`structured`](crate::ToolDefinition::structured) handler `content`
+    /// holds the same value as JSON text; for a [`ToolOutput`](crate::definition::ToolOutput)
+    /// it sits beside the tool's own content blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
+    /// The content blocks a tool sent and the result's `_meta`, kept as sent (a
+    /// [`ToolOutput`](crate::definition::ToolOutput) handler's: an MCP upstream's images, audio,
+    /// resource links and embedded resources beside its text). MCP servers pass them on
+    /// unchanged; providers that read text only get `content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<Box<ResultBlocks>>,
+}
+
+/// The content blocks of a [`ToolResult`] and its `_meta`, in MCP's shape, as the tool sent them.
+///
+/// Each block is a JSON object with a string `"type"` (`text`, `image`, `audio`,
+/// `resource_link`, `resource`, or one a later protocol revision defines); annotations and
+/// `_meta` on a block are part of it.
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate::ResultBlocks;
+///
+/// let blocks = ResultBlocks::new(vec![json!({"type": "image", "data": "AA==", "mimeType": "image/png"})]);
+/// assert_eq!(blocks.content.len(), 1);
+/// assert!(blocks.meta.is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ResultBlocks {
+    /// The content blocks, in the order sent.
+    pub content: Vec<Value>,
+    /// The result's `_meta` object, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, Value>>,
+}
+
+impl ResultBlocks {
+    /// `content` with no `_meta`.
+    pub fn new(content: Vec<Value>) -> Self {
+        Self {
+            content,
+            meta: None,
+        }
+    }
+
+    /// The same blocks with the result's `_meta`.
+    #[must_use]
+    pub fn with_meta(mut self, meta: serde_json::Map<String, Value>) -> Self {
+        self.meta = Some(meta);
+        self
+    }
 }
 
 impl ToolResult {
@@ -171,6 +222,7 @@ impl ToolResult {
             content: content.into(),
             is_error: false,
             structured: None,
+            blocks: None,
         }
     }
 
@@ -189,6 +241,7 @@ impl ToolResult {
             content: value.to_string(),
             is_error: false,
             structured: Some(value),
+            blocks: None,
         }
     }
 
@@ -206,6 +259,7 @@ impl ToolResult {
             content: content.into(),
             is_error: true,
             structured: None,
+            blocks: None,
         }
     }
 }

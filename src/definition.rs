@@ -1,5 +1,6 @@
 //! Tool definitions: a spec, its compiled validator and its handler.
 
+mod blocks;
 mod depth;
 mod depth_bound;
 mod handler;
@@ -22,6 +23,7 @@ use serde_json::Value;
 
 use crate::contract::ToolSpec;
 
+pub use blocks::ToolOutput;
 pub(crate) use handler::Handler;
 pub use handler::{AsyncToolHandler, BoxFuture, ToolError, ToolHandler};
 use violations::DeclaredNames;
@@ -441,7 +443,7 @@ impl ToolDefinition {
     pub fn is_async(&self) -> bool {
         matches!(
             self.handler,
-            Handler::Async(_) | Handler::AsyncStructured(_)
+            Handler::Async(_) | Handler::AsyncStructured(_) | Handler::AsyncBlocks(_)
         )
     }
 }

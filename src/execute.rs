@@ -29,7 +29,10 @@ impl ToolRuntime {
         let (call_id, arguments, definition) = unpack(authorized);
         let outcome = match definition.handler() {
             Handler::Blocking(handler) => handler.call(&arguments),
-            Handler::Async(_) | Handler::Structured(_) | Handler::AsyncStructured(_) => {
+            Handler::Async(_)
+            | Handler::Structured(_)
+            | Handler::AsyncStructured(_)
+            | Handler::AsyncBlocks(_) => {
                 return not_blocking(call_id, arguments, &definition);
             }
         };
@@ -56,6 +59,10 @@ impl ToolRuntime {
                 let outcome = handler(arguments).await;
                 return structured(call_id, outcome, &definition);
             }
+            Handler::AsyncBlocks(handler) => {
+                let outcome = handler(arguments).await;
+                return blocks(call_id, outcome, &definition);
+            }
         };
         into_result(call_id, outcome, definition.max_output_bytes())
     }
@@ -72,6 +79,9 @@ fn not_blocking(call_id: String, arguments: Value, definition: &ToolDefinition) 
         }
         Handler::AsyncStructured(handler) => {
             return structured(call_id, block_on(handler(arguments)), definition);
+        }
+        Handler::AsyncBlocks(handler) => {
+            return blocks(call_id, block_on(handler(arguments)), definition);
         }
     };
     into_result(call_id, outcome, definition.max_output_bytes())
@@ -97,6 +107,22 @@ fn structured(
         Err(error) => ToolResult::error(call_id, error.to_string()),
     };
     bounded(result, definition.max_output_bytes())
+}
+
+/// The result of a handler answering in content blocks: checked and bounded by the definition
+/// ([`ToolDefinition::blocks_result`]).
+fn blocks(
+    call_id: String,
+    outcome: Result<crate::definition::ToolOutput, crate::ToolError>,
+    definition: &ToolDefinition,
+) -> ToolResult {
+    match outcome {
+        Ok(output) => definition.blocks_result(call_id, output),
+        Err(error) => bounded(
+            ToolResult::error(call_id, error.to_string()),
+            definition.max_output_bytes(),
+        ),
+    }
 }
 
 #[inline(always)]

@@ -6,9 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
-use rmcp::service::ServiceError;
 use serde_json::Value;
-use toolgate::mcp::result_text;
+use toolgate::mcp::{CallFailure, tool_output};
 use toolgate::registry::LookAlikes;
 use toolgate::{ToolDefinition, ToolError, ToolSpec};
 
@@ -16,7 +15,6 @@ use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::pins::{Pins, Verdict};
 use crate::upstream::Link;
-use toolgate::mcp::frames::OVERSIZED_REPLY_CODE;
 
 use crate::shown::quoted;
 
@@ -260,34 +258,15 @@ fn forwarding(
             result
         }
     };
-    let Some(output_schema) = &tool.output_schema else {
-        return ToolDefinition::new_async(spec, move |arguments: Value| {
-            let sent = call(arguments);
-            async move {
-                let result = sent.await?;
-                if result.is_error == Some(true) {
-                    Err(ToolError::new(result_text(&result)))
-                } else {
-                    Ok(result_text(&result))
-                }
-            }
-        });
+    // The whole result is passed on (every content block, structuredContent beside them — checked
+    // by the library against the output schema when one is declared —, isError, _meta).
+    let spec = match &tool.output_schema {
+        Some(output_schema) => spec.with_output_schema(Value::Object((**output_schema).clone())),
+        None => spec,
     };
-    // The upstream declares its output: its structuredContent is checked against that schema
-    // (by the library) before it is passed on, as a structured result.
-    let spec = spec.with_output_schema(Value::Object((**output_schema).clone()));
-    ToolDefinition::structured_async(spec, move |arguments: Value| {
+    ToolDefinition::blocks_async(spec, move |arguments: Value| {
         let sent = call(arguments);
-        async move {
-            let result = sent.await?;
-            match result.structured_content {
-                _ if result.is_error == Some(true) => Err(ToolError::new(result_text(&result))),
-                Some(value) => Ok(value),
-                None => Err(ToolError::new(
-                    "the upstream declares an output schema for this tool but returned no structuredContent; nothing of its reply was passed on",
-                )),
-            }
-        }
+        async move { sent.await.map(tool_output) }
     })
 }
 
@@ -320,30 +299,33 @@ async fn forward(
         ));
     };
     let request = CallToolRequestParams::new(name).with_arguments(arguments);
-    match tokio::time::timeout(timeout, peer.call_tool(request)).await {
-        Ok(Ok(result)) => Ok(result),
-        Ok(Err(ServiceError::McpError(error))) if error.code.0 == OVERSIZED_REPLY_CODE => {
-            Err(ToolError::new(format!(
-                "upstream `{upstream}` ran the call, but {} (limits.max_message_bytes)",
-                error.message.replacen("the upstream's ", "its ", 1)
-            )))
+    let failure = match tokio::time::timeout(timeout, peer.call_tool(request)).await {
+        Ok(Ok(result)) => return Ok(result),
+        Ok(Err(error)) => CallFailure::of(error),
+        Err(_) => {
+            return Err(ToolError::new(format!(
+                "upstream `{upstream}` did not answer within {} ms (limits.call_timeout_ms); whether the call took effect is unknown",
+                timeout.as_millis()
+            )));
         }
-        Ok(Err(ServiceError::McpError(error))) => Err(ToolError::new(format!(
-            "upstream `{upstream}` refused the call (code {}): {}",
-            error.code.0,
-            bounded(&error.message)
-        ))),
-        Ok(Err(ServiceError::TransportSend(_))) => Err(ToolError::new(format!(
+    };
+    Err(ToolError::new(match failure {
+        CallFailure::Oversized { detail } => format!(
+            "upstream `{upstream}` ran the call, but {} (limits.max_message_bytes)",
+            detail.replacen("the upstream's ", "its ", 1)
+        ),
+        CallFailure::Refused { code, message } => format!(
+            "upstream `{upstream}` refused the call (code {code}): {}",
+            bounded(&message)
+        ),
+        CallFailure::NotSent => format!(
             "upstream `{upstream}` could not be sent the call (its session closed); nothing ran"
-        ))),
-        Ok(Err(_)) => Err(ToolError::new(format!(
+        ),
+        // A failure the SDK adds later is read as the unknown case, never as "nothing ran".
+        _ => format!(
             "upstream `{upstream}` stopped before answering; whether the call took effect is unknown"
-        ))),
-        Err(_) => Err(ToolError::new(format!(
-            "upstream `{upstream}` did not answer within {} ms (limits.call_timeout_ms); whether the call took effect is unknown",
-            timeout.as_millis()
-        ))),
-    }
+        ),
+    }))
 }
 
 /// An upstream's message, cut to 1,000 characters.

@@ -158,11 +158,13 @@ pub(crate) type StructuredHandler = dyn Fn(&Value) -> Result<Value, ToolError> +
 pub(crate) type AsyncStructuredHandler =
     dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 
-/// A definition's handler: plain, async, or returning structured output (blocking or async).
+/// A definition's handler: plain, async, returning structured output (blocking or async), or
+/// answering in content blocks (async).
 #[derive(Clone)]
 pub(crate) enum Handler {
     Blocking(Arc<dyn ToolHandler>),
     Async(Arc<dyn AsyncToolHandler>),
     Structured(Arc<StructuredHandler>),
     AsyncStructured(Arc<AsyncStructuredHandler>),
+    AsyncBlocks(Arc<super::blocks::AsyncBlocksHandler>),
 }

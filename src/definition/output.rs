@@ -36,6 +36,12 @@ pub(super) fn compile(
         (Some(schema), Handler::Structured(_) | Handler::AsyncStructured(_)) => {
             super::schema::compile(&spec.name, schema).map(Some)
         }
+        (Some(schema), Handler::AsyncBlocks(_)) if !schema.is_object() => {
+            Err(misfit("output_schema must be a JSON object"))
+        }
+        (Some(schema), Handler::AsyncBlocks(_)) => {
+            super::schema::compile(&spec.name, schema).map(Some)
+        }
         (None, _) => Ok(None),
     }
 }

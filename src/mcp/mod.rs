@@ -28,8 +28,10 @@
 //! instead of getting a state anyone could replay.
 
 mod approval;
+mod call_failure;
 mod call_ids;
 mod caller;
+mod downstream;
 pub mod frames;
 mod listing;
 mod reload;
@@ -39,13 +41,15 @@ mod strict_input;
 mod upstream;
 mod wire;
 
+pub use call_failure::CallFailure;
 pub use caller::{Caller, CallerOf};
+pub use downstream::Downstream;
 pub use listing::{ListError, list_tools};
 pub use reload::{PolicyFile, Reload};
 pub use server::McpServer;
 pub use strict_input::check_duplicate_keys;
 pub use upstream::{SkipReason, Skipped, Upstream, UpstreamLimits};
-pub use wire::{APPROVAL_ID_META, result_text};
+pub use wire::{APPROVAL_ID_META, RESERVED_META_PREFIX, result_text, tool_output};
 
 /// The SDK this module is built on, at the version toolgate uses.
 pub use rmcp;

@@ -311,6 +311,41 @@ impl McpServer {
         .into()
     }
 
+    /// `tools/call`: a retry carrying a request state answers its approval; any other call is
+    /// handled by the controller, and held for a person when a rule asks.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        if arguments
+            .get(super::strict_input::DUPLICATE_KEYS_MARKER)
+            .is_some()
+        {
+            return Ok(wire::call_result(ToolResult::error(
+                self.call_ids.next(),
+                super::strict_input::DUPLICATE_KEYS_REFUSAL,
+            ))
+            .into());
+        }
+        let caller = self.caller(context);
+        if let Some(state) = request.request_state.as_deref() {
+            let responses = request.input_responses.as_ref();
+            return Ok(self
+                .retry(state, &request.name, &arguments, responses, &caller)
+                .await
+                .into());
+        }
+        // The audit log names each call by an id unique to this server, not the client's.
+        let mut call = ToolCall::new(self.call_ids.next(), request.name, arguments);
+        call.principal.clone_from(&caller.principal);
+        Ok(match self.controller.handle_async(call).await {
+            Outcome::Completed(result) => wire::call_result(result).into(),
+            Outcome::PendingApproval(request) => self.ask(request, context, &caller).await,
+        })
+    }
+
     /// A 2026-07-28 retry: opens the state, reads the answer, resolves the approval.
     async fn retry(
         &self,
@@ -395,32 +430,8 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        if arguments
-            .get(super::strict_input::DUPLICATE_KEYS_MARKER)
-            .is_some()
-        {
-            return Ok(wire::call_result(ToolResult::error(
-                self.call_ids.next(),
-                super::strict_input::DUPLICATE_KEYS_REFUSAL,
-            ))
-            .into());
-        }
-        let caller = self.caller(&context);
-        if let Some(state) = request.request_state.as_deref() {
-            let responses = request.input_responses.as_ref();
-            return Ok(self
-                .retry(state, &request.name, &arguments, responses, &caller)
-                .await
-                .into());
-        }
-        // The audit log names each call by an id unique to this server, not the client's.
-        let mut call = ToolCall::new(self.call_ids.next(), request.name, arguments);
-        call.principal.clone_from(&caller.principal);
-        Ok(match self.controller.handle_async(call).await {
-            Outcome::Completed(result) => wire::call_result(result).into(),
-            Outcome::PendingApproval(request) => self.ask(request, &context, &caller).await,
-        })
+        // A forwarding handler reads the client's progress token and cancellation from here.
+        super::downstream::within(&context, self.call(request, &context)).await
     }
 
     /// The SDK's handshake, plus a watcher that sends `notifications/tools/list_changed` to this

@@ -5,16 +5,17 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::{ServiceExt as _, model::Tool};
 use serde_json::Value;
 
 use super::McpError;
-use super::frames::{OVERSIZED_REPLY_CODE, pump};
+use super::call_failure::{CallFailure, cut};
+use super::frames::pump;
 use super::listing::list_tools;
-use super::wire::result_text;
+use super::wire::tool_output;
 use crate::contract::{ToolSpec, quote_bounded};
-use crate::definition::{DefinitionError, ToolDefinition, ToolError};
+use crate::definition::{DefinitionError, ToolDefinition, ToolError, ToolOutput};
 use crate::registry::ToolRegistry;
 
 /// A running upstream MCP server, spoken to as a client over its stdin and stdout (2025-11-25
@@ -154,8 +155,10 @@ impl Upstream {
     }
 
     /// The upstream's tools as a registry whose handlers forward each call upstream, and the tools
-    /// that could not be imported. Names, descriptions and input schemas are taken as sent;
-    /// annotations are hints and are dropped — only the gateway's policy decides.
+    /// that could not be imported. Names, descriptions, input and output schemas are taken as
+    /// sent; annotations are hints and are dropped — only the gateway's policy decides. A call's
+    /// result is passed on whole ([`ToolDefinition::blocks_async`]): every content block, the
+    /// structured content (checked against the output schema), `isError` and `_meta`.
     ///
     /// # Errors
     ///
@@ -204,13 +207,16 @@ fn forwarding_definition(
     tool: &Tool,
     limits: UpstreamLimits,
 ) -> Result<ToolDefinition, DefinitionError> {
-    let spec = ToolSpec::new(
+    let mut spec = ToolSpec::new(
         tool.name.to_string(),
         tool.description.as_deref().unwrap_or_default(),
         Value::Object((*tool.input_schema).clone()),
     );
+    if let Some(output_schema) = &tool.output_schema {
+        spec = spec.with_output_schema(Value::Object((**output_schema).clone()));
+    }
     let name = tool.name.to_string();
-    ToolDefinition::new_async(spec, move |arguments: Value| {
+    ToolDefinition::blocks_async(spec, move |arguments: Value| {
         let peer = peer.clone();
         let name = name.clone();
         async move { forward(&peer, name, arguments, limits).await }
@@ -223,46 +229,36 @@ async fn forward(
     name: String,
     arguments: Value,
     limits: UpstreamLimits,
-) -> Result<String, ToolError> {
+) -> Result<ToolOutput, ToolError> {
     let Value::Object(arguments) = arguments else {
         return Err(ToolError::new(
             "arguments must be a JSON object; the call was not sent, nothing ran",
         ));
     };
     let request = CallToolRequestParams::new(name).with_arguments(arguments);
-    match tokio::time::timeout(limits.call_timeout, peer.call_tool(request)).await {
-        Ok(Ok(result)) if result.is_error == Some(true) => {
-            Err(ToolError::new(result_text(&result)))
+    let failure = match tokio::time::timeout(limits.call_timeout, peer.call_tool(request)).await {
+        Ok(Ok(result)) => return Ok(tool_output(result)),
+        Ok(Err(error)) => CallFailure::of(error),
+        Err(_) => {
+            return Err(ToolError::new(format!(
+                "the upstream server did not answer within {} ms; whether the call took effect is unknown",
+                limits.call_timeout.as_millis()
+            )));
         }
-        Ok(Ok(result)) => Ok(result_text(&result)),
-        Ok(Err(ServiceError::McpError(error))) if error.code.0 == OVERSIZED_REPLY_CODE => {
-            Err(ToolError::new(format!(
-                "the upstream server ran the call, but its reply was larger than {} bytes and was dropped",
-                limits.max_message_bytes
-            )))
+    };
+    Err(ToolError::new(match failure {
+        CallFailure::Oversized { .. } => format!(
+            "the upstream server ran the call, but its reply was larger than {} bytes and was dropped",
+            limits.max_message_bytes
+        ),
+        CallFailure::Refused { code, message } => format!(
+            "the upstream server refused the call (code {code}): {}",
+            cut(&message, limits.max_refusal_chars)
+        ),
+        CallFailure::NotSent => {
+            "the upstream server could not be sent the call (its session closed); nothing ran"
+                .to_owned()
         }
-        Ok(Err(ServiceError::McpError(error))) => Err(ToolError::new(format!(
-            "the upstream server refused the call (code {}): {}",
-            error.code.0,
-            cut(&error.message, limits.max_refusal_chars)
-        ))),
-        Ok(Err(ServiceError::TransportSend(_))) => Err(ToolError::new(
-            "the upstream server could not be sent the call (its session closed); nothing ran",
-        )),
-        Ok(Err(_)) => Err(ToolError::new(
-            "the upstream server did not answer (it may have stopped); whether the call took effect is unknown",
-        )),
-        Err(_) => Err(ToolError::new(format!(
-            "the upstream server did not answer within {} ms; whether the call took effect is unknown",
-            limits.call_timeout.as_millis()
-        ))),
-    }
-}
-
-/// `message` cut to `max` characters, marked when cut.
-fn cut(message: &str, max: usize) -> String {
-    match message.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &message[..at]),
-        None => message.to_owned(),
-    }
+        CallFailure::NoAnswer => "the upstream server did not answer (it may have stopped); whether the call took effect is unknown".to_owned(),
+    }))
 }

@@ -4,8 +4,10 @@ use rmcp::model::{CallToolResult, ContentBlock, ListToolsResult, MetaObject, Too
 use serde_json::{Value, json};
 
 use crate::contract::{ToolResult, ToolSpec};
+use crate::definition::ToolOutput;
 
-/// The `_meta` key under which a held call's approval id is given to the client.
+/// The `_meta` key under which a held call's approval id is given to the client (under
+/// [`RESERVED_META_PREFIX`], which no tool's own result may use).
 pub const APPROVAL_ID_META: &str = "dev.toolgate/approvalId";
 
 /// The `tools/list` result for `specs`. A spec whose schema is not an object (MCP requires one)
@@ -41,10 +43,24 @@ fn tool(spec: &ToolSpec) -> Option<Tool> {
     serde_json::from_value(tool).ok()
 }
 
-/// The `CallToolResult` for a toolgate result: its content as one text block, and `isError`; a
-/// structured result (an object, as MCP requires) also as `structuredContent`.
+/// The `CallToolResult` for a toolgate result and `isError`: the content blocks a tool sent
+/// ([`ToolResult::blocks`]) as sent, with its `_meta` less toolgate's own keys; otherwise its
+/// content as one text block. A structured result (an object, as MCP requires) also as
+/// `structuredContent`.
 pub(crate) fn call_result(result: ToolResult) -> CallToolResult {
-    let content = vec![ContentBlock::text(result.content)];
+    let (content, meta) = match result.blocks {
+        Some(blocks) => {
+            let blocks = *blocks;
+            let content = blocks.content.into_iter().map(content_block).collect();
+            (
+                content,
+                blocks
+                    .meta
+                    .and_then(crate::providers::mcp::without_reserved_keys),
+            )
+        }
+        None => (vec![ContentBlock::text(result.content)], None),
+    };
     let mut call_result = if result.is_error {
         CallToolResult::error(content)
     } else {
@@ -53,8 +69,26 @@ pub(crate) fn call_result(result: ToolResult) -> CallToolResult {
     if let Some(value) = result.structured.filter(Value::is_object) {
         call_result.structured_content = Some(value);
     }
+    call_result.meta = meta.map(MetaObject);
     call_result
 }
+
+/// A content block as the SDK sends it; one of a type this SDK does not know becomes a text block
+/// saying so (the SDK cannot send it).
+fn content_block(block: Value) -> ContentBlock {
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .map(crate::contract::quote_bounded)
+        .unwrap_or_default();
+    serde_json::from_value(block).unwrap_or_else(|_| {
+        ContentBlock::text(format!(
+            "[a content block of type {kind} this server cannot send was left out]"
+        ))
+    })
+}
+
+pub use crate::providers::mcp::RESERVED_META_PREFIX;
 
 /// An error result for a call that did not run, carrying `approval_id` in `_meta` when there is
 /// one (a call held for an approval out of band).
@@ -68,8 +102,8 @@ pub(crate) fn not_run(text: String, approval_id: Option<String>) -> CallToolResu
     result
 }
 
-/// The text a toolgate tool returns for an MCP tool result (an upstream's): its text blocks
-/// joined by newlines; the structured content as JSON when there is no text.
+/// The text of an MCP tool result (an upstream's): its text blocks joined by newlines; the
+/// structured content as JSON when there is no text. [`tool_output`] keeps the whole result.
 ///
 /// # Examples
 ///
@@ -90,4 +124,32 @@ pub fn result_text(result: &CallToolResult) -> String {
         return structured.to_string();
     }
     texts.join("\n")
+}
+
+/// An MCP tool result (an upstream's) as a [`ToolOutput`], every part kept: its content blocks
+/// (text, image, audio, resource link, embedded resource, annotations and `_meta` on each),
+/// structured content, `isError` and `_meta` — for a [`ToolDefinition::blocks_async`] handler
+/// that forwards calls.
+///
+/// [`ToolDefinition::blocks_async`]: crate::ToolDefinition::blocks_async
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::mcp::{tool_output, rmcp::model::{CallToolResult, ContentBlock}};
+/// let result = CallToolResult::success(vec![ContentBlock::image("AA==", "image/png")]);
+/// let output = tool_output(result);
+/// assert_eq!(output.blocks[0]["type"], "image");
+/// assert!(!output.is_error);
+/// ```
+pub fn tool_output(result: CallToolResult) -> ToolOutput {
+    let blocks = result
+        .content
+        .into_iter()
+        .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
+        .collect();
+    let mut output = ToolOutput::new(blocks).with_error(result.is_error == Some(true));
+    output.structured = result.structured_content;
+    output.meta = result.meta.map(|meta| meta.0);
+    output
 }

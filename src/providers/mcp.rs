@@ -251,18 +251,44 @@ fn read_call(request: &Value, registry: &ToolRegistry) -> Result<ToolCall, Value
         .map_err(|result| error_response(id, &result.content))
 }
 
-/// The `CallToolResult` for a result: its content as one text block, and `isError`; a result with
-/// structured output ([`ToolResult::structured`]) also carries it as `structuredContent` (when it
-/// is an object, as MCP requires), its text being the same value as JSON.
+/// The `CallToolResult` for a result: the content blocks a tool sent ([`ToolResult::blocks`])
+/// as sent, with its `_meta` less the keys under [`RESERVED_META_PREFIX`] (toolgate's own),
+/// otherwise its content as one text block; and `isError`. A result with structured output
+/// ([`ToolResult::structured`]) also carries it as `structuredContent` (when it is an object, as
+/// MCP requires).
+///
+/// [`RESERVED_META_PREFIX`]: crate::providers::mcp::RESERVED_META_PREFIX
 pub fn call_tool_result(result: &ToolResult) -> Value {
-    let mut body = json!({
-        "content": [{"type": "text", "text": result.content}],
-        "isError": result.is_error,
-    });
+    let mut body = match &result.blocks {
+        Some(blocks) => {
+            let mut body = json!({"content": blocks.content, "isError": result.is_error});
+            if let Some(meta) = blocks.meta.clone().and_then(without_reserved_keys) {
+                body["_meta"] = Value::Object(meta);
+            }
+            body
+        }
+        None => json!({
+            "content": [{"type": "text", "text": result.content}],
+            "isError": result.is_error,
+        }),
+    };
     if let Some(value) = result.structured.as_ref().filter(|value| value.is_object()) {
         body["structuredContent"] = value.clone();
     }
     body
+}
+
+/// The prefix of the `_meta` keys toolgate sets on results (a held call's approval id): a tool's
+/// own keys under it are not passed on.
+pub const RESERVED_META_PREFIX: &str = "dev.toolgate/";
+
+/// `meta` less the keys under [`RESERVED_META_PREFIX`], so that no tool can make a client believe
+/// its call is held for an approval; `None` when nothing is left.
+pub(crate) fn without_reserved_keys(
+    mut meta: serde_json::Map<String, Value>,
+) -> Option<serde_json::Map<String, Value>> {
+    meta.retain(|key, _| !key.starts_with(RESERVED_META_PREFIX));
+    (!meta.is_empty()).then_some(meta)
 }
 
 /// The `CallToolResult` for a result with a structured part: the text block, then the value as

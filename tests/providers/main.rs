@@ -6,6 +6,7 @@
 mod common;
 
 mod adapters;
+mod content_blocks;
 mod export;
 mod mcp_server;
 mod mcp_upstream;

@@ -15,4 +15,5 @@ mod python_sdk;
 mod raw;
 mod sessions;
 mod stdio;
+mod transparency;
 mod typescript_sdk;

@@ -15,7 +15,7 @@ use support::*;
 
 const KEY: &str = "tg_typescript_client_key";
 
-fn node_dir() -> Option<PathBuf> {
+pub fn node_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("TOOLGATE_MCP_NODE").filter(|dir| !dir.is_empty());
     if dir.is_none() {
         assert!(

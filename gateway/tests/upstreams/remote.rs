@@ -81,11 +81,9 @@ async fn a_remote_upstream_with_a_token_from_the_environment_is_served_gated() {
         .await
         .expect("handshake");
     let (message, is_error) = call(&client, "r__echo", json!({"text": "over http"})).await;
-    // The SDK declares `{"result": string}` as echo's output: the checked value's JSON is the text.
-    assert_eq!(
-        (message.as_str(), is_error),
-        (r#"{"result":"echo: over http"}"#, false)
-    );
+    // The SDK declares `{"result": string}` as echo's output: its structuredContent is checked and
+    // passed beside the upstream's own text, which reaches the client unchanged.
+    assert_eq!((message.as_str(), is_error), ("echo: over http", false));
     let (_, is_error) = call(&client, "r__shell", json!({"command": "id"})).await;
     assert!(is_error);
     let recorded = std::fs::read_to_string(work.path("record.jsonl")).unwrap();

@@ -1,0 +1,67 @@
+//! Why a call sent to an upstream got no result, sorted by what it means for the caller: whether
+//! the call can have run. The library's [`Upstream`](super::Upstream) and the gateway word the
+//! message each their own way from one classification.
+
+use rmcp::service::ServiceError;
+
+use super::frames::OVERSIZED_REPLY_CODE;
+
+/// Why an upstream call ended without a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallFailure {
+    /// The upstream ran the call, but its reply was larger than the bound and was dropped as it
+    /// streamed by; `detail` is the bounded reader's message.
+    Oversized {
+        /// What the reader said (the size and the bound).
+        detail: String,
+    },
+    /// The upstream answered with a JSON-RPC error.
+    Refused {
+        /// The JSON-RPC error code.
+        code: i32,
+        /// Its message, as sent (cut it before showing it).
+        message: String,
+    },
+    /// The call could not be sent (the session closed): nothing ran.
+    NotSent,
+    /// The session ended before an answer: whether the call took effect is unknown.
+    NoAnswer,
+}
+
+impl CallFailure {
+    /// The failure `error` means.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolgate::mcp::CallFailure;
+    /// use toolgate::mcp::rmcp::{ErrorData, service::ServiceError};
+    ///
+    /// let error = ServiceError::McpError(ErrorData::invalid_params("no such path", None));
+    /// assert!(matches!(CallFailure::of(error), CallFailure::Refused { code: -32602, .. }));
+    /// ```
+    pub fn of(error: ServiceError) -> Self {
+        match error {
+            ServiceError::McpError(error) if error.code.0 == OVERSIZED_REPLY_CODE => {
+                Self::Oversized {
+                    detail: error.message.into_owned(),
+                }
+            }
+            ServiceError::McpError(error) => Self::Refused {
+                code: error.code.0,
+                message: error.message.into_owned(),
+            },
+            ServiceError::TransportSend(_) => Self::NotSent,
+            _ => Self::NoAnswer,
+        }
+    }
+}
+
+/// `message` cut to `max` characters, marked `…` when cut.
+pub(crate) fn cut(message: &str, max: usize) -> String {
+    match message.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &message[..at]),
+        None => message.to_owned(),
+    }
+}

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::model::Tool;
 use serde_json::Value;
-use toolgate::mcp::{CallFailure, tool_output};
+use toolgate::mcp::tool_output;
 use toolgate::registry::LookAlikes;
-use toolgate::{ToolDefinition, ToolError, ToolSpec};
+use toolgate::{ToolDefinition, ToolSpec};
 
 use crate::config::Config;
 use crate::metrics::Metrics;
@@ -253,7 +253,7 @@ fn forwarding(
         let metrics = Arc::clone(&metrics);
         async move {
             let started = std::time::Instant::now();
-            let result = forward(&link, name, arguments, timeout).await;
+            let result = crate::forward::forward(&link, name, arguments, timeout).await;
             metrics.observe_upstream(link.name(), started.elapsed());
             result
         }
@@ -268,71 +268,4 @@ fn forwarding(
         let sent = call(arguments);
         async move { sent.await.map(tool_output) }
     })
-}
-
-/// Sends one authorized call upstream. Each failure says whether the call can have run.
-async fn forward(
-    link: &Link,
-    name: String,
-    arguments: Value,
-    timeout: Duration,
-) -> Result<CallToolResult, ToolError> {
-    let upstream = link.name();
-    if link.is_withheld(&name) {
-        return Err(ToolError::new(format!(
-            "upstream `{upstream}` changed this tool's definition (or stopped listing it) since it was pinned, and the policy in force names it: it is held back until the upstream lists it as pinned, the change is accepted with `toolgate-mcp-gateway pin`, or a policy that fits is loaded; the call was not sent, nothing ran"
-        )));
-    }
-    let peer = link.peer().map_err(|why| {
-        ToolError::new(format!(
-            "upstream `{upstream}` is unavailable ({why}); the call was not sent, nothing ran"
-        ))
-    })?;
-    if !link.is_verified() {
-        return Err(ToolError::new(format!(
-            "upstream `{upstream}` is unavailable (it was started again and its tools are being checked against their pins); the call was not sent, nothing ran"
-        )));
-    }
-    let Value::Object(arguments) = arguments else {
-        return Err(ToolError::new(
-            "arguments must be a JSON object; the call was not sent, nothing ran",
-        ));
-    };
-    let request = CallToolRequestParams::new(name).with_arguments(arguments);
-    let failure = match tokio::time::timeout(timeout, peer.call_tool(request)).await {
-        Ok(Ok(result)) => return Ok(result),
-        Ok(Err(error)) => CallFailure::of(error),
-        Err(_) => {
-            return Err(ToolError::new(format!(
-                "upstream `{upstream}` did not answer within {} ms (limits.call_timeout_ms); whether the call took effect is unknown",
-                timeout.as_millis()
-            )));
-        }
-    };
-    Err(ToolError::new(match failure {
-        CallFailure::Oversized { detail } => format!(
-            "upstream `{upstream}` ran the call, but {} (limits.max_message_bytes)",
-            detail.replacen("the upstream's ", "its ", 1)
-        ),
-        CallFailure::Refused { code, message } => format!(
-            "upstream `{upstream}` refused the call (code {code}): {}",
-            bounded(&message)
-        ),
-        CallFailure::NotSent => format!(
-            "upstream `{upstream}` could not be sent the call (its session closed); nothing ran"
-        ),
-        // A failure the SDK adds later is read as the unknown case, never as "nothing ran".
-        _ => format!(
-            "upstream `{upstream}` stopped before answering; whether the call took effect is unknown"
-        ),
-    }))
-}
-
-/// An upstream's message, cut to 1,000 characters.
-fn bounded(message: &str) -> String {
-    let mut cut: String = message.chars().take(1000).collect();
-    if cut.len() < message.len() {
-        cut.push('…');
-    }
-    cut
 }

@@ -15,6 +15,7 @@ mod cli;
 mod commands;
 mod config;
 mod fields;
+mod forward;
 mod hex;
 mod http;
 mod http_checks;

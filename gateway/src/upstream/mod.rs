@@ -3,6 +3,7 @@
 
 mod child;
 mod client;
+mod progress;
 mod remote;
 mod started;
 
@@ -13,6 +14,7 @@ use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 
 pub use child::StderrTail;
+pub use progress::Route;
 pub use started::StartError;
 
 use crate::config::{Limits, UpstreamConfig};
@@ -52,7 +54,7 @@ const STABLE_AFTER: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub struct Link {
     name: String,
-    state: RwLock<Result<Peer<RoleClient>, String>>,
+    state: RwLock<Result<Session, String>>,
     list_changed: watch::Receiver<u64>,
     // Upstream tool names whose new definition the policy does not fit yet: not sent.
     withheld: RwLock<std::collections::HashSet<String>>,
@@ -71,12 +73,19 @@ impl Link {
 
     /// The session, or why there is none (the call must not be sent).
     pub fn peer(&self) -> Result<Peer<RoleClient>, String> {
+        self.session().map(|session| session.peer)
+    }
+
+    /// The session and where its progress goes, or why there is none.
+    pub fn session(&self) -> Result<Session, String> {
         let state = self
             .state
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match &*state {
-            Ok(peer) if peer.is_transport_closed() => Err("its session has closed".to_owned()),
+            Ok(session) if session.peer.is_transport_closed() => {
+                Err("its session has closed".to_owned())
+            }
             other => other.clone(),
         }
     }
@@ -139,11 +148,33 @@ impl Link {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = tools;
     }
 
-    fn set(&self, state: Result<Peer<RoleClient>, String>) {
+    fn set(&self, state: Result<Session, String>) {
         *self
             .state
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = state;
+    }
+}
+
+/// One session with an upstream: where calls are sent, and where the progress it reports goes.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub peer: Peer<RoleClient>,
+    progress: progress::ProgressRoutes,
+}
+
+impl Session {
+    fn of(started: &started::Started) -> Self {
+        Self {
+            peer: started.service.peer().clone(),
+            progress: started.service.service().progress.clone(),
+        }
+    }
+
+    /// Routes the progress the upstream reports under `token` to the client request this task
+    /// runs for (if it asked for progress), until the guard is dropped.
+    pub fn route_progress(&self, token: rmcp::model::ProgressToken) -> Option<Route> {
+        toolgate::mcp::Downstream::current().map(|to| self.progress.route(token, to))
     }
 }
 
@@ -170,7 +201,7 @@ impl Upstream {
         let started = start_any(&config, limits, &tail, list_changed.clone()).await?;
         let link = Arc::new(Link {
             name: config.name.clone(),
-            state: RwLock::new(Ok(started.service.peer().clone())),
+            state: RwLock::new(Ok(Session::of(&started))),
             list_changed: changes,
             withheld: RwLock::default(),
             // Listed and judged at start, before anything is served.
@@ -270,7 +301,7 @@ impl Upstream {
                 // refresher has listed them again and judged them (as if it had said so).
                 link.started
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                link.set(Ok(started.service.peer().clone()));
+                link.set(Ok(Session::of(&started)));
                 list_changed.send_modify(|count| *count += 1);
                 tracing::info!(upstream = %config.name, "upstream started");
                 running = Some(started);

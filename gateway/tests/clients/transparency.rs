@@ -56,6 +56,7 @@ fn http_gateway(work: &Work, python: &str) -> (Served, serde_json::Value) {
     let child = Command::new(GATEWAY)
         .args(["serve", "--config"])
         .arg(&config)
+        .env("TOOLGATE_MCP_RECORD", work.path("record.jsonl"))
         .stdin(std::process::Stdio::null())
         .spawn()
         .expect("the gateway starts");
@@ -132,4 +133,34 @@ fn typescript_sdk_results_pass_through_stdio_and_http_unchanged() {
     let work = Work::new("transparency-ts-http");
     let (_served, gateway) = http_gateway(&work, python);
     typescript_checks(&dir, "http", python, gateway);
+}
+
+/// Issue 38, item 2 (in part): the progress an upstream reports reaches the client whose call it
+/// is, and a call its client abandons (`notifications/cancelled`) is cancelled upstream — checked
+/// directly and through the gateway, over stdio and Streamable HTTP, on both revisions (checks in
+/// `tests/mcp/progress_cancel.py`).
+#[test]
+fn python_sdk_progress_and_cancellation_flow_through_stdio_and_http() {
+    let Some(python) = python() else { return };
+    let python_path = python.to_str().expect("a UTF-8 path");
+    let stdio_work = Work::new("progress-stdio");
+    let http_work = Work::new("progress-http");
+    let (_served, http) = http_gateway(&http_work, python_path);
+    for (work, gateway) in [
+        (&stdio_work, stdio_gateway(&stdio_work, python_path)),
+        (&http_work, http),
+    ] {
+        for mode in ["legacy", "2026-07-28"] {
+            let record = work.path("record.jsonl");
+            let targets = json!({"direct": [python_path, rich_upstream()], "gateway": gateway});
+            let output = Command::new(&python)
+                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/progress_cancel.py"))
+                .arg(mode)
+                .arg(&record)
+                .arg(targets.to_string())
+                .output()
+                .expect("python runs");
+            assert_all_passed(&output);
+        }
+    }
 }

@@ -5,15 +5,22 @@ structured content beside the tool's own differing text (as the filesystem serve
 file). The gateway's transparency tests call each tool directly and through the gateway and
 compare the results.
 
+It also reports progress (`count`) and notices cancellation (`wait`, recorded as `cancelled` in the
+file named by TOOLGATE_MCP_RECORD, when set).
+
 Over stdio; `rich_upstream.py --http PORT` serves Streamable HTTP instead.
 """
 
 import base64
+import json
+import os
 from typing import Annotated
+
+import anyio
 
 from pydantic import BaseModel
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import (
     Annotations,
     AudioContent,
@@ -120,6 +127,26 @@ def mixed() -> CallToolResult:
         ],
         meta={"example.com/k": [1, {"deep": True}]},
     )
+
+
+@server.tool(description="Counts to three, reporting progress at each step.")
+async def count(ctx: Context) -> str:
+    for step in range(1, 4):
+        await ctx.report_progress(step, 3, f"step {step}")
+    return "counted"
+
+
+@server.tool(description="Waits until cancelled, and records that it was.")
+async def wait() -> str:
+    try:
+        await anyio.sleep(30)
+    except anyio.get_cancelled_exc_class():
+        record = os.environ.get("TOOLGATE_MCP_RECORD")
+        if record:
+            with open(record, "a", encoding="utf-8") as file:
+                file.write(json.dumps({"tool": "wait", "cancelled": True}) + "\n")
+        raise
+    return "waited"
 
 
 @server.tool(description="No content at all.")

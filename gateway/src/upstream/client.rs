@@ -3,12 +3,15 @@
 
 use rmcp::ClientHandler;
 use rmcp::ErrorData;
-#[expect(deprecated, reason = "sampling and roots are refused, on the revisions that have them")]
-use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResult};
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ErrorCode,
-    Implementation, ProgressNotificationParam,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ErrorCode, Implementation,
+    ProgressNotificationParam,
 };
+#[expect(
+    deprecated,
+    reason = "sampling and roots are refused, on the revisions that have them"
+)]
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResult};
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::watch;
 
@@ -37,7 +40,9 @@ impl GatewayClient {
         tracing::info!(upstream = %self.upstream, method, "refused an upstream's request the gateway does not forward to its clients");
         ErrorData::new(
             ErrorCode::METHOD_NOT_FOUND,
-            format!("{method} is not forwarded: toolgate-mcp-gateway does not pass an upstream's {method} requests to its clients (not supported yet); nobody was asked"),
+            format!(
+                "{method} is not forwarded: toolgate-mcp-gateway does not pass an upstream's {method} requests to its clients (not supported yet); nobody was asked"
+            ),
             None,
         )
     }
@@ -53,7 +58,10 @@ impl ClientHandler for GatewayClient {
         )
     }
 
-    #[expect(deprecated, reason = "sampling is refused, on the revisions that have it")]
+    #[expect(
+        deprecated,
+        reason = "sampling is refused, on the revisions that have it"
+    )]
     async fn create_message(
         &self,
         _params: CreateMessageRequestParams,
@@ -70,7 +78,10 @@ impl ClientHandler for GatewayClient {
         Err(self.not_forwarded("elicitation/create"))
     }
 
-    #[expect(deprecated, reason = "roots are refused, on the revisions that have them")]
+    #[expect(
+        deprecated,
+        reason = "roots are refused, on the revisions that have them"
+    )]
     async fn list_roots(
         &self,
         _context: RequestContext<RoleClient>,

@@ -15,6 +15,9 @@ MODE:
 
 With RECORD_FILE.typed present, it also lists `typed`, a tool declaring an outputSchema (as every
 Python SDK tool with a typed return does).
+With RECORD_FILE.asks present, it also lists `ask`: called, it sends the gateway a
+`sampling/createMessage`, an `elicitation/create` and a `roots/list` request, and answers the call
+with what came back for each.
 With RECORD_FILE.list-once present, a process answers its first tools/list and fails every later
 one (an upstream whose list cannot be checked after a restart).
 
@@ -61,6 +64,9 @@ if os.path.exists(record + ".typed"):
                   "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
                   "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}},
                                    "required": ["count"]}})
+if os.path.exists(record + ".asks"):
+    TOOLS.append({"name": "ask", "description": "Ask the client things.",
+                  "inputSchema": {"type": "object"}})
 
 
 def send(message: dict) -> None:
@@ -116,6 +122,21 @@ for line in sys.stdin:
             open(record + ".mutated", "w").close()
             mutate()
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        if name == "ask":
+            answers = {}
+            for number, (asked, params) in enumerate([
+                ("sampling/createMessage", {"messages": [], "maxTokens": 1}),
+                ("elicitation/create", {"message": "yes?", "requestedSchema": {"type": "object", "properties": {}}}),
+                ("roots/list", {}),
+            ]):
+                send({"jsonrpc": "2.0", "id": f"asked-{number}", "method": asked, "params": params})
+                while True:
+                    reply = json.loads(sys.stdin.readline())
+                    if reply.get("id") == f"asked-{number}":
+                        answers[asked] = reply
+                        break
+            send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": json.dumps(answers)}]}})
+            continue
         if name == "huge":
             # 16 MiB unless the call names another size.
             size = message["params"].get("arguments", {}).get("bytes", 16 * 1024 * 1024)

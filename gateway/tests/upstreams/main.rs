@@ -10,3 +10,4 @@ mod health;
 mod own_names;
 mod pinning;
 mod remote;
+mod requests;

@@ -1,0 +1,33 @@
+//! Requests an upstream sends the gateway (issue 38, item 2): what the gateway does not pass on to
+//! its clients is refused with a message saying so — never declined in a person's name.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use support::*;
+
+#[tokio::test]
+async fn an_upstreams_sampling_elicitation_and_roots_requests_are_refused_saying_why() {
+    let work = Work::new("upstream-requests");
+    let config = work.hostile_config("serve", "");
+    work.write("record.jsonl.asks", "");
+    work.write(
+        "policy.json",
+        r#"{"rules": [{"id": "ask", "tool": "h__ask", "action": "allow", "reason": "test"}]}"#,
+    );
+    let client = serve(&config).await;
+    let (text, is_error) = call(&client, "h__ask", json!({})).await;
+    assert!(!is_error, "{text}");
+    let answers: Value = serde_json::from_str(&text).expect("the upstream's JSON");
+    for method in ["sampling/createMessage", "elicitation/create", "roots/list"] {
+        let error = &answers[method]["error"];
+        assert_eq!(error["code"], -32601, "{method}: {answers}");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("{method} is not forwarded"))
+                && message.contains("nobody was asked"),
+            "{method}: {message}"
+        );
+        assert!(answers[method].get("result").is_none(), "{answers}");
+    }
+}

@@ -87,9 +87,7 @@ pub async fn forward(
     waiting.id = None;
     match answer {
         Ok(ServerResult::CallToolResult(result)) => Ok(result),
-        Ok(_) => Err(ToolError::new(format!(
-            "upstream `{upstream}` answered the call with something that is not a tool result; whether the call took effect is unknown"
-        ))),
+        Ok(_) => Err(failed(upstream, CallFailure::Unreadable)),
         Err(error) => Err(failed(upstream, CallFailure::of(error))),
     }
 }
@@ -104,6 +102,9 @@ fn failed(upstream: &str, failure: CallFailure) -> ToolError {
         CallFailure::Refused { code, message } => format!(
             "upstream `{upstream}` refused the call (code {code}): {}",
             bounded(&message)
+        ),
+        CallFailure::Unreadable => format!(
+            "upstream `{upstream}` answered the call with a result the gateway cannot read (a content type or field its MCP SDK does not know); the call may have taken effect, and nothing of the answer was passed on"
         ),
         CallFailure::NotSent => format!(
             "upstream `{upstream}` could not be sent the call (its session closed); nothing ran"

@@ -25,6 +25,10 @@ pub enum CallFailure {
     },
     /// The call could not be sent (the session closed): nothing ran.
     NotSent,
+    /// The upstream answered with something the SDK cannot read as a tool result (a content
+    /// block type it does not know, a malformed field): the call may have taken effect, and
+    /// nothing of the answer can be passed on.
+    Unreadable,
     /// The session ended before an answer: whether the call took effect is unknown.
     NoAnswer,
 }
@@ -53,6 +57,7 @@ impl CallFailure {
                 message: error.message.into_owned(),
             },
             ServiceError::TransportSend(_) => Self::NotSent,
+            ServiceError::UnexpectedResponse => Self::Unreadable,
             _ => Self::NoAnswer,
         }
     }

@@ -259,6 +259,7 @@ async fn forward(
             "the upstream server could not be sent the call (its session closed); nothing ran"
                 .to_owned()
         }
+        CallFailure::Unreadable => "the upstream server answered the call with a result this client cannot read (a content type or field it does not know); the call may have taken effect, and nothing of the answer was passed on".to_owned(),
         CallFailure::NoAnswer => "the upstream server did not answer (it may have stopped); whether the call took effect is unknown".to_owned(),
     }))
 }

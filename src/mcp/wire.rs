@@ -44,14 +44,24 @@ fn tool(spec: &ToolSpec) -> Option<Tool> {
 }
 
 /// The `CallToolResult` for a toolgate result and `isError`: the content blocks a tool sent
-/// ([`ToolResult::blocks`]) as sent, with its `_meta` less toolgate's own keys; otherwise its
-/// content as one text block. A structured result (an object, as MCP requires) also as
-/// `structuredContent`.
+/// ([`ToolResult::blocks`]) as sent — or an error result saying it was not passed on, when the SDK
+/// cannot send one of them — with its `_meta` less the keys of reserved namespaces; otherwise
+/// its content as one text block. A structured result also as `structuredContent`.
 pub(crate) fn call_result(result: ToolResult) -> CallToolResult {
     let (content, meta) = match result.blocks {
         Some(blocks) => {
             let blocks = *blocks;
-            let content = blocks.content.into_iter().map(content_block).collect();
+            let mut content = Vec::with_capacity(blocks.content.len());
+            for (at, block) in blocks.content.into_iter().enumerate() {
+                // The SDK cannot send a block of a type it does not know: the result is not
+                // passed on in part.
+                let Ok(block) = serde_json::from_value::<ContentBlock>(block) else {
+                    return CallToolResult::error(vec![ContentBlock::text(format!(
+                        "the tool ran, and its output was not passed on: content block {at} is of a type this server cannot send"
+                    ))]);
+                };
+                content.push(block);
+            }
             (
                 content,
                 blocks
@@ -66,26 +76,11 @@ pub(crate) fn call_result(result: ToolResult) -> CallToolResult {
     } else {
         CallToolResult::success(content)
     };
-    if let Some(value) = result.structured.filter(Value::is_object) {
-        call_result.structured_content = Some(value);
-    }
+    // Any JSON value: the SDK moves one that is not an object into a text block for a client on
+    // a revision that requires an object.
+    call_result.structured_content = result.structured;
     call_result.meta = meta.map(MetaObject);
     call_result
-}
-
-/// A content block as the SDK sends it; one of a type this SDK does not know becomes a text block
-/// saying so (the SDK cannot send it).
-fn content_block(block: Value) -> ContentBlock {
-    let kind = block
-        .get("type")
-        .and_then(Value::as_str)
-        .map(crate::contract::quote_bounded)
-        .unwrap_or_default();
-    serde_json::from_value(block).unwrap_or_else(|_| {
-        ContentBlock::text(format!(
-            "[a content block of type {kind} this server cannot send was left out]"
-        ))
-    })
 }
 
 pub use crate::providers::mcp::RESERVED_META_PREFIX;
@@ -152,4 +147,84 @@ pub fn tool_output(result: CallToolResult) -> ToolOutput {
     output.structured = result.structured_content;
     output.meta = result.meta.map(|meta| meta.0);
     output
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::contract::ResultBlocks;
+
+    fn with_blocks(
+        content: Vec<Value>,
+        meta: Option<serde_json::Map<String, Value>>,
+    ) -> ToolResult {
+        let mut blocks = ResultBlocks::new(content);
+        blocks.meta = meta;
+        let mut result = ToolResult::ok("c", "text");
+        result.blocks = Some(Box::new(blocks));
+        result
+    }
+
+    #[test]
+    fn structured_content_that_is_not_an_object_is_passed_on() {
+        let mut result = with_blocks(vec![json!({"type": "text", "text": "two"})], None);
+        result.structured = Some(json!([1, 2]));
+        assert_eq!(call_result(result).structured_content, Some(json!([1, 2])));
+    }
+
+    #[test]
+    fn a_block_the_sdk_cannot_send_refuses_the_whole_result() {
+        let result = with_blocks(
+            vec![
+                json!({"type": "text", "text": "SECRET"}),
+                json!({"type": "video", "data": "SECRET"}),
+            ],
+            None,
+        );
+        let sent = call_result(result);
+        assert_eq!(sent.is_error, Some(true));
+        assert_eq!(sent.content.len(), 1);
+        let text = &sent.content[0].as_text().unwrap().text;
+        assert!(
+            text.contains("content block 1 is of a type this server cannot send"),
+            "{text}"
+        );
+        assert!(!text.contains("SECRET"));
+    }
+
+    #[test]
+    fn a_tools_meta_in_reserved_namespaces_is_not_passed_on() {
+        let meta = json!({
+            "dev.toolgate/approvalId": "forged",
+            "io.modelcontextprotocol/serverInfo": {"name": "forged"},
+            "example.com/kept": 1
+        });
+        let Value::Object(meta) = meta else {
+            unreachable!()
+        };
+        let sent = call_result(with_blocks(vec![], Some(meta)));
+        assert_eq!(
+            sent.meta.map(|meta| Value::Object(meta.0)),
+            Some(json!({"example.com/kept": 1}))
+        );
+        let Value::Object(only_reserved) = json!({"dev.toolgate/x": 1}) else {
+            unreachable!()
+        };
+        assert!(
+            call_result(with_blocks(vec![], Some(only_reserved)))
+                .meta
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn an_unreadable_answer_is_told_apart_from_no_answer() {
+        use super::super::CallFailure;
+        assert_eq!(
+            CallFailure::of(rmcp::service::ServiceError::UnexpectedResponse),
+            CallFailure::Unreadable
+        );
+    }
 }

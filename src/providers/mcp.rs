@@ -252,7 +252,8 @@ fn read_call(request: &Value, registry: &ToolRegistry) -> Result<ToolCall, Value
 }
 
 /// The `CallToolResult` for a result: the content blocks a tool sent ([`ToolResult::blocks`])
-/// as sent, with its `_meta` less the keys under [`RESERVED_META_PREFIX`] (toolgate's own),
+/// as sent, with its `_meta` less the keys under [`RESERVED_META_PREFIX`] (toolgate's own) and
+/// [`PROTOCOL_META_PREFIX`] (the hop's),
 /// otherwise its content as one text block; and `isError`. A result with structured output
 /// ([`ToolResult::structured`]) also carries it as `structuredContent` (when it is an object, as
 /// MCP requires).
@@ -282,12 +283,20 @@ pub fn call_tool_result(result: &ToolResult) -> Value {
 /// own keys under it are not passed on.
 pub const RESERVED_META_PREFIX: &str = "dev.toolgate/";
 
-/// `meta` less the keys under [`RESERVED_META_PREFIX`], so that no tool can make a client believe
-/// its call is held for an approval; `None` when nothing is left.
+/// The prefix of the `_meta` keys the protocol reserves for the hop a message travels (on
+/// 2026-07-28 a server names itself under `io.modelcontextprotocol/serverInfo`): a tool's own are
+/// not passed on, so that no upstream speaks for the server the client talks to.
+pub const PROTOCOL_META_PREFIX: &str = "io.modelcontextprotocol/";
+
+/// `meta` less the keys under [`RESERVED_META_PREFIX`] and [`PROTOCOL_META_PREFIX`], so that no
+/// tool can make a client believe its call is held for an approval, or that another server
+/// answered; `None` when nothing is left.
 pub(crate) fn without_reserved_keys(
     mut meta: serde_json::Map<String, Value>,
 ) -> Option<serde_json::Map<String, Value>> {
-    meta.retain(|key, _| !key.starts_with(RESERVED_META_PREFIX));
+    meta.retain(|key, _| {
+        !key.starts_with(RESERVED_META_PREFIX) && !key.starts_with(PROTOCOL_META_PREFIX)
+    });
     (!meta.is_empty()).then_some(meta)
 }
 

@@ -17,7 +17,7 @@ With RECORD_FILE.typed present, it also lists `typed`, a tool declaring an outpu
 Python SDK tool with a typed return does).
 With RECORD_FILE.asks present, it also lists `ask`: called, it sends the gateway a
 `sampling/createMessage`, an `elicitation/create` and a `roots/list` request, and answers the call
-with what came back for each.
+with what came back for each; and `video`, which answers with a content block of type `video`.
 With RECORD_FILE.list-once present, a process answers its first tools/list and fails every later
 one (an upstream whose list cannot be checked after a restart).
 
@@ -66,6 +66,8 @@ if os.path.exists(record + ".typed"):
                                    "required": ["count"]}})
 if os.path.exists(record + ".asks"):
     TOOLS.append({"name": "ask", "description": "Ask the client things.",
+                  "inputSchema": {"type": "object"}})
+    TOOLS.append({"name": "video", "description": "Answer with a block of a type no revision defines.",
                   "inputSchema": {"type": "object"}})
 
 
@@ -136,6 +138,9 @@ for line in sys.stdin:
                         answers[asked] = reply
                         break
             send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": json.dumps(answers)}]}})
+            continue
+        if name == "video":
+            send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "video", "data": "SECRET"}]}})
             continue
         if name == "huge":
             # 16 MiB unless the call names another size.

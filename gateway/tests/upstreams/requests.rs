@@ -13,7 +13,8 @@ async fn an_upstreams_sampling_elicitation_and_roots_requests_are_refused_saying
     work.write("record.jsonl.asks", "");
     work.write(
         "policy.json",
-        r#"{"rules": [{"id": "ask", "tool": "h__ask", "action": "allow", "reason": "test"}]}"#,
+        r#"{"rules": [{"id": "ask", "tool": "h__ask", "action": "allow", "reason": "test"},
+                      {"id": "video", "tool": "h__video", "action": "allow", "reason": "test"}]}"#,
     );
     let client = serve(&config).await;
     let (text, is_error) = call(&client, "h__ask", json!({})).await;
@@ -30,4 +31,32 @@ async fn an_upstreams_sampling_elicitation_and_roots_requests_are_refused_saying
         );
         assert!(answers[method].get("result").is_none(), "{answers}");
     }
+}
+
+/// A result the gateway's SDK cannot read (a content block type no revision defines) is not
+/// mistaken for an upstream that stopped: the client is told the upstream answered, that the call
+/// may have taken effect, and that nothing of the answer was passed on — quoting none of it.
+#[tokio::test]
+async fn an_answer_the_gateway_cannot_read_says_the_upstream_answered() {
+    let work = Work::new("upstream-unreadable");
+    let config = work.hostile_config("serve", "");
+    work.write("record.jsonl.asks", "");
+    work.write(
+        "policy.json",
+        r#"{"rules": [{"id": "video", "tool": "h__video", "action": "allow", "reason": "test"}]}"#,
+    );
+    let client = serve(&config).await;
+    let (text, is_error) = call(&client, "h__video", json!({})).await;
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("upstream `h` answered the call with a result the gateway cannot read")
+            && text.contains("may have taken effect")
+            && !text.contains("SECRET"),
+        "{text}"
+    );
+    let (text, is_error) = call(&client, "h__video", json!({})).await;
+    assert!(
+        is_error && text.contains("cannot read"),
+        "the session serves on: {text}"
+    );
 }

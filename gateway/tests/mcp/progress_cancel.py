@@ -15,35 +15,12 @@ import sys
 from pathlib import Path
 
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+
+from targets import Checks, gateway_client, stdio
 
 mode, record, targets = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
-passed, failed = 0, 0
-
-
-def check(name: str, condition: bool, detail: object = "") -> None:
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok    {mode} {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {mode} {name}: {detail}")
-
-
-def stdio(argv: list[str]) -> Client:
-    env = {"TOOLGATE_MCP_RECORD": str(record), "PATH": "/usr/bin:/bin"}
-    return Client(StdioServerParameters(command=argv[0], args=argv[1:], env=env), mode=mode)
-
-
-def gateway_client() -> Client:
-    gateway = targets["gateway"]
-    if "stdio" in gateway:
-        return stdio(gateway["stdio"])
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {gateway['key']}"})
-    return Client(streamable_http_client(gateway["http"], http_client=http), mode=mode)
+check = Checks(mode)
+ENV = {"TOOLGATE_MCP_RECORD": str(record), "PATH": "/usr/bin:/bin"}
 
 
 def cancellations() -> int:
@@ -86,12 +63,11 @@ async def progress_and_cancel(client: Client, via: str) -> None:
 
 
 async def main() -> None:
-    async with stdio(targets["direct"]) as client:
+    async with stdio(targets["direct"], mode, ENV) as client:
         await progress_and_cancel(client, "directly")
-    async with gateway_client() as client:
+    async with gateway_client(targets, mode, ENV) as client:
         await progress_and_cancel(client, "through the gateway")
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    check.done()
 
 
 asyncio.run(main())

@@ -1,7 +1,7 @@
 """Calls every tool of tests/mcp/rich_upstream.py directly and through toolgate-mcp-gateway with
 the official Python MCP SDK's client, and checks that the gateway changed nothing: the listed
 tools and every result — each content block with its annotations and `_meta`, structuredContent,
-isError and the result's `_meta` — are equal, except the one documented change (a result's
+isError and the result's `_meta` — are equal, except the documented changes (a result's
 `_meta` keys under `dev.toolgate/` are toolgate's own and are not passed on).
 
 usage: transparency.py MODE TARGETS_JSON      (MODE: legacy | 2026-07-28)
@@ -14,36 +14,13 @@ import json
 import sys
 
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+
+from targets import Checks, gateway_client, stdio
 
 mode, targets = sys.argv[1], json.loads(sys.argv[2])
-passed, failed = 0, 0
+check = Checks(mode)
 TOOLS = {"picture": {}, "sound": {}, "link": {}, "embedded": {}, "failing": {}, "with_meta": {},
          "read_file": {"path": "/a.txt"}, "mixed": {}, "empty": {}}
-
-
-def check(name: str, condition: bool, detail: object = "") -> None:
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok    {mode} {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {mode} {name}: {detail}")
-
-
-def stdio(argv: list[str]) -> Client:
-    return Client(StdioServerParameters(command=argv[0], args=argv[1:]), mode=mode)
-
-
-def gateway_client() -> Client:
-    gateway = targets["gateway"]
-    if "stdio" in gateway:
-        return stdio(gateway["stdio"])
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {gateway['key']}"})
-    return Client(streamable_http_client(gateway["http"], http_client=http), mode=mode)
 
 
 # Keys that describe the hop, not the tool's answer: on 2026-07-28 a server names itself in each
@@ -68,9 +45,9 @@ async def everything(client: Client) -> tuple[dict, dict]:
 
 
 async def main() -> None:
-    async with stdio(targets["direct"]) as client:
+    async with stdio(targets["direct"], mode) as client:
         direct_tools, direct = await everything(client)
-    async with gateway_client() as client:
+    async with gateway_client(targets, mode) as client:
         gateway_tools, through = await everything(client)
 
     for name in TOOLS:
@@ -109,8 +86,7 @@ async def main() -> None:
     check("with_meta: a forged approval id is not passed on, the rest of _meta is",
           through["with_meta"].get("_meta") == {"example.com/trace": "abc"}, through["with_meta"])
 
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    check.done()
 
 
 asyncio.run(main())

@@ -133,6 +133,9 @@ def mixed() -> CallToolResult:
 async def count(ctx: Context) -> str:
     for step in range(1, 4):
         await ctx.report_progress(step, 3, f"step {step}")
+    # Work goes on after the last report, as it does in a tool worth reporting on: progress sent
+    # in the instant before the result may reach the client after it (see the gateway chapter).
+    await anyio.sleep(0.5)
     return "counted"
 
 

@@ -8,6 +8,7 @@ mod output;
 mod schema;
 #[cfg(test)]
 mod tests;
+mod tool_output;
 #[cfg(feature = "schemars")]
 mod typed;
 #[cfg(feature = "schemars")]
@@ -23,9 +24,9 @@ use serde_json::Value;
 
 use crate::contract::ToolSpec;
 
-pub use blocks::ToolOutput;
 pub(crate) use handler::Handler;
 pub use handler::{AsyncToolHandler, BoxFuture, ToolError, ToolHandler};
+pub use tool_output::ToolOutput;
 use violations::DeclaredNames;
 pub use violations::{ArgumentErrors, Violation};
 

@@ -4,75 +4,12 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::handler::{BoxFuture, Handler};
+use super::ToolOutput;
+use super::handler::{AsyncBlocksHandler, BoxFuture, Handler};
 use super::{DefinitionError, MAX_ARGUMENT_DEPTH, ToolDefinition, ToolError, exceeds_depth};
 use crate::contract::{ResultBlocks, ToolResult, ToolSpec};
-
-/// What a tool that answers in content blocks returned: its blocks (MCP's shape), its structured
-/// content, whether it reports an error, and its `_meta` — all passed on as sent once they pass
-/// the definition's checks ([`ToolDefinition::blocks_async`]).
-///
-/// # Examples
-///
-/// ```
-/// use serde_json::json;
-/// use toolgate::definition::ToolOutput;
-///
-/// let output = ToolOutput::new(vec![
-///     json!({"type": "text", "text": "a chart"}),
-///     json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}),
-/// ]);
-/// assert!(!output.is_error);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct ToolOutput {
-    /// The content blocks, each a JSON object with a string `"type"`.
-    pub blocks: Vec<Value>,
-    /// The structured content, if the tool sent one.
-    pub structured: Option<Value>,
-    /// Whether the tool reports that the call failed (MCP's `isError`).
-    pub is_error: bool,
-    /// The result's `_meta`, if the tool sent one.
-    pub meta: Option<Map<String, Value>>,
-}
-
-impl ToolOutput {
-    /// A successful output made of `blocks`.
-    pub fn new(blocks: Vec<Value>) -> Self {
-        Self {
-            blocks,
-            ..Self::default()
-        }
-    }
-
-    /// The same output with `structured` content beside its blocks.
-    #[must_use]
-    pub fn with_structured(mut self, structured: Value) -> Self {
-        self.structured = Some(structured);
-        self
-    }
-
-    /// The same output, reporting that the call failed (its blocks say how).
-    #[must_use]
-    pub fn with_error(mut self, is_error: bool) -> Self {
-        self.is_error = is_error;
-        self
-    }
-
-    /// The same output with the result's `_meta`.
-    #[must_use]
-    pub fn with_meta(mut self, meta: Map<String, Value>) -> Self {
-        self.meta = Some(meta);
-        self
-    }
-}
-
-/// An async handler answering in content blocks, see [`ToolDefinition::blocks_async`].
-pub(crate) type AsyncBlocksHandler =
-    dyn Fn(Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync;
 
 impl ToolDefinition {
     /// A tool whose async handler answers in content blocks ([`ToolOutput`]): a gateway's

@@ -158,6 +158,11 @@ pub(crate) type StructuredHandler = dyn Fn(&Value) -> Result<Value, ToolError> +
 pub(crate) type AsyncStructuredHandler =
     dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 
+/// An async handler answering in content blocks, see
+/// [`ToolDefinition::blocks_async`](crate::ToolDefinition::blocks_async).
+pub(crate) type AsyncBlocksHandler =
+    dyn Fn(Value) -> BoxFuture<'static, Result<super::ToolOutput, ToolError>> + Send + Sync;
+
 /// A definition's handler: plain, async, returning structured output (blocking or async), or
 /// answering in content blocks (async).
 #[derive(Clone)]
@@ -166,5 +171,5 @@ pub(crate) enum Handler {
     Async(Arc<dyn AsyncToolHandler>),
     Structured(Arc<StructuredHandler>),
     AsyncStructured(Arc<AsyncStructuredHandler>),
-    AsyncBlocks(Arc<super::blocks::AsyncBlocksHandler>),
+    AsyncBlocks(Arc<AsyncBlocksHandler>),
 }

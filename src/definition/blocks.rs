@@ -104,7 +104,7 @@ impl ToolDefinition {
                     );
                 }
                 Some(value) if !validator.is_valid(value) => {
-                    let violations = validator.iter_errors(value).take(21).count();
+                    let violations = super::output::count_violations(validator, value);
                     return refused(format!(
                         "its structured content does not satisfy the tool's output schema ({violations} violation(s))"
                     ));

@@ -137,10 +137,7 @@ impl ToolDefinition {
         if validator.is_valid(&value) {
             return ToolResult::structured(call_id, value);
         }
-        // Only the count is told (nothing of the output is quoted), so the violations are counted,
-        // not listed; counting stops where the argument listings stop.
-        let limit = ArgumentErrors::MAX_LISTED + ArgumentErrors::MAX_COUNTED + 1;
-        let violations = validator.iter_errors(&value).take(limit).count().max(1);
+        let violations = count_violations(validator, &value);
         ToolResult::error(
             call_id,
             format!(
@@ -148,4 +145,12 @@ impl ToolDefinition {
             ),
         )
     }
+}
+
+/// How many ways `value` breaks the output schema. Only the count is told (nothing of the output
+/// is quoted), so the violations are counted, not listed; counting stops where the argument
+/// listings stop.
+pub(super) fn count_violations(validator: &jsonschema::Validator, value: &Value) -> usize {
+    let limit = ArgumentErrors::MAX_LISTED + ArgumentErrors::MAX_COUNTED + 1;
+    validator.iter_errors(value).take(limit).count().max(1)
 }

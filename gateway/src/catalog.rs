@@ -91,6 +91,7 @@ pub fn build(
     // names is the one left out, never the prefixed tool it resembles.
     let mut tools = tools;
     tools.sort_by_key(|(link, _)| config.serves_own_names(link.name()));
+    let links: Vec<Arc<Link>> = tools.iter().map(|(link, _)| Arc::clone(link)).collect();
     for (link, upstream_tools) in tools {
         let mut own = std::collections::HashSet::new();
         let pinned: std::collections::HashMap<String, (Tool, String)> = pins
@@ -133,6 +134,14 @@ pub fn build(
                 });
                 continue;
             };
+            if toolgate::mcp::passthrough::is_gate(&name) {
+                left.push(Left {
+                    upstream: link.name().to_owned(),
+                    name: quoted(&tool.name),
+                    why: "its name ends with a protocol method (resources/read, prompts/get) the gateway names the gates of resources and prompts by".to_owned(),
+                });
+                continue;
+            }
             if !own.insert(tool.name.to_string()) {
                 left.push(Left {
                     upstream: link.name().to_owned(),
@@ -221,6 +230,44 @@ pub fn build(
         for gone in pinned.keys().filter(|name| !own.contains(*name)) {
             let why = "its upstream no longer lists it; not served until its upstream lists it as pinned, or `toolgate-mcp-gateway pin --config FILE` accepts the list without it".to_owned();
             stand_ins.extend(stand_in(gone, why));
+        }
+    }
+    // Each upstream's resources and prompts, gated as calls (not pinned: the gateway defines
+    // them, the same for every upstream).
+    let shared = Arc::new(config.clone());
+    for link in &links {
+        let forwarded = config
+            .upstreams
+            .iter()
+            .find(|upstream| upstream.name == link.name())
+            .map(|upstream| upstream.forwarded.clone())
+            .unwrap_or_default();
+        let requests = [
+            forwarded
+                .sampling
+                .map(toolgate::mcp::passthrough::sampling_gate),
+            forwarded
+                .elicitation
+                .map(toolgate::mcp::passthrough::elicitation_gate),
+        ];
+        let requests = requests.into_iter().flatten().filter_map(|gate| {
+            gate.map_err(|error| tracing::error!(upstream = %link.name(), "a gate could not be built: {error}"))
+                .ok()
+        });
+        for gate in crate::gates::definitions(&shared, link)
+            .into_iter()
+            .chain(requests)
+        {
+            let name = gate.spec().name.clone();
+            if let Some(other) = owners.get(&name) {
+                return Err(CatalogError(format!(
+                    "upstreams `{other}` and `{}` would both serve {}: rename one upstream in the config",
+                    link.name(),
+                    quoted(&name)
+                )));
+            }
+            owners.insert(name, link.name().to_owned());
+            definitions.push(gate);
         }
     }
     // A stand-in never takes a name another tool is served under.

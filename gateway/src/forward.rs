@@ -93,7 +93,7 @@ pub async fn forward(
 }
 
 /// The message for a call that got no result.
-fn failed(upstream: &str, failure: CallFailure) -> ToolError {
+pub(crate) fn failed(upstream: &str, failure: CallFailure) -> ToolError {
     ToolError::new(match failure {
         CallFailure::Oversized { detail } => format!(
             "upstream `{upstream}` ran the call, but {} (limits.max_message_bytes)",

@@ -4,12 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    InitializeRequestParams, InitializeResult, InputResponses, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses, ProtocolVersion,
 };
-use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
-use rmcp::{ErrorData, ServerHandler, ServiceExt as _};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServiceExt as _};
 use serde_json::Value;
 
 use super::McpError;
@@ -25,7 +23,7 @@ const DEFAULT_CHANGE_POLL: Duration = Duration::from_millis(250);
 
 /// How long a 2025-11-25 elicitation may wait for the person before the call is left pending
 /// out of band.
-const ELICITATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+pub(super) const ELICITATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// A [`ToolController`] as an MCP server: `tools/list` shows the controller's current tools less
 /// those its policy denies whatever their arguments; `tools/call` goes through
@@ -60,16 +58,18 @@ const ELICITATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// ```
 #[derive(Clone)]
 pub struct McpServer {
-    controller: Arc<ToolController>,
+    pub(super) controller: Arc<ToolController>,
     seal: Arc<StateSeal>,
-    implementation: (String, String),
-    change_poll: Duration,
+    pub(super) implementation: (String, String),
+    pub(super) change_poll: Duration,
     caller_of: Option<super::CallerOf>,
-    approvals_at: Option<Arc<str>>,
+    pub(super) approvals_at: Option<Arc<str>>,
     /// The connection [`serve_io`](Self::serve_io) serves: what binds a request state when the
     /// caller names no session.
     connection: Option<Arc<str>>,
-    call_ids: Arc<CallIds>,
+    pub(super) call_ids: Arc<CallIds>,
+    /// Resources, prompts, completions and logging, when something serves them.
+    pub(super) passthrough: Option<Arc<dyn super::Passthrough>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -97,6 +97,7 @@ impl McpServer {
             approvals_at: None,
             connection: None,
             call_ids: Arc::new(CallIds::random().map_err(McpError::Randomness)?),
+            passthrough: None,
         })
     }
 
@@ -118,9 +119,18 @@ impl McpServer {
         self
     }
 
+    /// The same server, serving what `passthrough` serves beyond tools (resources, prompts,
+    /// completions, logging); reading a resource and getting a prompt are gated as calls of the
+    /// registry tools it names (see [`Passthrough`](super::Passthrough)).
+    #[must_use]
+    pub fn with_passthrough(mut self, passthrough: Arc<dyn super::Passthrough>) -> Self {
+        self.passthrough = Some(passthrough);
+        self
+    }
+
     /// The caller of a request; a caller that names no session is taken to be in this server's
     /// connection when it serves one.
-    fn caller(&self, context: &RequestContext<RoleServer>) -> super::Caller {
+    pub(super) fn caller(&self, context: &RequestContext<RoleServer>) -> super::Caller {
         let mut caller: super::Caller = self
             .caller_of
             .as_ref()
@@ -313,7 +323,7 @@ impl McpServer {
 
     /// `tools/call`: a retry carrying a request state answers its approval; any other call is
     /// handled by the controller, and held for a person when a rule asks.
-    async fn call(
+    pub(super) async fn call(
         &self,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
@@ -327,6 +337,13 @@ impl McpServer {
                 self.call_ids.next(),
                 super::strict_input::DUPLICATE_KEYS_REFUSAL,
             ))
+            .into());
+        }
+        if super::passthrough::is_gate(&request.name) {
+            return Ok(wire::not_run(
+                "refused: this name is not a tool but the gate of resources/read or prompts/get, which a client calls by those methods; nothing ran".to_owned(),
+                None,
+            )
             .into());
         }
         let caller = self.caller(context);
@@ -373,12 +390,26 @@ impl McpServer {
 
     /// Answers the approval as the person at this client (the caller's principal, when one was
     /// authenticated, is recorded as the approver).
-    async fn settle(
+    pub(super) async fn settle(
         &self,
         approval_id: ApprovalId,
         answer: Answer,
         caller: &super::Caller,
     ) -> CallToolResult {
+        match self.resolve(approval_id, answer, caller).await {
+            Ok(result) => wire::call_result(result),
+            Err(why) => wire::not_run(why, None),
+        }
+    }
+
+    /// The approval answered as the person at this client: the call's result once re-checked
+    /// and run, or why nothing ran.
+    pub(super) async fn resolve(
+        &self,
+        approval_id: ApprovalId,
+        answer: Answer,
+        caller: &super::Caller,
+    ) -> Result<ToolResult, String> {
         let mut response = match answer {
             Answer::Approve => ApprovalResponse::approve(approval_id),
             Answer::Reject => ApprovalResponse::reject(approval_id),
@@ -386,103 +417,20 @@ impl McpServer {
         if let Some(principal) = &caller.principal {
             response = response.by_principal(Principal::clone(principal));
         }
-        match self.controller.resolve_async(response).await {
-            Ok(result) => wire::call_result(result),
-            Err(error) => wire::not_run(format!("refused: {error}; nothing ran"), None),
-        }
+        self.controller
+            .resolve_async(response)
+            .await
+            .map_err(|error| format!("refused: {error}; nothing ran"))
     }
 
     /// Waits for the next change of the controller's generation after `seen`.
-    async fn next_change(&self, seen: &mut u64) {
+    pub(super) async fn next_change(&self, seen: &mut u64) {
         loop {
             tokio::time::sleep(self.change_poll).await;
             let now = self.controller.generation();
             if now != *seen {
                 *seen = now;
                 return;
-            }
-        }
-    }
-}
-
-impl ServerHandler for McpServer {
-    fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        );
-        info.server_info = Implementation::new(&self.implementation.0, &self.implementation.1);
-        info
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(wire::list_result(&self.controller.listed_specs()))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        // A forwarding handler reads the client's progress token and cancellation from here.
-        super::downstream::within(&context, self.call(request, &context)).await
-    }
-
-    /// The SDK's handshake, plus a watcher that sends `notifications/tools/list_changed` to this
-    /// session when the controller's generation moves. The generation is read here, before the
-    /// client has the result, so a replacement right after the handshake is not missed.
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        context.peer.set_peer_info(request.clone());
-        let server = self.clone();
-        let peer = context.peer;
-        let mut seen = server.controller.generation();
-        tokio::spawn(async move {
-            // Checks the transport on every tick, so the task ends with the session.
-            while !peer.is_transport_closed() {
-                tokio::time::sleep(server.change_poll).await;
-                let now = server.controller.generation();
-                if now != seen {
-                    seen = now;
-                    if peer.notify_tool_list_changed().await.is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-        self.negotiate_initialize(&request)
-    }
-
-    fn accepted_subscription_filter(
-        &self,
-        _requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
-    }
-
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        if context.accepted().tools_list_changed != Some(true) {
-            context.cancelled().await;
-            return Ok(());
-        }
-        let mut seen = self.controller.generation();
-        loop {
-            tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                () = self.next_change(&mut seen) => {
-                    if context.sink().notify_tool_list_changed().await.is_err() {
-                        return Ok(());
-                    }
-                }
             }
         }
     }

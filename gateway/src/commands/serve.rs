@@ -114,8 +114,13 @@ pub async fn serve(config: Config) -> ExitCode {
         .collect();
     let server = match McpServer::new(std::sync::Arc::clone(&controller)) {
         Ok(server) => {
-            let server =
-                server.with_implementation("toolgate-mcp-gateway", env!("CARGO_PKG_VERSION"));
+            let upstreams = crate::passthrough::Upstreams::new(
+                std::sync::Arc::new(config.clone()),
+                links.clone(),
+            );
+            let server = server
+                .with_implementation("toolgate-mcp-gateway", env!("CARGO_PKG_VERSION"))
+                .with_passthrough(std::sync::Arc::new(upstreams));
             match approvals_at(&config) {
                 Some(place) => server.with_approvals_at(place),
                 None => server,

@@ -140,6 +140,18 @@ pub struct UpstreamConfig {
     pub own_names: bool,
     /// How to reach it.
     pub transport: UpstreamTransport,
+    /// Its requests passed to the gateway's clients (`forward = ["sampling", "elicitation"]`),
+    /// each by the name of the gate the policy judges it as; none by default.
+    pub forwarded: Forwarded,
+}
+
+/// The gates of an upstream's requests the config forwards to clients: `Some(name)` for each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Forwarded {
+    /// Its `sampling/createMessage`, judged as a call of this gate.
+    pub sampling: Option<String>,
+    /// Its `elicitation/create`, judged as a call of this gate.
+    pub elicitation: Option<String>,
 }
 
 /// How an upstream is reached.
@@ -375,6 +387,8 @@ struct UpstreamSection {
     bearer_token_env: Option<String>,
     #[serde(default)]
     own_names: bool,
+    #[serde(default)]
+    forward: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -432,6 +446,7 @@ impl Config {
             upstreams: vec![UpstreamConfig {
                 name: "upstream".to_owned(),
                 own_names: true,
+                forwarded: Forwarded::default(),
                 transport: UpstreamTransport::Stdio {
                     command: program,
                     args: words.collect(),

@@ -69,7 +69,7 @@ pub async fn start(
     upstream: &UpstreamConfig,
     limits: &Limits,
     tail: &StderrTail,
-    list_changed: tokio::sync::watch::Sender<u64>,
+    signals: super::client::Signals,
 ) -> Result<Started, StartError> {
     let (command, args, env, cwd) = match &upstream.transport {
         UpstreamTransport::Stdio {
@@ -126,8 +126,8 @@ pub async fn start(
     // The SDK reads the bounded copy; the pump ends when the child's stdout closes.
     let (bounded, sdk_side) = tokio::io::duplex(64 * 1024);
     tokio::spawn(frames::pump(stdout, bounded, limits.max_message_bytes));
-    let handshake =
-        GatewayClient::new(upstream.name.clone(), list_changed).serve((sdk_side, stdin));
+    let handshake = GatewayClient::new(upstream.name.clone(), signals, upstream.forwarded.clone())
+        .serve((sdk_side, stdin));
     match tokio::time::timeout(limits.startup_timeout, handshake).await {
         Ok(Ok(service)) => Ok(Started {
             service,

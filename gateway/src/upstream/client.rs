@@ -1,11 +1,17 @@
 //! The gateway as an MCP client of one upstream: it names itself, hears the upstream say its
-//! tool list changed, and passes the progress it reports on to the client whose call it is.
+//! lists changed, and passes what it sends about a call (progress, log messages) on to the client
+//! whose call it is, and resource updates to the clients subscribed.
 
 use rmcp::ClientHandler;
 use rmcp::ErrorData;
+#[expect(
+    deprecated,
+    reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
+)]
+use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ErrorCode, Implementation,
-    ProgressNotificationParam,
+    ProgressNotificationParam, ResourceUpdatedNotificationParam,
 };
 #[expect(
     deprecated,
@@ -15,20 +21,48 @@ use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResu
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::watch;
 
+/// What an upstream's sessions tell the rest of the gateway: its tool list changed (the
+/// refresher relists and judges it), its resource or prompt list changed (clients are told).
+#[derive(Clone, Debug)]
+pub struct Signals {
+    tools: watch::Sender<u64>,
+    listings: watch::Sender<u64>,
+}
+
+impl Signals {
+    /// The signals, and the receivers counting tool and listing changes.
+    pub fn new() -> (Self, watch::Receiver<u64>, watch::Receiver<u64>) {
+        let (tools, tool_changes) = watch::channel(0);
+        let (listings, listing_changes) = watch::channel(0);
+        (Self { tools, listings }, tool_changes, listing_changes)
+    }
+
+    /// A new session: every list may have changed.
+    pub fn restarted(&self) {
+        self.tools.send_modify(|count| *count += 1);
+        self.listings.send_modify(|count| *count += 1);
+    }
+}
+
 /// The client handler for one upstream session.
 pub struct GatewayClient {
     upstream: String,
-    list_changed: watch::Sender<u64>,
+    signals: Signals,
+    forwarded: crate::config::Forwarded,
     /// This session's waiting calls, by the progress token each was sent with.
     pub progress: super::progress::ProgressRoutes,
+    /// The clients subscribed to this session's resources.
+    pub subscribers: super::subscriptions::Subscribers,
 }
 
 impl GatewayClient {
-    pub fn new(upstream: String, list_changed: watch::Sender<u64>) -> Self {
+    pub fn new(upstream: String, signals: Signals, forwarded: crate::config::Forwarded) -> Self {
         Self {
             upstream,
-            list_changed,
+            signals,
+            forwarded,
             progress: super::progress::ProgressRoutes::default(),
+            subscribers: super::subscriptions::Subscribers::default(),
         }
     }
 }
@@ -36,24 +70,51 @@ impl GatewayClient {
 impl GatewayClient {
     /// The refusal of a request the gateway does not pass on to its clients, and the operator's
     /// log line saying which upstream asked.
-    fn not_forwarded(&self, method: &str) -> ErrorData {
-        tracing::info!(upstream = %self.upstream, method, "refused an upstream's request the gateway does not forward to its clients");
+    fn not_forwarded(&self, method: &str, key: &str) -> ErrorData {
+        tracing::info!(upstream = %self.upstream, method, "refused an upstream's request the config does not forward to clients");
         ErrorData::new(
             ErrorCode::METHOD_NOT_FOUND,
             format!(
-                "{method} is not forwarded: toolgate-mcp-gateway does not pass an upstream's {method} requests to its clients (not supported yet); nobody was asked"
+                "{method} is not forwarded: this gateway's config does not pass upstream `{}`'s {method} requests to its clients (upstreams.{}.forward = [\"{key}\"] would); nobody was asked",
+                self.upstream, self.upstream
             ),
             None,
         )
+    }
+
+    /// The client whose call an upstream's request came during: the one call waiting on this
+    /// session; none when none or several wait (it could be another client's), and the request
+    /// is refused.
+    fn asking_client(&self, method: &str) -> Result<toolgate::mcp::Downstream, ErrorData> {
+        self.progress.sole_waiting().ok_or_else(|| {
+            tracing::info!(upstream = %self.upstream, method, "refused an upstream's request no single waiting call can own");
+            ErrorData::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "{method} refused: the gateway passes it only to the client of the one call waiting on this upstream, and none or several wait; nobody was asked"
+                ),
+                None,
+            )
+        })
     }
 }
 
 impl ClientHandler for GatewayClient {
     fn get_info(&self) -> ClientConfig {
-        // No elicitation, sampling or roots: the gateway forwards none of them yet (an upstream
-        // asking for one is refused, saying so).
+        // Sampling and elicitation only where the config forwards them; never roots (an upstream
+        // asking for what is not forwarded is refused, saying so).
+        let mut capabilities = ClientCapabilities::default();
+        if self.forwarded.sampling.is_some() {
+            capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        }
+        if self.forwarded.elicitation.is_some() {
+            capabilities.elicitation = Some(
+                rmcp::model::ElicitationCapability::new()
+                    .with_form(rmcp::model::FormElicitationCapability::new()),
+            );
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("toolgate-mcp-gateway", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -64,18 +125,30 @@ impl ClientHandler for GatewayClient {
     )]
     async fn create_message(
         &self,
-        _params: CreateMessageRequestParams,
+        params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Err(self.not_forwarded("sampling/createMessage"))
+        let method = "sampling/createMessage";
+        let Some(gate) = &self.forwarded.sampling else {
+            return Err(self.not_forwarded(method, "sampling"));
+        };
+        self.asking_client(method)?
+            .create_message(gate, params)
+            .await
     }
 
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Err(self.not_forwarded("elicitation/create"))
+        let method = "elicitation/create";
+        let Some(gate) = &self.forwarded.elicitation else {
+            return Err(self.not_forwarded(method, "elicitation"));
+        };
+        self.asking_client(method)?
+            .create_elicitation(gate, request)
+            .await
     }
 
     #[expect(
@@ -86,7 +159,12 @@ impl ClientHandler for GatewayClient {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        Err(self.not_forwarded("roots/list"))
+        tracing::info!(upstream = %self.upstream, "refused an upstream's roots/list");
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "roots/list is not forwarded: toolgate-mcp-gateway never passes an upstream's roots/list to its clients; nobody was asked",
+            None,
+        ))
     }
 
     async fn on_progress(
@@ -99,6 +177,43 @@ impl ClientHandler for GatewayClient {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::info!(upstream = %self.upstream, "the upstream says its tool list changed");
-        self.list_changed.send_modify(|count| *count += 1);
+        self.signals.tools.send_modify(|count| *count += 1);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::info!(upstream = %self.upstream, "the upstream says its resource list changed");
+        self.signals.listings.send_modify(|count| *count += 1);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::info!(upstream = %self.upstream, "the upstream says its prompt list changed");
+        self.signals.listings.send_modify(|count| *count += 1);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.subscribers.updated(params).await;
+    }
+
+    /// A log message names no call: it goes to the client of the one call waiting on this
+    /// session, and to nobody when none or several wait (it could be another client's).
+    #[expect(
+        deprecated,
+        reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
+    )]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        match self.progress.sole_waiting() {
+            Some(client) => client.log(params).await,
+            None => {
+                tracing::debug!(upstream = %self.upstream, "dropped an upstream log message no single waiting call can own")
+            }
+        }
     }
 }

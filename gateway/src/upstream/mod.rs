@@ -6,6 +6,7 @@ mod client;
 mod progress;
 mod remote;
 mod started;
+mod subscriptions;
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -14,6 +15,7 @@ use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 
 pub use child::StderrTail;
+pub use client::Signals;
 pub use progress::Route;
 pub use started::StartError;
 
@@ -56,6 +58,8 @@ pub struct Link {
     name: String,
     state: RwLock<Result<Session, String>>,
     list_changed: watch::Receiver<u64>,
+    /// Counts its `notifications/resources/list_changed` and `notifications/prompts/list_changed`.
+    listings_changed: watch::Receiver<u64>,
     // Upstream tool names whose new definition the policy does not fit yet: not sent.
     withheld: RwLock<std::collections::HashSet<String>>,
     // Counts its (re)starts; `verified` is the start whose list was last judged against the
@@ -118,6 +122,11 @@ impl Link {
         self.list_changed.clone()
     }
 
+    /// How many times its resource or prompt list changed (a restart counts).
+    pub fn listing_changes(&self) -> u64 {
+        *self.listings_changed.borrow()
+    }
+
     /// Whether calls to upstream tool `tool` are held back (its definition changed and the
     /// policy in force does not fit the new one).
     pub fn is_withheld(&self, tool: &str) -> bool {
@@ -161,6 +170,8 @@ impl Link {
 pub struct Session {
     pub peer: Peer<RoleClient>,
     progress: progress::ProgressRoutes,
+    /// The clients subscribed to its resources.
+    pub subscribers: subscriptions::Subscribers,
 }
 
 impl Session {
@@ -168,13 +179,16 @@ impl Session {
         Self {
             peer: started.service.peer().clone(),
             progress: started.service.service().progress.clone(),
+            subscribers: started.service.service().subscribers.clone(),
         }
     }
 
     /// Routes the progress the upstream reports under `token` to the client request this task
-    /// runs for (if it asked for progress), until the guard is dropped.
-    pub fn route_progress(&self, token: rmcp::model::ProgressToken) -> Option<Route> {
-        toolgate::mcp::Downstream::current().map(|to| self.progress.route(token, to))
+    /// runs for (if it asked for progress), and counts the call as waiting, until the guard is
+    /// dropped.
+    pub fn route_progress(&self, token: rmcp::model::ProgressToken) -> Route {
+        self.progress
+            .route(token, toolgate::mcp::Downstream::current())
     }
 }
 
@@ -184,7 +198,7 @@ pub struct Upstream {
     /// `None`: it did not start (or list); the supervisor starts it.
     started: Option<started::Started>,
     tail: StderrTail,
-    list_changed: watch::Sender<u64>,
+    signals: Signals,
     link: Arc<Link>,
 }
 
@@ -197,12 +211,13 @@ impl Upstream {
     /// command, the exit status and the last stderr lines.
     pub async fn start(config: UpstreamConfig, limits: &Limits) -> Result<Self, StartError> {
         let tail = StderrTail::default();
-        let (list_changed, changes) = watch::channel(0);
-        let started = start_any(&config, limits, &tail, list_changed.clone()).await?;
+        let (signals, changes, listings_changed) = Signals::new();
+        let started = start_any(&config, limits, &tail, signals.clone()).await?;
         let link = Arc::new(Link {
             name: config.name.clone(),
             state: RwLock::new(Ok(Session::of(&started))),
             list_changed: changes,
+            listings_changed,
             withheld: RwLock::default(),
             // Listed and judged at start, before anything is served.
             started: std::sync::atomic::AtomicU64::new(0),
@@ -212,7 +227,7 @@ impl Upstream {
             config,
             started: Some(started),
             tail,
-            list_changed,
+            signals,
             link,
         })
     }
@@ -220,11 +235,12 @@ impl Upstream {
     /// An upstream that did not start or list, `why`: its link is down until the supervisor
     /// starts it and it lists its tools.
     pub fn down(config: UpstreamConfig, why: String) -> Self {
-        let (list_changed, changes) = watch::channel(0);
+        let (signals, changes, listings_changed) = Signals::new();
         let link = Arc::new(Link {
             name: config.name.clone(),
             state: RwLock::new(Err(format!("{why}; the gateway keeps trying to start it"))),
             list_changed: changes,
+            listings_changed,
             withheld: RwLock::default(),
             started: std::sync::atomic::AtomicU64::new(1),
             verified: std::sync::atomic::AtomicU64::new(0),
@@ -233,7 +249,7 @@ impl Upstream {
             config,
             started: None,
             tail: StderrTail::default(),
-            list_changed,
+            signals,
             link,
         }
     }
@@ -262,7 +278,7 @@ impl Upstream {
                 config,
                 started,
                 tail,
-                list_changed,
+                signals,
                 link,
             } = self;
             let mut backoff = FIRST_BACKOFF;
@@ -281,14 +297,13 @@ impl Upstream {
                 let started = loop {
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(MAX_BACKOFF);
-                    let listed =
-                        match start_any(&config, &limits, &tail, list_changed.clone()).await {
-                            Ok(started) => list_tools(started.service.peer(), &limits)
-                                .await
-                                .map(|_| started)
-                                .map_err(|why| format!("its tools could not be listed: {why}")),
-                            Err(error) => Err(error.what),
-                        };
+                    let listed = match start_any(&config, &limits, &tail, signals.clone()).await {
+                        Ok(started) => list_tools(started.service.peer(), &limits)
+                            .await
+                            .map(|_| started)
+                            .map_err(|why| format!("its tools could not be listed: {why}")),
+                        Err(error) => Err(error.what),
+                    };
                     match listed {
                         Ok(started) => break started,
                         Err(why) => {
@@ -302,7 +317,7 @@ impl Upstream {
                 link.started
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 link.set(Ok(Session::of(&started)));
-                list_changed.send_modify(|count| *count += 1);
+                signals.restarted();
                 tracing::info!(upstream = %config.name, "upstream started");
                 running = Some(started);
             }
@@ -315,11 +330,11 @@ async fn start_any(
     config: &UpstreamConfig,
     limits: &Limits,
     tail: &StderrTail,
-    list_changed: watch::Sender<u64>,
+    signals: Signals,
 ) -> Result<started::Started, StartError> {
     match &config.transport {
         crate::config::UpstreamTransport::Stdio { .. } => {
-            child::start(config, limits, tail, list_changed).await
+            child::start(config, limits, tail, signals).await
         }
         crate::config::UpstreamTransport::Http {
             url,
@@ -332,7 +347,7 @@ async fn start_any(
                 headers,
                 bearer_token_env.as_deref(),
                 limits,
-                list_changed,
+                signals,
             )
             .await
         }

@@ -1,4 +1,6 @@
-//! Progress an upstream reports for a forwarded call, routed back to the client that made it.
+//! Progress an upstream reports for a forwarded call, routed back to the client that made it; and
+//! which calls wait on the session, for what the upstream sends that names no call (a log
+//! message, a sampling or elicitation request): it belongs to a call only when one call waits.
 //!
 //! The SDK gives every request the gateway sends upstream a progress token unique to that
 //! upstream session; a forwarded call registers its token with the client's request
@@ -23,7 +25,8 @@ pub struct ProgressRoutes(Arc<Mutex<HashMap<ProgressToken, Destination>>>);
 /// A waiting call's client, and the last progress sent to it.
 #[derive(Clone, Debug)]
 struct Destination {
-    client: Downstream,
+    /// `None`: a call no client request waits for (one a person approved on the page, say).
+    client: Option<Downstream>,
     last_sent: Arc<tokio::sync::Mutex<Option<f64>>>,
 }
 
@@ -37,31 +40,46 @@ impl ProgressRoutes {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&params.progress_token)
             .cloned();
-        let Some(to) = to else { return };
+        let Some((to, client)) = to.and_then(|to| {
+            let client = to.client.clone().filter(Downstream::wants_progress)?;
+            Some((to, client))
+        }) else {
+            return;
+        };
         let mut last_sent = to.last_sent.lock().await;
         if last_sent.is_some_and(|last| params.progress <= last) || !params.progress.is_finite() {
             return;
         }
         *last_sent = Some(params.progress);
-        to.client
+        client
             .progress(params.progress, params.total, params.message)
             .await;
     }
 
-    /// Routes `token`'s progress to `to` until the returned guard is dropped.
-    pub fn route(&self, token: ProgressToken, to: Downstream) -> Route {
-        if to.wants_progress() {
-            self.0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(
-                    token.clone(),
-                    Destination {
-                        client: to,
-                        last_sent: Arc::default(),
-                    },
-                );
+    /// The client request of the one call waiting on this session; `None` when none or several
+    /// wait (what names no call cannot then be told apart, and goes to nobody).
+    pub fn sole_waiting(&self) -> Option<Downstream> {
+        let routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut waiting = routes.values();
+        match (waiting.next(), waiting.next()) {
+            (Some(only), None) => only.client.clone(),
+            _ => None,
         }
+    }
+
+    /// Routes `token`'s progress to `to` (if it asked for progress) and counts the call as
+    /// waiting, until the returned guard is dropped.
+    pub fn route(&self, token: ProgressToken, to: Option<Downstream>) -> Route {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                token.clone(),
+                Destination {
+                    client: to,
+                    last_sent: Arc::default(),
+                },
+            );
         Route {
             routes: self.clone(),
             token,

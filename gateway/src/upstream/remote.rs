@@ -18,7 +18,7 @@ pub async fn start(
     headers: &BTreeMap<String, String>,
     bearer_token_env: Option<&str>,
     limits: &Limits,
-    list_changed: tokio::sync::watch::Sender<u64>,
+    signals: super::client::Signals,
 ) -> Result<Started, StartError> {
     let failed = |what: String| StartError {
         name: upstream.name.clone(),
@@ -49,7 +49,8 @@ pub async fn start(
     config = config.custom_headers(custom);
     let transport =
         StreamableHttpClientTransport::with_client(pooled_client().map_err(failed)?, config);
-    let handshake = GatewayClient::new(upstream.name.clone(), list_changed).serve(transport);
+    let handshake = GatewayClient::new(upstream.name.clone(), signals, upstream.forwarded.clone())
+        .serve(transport);
     match tokio::time::timeout(limits.startup_timeout, handshake).await {
         Ok(Ok(service)) => Ok(Started {
             service,

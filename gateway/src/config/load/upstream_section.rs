@@ -115,14 +115,48 @@ pub(super) fn upstreams(
                 ),
             );
         }
+        let prefix = if own_names {
+            String::new()
+        } else {
+            format!("{name}{separator}")
+        };
+        let forwarded = forwarded(&section.forward, &prefix, &key, problem);
         match upstream(base, section) {
             Ok(transport) => upstreams.push(super::super::UpstreamConfig {
                 name,
                 own_names,
                 transport,
+                forwarded,
             }),
             Err((field, message)) => problem(&format!("{key}.{field}"), message),
         }
     }
     upstreams
+}
+
+/// `forward = [...]`: which of an upstream's requests reach the gateway's clients, each gated as
+/// a call named with `prefix` (the upstream's served prefix).
+fn forwarded(
+    entries: &[String],
+    prefix: &str,
+    key: &str,
+    problem: &mut impl FnMut(&str, String),
+) -> super::super::Forwarded {
+    use toolgate::mcp::passthrough::{CREATE_MESSAGE, ELICIT};
+    let mut forwarded = super::super::Forwarded::default();
+    for (index, entry) in entries.iter().enumerate() {
+        match entry.as_str() {
+            "sampling" => forwarded.sampling = Some(format!("{prefix}{CREATE_MESSAGE}")),
+            "elicitation" => forwarded.elicitation = Some(format!("{prefix}{ELICIT}")),
+            "roots" => problem(
+                &format!("{key}.forward[{index}]"),
+                "roots are not forwarded: the gateway's clients' roots are not the upstream's to read".to_owned(),
+            ),
+            other => problem(
+                &format!("{key}.forward[{index}]"),
+                format!("{other:?} is not a request the gateway forwards; it forwards \"sampling\" and \"elicitation\""),
+            ),
+        }
+    }
+    forwarded
 }

@@ -1,0 +1,147 @@
+//! The gates of an upstream's resources and prompts: registry tools named
+//! `<served prefix>resources/read` and `<served prefix>prompts/get` (see
+//! [`toolgate::mcp::passthrough`]), judged by the policy like the upstream's tools, whose
+//! handlers read the resource or get the prompt from the upstream. An upstream gets a gate only
+//! for what it declared at its handshake.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+use serde_json::Value;
+use toolgate::definition::ToolOutput;
+use toolgate::mcp::CallFailure;
+use toolgate::mcp::passthrough::{self, GET_PROMPT, READ_RESOURCE};
+use toolgate::{ToolDefinition, ToolError, ToolSpec};
+
+use crate::config::Config;
+use crate::upstream::Link;
+
+/// Which of resources and prompts `link`'s upstream declared; both `false` while it is down.
+pub fn declared(link: &Link) -> (bool, bool) {
+    let info = link.peer().ok().and_then(|peer| peer.peer_info());
+    info.map_or((false, false), |info| {
+        (
+            info.capabilities.resources.is_some(),
+            info.capabilities.prompts.is_some(),
+        )
+    })
+}
+
+/// The gates `link`'s upstream needs, each bounded like its tools' calls.
+pub fn definitions(config: &Arc<Config>, link: &Arc<Link>) -> Vec<ToolDefinition> {
+    let (resources, prompts) = declared(link);
+    let limits = &config.limits;
+    let mut gates = Vec::new();
+    if resources {
+        let link = Arc::clone(link);
+        let timeout = limits.call_timeout;
+        let spec = ToolSpec::new(
+            config.served_name(link.name(), READ_RESOURCE),
+            "Reads a resource of this upstream (resources/read).",
+            passthrough::read_resource_schema(),
+        );
+        gates.push(ToolDefinition::blocks_async(
+            spec,
+            move |arguments: Value| {
+                let link = Arc::clone(&link);
+                async move { read(&link, &arguments, timeout).await }
+            },
+        ));
+    }
+    if prompts {
+        let link = Arc::clone(link);
+        let config = Arc::clone(config);
+        let spec = ToolSpec::new(
+            config.served_name(link.name(), GET_PROMPT),
+            "Gets a prompt of this upstream (prompts/get).",
+            passthrough::get_prompt_schema(),
+        );
+        gates.push(ToolDefinition::blocks_async(
+            spec,
+            move |arguments: Value| {
+                let (link, config) = (Arc::clone(&link), Arc::clone(&config));
+                async move { get(&config, &link, arguments).await }
+            },
+        ));
+    }
+    gates
+        .into_iter()
+        .filter_map(|gate| {
+            gate.map(|gate| gate.with_max_output_bytes(limits.max_message_bytes))
+                .map_err(|error| tracing::error!(upstream = %link.name(), "a gate could not be built: {error}"))
+                .ok()
+        })
+        .collect()
+}
+
+/// `resources/read` of the URI in `arguments`, sent upstream within `timeout`.
+async fn read(link: &Link, arguments: &Value, timeout: Duration) -> Result<ToolOutput, ToolError> {
+    let uri = arguments["uri"].as_str().unwrap_or_default().to_owned();
+    let peer = up(link)?;
+    let answer = tokio::time::timeout(
+        timeout,
+        peer.read_resource(ReadResourceRequestParams::new(uri)),
+    )
+    .await
+    .map_err(|_| late(link, timeout))?
+    .map_err(|error| crate::forward::failed(link.name(), CallFailure::of(error)))?;
+    structured(link, &answer)
+}
+
+/// `prompts/get` of the prompt `arguments` names (as served), sent upstream.
+async fn get(config: &Config, link: &Link, arguments: Value) -> Result<ToolOutput, ToolError> {
+    let served = arguments["name"].as_str().unwrap_or_default();
+    let Some((upstream, own)) = config.owner_of(served) else {
+        return Err(ToolError::new(
+            "no upstream serves a prompt of this name; nothing was sent",
+        ));
+    };
+    if upstream != link.name() {
+        return Err(ToolError::new(
+            "this prompt is another upstream's; nothing was sent",
+        ));
+    }
+    let mut params = GetPromptRequestParams::new(own);
+    if let Some(Value::Object(given)) = arguments.get("arguments") {
+        params = params.with_arguments(given.clone());
+    }
+    let peer = up(link)?;
+    let timeout = config.limits.call_timeout;
+    let answer = tokio::time::timeout(timeout, peer.get_prompt(params))
+        .await
+        .map_err(|_| late(link, timeout))?
+        .map_err(|error| crate::forward::failed(link.name(), CallFailure::of(error)))?;
+    structured(link, &answer)
+}
+
+/// The session of `link`'s upstream, or why there is none (nothing is sent).
+fn up(link: &Link) -> Result<rmcp::service::Peer<rmcp::service::RoleClient>, ToolError> {
+    link.peer().map_err(|why| {
+        ToolError::new(format!(
+            "upstream `{}` is unavailable ({why}); nothing was sent",
+            link.name()
+        ))
+    })
+}
+
+/// The upstream did not answer within its bound.
+fn late(link: &Link, timeout: Duration) -> ToolError {
+    ToolError::new(format!(
+        "upstream `{}` did not answer within {} ms (limits.call_timeout_ms)",
+        link.name(),
+        timeout.as_millis()
+    ))
+}
+
+/// The protocol's answer as the gate's structured content (what the server hands the client).
+fn structured(link: &Link, answer: &impl serde::Serialize) -> Result<ToolOutput, ToolError> {
+    serde_json::to_value(answer)
+        .map(|answer| ToolOutput::new(Vec::new()).with_structured(answer))
+        .map_err(|_| {
+            ToolError::new(format!(
+                "upstream `{}` answered with a result the gateway cannot encode; nothing was passed on",
+                link.name()
+            ))
+        })
+}

@@ -1,0 +1,63 @@
+//! Subscriptions of the gateway's clients to one upstream session's resources: the upstream is
+//! subscribed once per URI while any client is, and each `notifications/resources/updated` it
+//! sends goes to the clients subscribed to that URI. One table per session: a restarted
+//! upstream starts with none (its clients' subscriptions end with the session they were made in).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::ResourceUpdatedNotificationParam;
+use rmcp::service::{Peer, RoleServer};
+
+/// A client subscribed: its session's key (what an unsubscribe names), and the session to notify.
+type Subscriber = (String, Peer<RoleServer>);
+
+/// Per URI, the clients subscribed to it.
+#[derive(Clone, Debug, Default)]
+pub struct Subscribers(Arc<Mutex<HashMap<String, Vec<Subscriber>>>>);
+
+impl Subscribers {
+    /// Subscribes `session` to `uri`; whether it is the first (the upstream must be told). A
+    /// session subscribed twice is subscribed once.
+    pub fn add(&self, uri: &str, session: String, peer: Peer<RoleServer>) -> bool {
+        let mut table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let subscribed = table.entry(uri.to_owned()).or_default();
+        subscribed.retain(|(_, peer)| !peer.is_transport_closed());
+        let first = subscribed.is_empty();
+        if !subscribed.iter().any(|(known, _)| *known == session) {
+            subscribed.push((session, peer));
+        }
+        first
+    }
+
+    /// Ends `session`'s subscription to `uri` (and those of sessions that have closed); whether
+    /// none is left (the upstream may be told).
+    pub fn remove(&self, uri: &str, session: &str) -> bool {
+        let mut table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(subscribed) = table.get_mut(uri) else {
+            return false;
+        };
+        subscribed.retain(|(known, peer)| known != session && !peer.is_transport_closed());
+        let none = subscribed.is_empty();
+        if none {
+            table.remove(uri);
+        }
+        none
+    }
+
+    /// Sends the update to every client subscribed to its URI.
+    pub async fn updated(&self, params: ResourceUpdatedNotificationParam) {
+        let peers: Vec<Peer<RoleServer>> = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&params.uri)
+            .map(|subscribed| subscribed.iter().map(|(_, peer)| peer.clone()).collect())
+            .unwrap_or_default();
+        for peer in peers {
+            let _ = peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(params.uri.clone()))
+                .await;
+        }
+    }
+}

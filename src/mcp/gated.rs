@@ -1,0 +1,164 @@
+//! Requests gated as calls: reading a resource and getting a prompt (a call of the gate the
+//! [`Passthrough`](super::Passthrough) names), and an upstream's sampling or elicitation request
+//! put to a client ([`Downstream`](super::Downstream)). Each is handled by the controller like any
+//! call, its result's structured content the protocol's answer.
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    ErrorCode, GetPromptRequestParams, GetPromptResult, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResult,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use serde_json::{Value, json};
+
+use super::McpServer;
+use super::approval::{self, Answer};
+use crate::approvals::ApprovalRequest;
+use crate::contract::{ToolCall, ToolResult};
+use crate::controller::Outcome;
+
+/// The code of an answer nothing serves (the protocol's "resource not found").
+const NOT_FOUND: ErrorCode = ErrorCode(-32002);
+
+impl McpServer {
+    /// `resources/read`: the URI's gate, called with the URI.
+    pub(super) async fn read_resource_gated(
+        &self,
+        request: ReadResourceRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        let Some(passthrough) = self.passthrough.as_ref().filter(|p| p.served().resources) else {
+            return Err(not_served("resources"));
+        };
+        let Some(gate) = passthrough.resource_gate(&request.uri).await? else {
+            return Err(ErrorData::new(
+                NOT_FOUND,
+                "no upstream serves a resource at this URI; nothing was read",
+                Some(json!({"uri": request.uri})),
+            ));
+        };
+        let answer = self
+            .through_gate(gate, json!({"uri": request.uri}), context)
+            .await?;
+        serde_json::from_value(answer).map_err(|_| unreadable("resource"))
+    }
+
+    /// `prompts/get`: the prompt's gate, called with its name and arguments.
+    pub(super) async fn get_prompt_gated(
+        &self,
+        request: GetPromptRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetPromptResult, ErrorData> {
+        let Some(passthrough) = self.passthrough.as_ref().filter(|p| p.served().prompts) else {
+            return Err(not_served("prompts"));
+        };
+        let Some(gate) = passthrough.prompt_gate(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                "no upstream serves a prompt of this name; nothing was got",
+                None,
+            ));
+        };
+        let mut arguments = json!({"name": request.name});
+        if let Some(given) = request.arguments {
+            arguments["arguments"] = Value::Object(given);
+        }
+        let answer = self.through_gate(gate, arguments, context).await?;
+        serde_json::from_value(answer).map_err(|_| unreadable("prompt"))
+    }
+
+    /// Calls `gate` for this request's caller: its structured content, or why it is not given.
+    async fn through_gate(
+        &self,
+        gate: String,
+        arguments: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, ErrorData> {
+        let caller = self.caller(context);
+        self.through_gate_for(gate, arguments, &caller, &context.peer)
+            .await
+    }
+
+    /// Calls `gate` for `caller`, whose session is `peer`: its structured content, or why it is
+    /// not given.
+    pub(super) async fn through_gate_for(
+        &self,
+        gate: String,
+        arguments: Value,
+        caller: &super::Caller,
+        peer: &Peer<RoleServer>,
+    ) -> Result<Value, ErrorData> {
+        let mut call = ToolCall::new(self.call_ids.next(), gate, arguments);
+        call.principal.clone_from(&caller.principal);
+        let result = match self.controller.handle_async(call).await {
+            Outcome::Completed(result) => result,
+            Outcome::PendingApproval(request) => self.ask_for_gate(request, peer, caller).await?,
+        };
+        if result.is_error {
+            return Err(ErrorData::invalid_request(result.content, None));
+        }
+        result.structured.ok_or_else(|| unreadable("answer"))
+    }
+
+    /// A gated request the policy asks about: asked in the same request of a client that takes
+    /// elicitations on an `initialize` revision; otherwise it waits out of band, and the client is
+    /// told so (a 2026-07-28 retry carries no request state for these methods).
+    async fn ask_for_gate(
+        &self,
+        request: ApprovalRequest,
+        peer: &Peer<RoleServer>,
+        caller: &super::Caller,
+    ) -> Result<ToolResult, ErrorData> {
+        let client = peer.peer_info();
+        let modern = client.as_ref().is_none_or(|client| {
+            client.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
+        });
+        let form = client
+            .as_ref()
+            .and_then(|client| client.capabilities.elicitation.clone())
+            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
+        if form && !modern {
+            let asked = peer
+                .create_elicitation_with_timeout(
+                    approval::question(&request, self.approvals_at.as_deref()),
+                    Some(super::server::ELICITATION_TIMEOUT),
+                )
+                .await;
+            if let Ok(answer) = asked {
+                return self
+                    .resolve(request.approval_id, Answer::of(&answer.action), caller)
+                    .await
+                    .map_err(|why| ErrorData::invalid_request(why, None));
+            }
+        }
+        let at = self
+            .approvals_at
+            .as_deref()
+            .map(|place| format!(" ({place})"))
+            .unwrap_or_default();
+        Err(ErrorData::invalid_request(
+            format!(
+                "pending approval: {reason}. Nothing was passed on; approval {id} waits for a person to answer it out of band{at}, then ask again.",
+                reason = request.reason,
+                id = request.approval_id,
+            ),
+            Some(json!({super::APPROVAL_ID_META: request.approval_id.to_string()})),
+        ))
+    }
+}
+
+/// The refusal of a method this server does not serve.
+pub(super) fn not_served(what: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("this server serves no {what}"),
+        None,
+    )
+}
+
+/// A gate's answer that is not the protocol's result: refused whole, quoting nothing.
+fn unreadable(what: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!("the upstream's {what} is not a valid MCP result; nothing of it was passed on"),
+        None,
+    )
+}

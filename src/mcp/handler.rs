@@ -1,0 +1,292 @@
+//! [`McpServer`] as the SDK's `ServerHandler`: tools through the controller, and — when a
+//! [`Passthrough`](super::Passthrough) serves them — resources, prompts, completions and logging,
+//! reads and gets gated (see [`gated`](super::gated)).
+
+#[expect(
+    deprecated,
+    reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
+)]
+use rmcp::model::SetLevelRequestParams;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, PromptsCapability, ReadResourceRequestParams,
+    ReadResourceResponse, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
+use rmcp::{ErrorData, ServerHandler};
+
+use super::gated::not_served;
+use super::passthrough::{Gated, Passthrough, Served};
+use super::{McpServer, wire};
+
+impl McpServer {
+    /// The passthrough, if it serves what `wanted` picks.
+    fn serving(
+        &self,
+        what: &str,
+        wanted: impl Fn(Served) -> bool,
+    ) -> Result<&dyn Passthrough, ErrorData> {
+        self.passthrough
+            .as_deref()
+            .filter(|passthrough| wanted(passthrough.served()))
+            .ok_or_else(|| not_served(what))
+    }
+
+    /// The entries whose gate some call could pass: a gate the policy denies whatever its
+    /// arguments hides what it guards, as a denied tool is hidden.
+    fn listable<T>(&self, gated: Vec<Gated<T>>) -> Vec<T> {
+        let listed: std::collections::HashSet<String> = self
+            .controller
+            .listed_specs()
+            .into_iter()
+            .map(|spec| spec.name)
+            .collect();
+        gated
+            .into_iter()
+            .filter(|entry| listed.contains(&entry.gate))
+            .map(|entry| entry.entry)
+            .collect()
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let served = self
+            .passthrough
+            .as_ref()
+            .map_or_else(Served::nothing, |passthrough| passthrough.served());
+        if served.resources {
+            let mut resources = ResourcesCapability::default();
+            resources.subscribe = served.subscriptions.then_some(true);
+            resources.list_changed = Some(true);
+            capabilities.resources = Some(resources);
+        }
+        if served.prompts {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
+        }
+        if served.completions {
+            capabilities.completions = Some(serde_json::Map::new());
+        }
+        if served.logging {
+            capabilities.logging = Some(serde_json::Map::new());
+        }
+        let mut info = ServerConfig::new(capabilities);
+        info.server_info = Implementation::new(&self.implementation.0, &self.implementation.1);
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut specs = self.controller.listed_specs();
+        specs.retain(|spec| !super::passthrough::is_gate(&spec.name));
+        Ok(wire::list_result(&specs))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let listed = self
+            .serving("resources", |served| served.resources)?
+            .list_resources()
+            .await?;
+        Ok(ListResourcesResult::with_all_items(self.listable(listed)))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let listed = self
+            .serving("resources", |served| served.resources)?
+            .list_resource_templates()
+            .await?;
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.listable(listed),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read_resource_gated(request, &context)
+            .await
+            .map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.serving("resource subscriptions", |served| served.subscriptions)?
+            .subscribe(request.uri, self.caller(&context), context.peer)
+            .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.serving("resource subscriptions", |served| served.subscriptions)?
+            .unsubscribe(request.uri, self.caller(&context))
+            .await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let listed = self
+            .serving("prompts", |served| served.prompts)?
+            .list_prompts()
+            .await?;
+        Ok(ListPromptsResult::with_all_items(self.listable(listed)))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.get_prompt_gated(request, &context)
+            .await
+            .map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.serving("completions", |served| served.completions)?
+            .complete(request)
+            .await
+    }
+
+    #[expect(
+        deprecated,
+        reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
+    )]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.serving("logging", |served| served.logging)?
+            .set_level(request.level, context.peer)
+            .await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // A forwarding handler reads the client's progress token and cancellation from here.
+        super::downstream::within(self, &context, self.call(request, &context)).await
+    }
+
+    /// The SDK's handshake, plus a watcher that sends `notifications/tools/list_changed` to this
+    /// session when the controller's generation moves. The generation is read here, before the
+    /// client has the result, so a replacement right after the handshake is not missed.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let server = self.clone();
+        let peer = context.peer;
+        let listings = |server: &Self| {
+            server
+                .passthrough
+                .as_ref()
+                .map(|passthrough| (passthrough.served(), passthrough.listings_generation()))
+        };
+        let mut seen = server.controller.generation();
+        let mut seen_listings = listings(&server).map(|(_, generation)| generation);
+        tokio::spawn(async move {
+            // Checks the transport on every tick, so the task ends with the session.
+            while !peer.is_transport_closed() {
+                tokio::time::sleep(server.change_poll).await;
+                let now = server.controller.generation();
+                // A new policy may show or hide resources and prompts as it does tools.
+                let policy_moved = now != seen;
+                if policy_moved {
+                    seen = now;
+                    if peer.notify_tool_list_changed().await.is_err() {
+                        return;
+                    }
+                }
+                let Some((served, generation)) = listings(&server) else {
+                    continue;
+                };
+                if policy_moved || seen_listings != Some(generation) {
+                    seen_listings = Some(generation);
+                    let resources = async {
+                        if served.resources {
+                            peer.notify_resource_list_changed().await
+                        } else {
+                            Ok(())
+                        }
+                    };
+                    let prompts = async {
+                        if served.prompts {
+                            peer.notify_prompt_list_changed().await
+                        } else {
+                            Ok(())
+                        }
+                    };
+                    if resources.await.is_err() || prompts.await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        self.negotiate_initialize(&request)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let mut seen = self.controller.generation();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = self.next_change(&mut seen) => {
+                    if context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}

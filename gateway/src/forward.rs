@@ -57,7 +57,7 @@ pub async fn forward(
     // From here the upstream has the call: until it answers, its progress goes to the client,
     // and a call given up on (the client cancelled, the bound passed, the gateway dropped it) is
     // cancelled upstream.
-    let _route = session.route_progress(handle.progress_token.clone());
+    let route = session.route_progress(handle.progress_token.clone());
     let mut waiting = CancelOnDrop {
         peer: session.peer.clone(),
         id: Some(handle.id.clone()),
@@ -85,6 +85,8 @@ pub async fn forward(
         )));
     };
     waiting.id = None;
+    // The progress that arrived before the result goes before it.
+    route.settled().await;
     match answer {
         Ok(ServerResult::CallToolResult(result)) => Ok(result),
         Ok(_) => Err(failed(upstream, CallFailure::Unreadable)),

@@ -126,8 +126,18 @@ pub async fn start(
     // The SDK reads the bounded copy; the pump ends when the child's stdout closes.
     let (bounded, sdk_side) = tokio::io::duplex(64 * 1024);
     tokio::spawn(frames::pump(stdout, bounded, limits.max_message_bytes));
-    let handshake = GatewayClient::new(upstream.name.clone(), signals, upstream.forwarded.clone())
-        .serve((sdk_side, stdin));
+    let progress = super::progress::ProgressRoutes::default();
+    let transport = super::ordered::Ordered::new(
+        rmcp::transport::async_rw::AsyncRwTransport::new_client(sdk_side, stdin),
+        progress.clone(),
+    );
+    let handshake = GatewayClient::new(
+        upstream.name.clone(),
+        signals,
+        upstream.forwarded.clone(),
+        progress,
+    )
+    .serve(transport);
     match tokio::time::timeout(limits.startup_timeout, handshake).await {
         Ok(Ok(service)) => Ok(Started {
             service,

@@ -56,12 +56,17 @@ pub struct GatewayClient {
 }
 
 impl GatewayClient {
-    pub fn new(upstream: String, signals: Signals, forwarded: crate::config::Forwarded) -> Self {
+    pub fn new(
+        upstream: String,
+        signals: Signals,
+        forwarded: crate::config::Forwarded,
+        progress: super::progress::ProgressRoutes,
+    ) -> Self {
         Self {
             upstream,
             signals,
             forwarded,
-            progress: super::progress::ProgressRoutes::default(),
+            progress,
             subscribers: super::subscriptions::Subscribers::default(),
         }
     }
@@ -85,8 +90,8 @@ impl GatewayClient {
     /// The client whose call an upstream's request came during: the one call waiting on this
     /// session; none when none or several wait (it could be another client's), and the request
     /// is refused.
-    fn asking_client(&self, method: &str) -> Result<toolgate::mcp::Downstream, ErrorData> {
-        self.progress.sole_waiting().ok_or_else(|| {
+    async fn asking_client(&self, method: &str) -> Result<toolgate::mcp::Downstream, ErrorData> {
+        self.progress.sole_waiting().await.ok_or_else(|| {
             tracing::info!(upstream = %self.upstream, method, "refused an upstream's request no single waiting call can own");
             ErrorData::new(
                 ErrorCode::INVALID_REQUEST,
@@ -132,7 +137,8 @@ impl ClientHandler for GatewayClient {
         let Some(gate) = &self.forwarded.sampling else {
             return Err(self.not_forwarded(method, "sampling"));
         };
-        self.asking_client(method)?
+        self.asking_client(method)
+            .await?
             .create_message(gate, params)
             .await
     }
@@ -146,7 +152,8 @@ impl ClientHandler for GatewayClient {
         let Some(gate) = &self.forwarded.elicitation else {
             return Err(self.not_forwarded(method, "elicitation"));
         };
-        self.asking_client(method)?
+        self.asking_client(method)
+            .await?
             .create_elicitation(gate, request)
             .await
     }
@@ -170,9 +177,13 @@ impl ClientHandler for GatewayClient {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
-        self.progress.forward(params).await;
+        let sequence = context
+            .extensions
+            .get::<super::ordered::ProgressSequence>()
+            .map(|sequence| sequence.0);
+        self.progress.forward(params, sequence).await;
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -199,7 +210,8 @@ impl ClientHandler for GatewayClient {
     }
 
     /// A log message names no call: it goes to the client of the one call waiting on this
-    /// session, and to nobody when none or several wait (it could be another client's).
+    /// session when it arrived, and to nobody when none or several waited (it could be another
+    /// client's).
     #[expect(
         deprecated,
         reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
@@ -207,13 +219,15 @@ impl ClientHandler for GatewayClient {
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
-        match self.progress.sole_waiting() {
-            Some(client) => client.log(params).await,
-            None => {
-                tracing::debug!(upstream = %self.upstream, "dropped an upstream log message no single waiting call can own")
-            }
+        let owner = context
+            .extensions
+            .get::<super::ordered::LogOwner>()
+            .map(|owner| (owner.0.clone(), owner.1));
+        if owner.is_none() {
+            tracing::debug!(upstream = %self.upstream, "dropped an upstream log message no single waiting call can own");
         }
+        self.progress.log(params, owner).await;
     }
 }

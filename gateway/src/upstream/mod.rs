@@ -3,6 +3,7 @@
 
 mod child;
 mod client;
+mod ordered;
 mod progress;
 mod remote;
 mod started;

@@ -8,78 +8,191 @@
 //! sends each `notifications/progress` on under the client's own token. One table per session: a
 //! restarted upstream's tokens start again and must never reach an earlier session's caller.
 //!
-//! The SDK handles each notification on a task of its own, so two may arrive out of order; the
-//! protocol requires a call's progress to increase, so one that would not is dropped, never sent
-//! (one at a time per call, each checked against the last sent).
+//! The SDK handles each notification on a task of its own, so two may reach the handler out of
+//! order, or after the call's result: the transport numbers each in arrival order
+//! ([`Ordered`](super::ordered::Ordered)), a call's progress is sent in that order, and the call's
+//! result waits (up to [`SETTLE_BOUND`]) until the progress that arrived before it was sent. The
+//! protocol requires a call's progress to increase, so one that would not is dropped, never sent.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use tokio::sync::watch;
 use toolgate::mcp::Downstream;
+
+/// The longest a notification waits for those before it, and a result for the progress before it
+/// (the SDK runs each handler at once; only a stalled client session takes this long).
+pub const SETTLE_BOUND: Duration = Duration::from_secs(1);
 
 /// Where each waiting call's progress goes, for one upstream session.
 #[derive(Clone, Debug, Default)]
 pub struct ProgressRoutes(Arc<Mutex<HashMap<ProgressToken, Destination>>>);
 
-/// A waiting call's client, and the last progress sent to it.
+/// A waiting call's client, the last progress sent to it, and how many of its notifications
+/// arrived and were handled.
 #[derive(Clone, Debug)]
 struct Destination {
-    /// `None`: a call no client request waits for (one a person approved on the page, say).
-    client: Option<Downstream>,
+    /// `None` until the call that sent the request claims it (the upstream may report progress
+    /// before); then `Some(None)` for a call no client request waits for (one a person approved
+    /// on the page, say).
+    client: watch::Sender<Option<Option<Downstream>>>,
     last_sent: Arc<tokio::sync::Mutex<Option<f64>>>,
+    arrived: Arc<AtomicU64>,
+    handled: watch::Sender<u64>,
+    /// When the call was sent (an expected route nobody claims is let go after [`SETTLE_BOUND`]).
+    since: std::time::Instant,
+}
+
+impl Destination {
+    fn new(client: Option<Option<Downstream>>) -> Self {
+        Self {
+            since: std::time::Instant::now(),
+            client: watch::Sender::new(client),
+            last_sent: Arc::default(),
+            arrived: Arc::default(),
+            handled: watch::Sender::new(0),
+        }
+    }
+
+    /// Whether the call that sent the request never claimed it (its caller gave up between
+    /// sending and claiming): such a route is let go, not counted as waiting.
+    fn abandoned(&self) -> bool {
+        self.client.borrow().is_none() && self.since.elapsed() > SETTLE_BOUND
+    }
+
+    /// The call's client, once the call claimed its route (waiting up to [`SETTLE_BOUND`]).
+    async fn client(&self) -> Option<Downstream> {
+        let mut client = self.client.subscribe();
+        let claimed = tokio::time::timeout(SETTLE_BOUND, client.wait_for(Option::is_some)).await;
+        claimed.ok()?.ok()?.clone().flatten()
+    }
 }
 
 impl ProgressRoutes {
-    /// Sends the progress for `token` to the call waiting on it, if one is (a token no call
-    /// waits on, or one whose client asked for no progress, is dropped).
-    pub async fn forward(&self, params: ProgressNotificationParam) {
-        let to = self
-            .0
+    /// The next number of a progress notification for `token`, counted as arrived; `None` when
+    /// no call waits on it.
+    pub fn number(&self, token: &ProgressToken) -> Option<u64> {
+        self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&params.progress_token)
-            .cloned();
-        let Some((to, client)) = to.and_then(|to| {
-            let client = to.client.clone().filter(Downstream::wants_progress)?;
-            Some((to, client))
-        }) else {
-            return;
-        };
-        let mut last_sent = to.last_sent.lock().await;
-        if last_sent.is_some_and(|last| params.progress <= last) || !params.progress.is_finite() {
-            return;
-        }
-        *last_sent = Some(params.progress);
-        client
-            .progress(params.progress, params.total, params.message)
-            .await;
+            .get(token)
+            .map(|to| to.arrived.fetch_add(1, Ordering::SeqCst) + 1)
     }
 
-    /// The client request of the one call waiting on this session; `None` when none or several
-    /// wait (what names no call cannot then be told apart, and goes to nobody).
-    pub fn sole_waiting(&self) -> Option<Downstream> {
-        let routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut waiting = routes.values();
+    /// The call a log message arriving now belongs to — the one waiting, when exactly one waits
+    /// — and the message's number among that call's notifications.
+    pub fn number_sole(&self) -> Option<(ProgressToken, u64)> {
+        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        routes.retain(|_, to| !to.abandoned());
+        let mut waiting = routes.iter();
         match (waiting.next(), waiting.next()) {
-            (Some(only), None) => only.client.clone(),
+            (Some((token, only)), None) => Some((
+                token.clone(),
+                only.arrived.fetch_add(1, Ordering::SeqCst) + 1,
+            )),
             _ => None,
         }
     }
 
-    /// Routes `token`'s progress to `to` (if it asked for progress) and counts the call as
-    /// waiting, until the returned guard is dropped.
-    pub fn route(&self, token: ProgressToken, to: Option<Downstream>) -> Route {
+    /// Sends the progress for `token` to the call waiting on it, if one is (a token no call
+    /// waits on, or one whose client asked for no progress, is dropped) — after the notifications
+    /// numbered before `sequence`.
+    pub async fn forward(&self, params: ProgressNotificationParam, sequence: Option<u64>) {
+        let Some(to) = self.destination(&params.progress_token) else {
+            return;
+        };
+        in_turn(&to, sequence, async {
+            if let Some(client) = to.client().await.filter(Downstream::wants_progress) {
+                let mut last_sent = to.last_sent.lock().await;
+                if last_sent.is_none_or(|last| params.progress > last)
+                    && params.progress.is_finite()
+                {
+                    *last_sent = Some(params.progress);
+                    client
+                        .progress(params.progress, params.total, params.message)
+                        .await;
+                }
+            }
+        })
+        .await;
+    }
+
+    /// Sends a log message to the client of the call `owner` names (numbered on arrival by
+    /// [`number_sole`](Self::number_sole)), in turn; one that arrived while none or several
+    /// calls waited goes to nobody.
+    #[expect(
+        deprecated,
+        reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
+    )]
+    pub async fn log(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        owner: Option<(ProgressToken, u64)>,
+    ) {
+        let Some((token, sequence)) = owner else {
+            return;
+        };
+        let Some(to) = self.destination(&token) else {
+            return;
+        };
+        in_turn(&to, Some(sequence), async {
+            if let Some(client) = to.client().await {
+                client.log(params).await;
+            }
+        })
+        .await;
+    }
+
+    fn destination(&self, token: &ProgressToken) -> Option<Destination> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                token.clone(),
-                Destination {
-                    client: to,
-                    last_sent: Arc::default(),
-                },
-            );
+            .get(token)
+            .cloned()
+    }
+
+    /// The client request of the one call waiting on this session; `None` when none or several
+    /// wait (what names no call cannot then be told apart, and goes to nobody).
+    pub async fn sole_waiting(&self) -> Option<Downstream> {
+        let only = {
+            let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            routes.retain(|_, to| !to.abandoned());
+            let mut waiting = routes.values();
+            match (waiting.next(), waiting.next()) {
+                (Some(only), None) => only.clone(),
+                _ => return None,
+            }
+        };
+        only.client().await
+    }
+
+    /// A call is being sent under `token`: from now on its progress is numbered, and it counts
+    /// as waiting, until the call claims the route or, unclaimed, the route is dropped.
+    pub fn expect(&self, token: ProgressToken) {
+        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        routes.retain(|_, to| !to.abandoned());
+        routes
+            .entry(token)
+            .or_insert_with(|| Destination::new(None));
+    }
+
+    /// Routes `token`'s progress to `to` (if it asked for progress) and counts the call as
+    /// waiting — claiming the route [`expect`](Self::expect) made when the call was sent —,
+    /// until the returned guard is dropped.
+    pub fn route(&self, token: ProgressToken, to: Option<Downstream>) -> Route {
+        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match routes.get(&token) {
+            Some(expected) => {
+                expected.client.send_replace(Some(to));
+            }
+            None => {
+                routes.insert(token.clone(), Destination::new(Some(to)));
+            }
+        }
+        drop(routes);
         Route {
             routes: self.clone(),
             token,
@@ -87,10 +200,54 @@ impl ProgressRoutes {
     }
 }
 
+/// Runs `send` after the notifications of `to` numbered before `sequence` (waiting up to
+/// [`SETTLE_BOUND`]), then counts it handled.
+async fn in_turn(
+    to: &Destination,
+    sequence: Option<u64>,
+    send: impl std::future::Future<Output = ()>,
+) {
+    if let Some(sequence) = sequence {
+        let mut handled = to.handled.subscribe();
+        let _ = tokio::time::timeout(
+            SETTLE_BOUND,
+            handled.wait_for(|handled| *handled + 1 >= sequence),
+        )
+        .await;
+    }
+    send.await;
+    if let Some(sequence) = sequence {
+        to.handled
+            .send_modify(|handled| *handled = (*handled).max(sequence));
+    }
+}
+
 /// A call's route; removed when the call stops waiting.
 pub struct Route {
     routes: ProgressRoutes,
     token: ProgressToken,
+}
+
+impl Route {
+    /// Waits (up to [`SETTLE_BOUND`]) until every progress notification that arrived for this
+    /// call so far was sent on: called when its result arrives, so no progress comes after it.
+    pub async fn settled(&self) {
+        let to = self
+            .routes
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&self.token)
+            .cloned();
+        let Some(to) = to else { return };
+        let arrived = to.arrived.load(Ordering::SeqCst);
+        let mut handled = to.handled.subscribe();
+        let _ = tokio::time::timeout(
+            SETTLE_BOUND,
+            handled.wait_for(|handled| *handled >= arrived),
+        )
+        .await;
+    }
 }
 
 impl Drop for Route {

@@ -49,8 +49,15 @@ pub async fn start(
     config = config.custom_headers(custom);
     let transport =
         StreamableHttpClientTransport::with_client(pooled_client().map_err(failed)?, config);
-    let handshake = GatewayClient::new(upstream.name.clone(), signals, upstream.forwarded.clone())
-        .serve(transport);
+    let progress = super::progress::ProgressRoutes::default();
+    let transport = super::ordered::Ordered::new(transport, progress.clone());
+    let handshake = GatewayClient::new(
+        upstream.name.clone(),
+        signals,
+        upstream.forwarded.clone(),
+        progress,
+    )
+    .serve(transport);
     match tokio::time::timeout(limits.startup_timeout, handshake).await {
         Ok(Ok(service)) => Ok(Started {
             service,

@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod conformance;
 mod http_clients;
 mod http_details;
 mod jwt;

@@ -1,0 +1,86 @@
+//! The upstream's transport as the SDK reads it, numbering each progress notification for a
+//! waiting call, and each log message that arrives while exactly one call waits, in the order
+//! they arrived — before the SDK reads what follows them. The SDK hands
+//! each notification to the client handler on a task of its own and each response straight to
+//! its caller, so without the numbers a call's progress could be sent out of order or overtaken
+//! by its result; with them, [`ProgressRoutes`](super::progress::ProgressRoutes) sends a call's
+//! progress in arrival order, and the call's result waits until the progress that came before it
+//! has been sent.
+
+use std::borrow::Cow;
+use std::future::Future;
+
+use rmcp::RoleClient;
+use rmcp::model::{ClientRequest, GetMeta as _, JsonRpcMessage, ServerNotification};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+
+use super::progress::ProgressRoutes;
+
+/// A progress notification's place among those of its call, from 1 (in the notification's
+/// extensions, where the client handler reads it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgressSequence(pub u64);
+
+/// The call a log message belongs to (the one waiting when it arrived), and its number among
+/// that call's notifications.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogOwner(pub rmcp::model::ProgressToken, pub u64);
+
+/// `inner`, numbering the progress of waiting calls in `routes`.
+pub struct Ordered<T> {
+    inner: T,
+    routes: ProgressRoutes,
+}
+
+impl<T> Ordered<T> {
+    pub fn new(inner: T, routes: ProgressRoutes) -> Self {
+        Self { inner, routes }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Ordered<T> {
+    type Error = T::Error;
+
+    fn name() -> Cow<'static, str> {
+        T::name()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // Before the upstream can report progress on a call, its token is expected.
+        if let JsonRpcMessage::Request(request) = &item
+            && let ClientRequest::CallToolRequest(_) = &request.request
+            && let Some(token) = request.request.get_meta().get_progress_token()
+        {
+            self.routes.expect(token);
+        }
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let mut message = self.inner.receive().await?;
+        if let JsonRpcMessage::Notification(notification) = &mut message {
+            match &mut notification.notification {
+                ServerNotification::ProgressNotification(progress) => {
+                    if let Some(sequence) = self.routes.number(&progress.params.progress_token) {
+                        progress.extensions.insert(ProgressSequence(sequence));
+                    }
+                }
+                ServerNotification::LoggingMessageNotification(log) => {
+                    if let Some(owner) = self.routes.number_sole() {
+                        log.extensions.insert(LogOwner(owner.0, owner.1));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}

@@ -42,6 +42,12 @@ fn directives(requested: Option<&str>) -> String {
         .filter(|target| !named(target))
         .map(|target| format!("{target}=warn"))
         .collect();
+    // The SDK warns of every error answer with the answer whole, and an answer to
+    // `resources/read` or `prompts/get` carries the upstream's reason, which may quote what was
+    // asked: the gateway says what it refused in its own lines.
+    if !named("rmcp") && !named("rmcp::service") {
+        directives.push("rmcp::service=error".to_owned());
+    }
     directives.push(requested.to_owned());
     directives.join(",")
 }
@@ -91,5 +97,13 @@ mod tests {
         }
         // A target that only starts with a quiet one's name is not that target.
         assert!(directives(Some("rmcpx=debug")).contains("rmcp=warn"));
+        // The SDK's error answers are not logged unless its targets are named.
+        assert!(directives(None).contains("rmcp::service=error"));
+        for spelled in ["rmcp=debug", "rmcp::service=warn"] {
+            assert!(
+                !directives(Some(spelled)).contains("rmcp::service=error"),
+                "{spelled}"
+            );
+        }
     }
 }

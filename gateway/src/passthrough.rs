@@ -343,15 +343,22 @@ impl toolgate::mcp::Passthrough for Upstreams {
                 ErrorData::invalid_params("no upstream serves what this completion names", None)
             })?;
             let peer = link.peer().map_err(|why| unavailable(&link, &why))?;
-            tokio::time::timeout(self.config.limits.call_timeout, peer.complete(request))
-                .await
-                .map_err(|_| {
-                    ErrorData::internal_error(
-                        format!("upstream `{}` did not answer in time", link.name()),
-                        None,
-                    )
-                })?
-                .map_err(|error| upstream_error(&link, error))
+            let mut completed =
+                tokio::time::timeout(self.config.limits.call_timeout, peer.complete(request))
+                    .await
+                    .map_err(|_| {
+                        ErrorData::internal_error(
+                            format!("upstream `{}` did not answer in time", link.name()),
+                            None,
+                        )
+                    })?
+                    .map_err(|error| upstream_error(&link, error))?;
+            // An upstream on an earlier revision sends none; the SDK leaves it out for such
+            // clients.
+            completed
+                .result_type
+                .get_or_insert(rmcp::model::ResultType::COMPLETE);
+            Ok(completed)
         })
     }
 

@@ -6,7 +6,7 @@
 use rmcp::ErrorData;
 use rmcp::model::{
     ErrorCode, GetPromptRequestParams, GetPromptResult, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResult,
+    ReadResourceResult, ResultType,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -34,13 +34,17 @@ impl McpServer {
             return Err(ErrorData::new(
                 NOT_FOUND,
                 "no upstream serves a resource at this URI; nothing was read",
-                Some(json!({"uri": request.uri})),
+                None,
             ));
         };
         let answer = self
             .through_gate(gate, json!({"uri": request.uri}), context)
             .await?;
-        serde_json::from_value(answer).map_err(|_| unreadable("resource"))
+        let mut result: ReadResourceResult =
+            serde_json::from_value(answer).map_err(|_| unreadable("resource"))?;
+        // An upstream on an earlier revision sends none; the SDK leaves it out for such clients.
+        result.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(result)
     }
 
     /// `prompts/get`: the prompt's gate, called with its name and arguments.
@@ -63,7 +67,10 @@ impl McpServer {
             arguments["arguments"] = Value::Object(given);
         }
         let answer = self.through_gate(gate, arguments, context).await?;
-        serde_json::from_value(answer).map_err(|_| unreadable("prompt"))
+        let mut result: GetPromptResult =
+            serde_json::from_value(answer).map_err(|_| unreadable("prompt"))?;
+        result.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(result)
     }
 
     /// Calls `gate` for this request's caller: its structured content, or why it is not given.

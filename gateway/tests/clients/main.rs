@@ -8,6 +8,7 @@
 mod support;
 
 mod conformance;
+mod forwarded;
 mod http_clients;
 mod http_details;
 mod jwt;

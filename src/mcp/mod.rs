@@ -19,7 +19,10 @@
 //! | 2025-11-25 and earlier | `initialize` | an `elicitation/create` request in the same call, if the client declared form elicitation |
 //! | any, client without elicitation | | error result naming the approval id; the call waits to be answered out of band |
 //!
-//! toolgate does not forward upstream elicitations, sampling or resources through the gateway.
+//! Beyond tools, a server given a [`Passthrough`] (the gateway's upstreams) serves resources,
+//! prompts, completions and logging; reading a resource and getting a prompt are gated as calls
+//! ([`passthrough`]), and an upstream's sampling and elicitation requests reach a client only as
+//! calls of gates the host registers ([`Downstream::create_message`]).
 //! Serve a stream with [`McpServer::serve_io`] or [`McpServer::serve_stdio`]: they refuse calls
 //! holding duplicate keys and bind each request state to its connection. Another transport of
 //! the SDK (`rmcp::ServiceExt::serve`) must do both itself — read callers with

@@ -3,7 +3,7 @@
 //! they arrived — before the SDK reads what follows them. The SDK hands
 //! each notification to the client handler on a task of its own and each response straight to
 //! its caller, so without the numbers a call's progress could be sent out of order or overtaken
-//! by its result; with them, [`ProgressRoutes`](super::progress::ProgressRoutes) sends a call's
+//! by its result; with them, [`ProgressRoutes`] sends a call's
 //! progress in arrival order, and the call's result waits until the progress that came before it
 //! has been sent.
 

@@ -13,17 +13,28 @@ pub(super) fn is_pattern(tool: &str) -> bool {
 }
 
 /// A pattern over whole tool names: `*` any run of characters, `?` one, `\` escapes the next.
+///
+/// A pattern without a `/` matches no name holding one: such names are the gates of an MCP
+/// server's resources, prompts and an upstream's requests (`mcp::passthrough`), which no tool
+/// name can hold, and a rule written for tools (`files__*`, `*`) must not start allowing them
+/// when a server begins to serve them. `files__*/*` or `*/read` name gates on purpose.
 #[derive(Debug)]
-pub(super) struct ToolPattern(Vec<GlobToken>);
+pub(super) struct ToolPattern {
+    tokens: Vec<GlobToken>,
+    slash: bool,
+}
 
 impl ToolPattern {
     pub(super) fn new(pattern: &str) -> Self {
-        Self(tokenize_glob(pattern))
+        Self {
+            tokens: tokenize_glob(pattern),
+            slash: pattern.contains('/'),
+        }
     }
 
     /// Whether the whole of `name` matches (case matters, as it does for exact names).
     pub(super) fn matches(&self, name: &str) -> bool {
-        glob_match(&self.0, name, false)
+        (self.slash || !name.contains('/')) && glob_match(&self.tokens, name, false)
     }
 
     /// The names of `registry`'s tools that match, in registration order.

@@ -297,3 +297,40 @@ fn groups_escaped_star_is_literal_and_not_a_wildcard_allow() {
         );
     }
 }
+
+#[test]
+fn groups_a_pattern_without_a_slash_covers_no_gate() {
+    // Gates of an MCP server's resources and prompts hold a `/`; a rule written for tools must
+    // not start allowing them when a server begins to serve them.
+    let names = ["srv__read", "srv__resources/read", "srv__prompts/get"];
+    let policy = load(
+        r#"{"rules": [
+      {"id": "server", "tool": "srv__*", "action": "allow", "reason": "the server's tools"},
+      {"id": "all", "tool": "*", "action": "allow", "reason": "everything"}
+    ]}"#,
+        &names,
+    );
+    assert_eq!(
+        decided(&policy, "srv__read", "/a"),
+        (Allow, Some("all".to_owned()))
+    );
+    for gate in ["srv__resources/read", "srv__prompts/get"] {
+        assert_eq!(decided(&policy, gate, "/a").0, Deny, "{gate}");
+    }
+    let policy = load(
+        r#"{"rules": [
+      {"id": "gates", "tool": "srv__*/*", "action": "allow", "reason": "the server's gates"},
+      {"id": "reads", "tool": "*/read", "action": "ask", "reason": "reads"}
+    ]}"#,
+        &names,
+    );
+    assert_eq!(
+        decided(&policy, "srv__resources/read", "/a"),
+        (Ask, Some("reads".to_owned()))
+    );
+    assert_eq!(
+        decided(&policy, "srv__prompts/get", "/a"),
+        (Allow, Some("gates".to_owned()))
+    );
+    assert_eq!(decided(&policy, "srv__read", "/a").0, Deny);
+}

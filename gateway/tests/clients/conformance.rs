@@ -135,7 +135,8 @@ fn checks(out: &Path, scenario: &str) -> String {
 fn through_gateway(work: &Work, sdk: &Path, extra: &str) -> (Served, Running, String) {
     work.write(
         "policy.json",
-        r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "conformance"}]}"#,
+        r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "conformance"},
+            {"id": "gates", "tool": "*/*", "action": "allow", "reason": "conformance"}]}"#,
     );
     let upstream = script(sdk, "everything_upstream.mjs", "everything_upstream-gw.mjs");
     let (mcp, admin, proxy) = (free_port(), free_port(), free_port());

@@ -17,8 +17,11 @@ use support::*;
 
 const KEY: &str = "tg_forwarded_client_key";
 
-const ALLOW_ALL: &str =
-    r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "forwarded"}]}"#;
+/// Every tool, and every gate (`*` alone covers no name holding a `/`).
+const ALLOW_ALL: &str = r#"{"rules": [
+  {"id": "all", "tool": "*", "action": "allow", "reason": "forwarded"},
+  {"id": "gates", "tool": "*/*", "action": "allow", "reason": "forwarded"}
+]}"#;
 
 /// Denies reading the binary resource and the upstream's sampling, asks before the image prompt.
 const GATED: &str = r#"{"rules": [
@@ -30,7 +33,8 @@ const GATED: &str = r#"{"rules": [
    "reason": "a person looks first"},
   {"id": "no-sampling", "tool": "sampling/createMessage", "action": "deny",
    "reason": "no sampling for this upstream"},
-  {"id": "rest", "tool": "*", "action": "allow", "reason": "the rest"}
+  {"id": "rest", "tool": "*", "action": "allow", "reason": "the rest"},
+  {"id": "rest-gates", "tool": "*/*", "action": "allow", "reason": "the rest"}
 ]}"#;
 
 /// The reference upstream, copied beside the TypeScript SDK under `name`.
@@ -151,10 +155,10 @@ fn the_policy_decides_reads_gets_and_sampling_and_the_audit_log_names_the_princi
             })
         };
         assert!(decided("resources/read", "no-binary"), "{audit}");
-        assert!(decided("resources/read", "rest"), "{audit}");
+        assert!(decided("resources/read", "rest-gates"), "{audit}");
         assert!(decided("prompts/get", "look-first"), "{audit}");
         assert!(decided("sampling/createMessage", "no-sampling"), "{audit}");
-        assert!(decided("elicitation/create", "rest"), "{audit}");
+        assert!(decided("elicitation/create", "rest-gates"), "{audit}");
         // No resource, prompt or message text in the audit log: only digests.
         for secret in ["This is the content", "a question", "who are you?", "hello"] {
             assert!(

@@ -46,6 +46,24 @@ pub async fn forward(
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
         CallToolRequestParams::new(name).with_arguments(arguments),
     ));
+    match exchange(&session, upstream, request, timeout).await? {
+        ServerResult::CallToolResult(result) => Ok(result),
+        _ => Err(failed(upstream, CallFailure::Unreadable)),
+    }
+}
+
+/// Sends `request` on `session` (of upstream `upstream`) for the client request this task runs
+/// for, and waits for the answer within `timeout`. While it waits, the call counts as waiting on
+/// the session (what the upstream sends that names no call — a log message, a sampling
+/// request — can be its), its progress goes to the client, and a request given up on (the
+/// client cancelled, the bound passed, the gateway dropped it) is cancelled upstream; the answer
+/// is given after the progress that came before it.
+pub async fn exchange(
+    session: &crate::upstream::Session,
+    upstream: &str,
+    request: ClientRequest,
+    timeout: Duration,
+) -> Result<ServerResult, ToolError> {
     let handle = match session
         .peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
@@ -54,9 +72,6 @@ pub async fn forward(
         Ok(handle) => handle,
         Err(error) => return Err(failed(upstream, CallFailure::of(error))),
     };
-    // From here the upstream has the call: until it answers, its progress goes to the client,
-    // and a call given up on (the client cancelled, the bound passed, the gateway dropped it) is
-    // cancelled upstream.
     let route = session.route_progress(handle.progress_token.clone());
     let mut waiting = CancelOnDrop {
         peer: session.peer.clone(),
@@ -85,13 +100,9 @@ pub async fn forward(
         )));
     };
     waiting.id = None;
-    // The progress that arrived before the result goes before it.
+    // The progress that arrived before the answer goes before it.
     route.settled().await;
-    match answer {
-        Ok(ServerResult::CallToolResult(result)) => Ok(result),
-        Ok(_) => Err(failed(upstream, CallFailure::Unreadable)),
-        Err(error) => Err(failed(upstream, CallFailure::of(error))),
-    }
+    answer.map_err(|error| failed(upstream, CallFailure::of(error)))
 }
 
 /// The message for a call that got no result.

@@ -1,13 +1,17 @@
 //! The gates of an upstream's resources and prompts: registry tools named
 //! `<served prefix>resources/read` and `<served prefix>prompts/get` (see
 //! [`toolgate::mcp::passthrough`]), judged by the policy like the upstream's tools, whose
-//! handlers read the resource or get the prompt from the upstream. An upstream gets a gate only
-//! for what it declared at its handshake.
+//! handlers read the resource or get the prompt from the upstream — as the client request they
+//! run for, so what the upstream sends meanwhile (progress, a log message, a sampling request)
+//! belongs to that client.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::model::{
+    ClientRequest, GetPromptRequest, GetPromptRequestParams, ReadResourceRequest,
+    ReadResourceRequestParams, ServerResult,
+};
 use serde_json::Value;
 use toolgate::definition::ToolOutput;
 use toolgate::mcp::CallFailure;
@@ -28,12 +32,13 @@ pub fn declared(link: &Link) -> (bool, bool) {
     })
 }
 
-/// The gates `link`'s upstream needs, each bounded like its tools' calls.
+/// The gates of `link`'s upstream, each bounded like its tools' calls. Every upstream has both,
+/// whatever it declared: a policy naming them loads while the upstream is down, or after it
+/// stops serving resources (a gate of an upstream that serves none answers so, sending nothing).
 pub fn definitions(config: &Arc<Config>, link: &Arc<Link>) -> Vec<ToolDefinition> {
-    let (resources, prompts) = declared(link);
     let limits = &config.limits;
     let mut gates = Vec::new();
-    if resources {
+    {
         let link = Arc::clone(link);
         let timeout = limits.call_timeout;
         let spec = ToolSpec::new(
@@ -49,7 +54,7 @@ pub fn definitions(config: &Arc<Config>, link: &Arc<Link>) -> Vec<ToolDefinition
             },
         ));
     }
-    if prompts {
+    {
         let link = Arc::clone(link);
         let config = Arc::clone(config);
         let spec = ToolSpec::new(
@@ -78,15 +83,14 @@ pub fn definitions(config: &Arc<Config>, link: &Arc<Link>) -> Vec<ToolDefinition
 /// `resources/read` of the URI in `arguments`, sent upstream within `timeout`.
 async fn read(link: &Link, arguments: &Value, timeout: Duration) -> Result<ToolOutput, ToolError> {
     let uri = arguments["uri"].as_str().unwrap_or_default().to_owned();
-    let peer = up(link)?;
-    let answer = tokio::time::timeout(
-        timeout,
-        peer.read_resource(ReadResourceRequestParams::new(uri)),
-    )
-    .await
-    .map_err(|_| late(link, timeout))?
-    .map_err(|error| crate::forward::failed(link.name(), CallFailure::of(error)))?;
-    structured(link, &answer)
+    let session = up(link, |(resources, _)| resources, "resources")?;
+    let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+        ReadResourceRequestParams::new(uri),
+    ));
+    match crate::forward::exchange(&session, link.name(), request, timeout).await? {
+        ServerResult::ReadResourceResult(answer) => structured(link, &answer),
+        _ => Err(crate::forward::failed(link.name(), CallFailure::Unreadable)),
+    }
 }
 
 /// `prompts/get` of the prompt `arguments` names (as served), sent upstream.
@@ -106,32 +110,35 @@ async fn get(config: &Config, link: &Link, arguments: Value) -> Result<ToolOutpu
     if let Some(Value::Object(given)) = arguments.get("arguments") {
         params = params.with_arguments(given.clone());
     }
-    let peer = up(link)?;
+    let session = up(link, |(_, prompts)| prompts, "prompts")?;
+    let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
     let timeout = config.limits.call_timeout;
-    let answer = tokio::time::timeout(timeout, peer.get_prompt(params))
-        .await
-        .map_err(|_| late(link, timeout))?
-        .map_err(|error| crate::forward::failed(link.name(), CallFailure::of(error)))?;
-    structured(link, &answer)
+    match crate::forward::exchange(&session, link.name(), request, timeout).await? {
+        ServerResult::GetPromptResult(answer) => structured(link, &answer),
+        _ => Err(crate::forward::failed(link.name(), CallFailure::Unreadable)),
+    }
 }
 
-/// The session of `link`'s upstream, or why there is none (nothing is sent).
-fn up(link: &Link) -> Result<rmcp::service::Peer<rmcp::service::RoleClient>, ToolError> {
-    link.peer().map_err(|why| {
+/// The session of `link`'s upstream, if it serves `what` (`serves` picks it from what it
+/// declared); otherwise why not (nothing is sent).
+fn up(
+    link: &Link,
+    serves: fn((bool, bool)) -> bool,
+    what: &str,
+) -> Result<crate::upstream::Session, ToolError> {
+    let session = link.session().map_err(|why| {
         ToolError::new(format!(
             "upstream `{}` is unavailable ({why}); nothing was sent",
             link.name()
         ))
-    })
-}
-
-/// The upstream did not answer within its bound.
-fn late(link: &Link, timeout: Duration) -> ToolError {
-    ToolError::new(format!(
-        "upstream `{}` did not answer within {} ms (limits.call_timeout_ms)",
-        link.name(),
-        timeout.as_millis()
-    ))
+    })?;
+    if !serves(declared(link)) {
+        return Err(ToolError::new(format!(
+            "upstream `{}` serves no {what}; nothing was sent",
+            link.name()
+        )));
+    }
+    Ok(session)
 }
 
 /// The protocol's answer as the gate's structured content (what the server hands the client).

@@ -40,8 +40,8 @@ impl McpServer {
         let answer = self
             .through_gate(gate, json!({"uri": request.uri}), context)
             .await?;
-        let mut result: ReadResourceResult =
-            serde_json::from_value(answer).map_err(|_| unreadable("resource"))?;
+        let mut result: ReadResourceResult = serde_json::from_value(without_reserved_meta(answer))
+            .map_err(|_| unreadable("resource"))?;
         // An upstream on an earlier revision sends none; the SDK leaves it out for such clients.
         result.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(result)
@@ -67,8 +67,8 @@ impl McpServer {
             arguments["arguments"] = Value::Object(given);
         }
         let answer = self.through_gate(gate, arguments, context).await?;
-        let mut result: GetPromptResult =
-            serde_json::from_value(answer).map_err(|_| unreadable("prompt"))?;
+        let mut result: GetPromptResult = serde_json::from_value(without_reserved_meta(answer))
+            .map_err(|_| unreadable("prompt"))?;
         result.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(result)
     }
@@ -151,6 +151,19 @@ impl McpServer {
             Some(json!({super::APPROVAL_ID_META: request.approval_id.to_string()})),
         ))
     }
+}
+
+/// A result with its `_meta` keys under toolgate's and the protocol's reserved prefixes removed
+/// (see [`RESERVED_META_PREFIX`](super::RESERVED_META_PREFIX)): no upstream makes a client believe
+/// a read waits for an approval, or that another server answered.
+pub(super) fn without_reserved_meta(mut result: Value) -> Value {
+    if let Some(object) = result.as_object_mut()
+        && let Some(Value::Object(meta)) = object.remove("_meta")
+        && let Some(meta) = crate::providers::mcp::without_reserved_keys(meta)
+    {
+        object.insert("_meta".to_owned(), Value::Object(meta));
+    }
+    result
 }
 
 /// The refusal of a method this server does not serve.

@@ -125,7 +125,8 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.read_resource_gated(request, &context)
+        // A forwarding gate reads the client's cancellation and session from here.
+        super::downstream::within(self, &context, self.read_resource_gated(request, &context))
             .await
             .map(Into::into)
     }
@@ -167,7 +168,7 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.get_prompt_gated(request, &context)
+        super::downstream::within(self, &context, self.get_prompt_gated(request, &context))
             .await
             .map(Into::into)
     }
@@ -177,9 +178,20 @@ impl ServerHandler for McpServer {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.serving("completions", |served| served.completions)?
+        let completed = self
+            .serving("completions", |served| served.completions)?
             .complete(request)
-            .await
+            .await?;
+        let completed = serde_json::to_value(completed)
+            .map(super::gated::without_reserved_meta)
+            .and_then(serde_json::from_value)
+            .map_err(|_| {
+                ErrorData::internal_error(
+                    "the upstream's completion is not a valid MCP result; nothing of it was passed on",
+                    None,
+                )
+            })?;
+        Ok(completed)
     }
 
     #[expect(

@@ -8,14 +8,21 @@
 //! has been sent.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::future::Future;
 
 use rmcp::RoleClient;
-use rmcp::model::{ClientRequest, GetMeta as _, JsonRpcMessage, ServerNotification};
+use rmcp::model::{
+    GetMeta as _, JsonRpcError, JsonRpcMessage, JsonRpcResponse, ProgressToken, RequestId,
+    ServerNotification,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
 use super::progress::ProgressRoutes;
+
+/// How many unanswered requests are remembered before those nobody waits on are forgotten.
+const FORGET_AFTER: usize = 4096;
 
 /// A progress notification's place among those of its call, from 1 (in the notification's
 /// extensions, where the client handler reads it).
@@ -31,11 +38,17 @@ pub struct LogOwner(pub rmcp::model::ProgressToken, pub u64);
 pub struct Ordered<T> {
     inner: T,
     routes: ProgressRoutes,
+    /// The progress token of each request sent and not yet answered.
+    sent: HashMap<RequestId, ProgressToken>,
 }
 
 impl<T> Ordered<T> {
     pub fn new(inner: T, routes: ProgressRoutes) -> Self {
-        Self { inner, routes }
+        Self {
+            inner,
+            routes,
+            sent: HashMap::new(),
+        }
     }
 }
 
@@ -50,18 +63,34 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Ordered<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        // Before the upstream can report progress on a call, its token is expected.
+        // Before the upstream can answer or report on a request, the request waits: what names
+        // no request (a log message, a sampling request) may then be its.
         if let JsonRpcMessage::Request(request) = &item
-            && let ClientRequest::CallToolRequest(_) = &request.request
             && let Some(token) = request.request.get_meta().get_progress_token()
         {
-            self.routes.expect(token);
+            self.routes.expect(token.clone());
+            self.sent.insert(request.id.clone(), token);
+            // A request the upstream never answers (cancelled, say) is forgotten once its call
+            // has let its route go.
+            if self.sent.len() > FORGET_AFTER {
+                let routes = &self.routes;
+                self.sent.retain(|_, token| routes.has(token));
+            }
         }
         self.inner.send(item)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let mut message = self.inner.receive().await?;
+        // An answered request no call claimed (a listing, a completion) waits no more.
+        let answered = match &message {
+            JsonRpcMessage::Response(JsonRpcResponse { id, .. }) => Some(id),
+            JsonRpcMessage::Error(JsonRpcError { id, .. }) => id.as_ref(),
+            _ => None,
+        };
+        if let Some(token) = answered.and_then(|id| self.sent.remove(id)) {
+            self.routes.answered(&token);
+        }
         if let JsonRpcMessage::Notification(notification) = &mut message {
             match &mut notification.notification {
                 ServerNotification::ProgressNotification(progress) => {

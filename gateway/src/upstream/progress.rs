@@ -42,25 +42,16 @@ struct Destination {
     last_sent: Arc<tokio::sync::Mutex<Option<f64>>>,
     arrived: Arc<AtomicU64>,
     handled: watch::Sender<u64>,
-    /// When the call was sent (an expected route nobody claims is let go after [`SETTLE_BOUND`]).
-    since: std::time::Instant,
 }
 
 impl Destination {
     fn new(client: Option<Option<Downstream>>) -> Self {
         Self {
-            since: std::time::Instant::now(),
             client: watch::Sender::new(client),
             last_sent: Arc::default(),
             arrived: Arc::default(),
             handled: watch::Sender::new(0),
         }
-    }
-
-    /// Whether the call that sent the request never claimed it (its caller gave up between
-    /// sending and claiming): such a route is let go, not counted as waiting.
-    fn abandoned(&self) -> bool {
-        self.client.borrow().is_none() && self.since.elapsed() > SETTLE_BOUND
     }
 
     /// The call's client, once the call claimed its route (waiting up to [`SETTLE_BOUND`]).
@@ -85,8 +76,7 @@ impl ProgressRoutes {
     /// The call a log message arriving now belongs to — the one waiting, when exactly one waits
     /// — and the message's number among that call's notifications.
     pub fn number_sole(&self) -> Option<(ProgressToken, u64)> {
-        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        routes.retain(|_, to| !to.abandoned());
+        let routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let mut waiting = routes.iter();
         match (waiting.next(), waiting.next()) {
             (Some((token, only)), None) => Some((
@@ -158,8 +148,7 @@ impl ProgressRoutes {
     /// wait (what names no call cannot then be told apart, and goes to nobody).
     pub async fn sole_waiting(&self) -> Option<Downstream> {
         let only = {
-            let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            routes.retain(|_, to| !to.abandoned());
+            let routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             let mut waiting = routes.values();
             match (waiting.next(), waiting.next()) {
                 (Some(only), None) => only.clone(),
@@ -169,14 +158,35 @@ impl ProgressRoutes {
         only.client().await
     }
 
-    /// A call is being sent under `token`: from now on its progress is numbered, and it counts
-    /// as waiting, until the call claims the route or, unclaimed, the route is dropped.
+    /// A request is being sent under `token`: from now on its progress is numbered, and it
+    /// counts as waiting, until the call that sent it claims the route and lets it go, or,
+    /// unclaimed, until it is [`answered`](Self::answered).
     pub fn expect(&self, token: ProgressToken) {
-        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        routes.retain(|_, to| !to.abandoned());
-        routes
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
             .entry(token)
             .or_insert_with(|| Destination::new(None));
+    }
+
+    /// Whether a request sent under `token` still waits.
+    pub fn has(&self, token: &ProgressToken) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(token)
+    }
+
+    /// The request sent under `token` was answered: unclaimed (nobody's call waits on it — a
+    /// listing, a completion, or a call its caller gave up on before claiming), it waits no more.
+    pub fn answered(&self, token: &ProgressToken) {
+        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if routes
+            .get(token)
+            .is_some_and(|to| to.client.borrow().is_none())
+        {
+            routes.remove(token);
+        }
     }
 
     /// Routes `token`'s progress to `to` (if it asked for progress) and counts the call as

@@ -197,3 +197,56 @@ fn typescript_sdk_gets_everything_forwarded_over_stdio_the_same() {
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
 }
+
+#[test]
+fn what_names_no_request_reaches_only_the_client_it_came_for() {
+    let Some((python, sdk)) = sdks() else { return };
+    let upstream = upstream(&sdk, "everything_upstream-forwarded-cross.mjs");
+    let work = Work::new("forwarded-cross");
+    let (mcp, admin) = (free_port(), free_port());
+    let listen = format!(
+        "[listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n\
+         [[clients]]\nid = \"alice\"\napi_key_sha256 = \"{}\"\n\
+         [[clients]]\nid = \"bob\"\napi_key_sha256 = \"{}\"\n",
+        sha256("tg_alice_key"),
+        sha256("tg_bob_key")
+    );
+    let config = config(&work, &upstream, ALLOW_ALL, &listen);
+    let child = Command::new(GATEWAY)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("the gateway starts");
+    wait_for_port(mcp);
+    let _served = Served { child, mcp, admin };
+    let output = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/cross_clients.py"))
+        .args([
+            format!("http://127.0.0.1:{mcp}/mcp"),
+            "tg_alice_key".to_owned(),
+            "tg_bob_key".to_owned(),
+        ])
+        .output()
+        .expect("python runs");
+    let (stdout, stderr) = text(&output);
+    println!("{stdout}");
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+    // The sampling request of alice's lone read was judged for her.
+    let audit = work.read("audit.jsonl");
+    assert!(
+        audit
+            .lines()
+            .any(|line| line.contains("\"sampling/createMessage\"")
+                && line.contains("\"principal\":\"alice\"")),
+        "{audit}"
+    );
+    assert!(
+        !audit
+            .lines()
+            .any(|line| line.contains("\"sampling/createMessage\"")
+                && line.contains("\"principal\":\"bob\"")),
+        "{audit}"
+    );
+}

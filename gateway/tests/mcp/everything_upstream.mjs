@@ -162,6 +162,24 @@ function everything() {
   server.server.setRequestHandler(UnsubscribeRequestSchema,
     async (request) => { subscribed.delete(request.params.uri); return {}; });
 
+  // Beyond the suite: fixtures of the gateway's own tests (tests/mcp/cross_clients.py) — a call
+  // that waits, and a resource whose read logs and asks the client's model while it runs.
+  server.registerTool("slow_wait", { description: "Waits a second and a half" },
+    async () => { await sleep(1500); return text("waited"); });
+  server.registerResource("noisy", "test://noisy", { description: "Logs and samples when read", mimeType: "text/plain" },
+    async (uri, extra) => {
+      await server.sendLoggingMessage({ level: "info", data: "reading test://noisy" }, extra.sessionId);
+      let answer = "no answer";
+      try {
+        const sampled = await server.server.createMessage({ maxTokens: 10,
+          messages: [{ role: "user", content: { type: "text", text: "during the read of test://noisy" } }] });
+        answer = sampled.content?.text ?? "?";
+      } catch (error) {
+        answer = `refused: ${error.message}`;
+      }
+      return { contents: [{ uri: uri.href, mimeType: "text/plain", text: `noisy (${answer})` }] };
+    });
+
   server.registerPrompt("test_simple_prompt", { description: "A prompt without arguments" },
     () => ({ messages: [{ role: "user", content: { type: "text", text: "This is a simple prompt for testing." } }] }));
   server.registerPrompt("test_prompt_with_arguments", { description: "A prompt with two arguments",

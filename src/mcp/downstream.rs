@@ -10,6 +10,9 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use tokio_util::sync::CancellationToken;
 
+/// How many sessions' log levels a server keeps.
+pub(super) const MAX_LOG_LEVELS: usize = 10_000;
+
 tokio::task_local! {
     static CURRENT: Downstream;
 }
@@ -49,13 +52,33 @@ impl Downstream {
         let _ = self.peer.notify_progress(params).await;
     }
 
-    /// Sends the client a log message about its call. A closed session is not an error.
+    /// Sends the client a log message about its call, if it is as severe as the client asked
+    /// for with `logging/setLevel`. A closed session is not an error.
     #[expect(
         deprecated,
         reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
     )]
     pub async fn log(&self, message: rmcp::model::LoggingMessageNotificationParam) {
-        let _ = self.peer.notify_logging_message(message).await;
+        let asked = self
+            .server
+            .log_levels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(self.caller.session.as_deref().unwrap_or_default())
+            .copied();
+        let wanted = match asked {
+            Some(least) => message.level as u8 >= least,
+            // Without a level, a client on an `initialize` revision gets every message (the
+            // server decides, as the protocol lets it); on 2026-07-28, which drops logging,
+            // none.
+            None => self.peer.peer_info().is_some_and(|client| {
+                client.protocol_version.as_str()
+                    < rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
+            }),
+        };
+        if wanted {
+            let _ = self.peer.notify_logging_message(message).await;
+        }
     }
 
     /// Resolves when the client cancels its call (`notifications/cancelled`) or its session ends.

@@ -106,9 +106,12 @@ impl McpServer {
         result.structured.ok_or_else(|| unreadable("answer"))
     }
 
-    /// A gated request the policy asks about: asked in the same request of a client that takes
-    /// elicitations on an `initialize` revision; otherwise it waits out of band, and the client is
-    /// told so (a 2026-07-28 retry carries no request state for these methods).
+    /// A gated request the policy asks about: put to the person in the same request, to a client
+    /// that takes elicitations on an `initialize` revision. Nobody else can answer it usefully —
+    /// the reader waits now, and an answer given later would read for nobody —, so when the
+    /// client cannot be asked, or gives no answer, the approval is withdrawn at once (audited as
+    /// revoked) instead of waiting in the store, and the client is told why nothing was passed
+    /// on.
     async fn ask_for_gate(
         &self,
         request: ApprovalRequest,
@@ -123,6 +126,7 @@ impl McpServer {
             .as_ref()
             .and_then(|client| client.capabilities.elicitation.clone())
             .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
+        let mut why = "this client cannot be asked in the request (it takes no form elicitation on an initialize revision)";
         if form && !modern {
             let asked = peer
                 .create_elicitation_with_timeout(
@@ -136,19 +140,18 @@ impl McpServer {
                     .await
                     .map_err(|why| ErrorData::invalid_request(why, None));
             }
+            why = "the client gave no answer";
         }
-        let at = self
-            .approvals_at
-            .as_deref()
-            .map(|place| format!(" ({place})"))
-            .unwrap_or_default();
+        let controller = std::sync::Arc::clone(&self.controller);
+        let id = request.approval_id;
+        // The store may be a database: withdrawn off the runtime's threads.
+        let _ = tokio::task::spawn_blocking(move || controller.revoke(id)).await;
         Err(ErrorData::invalid_request(
             format!(
-                "pending approval: {reason}. Nothing was passed on; approval {id} waits for a person to answer it out of band{at}, then ask again.",
+                "a person must approve this first ({reason}), and {why}; the request was withdrawn and nothing was passed on",
                 reason = request.reason,
-                id = request.approval_id,
             ),
-            Some(json!({super::APPROVAL_ID_META: request.approval_id.to_string()})),
+            None,
         ))
     }
 }

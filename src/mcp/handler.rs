@@ -12,7 +12,7 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
     InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, PromptsCapability, ReadResourceRequestParams,
-    ReadResourceResponse, ResourcesCapability, ServerCapabilities, ServerConfig,
+    ReadResourceResponse, Reference, ResourcesCapability, ServerCapabilities, ServerConfig,
     SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
@@ -33,6 +33,14 @@ impl McpServer {
             .as_deref()
             .filter(|passthrough| wanted(passthrough.served()))
             .ok_or_else(|| not_served(what))
+    }
+
+    /// Whether the registry holds `gate` and some call of it could pass.
+    fn lists(&self, gate: &str) -> bool {
+        self.controller
+            .listed_specs()
+            .iter()
+            .any(|spec| spec.name == gate)
     }
 
     /// The entries whose gate some call could pass: a gate the policy denies whatever its
@@ -136,7 +144,16 @@ impl ServerHandler for McpServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.serving("resource subscriptions", |served| served.subscriptions)?
+        let passthrough = self.serving("resource subscriptions", |served| served.subscriptions)?;
+        // A resource whose reads the policy denies to every caller is not watched either.
+        let gate = passthrough.resource_gate(&request.uri).await?;
+        if !gate.is_some_and(|gate| self.lists(&gate)) {
+            return Err(ErrorData::invalid_params(
+                "no resource this server serves to you is at this URI; nothing was subscribed",
+                None,
+            ));
+        }
+        passthrough
             .subscribe(request.uri, self.caller(&context), context.peer)
             .await
     }
@@ -178,10 +195,21 @@ impl ServerHandler for McpServer {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let completed = self
-            .serving("completions", |served| served.completions)?
-            .complete(request)
-            .await?;
+        let passthrough = self.serving("completions", |served| served.completions)?;
+        // What the policy hides from every caller is not completed either: a completion runs the
+        // upstream's code on the client's input, and can list what the lists leave out.
+        let gate = match &request.r#ref {
+            Reference::Prompt(prompt) => passthrough.prompt_gate(&prompt.name),
+            Reference::Resource(template) => passthrough.resource_gate(&template.uri).await?,
+            _ => None,
+        };
+        if !gate.is_some_and(|gate| self.lists(&gate)) {
+            return Err(ErrorData::invalid_params(
+                "nothing this server serves to you has that name; nothing was completed",
+                None,
+            ));
+        }
+        let completed = passthrough.complete(request).await?;
         let completed = serde_json::to_value(completed)
             .map(super::gated::without_reserved_meta)
             .and_then(serde_json::from_value)
@@ -203,9 +231,20 @@ impl ServerHandler for McpServer {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.serving("logging", |served| served.logging)?
-            .set_level(request.level, context.peer)
-            .await
+        let passthrough = self.serving("logging", |served| served.logging)?;
+        let session = self.caller(&context).session.unwrap_or_default();
+        {
+            let mut levels = self
+                .log_levels
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // A preference, bounded: past the bound a new session's level is not kept (it is
+            // sent every message, as before it asked).
+            if levels.len() < super::downstream::MAX_LOG_LEVELS || levels.contains_key(&session) {
+                levels.insert(session, request.level as u8);
+            }
+        }
+        passthrough.set_level(request.level, context.peer).await
     }
 
     async fn call_tool(

@@ -70,6 +70,8 @@ pub struct McpServer {
     pub(super) call_ids: Arc<CallIds>,
     /// Resources, prompts, completions and logging, when something serves them.
     pub(super) passthrough: Option<Arc<dyn super::Passthrough>>,
+    /// The least severe log level each session asked for (`logging/setLevel`), by session.
+    pub(super) log_levels: Arc<std::sync::Mutex<std::collections::HashMap<String, u8>>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -98,6 +100,7 @@ impl McpServer {
             connection: None,
             call_ids: Arc::new(CallIds::random().map_err(McpError::Randomness)?),
             passthrough: None,
+            log_levels: Arc::default(),
         })
     }
 

@@ -48,8 +48,15 @@ pub async fn check(config_path: &Path) -> ExitCode {
             left.name, left.upstream, left.why
         );
     }
-    let listed = controller.listed_specs().len();
-    println!("  {listed} tools listed to clients (the others are denied whatever their arguments)");
+    let (gates, tools): (Vec<_>, Vec<_>) = controller
+        .listed_specs()
+        .into_iter()
+        .partition(|spec| toolgate::mcp::passthrough::is_gate(&spec.name));
+    println!(
+        "  {} tools listed to clients (the others are denied whatever their arguments); {} gates of resources, prompts or upstream requests some call could pass",
+        tools.len(),
+        gates.len()
+    );
     for layer in &stack.states {
         println!(
             "  policy layer {}: digest {}",

@@ -16,18 +16,38 @@ type Subscriber = (String, Peer<RoleServer>);
 #[derive(Clone, Debug, Default)]
 pub struct Subscribers(Arc<Mutex<HashMap<String, Vec<Subscriber>>>>);
 
+/// The most URIs one session may be subscribed to on one upstream.
+pub const MAX_PER_SESSION: usize = 1024;
+
 impl Subscribers {
     /// Subscribes `session` to `uri`; whether it is the first (the upstream must be told). A
     /// session subscribed twice is subscribed once.
-    pub fn add(&self, uri: &str, session: String, peer: Peer<RoleServer>) -> bool {
+    ///
+    /// # Errors
+    ///
+    /// The session is subscribed to [`MAX_PER_SESSION`] URIs already.
+    pub fn add(&self, uri: &str, session: String, peer: Peer<RoleServer>) -> Result<bool, String> {
         let mut table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = table
+            .values()
+            .filter(|subscribed| subscribed.iter().any(|(known, _)| *known == session))
+            .count();
+        if held >= MAX_PER_SESSION
+            && !table
+                .get(uri)
+                .is_some_and(|subscribed| subscribed.iter().any(|(known, _)| *known == session))
+        {
+            return Err(format!(
+                "this session is subscribed to {MAX_PER_SESSION} resources of this upstream already, the most it may be"
+            ));
+        }
         let subscribed = table.entry(uri.to_owned()).or_default();
         subscribed.retain(|(_, peer)| !peer.is_transport_closed());
         let first = subscribed.is_empty();
         if !subscribed.iter().any(|(known, _)| *known == session) {
             subscribed.push((session, peer));
         }
-        first
+        Ok(first)
     }
 
     /// Ends `session`'s subscription to `uri` (and those of sessions that have closed); whether

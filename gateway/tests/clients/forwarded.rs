@@ -133,12 +133,12 @@ fn python_sdk_gets_everything_forwarded_over_http_the_same() {
 fn the_policy_decides_reads_gets_and_sampling_and_the_audit_log_names_the_principal() {
     let Some((python, sdk)) = sdks() else { return };
     let upstream = upstream(&sdk, "everything_upstream-forwarded-gated.mjs");
-    for approve in [true, false] {
-        let work = Work::new(&format!("forwarded-gated-{approve}"));
+    for (mode, approve) in [("legacy", true), ("legacy", false), ("2026-07-28", true)] {
+        let work = Work::new(&format!("forwarded-gated-{mode}-{approve}"));
         let (_served, gateway) = http(&work, &upstream, GATED);
         let targets = json!({"direct": ["node", upstream], "gateway": gateway,
                              "gated": true, "approve": approve});
-        run_checks(&python, "legacy", &targets);
+        run_checks(&python, mode, &targets);
         let audit = work.read("audit.jsonl");
         let events: Vec<serde_json::Value> = audit
             .lines()
@@ -157,8 +157,16 @@ fn the_policy_decides_reads_gets_and_sampling_and_the_audit_log_names_the_princi
         assert!(decided("resources/read", "no-binary"), "{audit}");
         assert!(decided("resources/read", "rest-gates"), "{audit}");
         assert!(decided("prompts/get", "look-first"), "{audit}");
-        assert!(decided("sampling/createMessage", "no-sampling"), "{audit}");
-        assert!(decided("elicitation/create", "rest-gates"), "{audit}");
+        if mode == "legacy" {
+            assert!(decided("sampling/createMessage", "no-sampling"), "{audit}");
+            assert!(decided("elicitation/create", "rest-gates"), "{audit}");
+        } else {
+            // Nobody could be asked in the request: withdrawn at once, not left waiting.
+            let revoked = events
+                .iter()
+                .any(|event| event["kind"] == "approval_revoked" && event["tool"] == "prompts/get");
+            assert!(revoked, "{audit}");
+        }
         // No resource, prompt or message text in the audit log: only digests.
         for secret in ["This is the content", "a question", "who are you?", "hello"] {
             assert!(
@@ -249,4 +257,19 @@ fn what_names_no_request_reaches_only_the_client_it_came_for() {
                 && line.contains("\"principal\":\"bob\"")),
         "{audit}"
     );
+}
+
+#[test]
+fn what_the_policy_hides_is_not_listed_read_completed_or_watched() {
+    let Some((python, sdk)) = sdks() else { return };
+    let upstream = upstream(&sdk, "everything_upstream-forwarded-hidden.mjs");
+    let work = Work::new("forwarded-hidden");
+    // Every tool, and no gate: `*` covers no name holding a `/`.
+    let tools_only =
+        r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "tools"}]}"#;
+    let (_served, gateway) = http(&work, &upstream, tools_only);
+    let targets = json!({"direct": ["node", upstream], "gateway": gateway, "hidden": true});
+    for mode in ["legacy", "2026-07-28"] {
+        run_checks(&python, mode, &targets);
+    }
 }

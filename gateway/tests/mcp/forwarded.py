@@ -116,7 +116,36 @@ def options(seen: Seen) -> dict:
             "logging_callback": seen.logging}
 
 
+async def hidden() -> None:
+    """The policy allows the upstream's tools and none of its gates: nothing of its resources or
+    prompts is listed, read, completed or watched."""
+    async with gateway(Seen()) as client:
+        check("no resource is listed", (await client.list_resources()).resources == [])
+        check("no prompt is listed", (await client.list_prompts()).prompts == [])
+        attempts = {
+            "read": client.read_resource("test://static-text"),
+            "get": client.get_prompt("test_simple_prompt", None),
+            "complete a template": client.complete(
+                types.ResourceTemplateReference(type="ref/resource", uri="test://template/{id}/data"),
+                {"name": "id", "value": "1"}),
+            "complete a prompt": client.complete(
+                types.PromptReference(type="ref/prompt", name="test_prompt_with_arguments"),
+                {"name": "arg1", "value": "h"}),
+        }
+        if legacy:
+            attempts["subscribe"] = client.subscribe_resource("test://watched-resource")
+        for what, attempt in attempts.items():
+            try:
+                answer = await attempt
+                check(f"{what} is refused", False, answer)
+            except MCPError as error:
+                check(f"{what} is refused", True, error.error.message)
+    check.done()
+
+
 async def main() -> None:
+    if targets.get("hidden"):
+        await hidden()
     direct_seen, through_seen = Seen(), Seen()
     direct = await everything(
         lambda seen: Client(stdio_params(targets["direct"]), mode="legacy", **options(seen)),
@@ -155,6 +184,10 @@ async def main() -> None:
         check("an approved get returns the prompt", image == direct["prompt test_prompt_with_image"], image)
     else:
         check("an unapproved get returns nothing", "messages" not in image, image)
+    if not legacy:
+        check("a client that cannot be asked is told the request was withdrawn",
+              "a person must approve this first (a person looks first)" in json.dumps(image)
+              and "withdrawn" in json.dumps(image), image)
     if legacy:
         sampled = json.dumps(through["sampling result"])
         check("a denied sampling request never reached the client", through_seen.sampled == [],

@@ -18,6 +18,9 @@ Python SDK tool with a typed return does).
 With RECORD_FILE.asks present, it also lists `ask`: called, it sends the gateway a
 `sampling/createMessage`, an `elicitation/create` and a `roots/list` request, and answers the call
 with what came back for each; and `video`, which answers with a content block of type `video`.
+With RECORD_FILE.resources present, it also declares resources and prompts, and answers
+resources/list, resources/templates/list and prompts/list with one entry and a new cursor forever
+(each page counted as a line of RECORD_FILE.pages), and resources/read of any URI with its text.
 With RECORD_FILE.list-once present, a process answers its first tools/list and fails every later
 one (an upstream whose list cannot be checked after a restart).
 
@@ -100,7 +103,8 @@ for line in sys.stdin:
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": ident, "result": {
             "protocolVersion": message["params"]["protocolVersion"],
-            "capabilities": {"tools": {"listChanged": True}},
+            "capabilities": {"tools": {"listChanged": True}, **({"resources": {}, "prompts": {}}
+                             if os.path.exists(record + ".resources") else {})},
             "serverInfo": {"name": "hostile", "version": "1"}}})
     elif method == "tools/list":
         lists = globals().get("lists", 0) + 1
@@ -113,6 +117,19 @@ for line in sys.stdin:
                 "tools": [], "nextCursor": str(int(cursor) + 1)}})
         else:
             send({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
+    elif method in ("resources/list", "resources/templates/list", "prompts/list") \
+            and os.path.exists(record + ".resources"):
+        with open(record + ".pages", "a", encoding="utf-8") as file:
+            file.write(method + "\n")
+        cursor = int((message.get("params") or {}).get("cursor") or "0")
+        entry = {"resources/list": ("resources", {"uri": f"endless://{cursor}", "name": f"r{cursor}"}),
+                 "resources/templates/list": ("resourceTemplates",
+                                              {"uriTemplate": f"endless://{cursor}/{{x}}", "name": f"t{cursor}"}),
+                 "prompts/list": ("prompts", {"name": f"p{cursor}"})}[method]
+        send({"jsonrpc": "2.0", "id": ident, "result": {entry[0]: [entry[1]], "nextCursor": str(cursor + 1)}})
+    elif method == "resources/read" and os.path.exists(record + ".resources"):
+        uri = message["params"]["uri"]
+        send({"jsonrpc": "2.0", "id": ident, "result": {"contents": [{"uri": uri, "text": "read"}]}})
     elif method == "tools/call":
         name = message["params"]["name"]
         with open(record, "a", encoding="utf-8") as file:

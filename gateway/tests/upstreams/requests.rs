@@ -60,3 +60,46 @@ async fn an_answer_the_gateway_cannot_read_says_the_upstream_answered() {
         "the session serves on: {text}"
     );
 }
+
+/// An upstream whose resource, template and prompt lists never end is listed within the page
+/// bound its tools are (`limits.max_list_pages`), and reads of URIs it never listed do not list
+/// it again: with one upstream serving resources, a read goes to it.
+#[tokio::test]
+async fn endless_resource_lists_stop_at_the_page_bound_and_reads_do_not_relist() {
+    let work = Work::new("upstream-endless-resources");
+    let config = work.hostile_config("serve", "[limits]\nmax_list_pages = 5\n");
+    work.write("record.jsonl.resources", "");
+    work.write(
+        "policy.json",
+        r#"{"rules": [{"id": "read", "tool": "h__resources/read", "action": "allow", "reason": "test"},
+                      {"id": "get", "tool": "h__prompts/get", "action": "allow", "reason": "test"}]}"#,
+    );
+    let client = serve(&config).await;
+    let pages = || {
+        std::fs::read_to_string(work.path("record.jsonl.pages"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    // Left out of the answer, not listed without end.
+    let listed = client.list_resources(None).await.expect("an answer");
+    assert!(listed.resources.is_empty(), "{listed:?}");
+    let prompts = client.list_prompts(None).await.expect("an answer");
+    assert!(prompts.prompts.is_empty(), "{prompts:?}");
+    let seen = pages();
+    for method in ["resources/list", "resources/templates/list", "prompts/list"] {
+        let count = seen.iter().filter(|line| *line == method).count();
+        assert!((1..=5).contains(&count), "{method}: {count} pages");
+    }
+    for number in 0..20 {
+        let read = client
+            .read_resource(rmcp::model::ReadResourceRequestParams::new(format!(
+                "never://listed/{number}"
+            )))
+            .await
+            .expect("read");
+        assert_eq!(read.contents.len(), 1);
+    }
+    assert_eq!(pages().len(), seen.len(), "reads listed the upstream again");
+}

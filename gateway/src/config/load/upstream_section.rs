@@ -145,6 +145,13 @@ fn forwarded(
     use toolgate::mcp::passthrough::{CREATE_MESSAGE, ELICIT};
     let mut forwarded = super::super::Forwarded::default();
     for (index, entry) in entries.iter().enumerate() {
+        if entries[..index].contains(entry) {
+            problem(
+                &format!("{key}.forward[{index}]"),
+                format!("{entry:?} is named twice"),
+            );
+            continue;
+        }
         match entry.as_str() {
             "sampling" => forwarded.sampling = Some(format!("{prefix}{CREATE_MESSAGE}")),
             "elicitation" => forwarded.elicitation = Some(format!("{prefix}{ELICIT}")),

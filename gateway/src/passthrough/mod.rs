@@ -11,6 +11,8 @@
 //! - Logging levels are accepted and not sent upstream (one upstream session serves every client);
 //!   an upstream's log messages go to the client of the one call waiting on that upstream.
 
+mod paged;
+
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
@@ -28,7 +30,7 @@ use rmcp::{ErrorData, ServiceError};
 use toolgate::mcp::Caller;
 use toolgate::mcp::passthrough::{GET_PROMPT, Gated, Passing, READ_RESOURCE, Served};
 
-use crate::config::Config;
+use crate::config::{Config, Limits};
 use crate::upstream::Link;
 
 /// The gateway's upstreams as a [`toolgate::mcp::Passthrough`].
@@ -37,13 +39,20 @@ pub struct Upstreams {
     links: Vec<Arc<Link>>,
     /// Which upstream listed each URI and template, as last listed.
     listed: RwLock<Listed>,
+    relisting: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
 struct Listed {
     uris: HashMap<String, Vec<String>>,
     templates: Vec<(String, String)>,
+    /// When, and at which [`listings_generation`](toolgate::mcp::Passthrough::listings_generation).
+    at: Option<std::time::Instant>,
+    generation: u64,
 }
+
+/// How long a listing routes reads of URIs it does not name before a miss lists again.
+const RELIST_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Upstreams {
     pub fn new(config: Arc<Config>, links: Vec<Arc<Link>>) -> Self {
@@ -51,6 +60,7 @@ impl Upstreams {
             config,
             links,
             listed: RwLock::default(),
+            relisting: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -79,19 +89,20 @@ impl Upstreams {
 
     /// Lists with `list` from every upstream declaring `pick`, each within the listing bound; a
     /// failing upstream is left out (logged).
-    async fn each_listed<T, F, Fut>(
-        &self,
+    async fn each_listed<'a, T, F, Fut>(
+        &'a self,
         pick: fn((bool, bool)) -> bool,
         list: F,
     ) -> Vec<(String, T)>
     where
-        F: Fn(Peer<rmcp::service::RoleClient>) -> Fut,
-        Fut: std::future::Future<Output = Result<Vec<T>, ServiceError>>,
+        F: Fn(Peer<rmcp::service::RoleClient>, &'a Limits) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<T>, paged::PagedError>>,
     {
         let mut all = Vec::new();
         for link in self.declaring(pick) {
             let Ok(peer) = link.peer() else { continue };
-            match tokio::time::timeout(self.config.limits.list_timeout, list(peer)).await {
+            let limits = &self.config.limits;
+            match tokio::time::timeout(limits.list_timeout, list(peer, limits)).await {
                 Ok(Ok(items)) => {
                     all.extend(items.into_iter().map(|item| (link.name().to_owned(), item)))
                 }
@@ -110,14 +121,13 @@ impl Upstreams {
     async fn relist(&self) -> (Vec<(String, Resource)>, Vec<(String, ResourceTemplate)>) {
         let serving = |(resources, _): (bool, bool)| resources;
         let resources = self
-            .each_listed(
-                serving,
-                |peer| async move { peer.list_all_resources().await },
-            )
+            .each_listed(serving, |peer, limits| async move {
+                paged::resources(&peer, limits).await
+            })
             .await;
         let templates = self
-            .each_listed(serving, |peer| async move {
-                peer.list_all_resource_templates().await
+            .each_listed(serving, |peer, limits| async move {
+                paged::templates(&peer, limits).await
             })
             .await;
         self.remember(&resources, &templates);
@@ -125,7 +135,12 @@ impl Upstreams {
     }
 
     fn remember(&self, resources: &[(String, Resource)], templates: &[(String, ResourceTemplate)]) {
-        let mut listed = Listed::default();
+        use toolgate::mcp::Passthrough as _;
+        let mut listed = Listed {
+            at: Some(std::time::Instant::now()),
+            generation: self.listings_generation(),
+            ..Listed::default()
+        };
         for (upstream, resource) in resources {
             let owners = listed.uris.entry(resource.uri.clone()).or_default();
             if !owners.contains(upstream) {
@@ -184,16 +199,33 @@ impl Upstreams {
     async fn resource_owner(&self, uri: &str) -> Result<Option<Arc<Link>>, ErrorData> {
         let mut owner = self.owner_of_uri(uri)?;
         if owner.is_none() {
-            let _ = self.relist().await;
-            owner = self.owner_of_uri(uri)?;
-        }
-        if owner.is_none() {
             // One upstream serving resources may serve URIs it does not list.
             if let [only] = self.declaring(|(resources, _)| resources).as_slice() {
                 owner = Some(only.name().to_owned());
             }
         }
+        // Listed again on a miss only when what was listed may be out of date: a client cannot
+        // make every read of an unknown URI list every upstream.
+        if owner.is_none() {
+            // One listing at a time: the misses that waited for it find it fresh.
+            let _one = self.relisting.lock().await;
+            if self.stale() {
+                let _ = self.relist().await;
+            }
+            owner = self.owner_of_uri(uri)?;
+        }
         Ok(owner.and_then(|upstream| self.link(&upstream).cloned()))
+    }
+
+    /// Whether the last listing is older than [`RELIST_AFTER`] or a list changed since.
+    fn stale(&self) -> bool {
+        use toolgate::mcp::Passthrough as _;
+        let listed = self
+            .listed
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        listed.at.is_none_or(|at| at.elapsed() > RELIST_AFTER)
+            || listed.generation != self.listings_generation()
     }
 }
 
@@ -279,14 +311,22 @@ impl toolgate::mcp::Passthrough for Upstreams {
             let prompts = self
                 .each_listed(
                     |(_, prompts)| prompts,
-                    |peer| async move { peer.list_all_prompts().await },
+                    |peer, limits| async move { paged::prompts(&peer, limits).await },
                 )
                 .await;
+            // Names screened as tool names are: a prompt whose name could pass for another's
+            // (an invisible or bidi character, a look-alike of one listed before) is left out.
+            let mut names = toolgate::registry::LookAlikes::default();
             Ok(prompts
                 .into_iter()
                 .filter_map(|(upstream, mut entry)| {
                     // A prompt whose served name reads as another upstream's is not served.
                     entry.name = self.config.claimed_name(&upstream, &entry.name)?;
+                    if toolgate::registry::first_invisible(&entry.name).is_some()
+                        || names.check(&entry.name).is_err()
+                    {
+                        return None;
+                    }
                     Some(Gated {
                         entry,
                         gate: self.config.served_name(&upstream, GET_PROMPT),
@@ -297,6 +337,10 @@ impl toolgate::mcp::Passthrough for Upstreams {
     }
 
     fn prompt_gate(&self, name: &str) -> Option<String> {
+        // As the list screens them: a name that shows nothing where it stands is not served.
+        if toolgate::registry::first_invisible(name).is_some() {
+            return None;
+        }
         let (upstream, _) = self.config.owner_of(name)?;
         let link = self.link(upstream)?;
         crate::gates::declared(link)
@@ -380,6 +424,7 @@ impl toolgate::mcp::Passthrough for Upstreams {
             if session
                 .subscribers
                 .add(&uri, caller.session.unwrap_or_default(), peer)
+                .map_err(|why| ErrorData::invalid_request(why, None))?
             {
                 session
                     .peer

@@ -60,7 +60,9 @@ pub(super) const ELICITATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 pub struct McpServer {
     pub(super) controller: Arc<ToolController>,
     seal: Arc<StateSeal>,
-    pub(super) implementation: (String, String),
+    /// Name and version; shared, as every request's [`Downstream`](super::Downstream) clones the
+    /// server.
+    pub(super) implementation: Arc<(String, String)>,
     pub(super) change_poll: Duration,
     caller_of: Option<super::CallerOf>,
     pub(super) approvals_at: Option<Arc<str>>,
@@ -93,7 +95,7 @@ impl McpServer {
         Ok(Self {
             controller,
             seal: Arc::new(StateSeal::random().map_err(McpError::Randomness)?),
-            implementation: ("toolgate".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
+            implementation: Arc::new(("toolgate".to_owned(), env!("CARGO_PKG_VERSION").to_owned())),
             change_poll: DEFAULT_CHANGE_POLL,
             caller_of: None,
             approvals_at: None,
@@ -179,7 +181,7 @@ impl McpServer {
         name: impl Into<String>,
         version: impl Into<String>,
     ) -> Self {
-        self.implementation = (name.into(), version.into());
+        self.implementation = Arc::new((name.into(), version.into()));
         self
     }
 

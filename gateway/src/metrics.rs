@@ -305,6 +305,13 @@ impl AuditSink for CountingSink {
     fn sync(&self) -> Result<(), AuditError> {
         self.inner.as_ref().map_or(Ok(()), |inner| inner.sync())
     }
+
+    /// Counting needs no arguments: without an audit log, nothing of them is hashed per call.
+    fn keeps_arguments(&self) -> bool {
+        self.inner
+            .as_ref()
+            .is_some_and(|inner| inner.keeps_arguments())
+    }
 }
 
 #[cfg(test)]

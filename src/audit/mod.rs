@@ -214,7 +214,8 @@ impl PartialEq for HeldSalt {
 pub(crate) struct AuditSubject {
     call_id: String,
     tool: String,
-    arguments: ArgumentHash,
+    /// `None` for a sink that does not keep arguments ([`AuditSink::keeps_arguments`]).
+    arguments: Option<ArgumentHash>,
     approval_id: Option<ApprovalId>,
     principal: Option<String>,
     definition_digest: Option<String>,
@@ -232,6 +233,25 @@ impl AuditSubject {
             .for_principal(call.principal.as_deref())
     }
 
+    /// The subject of `call` for `sink`: without its arguments' hash when the sink keeps no
+    /// arguments.
+    pub(crate) fn for_sink(call: &ToolCall, sink: &dyn AuditSink) -> Self {
+        if sink.keeps_arguments() {
+            return Self::of(call);
+        }
+        Self {
+            call_id: crate::contract::quote_bounded(&call.call_id),
+            tool: crate::contract::quote_bounded(&call.tool_name),
+            arguments: None,
+            approval_id: None,
+            principal: call
+                .principal
+                .as_deref()
+                .map(|principal| crate::contract::quote_bounded(&principal.id)),
+            definition_digest: None,
+        }
+    }
+
     /// The same subject, made for `principal`.
     pub(crate) fn for_principal(mut self, principal: Option<&crate::Principal>) -> Self {
         self.principal = principal.map(|principal| crate::contract::quote_bounded(&principal.id));
@@ -243,7 +263,7 @@ impl AuditSubject {
         Self {
             call_id: crate::contract::quote_bounded(call_id),
             tool: crate::contract::quote_bounded(tool),
-            arguments: ArgumentHash::of(arguments),
+            arguments: Some(ArgumentHash::of(arguments)),
             approval_id: None,
             principal: None,
             definition_digest: None,
@@ -257,7 +277,7 @@ impl AuditSubject {
 
     pub(crate) fn event(&self, kind: AuditKind) -> AuditEvent {
         // Each event its own salt: two events of one call do not share one either.
-        let salt = ArgumentSalt::random();
+        let salt = self.arguments.as_ref().and_then(|_| ArgumentSalt::random());
         AuditEvent {
             time_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -268,7 +288,8 @@ impl AuditSubject {
             call_id: self.call_id.clone(),
             tool: self.tool.clone(),
             argument_commitment: salt
-                .map(|salt| salt.commit(&self.arguments))
+                .zip(self.arguments.as_ref())
+                .map(|(salt, arguments)| salt.commit(arguments))
                 .unwrap_or_default(),
             argument_digest: None,
             salt: HeldSalt(salt),
@@ -380,6 +401,15 @@ pub trait AuditSink: Send + Sync {
         self.record(event)
     }
 
+    /// Whether this sink keeps what an event says of the call's arguments (its
+    /// [`argument_commitment`](AuditEvent::argument_commitment) and salt). A sink that only counts
+    /// events — metrics — returns `false`: the events of a call it gets are made without
+    /// commitment or salt, and the arguments are not canonicalized and hashed for it. The default
+    /// is `true`; a sink that stores events must not say otherwise.
+    fn keeps_arguments(&self) -> bool {
+        true
+    }
+
     /// Makes every event recorded so far durable. The default has nothing to do.
     ///
     /// # Errors
@@ -432,6 +462,10 @@ impl<S: AuditSink + ?Sized> AuditSink for Arc<S> {
 
     fn sync(&self) -> Result<(), AuditError> {
         (**self).sync()
+    }
+
+    fn keeps_arguments(&self) -> bool {
+        (**self).keeps_arguments()
     }
 }
 

@@ -68,7 +68,10 @@ impl ToolController {
     pub(super) fn handle_blocking(&self, call: ToolCall) -> Outcome {
         // The gate and the subject stay here, lent to each step: moving them through the steps'
         // return values cost about a hundred instructions a call.
-        let mut subject = self.audit.as_ref().map(|_| AuditSubject::of(&call));
+        let mut subject = self
+            .audit
+            .as_ref()
+            .map(|sink| AuditSubject::for_sink(&call, sink.as_ref()));
         let (gate, prepared) = match self.prepare_call(call, &mut subject) {
             Err(result) => return Outcome::Completed(result),
             Ok(parts) => parts,
@@ -95,7 +98,10 @@ impl ToolController {
     /// `handle_async`: the same steps as [`handle_blocking`](Self::handle_blocking), with the
     /// handler awaited.
     pub(super) async fn handle_steps(&self, call: ToolCall) -> Outcome {
-        let mut subject = self.audit.as_ref().map(|_| AuditSubject::of(&call));
+        let mut subject = self
+            .audit
+            .as_ref()
+            .map(|sink| AuditSubject::for_sink(&call, sink.as_ref()));
         let (gate, prepared) = match self.prepare_call(call, &mut subject) {
             Err(result) => return Outcome::Completed(result),
             Ok(parts) => parts,

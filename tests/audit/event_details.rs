@@ -76,3 +76,48 @@ fn an_audit_error_keeps_the_error_that_caused_it() {
     assert_eq!(io.kind(), std::io::ErrorKind::StorageFull);
     assert!(AuditError::new("disk full").source().is_none());
 }
+
+/// A sink that only counts events (`keeps_arguments` false, as the gateway's metrics without an
+/// audit log): its events carry no argument commitment and no salt, and a sink that keeps events
+/// still gets both.
+#[test]
+fn a_counting_sink_gets_events_without_argument_commitments() {
+    struct Counting(MemoryAuditSink);
+    impl toolgate::audit::AuditSink for Counting {
+        fn record(
+            &self,
+            event: &toolgate::audit::AuditEvent,
+        ) -> Result<(), toolgate::audit::AuditError> {
+            self.0.record(event)
+        }
+        fn keeps_arguments(&self) -> bool {
+            false
+        }
+    }
+    let call = || ToolCall::new("c", "calculator", json!({"a": 1, "b": 2}));
+    let counting = Arc::new(Counting(MemoryAuditSink::new()));
+    let controller =
+        ToolController::try_new(registry([calculator()]), policy(&["calculator"], &[]))
+            .unwrap()
+            .with_audit_sink(Arc::clone(&counting));
+    let _ = controller.handle(call());
+    let events = counting.0.events();
+    assert_eq!(events.len(), 3, "{events:?}");
+    for event in &events {
+        assert!(event.argument_commitment.is_empty(), "{event:?}");
+        assert!(event.salt().is_none(), "{event:?}");
+    }
+    let keeping = Arc::new(MemoryAuditSink::new());
+    let controller =
+        ToolController::try_new(registry([calculator()]), policy(&["calculator"], &[]))
+            .unwrap()
+            .with_audit_sink(Arc::clone(&keeping));
+    let _ = controller.handle(call());
+    for event in keeping.events() {
+        assert!(
+            event.argument_commitment.starts_with("salted-sha256:"),
+            "{event:?}"
+        );
+        assert!(event.salt().is_some(), "{event:?}");
+    }
+}

@@ -119,6 +119,7 @@ mod contract;
 mod controller;
 pub mod definition;
 mod execute;
+mod gate_names;
 pub mod guide;
 pub mod limits;
 #[cfg(feature = "mcp")]

@@ -41,11 +41,7 @@ pub fn definitions(config: &Arc<Config>, link: &Arc<Link>) -> Vec<ToolDefinition
     {
         let link = Arc::clone(link);
         let timeout = limits.call_timeout;
-        let spec = ToolSpec::new(
-            config.served_name(link.name(), READ_RESOURCE),
-            "Reads a resource of this upstream (resources/read).",
-            passthrough::read_resource_schema(),
-        );
+        let spec = read_spec(config, link.name());
         gates.push(ToolDefinition::blocks_async(
             spec,
             move |arguments: Value| {
@@ -57,11 +53,7 @@ pub fn definitions(config: &Arc<Config>, link: &Arc<Link>) -> Vec<ToolDefinition
     {
         let link = Arc::clone(link);
         let config = Arc::clone(config);
-        let spec = ToolSpec::new(
-            config.served_name(link.name(), GET_PROMPT),
-            "Gets a prompt of this upstream (prompts/get).",
-            passthrough::get_prompt_schema(),
-        );
+        let spec = get_spec(&config, link.name());
         gates.push(ToolDefinition::blocks_async(
             spec,
             move |arguments: Value| {
@@ -78,6 +70,54 @@ pub fn definitions(config: &Arc<Config>, link: &Arc<Link>) -> Vec<ToolDefinition
                 .ok()
         })
         .collect()
+}
+
+/// The spec of `upstream`'s gate reading resources.
+fn read_spec(config: &Config, upstream: &str) -> ToolSpec {
+    ToolSpec::new(
+        config.served_name(upstream, READ_RESOURCE),
+        "Reads a resource of this upstream (resources/read).",
+        passthrough::read_resource_schema(),
+    )
+}
+
+/// The spec of `upstream`'s gate getting prompts.
+fn get_spec(config: &Config, upstream: &str) -> ToolSpec {
+    ToolSpec::new(
+        config.served_name(upstream, GET_PROMPT),
+        "Gets a prompt of this upstream (prompts/get).",
+        passthrough::get_prompt_schema(),
+    )
+}
+
+/// The specs of every gate `serve` registers for `upstream` — reading, getting, and the requests
+/// its config forwards —, for what reads the policy without starting it (`policy diff`,
+/// `explain` from the pins file).
+pub fn specs(config: &Config, upstream: &crate::config::UpstreamConfig) -> Vec<ToolSpec> {
+    let mut specs = vec![
+        read_spec(config, &upstream.name),
+        get_spec(config, &upstream.name),
+    ];
+    let requests = [
+        upstream
+            .forwarded
+            .sampling
+            .clone()
+            .map(passthrough::sampling_gate),
+        upstream
+            .forwarded
+            .elicitation
+            .clone()
+            .map(passthrough::elicitation_gate),
+    ];
+    specs.extend(
+        requests
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|gate| gate.spec().clone()),
+    );
+    specs
 }
 
 /// `resources/read` of the URI in `arguments`, sent upstream within `timeout`.

@@ -7,8 +7,9 @@
 //! its arguments — resolved, validated, decided by the policy (an `ask` held for a person),
 //! recorded in the audit log with the caller's principal, like any call. The gate's handler does
 //! the reading; its result's structured content is the protocol's result. Gates are named with
-//! a protocol method as suffix ([`READ_RESOURCE`], [`GET_PROMPT`]): a name no MCP tool can have
-//! (tool names hold no `/`), never listed as a tool and refused by `tools/call`.
+//! a protocol method as suffix ([`READ_RESOURCE`], [`GET_PROMPT`]), never listed as a tool and
+//! refused by `tools/call`; a policy pattern allows or asks for a gate only if it ends with the
+//! gate's method, so a rule written for tools does not start allowing resources.
 //!
 //! Listing passes what the caller could be allowed: an entry whose gate the policy denies
 //! whatever its arguments is left out, as a tool is. Completions, logging levels and
@@ -48,9 +49,7 @@ pub const ELICIT: &str = "elicitation/create";
 /// Whether `tool` names a gate (ends with a protocol method a tool name cannot hold): such a
 /// registry entry is not a tool — never listed by `tools/list`, refused by `tools/call`.
 pub fn is_gate(tool: &str) -> bool {
-    [READ_RESOURCE, GET_PROMPT, CREATE_MESSAGE, ELICIT]
-        .iter()
-        .any(|method| tool.ends_with(method))
+    crate::gate_names::gate_method(tool).is_some()
 }
 
 /// A gate named `name` that puts an upstream's sampling request to the client of the call it

@@ -14,35 +14,62 @@ pub(super) fn is_pattern(tool: &str) -> bool {
 
 /// A pattern over whole tool names: `*` any run of characters, `?` one, `\` escapes the next.
 ///
-/// A pattern without a `/` matches no name holding one: such names are the gates of an MCP
-/// server's resources, prompts and an upstream's requests (`mcp::passthrough`), which no tool
-/// name can hold, and a rule written for tools (`files__*`, `*`) must not start allowing them
-/// when a server begins to serve them. `files__*/*` or `*/read` name gates on purpose.
+/// A pattern allows or asks for a *gate* — the registry entry standing for an MCP server's
+/// `resources/read`, `prompts/get`, or an upstream's `sampling/createMessage` or
+/// `elicitation/create`, named with that method as suffix — only if the pattern itself ends with
+/// that method (`files__*resources/read`, `*prompts/get`): a rule written for tools (`files__*`,
+/// `*`) does not start allowing a server's resources when it begins to serve them. A deny
+/// pattern covers gates like tools (a `*` deny stops everything), and so do the patterns of rate
+/// limits and flow labels.
 #[derive(Debug)]
 pub(super) struct ToolPattern {
     tokens: Vec<GlobToken>,
-    slash: bool,
+    /// The gate method the pattern ends with, if any.
+    gate_method: Option<&'static str>,
 }
 
 impl ToolPattern {
     pub(super) fn new(pattern: &str) -> Self {
         Self {
             tokens: tokenize_glob(pattern),
-            slash: pattern.contains('/'),
+            gate_method: crate::gate_names::gate_method(pattern),
         }
     }
 
     /// Whether the whole of `name` matches (case matters, as it does for exact names).
     pub(super) fn matches(&self, name: &str) -> bool {
-        (self.slash || !name.contains('/')) && glob_match(&self.tokens, name, false)
+        glob_match(&self.tokens, name, false)
     }
 
-    /// The names of `registry`'s tools that match, in registration order.
+    /// Whether a rule with this pattern and `action` applies to `name`: as
+    /// [`matches`](Self::matches), except that an allow or ask covers a gate only if the pattern
+    /// ends with the gate's method.
+    pub(super) fn covers(&self, name: &str, action: PolicyAction) -> bool {
+        if action != PolicyAction::Deny
+            && let Some(method) = crate::gate_names::gate_method(name)
+            && self.gate_method != Some(method)
+        {
+            return false;
+        }
+        self.matches(name)
+    }
+
+    /// The names of `registry`'s tools that match, gates included, in registration order.
     pub(super) fn tools<'r>(&self, registry: &'r ToolRegistry) -> Vec<&'r str> {
+        self.covered(registry, PolicyAction::Deny)
+    }
+
+    /// The names of `registry`'s tools a rule with this pattern and `action` covers, in
+    /// registration order.
+    pub(super) fn covered<'r>(
+        &self,
+        registry: &'r ToolRegistry,
+        action: PolicyAction,
+    ) -> Vec<&'r str> {
         registry
             .specs()
             .map(|spec| spec.name.as_str())
-            .filter(|name| self.matches(name))
+            .filter(|name| self.covers(name, action))
             .collect()
     }
 }
@@ -71,7 +98,10 @@ pub(super) fn rules_for<'r>(
         (PolicyAction::Allow, Vec::new()),
     ];
     let mut any = false;
-    for group in groups.iter().filter(|group| group.pattern.matches(tool)) {
+    for group in groups
+        .iter()
+        .filter(|group| group.pattern.covers(tool, group.action))
+    {
         any = true;
         if let Some((_, list)) = lists.iter_mut().find(|(action, _)| *action == group.action) {
             list.push(&group.rule);

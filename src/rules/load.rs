@@ -71,7 +71,7 @@ pub(super) fn load(
             }
             vec![rule.tool.as_str()]
         } else {
-            let tools = pattern.tools(registry);
+            let tools = pattern.covered(registry, rule.action);
             if tools.is_empty() {
                 problems.push(
                     place.clone(),
@@ -221,7 +221,7 @@ fn path_fields_by_tool(
         let Some(when) = &rule.when else { continue };
         let tools = if is_pattern(&rule.tool) {
             ToolPattern::new(&rule.tool)
-                .tools(registry)
+                .covered(registry, rule.action)
                 .into_iter()
                 .map(str::to_owned)
                 .collect()

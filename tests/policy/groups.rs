@@ -299,38 +299,70 @@ fn groups_escaped_star_is_literal_and_not_a_wildcard_allow() {
 }
 
 #[test]
-fn groups_a_pattern_without_a_slash_covers_no_gate() {
-    // Gates of an MCP server's resources and prompts hold a `/`; a rule written for tools must
-    // not start allowing them when a server begins to serve them.
-    let names = ["srv__read", "srv__resources/read", "srv__prompts/get"];
+fn groups_a_pattern_allows_a_gate_only_if_it_ends_with_its_method() {
+    // Gates of an MCP server's resources and prompts are named with the method as suffix; a rule
+    // written for tools must not start allowing them when a server begins to serve them, whatever
+    // the separator (`srv/…` holds a `/` too), while a deny pattern covers them like tools.
+    let names = [
+        "srv__read",
+        "srv__resources/read",
+        "srv__prompts/get",
+        "srv/resources/read",
+        "srv__user/update",
+    ];
     let policy = load(
         r#"{"rules": [
-      {"id": "server", "tool": "srv__*", "action": "allow", "reason": "the server's tools"},
-      {"id": "all", "tool": "*", "action": "allow", "reason": "everything"}
+      {"id": "server", "tool": "srv__*", "action": "allow", "reason": "the server's tools"}
     ]}"#,
         &names,
     );
-    assert_eq!(
-        decided(&policy, "srv__read", "/a"),
-        (Allow, Some("all".to_owned()))
-    );
-    for gate in ["srv__resources/read", "srv__prompts/get"] {
+    assert_eq!(decided(&policy, "srv__read", "/a").0, Allow);
+    // A tool whose name holds a `/` is a tool.
+    assert_eq!(decided(&policy, "srv__user/update", "/a").0, Allow);
+    for gate in [
+        "srv__resources/read",
+        "srv__prompts/get",
+        "srv/resources/read",
+    ] {
         assert_eq!(decided(&policy, gate, "/a").0, Deny, "{gate}");
     }
+    // With `/` as the separator, an allow on `srv/*` covers no gate of `srv` (here: nothing).
+    assert_eq!(
+        problems(
+            r#"{"rules": [{"id": "slashed", "tool": "srv/*", "action": "allow", "reason": "r"}]}"#,
+            &names
+        ),
+        vec![r#"rules[0] (id "slashed"): tool pattern "srv/*" matches no tool in the registry"#]
+    );
     let policy = load(
         r#"{"rules": [
-      {"id": "gates", "tool": "srv__*/*", "action": "allow", "reason": "the server's gates"},
-      {"id": "reads", "tool": "*/read", "action": "ask", "reason": "reads"}
+      {"id": "reads", "tool": "srv__*resources/read", "action": "allow", "reason": "reads"},
+      {"id": "gets", "tool": "*prompts/get", "action": "ask", "reason": "gets"},
+      {"id": "tools", "tool": "srv__*", "action": "allow", "reason": "tools"}
     ]}"#,
         &names,
     );
     assert_eq!(
         decided(&policy, "srv__resources/read", "/a"),
-        (Ask, Some("reads".to_owned()))
+        (Allow, Some("reads".to_owned()))
     );
     assert_eq!(
         decided(&policy, "srv__prompts/get", "/a"),
-        (Allow, Some("gates".to_owned()))
+        (Ask, Some("gets".to_owned()))
     );
-    assert_eq!(decided(&policy, "srv__read", "/a").0, Deny);
+    assert_eq!(decided(&policy, "srv/resources/read", "/a").0, Deny);
+    // A deny pattern stops gates too: a kill switch on `*` is not escaped by an exact allow
+    // (which the loader then calls inert).
+    let found = problems(
+        r#"{"rules": [
+      {"id": "read", "tool": "srv__resources/read", "action": "allow", "reason": "reads"},
+      {"id": "stop", "tool": "*", "action": "deny", "reason": "suspended"}
+    ]}"#,
+        &names,
+    );
+    assert!(
+        found.iter().any(|problem| problem
+            .contains(r#"rule "stop" denies tool "srv__resources/read" unconditionally"#)),
+        "{found:?}"
+    );
 }

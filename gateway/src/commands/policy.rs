@@ -188,6 +188,9 @@ fn pinned_specs(
             }
             specs.push(spec);
         }
+        // The gates `serve` registers beside the tools: a policy naming them is judged here as
+        // it is when served.
+        specs.extend(crate::gates::specs(config, upstream));
     }
     (!config.upstreams.is_empty()).then_some(specs)
 }

@@ -411,3 +411,52 @@ fn policy_diff_and_explain_read_pinned_tools_and_start_no_upstream() {
         "{stderr}"
     );
 }
+
+/// The gates `serve` registers beside the tools (an upstream's `resources/read` and
+/// `prompts/get`) are in the tools `policy diff` and `explain` read from the pins file: a change
+/// that opens them is never called the same.
+#[test]
+fn policy_diff_from_the_pins_sees_the_gates() {
+    let work = Work::new("policy-offline-gates");
+    let config = work.hostile_config("serve", "");
+    let config_arg = config.to_str().unwrap();
+    assert!(run(&["pin", "--config", config_arg]).status.success());
+    let old = work.write(
+        "old.json",
+        r#"{"rules": [{"id": "echo", "tool": "h__echo", "action": "allow", "reason": "r"}]}"#,
+    );
+    let new = work.write(
+        "new.json",
+        r#"{"rules": [{"id": "echo", "tool": "h__echo", "action": "allow", "reason": "r"},
+                      {"id": "read", "tool": "h__resources/read", "action": "allow", "reason": "r"}]}"#,
+    );
+    let output = run(&[
+        "policy",
+        "diff",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--config",
+        config_arg,
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(
+        stderr.contains("read from the pins file (no upstream was started)"),
+        "{stderr}"
+    );
+    assert_eq!(output.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("h__resources/read") && stdout.contains(r#""verdict":"differs""#),
+        "{stdout}"
+    );
+    work.write("policy.json", &work.read("new.json"));
+    let output = run(&[
+        "policy",
+        "explain",
+        "h__resources/read",
+        r#"{"uri": "test://x"}"#,
+        "--config",
+        config_arg,
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(stdout.contains("allow"), "{stdout}\n{stderr}");
+}

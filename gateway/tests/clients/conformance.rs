@@ -136,7 +136,10 @@ fn through_gateway(work: &Work, sdk: &Path, extra: &str) -> (Served, Running, St
     work.write(
         "policy.json",
         r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "conformance"},
-            {"id": "gates", "tool": "*/*", "action": "allow", "reason": "conformance"}]}"#,
+            {"id": "reads", "tool": "*resources/read", "action": "allow", "reason": "conformance"},
+            {"id": "gets", "tool": "*prompts/get", "action": "allow", "reason": "conformance"},
+            {"id": "sampling", "tool": "*sampling/createMessage", "action": "allow", "reason": "conformance"},
+            {"id": "elicitation", "tool": "*elicitation/create", "action": "allow", "reason": "conformance"}]}"#,
     );
     let upstream = script(sdk, "everything_upstream.mjs", "everything_upstream-gw.mjs");
     let (mcp, admin, proxy) = (free_port(), free_port(), free_port());

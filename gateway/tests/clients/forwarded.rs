@@ -17,10 +17,13 @@ use support::*;
 
 const KEY: &str = "tg_forwarded_client_key";
 
-/// Every tool, and every gate (`*` alone covers no name holding a `/`).
+/// Every tool, and every gate (a pattern allows a gate only if it ends with the gate's method).
 const ALLOW_ALL: &str = r#"{"rules": [
   {"id": "all", "tool": "*", "action": "allow", "reason": "forwarded"},
-  {"id": "gates", "tool": "*/*", "action": "allow", "reason": "forwarded"}
+  {"id": "reads", "tool": "*resources/read", "action": "allow", "reason": "forwarded"},
+  {"id": "gets", "tool": "*prompts/get", "action": "allow", "reason": "forwarded"},
+  {"id": "sampling", "tool": "*sampling/createMessage", "action": "allow", "reason": "forwarded"},
+  {"id": "elicitation", "tool": "*elicitation/create", "action": "allow", "reason": "forwarded"}
 ]}"#;
 
 /// Denies reading the binary resource and the upstream's sampling, asks before the image prompt.
@@ -34,7 +37,9 @@ const GATED: &str = r#"{"rules": [
   {"id": "no-sampling", "tool": "sampling/createMessage", "action": "deny",
    "reason": "no sampling for this upstream"},
   {"id": "rest", "tool": "*", "action": "allow", "reason": "the rest"},
-  {"id": "rest-gates", "tool": "*/*", "action": "allow", "reason": "the rest"}
+  {"id": "rest-reads", "tool": "*resources/read", "action": "allow", "reason": "the rest"},
+  {"id": "rest-gets", "tool": "*prompts/get", "action": "allow", "reason": "the rest"},
+  {"id": "rest-elicitation", "tool": "*elicitation/create", "action": "allow", "reason": "the rest"}
 ]}"#;
 
 /// The reference upstream, copied beside the TypeScript SDK under `name`.
@@ -155,11 +160,11 @@ fn the_policy_decides_reads_gets_and_sampling_and_the_audit_log_names_the_princi
             })
         };
         assert!(decided("resources/read", "no-binary"), "{audit}");
-        assert!(decided("resources/read", "rest-gates"), "{audit}");
+        assert!(decided("resources/read", "rest-reads"), "{audit}");
         assert!(decided("prompts/get", "look-first"), "{audit}");
         if mode == "legacy" {
             assert!(decided("sampling/createMessage", "no-sampling"), "{audit}");
-            assert!(decided("elicitation/create", "rest-gates"), "{audit}");
+            assert!(decided("elicitation/create", "rest-elicitation"), "{audit}");
         } else {
             // Nobody could be asked in the request: withdrawn at once, not left waiting.
             let revoked = events
@@ -264,7 +269,7 @@ fn what_the_policy_hides_is_not_listed_read_completed_or_watched() {
     let Some((python, sdk)) = sdks() else { return };
     let upstream = upstream(&sdk, "everything_upstream-forwarded-hidden.mjs");
     let work = Work::new("forwarded-hidden");
-    // Every tool, and no gate: `*` covers no name holding a `/`.
+    // Every tool, and no gate: an allow pattern covers a gate only if it ends with its method.
     let tools_only =
         r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "tools"}]}"#;
     let (_served, gateway) = http(&work, &upstream, tools_only);

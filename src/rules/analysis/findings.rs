@@ -87,7 +87,7 @@ fn layer_rules(layer: &str, policy: &RulePolicy, registry: &ToolRegistry) -> Vec
         let on_tool: Vec<&str> = config
             .rules
             .iter()
-            .filter(|rule| covers(&rule.tool, tool))
+            .filter(|rule| covers(rule, tool))
             .map(|rule| rule.id.as_str())
             .collect();
         if on_tool.is_empty() {
@@ -132,7 +132,7 @@ fn layer_rules(layer: &str, policy: &RulePolicy, registry: &ToolRegistry) -> Vec
         let tools = registry
             .specs()
             .map(|spec| spec.name.as_str())
-            .filter(|tool| covers(&rule.tool, tool));
+            .filter(|tool| covers(rule, tool));
         tools_of.entry(rule.id.as_str()).or_default().extend(tools);
     }
     let mut out = Vec::new();

@@ -273,12 +273,12 @@ fn fresh_for(configs: &[&PolicyConfig]) -> String {
     cells::fresh_name(strings)
 }
 
-/// Whether a rule's `tool` (a name or a pattern) covers `tool`.
-fn covers(written: &str, tool: &str) -> bool {
-    if is_pattern(written) {
-        ToolPattern::new(written).matches(tool)
+/// Whether `rule` (its `tool` a name or a pattern) covers `tool`, as the policy decides it.
+fn covers(rule: &crate::rules::RuleConfig, tool: &str) -> bool {
+    if is_pattern(&rule.tool) {
+        ToolPattern::new(&rule.tool).covers(tool, rule.action)
     } else {
-        written == tool
+        rule.tool == tool
     }
 }
 

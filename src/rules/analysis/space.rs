@@ -45,7 +45,7 @@ impl Space {
         let mut ids = BTreeSet::new();
         let mut groups = BTreeSet::new();
         for config in configs {
-            for rule in config.rules.iter().filter(|rule| covers(&rule.tool, tool)) {
+            for rule in config.rules.iter().filter(|rule| covers(rule, tool)) {
                 if let Some(when) = &rule.when {
                     atoms.add(&rule.id, when);
                 }

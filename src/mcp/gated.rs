@@ -135,17 +135,20 @@ impl McpServer {
                 )
                 .await;
             if let Ok(answer) = asked {
-                return self
+                let resolved = self
                     .resolve(request.approval_id, Answer::of(&answer.action), caller)
-                    .await
-                    .map_err(|why| ErrorData::invalid_request(why, None));
+                    .await;
+                if let Err(refused) = resolved {
+                    // This person may not answer it (the rule names other approvers): nobody
+                    // else can usefully, so it does not wait either.
+                    self.withdraw(request.approval_id).await;
+                    return Err(ErrorData::invalid_request(refused, None));
+                }
+                return resolved.map_err(|why| ErrorData::invalid_request(why, None));
             }
             why = "the client gave no answer";
         }
-        let controller = std::sync::Arc::clone(&self.controller);
-        let id = request.approval_id;
-        // The store may be a database: withdrawn off the runtime's threads.
-        let _ = tokio::task::spawn_blocking(move || controller.revoke(id)).await;
+        self.withdraw(request.approval_id).await;
         Err(ErrorData::invalid_request(
             format!(
                 "a person must approve this first ({reason}), and {why}; the request was withdrawn and nothing was passed on",
@@ -153,6 +156,15 @@ impl McpServer {
             ),
             None,
         ))
+    }
+}
+
+impl McpServer {
+    /// Withdraws a waiting approval (audited as revoked); one already answered stays answered.
+    async fn withdraw(&self, id: crate::approvals::ApprovalId) {
+        let controller = std::sync::Arc::clone(&self.controller);
+        // The store may be a database: withdrawn off the runtime's threads.
+        let _ = tokio::task::spawn_blocking(move || controller.revoke(id)).await;
     }
 }
 

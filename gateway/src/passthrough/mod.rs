@@ -421,11 +421,20 @@ impl toolgate::mcp::Passthrough for Upstreams {
                 )
             })?;
             let session = link.session().map_err(|why| unavailable(&link, &why))?;
-            if session
+            let (first, emptied) = session
                 .subscribers
                 .add(&uri, caller.session.unwrap_or_default(), peer)
-                .map_err(|why| ErrorData::invalid_request(why, None))?
-            {
+                .map_err(|why| ErrorData::invalid_request(why, None))?;
+            if !emptied.is_empty() {
+                // Not in this client's time: the upstream forgets them in the background.
+                let peer = session.peer.clone();
+                tokio::spawn(async move {
+                    for gone in emptied {
+                        let _ = peer.unsubscribe(UnsubscribeRequestParams::new(gone)).await;
+                    }
+                });
+            }
+            if first {
                 session
                     .peer
                     .subscribe(SubscribeRequestParams::new(uri))

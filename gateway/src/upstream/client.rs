@@ -87,16 +87,26 @@ impl GatewayClient {
         )
     }
 
-    /// The client whose call an upstream's request came during: the one call waiting on this
-    /// session; none when none or several wait (it could be another client's), and the request
-    /// is refused.
-    async fn asking_client(&self, method: &str) -> Result<toolgate::mcp::Downstream, ErrorData> {
-        self.progress.sole_waiting().await.ok_or_else(|| {
+    /// The client whose request an upstream's request came during: the one request waiting on
+    /// this session when it arrived (decided by the transport as it arrived); none when none or
+    /// several waited (it could be another client's), or that request is nobody's, and the
+    /// request is refused.
+    async fn asking_client(
+        &self,
+        method: &str,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<toolgate::mcp::Downstream, ErrorData> {
+        let during = context.extensions.get::<super::ordered::AskedDuring>();
+        let client = match during {
+            Some(during) => self.progress.client_of(&during.0).await,
+            None => None,
+        };
+        client.ok_or_else(|| {
             tracing::info!(upstream = %self.upstream, method, "refused an upstream's request no single waiting call can own");
             ErrorData::new(
                 ErrorCode::INVALID_REQUEST,
                 format!(
-                    "{method} refused: the gateway passes it only to the client of the one call waiting on this upstream, and none or several wait; nobody was asked"
+                    "{method} refused: the gateway passes it only to the client of the one request waiting on this upstream when it arrived, and none or several waited; nobody was asked"
                 ),
                 None,
             )
@@ -131,13 +141,13 @@ impl ClientHandler for GatewayClient {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         let method = "sampling/createMessage";
         let Some(gate) = &self.forwarded.sampling else {
             return Err(self.not_forwarded(method, "sampling"));
         };
-        self.asking_client(method)
+        self.asking_client(method, &context)
             .await?
             .create_message(gate, params)
             .await
@@ -146,13 +156,13 @@ impl ClientHandler for GatewayClient {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let method = "elicitation/create";
         let Some(gate) = &self.forwarded.elicitation else {
             return Err(self.not_forwarded(method, "elicitation"));
         };
-        self.asking_client(method)
+        self.asking_client(method, &context)
             .await?
             .create_elicitation(gate, request)
             .await

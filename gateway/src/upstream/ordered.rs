@@ -13,8 +13,8 @@ use std::future::Future;
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    GetMeta as _, JsonRpcError, JsonRpcMessage, JsonRpcResponse, ProgressToken, RequestId,
-    ServerNotification,
+    GetExtensions as _, GetMeta as _, JsonRpcError, JsonRpcMessage, JsonRpcResponse, ProgressToken,
+    RequestId, ServerNotification,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -28,6 +28,10 @@ const FORGET_AFTER: usize = 4096;
 /// extensions, where the client handler reads it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProgressSequence(pub u64);
+
+/// The request an upstream's own request came during: the one waiting when it arrived.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AskedDuring(pub rmcp::model::ProgressToken);
 
 /// The call a log message belongs to (the one waiting when it arrived), and its number among
 /// that call's notifications.
@@ -90,6 +94,13 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Ordered<T> {
         };
         if let Some(token) = answered.and_then(|id| self.sent.remove(id)) {
             self.routes.answered(&token);
+        }
+        // A request the upstream sends (sampling, elicitation) is the one waiting request's,
+        // decided now, as it arrives: by the time it is handled that request may have ended.
+        if let JsonRpcMessage::Request(request) = &mut message
+            && let Some(token) = self.routes.sole_token()
+        {
+            request.request.extensions_mut().insert(AskedDuring(token));
         }
         if let JsonRpcMessage::Notification(notification) = &mut message {
             match &mut notification.notification {

@@ -15,9 +15,9 @@
 //! protocol requires a call's progress to increase, so one that would not is dropped, never sent.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use tokio::sync::watch;
@@ -29,7 +29,20 @@ pub const SETTLE_BOUND: Duration = Duration::from_secs(1);
 
 /// Where each waiting call's progress goes, for one upstream session.
 #[derive(Clone, Debug, Default)]
-pub struct ProgressRoutes(Arc<Mutex<HashMap<ProgressToken, Destination>>>);
+pub struct ProgressRoutes(
+    Arc<Mutex<HashMap<ProgressToken, Destination>>>,
+    AnsweredEarly,
+);
+
+/// The last requests answered before any call claimed them: a call's answer can arrive between
+/// sending it and claiming its route (the SDK sends from its own task), and the route the call
+/// then claims must know it was answered, or it would be taken for a call the upstream still works
+/// on. Bounded; a request older than the last [`EARLY_KEPT`] is long claimed or nobody's.
+#[derive(Clone, Debug, Default)]
+struct AnsweredEarly(Arc<Mutex<std::collections::VecDeque<ProgressToken>>>);
+
+/// How many requests answered before being claimed are remembered.
+const EARLY_KEPT: usize = 256;
 
 /// A waiting call's client, the last progress sent to it, and how many of its notifications
 /// arrived and were handled.
@@ -42,7 +55,20 @@ struct Destination {
     last_sent: Arc<tokio::sync::Mutex<Option<f64>>>,
     arrived: Arc<AtomicU64>,
     handled: watch::Sender<u64>,
+    /// When the request was sent.
+    since: Instant,
+    /// Whether the upstream answered it.
+    answered: Arc<AtomicBool>,
+    /// When the call that claimed it stopped waiting unanswered (it timed out or was cancelled):
+    /// the upstream may still be working on it, so it counts as waiting — nobody's — a while.
+    left: Arc<Mutex<Option<Instant>>>,
 }
+
+/// How long a request still counts as waiting, nobody's, once nobody waits for its answer (sent
+/// by no call, or its call gone) and the upstream has not answered: what the upstream sends
+/// meanwhile goes to nobody rather than to another client's call. Past it the request is let go,
+/// so an upstream that never answers a cancelled request does not silence the session for good.
+pub const LINGER: Duration = Duration::from_secs(120);
 
 impl Destination {
     fn new(client: Option<Option<Downstream>>) -> Self {
@@ -51,7 +77,21 @@ impl Destination {
             last_sent: Arc::default(),
             arrived: Arc::default(),
             handled: watch::Sender::new(0),
+            since: Instant::now(),
+            answered: Arc::default(),
+            left: Arc::default(),
         }
+    }
+
+    /// Whether it has waited nobody's past [`LINGER`].
+    fn lapsed(&self) -> bool {
+        let unclaimed = self.client.borrow().is_none() && self.since.elapsed() > LINGER;
+        let left = self
+            .left
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some_and(|left| left.elapsed() > LINGER);
+        unclaimed || left
     }
 
     /// The call's client, once the call claimed its route (waiting up to [`SETTLE_BOUND`]).
@@ -76,7 +116,8 @@ impl ProgressRoutes {
     /// The call a log message arriving now belongs to — the one waiting, when exactly one waits
     /// — and the message's number among that call's notifications.
     pub fn number_sole(&self) -> Option<(ProgressToken, u64)> {
-        let routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        routes.retain(|_, to| !to.lapsed());
         let mut waiting = routes.iter();
         match (waiting.next(), waiting.next()) {
             (Some((token, only)), None) => Some((
@@ -144,27 +185,31 @@ impl ProgressRoutes {
             .cloned()
     }
 
-    /// The client request of the one call waiting on this session; `None` when none or several
-    /// wait (what names no call cannot then be told apart, and goes to nobody).
-    pub async fn sole_waiting(&self) -> Option<Downstream> {
-        let only = {
-            let routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut waiting = routes.values();
-            match (waiting.next(), waiting.next()) {
-                (Some(only), None) => only.clone(),
-                _ => return None,
-            }
-        };
-        only.client().await
+    /// The token of the one request waiting on this session now, if exactly one waits (what the
+    /// upstream sends that names no request is its).
+    pub fn sole_token(&self) -> Option<ProgressToken> {
+        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        routes.retain(|_, to| !to.lapsed());
+        let mut waiting = routes.keys();
+        match (waiting.next(), waiting.next()) {
+            (Some(only), None) => Some(only.clone()),
+            _ => None,
+        }
+    }
+
+    /// The client request of the call waiting under `token`, once claimed; `None` when the
+    /// request is nobody's (or no longer waits).
+    pub async fn client_of(&self, token: &ProgressToken) -> Option<Downstream> {
+        self.destination(token)?.client().await
     }
 
     /// A request is being sent under `token`: from now on its progress is numbered, and it
     /// counts as waiting, until the call that sent it claims the route and lets it go, or,
     /// unclaimed, until it is [`answered`](Self::answered).
     pub fn expect(&self, token: ProgressToken) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        routes.retain(|_, to| !to.lapsed());
+        routes
             .entry(token)
             .or_insert_with(|| Destination::new(None));
     }
@@ -181,11 +226,25 @@ impl ProgressRoutes {
     /// listing, a completion, or a call its caller gave up on before claiming), it waits no more.
     pub fn answered(&self, token: &ProgressToken) {
         let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if routes
-            .get(token)
-            .is_some_and(|to| to.client.borrow().is_none())
-        {
+        let Some(to) = routes.get(token) else { return };
+        let unclaimed = to.client.borrow().is_none();
+        let left = to
+            .left
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        if unclaimed || left {
             routes.remove(token);
+            if unclaimed {
+                let mut early = self.1.0.lock().unwrap_or_else(PoisonError::into_inner);
+                if early.len() == EARLY_KEPT {
+                    early.pop_front();
+                }
+                early.push_back(token.clone());
+            }
+        } else {
+            // Its call still waits: the route goes when the call lets it go.
+            to.answered.store(true, Ordering::SeqCst);
         }
     }
 
@@ -193,13 +252,20 @@ impl ProgressRoutes {
     /// waiting — claiming the route [`expect`](Self::expect) made when the call was sent —,
     /// until the returned guard is dropped.
     pub fn route(&self, token: ProgressToken, to: Option<Downstream>) -> Route {
+        let answered = {
+            let mut early = self.1.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let at = early.iter().position(|known| *known == token);
+            at.and_then(|at| early.remove(at)).is_some()
+        };
         let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         match routes.get(&token) {
             Some(expected) => {
                 expected.client.send_replace(Some(to));
             }
             None => {
-                routes.insert(token.clone(), Destination::new(Some(to)));
+                let claimed = Destination::new(Some(to));
+                claimed.answered.store(answered, Ordering::SeqCst);
+                routes.insert(token.clone(), claimed);
             }
         }
         drop(routes);
@@ -261,11 +327,18 @@ impl Route {
 }
 
 impl Drop for Route {
+    /// Answered, the route goes; unanswered (the call timed out or was cancelled), the request
+    /// stays, nobody's, until the upstream answers or [`LINGER`] passes.
     fn drop(&mut self) {
-        self.routes
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.token);
+        let mut routes = self.routes.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(to) = routes.get(&self.token) else {
+            return;
+        };
+        if to.answered.load(Ordering::SeqCst) {
+            routes.remove(&self.token);
+        } else {
+            to.client.send_replace(Some(None));
+            *to.left.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+        }
     }
 }

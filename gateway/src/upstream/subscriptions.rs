@@ -19,35 +19,59 @@ pub struct Subscribers(Arc<Mutex<HashMap<String, Vec<Subscriber>>>>);
 /// The most URIs one session may be subscribed to on one upstream.
 pub const MAX_PER_SESSION: usize = 1024;
 
+/// The longest URI subscribed to.
+pub const MAX_URI_BYTES: usize = 8192;
+
 impl Subscribers {
-    /// Subscribes `session` to `uri`; whether it is the first (the upstream must be told). A
-    /// session subscribed twice is subscribed once.
+    /// Subscribes `session` to `uri`: whether it is the first (the upstream must be told), and
+    /// the URIs whose every subscriber's session has closed since (the upstream may be told to
+    /// stop; they are forgotten). A session subscribed twice is subscribed once.
     ///
     /// # Errors
     ///
-    /// The session is subscribed to [`MAX_PER_SESSION`] URIs already.
-    pub fn add(&self, uri: &str, session: String, peer: Peer<RoleServer>) -> Result<bool, String> {
+    /// The URI is longer than [`MAX_URI_BYTES`], or the session is subscribed to
+    /// [`MAX_PER_SESSION`] URIs already.
+    pub fn add(
+        &self,
+        uri: &str,
+        session: String,
+        peer: Peer<RoleServer>,
+    ) -> Result<(bool, Vec<String>), String> {
+        if uri.len() > MAX_URI_BYTES {
+            return Err(format!(
+                "a URI longer than {MAX_URI_BYTES} bytes is not subscribed to"
+            ));
+        }
         let mut table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Closed sessions' subscriptions go first: they count against nobody, and the upstream
+        // need not keep a subscription nobody reads.
+        let mut emptied = Vec::new();
+        table.retain(|known, subscribed| {
+            subscribed.retain(|(_, peer)| !peer.is_transport_closed());
+            let keep = !subscribed.is_empty();
+            if !keep && known != uri {
+                emptied.push(known.clone());
+            }
+            keep
+        });
         let held = table
             .values()
             .filter(|subscribed| subscribed.iter().any(|(known, _)| *known == session))
             .count();
-        if held >= MAX_PER_SESSION
-            && !table
-                .get(uri)
-                .is_some_and(|subscribed| subscribed.iter().any(|(known, _)| *known == session))
-        {
+        let already = table
+            .get(uri)
+            .is_some_and(|subscribed| subscribed.iter().any(|(known, _)| *known == session));
+        if held >= MAX_PER_SESSION && !already {
             return Err(format!(
                 "this session is subscribed to {MAX_PER_SESSION} resources of this upstream already, the most it may be"
             ));
         }
         let subscribed = table.entry(uri.to_owned()).or_default();
-        subscribed.retain(|(_, peer)| !peer.is_transport_closed());
         let first = subscribed.is_empty();
-        if !subscribed.iter().any(|(known, _)| *known == session) {
+        if !already {
             subscribed.push((session, peer));
         }
-        Ok(first)
+        Ok((first, emptied))
     }
 
     /// Ends `session`'s subscription to `uri` (and those of sessions that have closed); whether

@@ -133,13 +133,19 @@ fn checks(out: &Path, scenario: &str) -> String {
 /// allow-all, with `extra` in the upstream's table; and the address the suite calls (the proxy
 /// adding the API key).
 fn through_gateway(work: &Work, sdk: &Path, extra: &str) -> (Served, Running, String) {
+    // Every tool and gate; the gates of sampling and elicitation exist only where forwarded.
+    let mut rules = vec![
+        r#"{"id": "all", "tool": "*", "action": "allow", "reason": "conformance"}"#,
+        r#"{"id": "reads", "tool": "*resources/read", "action": "allow", "reason": "conformance"}"#,
+        r#"{"id": "gets", "tool": "*prompts/get", "action": "allow", "reason": "conformance"}"#,
+    ];
+    if extra.contains("sampling") {
+        rules.push(r#"{"id": "sampling", "tool": "*sampling/createMessage", "action": "allow", "reason": "conformance"}"#);
+        rules.push(r#"{"id": "elicitation", "tool": "*elicitation/create", "action": "allow", "reason": "conformance"}"#);
+    }
     work.write(
         "policy.json",
-        r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "conformance"},
-            {"id": "reads", "tool": "*resources/read", "action": "allow", "reason": "conformance"},
-            {"id": "gets", "tool": "*prompts/get", "action": "allow", "reason": "conformance"},
-            {"id": "sampling", "tool": "*sampling/createMessage", "action": "allow", "reason": "conformance"},
-            {"id": "elicitation", "tool": "*elicitation/create", "action": "allow", "reason": "conformance"}]}"#,
+        &format!(r#"{{"rules": [{}]}}"#, rules.join(",\n")),
     );
     let upstream = script(sdk, "everything_upstream.mjs", "everything_upstream-gw.mjs");
     let (mcp, admin, proxy) = (free_port(), free_port(), free_port());

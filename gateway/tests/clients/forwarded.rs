@@ -220,7 +220,8 @@ fn what_names_no_request_reaches_only_the_client_it_came_for() {
     let listen = format!(
         "[listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n\
          [[clients]]\nid = \"alice\"\napi_key_sha256 = \"{}\"\n\
-         [[clients]]\nid = \"bob\"\napi_key_sha256 = \"{}\"\n",
+         [[clients]]\nid = \"bob\"\napi_key_sha256 = \"{}\"\n\
+         [limits]\ncall_timeout_ms = 1000\n",
         sha256("tg_alice_key"),
         sha256("tg_bob_key")
     );

@@ -63,6 +63,13 @@ async def main() -> None:
               alice.logs)
         check("and bob still got nothing", bob.logs == [] and bob.sampled == [],
               [bob.logs, bob.sampled])
+        # Alice's call passes the gateway's bound (1 s) while the upstream works on: what it sends
+        # later is nobody's, not bob's, though bob's is then the only call claimed.
+        late = await a.call_tool("late_log", {})
+        check("alice's call passed its bound", late.is_error, late)
+        await b.call_tool("slow_wait", {})
+        check("the late log of alice's call did not reach bob",
+              not any("late" in str(log) for log in bob.logs), bob.logs)
     check.done()
 
 

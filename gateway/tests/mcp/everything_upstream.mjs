@@ -164,8 +164,14 @@ function everything() {
 
   // Beyond the suite: fixtures of the gateway's own tests (tests/mcp/cross_clients.py) — a call
   // that waits, and a resource whose read logs and asks the client's model while it runs.
-  server.registerTool("slow_wait", { description: "Waits a second and a half" },
-    async () => { await sleep(1500); return text("waited"); });
+  server.registerTool("slow_wait", { description: "Waits 0.8 s" },
+    async () => { await sleep(800); return text("waited"); });
+  server.registerTool("late_log", { description: "Works on for 2 s, logs, then answers" },
+    async (extra) => {
+      await sleep(2000);
+      await server.sendLoggingMessage({ level: "info", data: "late: alice's call" }, extra.sessionId);
+      return text("done late");
+    });
   server.registerResource("noisy", "test://noisy", { description: "Logs and samples when read", mimeType: "text/plain" },
     async (uri, extra) => {
       await server.sendLoggingMessage({ level: "info", data: "reading test://noisy" }, extra.sessionId);

@@ -305,7 +305,25 @@ fn the_gateway_and_the_library_give_the_same_diff() {
             )
             .unwrap()
         });
-    let registry = toolgate::ToolRegistry::new(definitions).unwrap();
+    // Beside the pinned tools, the gates `serve` registers for every upstream.
+    use toolgate::mcp::passthrough::{get_prompt_schema, read_resource_schema};
+    let gates = [
+        (
+            "h__resources/read",
+            "Reads a resource of this upstream (resources/read).",
+            read_resource_schema(),
+        ),
+        (
+            "h__prompts/get",
+            "Gets a prompt of this upstream (prompts/get).",
+            get_prompt_schema(),
+        ),
+    ]
+    .map(|(name, description, schema)| {
+        toolgate::ToolDefinition::new(toolgate::ToolSpec::new(name, description, schema), noop)
+            .unwrap()
+    });
+    let registry = toolgate::ToolRegistry::new(definitions.chain(gates)).unwrap();
     // The gateway reads every policy as a stack of layers named by their files (one here).
     let load = |path: &std::path::Path, text: &str| {
         let policy = toolgate::RulePolicy::from_json(text, &registry).unwrap();

@@ -21,6 +21,13 @@
 mod cpu;
 mod echo;
 mod proxy;
+// The overhead bench's `echo` server; its in-process HTTP upstream is not used here.
+#[allow(
+    dead_code,
+    reason = "http_upstream serves the overhead bench, not this one"
+)]
+#[path = "../gateway_overhead/echo.rs"]
+mod shared_echo;
 
 // The allocator the gateway uses, so the comparison is of the work, not of the allocators.
 #[global_allocator]

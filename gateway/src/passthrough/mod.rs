@@ -12,6 +12,9 @@
 //!   an upstream's log messages go to the client of the one call waiting on that upstream.
 
 mod paged;
+mod routing;
+
+use routing::{fits_start, template_start};
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -226,26 +229,6 @@ impl Upstreams {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         listed.at.is_none_or(|at| at.elapsed() > RELIST_AFTER)
             || listed.generation != self.listings_generation()
-    }
-}
-
-/// The fixed start of an RFC 6570 template: everything before its first expression.
-fn template_start(template: &str) -> &str {
-    template
-        .find('{')
-        .map_or(template, |open| &template[..open])
-}
-
-/// Whether `uri` may be one of `template`'s: a template without expressions names exactly one
-/// URI; one with expressions, any URI longer than its fixed `start` that begins with it. Which
-/// URIs fit the rest is the upstream's to say (it answers a read of one that does not); the
-/// gateway only needs which upstream to ask, in time linear in the URI and the templates — a
-/// full matcher over expressions an upstream chooses could be made to take exponential time.
-fn fits_start(template: &str, start: &str, uri: &str) -> bool {
-    if start.len() == template.len() {
-        uri == template
-    } else {
-        uri.len() > start.len() && uri.starts_with(start)
     }
 }
 
@@ -495,38 +478,5 @@ fn upstream_error(link: &Link, error: ServiceError) -> ErrorData {
         other => {
             ErrorData::internal_error(format!("upstream `{}` failed: {other}", link.name()), None)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{fits_start, template_start};
-
-    fn fits(template: &str, uri: &str) -> bool {
-        fits_start(template, template_start(template), uri)
-    }
-
-    #[test]
-    fn a_uri_fits_the_templates_whose_fixed_start_it_extends() {
-        assert!(fits(
-            "test://template/{id}/data",
-            "test://template/123/data"
-        ));
-        assert!(fits("file:///{+path}", "file:///a/b/c.txt"));
-        assert!(!fits("test://template/{id}/data", "test://template/"));
-        assert!(!fits("test://template/{id}/data", "test://other/1/data"));
-        assert!(fits("plain://x", "plain://x"));
-        assert!(!fits("plain://x", "plain://xy"));
-        assert!(fits("{+anything}", "x"));
-        assert!(fits("é/{x}", "é/ü"));
-    }
-
-    #[test]
-    fn many_expressions_against_a_long_uri_are_no_work() {
-        // A template of many expressions against a long URI: a backtracking matcher would not
-        // finish in the life of this test.
-        let template = "{a}".repeat(4096);
-        let uri = "x".repeat(1 << 20);
-        assert!(fits(&template, &uri));
     }
 }

@@ -25,6 +25,33 @@ const SHOWN_ARGUMENT_CHARS: usize = 2_000;
 /// How long a sealed request state opens; the approval itself may expire sooner.
 const STATE_TIME_TO_LIVE: Duration = Duration::from_secs(15 * 60);
 
+/// How a client can be asked about a held request, read once from its request: on 2026-07-28 or
+/// later (`modern`: no server-to-client request, and no logging), and whether it takes form
+/// elicitation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Askable {
+    pub(crate) modern: bool,
+    pub(crate) form: bool,
+}
+
+impl Askable {
+    pub(crate) fn of(context: &rmcp::service::RequestContext<rmcp::service::RoleServer>) -> Self {
+        let modern = context.protocol_version().is_some_and(|version| {
+            version.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
+        });
+        let form = context
+            .client_capabilities()
+            .and_then(|capabilities| capabilities.elicitation)
+            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
+        Self { modern, form }
+    }
+
+    /// Whether the person can be asked in the same request (an `elicitation/create`).
+    pub(crate) fn in_request(self) -> bool {
+        self.form && !self.modern
+    }
+}
+
 /// What the person answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Answer {

@@ -25,6 +25,7 @@ pub struct Downstream {
     progress_token: Option<ProgressToken>,
     cancelled: CancellationToken,
     caller: super::Caller,
+    askable: super::approval::Askable,
     server: super::McpServer,
 }
 
@@ -138,8 +139,13 @@ impl Downstream {
         let answer = CURRENT
             .scope(
                 self.clone(),
-                self.server
-                    .through_gate_for(gate.to_owned(), arguments, &self.caller, &self.peer),
+                self.server.through_gate_for(
+                    gate.to_owned(),
+                    arguments,
+                    &self.caller,
+                    &self.peer,
+                    self.askable,
+                ),
             )
             .await?;
         serde_json::from_value(answer).map_err(|_| {
@@ -155,22 +161,31 @@ impl Downstream {
         &self.peer
     }
 
-    fn of(context: &RequestContext<RoleServer>, server: &super::McpServer) -> Self {
+    fn of(
+        context: &RequestContext<RoleServer>,
+        server: &super::McpServer,
+        caller: super::Caller,
+    ) -> Self {
         Self {
             peer: context.peer.clone(),
             progress_token: context.meta.get_progress_token(),
             cancelled: context.ct.clone(),
-            caller: server.caller(context),
+            caller,
+            askable: super::approval::Askable::of(context),
             server: server.clone(),
         }
     }
 }
 
-/// Runs `work` with `context` (served by `server`) as the [`Downstream::current`] request.
+/// Runs `work` with `context` (served by `server`, for `caller`) as the [`Downstream::current`]
+/// request.
 pub(crate) async fn within<F: Future>(
     server: &super::McpServer,
     context: &RequestContext<RoleServer>,
+    caller: super::Caller,
     work: F,
 ) -> F::Output {
-    CURRENT.scope(Downstream::of(context, server), work).await
+    CURRENT
+        .scope(Downstream::of(context, server, caller), work)
+        .await
 }

@@ -5,7 +5,7 @@
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    ErrorCode, GetPromptRequestParams, GetPromptResult, ProtocolVersion, ReadResourceRequestParams,
+    ErrorCode, GetPromptRequestParams, GetPromptResult, ReadResourceRequestParams,
     ReadResourceResult, ResultType,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
@@ -26,6 +26,7 @@ impl McpServer {
         &self,
         request: ReadResourceRequestParams,
         context: &RequestContext<RoleServer>,
+        caller: super::Caller,
     ) -> Result<ReadResourceResult, ErrorData> {
         let Some(passthrough) = self.passthrough.as_ref().filter(|p| p.served().resources) else {
             return Err(not_served("resources"));
@@ -38,7 +39,7 @@ impl McpServer {
             ));
         };
         let answer = self
-            .through_gate(gate, json!({"uri": request.uri}), context)
+            .through_gate(gate, json!({"uri": request.uri}), context, caller)
             .await?;
         let mut result: ReadResourceResult = serde_json::from_value(without_reserved_meta(answer))
             .map_err(|_| unreadable("resource"))?;
@@ -52,6 +53,7 @@ impl McpServer {
         &self,
         request: GetPromptRequestParams,
         context: &RequestContext<RoleServer>,
+        caller: super::Caller,
     ) -> Result<GetPromptResult, ErrorData> {
         let Some(passthrough) = self.passthrough.as_ref().filter(|p| p.served().prompts) else {
             return Err(not_served("prompts"));
@@ -66,7 +68,7 @@ impl McpServer {
         if let Some(given) = request.arguments {
             arguments["arguments"] = Value::Object(given);
         }
-        let answer = self.through_gate(gate, arguments, context).await?;
+        let answer = self.through_gate(gate, arguments, context, caller).await?;
         let mut result: GetPromptResult = serde_json::from_value(without_reserved_meta(answer))
             .map_err(|_| unreadable("prompt"))?;
         result.result_type.get_or_insert(ResultType::COMPLETE);
@@ -79,9 +81,10 @@ impl McpServer {
         gate: String,
         arguments: Value,
         context: &RequestContext<RoleServer>,
+        caller: super::Caller,
     ) -> Result<Value, ErrorData> {
-        let caller = self.caller(context);
-        self.through_gate_for(gate, arguments, &caller, &context.peer)
+        let askable = approval::Askable::of(context);
+        self.through_gate_for(gate, arguments, &caller, &context.peer, askable)
             .await
     }
 
@@ -93,12 +96,15 @@ impl McpServer {
         arguments: Value,
         caller: &super::Caller,
         peer: &Peer<RoleServer>,
+        askable: approval::Askable,
     ) -> Result<Value, ErrorData> {
         let mut call = ToolCall::new(self.call_ids.next(), gate, arguments);
         call.principal.clone_from(&caller.principal);
         let result = match self.controller.handle_async(call).await {
             Outcome::Completed(result) => result,
-            Outcome::PendingApproval(request) => self.ask_for_gate(request, peer, caller).await?,
+            Outcome::PendingApproval(request) => {
+                self.ask_for_gate(request, peer, caller, askable).await?
+            }
         };
         if result.is_error {
             return Err(ErrorData::invalid_request(result.content, None));
@@ -117,17 +123,10 @@ impl McpServer {
         request: ApprovalRequest,
         peer: &Peer<RoleServer>,
         caller: &super::Caller,
+        askable: approval::Askable,
     ) -> Result<ToolResult, ErrorData> {
-        let client = peer.peer_info();
-        let modern = client.as_ref().is_none_or(|client| {
-            client.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
-        });
-        let form = client
-            .as_ref()
-            .and_then(|client| client.capabilities.elicitation.clone())
-            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
         let mut why = "this client cannot be asked in the request (it takes no form elicitation on an initialize revision)";
-        if form && !modern {
+        if askable.in_request() {
             let asked = peer
                 .create_elicitation_with_timeout(
                     approval::question(&request, self.approvals_at.as_deref()),

@@ -134,9 +134,15 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         // A forwarding gate reads the client's cancellation and session from here.
-        super::downstream::within(self, &context, self.read_resource_gated(request, &context))
-            .await
-            .map(Into::into)
+        let caller = self.caller(&context);
+        super::downstream::within(
+            self,
+            &context,
+            caller.clone(),
+            self.read_resource_gated(request, &context, caller),
+        )
+        .await
+        .map(Into::into)
     }
 
     async fn subscribe(
@@ -185,9 +191,15 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        super::downstream::within(self, &context, self.get_prompt_gated(request, &context))
-            .await
-            .map(Into::into)
+        let caller = self.caller(&context);
+        super::downstream::within(
+            self,
+            &context,
+            caller.clone(),
+            self.get_prompt_gated(request, &context, caller),
+        )
+        .await
+        .map(Into::into)
     }
 
     async fn complete(
@@ -253,7 +265,15 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // A forwarding handler reads the client's progress token and cancellation from here.
-        super::downstream::within(self, &context, self.call(request, &context)).await
+        // The caller read once: the request's and the handler's.
+        let caller = self.caller(&context);
+        super::downstream::within(
+            self,
+            &context,
+            caller.clone(),
+            self.call(request, &context, caller),
+        )
+        .await
     }
 
     /// The SDK's handshake, plus a watcher that sends `notifications/tools/list_changed` to this

@@ -3,9 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses, ProtocolVersion,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServiceExt as _};
 use serde_json::Value;
@@ -268,13 +266,7 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
         caller: &super::Caller,
     ) -> CallToolResponse {
-        let modern = context
-            .protocol_version()
-            .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        let form = context
-            .client_capabilities()
-            .and_then(|capabilities| capabilities.elicitation)
-            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
+        let approval::Askable { modern, form } = approval::Askable::of(context);
         // A state binds to the caller's principal or session; one that names neither could be
         // replayed by anyone, so the call waits out of band instead.
         let bindable = caller.principal.is_some() || caller.session.is_some();
@@ -332,6 +324,7 @@ impl McpServer {
         &self,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
+        caller: super::Caller,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         if arguments
@@ -351,7 +344,6 @@ impl McpServer {
             )
             .into());
         }
-        let caller = self.caller(context);
         if let Some(state) = request.request_state.as_deref() {
             let responses = request.input_responses.as_ref();
             return Ok(self

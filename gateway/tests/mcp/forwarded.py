@@ -104,6 +104,12 @@ async def everything(client_of, seen: Seen) -> dict:
         if legacy:
             await client.set_logging_level("info")
             out["logging result"] = dump(await client.call_tool("test_tool_with_logging", {}))
+            # A level above the messages': none of the next call's reach the client.
+            heard = len(seen.logs)
+            await client.set_logging_level("error")
+            await client.call_tool("test_tool_with_logging", {})
+            out["logs above the level"] = seen.logs[heard:]
+            await client.set_logging_level("info")
             out["sampling result"] = dump(await client.call_tool("test_sampling",
                                                                  {"prompt": "a question"}))
             out["elicitation result"] = answer(await client.call_tool("test_elicitation",
@@ -160,6 +166,23 @@ async def main() -> None:
               {"direct": direct[key], "through": through.get(key)})
     check("the upstream's resources were listed", "test://static-text" in direct["resources"],
           direct["resources"])
+    if legacy:
+        check("a level above the messages' silences them", through["logs above the level"] == [],
+              through["logs above the level"])
+    async with gateway(Seen()) as client:
+        # A gate is no tool: not listed, and refused by tools/call, whatever the policy says.
+        tools = [tool.name for tool in (await client.list_tools()).tools]
+        check("no gate is listed as a tool", not any("/" in name for name in tools), tools)
+        refused = await client.call_tool("resources/read", {"uri": "test://static-text"})
+        text = refused.content[0].text if refused.content else ""
+        check("tools/call of a gate is refused", refused.is_error and "not a tool" in text, text)
+        if legacy:
+            try:
+                await client.subscribe_resource("test://" + "x" * 9000)
+                check("a URI over 8 KiB is not subscribed to", False)
+            except MCPError as error:
+                check("a URI over 8 KiB is not subscribed to", "8192 bytes" in error.error.message,
+                      error.error.message)
     if legacy:
         check("log messages of the call reached its client", through_seen.logs == direct_seen.logs
               and len(direct_seen.logs) == 3, {"direct": direct_seen.logs, "through": through_seen.logs})

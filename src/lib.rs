@@ -128,6 +128,7 @@ mod names;
 pub mod policy;
 #[cfg(feature = "postgres")]
 mod postgres_error;
+pub mod provenance;
 pub mod providers;
 mod random;
 pub mod registry;

@@ -57,10 +57,40 @@ impl ToolController {
         };
         // `deny` caps first, so that when several caps are full the stricter one is named.
         slots.sort_by_key(|slot| slot.over != PolicyAction::Deny);
+        // A rule's groups are its own: numbered apart from every other rule's and layer's.
+        let mut groups: Vec<GroupKey<'_>> = Vec::new();
+        let mut group_of = Vec::with_capacity(slots.len());
+        for slot in &slots {
+            group_of.push(slot.group.and_then(|group| {
+                let key = (&slot.layer, &slot.limit_id, group);
+                let at = groups
+                    .iter()
+                    .position(|known| *known == key)
+                    .unwrap_or_else(|| {
+                        groups.push(key);
+                        groups.len() - 1
+                    });
+                u32::try_from(at).ok()
+            }));
+        }
+        // A provenance look's counter is named here, where the key is.
+        let scope = slots.iter().any(|slot| slot.look.is_some()).then(|| {
+            crate::provenance::Scope::of(call.call().principal.as_deref(), &self.recorder.key)
+        });
+        let looked_up: Vec<Option<String>> = slots
+            .iter()
+            .map(|slot| {
+                let (look, scope) = (slot.look.as_ref()?, scope.as_ref()?);
+                Some(look.bucket(&self.recorder.key, scope))
+            })
+            .collect();
         let takes: Vec<Take<'_>> = slots
             .iter()
-            .map(|slot| Take {
-                bucket: &slot.bucket,
+            .zip(group_of)
+            .zip(&looked_up)
+            .map(|((slot, group), looked_up)| Take {
+                group,
+                bucket: looked_up.as_deref().unwrap_or(&slot.bucket),
                 window_ms: slot.window_ms,
                 weight: slot.weight,
                 refuses: slot.refuses,
@@ -84,6 +114,9 @@ impl ToolController {
     }
 }
 
+/// A group of a rule's slots: its layer, its rule's id and its number within the rule.
+type GroupKey<'a> = (&'a Option<Arc<str>>, &'a Arc<str>, u32);
+
 /// The decision for a call past `slot`'s cap: its `over` action, naming the limit, its layer and
 /// the policy that decided.
 fn past_the_cap(slot: &RateSlot, decided: &PolicyDecision) -> PolicyDecision {
@@ -95,6 +128,11 @@ fn past_the_cap(slot: &RateSlot, decided: &PolicyDecision) -> PolicyDecision {
         Some(ms) => format!("{ms} ms"),
     };
     let text = match (slot.kind, slot.refuses) {
+        (SlotKind::Provenance, _) => format!(
+            "flow rule {:?}, on where a value of this call was seen before: {}",
+            &*slot.limit_id,
+            slot.reason.as_str()
+        ),
         (SlotKind::Flow, _) => format!(
             "flow rule {:?}, on what this session did before: {}",
             &*slot.limit_id,

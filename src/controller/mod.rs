@@ -9,6 +9,7 @@ mod limit;
 mod listing;
 #[cfg(feature = "tracing")]
 mod observe;
+mod provenance;
 mod recording;
 mod steps;
 
@@ -95,6 +96,8 @@ pub struct ToolController {
     // Where rate limits are counted, and the time they are counted at.
     counters: Arc<dyn RateCounters>,
     clock: Arc<dyn Clock>,
+    // Keys the values of results and requests for the provenance conditions.
+    recorder: crate::provenance::Recorder,
 }
 
 impl fmt::Debug for ToolController {
@@ -142,6 +145,7 @@ impl ToolController {
             async_check: None,
             counters: Arc::new(MemoryRateCounters::default()),
             clock: Arc::new(SystemClock),
+            recorder: provenance::default_recorder(),
         }
     }
 

@@ -90,7 +90,9 @@ impl ToolController {
                 }
             }
         };
+        let observing = self.observing(gate.policy.as_ref(), &authorized);
         let result = gate.runtime.execute(authorized);
+        let result = self.observed(observing, result);
         self.finished(&subject, None, result.is_error);
         Outcome::Completed(result)
     }
@@ -120,7 +122,9 @@ impl ToolController {
                 }
             }
         };
+        let observing = self.observing(gate.policy.as_ref(), &authorized);
         let result = gate.runtime.execute_async(authorized).await;
+        let result = self.observed(observing, result);
         self.finished(&subject, None, result.is_error);
         Outcome::Completed(result)
     }
@@ -138,7 +142,9 @@ impl ToolController {
         )?;
         Ok(match step {
             Step::Run(gate, authorized, subject) => {
+                let observing = self.observing(gate.policy.as_ref(), &authorized);
                 let result = gate.runtime.execute(authorized);
+                let result = self.observed(observing, result);
                 self.finished(&subject, approval_id, result.is_error);
                 result
             }
@@ -163,7 +169,9 @@ impl ToolController {
         )?;
         Ok(match step {
             Step::Run(gate, authorized, subject) => {
+                let observing = self.observing(gate.policy.as_ref(), &authorized);
                 let result = gate.runtime.execute_async(authorized).await;
+                let result = self.observed(observing, result);
                 self.finished(&subject, approval_id, result.is_error);
                 result
             }

@@ -119,7 +119,8 @@ impl RateCounters for MemoryRateCounters {
         // The state is consistent after every statement, so a poisoned lock is still usable.
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let State { counters, held } = &mut *state;
-        for (index, take) in takes.iter().enumerate() {
+        let mut totals = Vec::with_capacity(takes.len());
+        for take in takes {
             let total = match counters.get_mut(take.bucket) {
                 Some(counter) => {
                     // Counted by the window in force now; kept for the longest one seen.
@@ -134,9 +135,10 @@ impl RateCounters for MemoryRateCounters {
                 }
                 None => 0,
             };
-            if take.refused_by(total) {
-                return Ok(Taken::Full(index));
-            }
+            totals.push(total);
+        }
+        if let Some(index) = super::first_refusal(takes, &totals) {
+            return Ok(Taken::Full(index));
         }
         let recorded = takes.iter().filter(|take| take.weight > 0).count();
         if *held + recorded > self.capacity {

@@ -243,6 +243,10 @@ pub struct Take<'a> {
     /// Whether the counter is shared by every session of the store (a principal's history),
     /// instead of belonging to this session.
     pub across_sessions: bool,
+    /// The group of looks this one refuses with: the takes of one group refuse the call only
+    /// together, when every one of them would (a provenance condition: "seen in untrusted
+    /// results *and* never named by the person"); `None`: it refuses on its own.
+    pub group: Option<u32>,
 }
 
 impl<'a> Take<'a> {
@@ -256,6 +260,7 @@ impl<'a> Take<'a> {
             enforce: true,
             replaces: false,
             across_sessions: false,
+            group: None,
         }
     }
 
@@ -270,6 +275,24 @@ impl<'a> Take<'a> {
                 Refuses::Never => false,
             }
     }
+}
+
+/// Which take refuses the call, from each take's total in its window before the call (`totals`
+/// in the order of `takes`): the first that refuses on its own, or the first of a group whose
+/// every take refuses. Every store decides with this one function.
+pub fn first_refusal(takes: &[Take<'_>], totals: &[u64]) -> Option<usize> {
+    let refused = |index: usize| takes[index].refused_by(totals[index]);
+    (0..takes.len()).find(|&index| match takes[index].group {
+        None => refused(index),
+        Some(group) => {
+            // The group's first take answers for it.
+            let first = takes.iter().position(|take| take.group == Some(group));
+            first == Some(index)
+                && (index..takes.len())
+                    .filter(|&other| takes[other].group == Some(group))
+                    .all(refused)
+        }
+    })
 }
 
 /// When a counter refuses a call, from its total in the window before the call.
@@ -348,7 +371,7 @@ pub(crate) fn bucket_name(session_prefix: &str, take: &Take<'_>) -> String {
 ///
 /// `take` is atomic: of concurrent takes (from any thread or process sharing the store), each sees
 /// the others' records, and either every counter records the call's weight at `now_ms` or none
-/// does — none when an enforced [`Refuses`] holds of a counter's total before the call. A counter's
+/// does — none when [`first_refusal`] names a take, given each counter's total before the call. A counter's
 /// total is the sum of the weights recorded within its window before `now_ms` (times later than
 /// `now_ms`, left by a clock that stepped back, still count). A take of weight 0 records nothing.
 pub trait RateCounters: Send + Sync + fmt::Debug {
@@ -363,5 +386,42 @@ pub trait RateCounters: Send + Sync + fmt::Debug {
 impl<C: RateCounters + ?Sized> RateCounters for Arc<C> {
     fn take(&self, takes: &[Take<'_>], now_ms: u64) -> Result<Taken, CounterError> {
         (**self).take(takes, now_ms)
+    }
+}
+
+#[cfg(test)]
+mod group_tests {
+    use super::*;
+
+    fn look(refuses: Refuses, group: Option<u32>) -> Take<'static> {
+        Take {
+            weight: 0,
+            refuses,
+            group,
+            ..Take::limit("b", None, 0)
+        }
+    }
+
+    #[test]
+    fn a_group_refuses_only_when_every_take_in_it_would_and_answers_with_its_first() {
+        let seen = look(Refuses::AnyCounted, Some(7));
+        let unnamed = look(Refuses::NothingCounted, Some(7));
+        // Seen (1) and never named (0): the group refuses, named by its first take.
+        assert_eq!(first_refusal(&[seen, unnamed], &[1, 0]), Some(0));
+        // Seen but named, or named but not seen: it does not.
+        assert_eq!(first_refusal(&[seen, unnamed], &[1, 1]), None);
+        assert_eq!(first_refusal(&[seen, unnamed], &[0, 0]), None);
+        // Another group's refusal is its own; an ungrouped take refuses alone, in order.
+        let other = look(Refuses::AnyCounted, Some(8));
+        assert_eq!(first_refusal(&[seen, unnamed, other], &[1, 1, 1]), Some(2));
+        let alone = look(Refuses::Always, None);
+        assert_eq!(first_refusal(&[alone, seen, unnamed], &[0, 1, 0]), Some(0));
+        assert_eq!(first_refusal(&[seen, alone, unnamed], &[1, 0, 0]), Some(0));
+        // An unenforced take never refuses, so neither does its group.
+        let waived = Take {
+            enforce: false,
+            ..seen
+        };
+        assert_eq!(first_refusal(&[waived, unnamed], &[1, 0]), None);
     }
 }

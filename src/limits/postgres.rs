@@ -144,8 +144,10 @@ impl RateCounters for PostgresRateCounters {
                 "DELETE FROM toolgate_rate_events WHERE expires_ms <= $1",
                 &[&now],
             )?;
-            for (index, (take, bucket)) in takes.iter().zip(&buckets).enumerate() {
+            let mut totals = Vec::with_capacity(takes.len());
+            for (take, bucket) in takes.iter().zip(&buckets) {
                 if !take.enforce || take.refuses == Refuses::Never {
+                    totals.push(0);
                     continue;
                 }
                 // Counted by the window in force now (a replaced policy may have changed it); a
@@ -160,10 +162,11 @@ impl RateCounters for PostgresRateCounters {
                         &[bucket, &since],
                     )?
                     .get(0);
-                if take.refused_by(u64::try_from(total).unwrap_or(0)) {
-                    // Dropping the transaction rolls back: the refused call records nothing.
-                    return Ok(Taken::Full(index));
-                }
+                totals.push(u64::try_from(total).unwrap_or(0));
+            }
+            if let Some(index) = super::first_refusal(takes, &totals) {
+                // Dropping the transaction rolls back: the refused call records nothing.
+                return Ok(Taken::Full(index));
             }
             for (take, bucket) in takes.iter().zip(&buckets) {
                 if take.weight == 0 {

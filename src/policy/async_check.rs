@@ -196,4 +196,8 @@ impl super::Policy for DrivenCheck<'_> {
     fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<super::RateSlot>, PolicyDecision> {
         self.policy.rate_slots(call)
     }
+
+    fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
+        self.policy.result_sources(tool_name)
+    }
 }

@@ -175,6 +175,31 @@ impl Policy for Layers {
         Ok(slots)
     }
 
+    /// What every layer reading provenance says, together: untrusted if any layer says so, the
+    /// named sources of all; `None` when no layer reads provenance.
+    fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
+        let mut combined: Option<crate::provenance::ResultSources> = None;
+        for (_, policy) in &self.layers {
+            let Some(sources) = policy.result_sources(tool_name) else {
+                continue;
+            };
+            match &mut combined {
+                None => combined = Some(sources),
+                Some(so_far) => {
+                    if sources.trust == crate::provenance::Trust::Untrusted {
+                        so_far.trust = crate::provenance::Trust::Untrusted;
+                    }
+                    for name in sources.named {
+                        if !so_far.named.contains(&name) {
+                            so_far.named.push(name);
+                        }
+                    }
+                }
+            }
+        }
+        combined
+    }
+
     /// Every layer denies every call to the tool (by a rule or by its default): then each call
     /// is denied by a layer or by no layer having an opinion. A layer's own "denies every call"
     /// may be its default, which in a stack is no opinion, so one layer alone cannot say it.

@@ -99,6 +99,14 @@ pub trait Policy: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// What `tool_name`'s results count as for provenance (its trust class and the named sources
+    /// covering it), or `None` (the default) when the policy reads no provenance and results
+    /// need not be recorded (see [`crate::provenance`]).
+    fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
+        let _ = tool_name;
+        None
+    }
+
     /// Crate-internal, and cannot be overridden or called outside toolgate: its argument's type
     /// cannot be named there. `Some` only for a [`ToolPolicy`] (or an `Arc` of one), whose
     /// decision depends on the tool name alone and which names no rate limits, so the controller
@@ -144,6 +152,10 @@ impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
 
     fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<RateSlot>, PolicyDecision> {
         (**self).rate_slots(call)
+    }
+
+    fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
+        (**self).result_sources(tool_name)
     }
 
     fn by_name_only(&self, sealed: sealed::Token) -> Option<&ToolPolicy> {

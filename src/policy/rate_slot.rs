@@ -38,6 +38,12 @@ pub struct RateSlot {
     /// Who may answer when the slot's `ask` holds the call (a flow rule's `approvers`); `None`:
     /// whoever may answer the decision it replaces.
     pub approvers: Option<Arc<super::Approvers>>,
+    /// The group of slots of one rule (and layer) that refuse only together (see
+    /// [`Take::group`](crate::limits::Take::group)); `None`: it refuses on its own.
+    pub group: Option<u32>,
+    /// For a provenance condition: the value looked up, whose counter the controller names
+    /// (it holds the key values are digested with); `bucket` is then not used.
+    pub look: Option<crate::provenance::ValueLook>,
 }
 
 /// What a [`RateSlot`] stands for.
@@ -50,6 +56,8 @@ pub enum SlotKind {
     Sum,
     /// A flow rule looking back at the session's earlier calls, or a record for one.
     Flow,
+    /// A flow rule's provenance condition: where a value of the call was seen before.
+    Provenance,
 }
 
 impl RateSlot {
@@ -77,7 +85,23 @@ impl RateSlot {
             replaces: false,
             across_sessions: false,
             approvers: None,
+            group: None,
+            look: None,
         }
+    }
+
+    /// The same slot, reading where `look`'s value was seen.
+    #[must_use]
+    pub fn looking_up(mut self, look: crate::provenance::ValueLook) -> Self {
+        self.look = Some(look);
+        self
+    }
+
+    /// The same slot, refusing only together with the other slots of its rule in `group`.
+    #[must_use]
+    pub fn in_group(mut self, group: u32) -> Self {
+        self.group = Some(group);
+        self
     }
 
     /// The same slot, its `ask` answerable only by `approvers`.

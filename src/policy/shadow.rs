@@ -244,6 +244,11 @@ impl Policy for Shadow {
         self.enforced.rate_slots(call)
     }
 
+    /// The enforced policy's, so results are recorded as the policy in force reads them.
+    fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
+        self.enforced.result_sources(tool_name)
+    }
+
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
         self.enforced.check_registry(registry)?;
         self.candidate

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Condition, FlowConfig, PathOptions, PolicyExample, PrincipalsConfig, TextOptions};
+use super::{
+    Condition, FlowConfig, PathOptions, PolicyExample, PrincipalsConfig, SourcesConfig, TextOptions,
+};
 use crate::limits::RateLimitConfig;
 use crate::policy::PolicyAction;
 
@@ -46,6 +48,10 @@ pub struct PolicyConfig {
     /// Flow rules: what a session already did decides what it may do next (see [`FlowConfig`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowConfig>,
+    /// Which tools return content a third party can write (see [`SourcesConfig`] and
+    /// [`crate::provenance`]); given, or with a `provenance` flow rule, results are recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<SourcesConfig>,
     /// Calls and the decisions they must get, checked at every load (see [`PolicyExample`]). They
     /// change no decision, so they are not part of the policy's digest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -62,6 +68,7 @@ impl PolicyConfig {
             limits: Vec::new(),
             labels: std::collections::BTreeMap::new(),
             flows: Vec::new(),
+            sources: None,
             examples: Vec::new(),
         }
     }

@@ -149,8 +149,7 @@ pub(super) fn load(
     let mut taken_ids = rule_ids.clone();
     taken_ids.extend(config.limits.iter().map(|limit| limit.id.as_str()));
     let flows = super::flows::Flows::load(
-        &config.labels,
-        &config.flows,
+        &config,
         registry,
         &paths,
         normalize_text,
@@ -188,6 +187,7 @@ pub(super) fn load(
             limits: canonical_limits,
             labels: config.labels.clone(),
             flows: canonical_flows,
+            sources: config.sources.clone(),
             examples: Vec::new(),
         })
         .unwrap_or_default(),

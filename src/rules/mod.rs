@@ -27,7 +27,10 @@ pub use condition::{Condition, PathOptions, TextOptions};
 pub use config::{PolicyConfig, RuleConfig};
 pub use error::{PolicyLoadError, ReadError};
 pub use examples::PolicyExample;
-pub use flows::{EarlierCalls, FlowConfig, FlowScope, SameValue};
+pub use flows::{
+    EarlierCalls, FlowConfig, FlowScope, NamedSource, SameValue, SourceKind, SourcesConfig,
+    ValueProvenance, ValueRead, ValueSource,
+};
 pub use principals::PrincipalsConfig;
 
 use crate::names::FastMap;
@@ -459,6 +462,10 @@ impl Policy for RulePolicy {
             &self.paths,
         ));
         Ok(slots)
+    }
+
+    fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
+        self.flows.result_sources(tool_name)
     }
 
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {

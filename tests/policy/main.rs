@@ -26,6 +26,7 @@ mod flows;
 mod groups;
 mod layers;
 mod principals;
+mod provenance;
 mod rate_limit_evasions;
 mod rate_limits;
 mod rate_limits_shared;

@@ -17,14 +17,14 @@ use super::*;
 impl Flows {
     /// Checks and compiles the labels and flow rules; problems are pushed with their places.
     pub(in crate::rules) fn load(
-        labels: &BTreeMap<String, Vec<String>>,
-        configs: &[FlowConfig],
+        config: &crate::rules::PolicyConfig,
         registry: &ToolRegistry,
         paths: &PathSettings,
         normalize_text: bool,
         taken_ids: &std::collections::BTreeSet<&str>,
         problems: &mut Vec<LoadProblem>,
     ) -> Self {
+        let (labels, configs, sources) = (&config.labels, &config.flows, config.sources.as_ref());
         let mut push = |place: String, message: String| {
             problems.push(LoadProblem { place, message });
         };
@@ -40,7 +40,15 @@ impl Flows {
                 push(place, "labels no tool in the registry".to_owned());
             }
         }
-        let mut out = Self::default();
+        let mut out = Self {
+            classes: provenance::Classes::new(sources.cloned()),
+            ..Self::default()
+        };
+        let context = Context {
+            registry,
+            paths,
+            normalize_text,
+        };
         let mut ids = std::collections::BTreeSet::new();
         for (index, config) in configs.iter().enumerate() {
             let place = format!("flows[{index}] (id {:?})", config.id);
@@ -72,6 +80,22 @@ impl Flows {
                 );
                 Arc::new(approvers.clone())
             });
+            if let Some(written) = &config.provenance {
+                let Ok(reason) = reason else { continue };
+                let compiled = provenance::load(
+                    config,
+                    written,
+                    &place,
+                    &context,
+                    labels,
+                    &mut out.classes,
+                    reason,
+                    approvers,
+                    &mut push,
+                );
+                out.provenance.extend(compiled);
+                continue;
+            }
             let (earlier, restricts, key) = match (&config.after, &config.unless_after) {
                 (Some(earlier), None) => (earlier, true, "after"),
                 (None, Some(earlier)) => (earlier, false, "unless_after"),
@@ -82,11 +106,6 @@ impl Flows {
                     );
                     continue;
                 }
-            };
-            let context = Context {
-                registry,
-                paths,
-                normalize_text,
             };
             let target = context.target(
                 &place,
@@ -248,15 +267,15 @@ fn covering<'r>(patterns: &[String], registry: &'r ToolRegistry) -> Vec<&'r str>
 }
 
 /// What a flow's parts are compiled against.
-struct Context<'a> {
-    registry: &'a ToolRegistry,
+pub(super) struct Context<'a> {
+    pub(super) registry: &'a ToolRegistry,
     paths: &'a PathSettings,
     normalize_text: bool,
 }
 
 impl Context<'_> {
     /// The tools a `tool` or `label` covers, and their names now.
-    fn target(
+    pub(super) fn target(
         &self,
         place: &str,
         tool: Option<&str>,
@@ -309,7 +328,7 @@ impl Context<'_> {
     }
 
     /// `condition` compiled for each of `tools`.
-    fn compile(
+    pub(super) fn compile(
         &self,
         condition: &Condition,
         place: &str,

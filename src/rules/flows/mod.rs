@@ -20,7 +20,12 @@ use crate::limits::Per;
 use crate::policy::{PolicyAction, Reason};
 
 mod load;
+mod provenance;
 mod slots;
+
+pub use provenance::{
+    NamedSource, SourceKind, SourcesConfig, ValueProvenance, ValueRead, ValueSource,
+};
 
 /// One flow rule as written: for the calls it covers (a tool or pattern, or a label), take
 /// `action` when `after` holds, or unless `unless_after` holds.
@@ -66,6 +71,10 @@ pub struct FlowConfig {
     /// rules that asked for the call, if any: every named set must be satisfied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvers: Option<crate::policy::Approvers>,
+    /// Instead of `after` / `unless_after`: the rule applies when a value of the call was seen
+    /// where this says (see [`ValueProvenance`] and [`crate::provenance`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<ValueProvenance>,
 }
 
 /// Earlier calls a flow rule looks for.
@@ -232,6 +241,16 @@ struct Flow {
 pub(super) struct Flows {
     flows: Vec<Flow>,
     histories: Vec<History>,
+    provenance: Vec<provenance::ProvenanceFlow>,
+    classes: provenance::Classes,
+}
+
+impl Flows {
+    /// What `tool`'s results count as, for the provenance conditions; `None` when the policy
+    /// reads no provenance (no `sources`, no `provenance` condition).
+    pub(super) fn result_sources(&self, tool: &str) -> Option<crate::provenance::ResultSources> {
+        self.classes.of(tool, !self.provenance.is_empty())
+    }
 }
 
 /// The key an undeterminable value is recorded under: every `after` check looks at it too, so a

@@ -27,6 +27,9 @@ impl Flows {
     ) -> Vec<RateSlot> {
         let mut slots = Vec::new();
         let mut call_paths = CallPaths::new(paths);
+        for flow in self.provenance.iter().filter(|flow| flow.covers(tool)) {
+            flow.slots(tool, arguments, &mut call_paths, &mut slots);
+        }
         for flow in self.flows.iter().filter(|flow| flow.covers.matches(tool)) {
             // Restrictive: a call it cannot judge is judged by it.
             let applies = flow

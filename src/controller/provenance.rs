@@ -1,0 +1,106 @@
+//! What the controller records for provenance: the values of every result that reaches the
+//! model, and of what the person asked (see [`crate::provenance`]).
+
+use std::sync::Arc;
+
+use super::ToolController;
+use crate::contract::{Principal, ToolResult};
+use crate::provenance::{
+    ProvenanceKey, RecordError, Recorded, Recorder, ResultSources, Scope, Trust, source,
+};
+use crate::runtime::PreparedToolCall;
+
+/// Where a result about to be returned is recorded: decided before the handler runs (the call
+/// is consumed by it), `None` when the policy in force reads no provenance.
+pub(super) struct Observing {
+    sources: ResultSources,
+    scope: Scope,
+}
+
+impl ToolController {
+    /// The same controller, keeping value digests under `key`. Instances sharing a counters'
+    /// store ([`with_rate_counters`](Self::with_rate_counters)) must share the key to read each
+    /// other's records; the default is a random key, readable by this controller only.
+    #[must_use]
+    pub fn with_provenance_key(mut self, key: ProvenanceKey) -> Self {
+        self.recorder = Recorder { key };
+        self
+    }
+
+    /// Records what the person asked in this session, for `principal`: the values of `text`
+    /// (links, addresses, IBANs, numbers, paths, handles, and each short line whole) count as
+    /// named by the person (`"person"` in a provenance condition). Call it from a channel the
+    /// model cannot write — the host's own input box, never a tool argument or a model's message.
+    ///
+    /// # Errors
+    ///
+    /// [`RecordError`] when the counters' store fails; nothing is then named by the person, so
+    /// rules that allow what the person named stay strict.
+    pub fn record_person_request(
+        &self,
+        principal: Option<&Principal>,
+        text: &str,
+    ) -> Result<Recorded, RecordError> {
+        let scope = Scope::of(principal, &self.recorder.key);
+        let values = Recorder::values_of_text(text);
+        Ok(self.recorder.record(
+            self.counters.as_ref(),
+            self.clock.now_ms(),
+            &scope,
+            &[source::PERSON],
+            values,
+        )?)
+    }
+
+    /// Where the result of `call` will be recorded, if the policy in force reads provenance.
+    #[inline(always)]
+    pub(super) fn observing(
+        &self,
+        policy: &dyn crate::Policy,
+        call: &PreparedToolCall,
+    ) -> Option<Observing> {
+        let sources = policy.result_sources(call.tool_name())?;
+        Some(Observing {
+            sources,
+            scope: Scope::of(call.call().principal.as_deref(), &self.recorder.key),
+        })
+    }
+
+    /// Records the values `result` carries before it is returned; a result whose values cannot
+    /// be recorded is withheld (an error result saying the tool ran), so the model never holds
+    /// values the rules cannot see.
+    pub(super) fn observed(&self, observing: Option<Observing>, result: ToolResult) -> ToolResult {
+        let Some(Observing { sources, scope }) = observing else {
+            return result;
+        };
+        let class = match sources.trust {
+            Trust::Untrusted => source::UNTRUSTED,
+            Trust::Trusted => source::TRUSTED,
+        };
+        let mut names: Vec<&str> = vec![class];
+        names.extend(sources.named.iter().map(Arc::as_ref));
+        let values = Recorder::values_of_result(&result);
+        match self.recorder.record(
+            self.counters.as_ref(),
+            self.clock.now_ms(),
+            &scope,
+            &names,
+            values,
+        ) {
+            Ok(_) => result,
+            Err(error) => ToolResult::error(
+                result.call_id,
+                format!(
+                    "the tool ran, but its result is withheld: the values it carried could not be recorded for the provenance rules ({error})"
+                ),
+            ),
+        }
+    }
+}
+
+/// The recorder a new controller starts with: a random key.
+pub(super) fn default_recorder() -> Recorder {
+    Recorder {
+        key: ProvenanceKey::random(),
+    }
+}

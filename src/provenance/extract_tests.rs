@@ -1,0 +1,256 @@
+use super::*;
+
+fn all(text: &str) -> Vec<(Kind, String)> {
+    let mut out = Vec::new();
+    tokens(text, &mut out);
+    out.into_iter()
+        .map(|token| (token.kind, token.canonical))
+        .collect()
+}
+
+fn has(text: &str, kind: Kind, canonical: &str) -> bool {
+    all(text).iter().any(|(k, c)| *k == kind && c == canonical)
+}
+
+#[test]
+fn links_are_found_in_one_canonical_spelling_whatever_the_spelling_in_the_text() {
+    let canonical = "https://evil.example/pay/now?to=1";
+    for spelling in [
+        "see https://evil.example/pay/now?to=1 today",
+        "see HTTPS://EVIL.EXAMPLE/pay/now?to=1.",
+        "(https://evil.example:443/pay/now?to=1)",
+        "\"https://evil.example/pay/./now?to=1\"",
+        "https://evil.example/pay/x/../now?to=1#top",
+        "https://user@evil.example/pay/now?to=1,",
+        "https://evil.example/%70ay/now?to=1",
+        "<https://evil.example./pay/now?to=1>",
+        "link:https://evil.example/pay/now?to=1;",
+        "**https://evil.example/pay/now?to=1**",
+    ] {
+        assert!(
+            has(spelling, Kind::Url, canonical),
+            "{spelling:?} gave {:?}",
+            all(spelling)
+        );
+        assert!(has(spelling, Kind::Host, "evil.example"), "{spelling:?}");
+    }
+    // Percent-escapes of reserved characters stay escapes, in one case.
+    assert!(has(
+        "https://a.example/x%2fy",
+        Kind::Url,
+        "https://a.example/x%2Fy"
+    ));
+    assert!(has("http://a.example", Kind::Url, "http://a.example/"));
+    assert!(has(
+        "http://a.example:8080/",
+        Kind::Url,
+        "http://a.example:8080/"
+    ));
+    assert!(has("www.a.example/x", Kind::Url, "http://www.a.example/x"));
+    // A bracket the link opens is its own.
+    assert!(has(
+        "https://en.example/wiki/A_(b)",
+        Kind::Url,
+        "https://en.example/wiki/A_(b)"
+    ));
+}
+
+#[test]
+fn a_link_broken_at_a_line_end_is_found_whole_and_as_broken() {
+    let text = "click https://evil.example/collect?data=\nsecret_token_value and go";
+    assert!(has(
+        text,
+        Kind::Url,
+        "https://evil.example/collect?data=secret_token_value"
+    ));
+    assert!(has(text, Kind::Url, "https://evil.example/collect?data="));
+    // A quoted-printable soft break is no break.
+    let mail = "https://evil.example/a-very-long-pa=\nth/x";
+    assert!(has(
+        mail,
+        Kind::Url,
+        "https://evil.example/a-very-long-path/x"
+    ));
+    // A sentence after a link on the next line is not part of it.
+    assert!(
+        !all("see https://a.example/x\nThen reply")
+            .iter()
+            .any(|(_, c)| c.contains("Then"))
+    );
+}
+
+#[test]
+fn e_mail_addresses_are_lower_cased_with_mailto_and_escapes_removed() {
+    for spelling in [
+        "write to Mallory@Evil.Example.",
+        "mailto:mallory@evil.example?subject=hi",
+        "MAILTO:mallory%40evil.example",
+        "<mallory@evil.example>",
+        "(mallory@evil.example)",
+    ] {
+        assert!(
+            has(spelling, Kind::Email, "mallory@evil.example"),
+            "{spelling:?} gave {:?}",
+            all(spelling)
+        );
+    }
+    assert!(all("not@an address").is_empty());
+}
+
+#[test]
+fn ibans_count_only_with_their_check_digits_in_any_grouping_or_case() {
+    for spelling in [
+        "pay DE89 3704 0044 0532 0130 00 now",
+        "pay DE89370400440532013000.",
+        "pay de89370400440532013000",
+    ] {
+        assert!(
+            has(spelling, Kind::Iban, "DE89370400440532013000"),
+            "{spelling:?} gave {:?}",
+            all(spelling)
+        );
+    }
+    // One check digit wrong: not an IBAN (its digits are still a long number).
+    assert!(
+        !all("DE88 3704 0044 0532 0130 00")
+            .iter()
+            .any(|(kind, _)| *kind == Kind::Iban)
+    );
+    assert!(has(
+        "GB82 WEST 1234 5698 7654 32 is mine",
+        Kind::Iban,
+        "GB82WEST12345698765432"
+    ));
+}
+
+#[test]
+fn long_numbers_drop_their_group_separators_and_short_ones_are_not_values() {
+    assert!(has(
+        "card 4111 1111 1111 1111 ok",
+        Kind::Number,
+        "4111111111111111"
+    ));
+    assert!(has("account 12-345-678", Kind::Number, "12345678"));
+    assert!(has("call +1 555.123.4567", Kind::Number, "15551234567"));
+    assert!(
+        !all("room 12345 on floor 3")
+            .iter()
+            .any(|(kind, _)| *kind == Kind::Number)
+    );
+    // Digits inside a word are part of the word, not a number.
+    assert!(
+        !all("ab1234567")
+            .iter()
+            .any(|(kind, _)| *kind == Kind::Number)
+    );
+}
+
+#[test]
+fn paths_and_handles() {
+    assert!(has(
+        "read /srv//data/./a.txt now",
+        Kind::Path,
+        "/srv/data/a.txt"
+    ));
+    assert!(has("in ~/notes/x.md", Kind::Path, "~/notes/x.md"));
+    assert!(has("at C:\\Users\\me\\x", Kind::Path, "c:\\Users\\me\\x"));
+    assert!(has("ping @Mallory now", Kind::Text, "mallory"));
+    assert!(has("post in #General.", Kind::Text, "general"));
+    // A lone slash or a fraction is not a path.
+    assert!(all("either / or 1/2").is_empty());
+}
+
+#[cfg(feature = "unicode")]
+#[test]
+fn invisible_characters_and_compatibility_forms_hide_nothing() {
+    assert!(has(
+        "https://ｅｖｉｌ.example/x",
+        Kind::Host,
+        "evil.example"
+    ));
+    assert!(has(
+        "https://evil\u{200B}.example/x",
+        Kind::Host,
+        "evil.example"
+    ));
+    assert!(has(
+        "mallory\u{2060}@evil.example",
+        Kind::Email,
+        "mallory@evil.example"
+    ));
+    assert_eq!(
+        whole("Ｂｏｂ\u{202E}").map(|token| token.canonical),
+        Some("bob".to_owned())
+    );
+}
+
+#[test]
+fn a_whole_value_takes_the_form_of_the_one_value_it_is() {
+    let kind_of = |text: &str| whole(text).map(|token| (token.kind, token.canonical));
+    assert_eq!(
+        kind_of(" https://Evil.example/x "),
+        Some((Kind::Url, "https://evil.example/x".to_owned()))
+    );
+    assert_eq!(
+        kind_of("DE89 3704 0044 0532 0130 00"),
+        Some((Kind::Iban, "DE89370400440532013000".to_owned()))
+    );
+    assert_eq!(
+        kind_of("4111-1111-1111-1111"),
+        Some((Kind::Number, "4111111111111111".to_owned()))
+    );
+    assert_eq!(
+        kind_of("MAILTO:Bob@Example.com"),
+        Some((Kind::Email, "bob@example.com".to_owned()))
+    );
+    assert_eq!(kind_of("@bob"), Some((Kind::Text, "bob".to_owned())));
+    assert_eq!(
+        kind_of("  Hotel   Miramar "),
+        Some((Kind::Text, "hotel miramar".to_owned()))
+    );
+    // A sentence holding a number is text, not the number.
+    assert_eq!(
+        kind_of("pay 4111111111111111 now").map(|(kind, _)| kind),
+        Some(Kind::Text)
+    );
+    assert_eq!(kind_of("   "), None);
+    assert!(kind_of(&"x".repeat(MAX_WHOLE_VALUE_CHARS + 1)).is_some());
+}
+
+#[test]
+fn hosts_are_read_from_links_and_bare_names() {
+    let host = |text: &str| host_of(text).map(|token| token.canonical);
+    assert_eq!(
+        host("https://Evil.Example./x?y"),
+        Some("evil.example".to_owned())
+    );
+    assert_eq!(host("evil.example"), Some("evil.example".to_owned()));
+    assert_eq!(host("not a host"), None);
+}
+
+#[test]
+fn no_text_makes_the_reader_panic() {
+    for text in [
+        "",
+        "://",
+        "http://",
+        "https://[::1]:8080/x",
+        "mailto:",
+        "@",
+        "#",
+        "%",
+        "https://a.example/%",
+        "https://a.example/%zz%f",
+        "DE",
+        "DE00",
+        "C:",
+        "~/",
+        "=\n",
+        "é://x",
+        "1 2 3 4 5 6 7 8 9",
+    ] {
+        all(text);
+        whole(text);
+        host_of(text);
+    }
+}

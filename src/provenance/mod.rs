@@ -1,0 +1,167 @@
+//! Where a call's values came from: what tool results carried, and what the person asked.
+//!
+//! An attacker who plants instructions in a web page, a mail or a file gets them into a tool
+//! result; a model that follows them makes calls of legitimate kinds carrying the attacker's
+//! values — a payee, a link, a host. Judging the call alone cannot tell those values from the
+//! person's. So the [`ToolController`](crate::ToolController) records, while the policy in force
+//! reads provenance (a flow rule with [`provenance`](crate::rules::FlowConfig::provenance), or
+//! [`sources`](crate::rules::PolicyConfig::sources)):
+//!
+//! - **every result that reaches the model**: the values it carried — each text's links and
+//!   their hosts, e-mail addresses, IBANs, long numbers, paths and handles (see the table of
+//!   spellings in [`extract`]), each string value of its structured content and each short line
+//!   of its text whole — under the trust class of the tool that returned it (`untrusted` unless
+//!   the policy's `sources` name it `trusted`) and under every named source (`{"tool": …}`,
+//!   `{"label": …}`) a provenance condition reads;
+//! - **what the person asked** ([`ToolController::record_person_request`]), through a channel
+//!   the model cannot write: the values of the person's own words, as `person`.
+//!
+//! A flow rule's `provenance` condition then asks of a call's argument where its value was seen:
+//! "a payee seen in untrusted results and never named by the person is asked".
+//!
+//! # Guarantees
+//!
+//! - **Never a value.** Values are kept only as keyed digests (HMAC-SHA-256 under the
+//!   [`ProvenanceKey`], truncated to 128 bits): a store's reader learns nothing of a value without
+//!   the key, and cannot test guesses. No value appears in an error, a reason or the audit log.
+//! - **In the counters' store.** Records are kept where flow rules keep their history
+//!   ([`RateCounters`](crate::limits::RateCounters): memory, SQLite or PostgreSQL, shared by the
+//!   instances of one deployment when they share the key), for the session, and read in the same
+//!   atomic step as every flow rule and limit a decision depends on.
+//! - **Bounded, failing closed.** One result records at most [`MAX_VALUES_PER_RESULT`] values
+//!   and a session at most [`MAX_VALUES_PER_SESSION`] (a value recorded again counts again).
+//!   Past either bound the session is marked *overflowed*: every later `seen_in` condition of a
+//!   result source holds for every value, as if each were seen there — the rules restrict, never
+//!   miss. A result that cannot be recorded at all (the store fails) is withheld from the model.
+//! - **Scoped to the principal.** A result is recorded for the principal whose call returned it
+//!   and a request for the principal it was made for; a call reads only its own principal's
+//!   records (calls without a principal share one scope).
+//!
+//! What it does not see: a value the model re-encodes, translates or paraphrases, or builds from
+//! parts (see [`extract`]); results of calls made before a policy reading provenance was in
+//! force; content the model got some other way than a tool result of this controller.
+
+pub mod extract;
+mod keyed;
+mod record;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+pub use keyed::ProvenanceKey;
+pub(crate) use record::{Recorder, Scope};
+
+/// The most values one result records; a result with more marks the session overflowed.
+pub const MAX_VALUES_PER_RESULT: usize = 512;
+
+/// The most values a session records (a value recorded again counts again); past it the session
+/// is marked overflowed.
+pub const MAX_VALUES_PER_SESSION: u64 = 100_000;
+
+/// Whether a tool returns content a third party can write (a web page, a mail, a shared
+/// document) or only content the deployment vouches for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trust {
+    /// Content anyone may have written: instructions in it are not the person's.
+    #[default]
+    Untrusted,
+    /// Content the deployment vouches for (its own database, a fixed list of payees).
+    Trusted,
+}
+
+impl fmt::Display for Trust {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Untrusted => "untrusted",
+            Self::Trusted => "trusted",
+        })
+    }
+}
+
+/// What a policy says about a tool's results: its trust class, and the named sources (a
+/// provenance condition's `{"tool": …}` or `{"label": …}`) it counts as.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResultSources {
+    /// The tool's trust class.
+    pub trust: Trust,
+    /// The named sources covering the tool, by their record names.
+    pub named: Vec<std::sync::Arc<str>>,
+}
+
+impl ResultSources {
+    /// Results of `trust`, counted under no named source.
+    pub fn new(trust: Trust) -> Self {
+        Self {
+            trust,
+            named: Vec::new(),
+        }
+    }
+}
+
+/// How many values a recording kept, and whether the session is now marked overflowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Recorded {
+    /// The distinct values recorded.
+    pub values: usize,
+    /// Whether a bound was passed: the session is marked overflowed.
+    pub overflowed: bool,
+}
+
+/// Recording failed: the counters' store could not keep the values.
+#[derive(Debug, thiserror::Error)]
+#[error("the values could not be recorded: {0}")]
+pub struct RecordError(#[from] pub crate::limits::CounterError);
+
+/// What a provenance condition looks up for one value: where it may have been seen. Built by a
+/// policy, turned into a counter's name by the controller (which holds the key); its `Debug`
+/// shows the source, never the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ValueLook(pub(crate) Look);
+
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// The value, seen in `source` (`u`, `t`, `p` or a named source's record name).
+    Seen {
+        source: std::sync::Arc<str>,
+        token: extract::Token,
+    },
+    /// Whether the session overflowed.
+    Overflowed,
+}
+
+impl ValueLook {
+    /// The counter this look reads for `scope`.
+    pub(crate) fn bucket(&self, key: &ProvenanceKey, scope: &Scope) -> String {
+        match &self.0 {
+            Look::Seen { source, token } => scope.bucket(source, &key.digest(token)),
+            Look::Overflowed => scope.overflow(),
+        }
+    }
+}
+
+impl fmt::Debug for ValueLook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Look::Seen { source, token } => write!(
+                f,
+                "ValueLook(a {} value in source {source:?})",
+                token.kind.tag()
+            ),
+            Look::Overflowed => f.write_str("ValueLook(overflowed)"),
+        }
+    }
+}
+
+/// The record names of the built-in sources.
+pub(crate) mod source {
+    /// Results of untrusted tools.
+    pub(crate) const UNTRUSTED: &str = "u";
+    /// Results of trusted tools.
+    pub(crate) const TRUSTED: &str = "t";
+    /// The person's requests.
+    pub(crate) const PERSON: &str = "p";
+}

@@ -1,0 +1,180 @@
+//! Recording values: which counters a result's or a request's values are kept in.
+
+use serde_json::Value;
+
+use super::extract::{self, Kind, Token};
+use super::{MAX_VALUES_PER_RESULT, MAX_VALUES_PER_SESSION, ProvenanceKey, Recorded};
+use crate::contract::{Principal, ToolResult};
+use crate::limits::{CounterError, RateCounters, Refuses, Take, Taken};
+
+/// Whose records: a keyed digest of the principal's id, or `-` for calls without one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Scope(String);
+
+impl Scope {
+    pub(crate) fn of(principal: Option<&Principal>, key: &ProvenanceKey) -> Self {
+        Self(principal.map_or_else(
+            || "-".to_owned(),
+            |principal| {
+                key.digest(&Token {
+                    kind: Kind::Text,
+                    canonical: format!("principal:{}", principal.id),
+                })
+            },
+        ))
+    }
+
+    /// The counter holding digest `digest` as seen in `source` (`u`, `t`, `p` or a named
+    /// source's name).
+    pub(crate) fn bucket(&self, source: &str, digest: &str) -> String {
+        format!("prov:{source}:{}:{digest}", self.0)
+    }
+
+    /// The counter marking this scope overflowed.
+    pub(crate) fn overflow(&self) -> String {
+        format!("prov:overflow:{}", self.0)
+    }
+
+    fn count(&self) -> String {
+        format!("prov:count:{}", self.0)
+    }
+}
+
+/// Keys values and keeps them in the counters.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorder {
+    pub(crate) key: ProvenanceKey,
+}
+
+/// Object keys whose strings are never values a model copies: a block's type and media type,
+/// and base64 payloads of images, audio and binary resources.
+const NOT_VALUES: [&str; 4] = ["type", "mimeType", "data", "blob"];
+
+impl Recorder {
+    /// The distinct values `result` carried.
+    pub(crate) fn values_of_result(result: &ToolResult) -> Vec<Token> {
+        let mut out = Vec::new();
+        text_values(&result.content, &mut out);
+        if let Some(structured) = &result.structured {
+            leaf_values(structured, &mut out);
+        }
+        if let Some(blocks) = &result.blocks {
+            for block in &blocks.content {
+                leaf_values(block, &mut out);
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The distinct values of a person's words.
+    pub(crate) fn values_of_text(text: &str) -> Vec<Token> {
+        let mut out = Vec::new();
+        text_values(text, &mut out);
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Keeps `values` in every source of `sources` for `scope`, counting them against the
+    /// session's bound; past a bound, marks the scope overflowed.
+    pub(crate) fn record(
+        &self,
+        counters: &dyn RateCounters,
+        now_ms: u64,
+        scope: &Scope,
+        sources: &[&str],
+        mut values: Vec<Token>,
+    ) -> Result<Recorded, CounterError> {
+        let too_many = values.len() > MAX_VALUES_PER_RESULT;
+        values.truncate(MAX_VALUES_PER_RESULT);
+        if values.is_empty() || sources.is_empty() {
+            return Ok(Recorded {
+                values: 0,
+                overflowed: false,
+            });
+        }
+        let digests: Vec<String> = values.iter().map(|token| self.key.digest(token)).collect();
+        let buckets: Vec<String> = digests
+            .iter()
+            .flat_map(|digest| sources.iter().map(|source| scope.bucket(source, digest)))
+            .collect();
+        let count = scope.count();
+        let mut takes = Vec::with_capacity(buckets.len() + 1);
+        takes.push(Take {
+            weight: digests.len() as u64,
+            refuses: Refuses::Above(MAX_VALUES_PER_SESSION),
+            ..Take::limit(&count, None, 0)
+        });
+        takes.extend(buckets.iter().map(|bucket| Take {
+            refuses: Refuses::Never,
+            replaces: true,
+            ..Take::limit(bucket, None, 0)
+        }));
+        let kept = match counters.take(&takes, now_ms)? {
+            Taken::All => digests.len(),
+            Taken::Full(_) => 0,
+        };
+        let overflowed = too_many || kept == 0;
+        if overflowed {
+            self.mark_overflowed(counters, now_ms, scope)?;
+        }
+        Ok(Recorded {
+            values: kept,
+            overflowed,
+        })
+    }
+
+    /// Marks `scope` overflowed: every later `seen_in` of a result source holds.
+    pub(crate) fn mark_overflowed(
+        &self,
+        counters: &dyn RateCounters,
+        now_ms: u64,
+        scope: &Scope,
+    ) -> Result<(), CounterError> {
+        let overflow = scope.overflow();
+        let mark = Take {
+            refuses: Refuses::Never,
+            replaces: true,
+            ..Take::limit(&overflow, None, 0)
+        };
+        counters.take(&[mark], now_ms).map(|_| ())
+    }
+}
+
+/// The values in a text: its tokens, and each short line whole.
+fn text_values(text: &str, out: &mut Vec<Token>) {
+    if text.is_empty() {
+        return;
+    }
+    extract::tokens(text, out);
+    for line in text.lines() {
+        if line.chars().count() <= extract::MAX_WHOLE_VALUE_CHARS
+            && let Some(token) = extract::whole(line)
+        {
+            out.push(token);
+        }
+    }
+}
+
+/// The values in a JSON value: each string (and number) whole, and the tokens of each string.
+fn leaf_values(value: &Value, out: &mut Vec<Token>) {
+    match value {
+        Value::String(text) => text_values(text, out),
+        Value::Number(number) => {
+            if let Some(token) = extract::whole(&number.to_string()) {
+                out.push(token);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| leaf_values(item, out)),
+        Value::Object(map) => {
+            for (key, item) in map {
+                if !NOT_VALUES.contains(&key.as_str()) {
+                    leaf_values(item, out);
+                }
+            }
+        }
+        Value::Bool(_) | Value::Null => {}
+    }
+}

@@ -1,0 +1,439 @@
+//! Provenance conditions: a flow rule judging an argument by where its value was seen before —
+//! in results of untrusted or trusted tools, of a named tool or label, or in what the person
+//! asked (see [`crate::provenance`]).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::load::Context;
+use super::{Covers, PerTool};
+use crate::canonical::{canonical_json, hex_lower};
+use crate::limits::{MAX_KEYS_PER_CALL, Refuses};
+use crate::policy::{PolicyAction, RateSlot, Reason, SlotKind};
+use crate::provenance::extract::{self, Token};
+use crate::provenance::{Look, ResultSources, Trust, ValueLook, source};
+use crate::rules::condition::{CallPaths, Pointer};
+use crate::rules::groups::{ToolPattern, is_pattern};
+
+/// A flow rule's condition on where an argument's value was seen: it holds for a call when some
+/// value read at `pointer` was seen in any of `seen_in` (if given) and in none of `not_seen_in`.
+///
+/// # Examples
+///
+/// "A payee seen only in untrusted results, never named by the person, is asked":
+///
+/// ```
+/// use toolgate::rules::FlowConfig;
+///
+/// let rule: FlowConfig = serde_json::from_str(r#"{
+///     "id": "payee-from-a-document", "tool": "send_money", "action": "ask",
+///     "reason": "the payee came from a document, not from you",
+///     "provenance": {"pointer": "/iban", "seen_in": ["untrusted"],
+///                    "not_seen_in": ["person", "trusted"]}}"#)?;
+/// assert!(rule.provenance.is_some());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ValueProvenance {
+    /// The argument judged: a JSON Pointer naming a field of every covered tool's schema. A list
+    /// there is judged an element at a time.
+    pub pointer: String,
+    /// How its values are read: the whole value (default), each value inside a text (`tokens`:
+    /// the links in a message body), or a link's host (`host`).
+    #[serde(default, skip_serializing_if = "ValueRead::is_value")]
+    pub read: ValueRead,
+    /// Where the value must have been seen for the rule to hold (any of them); empty: anywhere
+    /// or nowhere.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seen_in: Vec<ValueSource>,
+    /// Where the value must not have been seen for the rule to hold (none of them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_seen_in: Vec<ValueSource>,
+}
+
+/// How a provenance condition reads an argument.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueRead {
+    /// The whole value, in the canonical form of what it is (a link, an address, an IBAN, …).
+    #[default]
+    Value,
+    /// Every value inside a text (links, hosts, addresses, IBANs, numbers, paths, handles): the
+    /// rule holds if it holds for any of them; a text carrying none passes.
+    Tokens,
+    /// The host of a link (or a bare host name); a value that is neither cannot be judged, and
+    /// the rule takes its action.
+    Host,
+}
+
+impl ValueRead {
+    fn is_value(&self) -> bool {
+        *self == Self::Value
+    }
+}
+
+/// Where a value may have been seen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ValueSource {
+    /// A built-in source.
+    Kind(SourceKind),
+    /// Results of a tool (or pattern), or of the tools carrying a label: `{"tool": "web__*"}`,
+    /// `{"label": "mail"}`.
+    Named(NamedSource),
+}
+
+/// The built-in sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// What the person asked (see `ToolController::record_person_request`).
+    Person,
+    /// Results of tools the policy's `sources` does not call trusted.
+    Untrusted,
+    /// Results of tools the policy's `sources` calls trusted.
+    Trusted,
+    /// Results of any tool.
+    Results,
+}
+
+/// Results of named tools: exactly one of `tool` and `label`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct NamedSource {
+    /// A tool's exact name or a pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// A label of the policy's `labels`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// Which tools return content a third party can write: the policy's `sources`.
+///
+/// ```json
+/// "sources": {"trusted": ["bank__list_payees"], "untrusted": ["web__*", "mail__read_*"]}
+/// ```
+///
+/// A tool both lists name is untrusted; a tool neither names is `default` (untrusted unless set).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SourcesConfig {
+    /// Tools (exact names or patterns) whose results the deployment vouches for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trusted: Vec<String>,
+    /// Tools (exact names or patterns) whose results anyone may have written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrusted: Vec<String>,
+    /// The class of every other tool.
+    #[serde(default)]
+    pub default: Trust,
+}
+
+/// A provenance flow, compiled.
+#[derive(Debug)]
+pub(super) struct ProvenanceFlow {
+    id: Arc<str>,
+    covers: Covers,
+    when: Option<PerTool>,
+    pointer: Pointer,
+    read: ValueRead,
+    // Record names: seen in any of these (empty: no such requirement) …
+    seen_in: Vec<Arc<str>>,
+    // … and, for a result source among them, an overflowed session counts as seen.
+    seen_in_results: bool,
+    // … and in none of these.
+    not_seen_in: Vec<Arc<str>>,
+    action: PolicyAction,
+    reason: Reason,
+    approvers: Option<Arc<crate::policy::Approvers>>,
+}
+
+/// The trust classes of tools and the named sources results are recorded under.
+#[derive(Debug, Default)]
+pub(super) struct Classes {
+    configured: Option<SourcesConfig>,
+    named: Vec<(Arc<str>, Covers)>,
+}
+
+fn matches_any(patterns: &[String], tool: &str) -> bool {
+    patterns.iter().any(|pattern| {
+        if is_pattern(pattern) {
+            ToolPattern::new(pattern).matches(tool)
+        } else {
+            pattern == tool
+        }
+    })
+}
+
+impl Classes {
+    pub(super) fn new(configured: Option<SourcesConfig>) -> Self {
+        Self {
+            configured,
+            named: Vec::new(),
+        }
+    }
+
+    /// What `tool`'s results count as; `None` when nothing reads provenance.
+    pub(super) fn of(&self, tool: &str, observed: bool) -> Option<ResultSources> {
+        if !observed && self.configured.is_none() {
+            return None;
+        }
+        let trust = match &self.configured {
+            Some(config) if matches_any(&config.untrusted, tool) => Trust::Untrusted,
+            Some(config) if matches_any(&config.trusted, tool) => Trust::Trusted,
+            Some(config) => config.default,
+            None => Trust::Untrusted,
+        };
+        let mut sources = ResultSources::new(trust);
+        sources.named = self
+            .named
+            .iter()
+            .filter(|(_, covers)| covers.matches(tool))
+            .map(|(name, _)| Arc::clone(name))
+            .collect();
+        Some(sources)
+    }
+}
+
+/// Compiles a flow rule's `provenance`; problems are pushed with their places.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the parts of one rule, each checked"
+)]
+pub(super) fn load(
+    config: &super::FlowConfig,
+    provenance: &ValueProvenance,
+    place: &str,
+    context: &Context<'_>,
+    labels: &std::collections::BTreeMap<String, Vec<String>>,
+    classes: &mut Classes,
+    reason: Reason,
+    approvers: Option<Arc<crate::policy::Approvers>>,
+    push: &mut dyn FnMut(String, String),
+) -> Option<ProvenanceFlow> {
+    if config.after.is_some() || config.unless_after.is_some() {
+        push(
+            place.to_owned(),
+            "a rule with provenance looks at where values were seen, not at earlier calls: drop after and unless_after".to_owned(),
+        );
+    }
+    if provenance.seen_in.is_empty() && provenance.not_seen_in.is_empty() {
+        push(
+            format!("{place}.provenance"),
+            "needs seen_in or not_seen_in (or both)".to_owned(),
+        );
+    }
+    let (covers, tools) = context.target(
+        place,
+        config.tool.as_deref(),
+        config.label.as_deref(),
+        labels,
+        push,
+    )?;
+    for tool in &tools {
+        let schema = context
+            .registry
+            .resolve(tool)
+            .map(|t| &t.spec().input_schema);
+        if schema.map(|s| crate::rules::schema_pointer::lookup(s, &provenance.pointer))
+            != Some(crate::rules::condition::SchemaLookup::Declared)
+        {
+            push(
+                format!("{place}.provenance.pointer"),
+                format!(
+                    "{:?} names no field of tool {tool:?}'s schema",
+                    provenance.pointer
+                ),
+            );
+        }
+    }
+    let when = config
+        .when
+        .as_ref()
+        .map(|when| context.compile(when, &format!("{place}.when"), &tools, true, push));
+    let mut names = |sources: &[ValueSource], side: &str| -> (Vec<Arc<str>>, bool) {
+        let mut out: Vec<Arc<str>> = Vec::new();
+        let mut results = false;
+        for (index, source) in sources.iter().enumerate() {
+            let built_in = |name: &str| vec![Arc::<str>::from(name)];
+            let more = match source {
+                ValueSource::Kind(SourceKind::Person) => built_in(source::PERSON),
+                ValueSource::Kind(SourceKind::Untrusted) => built_in(source::UNTRUSTED),
+                ValueSource::Kind(SourceKind::Trusted) => built_in(source::TRUSTED),
+                ValueSource::Kind(SourceKind::Results) => {
+                    vec![Arc::from(source::UNTRUSTED), Arc::from(source::TRUSTED)]
+                }
+                ValueSource::Named(named) => {
+                    let Some((source_covers, _)) = context.target(
+                        &format!("{place}.provenance.{side}[{index}]"),
+                        named.tool.as_deref(),
+                        named.label.as_deref(),
+                        labels,
+                        push,
+                    ) else {
+                        continue;
+                    };
+                    // Named by what it is as written, so a reload keeps its records.
+                    let identity = canonical_json(&serde_json::to_value(named).unwrap_or_default());
+                    let name: Arc<str> = Arc::from(format!(
+                        "s{}",
+                        &hex_lower(&Sha256::digest(identity.as_bytes()))[..16]
+                    ));
+                    if !classes.named.iter().any(|(known, _)| *known == name) {
+                        classes.named.push((Arc::clone(&name), source_covers));
+                    }
+                    vec![name]
+                }
+            };
+            results |= !matches!(source, ValueSource::Kind(SourceKind::Person));
+            for name in more {
+                if !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+        }
+        (out, results)
+    };
+    let (seen_in, seen_in_results) = names(&provenance.seen_in, "seen_in");
+    let (not_seen_in, _) = names(&provenance.not_seen_in, "not_seen_in");
+    Some(ProvenanceFlow {
+        id: Arc::from(config.id.as_str()),
+        covers,
+        when,
+        pointer: Pointer::parse(&provenance.pointer),
+        read: provenance.read,
+        seen_in,
+        seen_in_results,
+        not_seen_in,
+        action: config.action,
+        reason,
+        approvers,
+    })
+}
+
+impl ProvenanceFlow {
+    pub(super) fn covers(&self, tool: &str) -> bool {
+        self.covers.matches(tool)
+    }
+
+    /// The looks a call's value is judged by: for each value read, one group per source it
+    /// must have been seen in (each with every source it must not have been seen in); a value
+    /// that cannot be read, or more values than a call may have, takes the rule's action.
+    pub(super) fn slots<'a>(
+        &'a self,
+        tool: &str,
+        arguments: &'a Value,
+        paths: &mut CallPaths<'a>,
+        slots: &mut Vec<RateSlot>,
+    ) {
+        let applies = self
+            .when
+            .as_ref()
+            .is_none_or(|when| when.truth(tool, arguments, paths) != Some(false));
+        if !applies {
+            return;
+        }
+        let slot = |refuses| {
+            let slot = RateSlot::new(
+                Arc::clone(&self.id),
+                None,
+                0,
+                self.action,
+                self.reason.clone(),
+            )
+            .judged(0, refuses)
+            .of_kind(SlotKind::Provenance);
+            match &self.approvers {
+                Some(approvers) => slot.approved_by(Arc::clone(approvers)),
+                None => slot,
+            }
+        };
+        let Some(tokens) = self.values(self.pointer.resolve(arguments)) else {
+            slots.push(slot(Refuses::Always).in_bucket(format!("{}:unjudged", self.id)));
+            return;
+        };
+        let mut group = 0_u32;
+        let mut positives: Vec<Option<&Arc<str>>> = self.seen_in.iter().map(Some).collect();
+        if self.seen_in_results {
+            // Overflowed: as if seen in every result source.
+            positives.push(None);
+        }
+        if positives.is_empty() {
+            positives.push(None);
+        }
+        for token in &tokens {
+            for positive in &positives {
+                let look = |source: &Arc<str>| {
+                    ValueLook(Look::Seen {
+                        source: Arc::clone(source),
+                        token: token.clone(),
+                    })
+                };
+                match (positive, self.seen_in.is_empty()) {
+                    (Some(source), _) => {
+                        slots.push(
+                            slot(Refuses::AnyCounted)
+                                .looking_up(look(source))
+                                .in_group(group),
+                        );
+                    }
+                    (None, false) => slots.push(
+                        slot(Refuses::AnyCounted)
+                            .looking_up(ValueLook(Look::Overflowed))
+                            .in_group(group),
+                    ),
+                    (None, true) => {}
+                }
+                for source in &self.not_seen_in {
+                    slots.push(
+                        slot(Refuses::NothingCounted)
+                            .looking_up(look(source))
+                            .in_group(group),
+                    );
+                }
+                group += 1;
+            }
+        }
+    }
+
+    /// The values read at the pointer; `None` when they cannot be judged.
+    fn values(&self, value: Option<&Value>) -> Option<Vec<Token>> {
+        let mut elements = Vec::new();
+        if let Some(value) = value {
+            leaves(value, &mut elements);
+        }
+        let mut tokens = Vec::new();
+        for element in elements {
+            let text = match element {
+                Value::String(text) => text.clone(),
+                Value::Number(number) => number.to_string(),
+                _ => return None,
+            };
+            match self.read {
+                ValueRead::Value => tokens.extend(extract::whole(&text)),
+                ValueRead::Tokens => extract::tokens(&text, &mut tokens),
+                ValueRead::Host => tokens.push(extract::host_of(&text)?),
+            }
+        }
+        tokens.sort();
+        tokens.dedup();
+        (tokens.len() <= MAX_KEYS_PER_CALL).then_some(tokens)
+    }
+}
+
+/// A list's elements (nested lists by theirs), else the value; `null` is no element.
+fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|item| leaves(item, out)),
+        Value::Null => {}
+        other => out.push(other),
+    }
+}

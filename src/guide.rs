@@ -26,6 +26,11 @@ pub mod limits {
     #![doc = include_str!("../docs/guide/limits.md")]
 }
 
+pub mod provenance {
+    #![doc = include_str!("../docs/guide/rustdoc-links.md")]
+    #![doc = include_str!("../docs/guide/provenance.md")]
+}
+
 pub mod approvals {
     #![doc = include_str!("../docs/guide/rustdoc-links.md")]
     #![doc = include_str!("../docs/guide/approvals.md")]

@@ -13,7 +13,7 @@
 //!   of its text whole — under the trust class of the tool that returned it (`untrusted` unless
 //!   the policy's `sources` name it `trusted`) and under every named source (`{"tool": …}`,
 //!   `{"label": …}`) a provenance condition reads;
-//! - **what the person asked** ([`ToolController::record_person_request`]), through a channel
+//! - **what the person asked** ([`ToolController::record_person_request`](crate::ToolController::record_person_request)), through a channel
 //!   the model cannot write: the values of the person's own words, as `person`.
 //!
 //! A flow rule's `provenance` condition then asks of a call's argument where its value was seen:

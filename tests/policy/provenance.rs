@@ -482,3 +482,49 @@ fn the_slots_a_policy_names_show_no_value() {
     let shown = format!("{slots:?}");
     assert!(!shown.to_lowercase().contains("secretvalue"), "{shown}");
 }
+
+#[test]
+fn the_analysis_never_calls_policies_differing_in_provenance_the_same() {
+    use toolgate::rules::analysis::diff;
+    let registry = ToolRegistry::new([returning(
+        "send_money",
+        schema_of(json!({"iban": {"type": "string"}})),
+        &Arc::new(Mutex::new(String::new())),
+    )])
+    .unwrap();
+    let base = r#""rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}]"#;
+    let flow = r#""flows": [{"id": "p", "tool": "send_money", "action": "ask", "reason": "r",
+                   "provenance": {"pointer": "/iban", "READ" "not_seen_in": ["person"]}}]"#;
+    let policies = [
+        format!("{{{base}}}"),
+        format!("{{{base}, {}}}", flow.replace("\"READ\" ", "")),
+        format!(
+            "{{{base}, {}}}",
+            flow.replace("\"READ\"", r#""read": "tokens","#)
+        ),
+        format!(
+            "{{{base}, {}, \"sources\": {{\"trusted\": [\"send_money\"]}}}}",
+            flow.replace("\"READ\" ", "")
+        ),
+    ];
+    use toolgate::rules::analysis::{Analysed, ToolDiff};
+    let load = |text: &String| {
+        Analysed::policy(
+            RulePolicy::from_json(text, &registry).unwrap_or_else(|e| panic!("{text}: {e}")),
+        )
+    };
+    for (i, old) in policies.iter().enumerate() {
+        for (j, new) in policies.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let report = diff(&load(old), &load(new), &registry);
+            assert!(
+                report
+                    .iter()
+                    .all(|tool| !matches!(tool, ToolDiff::Same { .. })),
+                "policies {i} and {j} called the same: {report:?}"
+            );
+        }
+    }
+}

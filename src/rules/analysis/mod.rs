@@ -223,11 +223,18 @@ fn histories_differ(old: &Analysed, new: &Analysed) -> Option<String> {
         analysed
             .configs()
             .filter(|config| {
-                !(config.flows.is_empty() && config.limits.is_empty() && config.labels.is_empty())
+                !(config.flows.is_empty()
+                    && config.limits.is_empty()
+                    && config.labels.is_empty()
+                    && config.sources.is_none())
             })
             .map(|config| {
                 [
-                    serde_json::to_value(&config.flows).unwrap_or(Value::Null),
+                    // Which tools are trusted decides what provenance rules see: a flow part.
+                    match &config.sources {
+                        None => serde_json::to_value(&config.flows).unwrap_or(Value::Null),
+                        Some(sources) => serde_json::json!([config.flows, sources]),
+                    },
                     serde_json::to_value(&config.limits).unwrap_or(Value::Null),
                     serde_json::to_value(&config.labels).unwrap_or(Value::Null),
                 ]

@@ -352,6 +352,15 @@ pub fn controller(
     if !made_on_start && let Err(problem) = crate::state_key::keys(config) {
         problems.push(problem);
     }
+    // Provenance digests are keyed from the state key, so the instances of one deployment (which
+    // share it) read each other's records; a per-process state key — or the first start, before
+    // the key file is made — keeps them per process.
+    if !made_on_start
+        && let Ok(Some(keys)) = crate::state_key::keys(config)
+        && let Some(first) = keys.first()
+    {
+        controller = controller.with_provenance_key(provenance_key(first));
+    }
     if problems.is_empty() {
         Ok((Arc::new(controller), stack))
     } else {
@@ -398,4 +407,14 @@ fn env_value(config: &Config, key: &str, name: &str) -> Result<String, String> {
             config.file.display()
         )
     })
+}
+
+/// The provenance key derived from the state key that seals: a different key for a different
+/// use, so neither digest helps read the other.
+fn provenance_key(state_key: &[u8]) -> toolgate::provenance::ProvenanceKey {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(b"toolgate-mcp-gateway provenance key v1\0");
+    hasher.update(state_key);
+    toolgate::provenance::ProvenanceKey::new(hasher.finalize().into())
 }

@@ -351,6 +351,16 @@ impl McpServer {
                 .await
                 .into());
         }
+        // What the person asked counts before the call it came with is decided.
+        // The SDK moves a request's `_meta` into its context (a typed client may leave it in
+        // the parameters): both are read.
+        if let Err(refusal) = super::person::record(
+            &self.controller,
+            [request.meta.as_ref(), Some(&context.meta)],
+            caller.principal.as_deref(),
+        ) {
+            return Ok(wire::not_run(refusal, None).into());
+        }
         // The audit log names each call by an id unique to this server, not the client's.
         let mut call = ToolCall::new(self.call_ids.next(), request.name, arguments);
         call.principal.clone_from(&caller.principal);

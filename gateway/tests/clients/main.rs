@@ -13,6 +13,7 @@ mod http_clients;
 mod http_details;
 mod jwt;
 mod logs;
+mod provenance;
 mod python_sdk;
 mod raw;
 mod sessions;

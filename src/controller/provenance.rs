@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::ToolController;
 use crate::contract::{Principal, ToolResult};
 use crate::provenance::{
-    ProvenanceKey, RecordError, Recorded, Recorder, ResultSources, Scope, Trust, source,
+    Bound, ProvenanceKey, RecordError, Recorded, Recorder, ResultSources, Scope, Trust, source,
 };
 use crate::runtime::PreparedToolCall;
 
@@ -28,8 +28,8 @@ impl ToolController {
     }
 
     /// Records what the person asked in this session, for `principal`: the values of `text`
-    /// (links, addresses, IBANs, numbers, paths, handles, and each short line whole) count as
-    /// named by the person (`"person"` in a provenance condition). Call it from a channel the
+    /// (links, addresses, IBANs, numbers, paths, handles, each short line whole, each word and
+    /// each run of up to four words) count as named by the person (`"person"` in a provenance condition). Call it from a channel the
     /// model cannot write — the host's own input box, never a tool argument or a model's message.
     ///
     /// # Errors
@@ -42,13 +42,14 @@ impl ToolController {
         text: &str,
     ) -> Result<Recorded, RecordError> {
         let scope = Scope::of(principal, &self.recorder.key);
-        let values = Recorder::values_of_text(text);
+        let values = Recorder::values_of_person(text);
         Ok(self.recorder.record(
             self.counters.as_ref(),
             self.clock.now_ms(),
             &scope,
             &[source::PERSON],
             values,
+            Bound::PERSON,
         )?)
     }
 
@@ -86,6 +87,7 @@ impl ToolController {
             &scope,
             &names,
             values,
+            Bound::RESULT,
         ) {
             Ok(_) => result,
             Err(error) => ToolResult::error(

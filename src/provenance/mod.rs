@@ -14,7 +14,8 @@
 //!   the policy's `sources` name it `trusted`) and under every named source (`{"tool": …}`,
 //!   `{"label": …}`) a provenance condition reads;
 //! - **what the person asked** ([`ToolController::record_person_request`](crate::ToolController::record_person_request)), through a channel
-//!   the model cannot write: the values of the person's own words, as `person`.
+//!   the model cannot write: the values of the person's own words — as a result's, and also each
+//!   word and each run of up to four words (`Bob`, `AZ405`, `Hotel Aurora`) — as `person`.
 //!
 //! A flow rule's `provenance` condition then asks of a call's argument where its value was seen:
 //! "a payee seen in untrusted results and never named by the person is asked".
@@ -50,10 +51,14 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use keyed::ProvenanceKey;
-pub(crate) use record::{Recorder, Scope};
+pub(crate) use record::{Bound, Recorder, Scope};
 
 /// The most values one result records; a result with more marks the session overflowed.
 pub const MAX_VALUES_PER_RESULT: usize = 512;
+
+/// The most values one request of the person's records (its words and runs of words count);
+/// the rest of a longer request is not named by the person.
+pub const MAX_VALUES_PER_REQUEST: usize = 4096;
 
 /// The most values a session records (a value recorded again counts again); past it the session
 /// is marked overflowed.

@@ -40,11 +40,34 @@ impl Scope {
     }
 }
 
+/// How many values one recording keeps, and whether more marks the session overflowed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bound {
+    pub(crate) most: usize,
+    pub(crate) overflows: bool,
+}
+
+impl Bound {
+    /// A result's: past it, the session overflows.
+    pub(crate) const RESULT: Self = Self {
+        most: MAX_VALUES_PER_RESULT,
+        overflows: true,
+    };
+    /// A person's request's: past it, the rest is not named by the person.
+    pub(crate) const PERSON: Self = Self {
+        most: super::MAX_VALUES_PER_REQUEST,
+        overflows: false,
+    };
+}
+
 /// Keys values and keeps them in the counters.
 #[derive(Debug, Clone)]
 pub(crate) struct Recorder {
     pub(crate) key: ProvenanceKey,
 }
+
+/// The longest run of a person's words recorded as one value (a name of up to four words).
+const MAX_NAME_WORDS: usize = 4;
 
 /// Object keys whose strings are never values a model copies: a block's type and media type,
 /// and base64 payloads of images, audio and binary resources.
@@ -68,10 +91,26 @@ impl Recorder {
         out
     }
 
-    /// The distinct values of a person's words.
-    pub(crate) fn values_of_text(text: &str) -> Vec<Token> {
+    /// The distinct values of a person's words: what a result's values are, and also each word
+    /// and each run of up to [`MAX_NAME_WORDS`] words (a person names `Bob`, `AZ405` or `Hotel
+    /// Aurora` in a sentence; a result names them in a field or a line of their own).
+    pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
         let mut out = Vec::new();
         text_values(text, &mut out);
+        let words: Vec<&str> = text
+            .split_whitespace()
+            .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
+            .collect();
+        for (start, _) in words.iter().enumerate() {
+            for length in 1..=MAX_NAME_WORDS.min(words.len() - start) {
+                let run = &words[start..start + length];
+                if run.iter().all(|word| !word.is_empty())
+                    && let Some(token) = extract::whole(&run.join(" "))
+                {
+                    out.push(token);
+                }
+            }
+        }
         out.sort();
         out.dedup();
         out
@@ -86,9 +125,10 @@ impl Recorder {
         scope: &Scope,
         sources: &[&str],
         mut values: Vec<Token>,
+        bound: Bound,
     ) -> Result<Recorded, CounterError> {
-        let too_many = values.len() > MAX_VALUES_PER_RESULT;
-        values.truncate(MAX_VALUES_PER_RESULT);
+        let too_many = values.len() > bound.most;
+        values.truncate(bound.most);
         if values.is_empty() || sources.is_empty() {
             return Ok(Recorded {
                 values: 0,
@@ -116,7 +156,9 @@ impl Recorder {
             Taken::All => digests.len(),
             Taken::Full(_) => 0,
         };
-        let overflowed = too_many || kept == 0;
+        // Values past a person's bound are not named by the person, which only restricts; values
+        // of a result past its bound could be an attacker's, unrecorded: the session overflows.
+        let overflowed = (too_many && bound.overflows) || kept == 0;
         if overflowed {
             self.mark_overflowed(counters, now_ms, scope)?;
         }

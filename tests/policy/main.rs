@@ -24,6 +24,7 @@ mod flow_same;
 mod flow_setup;
 mod flows;
 mod groups;
+mod injection_catalogue;
 mod layers;
 mod principals;
 mod provenance;

@@ -11,6 +11,7 @@ mod conformance;
 mod forwarded;
 mod http_clients;
 mod http_details;
+mod injection;
 mod jwt;
 mod logs;
 mod provenance;

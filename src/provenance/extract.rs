@@ -204,10 +204,22 @@ fn fold(text: &str) -> String {
 /// The white-space separated chunks of `text`, with their byte offsets; quotes and angle
 /// brackets, which never belong to a value, separate too.
 fn chunks(text: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() / 6);
     let mut start = None;
-    for (at, c) in text.char_indices() {
-        let separates = c.is_whitespace() || c.is_control() || matches!(c, '"' | '<' | '>' | '`');
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        // ASCII a byte at a time; any other character decoded.
+        let (separates, width) = if byte.is_ascii() {
+            let separates = byte.is_ascii_whitespace()
+                || byte.is_ascii_control()
+                || matches!(byte, b'"' | b'<' | b'>' | b'`');
+            (separates, 1)
+        } else {
+            let c = text[at..].chars().next().unwrap_or(' ');
+            (c.is_whitespace() || c.is_control(), c.len_utf8())
+        };
         match (separates, start) {
             (true, Some(from)) => {
                 out.push((from, &text[from..at]));
@@ -216,6 +228,7 @@ fn chunks(text: &str) -> Vec<(usize, &str)> {
             (false, None) => start = Some(at),
             _ => {}
         }
+        at += width;
     }
     if let Some(from) = start {
         out.push((from, &text[from..]));
@@ -255,6 +268,16 @@ fn trim_trailing(mut value: &str) -> &str {
 /// The tokens of one chunk: a link (and its host), an address, a path or a handle; the kind of
 /// the main one found.
 fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
+    // Most chunks are words: none of the characters a link, address, path or handle needs.
+    let bytes = chunk.as_bytes();
+    let may_hold_one = bytes
+        .iter()
+        .any(|byte| matches!(byte, b':' | b'@' | b'#' | b'/' | b'\\' | b'~'))
+        || bytes.len() >= 4 && bytes[..4].eq_ignore_ascii_case(b"www.")
+        || bytes.len() >= 5 && bytes[1..5].eq_ignore_ascii_case(b"www.");
+    if !may_hold_one {
+        return None;
+    }
     let chunk = chunk.trim_start_matches(['(', '[', '{', '\'', '*']);
     let chunk = trim_trailing(chunk);
     if chunk.is_empty() {
@@ -315,7 +338,10 @@ fn scheme_start(chunk: &str) -> Option<usize> {
     {
         return Some(0);
     }
-    let separator = chunk.find("://")?;
+    let separator = chunk
+        .as_bytes()
+        .windows(3)
+        .position(|window| window == b"://")?;
     let scheme_from = chunk[..separator]
         .char_indices()
         .rfind(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
@@ -486,40 +512,46 @@ fn canonical_path(chunk: &str) -> Option<String> {
 }
 
 /// Long numbers (6 digits or more; spaces, `-` and `.` between digit groups dropped) and
-/// IBANs whose check digits hold, anywhere in `text`.
+/// IBANs whose check digits hold, anywhere in `text`. Read as bytes: every character either
+/// takes part in is ASCII, and any other character (an accented letter, a dash) ends a word.
 fn numbers_and_ibans(text: &str, out: &mut Vec<Token>) {
-    let chars: Vec<char> = text.chars().collect();
+    let bytes = text.as_bytes();
+    if !bytes.iter().any(u8::is_ascii_digit) {
+        return;
+    }
     let mut at = 0;
-    while at < chars.len() {
-        let c = chars[at];
-        let word_start = at == 0 || !chars[at - 1].is_alphanumeric();
+    while at < bytes.len() {
+        let byte = bytes[at];
+        let word_start = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
         if word_start
-            && c.is_ascii_alphabetic()
-            && let Some((iban, used)) = iban_at(&chars[at..])
+            && byte.is_ascii_alphabetic()
+            && let Some((iban, used)) = iban_at(&bytes[at..])
         {
             out.push(Token::new(Kind::Iban, iban));
             at += used;
             continue;
         }
-        if c.is_ascii_digit() && word_start {
+        if byte.is_ascii_digit() && word_start {
             let mut digits = String::new();
             let mut end = at;
             let mut cursor = at;
-            while cursor < chars.len() {
-                let here = chars[cursor];
+            while cursor < bytes.len() {
+                let here = bytes[cursor];
                 if here.is_ascii_digit() {
-                    digits.push(here);
+                    digits.push(char::from(here));
                     cursor += 1;
                     end = cursor;
-                } else if matches!(here, ' ' | '-' | '.')
-                    && chars.get(cursor + 1).is_some_and(char::is_ascii_digit)
+                } else if matches!(here, b' ' | b'-' | b'.')
+                    && bytes.get(cursor + 1).is_some_and(u8::is_ascii_digit)
                 {
                     cursor += 1;
                 } else {
                     break;
                 }
             }
-            let word_end = chars.get(end).is_none_or(|next| !next.is_alphanumeric());
+            let word_end = bytes
+                .get(end)
+                .is_none_or(|next| !next.is_ascii_alphanumeric());
             if digits.len() >= 6 && word_end {
                 out.push(Token::new(Kind::Number, digits));
             }
@@ -530,11 +562,11 @@ fn numbers_and_ibans(text: &str, out: &mut Vec<Token>) {
     }
 }
 
-/// The IBAN starting at `chars` (country letters, check digits, then letters and digits,
-/// optionally in groups separated by single spaces) and how many characters it used, if its
-/// check digits hold (ISO 13616 MOD 97-10).
-fn iban_at(chars: &[char]) -> Option<(String, usize)> {
-    let head = chars.get(..4)?;
+/// The IBAN starting at `bytes` (country letters, check digits, then letters and digits,
+/// optionally in groups separated by single spaces) and how many bytes it used, if its check
+/// digits hold (ISO 13616 MOD 97-10).
+fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
+    let head = bytes.get(..4)?;
     if !(head[0].is_ascii_alphabetic()
         && head[1].is_ascii_alphabetic()
         && head[2].is_ascii_digit()
@@ -545,17 +577,13 @@ fn iban_at(chars: &[char]) -> Option<(String, usize)> {
     let mut compact = String::new();
     let mut ends = Vec::new();
     let mut cursor = 0;
-    while cursor < chars.len() && compact.len() < 34 {
-        let c = chars[cursor];
-        if c.is_ascii_alphanumeric() {
-            compact.push(c.to_ascii_uppercase());
+    while cursor < bytes.len() && compact.len() < 34 {
+        let byte = bytes[cursor];
+        if byte.is_ascii_alphanumeric() {
+            compact.push(char::from(byte.to_ascii_uppercase()));
             cursor += 1;
             ends.push(cursor);
-        } else if c == ' '
-            && chars
-                .get(cursor + 1)
-                .is_some_and(char::is_ascii_alphanumeric)
-        {
+        } else if byte == b' ' && bytes.get(cursor + 1).is_some_and(u8::is_ascii_alphanumeric) {
             cursor += 1;
         } else {
             break;
@@ -564,7 +592,7 @@ fn iban_at(chars: &[char]) -> Option<(String, usize)> {
     // The longest prefix that is a whole IBAN: a word after it may have been taken in.
     (15..=compact.len()).rev().find_map(|length| {
         let candidate = &compact[..length];
-        let ends_a_word = chars
+        let ends_a_word = bytes
             .get(ends[length - 1])
             .is_none_or(|next| !next.is_ascii_alphanumeric());
         (ends_a_word && iban_checks(candidate)).then(|| (candidate.to_owned(), ends[length - 1]))

@@ -528,3 +528,60 @@ fn the_analysis_never_calls_policies_differing_in_provenance_the_same() {
         }
     }
 }
+
+#[test]
+fn a_person_names_words_and_runs_of_up_to_four_words_and_a_long_request_overflows_nothing() {
+    let registry = ToolRegistry::new([
+        returning(
+            "book",
+            schema_of(json!({"hotel": {"type": "string"}})),
+            &Arc::new(Mutex::new("booked".to_owned())),
+        ),
+        returning(
+            "read_mail",
+            json!({"type": "object"}),
+            &Arc::new(Mutex::new("nothing new".to_owned())),
+        ),
+        returning(
+            "post",
+            schema_of(json!({"body": {"type": "string"}})),
+            &Arc::new(Mutex::new("posted".to_owned())),
+        ),
+    ])
+    .unwrap();
+    let policy = RulePolicy::from_json(
+        r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+            "flows": [
+              {"id": "named", "tool": "book", "action": "ask", "reason": "r",
+               "provenance": {"pointer": "/hotel", "not_seen_in": ["person"]}},
+              {"id": "links", "tool": "post", "action": "ask", "reason": "r",
+               "provenance": {"pointer": "/body", "read": "tokens", "seen_in": ["untrusted"]}}]}"#,
+        &registry,
+    )
+    .unwrap();
+    let controller = ToolController::try_new(registry, policy).unwrap();
+    let long_filler: String = (0..3000).map(|n| format!("word{n} ")).collect();
+    controller
+        .record_person_request(
+            None,
+            &format!("Book Hotel Aurora, or the Grand Old Royal Palace Inn. {long_filler}"),
+        )
+        .unwrap();
+    let book = |hotel: &str| {
+        outcome_word(controller.handle(ToolCall::new("c", "book", json!({ "hotel": hotel }))))
+    };
+    assert_eq!(book("Hotel Aurora"), "allow");
+    assert_eq!(book("hotel  AURORA"), "allow");
+    assert_eq!(book("Aurora"), "allow");
+    assert_eq!(book("Grand Old Royal Palace"), "allow");
+    // Five words: longer than any run a request names.
+    assert_eq!(book("Grand Old Royal Palace Inn"), "ask");
+    assert_eq!(book("Hotel Lux"), "ask");
+    // The request's many words did not overflow the session: a link no result carried passes.
+    let post = controller.handle(ToolCall::new(
+        "c",
+        "post",
+        json!({"body": "https://never-seen.example/"}),
+    ));
+    assert_eq!(outcome_word(post), "allow");
+}

@@ -101,7 +101,13 @@ impl ToolController {
             .collect();
         match self.counters.take(&takes, self.clock.now_ms()) {
             Ok(Taken::All) => None,
-            Ok(Taken::Full(index)) => Some(past_the_cap(&slots[index], decision)),
+            Ok(Taken::Full(index)) => {
+                let mut replacement = past_the_cap(&slots[index], decision);
+                if let (Some(look), Some(scope)) = (&slots[index].look, &scope) {
+                    replacement.reason = self.where_seen(&replacement.reason, look, scope);
+                }
+                Some(replacement)
+            }
             Err(error) => Some(PolicyDecision::deny(
                 Reason::new(format!(
                     "denied: the call could not be counted against its rate limits ({error})"
@@ -111,6 +117,36 @@ impl ToolController {
                 )),
             )),
         }
+    }
+}
+
+impl ToolController {
+    /// `reason`, naming the call whose result last carried the value `look` reads (its tool and
+    /// call id, never the value), or saying no result returned here carried it.
+    fn where_seen(
+        &self,
+        reason: &Reason,
+        look: &crate::provenance::ValueLook,
+        scope: &crate::provenance::Scope,
+    ) -> Reason {
+        let Some(key) = look.value_key(&self.recorder.key, scope) else {
+            return Reason::new(format!(
+                "{} (this session holds more values than it can record, so every value counts as seen in a result)",
+                reason.as_str()
+            ))
+            .unwrap_or_else(|_| reason.clone());
+        };
+        let seen = match self.seen_at.get(&key) {
+            Some((tool, call_id)) => {
+                // A call id comes from the model's provider: bounded, and quoted escaped.
+                let call_id: String = call_id.chars().take(64).collect();
+                format!(
+                    "the value was last seen in the result of call {call_id:?} of tool {tool:?}"
+                )
+            }
+            None => "no result returned here carried the value".to_owned(),
+        };
+        Reason::new(format!("{} ({seen})", reason.as_str())).unwrap_or_else(|_| reason.clone())
     }
 }
 

@@ -98,6 +98,8 @@ pub struct ToolController {
     clock: Arc<dyn Clock>,
     // Keys the values of results and requests for the provenance conditions.
     recorder: crate::provenance::Recorder,
+    // Which call last returned each value, so a provenance decision names it.
+    seen_at: crate::provenance::SeenAt,
 }
 
 impl fmt::Debug for ToolController {
@@ -146,6 +148,7 @@ impl ToolController {
             counters: Arc::new(MemoryRateCounters::default()),
             clock: Arc::new(SystemClock),
             recorder: provenance::default_recorder(),
+            seen_at: crate::provenance::SeenAt::default(),
         }
     }
 

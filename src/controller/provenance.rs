@@ -15,6 +15,7 @@ use crate::runtime::PreparedToolCall;
 pub(super) struct Observing {
     sources: ResultSources,
     scope: Scope,
+    tool: String,
 }
 
 impl ToolController {
@@ -43,14 +44,15 @@ impl ToolController {
     ) -> Result<Recorded, RecordError> {
         let scope = Scope::of(principal, &self.recorder.key);
         let values = Recorder::values_of_person(text);
-        Ok(self.recorder.record(
+        let (recorded, _) = self.recorder.record(
             self.counters.as_ref(),
             self.clock.now_ms(),
             &scope,
             &[source::PERSON],
             values,
             Bound::PERSON,
-        )?)
+        )?;
+        Ok(recorded)
     }
 
     /// Where the result of `call` will be recorded, if the policy in force reads provenance.
@@ -64,6 +66,7 @@ impl ToolController {
         Some(Observing {
             sources,
             scope: Scope::of(call.call().principal.as_deref(), &self.recorder.key),
+            tool: call.tool_name().to_owned(),
         })
     }
 
@@ -71,7 +74,12 @@ impl ToolController {
     /// be recorded is withheld (an error result saying the tool ran), so the model never holds
     /// values the rules cannot see.
     pub(super) fn observed(&self, observing: Option<Observing>, result: ToolResult) -> ToolResult {
-        let Some(Observing { sources, scope }) = observing else {
+        let Some(Observing {
+            sources,
+            scope,
+            tool,
+        }) = observing
+        else {
             return result;
         };
         let class = match sources.trust {
@@ -89,7 +97,10 @@ impl ToolController {
             values,
             Bound::RESULT,
         ) {
-            Ok(_) => result,
+            Ok((_, keys)) => {
+                self.seen_at.note(keys, &tool, &result.call_id);
+                result
+            }
             Err(error) => ToolResult::error(
                 result.call_id,
                 format!(

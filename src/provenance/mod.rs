@@ -45,6 +45,7 @@
 pub mod extract;
 mod keyed;
 mod record;
+mod seen_at;
 
 use std::fmt;
 
@@ -52,6 +53,7 @@ use serde::{Deserialize, Serialize};
 
 pub use keyed::ProvenanceKey;
 pub(crate) use record::{Bound, Recorder, Scope};
+pub(crate) use seen_at::SeenAt;
 
 /// The most values one result records; a result with more marks the session overflowed.
 pub const MAX_VALUES_PER_RESULT: usize = 512;
@@ -139,6 +141,14 @@ pub(crate) enum Look {
 }
 
 impl ValueLook {
+    /// The value's key in [`SeenAt`] for `scope`; `None` for the overflow look.
+    pub(crate) fn value_key(&self, key: &ProvenanceKey, scope: &Scope) -> Option<String> {
+        match &self.0 {
+            Look::Seen { token, .. } => Some(scope.value_key(&key.digest(token))),
+            Look::Overflowed => None,
+        }
+    }
+
     /// The counter this look reads for `scope`.
     pub(crate) fn bucket(&self, key: &ProvenanceKey, scope: &Scope) -> String {
         match &self.0 {

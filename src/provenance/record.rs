@@ -30,6 +30,11 @@ impl Scope {
         format!("prov:{source}:{}:{digest}", self.0)
     }
 
+    /// A value's key in [`SeenAt`](super::SeenAt).
+    pub(crate) fn value_key(&self, digest: &str) -> String {
+        format!("{}:{digest}", self.0)
+    }
+
     /// The counter marking this scope overflowed.
     pub(crate) fn overflow(&self) -> String {
         format!("prov:overflow:{}", self.0)
@@ -126,14 +131,15 @@ impl Recorder {
         sources: &[&str],
         mut values: Vec<Token>,
         bound: Bound,
-    ) -> Result<Recorded, CounterError> {
+    ) -> Result<(Recorded, Vec<String>), CounterError> {
         let too_many = values.len() > bound.most;
         values.truncate(bound.most);
         if values.is_empty() || sources.is_empty() {
-            return Ok(Recorded {
+            let none = Recorded {
                 values: 0,
                 overflowed: false,
-            });
+            };
+            return Ok((none, Vec::new()));
         }
         let digests: Vec<String> = values.iter().map(|token| self.key.digest(token)).collect();
         let buckets: Vec<String> = digests
@@ -162,10 +168,19 @@ impl Recorder {
         if overflowed {
             self.mark_overflowed(counters, now_ms, scope)?;
         }
-        Ok(Recorded {
+        let recorded = Recorded {
             values: kept,
             overflowed,
-        })
+        };
+        let keys = if kept == 0 {
+            Vec::new()
+        } else {
+            digests
+                .iter()
+                .map(|digest| scope.value_key(digest))
+                .collect()
+        };
+        Ok((recorded, keys))
     }
 
     /// Marks `scope` overflowed: every later `seen_in` of a result source holds.

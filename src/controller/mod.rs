@@ -11,6 +11,7 @@ mod listing;
 mod observe;
 mod provenance;
 mod recording;
+mod results;
 mod steps;
 
 /// The controller's word that the action or decision it hands to `Authorized`'s fast paths

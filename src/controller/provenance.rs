@@ -8,15 +8,6 @@ use crate::contract::{Principal, ToolResult};
 use crate::provenance::{
     Bound, ProvenanceKey, RecordError, Recorded, Recorder, ResultSources, Scope, Trust, source,
 };
-use crate::runtime::PreparedToolCall;
-
-/// Where a result about to be returned is recorded: decided before the handler runs (the call
-/// is consumed by it), `None` when the policy in force reads no provenance.
-pub(super) struct Observing {
-    sources: ResultSources,
-    scope: Scope,
-    tool: String,
-}
 
 impl ToolController {
     /// The same controller, keeping value digests under `key`. Instances sharing a counters'
@@ -55,33 +46,16 @@ impl ToolController {
         Ok(recorded)
     }
 
-    /// Where the result of `call` will be recorded, if the policy in force reads provenance.
-    #[inline(always)]
-    pub(super) fn observing(
+    /// Records the values `result` of `tool` carries, for `scope`, under `sources`; a result
+    /// whose values cannot be recorded is withheld (an error result saying the tool ran), so the
+    /// model never holds values the rules cannot see.
+    pub(super) fn record_values(
         &self,
-        policy: &dyn crate::Policy,
-        call: &PreparedToolCall,
-    ) -> Option<Observing> {
-        let sources = policy.result_sources(call.tool_name())?;
-        Some(Observing {
-            sources,
-            scope: Scope::of(call.call().principal.as_deref(), &self.recorder.key),
-            tool: call.tool_name().to_owned(),
-        })
-    }
-
-    /// Records the values `result` carries before it is returned; a result whose values cannot
-    /// be recorded is withheld (an error result saying the tool ran), so the model never holds
-    /// values the rules cannot see.
-    pub(super) fn observed(&self, observing: Option<Observing>, result: ToolResult) -> ToolResult {
-        let Some(Observing {
-            sources,
-            scope,
-            tool,
-        }) = observing
-        else {
-            return result;
-        };
+        sources: &ResultSources,
+        scope: &Scope,
+        tool: &str,
+        result: ToolResult,
+    ) -> ToolResult {
         let class = match sources.trust {
             Trust::Untrusted => source::UNTRUSTED,
             Trust::Trusted => source::TRUSTED,
@@ -92,13 +66,13 @@ impl ToolController {
         match self.recorder.record(
             self.counters.as_ref(),
             self.clock.now_ms(),
-            &scope,
+            scope,
             &names,
             values,
             Bound::RESULT,
         ) {
             Ok((_, keys)) => {
-                self.seen_at.note(keys, &tool, &result.call_id);
+                self.seen_at.note(keys, tool, &result.call_id);
                 result
             }
             Err(error) => ToolResult::error(

@@ -90,7 +90,7 @@ impl ToolController {
                 }
             }
         };
-        let observing = self.observing(gate.policy.as_ref(), &authorized);
+        let observing = self.observing(&gate.policy, &authorized);
         let result = gate.runtime.execute(authorized);
         let result = self.observed(observing, result);
         self.finished(&subject, None, result.is_error);
@@ -122,7 +122,7 @@ impl ToolController {
                 }
             }
         };
-        let observing = self.observing(gate.policy.as_ref(), &authorized);
+        let observing = self.observing(&gate.policy, &authorized);
         let result = gate.runtime.execute_async(authorized).await;
         let result = self.observed(observing, result);
         self.finished(&subject, None, result.is_error);
@@ -142,7 +142,7 @@ impl ToolController {
         )?;
         Ok(match step {
             Step::Run(gate, authorized, subject) => {
-                let observing = self.observing(gate.policy.as_ref(), &authorized);
+                let observing = self.observing(&gate.policy, &authorized);
                 let result = gate.runtime.execute(authorized);
                 let result = self.observed(observing, result);
                 self.finished(&subject, approval_id, result.is_error);
@@ -169,7 +169,7 @@ impl ToolController {
         )?;
         Ok(match step {
             Step::Run(gate, authorized, subject) => {
-                let observing = self.observing(gate.policy.as_ref(), &authorized);
+                let observing = self.observing(&gate.policy, &authorized);
                 let result = gate.runtime.execute_async(authorized).await;
                 let result = self.observed(observing, result);
                 self.finished(&subject, approval_id, result.is_error);

@@ -200,4 +200,17 @@ impl super::Policy for DrivenCheck<'_> {
     fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
         self.policy.result_sources(tool_name)
     }
+
+    fn judges_results(&self, tool_name: &str) -> bool {
+        self.policy.judges_results(tool_name)
+    }
+
+    fn judge_result(
+        &self,
+        tool_name: &str,
+        principal: Option<&crate::Principal>,
+        result: &mut crate::ToolResult,
+    ) -> Vec<super::RateSlot> {
+        self.policy.judge_result(tool_name, principal, result)
+    }
 }

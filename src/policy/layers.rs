@@ -175,6 +175,39 @@ impl Policy for Layers {
         Ok(slots)
     }
 
+    /// Whether any layer judges the tool's results.
+    fn judges_results(&self, tool_name: &str) -> bool {
+        self.layers
+            .iter()
+            .any(|(_, policy)| policy.judges_results(tool_name))
+    }
+
+    /// Every layer's result rules in turn (a result one withholds reaches the next as the
+    /// error it became); each layer's label records in that layer's counters, as its flow rules
+    /// read them.
+    fn judge_result(
+        &self,
+        tool_name: &str,
+        principal: Option<&crate::Principal>,
+        result: &mut crate::ToolResult,
+    ) -> Vec<super::RateSlot> {
+        let mut slots = Vec::new();
+        for (name, policy) in &self.layers {
+            let named = |slot: super::RateSlot| super::RateSlot {
+                bucket: Arc::from(format!("{}:{name}/{}", name.len(), slot.bucket)),
+                layer: Some(Arc::clone(name)),
+                ..slot
+            };
+            slots.extend(
+                policy
+                    .judge_result(tool_name, principal, result)
+                    .into_iter()
+                    .map(named),
+            );
+        }
+        slots
+    }
+
     /// What every layer reading provenance says, together: untrusted if any layer says so, the
     /// named sources of all; `None` when no layer reads provenance.
     fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {

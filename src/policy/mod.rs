@@ -107,6 +107,27 @@ pub trait Policy: Send + Sync {
         None
     }
 
+    /// Whether [`judge_result`](Self::judge_result) has anything to judge of `tool_name`'s
+    /// results (a result rule covers it); `false` (the default) spares the controller the work.
+    fn judges_results(&self, tool_name: &str) -> bool {
+        let _ = tool_name;
+        false
+    }
+
+    /// Judges `result` of `tool_name`, returned for `principal`, before the model sees it: the
+    /// policy's result rules withhold it or redact it in place, and the records of the labels
+    /// they give are returned for the controller to take (a label is recorded for the flow rules
+    /// that look for it, as a call of a labelled tool is). The default changes nothing.
+    fn judge_result(
+        &self,
+        tool_name: &str,
+        principal: Option<&crate::Principal>,
+        result: &mut crate::ToolResult,
+    ) -> Vec<RateSlot> {
+        let _ = (tool_name, principal, result);
+        Vec::new()
+    }
+
     /// Crate-internal, and cannot be overridden or called outside toolgate: its argument's type
     /// cannot be named there. `Some` only for a [`ToolPolicy`] (or an `Arc` of one), whose
     /// decision depends on the tool name alone and which names no rate limits, so the controller
@@ -156,6 +177,19 @@ impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
 
     fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
         (**self).result_sources(tool_name)
+    }
+
+    fn judges_results(&self, tool_name: &str) -> bool {
+        (**self).judges_results(tool_name)
+    }
+
+    fn judge_result(
+        &self,
+        tool_name: &str,
+        principal: Option<&crate::Principal>,
+        result: &mut crate::ToolResult,
+    ) -> Vec<RateSlot> {
+        (**self).judge_result(tool_name, principal, result)
     }
 
     fn by_name_only(&self, sealed: sealed::Token) -> Option<&ToolPolicy> {

@@ -249,6 +249,20 @@ impl Policy for Shadow {
         self.enforced.result_sources(tool_name)
     }
 
+    /// The enforced policy's: a candidate's result rules change nothing.
+    fn judges_results(&self, tool_name: &str) -> bool {
+        self.enforced.judges_results(tool_name)
+    }
+
+    fn judge_result(
+        &self,
+        tool_name: &str,
+        principal: Option<&crate::Principal>,
+        result: &mut crate::ToolResult,
+    ) -> Vec<super::RateSlot> {
+        self.enforced.judge_result(tool_name, principal, result)
+    }
+
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
         self.enforced.check_registry(registry)?;
         self.candidate

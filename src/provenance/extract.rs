@@ -599,7 +599,7 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
     })
 }
 
-fn iban_checks(iban: &str) -> bool {
+pub(crate) fn iban_checks(iban: &str) -> bool {
     let rearranged = iban[4..].chars().chain(iban[..4].chars());
     let mut remainder: u32 = 0;
     for c in rearranged {

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    Condition, FlowConfig, PathOptions, PolicyExample, PrincipalsConfig, SourcesConfig, TextOptions,
+    Condition, FlowConfig, PathOptions, PolicyExample, PrincipalsConfig, ResultRuleConfig,
+    SourcesConfig, TextOptions,
 };
 use crate::limits::RateLimitConfig;
 use crate::policy::PolicyAction;
@@ -52,6 +53,10 @@ pub struct PolicyConfig {
     /// [`crate::provenance`]); given, or with a `provenance` flow rule, results are recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sources: Option<SourcesConfig>,
+    /// Result rules: what a tool returns, judged before the model sees it (see
+    /// [`ResultRuleConfig`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<ResultRuleConfig>,
     /// Calls and the decisions they must get, checked at every load (see [`PolicyExample`]). They
     /// change no decision, so they are not part of the policy's digest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -69,6 +74,7 @@ impl PolicyConfig {
             labels: std::collections::BTreeMap::new(),
             flows: Vec::new(),
             sources: None,
+            results: Vec::new(),
             examples: Vec::new(),
         }
     }

@@ -156,6 +156,9 @@ pub(super) fn load(
         &taken_ids,
         &mut problems,
     );
+    taken_ids.extend(config.flows.iter().map(|flow| flow.id.as_str()));
+    let results =
+        super::results::ResultRules::load(&config.results, registry, &taken_ids, &mut problems);
     if !problems.is_empty() {
         problems.sort_by(|a, b| {
             a.place
@@ -188,6 +191,7 @@ pub(super) fn load(
             labels: config.labels.clone(),
             flows: canonical_flows,
             sources: config.sources.clone(),
+            results: config.results.clone(),
             examples: Vec::new(),
         })
         .unwrap_or_default(),
@@ -197,6 +201,7 @@ pub(super) fn load(
         groups,
         limits: limits.with_policy_digest(&digest),
         flows,
+        results,
         paths,
         digest,
         config,

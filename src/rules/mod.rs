@@ -13,6 +13,7 @@ mod index_tests;
 mod limits;
 mod load;
 mod principals;
+mod results;
 mod scan;
 mod schema_pointer;
 
@@ -32,6 +33,7 @@ pub use flows::{
     ValueProvenance, ValueRead, ValueSource,
 };
 pub use principals::PrincipalsConfig;
+pub use results::{Detector, ResultAction, ResultRuleConfig};
 
 use crate::names::FastMap;
 pub use crate::policy::LoadProblem;
@@ -214,6 +216,7 @@ pub struct RulePolicy {
     groups: Vec<groups::GroupRule>,
     limits: limits::RateLimits,
     flows: flows::Flows,
+    results: results::ResultRules,
     paths: PathSettings,
     digest: Arc<str>,
     config: PolicyConfig,
@@ -466,6 +469,23 @@ impl Policy for RulePolicy {
 
     fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
         self.flows.result_sources(tool_name)
+    }
+
+    fn judges_results(&self, tool_name: &str) -> bool {
+        self.results.covers(tool_name)
+    }
+
+    fn judge_result(
+        &self,
+        tool_name: &str,
+        principal: Option<&crate::Principal>,
+        result: &mut crate::ToolResult,
+    ) -> Vec<crate::policy::RateSlot> {
+        self.results
+            .judge(tool_name, result)
+            .iter()
+            .flat_map(|label| self.flows.label_records(label, principal))
+            .collect()
     }
 
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {

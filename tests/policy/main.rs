@@ -32,6 +32,7 @@ mod rate_limit_evasions;
 mod rate_limits;
 mod rate_limits_shared;
 mod reasons;
+mod result_rules;
 mod rule_index;
 mod rules;
 mod shadow;

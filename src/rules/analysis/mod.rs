@@ -226,14 +226,16 @@ fn histories_differ(old: &Analysed, new: &Analysed) -> Option<String> {
                 !(config.flows.is_empty()
                     && config.limits.is_empty()
                     && config.labels.is_empty()
-                    && config.sources.is_none())
+                    && config.sources.is_none()
+                    && config.results.is_empty())
             })
             .map(|config| {
                 [
                     // Which tools are trusted decides what provenance rules see: a flow part.
-                    match &config.sources {
-                        None => serde_json::to_value(&config.flows).unwrap_or(Value::Null),
-                        Some(sources) => serde_json::json!([config.flows, sources]),
+                    // So do result rules, which label sessions for the flow rules.
+                    match (&config.sources, config.results.is_empty()) {
+                        (None, true) => serde_json::to_value(&config.flows).unwrap_or(Value::Null),
+                        (sources, _) => serde_json::json!([config.flows, sources, config.results]),
                     },
                     serde_json::to_value(&config.limits).unwrap_or(Value::Null),
                     serde_json::to_value(&config.labels).unwrap_or(Value::Null),

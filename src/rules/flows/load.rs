@@ -25,6 +25,7 @@ impl Flows {
         problems: &mut Vec<LoadProblem>,
     ) -> Self {
         let (labels, configs, sources) = (&config.labels, &config.flows, config.sources.as_ref());
+        let result_labels = crate::rules::results::labels_given(&config.results);
         let mut push = |place: String, message: String| {
             problems.push(LoadProblem { place, message });
         };
@@ -114,13 +115,23 @@ impl Flows {
                 labels,
                 &mut push,
             );
-            let source = context.target(
-                &format!("{place}.{key}"),
-                earlier.tool.as_deref(),
-                earlier.label.as_deref(),
-                labels,
-                &mut push,
-            );
+            // A label result rules give counts results too; one only they give covers no tool.
+            let result_label = earlier
+                .label
+                .as_ref()
+                .filter(|label| result_labels.contains(*label));
+            let source = match result_label {
+                Some(label) if !labels.contains_key(label) => {
+                    Some((Covers::Tools(Vec::new()), Vec::new()))
+                }
+                _ => context.target(
+                    &format!("{place}.{key}"),
+                    earlier.tool.as_deref(),
+                    earlier.label.as_deref(),
+                    labels,
+                    &mut push,
+                ),
+            };
             let (Some((covers, tools)), Some((source_covers, source_tools))) = (target, source)
             else {
                 continue;
@@ -229,6 +240,7 @@ impl Flows {
                         same: history_same,
                         by_principal: earlier.by == FlowScope::Principal,
                         restricts,
+                        result_label: result_label.cloned(),
                     });
                     out.histories.len() - 1
                 }

@@ -220,6 +220,9 @@ struct History {
     // `after` histories record calls their condition cannot judge (what restricts must see
     // them); `unless_after` ones do not (what permits must not).
     restricts: bool,
+    // The label it looks for, when a result rule gives that label: a labelled result is
+    // recorded here as a call of a labelled tool would be.
+    result_label: Option<String>,
 }
 
 #[derive(Debug)]

@@ -137,6 +137,47 @@ impl Flows {
     }
 }
 
+impl Flows {
+    /// The records a result labelled `label` takes: in every `after` history looking for that
+    /// label, as a call of a labelled tool (a history comparing a value records under the key
+    /// every check looks at: a result has no argument to compare). `unless_after` histories get
+    /// nothing: a result never permits.
+    pub(in crate::rules) fn label_records(
+        &self,
+        label: &str,
+        caller: Option<&Principal>,
+    ) -> Vec<RateSlot> {
+        self.histories
+            .iter()
+            .filter(|history| history.restricts && history.result_label.as_deref() == Some(label))
+            .map(|history| {
+                let base = history.bucket_for(caller);
+                let bucket = if history.same.is_some() {
+                    format!("{base}:{ANY_KEY}")
+                } else {
+                    base
+                };
+                let slot = RateSlot::new(
+                    "flow-record",
+                    history.window_ms,
+                    0,
+                    PolicyAction::Deny,
+                    Reason::from_static("recorded for a flow rule"),
+                )
+                .in_bucket(bucket)
+                .judged(1, Refuses::Never)
+                .of_flow()
+                .replacing();
+                if history.by_principal {
+                    slot.across_sessions()
+                } else {
+                    slot
+                }
+            })
+            .collect()
+    }
+}
+
 impl History {
     fn bucket_for(&self, caller: Option<&Principal>) -> String {
         if !self.by_principal {

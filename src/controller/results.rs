@@ -1,0 +1,91 @@
+//! What happens to a result between the handler and the model: the policy's result rules judge
+//! it (withheld, redacted, or the session labelled), then its values are recorded for the
+//! provenance rules (see [`crate::provenance`] and [`crate::rules::ResultRuleConfig`]).
+
+use std::sync::Arc;
+
+use super::ToolController;
+use crate::Policy;
+use crate::contract::{Principal, ToolResult};
+use crate::limits::{Take, Taken};
+use crate::provenance::{ResultSources, Scope};
+use crate::runtime::PreparedToolCall;
+
+/// What is done with a result about to be returned: decided before the handler runs (which
+/// consumes the call); `None` when the policy in force neither judges nor records it.
+pub(super) struct Observing {
+    policy: Arc<dyn Policy>,
+    tool: String,
+    principal: Option<Arc<Principal>>,
+    judges: bool,
+    sources: Option<ResultSources>,
+}
+
+impl ToolController {
+    /// What will be done with the result of `call` under `policy`.
+    #[inline(always)]
+    pub(super) fn observing(
+        &self,
+        policy: &Arc<dyn Policy>,
+        call: &PreparedToolCall,
+    ) -> Option<Observing> {
+        let tool = call.tool_name();
+        let judges = policy.judges_results(tool);
+        let sources = policy.result_sources(tool);
+        if !judges && sources.is_none() {
+            return None;
+        }
+        Some(Observing {
+            policy: Arc::clone(policy),
+            tool: tool.to_owned(),
+            principal: call.call().principal.clone(),
+            judges,
+            sources,
+        })
+    }
+
+    /// `result` as the model gets it: judged by the result rules, its labels recorded, its
+    /// values recorded. A label that cannot be recorded withholds the result (the flow rules
+    /// reading it would not see it).
+    pub(super) fn observed(&self, observing: Option<Observing>, result: ToolResult) -> ToolResult {
+        let Some(observing) = observing else {
+            return result;
+        };
+        let mut result = result;
+        if observing.judges {
+            let labels = observing.policy.judge_result(
+                &observing.tool,
+                observing.principal.as_deref(),
+                &mut result,
+            );
+            if !labels.is_empty() {
+                let takes: Vec<Take<'_>> = labels
+                    .iter()
+                    .map(|slot| Take {
+                        refuses: slot.refuses,
+                        weight: slot.weight,
+                        replaces: slot.replaces,
+                        across_sessions: slot.across_sessions,
+                        ..Take::limit(&slot.bucket, slot.window_ms, 0)
+                    })
+                    .collect();
+                if !matches!(
+                    self.counters.take(&takes, self.clock.now_ms()),
+                    Ok(Taken::All)
+                ) {
+                    return ToolResult::error(
+                        result.call_id,
+                        "the tool ran, but its result is withheld: a result rule labelled it and the label could not be recorded for the flow rules",
+                    );
+                }
+            }
+        }
+        match &observing.sources {
+            Some(sources) => {
+                let scope = Scope::of(observing.principal.as_deref(), &self.recorder.key);
+                self.record_values(sources, &scope, &observing.tool, result)
+            }
+            None => result,
+        }
+    }
+}

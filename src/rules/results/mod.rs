@@ -1,0 +1,345 @@
+//! Result rules: what a tool returns is judged before the model sees it — secrets, personal data,
+//! size, a pattern — and labelled (so flow rules restrict what follows), redacted, or withheld.
+
+mod detect;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use detect::Detector;
+
+use crate::contract::ToolResult;
+use crate::policy::{LoadProblem, Reason};
+use crate::registry::ToolRegistry;
+use crate::rules::groups::{ToolPattern, is_pattern};
+
+/// The largest compiled size of a result rule's `pattern` (the `regex` crate's limit), so a
+/// policy cannot make matching costly.
+const MAX_PATTERN_BYTES: usize = 1 << 20;
+
+/// One result rule as written: for the results of `tool`, when any of `detect` finds something,
+/// `pattern` matches, or the result is larger than `max_bytes`, take `action`.
+///
+/// # Examples
+///
+/// "After a result carrying a private key or a token, nothing leaves without asking":
+///
+/// ```
+/// use toolgate::rules::ResultRuleConfig;
+///
+/// let rule: ResultRuleConfig = serde_json::from_str(r#"{
+///     "id": "secrets-seen", "tool": "*", "detect": ["private_key", "cloud_token", "api_token"],
+///     "action": "label", "label": "secret", "reason": "a secret reached the model"}"#)?;
+/// assert_eq!(rule.label.as_deref(), Some("secret"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ResultRuleConfig {
+    /// A unique id (among rules, limits and flows too), named by what the rule does.
+    pub id: String,
+    /// The tools whose results it judges: an exact name or a pattern.
+    pub tool: String,
+    /// What it looks for in every text of the result (its text, each string of its structured
+    /// content and of its content blocks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub detect: Vec<Detector>,
+    /// A regular expression (the `regex` crate's syntax, matched in linear time) it looks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// The largest result it lets through unjudged, in bytes of its text and JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    /// `label`, `redact` or `withhold`.
+    pub action: ResultAction,
+    /// For `label`: the label the session gets, which flow rules read as an earlier call's
+    /// (`"after": {"label": "secret", …}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Why; named in a withheld result; not empty.
+    pub reason: String,
+}
+
+/// What a result rule does with a result it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultAction {
+    /// The result passes; the session is labelled, as if a tool with the label had run.
+    Label,
+    /// Every match is replaced by `[redacted by result rule "ID"]`; the rest passes.
+    Redact,
+    /// The model gets an error result saying the tool ran and its result was withheld.
+    Withhold,
+}
+
+#[derive(Debug)]
+struct Compiled {
+    id: Arc<str>,
+    tool: String,
+    detect: Vec<Detector>,
+    pattern: Option<Regex>,
+    max_bytes: Option<u64>,
+    action: ResultAction,
+    label: Option<String>,
+    reason: Reason,
+}
+
+impl Compiled {
+    fn covers(&self, tool: &str) -> bool {
+        if is_pattern(&self.tool) {
+            ToolPattern::new(&self.tool).matches(tool)
+        } else {
+            self.tool == tool
+        }
+    }
+
+    fn spans(&self, text: &str, out: &mut Vec<(usize, usize)>) {
+        for detector in &self.detect {
+            detector.find(text, out);
+        }
+        if let Some(pattern) = &self.pattern {
+            out.extend(
+                pattern
+                    .find_iter(text)
+                    .filter(|found| !found.is_empty())
+                    .map(|found| (found.start(), found.end())),
+            );
+        }
+    }
+}
+
+/// A policy's result rules, compiled.
+#[derive(Debug, Default)]
+pub(super) struct ResultRules {
+    rules: Vec<Compiled>,
+}
+
+/// The labels result rules give, for the flow rules that read them.
+pub(super) fn labels_given(configs: &[ResultRuleConfig]) -> BTreeSet<String> {
+    configs
+        .iter()
+        .filter(|config| config.action == ResultAction::Label)
+        .filter_map(|config| config.label.clone())
+        .collect()
+}
+
+impl ResultRules {
+    /// Checks and compiles `configs`; problems are pushed with their places.
+    pub(super) fn load(
+        configs: &[ResultRuleConfig],
+        registry: &ToolRegistry,
+        taken_ids: &BTreeSet<&str>,
+        problems: &mut Vec<LoadProblem>,
+    ) -> Self {
+        let mut out = Self::default();
+        let mut ids = BTreeSet::new();
+        for (index, config) in configs.iter().enumerate() {
+            let place = format!("results[{index}] (id {:?})", config.id);
+            let mut push = |message: String| {
+                problems.push(LoadProblem {
+                    place: place.clone(),
+                    message,
+                });
+            };
+            if config.id.trim().is_empty() {
+                push("id is empty".to_owned());
+            } else if taken_ids.contains(config.id.as_str()) || !ids.insert(config.id.as_str()) {
+                push("id repeats another result rule's, rule's, limit's or flow's id".to_owned());
+            }
+            let reason = Reason::new(config.reason.clone());
+            if reason.is_err() {
+                push("reason is empty".to_owned());
+            }
+            if config.detect.is_empty() && config.pattern.is_none() && config.max_bytes.is_none() {
+                push("needs detect, pattern or max_bytes".to_owned());
+            }
+            if config.action == ResultAction::Redact
+                && config.max_bytes.is_some()
+                && config.detect.is_empty()
+                && config.pattern.is_none()
+            {
+                push("redact replaces what detect or pattern finds; max_bytes alone can only label or withhold".to_owned());
+            }
+            match (config.action, &config.label) {
+                (ResultAction::Label, None) => push("action label needs a label".to_owned()),
+                (ResultAction::Label, Some(label)) if label.trim().is_empty() => {
+                    push("label is empty".to_owned());
+                }
+                (ResultAction::Redact | ResultAction::Withhold, Some(_)) => {
+                    push("label goes with action label only".to_owned());
+                }
+                _ => {}
+            }
+            let covered = registry.specs().any(|spec| {
+                if is_pattern(&config.tool) {
+                    ToolPattern::new(&config.tool).matches(&spec.name)
+                } else {
+                    config.tool == spec.name
+                }
+            });
+            if !covered {
+                push(format!("{:?} covers no tool in the registry", config.tool));
+            }
+            let pattern = config.pattern.as_ref().and_then(|pattern| {
+                regex::RegexBuilder::new(pattern)
+                    .size_limit(MAX_PATTERN_BYTES)
+                    .build()
+                    .map_err(|error| push(format!("pattern does not compile: {error}")))
+                    .ok()
+            });
+            let Ok(reason) = reason else { continue };
+            out.rules.push(Compiled {
+                id: Arc::from(config.id.as_str()),
+                tool: config.tool.clone(),
+                detect: config.detect.clone(),
+                pattern,
+                max_bytes: config.max_bytes,
+                action: config.action,
+                label: config.label.clone(),
+                reason,
+            });
+        }
+        out
+    }
+
+    /// Whether any rule judges `tool`'s results.
+    pub(super) fn covers(&self, tool: &str) -> bool {
+        self.rules.iter().any(|rule| rule.covers(tool))
+    }
+
+    /// Judges `result` of `tool` in place — withheld, or its matches redacted — and returns the
+    /// labels the session gets.
+    pub(super) fn judge(&self, tool: &str, result: &mut ToolResult) -> Vec<String> {
+        let rules: Vec<&Compiled> = self.rules.iter().filter(|rule| rule.covers(tool)).collect();
+        if rules.is_empty() {
+            return Vec::new();
+        }
+        let size = result_size(result);
+        let mut labels = Vec::new();
+        let mut redacting = Vec::new();
+        for rule in rules {
+            let too_big = rule.max_bytes.is_some_and(|most| size > most);
+            let found = !(rule.detect.is_empty() && rule.pattern.is_none())
+                && any_text(result, |text| {
+                    let mut spans = Vec::new();
+                    rule.spans(text, &mut spans);
+                    !spans.is_empty()
+                });
+            if !(too_big || found) {
+                continue;
+            }
+            match rule.action {
+                ResultAction::Withhold => {
+                    *result = ToolResult::error(
+                        std::mem::take(&mut result.call_id),
+                        format!(
+                            "the tool ran, but its result was withheld by result rule {:?}: {}",
+                            &*rule.id,
+                            rule.reason.as_str()
+                        ),
+                    );
+                    return Vec::new();
+                }
+                ResultAction::Redact => redacting.push(rule),
+                ResultAction::Label => labels.extend(rule.label.clone()),
+            }
+        }
+        for rule in redacting {
+            let marker = format!("[redacted by result rule {:?}]", &*rule.id);
+            for_each_text(result, &mut |text| redact(text, rule, &marker));
+        }
+        labels.sort();
+        labels.dedup();
+        labels
+    }
+}
+
+/// `text` with every span `rule` finds replaced by `marker`.
+fn redact(text: &mut String, rule: &Compiled, marker: &str) {
+    let mut spans = Vec::new();
+    rule.spans(text, &mut spans);
+    if spans.is_empty() {
+        return;
+    }
+    spans.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end) in spans {
+        if end <= at {
+            continue;
+        }
+        out.push_str(&text[at..start.max(at)]);
+        out.push_str(marker);
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    *text = out;
+}
+
+/// The bytes of a result: its text, and the JSON of its structured content and blocks.
+fn result_size(result: &ToolResult) -> u64 {
+    let json = |value: &Value| serde_json::to_string(value).map_or(0, |text| text.len());
+    let blocks = result
+        .blocks
+        .as_ref()
+        .map_or(0, |blocks| blocks.content.iter().map(json).sum());
+    (result.content.len() + result.structured.as_ref().map_or(0, json) + blocks) as u64
+}
+
+/// Object keys whose strings are not text: a block's type and media type, base64 payloads.
+const NOT_TEXT: [&str; 4] = ["type", "mimeType", "data", "blob"];
+
+/// Whether `holds` holds of any text of `result`.
+fn any_text(result: &ToolResult, holds: impl Fn(&str) -> bool) -> bool {
+    fn in_value(value: &Value, holds: &dyn Fn(&str) -> bool) -> bool {
+        match value {
+            Value::String(text) => holds(text),
+            Value::Array(items) => items.iter().any(|item| in_value(item, holds)),
+            Value::Object(map) => map
+                .iter()
+                .any(|(key, item)| !NOT_TEXT.contains(&key.as_str()) && in_value(item, holds)),
+            _ => false,
+        }
+    }
+    holds(&result.content)
+        || result
+            .structured
+            .as_ref()
+            .is_some_and(|value| in_value(value, &holds))
+        || result
+            .blocks
+            .as_ref()
+            .is_some_and(|blocks| blocks.content.iter().any(|block| in_value(block, &holds)))
+}
+
+/// Calls `change` on every text of `result`.
+fn for_each_text(result: &mut ToolResult, change: &mut dyn FnMut(&mut String)) {
+    fn in_value(value: &mut Value, change: &mut dyn FnMut(&mut String)) {
+        match value {
+            Value::String(text) => change(text),
+            Value::Array(items) => items.iter_mut().for_each(|item| in_value(item, change)),
+            Value::Object(map) => {
+                for (key, item) in map.iter_mut() {
+                    if !NOT_TEXT.contains(&key.as_str()) {
+                        in_value(item, change);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    change(&mut result.content);
+    if let Some(value) = &mut result.structured {
+        in_value(value, change);
+    }
+    if let Some(blocks) = &mut result.blocks {
+        for block in &mut blocks.content {
+            in_value(block, change);
+        }
+    }
+}

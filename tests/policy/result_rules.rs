@@ -1,0 +1,288 @@
+//! Result rules (issue 39, item 4): what a tool returns is judged before the model sees it —
+//! secrets labelled for the flow rules, personal data redacted, oversized results withheld — and
+//! the ways around them: a secret in structured content or a content block, a second layer, a
+//! store that cannot record the label.
+#![cfg(all(feature = "sqlite", feature = "postgres", unix))]
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use toolgate::limits::{CounterError, RateCounters, Take, Taken};
+use toolgate::policy::Layers;
+use toolgate::*;
+
+use crate::flow_setup::{outcome_word, schema_of};
+
+const KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----";
+
+/// `read` returns what `returned` holds (text, or structured content for an object); `send`
+/// and `fetch` carry data out.
+fn registry(returned: &Arc<Mutex<Value>>) -> ToolRegistry {
+    let text = Arc::clone(returned);
+    let structured = Arc::clone(returned);
+    let object = json!({"type": "object"});
+    ToolRegistry::new([
+        ToolDefinition::new(
+            ToolSpec::new("read", "Reads.", object.clone()),
+            move |_: &Value| -> Result<String, ToolError> {
+                Ok(text.lock().unwrap().as_str().unwrap_or_default().to_owned())
+            },
+        )
+        .unwrap(),
+        ToolDefinition::structured(
+            ToolSpec::new("query", "Queries.", object.clone()).with_output_schema(object),
+            move |_: &Value| -> Result<Value, ToolError> { Ok(structured.lock().unwrap().clone()) },
+        )
+        .unwrap(),
+        ToolDefinition::new(
+            ToolSpec::new(
+                "send",
+                "Sends.",
+                schema_of(json!({"to": {"type": "string"}})),
+            ),
+            |_: &Value| -> Result<String, ToolError> { Ok("sent".to_owned()) },
+        )
+        .unwrap(),
+    ])
+    .unwrap()
+}
+
+const POLICY: &str = r#"{
+  "rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+  "results": [
+    {"id": "secrets-seen", "tool": "*", "detect": ["private_key", "cloud_token", "api_token"],
+     "action": "label", "label": "secret", "reason": "a secret reached the model"},
+    {"id": "cards", "tool": "*", "detect": ["card_number", "iban"], "action": "redact",
+     "reason": "no payment data to the model"},
+    {"id": "order-ids", "tool": "query", "pattern": "ORD-[0-9]{6}", "action": "redact",
+     "reason": "order ids stay inside"},
+    {"id": "too-big", "tool": "read", "max_bytes": 10000, "action": "withhold",
+     "reason": "results over 10 KB are not passed on"}
+  ],
+  "flows": [
+    {"id": "nothing-leaves-after-secrets", "tool": "send", "action": "ask",
+     "reason": "a secret was read in this session",
+     "after": {"label": "secret", "within": "session"}}
+  ]
+}"#;
+
+fn controller(text: &str, returned: &Arc<Mutex<Value>>) -> ToolController {
+    let registry = registry(returned);
+    let policy = RulePolicy::from_json(text, &registry).unwrap_or_else(|error| panic!("{error}"));
+    ToolController::try_new(registry, policy).unwrap()
+}
+
+fn result_of(controller: &ToolController, tool: &str) -> ToolResult {
+    match controller.handle(ToolCall::new("c", tool, json!({}))) {
+        Outcome::Completed(result) => result,
+        other => panic!("{tool}: {other:?}"),
+    }
+}
+
+fn send(controller: &ToolController) -> &'static str {
+    outcome_word(controller.handle(ToolCall::new("c", "send", json!({"to": "x"}))))
+}
+
+#[test]
+fn a_secret_in_a_result_labels_the_session_and_the_flow_rule_then_asks_before_anything_leaves() {
+    let returned = Arc::new(Mutex::new(json!("nothing secret here")));
+    let controller = controller(POLICY, &returned);
+    assert!(!result_of(&controller, "read").is_error);
+    assert_eq!(send(&controller), "allow");
+    *returned.lock().unwrap() = json!(format!("config:\n{KEY}\n"));
+    let result = result_of(&controller, "read");
+    assert!(
+        !result.is_error && result.content.contains("PRIVATE KEY"),
+        "labelled, not changed"
+    );
+    assert_eq!(send(&controller), "ask");
+}
+
+#[test]
+fn a_secret_in_structured_content_labels_the_session_too() {
+    for secret in [
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abcdefghijk",
+    ] {
+        let returned = Arc::new(Mutex::new(
+            json!({"rows": [{"note": format!("key={secret}")}]}),
+        ));
+        let controller = controller(POLICY, &returned);
+        assert_eq!(send(&controller), "allow");
+        result_of(&controller, "query");
+        assert_eq!(send(&controller), "ask", "{secret}");
+    }
+}
+
+#[test]
+fn card_numbers_ibans_and_a_custom_pattern_are_redacted_and_say_so() {
+    let returned = Arc::new(Mutex::new(json!(
+        "card 4111 1111 1111 1111, account DE89 3704 0044 0532 0130 00, order ORD-123456, phone 4111 1111 1111 1112"
+    )));
+    let controller = controller(POLICY, &returned);
+    let result = result_of(&controller, "read");
+    assert!(!result.is_error);
+    let text = &result.content;
+    assert!(
+        !text.contains("4111 1111 1111 1111") && !text.contains("DE89"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"[redacted by result rule "cards"]"#),
+        "{text}"
+    );
+    // Not a card number by Luhn: kept. The pattern rule covers `query` only: kept here.
+    assert!(
+        text.contains("4111 1111 1111 1112") && text.contains("ORD-123456"),
+        "{text}"
+    );
+    *returned.lock().unwrap() =
+        json!({"orders": [{"id": "ORD-123456", "card": "4111-1111-1111-1111"}]});
+    let result = result_of(&controller, "query");
+    let shown = result.structured.unwrap().to_string();
+    assert!(
+        !shown.contains("ORD-123456") && !shown.contains("4111-1111"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(r#"[redacted by result rule \"order-ids\"]"#),
+        "{shown}"
+    );
+}
+
+#[test]
+fn an_oversized_result_is_withheld_and_says_the_tool_ran() {
+    let returned = Arc::new(Mutex::new(json!("x".repeat(10_001))));
+    let controller = controller(POLICY, &returned);
+    let result = result_of(&controller, "read");
+    assert!(result.is_error);
+    assert!(
+        result.content.contains("the tool ran") && result.content.contains("too-big"),
+        "{}",
+        result.content
+    );
+    assert!(!result.content.contains("xxxx"));
+    *returned.lock().unwrap() = json!("x".repeat(10_000));
+    assert!(!result_of(&controller, "read").is_error);
+}
+
+#[test]
+fn a_layers_label_reaches_that_layers_flow_rule() {
+    let returned = Arc::new(Mutex::new(json!(KEY)));
+    let registry = registry(&returned);
+    let base = RulePolicy::from_json(
+        r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}]}"#,
+        &registry,
+    )
+    .unwrap();
+    let team = RulePolicy::from_json(
+        r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+            "results": [{"id": "s", "tool": "read", "detect": ["private_key"], "action": "label",
+                         "label": "secret", "reason": "r"}],
+            "flows": [{"id": "f", "tool": "send", "action": "deny", "reason": "secret read",
+                       "after": {"label": "secret", "within": "session"}}]}"#,
+        &registry,
+    )
+    .unwrap();
+    let layers = Layers::new()
+        .layer("base", base)
+        .and_then(|layers| layers.layer("team", team))
+        .unwrap();
+    let controller = ToolController::try_new(registry, layers).unwrap();
+    assert_eq!(send(&controller), "allow");
+    result_of(&controller, "read");
+    assert_eq!(send(&controller), "deny");
+}
+
+#[derive(Debug)]
+struct Failing;
+
+impl RateCounters for Failing {
+    fn take(&self, _: &[Take<'_>], _: u64) -> Result<Taken, CounterError> {
+        Err(CounterError::Store {
+            message: "gone".to_owned(),
+            source: None,
+        })
+    }
+}
+
+#[test]
+fn a_label_that_cannot_be_recorded_withholds_the_result() {
+    let returned = Arc::new(Mutex::new(json!(KEY)));
+    let registry = registry(&returned);
+    let policy = RulePolicy::from_json(POLICY, &registry).unwrap();
+    let controller = ToolController::try_new(registry, policy)
+        .unwrap()
+        .with_rate_counters(Failing);
+    let result = result_of(&controller, "read");
+    assert!(result.is_error && result.content.contains("the tool ran"));
+    assert!(
+        !result.content.contains("PRIVATE KEY"),
+        "{}",
+        result.content
+    );
+}
+
+#[test]
+fn result_rules_are_checked_at_load() {
+    let returned = Arc::new(Mutex::new(json!("")));
+    let registry = registry(&returned);
+    let load = |results: Value, flows: Value| {
+        let policy = json!({
+            "rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+            "results": results, "flows": flows});
+        RulePolicy::from_json(&policy.to_string(), &registry)
+            .err()
+            .map(|error| error.to_string())
+    };
+    let rule = |extra: Value| {
+        let mut rule = json!({"id": "x", "tool": "read", "action": "withhold", "reason": "r",
+                              "detect": ["api_token"]});
+        for (key, value) in extra.as_object().unwrap() {
+            rule[key] = value.clone();
+        }
+        rule
+    };
+    assert_eq!(load(json!([rule(json!({}))]), json!([])), None);
+    for (results, says) in [
+        (
+            json!([rule(json!({"detect": []}))]),
+            "needs detect, pattern or max_bytes",
+        ),
+        (json!([rule(json!({"action": "label"}))]), "needs a label"),
+        (
+            json!([rule(json!({"label": "s"}))]),
+            "label goes with action label only",
+        ),
+        (
+            json!([rule(json!({"pattern": "("}))]),
+            "pattern does not compile",
+        ),
+        (
+            json!([rule(json!({"tool": "nothing_*"}))]),
+            "covers no tool",
+        ),
+        (json!([rule(json!({"id": "all"}))]), "repeats"),
+        (
+            json!([rule(
+                json!({"detect": [], "max_bytes": 5, "action": "redact"})
+            )]),
+            "max_bytes alone",
+        ),
+    ] {
+        let error = load(results.clone(), json!([])).unwrap_or_else(|| panic!("{results} loaded"));
+        assert!(error.contains(says), "{results}: {error}");
+    }
+    // A flow rule may look for a label only result rules give; not for one nobody gives.
+    let after = |label: &str| {
+        json!([{"id": "f", "tool": "send", "action": "ask", "reason": "r",
+                "after": {"label": label, "within": "session"}}])
+    };
+    let labelling = json!([rule(json!({"action": "label", "label": "secret"}))]);
+    assert_eq!(load(labelling.clone(), after("secret")), None);
+    assert!(
+        load(labelling, after("other"))
+            .is_some_and(|error| error.contains("not defined in labels"))
+    );
+}

@@ -62,7 +62,9 @@ impl ToolController {
         let mut group_of = Vec::with_capacity(slots.len());
         for slot in &slots {
             group_of.push(slot.group.and_then(|group| {
-                let key = (&slot.layer, &slot.limit_id, group);
+                // The bucket a provenance rule's slots share carries every layer's name, length
+                // first (see `Layers`): unambiguous however stacks nest.
+                let key = (&slot.bucket, &slot.limit_id, group);
                 let at = groups
                     .iter()
                     .position(|known| *known == key)
@@ -150,8 +152,9 @@ impl ToolController {
     }
 }
 
-/// A group of a rule's slots: its layer, its rule's id and its number within the rule.
-type GroupKey<'a> = (&'a Option<Arc<str>>, &'a Arc<str>, u32);
+/// A group of a rule's slots: the bucket its slots share (the rule's id behind each layer's
+/// name), its rule's id and its number within the rule.
+type GroupKey<'a> = (&'a Arc<str>, &'a Arc<str>, u32);
 
 /// The decision for a call past `slot`'s cap: its `over` action, naming the limit, its layer and
 /// the policy that decided.

@@ -164,7 +164,7 @@ impl Policy for Layers {
             // different windows and caps, and each must hold.
             let named = |slot: super::RateSlot| super::RateSlot {
                 bucket: Arc::from(format!("{}:{name}/{}", name.len(), slot.bucket)),
-                layer: Some(Arc::clone(name)),
+                layer: Some(nested(name, slot.layer.as_deref())),
                 ..slot
             };
             match policy.rate_slots(call) {
@@ -195,7 +195,7 @@ impl Policy for Layers {
         for (name, policy) in &self.layers {
             let named = |slot: super::RateSlot| super::RateSlot {
                 bucket: Arc::from(format!("{}:{name}/{}", name.len(), slot.bucket)),
-                layer: Some(Arc::clone(name)),
+                layer: Some(nested(name, slot.layer.as_deref())),
                 ..slot
             };
             slots.extend(
@@ -208,20 +208,23 @@ impl Policy for Layers {
         slots
     }
 
-    /// What every layer reading provenance says, together: untrusted if any layer says so, the
-    /// named sources of all; `None` when no layer reads provenance.
+    /// What every layer reading provenance says, together: the named sources of all, and
+    /// trusted only if every layer that classifies tools (has `sources`) says so — untrusted if
+    /// one says otherwise, or if none classifies; `None` when no layer reads provenance.
     fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
+        use crate::provenance::Trust;
         let mut combined: Option<crate::provenance::ResultSources> = None;
+        let mut classifying = Vec::new();
         for (_, policy) in &self.layers {
             let Some(sources) = policy.result_sources(tool_name) else {
                 continue;
             };
+            if sources.classified {
+                classifying.push(sources.trust);
+            }
             match &mut combined {
                 None => combined = Some(sources),
                 Some(so_far) => {
-                    if sources.trust == crate::provenance::Trust::Untrusted {
-                        so_far.trust = crate::provenance::Trust::Untrusted;
-                    }
                     for name in sources.named {
                         if !so_far.named.contains(&name) {
                             so_far.named.push(name);
@@ -230,7 +233,16 @@ impl Policy for Layers {
                 }
             }
         }
-        combined
+        let mut combined = combined?;
+        let trusted =
+            !classifying.is_empty() && classifying.iter().all(|trust| *trust == Trust::Trusted);
+        combined.trust = if trusted {
+            Trust::Trusted
+        } else {
+            Trust::Untrusted
+        };
+        combined.classified = !classifying.is_empty();
+        Some(combined)
     }
 
     /// Every layer denies every call to the tool (by a rule or by its default): then each call
@@ -257,5 +269,14 @@ impl Policy for Layers {
         } else {
             Err(PolicyMismatch { problems })
         }
+    }
+}
+
+/// The layer a slot names: `outer/inner` for a slot of a stack inside a stack, so two inner
+/// layers' rules that share an id never share a group (see `RateSlot::group`).
+fn nested(outer: &Arc<str>, inner: Option<&str>) -> Arc<str> {
+    match inner {
+        Some(inner) => Arc::from(format!("{outer}/{inner}")),
+        None => Arc::clone(outer),
     }
 }

@@ -114,6 +114,11 @@ pub(crate) fn tokens(text: &str, out: &mut Vec<Token>) {
 }
 
 fn scan(text: &str, out: &mut Vec<Token>) {
+    // JSON written with escaped slashes (`https:\/\/evil.example\/pay`) read as written.
+    if text.contains("\\/") {
+        let unescaped = text.replace("\\/", "/");
+        return scan(&unescaped, out);
+    }
     let chunks: Vec<(usize, &str)> = chunks(text);
     for (index, &(start, chunk)) in chunks.iter().enumerate() {
         let found = chunk_tokens(chunk, out);
@@ -181,7 +186,7 @@ pub(crate) fn host_of(text: &str) -> Option<Token> {
                 && host
                     .chars()
                     .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.'));
-            is_host.then(|| Token::new(Kind::Host, fold(host)))
+            is_host.then(|| Token::new(Kind::Host, host.to_lowercase()))
         }
     }
 }
@@ -214,11 +219,14 @@ fn chunks(text: &str) -> Vec<(usize, &str)> {
         let (separates, width) = if byte.is_ascii() {
             let separates = byte.is_ascii_whitespace()
                 || byte.is_ascii_control()
-                || matches!(byte, b'"' | b'<' | b'>' | b'`');
+                || matches!(byte, b'"' | b'<' | b'>' | b'`' | b'|');
             (separates, 1)
         } else {
             let c = text[at..].chars().next().unwrap_or(' ');
-            (c.is_whitespace() || c.is_control(), c.len_utf8())
+            (
+                c.is_whitespace() || c.is_control() || is_closing_punctuation(c),
+                c.len_utf8(),
+            )
         };
         match (separates, start) {
             (true, Some(from)) => {
@@ -247,27 +255,69 @@ fn looks_like_link_rest(next: &str) -> bool {
 /// Trailing punctuation a sentence puts after a value; a closing bracket only when the value
 /// opens none.
 fn trim_trailing(mut value: &str) -> &str {
+    // The brackets counted once (not at every character stripped: a run of `)` would cost
+    // quadratic time), then kept in step as characters go.
+    let count = |open: char, close: char| {
+        value.chars().fold(0_i64, |balance, c| {
+            balance + i64::from(c == open) - i64::from(c == close)
+        })
+    };
+    let mut balance = [count('(', ')'), count('[', ']'), count('{', '}')];
     loop {
         let Some(last) = value.chars().last() else {
             return value;
         };
         let strip = match last {
-            '.' | ',' | ';' | ':' | '!' | '?' | '\'' | '*' => true,
-            ')' => value.matches('(').count() < value.matches(')').count(),
-            ']' => value.matches('[').count() < value.matches(']').count(),
-            '}' => value.matches('{').count() < value.matches('}').count(),
-            _ => false,
+            '.' | ',' | ';' | ':' | '!' | '?' | '\'' | '*' | '_' | '|' => true,
+            ')' => balance[0] < 0,
+            ']' => balance[1] < 0,
+            '}' => balance[2] < 0,
+            c => is_closing_punctuation(c),
         };
         if !strip {
             return value;
+        }
+        match last {
+            ')' => balance[0] += 1,
+            ']' => balance[1] += 1,
+            '}' => balance[2] += 1,
+            _ => {}
         }
         value = &value[..value.len() - last.len_utf8()];
     }
 }
 
+/// Quotation marks and sentence punctuation outside ASCII, which end a value as `"` and `.` do
+/// (typographic quotes, guillemets, CJK brackets and full stops).
+fn is_closing_punctuation(c: char) -> bool {
+    matches!(
+        c,
+        '\u{2018}'..='\u{201F}'
+            | '\u{00AB}'
+            | '\u{00BB}'
+            | '\u{2039}'
+            | '\u{203A}'
+            | '\u{3001}'..='\u{3003}'
+            | '\u{3008}'..='\u{3011}'
+            | '\u{3014}'..='\u{301B}'
+            | '\u{FF01}'
+            | '\u{FF0C}'
+            | '\u{FF1A}'
+            | '\u{FF1B}'
+            | '\u{FF1F}'
+            | '\u{2026}'
+    )
+}
+
 /// The tokens of one chunk: a link (and its host), an address, a path or a handle; the kind of
 /// the main one found.
 fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
+    // A Markdown link, `[text](target)`: its text and its target are values apart.
+    if let Some((text, target)) = chunk.split_once("](") {
+        let first = chunk_tokens(text.trim_start_matches('['), out);
+        let second = chunk_tokens(target, out);
+        return second.or(first);
+    }
     // Most chunks are words: none of the characters a link, address, path or handle needs.
     let bytes = chunk.as_bytes();
     let may_hold_one = bytes
@@ -278,7 +328,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     if !may_hold_one {
         return None;
     }
-    let chunk = chunk.trim_start_matches(['(', '[', '{', '\'', '*']);
+    let chunk = chunk.trim_start_matches(['(', '[', '{', '\'', '*', '_', '|']);
     let chunk = trim_trailing(chunk);
     if chunk.is_empty() {
         return None;
@@ -368,7 +418,10 @@ fn push_email(text: &str, out: &mut Vec<Token>) -> bool {
             .chars()
             .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.'));
     if local_ok && domain_ok {
-        out.push(Token::new(Kind::Email, fold(&format!("{local}@{domain}"))));
+        out.push(Token::new(
+            Kind::Email,
+            format!("{local}@{domain}").to_lowercase(),
+        ));
         true
     } else {
         false
@@ -413,7 +466,9 @@ fn canonical_url(link: &str) -> Option<(String, String)> {
     let (scheme, rest) = link.split_once("://")?;
     let scheme = scheme.to_ascii_lowercase();
     let rest = rest.split('#').next().unwrap_or("");
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    // A backslash ends the authority as `/` does: browsers and WHATWG parsers read it so, and
+    // `https://evil.example\@good.example/` goes to evil.example.
+    let authority_end = rest.find(['/', '?', '\\']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
     let host_port = authority
         .rsplit_once('@')
@@ -428,8 +483,17 @@ fn canonical_url(link: &str) -> Option<(String, String)> {
         }
         _ => (host_port, None),
     };
-    let host = fold(percent_decoded(host, |_| true).trim_end_matches('.'));
-    if host.is_empty() || host.contains(|c: char| c.is_whitespace() || c == '%') {
+    // Lower-cased, not case-folded: `straße` and `strasse` are different hosts.
+    let host = percent_decoded(host, |_| true)
+        .trim_end_matches('.')
+        .to_lowercase();
+    // A host ends where host characters end (`evil.example](https` is `evil.example`).
+    let host: String = host
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '.' | '[' | ']' | ':' | '_'))
+        .collect();
+    let host = host.trim_end_matches('.').to_owned();
+    if host.is_empty() {
         return None;
     }
     let port = match (scheme.as_str(), port) {
@@ -443,7 +507,7 @@ fn canonical_url(link: &str) -> Option<(String, String)> {
         Some((path, query)) => (path, Some(query)),
         None => (tail, None),
     };
-    let path = resolved_path(&percent_decoded(path, is_unreserved));
+    let path = resolved_path(&percent_decoded(&path.replace('\\', "/"), is_unreserved));
     let mut url = format!("{scheme}://{host}{port}{path}");
     if let Some(query) = query {
         url.push('?');

@@ -254,3 +254,66 @@ fn no_text_makes_the_reader_panic() {
         host_of(text);
     }
 }
+
+#[test]
+fn a_run_of_closing_brackets_takes_linear_time() {
+    // Stripping re-counted the brackets for every one stripped: minutes for 100,000.
+    for bracket in [")", "]", "}"] {
+        let text = format!("https://a.example/x{}", bracket.repeat(100_000));
+        assert!(has(&text, Kind::Host, "a.example"));
+    }
+}
+
+#[test]
+fn a_backslash_ends_the_host_and_hosts_are_lower_cased_not_folded() {
+    // Browsers read `\` as `/`: this link goes to evil.example.
+    assert!(has(
+        "https://evil.example\\@good.example/",
+        Kind::Host,
+        "evil.example"
+    ));
+    assert!(!has(
+        "https://evil.example\\@good.example/",
+        Kind::Host,
+        "good.example"
+    ));
+    // `ß` and `ı` are other hosts than `ss` and `i`.
+    assert!(has("https://straße.example/", Kind::Host, "straße.example"));
+    assert!(!has(
+        "https://straße.example/",
+        Kind::Host,
+        "strasse.example"
+    ));
+    assert!(has("https://gıthub.example/", Kind::Host, "gıthub.example"));
+    assert!(has(
+        "mailto:bob@STRASSE.example",
+        Kind::Email,
+        "bob@strasse.example"
+    ));
+}
+
+#[test]
+fn links_wrapped_in_typographic_quotes_markdown_or_json_escapes_are_found() {
+    for text in [
+        "He said “https://evil.example” is safe",
+        "请访问https://evil.example。",
+        "「https://evil.example」",
+        "«https://evil.example»",
+        "_https://evil.example_",
+        "|https://evil.example|",
+        "[https://evil.example](https://evil.example)",
+        "[click](https://evil.example/pay)",
+        r#"{"url":"https:\/\/evil.example\/pay"}"#,
+    ] {
+        assert!(
+            has(text, Kind::Host, "evil.example"),
+            "{text}: {:?}",
+            all(text)
+        );
+    }
+    assert!(has(
+        "[click](https://evil.example/pay)",
+        Kind::Url,
+        "https://evil.example/pay"
+    ));
+}

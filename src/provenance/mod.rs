@@ -27,8 +27,9 @@
 //!   the key, and cannot test guesses. No value appears in an error, a reason or the audit log.
 //! - **In the counters' store.** Records are kept where flow rules keep their history
 //!   ([`RateCounters`](crate::limits::RateCounters): memory, SQLite or PostgreSQL, shared by the
-//!   instances of one deployment when they share the key), for the session, and read in the same
-//!   atomic step as every flow rule and limit a decision depends on.
+//!   instances of one deployment when they share the key), for a day (a value seen longer ago
+//!   counts as never seen), and read in the same atomic step as every flow rule and limit a
+//!   decision depends on.
 //! - **Bounded, failing closed.** One result records at most [`MAX_VALUES_PER_RESULT`] values
 //!   and a session at most [`MAX_VALUES_PER_SESSION`] (a value recorded again counts again).
 //!   Past either bound the session is marked *overflowed*: every later `seen_in` condition of a
@@ -54,6 +55,11 @@ use serde::{Deserialize, Serialize};
 pub use keyed::ProvenanceKey;
 pub(crate) use record::{Bound, Recorder, Scope};
 pub(crate) use seen_at::SeenAt;
+
+/// How long a record is kept and read: a day. A value seen longer ago counts as never seen, and
+/// a session overflowed a day ago no longer is — so records never pile up in a store that lives
+/// as long as its process (the gateway's counts for a whole deployment).
+pub(crate) const KEPT_FOR_MS: Option<u64> = Some(86_400_000);
 
 /// The most values one result records; a result with more marks the session overflowed.
 pub const MAX_VALUES_PER_RESULT: usize = 512;
@@ -96,6 +102,9 @@ pub struct ResultSources {
     pub trust: Trust,
     /// The named sources covering the tool, by their record names.
     pub named: Vec<std::sync::Arc<str>>,
+    /// Whether the policy classified its tools (has `sources`); `trust` is otherwise the
+    /// default, which a stack of layers lets a classifying layer decide.
+    pub classified: bool,
 }
 
 impl ResultSources {
@@ -104,6 +113,7 @@ impl ResultSources {
         Self {
             trust,
             named: Vec::new(),
+            classified: false,
         }
     }
 }

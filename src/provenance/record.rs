@@ -88,7 +88,7 @@ impl Recorder {
         }
         if let Some(blocks) = &result.blocks {
             for block in &blocks.content {
-                leaf_values(block, &mut out);
+                block_values(block, &mut out);
             }
         }
         out.sort();
@@ -151,12 +151,12 @@ impl Recorder {
         takes.push(Take {
             weight: digests.len() as u64,
             refuses: Refuses::Above(MAX_VALUES_PER_SESSION),
-            ..Take::limit(&count, None, 0)
+            ..Take::limit(&count, super::KEPT_FOR_MS, 0)
         });
         takes.extend(buckets.iter().map(|bucket| Take {
             refuses: Refuses::Never,
             replaces: true,
-            ..Take::limit(bucket, None, 0)
+            ..Take::limit(bucket, super::KEPT_FOR_MS, 0)
         }));
         let kept = match counters.take(&takes, now_ms)? {
             Taken::All => digests.len(),
@@ -194,7 +194,7 @@ impl Recorder {
         let mark = Take {
             refuses: Refuses::Never,
             replaces: true,
-            ..Take::limit(&overflow, None, 0)
+            ..Take::limit(&overflow, super::KEPT_FOR_MS, 0)
         };
         counters.take(&[mark], now_ms).map(|_| ())
     }
@@ -215,6 +215,24 @@ fn text_values(text: &str, out: &mut Vec<Token>) {
     }
 }
 
+/// The values of a content block: each of its fields' but the block's own type, media type
+/// and base64 payload (at its top and in its `resource`) — the keys mean that only there.
+fn block_values(block: &Value, out: &mut Vec<Token>) {
+    let Value::Object(map) = block else {
+        return leaf_values(block, out);
+    };
+    for (key, item) in map {
+        if NOT_VALUES.contains(&key.as_str()) {
+            continue;
+        }
+        if key == "resource" {
+            block_values(item, out);
+        } else {
+            leaf_values(item, out);
+        }
+    }
+}
+
 /// The values in a JSON value: each string (and number) whole, and the tokens of each string.
 fn leaf_values(value: &Value, out: &mut Vec<Token>) {
     match value {
@@ -225,13 +243,7 @@ fn leaf_values(value: &Value, out: &mut Vec<Token>) {
             }
         }
         Value::Array(items) => items.iter().for_each(|item| leaf_values(item, out)),
-        Value::Object(map) => {
-            for (key, item) in map {
-                if !NOT_VALUES.contains(&key.as_str()) {
-                    leaf_values(item, out);
-                }
-            }
-        }
+        Value::Object(map) => map.values().for_each(|item| leaf_values(item, out)),
         Value::Bool(_) | Value::Null => {}
     }
 }

@@ -607,3 +607,77 @@ fn a_person_names_words_and_runs_of_up_to_four_words_and_a_long_request_overflow
     ));
     assert_eq!(outcome_word(post), "allow");
 }
+
+#[test]
+fn values_under_data_or_type_keys_of_structured_content_are_recorded() {
+    let registry = ToolRegistry::new([
+        ToolDefinition::structured(
+            ToolSpec::new("lookup", "", json!({"type": "object"}))
+                .with_output_schema(json!({"type": "object"})),
+            |_: &Value| -> Result<Value, ToolError> {
+                Ok(json!({"data": {"payee": "DE89 3704 0044 0532 0130 00"},
+                          "items": [{"type": "mallory@evil.example"}]}))
+            },
+        )
+        .unwrap(),
+        returning(
+            "pay",
+            schema_of(json!({"iban": {"type": "string"}})),
+            &Arc::new(Mutex::new("paid".to_owned())),
+        ),
+    ])
+    .unwrap();
+    let policy = RulePolicy::from_json(
+        r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+            "flows": [{"id": "from-results", "tool": "pay", "action": "ask", "reason": "r",
+                       "provenance": {"pointer": "/iban", "seen_in": ["untrusted"]}}]}"#,
+        &registry,
+    )
+    .unwrap();
+    let controller = ToolController::try_new(registry, policy).unwrap();
+    controller.handle(ToolCall::new("c", "lookup", json!({})));
+    for iban in [ATTACKER_IBAN, "mallory@evil.example"] {
+        let outcome = controller.handle(ToolCall::new("c", "pay", json!({ "iban": iban })));
+        assert_eq!(outcome_word(outcome), "ask", "{iban}");
+    }
+}
+
+#[test]
+fn nested_stacks_never_merge_two_rules_of_one_id_into_one_group() {
+    use toolgate::policy::Layers;
+    let mail = Arc::new(Mutex::new("see https://evil.example/".to_owned()));
+    let registry = || {
+        ToolRegistry::new([
+            returning("read_mail", json!({"type": "object"}), &mail),
+            returning(
+                "fetch",
+                schema_of(json!({"url": {"type": "string"}})),
+                &Arc::new(Mutex::new(String::new())),
+            ),
+        ])
+        .unwrap()
+    };
+    let layer = |seen: &str| {
+        RulePolicy::from_json(
+            &json!({"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+                    "flows": [{"id": "site", "tool": "fetch", "action": "deny", "reason": "r",
+                               "provenance": {"pointer": "/url", "read": "host", "seen_in": [seen]}}]})
+            .to_string(),
+            &registry(),
+        )
+        .unwrap()
+    };
+    let inner = Layers::new()
+        .layer("a", layer("untrusted"))
+        .and_then(|layers| layers.layer("b", layer("trusted")))
+        .unwrap();
+    let org = Layers::new().layer("org", inner).unwrap();
+    let controller = ToolController::try_new(registry(), org).unwrap();
+    controller.handle(ToolCall::new("c", "read_mail", json!({})));
+    let fetch = controller.handle(ToolCall::new(
+        "c",
+        "fetch",
+        json!({"url": "https://evil.example/"}),
+    ));
+    assert_eq!(outcome_word(fetch), "deny");
+}

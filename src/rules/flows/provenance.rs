@@ -193,6 +193,7 @@ impl Classes {
             None => Trust::Untrusted,
         };
         let mut sources = ResultSources::new(trust);
+        sources.classified = self.configured.is_some();
         sources.named = self
             .named
             .iter()
@@ -281,8 +282,14 @@ pub(super) fn load(
                     ) else {
                         continue;
                     };
-                    // Named by what it is as written, so a reload keeps its records.
-                    let identity = canonical_json(&serde_json::to_value(named).unwrap_or_default());
+                    // Named by what it is as written — a label with the tools it names, so two
+                    // layers' labels of one name but other tools never share records — so a
+                    // reload that keeps it keeps its records.
+                    let identity = canonical_json(&serde_json::json!({
+                        "tool": named.tool,
+                        "label": named.label,
+                        "tools": named.label.as_ref().and_then(|label| labels.get(label)),
+                    }));
                     let name: Arc<str> = Arc::from(format!(
                         "s{}",
                         &hex_lower(&Sha256::digest(identity.as_bytes()))[..16]
@@ -344,7 +351,7 @@ impl ProvenanceFlow {
         let slot = |refuses| {
             let slot = RateSlot::new(
                 Arc::clone(&self.id),
-                None,
+                crate::provenance::KEPT_FOR_MS,
                 0,
                 self.action,
                 self.reason.clone(),

@@ -635,7 +635,8 @@ fn values_under_data_or_type_keys_of_structured_content_are_recorded() {
     )
     .unwrap();
     let controller = ToolController::try_new(registry, policy).unwrap();
-    controller.handle(ToolCall::new("c", "lookup", json!({})));
+    let looked_up = controller.handle(ToolCall::new("c", "lookup", json!({})));
+    assert_eq!(outcome_word(looked_up), "allow");
     for iban in [ATTACKER_IBAN, "mallory@evil.example"] {
         let outcome = controller.handle(ToolCall::new("c", "pay", json!({ "iban": iban })));
         assert_eq!(outcome_word(outcome), "ask", "{iban}");
@@ -673,7 +674,8 @@ fn nested_stacks_never_merge_two_rules_of_one_id_into_one_group() {
         .unwrap();
     let org = Layers::new().layer("org", inner).unwrap();
     let controller = ToolController::try_new(registry(), org).unwrap();
-    controller.handle(ToolCall::new("c", "read_mail", json!({})));
+    let read = controller.handle(ToolCall::new("c", "read_mail", json!({})));
+    assert_eq!(outcome_word(read), "allow");
     let fetch = controller.handle(ToolCall::new(
         "c",
         "fetch",

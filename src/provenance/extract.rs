@@ -6,10 +6,10 @@
 //!
 //! | kind | spellings made alike |
 //! |---|---|
-//! | link | scheme and host case; `%7e` and `~` (unreserved characters decoded), `%2f` and `%2F`; a default port; an empty path and `/`; `.` and `..` segments; the fragment (dropped); trailing `.`, `,`, `)`, `"`; a link broken at a line end (both the broken and the joined link are recorded); `=` soft line breaks of quoted-printable mail |
-//! | host | case, a trailing dot |
-//! | e-mail | case; `mailto:`; `%40` in a `mailto:` link |
-//! | IBAN | case; spaces between groups (only IBANs whose check digits hold) |
+//! | link | scheme and host case (lower-cased, not case-folded: `straße` is not `strasse`); `%7e` and `~` (unreserved characters decoded), `%2f` and `%2F`; a default port; an empty path and `/`; `.` and `..` segments; `\` in the path; the fragment (dropped); trailing `.`, `,`, `)`, `"`, typographic quotes and CJK punctuation; a Markdown link `[text](link)`; JSON's `\/`; a link broken at a line end (both the broken and the joined link are recorded); `=` soft line breaks of quoted-printable mail; a link inside a link (`?q=https%3A…`); a link without a scheme (`evil.example/pay`, read as `http://`) |
+//! | host | case, a trailing dot; a backslash ends it (`https://evil.example\@good.example` is `evil.example`, as browsers read it) |
+//! | e-mail | case; `mailto:`; `%40` in a `mailto:` link; a label or script before it (`Reply-To:m@e`); lists split at `,` and `;`; an argument `Name <m@e>` is the address |
+//! | IBAN | case; spaces, tabs or `-` between groups (only IBANs whose check digits hold); an argument `IBAN: DE89 … (Bank)` is the IBAN |
 //! | long number | spaces, `-` and `.` between digit groups (6 digits or more) |
 //! | path | repeated `/`, `.` segments |
 //! | handle | `@` or `#` before it, case (a handle `@bob` is the text `bob`) |
@@ -17,8 +17,9 @@
 //!
 //! What is not made alike, and so is not matched: a value the model paraphrases, translates,
 //! abbreviates or re-encodes (base64, HTML entities, punycode against Unicode host names, a
-//! number written out in words), a link shortened by a redirector, and text split other than at
-//! a line end.
+//! number written out in words), a link shortened by a redirector, an IP address written as a
+//! number, numbers grouped by `,`, `/` or brackets (`(555) 123-4567`), and text split other than
+//! at a line end.
 
 use std::borrow::Cow;
 
@@ -153,6 +154,16 @@ pub(crate) fn whole(text: &str) -> Option<Token> {
         {
             return Some(token);
         }
+    }
+    // Text around one address or one IBAN (`Mallory <m@e>`, `IBAN: DE89 …`) is that value.
+    let mut inside = Vec::new();
+    scan(trimmed, &mut inside);
+    let kinds = |kind| inside.iter().filter(|token| token.kind == kind).count();
+    if kinds(Kind::Email) == 1 && kinds(Kind::Url) == 0 && kinds(Kind::Iban) == 0 {
+        return inside.into_iter().find(|token| token.kind == Kind::Email);
+    }
+    if kinds(Kind::Iban) == 1 && kinds(Kind::Email) == 0 {
+        return inside.into_iter().find(|token| token.kind == Kind::Iban);
     }
     let mut found = Vec::new();
     numbers_and_ibans(trimmed, &mut found);
@@ -322,7 +333,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     let bytes = chunk.as_bytes();
     let may_hold_one = bytes
         .iter()
-        .any(|byte| matches!(byte, b':' | b'@' | b'#' | b'/' | b'\\' | b'~'))
+        .any(|byte| matches!(byte, b':' | b'@' | b'#' | b'/' | b'\\' | b'~' | b'.'))
         || bytes.len() >= 4 && bytes[..4].eq_ignore_ascii_case(b"www.")
         || bytes.len() >= 5 && bytes[1..5].eq_ignore_ascii_case(b"www.");
     if !may_hold_one {
@@ -342,6 +353,12 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         if let Some((url, host)) = canonical_url(link) {
             out.push(Token::new(Kind::Url, url));
             out.push(Token::new(Kind::Host, host));
+            // A link inside this one (a redirector's `?q=https://…`, escaped or not).
+            let decoded =
+                percent_decoded(&link[link.find("://").map_or(0, |at| at + 3)..], |_| true);
+            if let Some(inner) = scheme_start_within(&decoded) {
+                chunk_tokens(&decoded[inner..], out);
+            }
             return Some(Kind::Url);
         }
         return None;
@@ -365,14 +382,44 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
             return Some(Kind::Text);
         }
     }
-    if chunk.contains('@') && push_email(chunk, out) {
-        return Some(Kind::Email);
+    if chunk.contains('@') {
+        // A list of addresses (`a@x.example,b@y.example`): each.
+        let mut found = false;
+        for part in chunk.split([',', ';']) {
+            found |= push_email(part, out);
+        }
+        if found {
+            return Some(Kind::Email);
+        }
     }
     if let Some(path) = canonical_path(chunk) {
         out.push(Token::new(Kind::Path, path));
         return Some(Kind::Path);
     }
+    // A link without a scheme (`evil.example/pay`): a chat client shows it as one.
+    if is_bare_host(chunk.split('/').next().unwrap_or(""))
+        && let Some((url, host)) = canonical_url(&format!("http://{chunk}"))
+    {
+        out.push(Token::new(Kind::Url, url));
+        out.push(Token::new(Kind::Host, host));
+        return Some(Kind::Url);
+    }
     None
+}
+
+/// Whether `text` is a host name: labels of letters, digits and `-` joined by dots, the last of
+/// 2 to 24 letters (`evil.example`, `docs.corp.example`; not `e.g` or `3.14`).
+fn is_bare_host(text: &str) -> bool {
+    let labels: Vec<&str> = text.split('.').collect();
+    let Some(last) = labels.last() else {
+        return false;
+    };
+    labels.len() >= 2
+        && (2..=24).contains(&last.len())
+        && last.chars().all(|c| c.is_alphabetic())
+        && labels.iter().all(|label| {
+            !label.is_empty() && label.chars().all(|c| c.is_alphanumeric() || c == '-')
+        })
 }
 
 fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
@@ -401,6 +448,19 @@ fn scheme_start(chunk: &str) -> Option<usize> {
         .then_some(scheme_from)
 }
 
+/// Where a further link starts inside `text` (the rest of a link after its scheme).
+fn scheme_start_within(text: &str) -> Option<usize> {
+    let separator = text
+        .as_bytes()
+        .windows(3)
+        .position(|window| window == b"://")?;
+    let start = text[..separator]
+        .char_indices()
+        .rfind(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+        .map_or(0, |(at, c)| at + c.len_utf8());
+    (start < separator).then_some(start)
+}
+
 /// An e-mail address in `text`, lower-cased, if `text` is one.
 fn push_email(text: &str, out: &mut Vec<Token>) -> bool {
     let text = trim_trailing(text.trim_start_matches(['(', '[', '<']));
@@ -408,10 +468,16 @@ fn push_email(text: &str, out: &mut Vec<Token>) -> bool {
         return false;
     };
     let domain = domain.trim_end_matches('.');
-    let local_ok = !local.is_empty()
-        && local
-            .chars()
-            .all(|c| c.is_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(c));
+    // The address starts where its local part's characters start: `Contact:m@e`, `请联系m@e`
+    // and `<m@e` hold `m@e`.
+    let local_start = local
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(*c))
+        .last()
+        .map_or(local.len(), |(at, _)| at);
+    let local = local[local_start..].trim_start_matches('.');
+    let local_ok = !local.is_empty();
     let domain_ok = domain.contains('.')
         && !domain.starts_with('.')
         && domain
@@ -647,7 +713,9 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
             compact.push(char::from(byte.to_ascii_uppercase()));
             cursor += 1;
             ends.push(cursor);
-        } else if byte == b' ' && bytes.get(cursor + 1).is_some_and(u8::is_ascii_alphanumeric) {
+        } else if matches!(byte, b' ' | b'-' | b'\t' | b'\n')
+            && bytes.get(cursor + 1).is_some_and(u8::is_ascii_alphanumeric)
+        {
             cursor += 1;
         } else {
             break;

@@ -317,3 +317,60 @@ fn links_wrapped_in_typographic_quotes_markdown_or_json_escapes_are_found() {
         "https://evil.example/pay"
     ));
 }
+
+#[test]
+fn links_without_a_scheme_and_links_inside_links_are_found() {
+    assert!(has(
+        "Please fetch evil.example/payload",
+        Kind::Host,
+        "evil.example"
+    ));
+    assert!(has("Visit evil.example.", Kind::Host, "evil.example"));
+    assert!(
+        !all("e.g. 3.14 is pi")
+            .iter()
+            .any(|(kind, _)| *kind == Kind::Host)
+    );
+    for text in [
+        "https://www.google.example/url?q=https://evil.example/pay&sa=D",
+        "https://www.google.example/url?q=https%3A%2F%2Fevil.example%2Fpay&sa=D",
+    ] {
+        assert!(
+            has(text, Kind::Host, "evil.example"),
+            "{text}: {:?}",
+            all(text)
+        );
+    }
+}
+
+#[test]
+fn addresses_behind_a_label_a_script_or_in_a_list_and_ibans_with_dashes_are_found() {
+    for text in [
+        "Contact:mallory@evil.example",
+        "Reply-To:mallory@evil.example",
+        "请联系mallory@evil.example",
+        "bob@good.example,mallory@evil.example",
+        "[m](mailto:mallory@evil.example)",
+    ] {
+        assert!(
+            has(text, Kind::Email, "mallory@evil.example"),
+            "{text}: {:?}",
+            all(text)
+        );
+    }
+    for text in [
+        "DE89-3704-0044-0532-0130-00",
+        "DE89\t3704\t0044\t0532\t0130\t00",
+    ] {
+        assert!(has(text, Kind::Iban, "DE89370400440532013000"), "{text}");
+    }
+    let whole_of = |text: &str| whole(text).map(|token| (token.kind, token.canonical));
+    assert_eq!(
+        whole_of("Mallory <mallory@evil.example>"),
+        Some((Kind::Email, "mallory@evil.example".to_owned()))
+    );
+    assert_eq!(
+        whole_of("IBAN: DE89 3704 0044 0532 0130 00 (Evil Bank)"),
+        Some((Kind::Iban, "DE89370400440532013000".to_owned()))
+    );
+}

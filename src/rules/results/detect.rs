@@ -56,7 +56,7 @@ static CARD_NUMBER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b\d(?:[ \-]?\d){12,18}\b").expect("a fixed pattern"));
 
 static IBAN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b").expect("a fixed pattern")
+    Regex::new(r"(?i)\b[A-Z]{2}\d{2}(?:[ \t\-]?[A-Z0-9]){11,30}\b").expect("a fixed pattern")
 });
 
 impl Detector {
@@ -74,7 +74,7 @@ impl Detector {
                     let compact: Vec<(usize, char)> = found
                         .as_str()
                         .char_indices()
-                        .filter(|(_, c)| !c.is_whitespace())
+                        .filter(|(_, c)| !c.is_whitespace() && *c != '-')
                         .collect();
                     let checked = (15..=compact.len().min(34)).rev().find(|&length| {
                         let candidate: String = compact[..length]

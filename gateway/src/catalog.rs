@@ -316,3 +316,25 @@ fn forwarding(
         async move { sent.await.map(tool_output) }
     })
 }
+
+/// What the served tools' descriptions tell the model beside what each tool does (instructions,
+/// links, hidden markup, invisible characters): one line per tool that holds any, naming the
+/// upstream and the served name. Read when tools are imported (`serve`), pinned and checked.
+pub fn description_warnings(served: &[Served]) -> Vec<String> {
+    served
+        .iter()
+        .filter_map(|served| {
+            let findings = toolgate::provenance::description_findings(&served.spec.description);
+            if findings.is_empty() {
+                return None;
+            }
+            let found: Vec<String> = findings.iter().map(ToString::to_string).collect();
+            Some(format!(
+                "the description of tool {:?} (upstream {:?}) holds {}",
+                served.spec.name,
+                served.upstream,
+                found.join(", ")
+            ))
+        })
+        .collect()
+}

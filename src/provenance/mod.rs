@@ -43,6 +43,7 @@
 //! parts (see [`extract`]); results of calls made before a policy reading provenance was in
 //! force; content the model got some other way than a tool result of this controller.
 
+mod descriptions;
 pub mod extract;
 mod keyed;
 mod record;
@@ -52,6 +53,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use descriptions::{DescriptionFinding, INSTRUCTION_PHRASES, description_findings};
 pub use keyed::ProvenanceKey;
 pub(crate) use record::{Bound, Recorder, Scope};
 pub(crate) use seen_at::SeenAt;

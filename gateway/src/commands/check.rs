@@ -57,6 +57,10 @@ pub async fn check(config_path: &Path) -> ExitCode {
         tools.len(),
         gates.len()
     );
+    // What a description tells the model beside what the tool does: warnings, not failures.
+    for warning in crate::catalog::description_warnings(&started.served) {
+        println!("  warning: {warning}");
+    }
     for layer in &stack.states {
         println!(
             "  policy layer {}: digest {}",

@@ -19,6 +19,10 @@ pub async fn pin(config_path: &Path) -> ExitCode {
     let Some(started) = super::start_or_report(&config, &Pins::off()).await else {
         return ExitCode::FAILURE;
     };
+    // Accepting a definition accepts what its description tells the model: said first.
+    for warning in crate::catalog::description_warnings(&started.served) {
+        println!("  warning: {warning}");
+    }
     for upstream in &config.upstreams {
         let tools: Vec<(rmcp::model::Tool, String)> = started
             .served

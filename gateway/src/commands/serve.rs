@@ -35,6 +35,9 @@ pub async fn serve(config: Config) -> ExitCode {
     for left in &started.left {
         tracing::warn!(upstream = %left.upstream, tool = %left.name, "tool not served: {}", left.why);
     }
+    for warning in crate::catalog::description_warnings(&started.served) {
+        tracing::warn!("{warning}");
+    }
     // Served degraded: said loudly, and in /healthz and the metrics while it lasts.
     for line in started.held_back() {
         tracing::error!("{line}; the rest is served");

@@ -478,3 +478,37 @@ fn policy_diff_from_the_pins_sees_the_gates() {
     let (stdout, stderr) = text(&output);
     assert!(stdout.contains("allow"), "{stdout}\n{stderr}");
 }
+
+/// Issue 39, item 4: a tool description that instructs the model, links out, hides markup or
+/// carries invisible characters is reported by `check` and `pin` (and logged by `serve`).
+#[test]
+fn check_and_pin_report_what_a_description_tells_the_model() {
+    let work = Work::new("policy-poisoned-description");
+    let config = work.hostile_config("serve", "");
+    work.write("record.jsonl.poisoned", "");
+    let output = run(&["check", "--config", config.to_str().unwrap()]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let warning = stdout
+        .lines()
+        .find(|line| line.contains("warning: the description of tool \"h__poisoned\""))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    for said in [
+        r#"an instruction to the model ("<important>")"#,
+        r#"an instruction to the model ("do not tell the user")"#,
+        r#"a link to "exfil.example""#,
+        "markup a client may hide",
+        "1 invisible characters",
+    ] {
+        assert!(warning.contains(said), "{said}: {warning}");
+    }
+    // A plain description is not reported.
+    assert!(!stdout.contains("tool \"h__echo\""), "{stdout}");
+    let output = run(&["pin", "--config", config.to_str().unwrap()]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("warning: the description of tool \"h__poisoned\""),
+        "{stdout}"
+    );
+}

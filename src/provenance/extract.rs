@@ -323,21 +323,25 @@ fn is_closing_punctuation(c: char) -> bool {
 /// The tokens of one chunk: a link (and its host), an address, a path or a handle; the kind of
 /// the main one found.
 fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
-    // A Markdown link, `[text](target)`: its text and its target are values apart.
-    if let Some((text, target)) = chunk.split_once("](") {
-        let first = chunk_tokens(text.trim_start_matches('['), out);
-        let second = chunk_tokens(target, out);
-        return second.or(first);
-    }
     // Most chunks are words: none of the characters a link, address, path or handle needs.
     let bytes = chunk.as_bytes();
     let may_hold_one = bytes
         .iter()
-        .any(|byte| matches!(byte, b':' | b'@' | b'#' | b'/' | b'\\' | b'~' | b'.'))
+        .any(|byte| matches!(byte, b':' | b'@' | b'#' | b'/' | b'\\' | b'~'))
+        // A dot inside (`evil.example`), not one ending a sentence.
+        || bytes
+            .windows(2)
+            .any(|pair| pair[0] == b'.' && pair[1].is_ascii_alphanumeric())
         || bytes.len() >= 4 && bytes[..4].eq_ignore_ascii_case(b"www.")
         || bytes.len() >= 5 && bytes[1..5].eq_ignore_ascii_case(b"www.");
     if !may_hold_one {
         return None;
+    }
+    // A Markdown link, `[text](target)`: its text and its target are values apart.
+    if let Some(at) = bytes.windows(2).position(|pair| pair == b"](") {
+        let first = chunk_tokens(chunk[..at].trim_start_matches('['), out);
+        let second = chunk_tokens(&chunk[at + 2..], out);
+        return second.or(first);
     }
     let chunk = chunk.trim_start_matches(['(', '[', '{', '\'', '*', '_', '|']);
     let chunk = trim_trailing(chunk);
@@ -354,10 +358,13 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
             out.push(Token::new(Kind::Url, url));
             out.push(Token::new(Kind::Host, host));
             // A link inside this one (a redirector's `?q=https://…`, escaped or not).
-            let decoded =
-                percent_decoded(&link[link.find("://").map_or(0, |at| at + 3)..], |_| true);
-            if let Some(inner) = scheme_start_within(&decoded) {
-                chunk_tokens(&decoded[inner..], out);
+            let rest = link.split_once("://").map_or("", |(_, rest)| rest);
+            let nested = rest.contains("://") || rest.to_ascii_lowercase().contains("%3a%2f%2f");
+            if nested {
+                let decoded = percent_decoded(rest, |_| true);
+                if let Some(inner) = scheme_start_within(&decoded) {
+                    chunk_tokens(&decoded[inner..], out);
+                }
             }
             return Some(Kind::Url);
         }

@@ -683,3 +683,77 @@ fn nested_stacks_never_merge_two_rules_of_one_id_into_one_group() {
     ));
     assert_eq!(outcome_word(fetch), "deny");
 }
+
+/// Pinned by the mutation run: a rule's `when`, numbers as arguments, a tool both lists of
+/// `sources` name (untrusted wins), and the default reading left out when written back.
+#[test]
+fn when_conditions_numbers_and_a_tool_both_lists_name() {
+    let mail = Arc::new(Mutex::new(
+        "account 12345678 and https://evil.example/".to_owned(),
+    ));
+    let registry = || {
+        ToolRegistry::new([
+            returning("read_mail", json!({"type": "object"}), &mail),
+            returning(
+                "pay",
+                schema_of(json!({"account": {"type": "integer"}, "cents": {"type": "integer"}})),
+                &Arc::new(Mutex::new("paid".to_owned())),
+            ),
+        ])
+        .unwrap()
+    };
+    let policy = |sources: &str| {
+        RulePolicy::from_json(
+            &format!(
+                r#"{{"rules": [{{"id": "all", "tool": "*", "action": "allow", "reason": "r"}}],
+                    "sources": {sources},
+                    "flows": [{{"id": "big-from-mail", "tool": "pay", "action": "ask", "reason": "r",
+                      "when": {{"range": {{"pointer": "/cents", "min": 10000}}}},
+                      "provenance": {{"pointer": "/account", "seen_in": ["untrusted"]}}}}]}}"#
+            ),
+            &registry(),
+        )
+        .unwrap_or_else(|error| panic!("{error}"))
+    };
+    let pay = |controller: &ToolController, account: u64, cents: u64| {
+        outcome_word(controller.handle(ToolCall::new(
+            "c",
+            "pay",
+            json!({"account": account, "cents": cents}),
+        )))
+    };
+    // Untrusted by both lists (untrusted wins) and by the default (`trusted` here).
+    for sources in [
+        r#"{"trusted": ["read_mail"], "untrusted": ["read_mail"]}"#,
+        r#"{"untrusted": ["read_mail"], "default": "trusted"}"#,
+    ] {
+        let controller = ToolController::try_new(registry(), policy(sources)).unwrap();
+        let read = controller.handle(ToolCall::new("c", "read_mail", json!({})));
+        assert_eq!(outcome_word(read), "allow");
+        // The number the mail carried, in a large payment: asked; in a small one the rule's
+        // `when` does not apply.
+        assert_eq!(pay(&controller, 12_345_678, 50_000), "ask", "{sources}");
+        assert_eq!(pay(&controller, 12_345_678, 100), "allow", "{sources}");
+        // A number nobody wrote is not from the mail.
+        assert_eq!(pay(&controller, 87_654_321, 50_000), "allow", "{sources}");
+    }
+    // Trusted by default: the mail's number is not from untrusted content.
+    let controller =
+        ToolController::try_new(registry(), policy(r#"{"default": "trusted"}"#)).unwrap();
+    let read = controller.handle(ToolCall::new("c", "read_mail", json!({})));
+    assert_eq!(outcome_word(read), "allow");
+    assert_eq!(pay(&controller, 12_345_678, 50_000), "allow");
+    // Written back, the default reading is left out; another is kept.
+    let written: toolgate::rules::ValueProvenance =
+        serde_json::from_value(json!({"pointer": "/a", "seen_in": ["person"]})).unwrap();
+    assert!(
+        serde_json::to_value(&written)
+            .unwrap()
+            .get("read")
+            .is_none()
+    );
+    let tokens: toolgate::rules::ValueProvenance =
+        serde_json::from_value(json!({"pointer": "/a", "read": "tokens", "seen_in": ["person"]}))
+            .unwrap();
+    assert_eq!(serde_json::to_value(&tokens).unwrap()["read"], "tokens");
+}

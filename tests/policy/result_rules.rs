@@ -286,3 +286,111 @@ fn result_rules_are_checked_at_load() {
             .is_some_and(|error| error.contains("not defined in labels"))
     );
 }
+
+/// Pinned by the mutation run of rules/results: an empty label, an exact tool name no tool has,
+/// and which tools a policy judges the results of.
+#[test]
+fn an_empty_label_an_unknown_exact_tool_and_which_results_are_judged() {
+    let returned = Arc::new(Mutex::new(json!("")));
+    let registry = registry(&returned);
+    let load = |rule: Value| {
+        let policy = json!({
+            "rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+            "results": [rule]});
+        RulePolicy::from_json(&policy.to_string(), &registry)
+    };
+    let error = |rule: Value| load(rule).err().map(|error| error.to_string());
+    assert!(
+        error(
+            json!({"id": "x", "tool": "read", "detect": ["iban"], "action": "label",
+                         "label": "  ", "reason": "r"})
+        )
+        .is_some_and(|error| error.contains("label is empty"))
+    );
+    assert!(
+        error(json!({"id": "x", "tool": "nothing", "detect": ["iban"],
+                         "action": "withhold", "reason": "r"}))
+        .is_some_and(|error| error.contains("covers no tool"))
+    );
+    let policy = load(json!({"id": "x", "tool": "read", "detect": ["iban"],
+                             "action": "withhold", "reason": "r"}))
+    .unwrap();
+    assert!(policy.judges_results("read"));
+    assert!(!policy.judges_results("send") && !policy.judges_results("query"));
+}
+
+/// A secret only an embedded resource block carries (its text blocks hold none), and blocks
+/// that make a result large while its text stays short: judged from the blocks.
+#[tokio::test]
+async fn a_secret_or_a_size_only_in_content_blocks_is_judged() {
+    use toolgate::definition::ToolOutput;
+    let blocks = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let structured = Arc::new(Mutex::new(None::<Value>));
+    let handed = Arc::clone(&blocks);
+    let handed_structured = Arc::clone(&structured);
+    let registry = ToolRegistry::new([
+        ToolDefinition::blocks_async(
+            ToolSpec::new("fetch", "Fetches.", json!({"type": "object"})),
+            move |_: Value| {
+                let mut output = ToolOutput::new(handed.lock().unwrap().clone());
+                output.structured = handed_structured.lock().unwrap().clone();
+                async move { Ok::<_, ToolError>(output) }
+            },
+        )
+        .unwrap(),
+        ToolDefinition::new(
+            ToolSpec::new(
+                "send",
+                "Sends.",
+                schema_of(json!({"to": {"type": "string"}})),
+            ),
+            |_: &Value| -> Result<String, ToolError> { Ok("sent".to_owned()) },
+        )
+        .unwrap(),
+    ])
+    .unwrap();
+    let policy = RulePolicy::from_json(
+        r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+            "results": [
+              {"id": "keys", "tool": "fetch", "detect": ["private_key"], "action": "label",
+               "label": "secret", "reason": "r"},
+              {"id": "big", "tool": "fetch", "max_bytes": 5000, "action": "withhold",
+               "reason": "too big"}],
+            "flows": [{"id": "f", "tool": "send", "action": "deny", "reason": "secret read",
+                       "after": {"label": "secret", "within": "session"}}]}"#,
+        &registry,
+    )
+    .unwrap();
+    let controller = ToolController::try_new(registry, policy).unwrap();
+    let run = |tool: &str| {
+        let call = ToolCall::new("c", tool, json!({"to": "x"}));
+        async { controller.handle_async(call).await }
+    };
+    // Blocks without a secret label nothing.
+    *blocks.lock().unwrap() = vec![
+        json!({"type": "text", "text": "hello"}),
+        json!({"type": "resource", "resource": {"uri": "file:///n", "text": "nothing here"}}),
+    ];
+    assert_eq!(outcome_word(run("fetch").await), "allow");
+    assert_eq!(outcome_word(run("send").await), "allow");
+    *blocks.lock().unwrap() = vec![
+        json!({"type": "text", "text": "see the attached file"}),
+        json!({"type": "resource", "resource": {"uri": "file:///k", "mimeType": "text/plain",
+                                                "text": KEY}}),
+    ];
+    assert_eq!(outcome_word(run("send").await), "allow");
+    assert_eq!(outcome_word(run("fetch").await), "allow");
+    assert_eq!(outcome_word(run("send").await), "deny");
+    // No text, a small structured value, a large image: the blocks count toward the size.
+    *blocks.lock().unwrap() = vec![json!({"type": "image", "mimeType": "image/png",
+                                          "data": "A".repeat(6000)})];
+    *structured.lock().unwrap() = Some(json!({"n": 1}));
+    let Outcome::Completed(result) = run("fetch").await else {
+        panic!("not held")
+    };
+    assert!(
+        result.is_error && result.content.contains("\"big\""),
+        "{}",
+        result.content
+    );
+}

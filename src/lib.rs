@@ -144,7 +144,7 @@ pub mod workspace;
 pub use approvals::{ApprovalRequest, ApprovalResponse};
 pub use authorized::Authorized;
 pub use contract::{Principal, ResultBlocks, ToolCall, ToolResult, ToolSpec};
-pub use controller::{Outcome, ToolController};
+pub use controller::{Outcome, RecordError, ToolController};
 pub use definition::{ToolDefinition, ToolError};
 pub use policy::{Policy, PolicyAction, PolicyDecision, Reason, ToolPolicy};
 pub use registry::ToolRegistry;

@@ -39,6 +39,7 @@ use crate::policy::{AsyncCheck, AsyncPolicy, Policy, PolicyMismatch};
 use crate::registry::ToolRegistry;
 use crate::runtime::ToolRuntime;
 use gate::{Gate, NEXT_CONTROLLER_ID};
+pub use provenance::RecordError;
 
 /// What [`ToolController::handle`] did with a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,7 +99,7 @@ pub struct ToolController {
     counters: Arc<dyn RateCounters>,
     clock: Arc<dyn Clock>,
     // Keys the values of results and requests for the provenance conditions.
-    recorder: crate::provenance::Recorder,
+    recorder: provenance::Recorder,
     // Which call last returned each value, so a provenance decision names it.
     seen_at: crate::provenance::SeenAt,
 }

@@ -5,9 +5,17 @@ use std::sync::Arc;
 
 use super::ToolController;
 use crate::contract::{Principal, ToolResult};
+use crate::limits::{CounterError, RateCounters, Refuses, Take, Taken};
+use crate::provenance::extract::Token;
 use crate::provenance::{
-    Bound, ProvenanceKey, RecordError, Recorded, Recorder, ResultSources, Scope, Trust, source,
+    Bound, KEPT_FOR_MS, MAX_VALUES_PER_SESSION, ProvenanceKey, Recorded, ResultSources, Scope,
+    Trust, source, values_of_person, values_of_result,
 };
+
+/// Recording failed: the counters' store could not keep the values.
+#[derive(Debug, thiserror::Error)]
+#[error("the values could not be recorded: {0}")]
+pub struct RecordError(#[from] pub CounterError);
 
 impl ToolController {
     /// The same controller, keeping value digests under `key`. Instances sharing a counters'
@@ -34,7 +42,7 @@ impl ToolController {
         text: &str,
     ) -> Result<Recorded, RecordError> {
         let scope = Scope::of(principal, &self.recorder.key);
-        let values = Recorder::values_of_person(text);
+        let values = values_of_person(text);
         let (recorded, _) = self.recorder.record(
             self.counters.as_ref(),
             self.clock.now_ms(),
@@ -62,7 +70,7 @@ impl ToolController {
         };
         let mut names: Vec<&str> = vec![class];
         names.extend(sources.named.iter().map(Arc::as_ref));
-        let values = Recorder::values_of_result(&result);
+        let values = values_of_result(&result);
         match self.recorder.record(
             self.counters.as_ref(),
             self.clock.now_ms(),
@@ -85,9 +93,95 @@ impl ToolController {
     }
 }
 
+/// Keys values and keeps them in the counters.
+#[derive(Debug, Clone)]
+pub(super) struct Recorder {
+    pub(super) key: ProvenanceKey,
+}
+
 /// The recorder a new controller starts with: a random key.
 pub(super) fn default_recorder() -> Recorder {
     Recorder {
         key: ProvenanceKey::random(),
+    }
+}
+
+impl Recorder {
+    /// Keeps `values` in every source of `sources` for `scope`, counting them against the
+    /// session's bound; past a bound, marks the scope overflowed.
+    fn record(
+        &self,
+        counters: &dyn RateCounters,
+        now_ms: u64,
+        scope: &Scope,
+        sources: &[&str],
+        mut values: Vec<Token>,
+        bound: Bound,
+    ) -> Result<(Recorded, Vec<String>), CounterError> {
+        let too_many = values.len() > bound.most;
+        values.truncate(bound.most);
+        if values.is_empty() || sources.is_empty() {
+            let none = Recorded {
+                values: 0,
+                overflowed: false,
+            };
+            return Ok((none, Vec::new()));
+        }
+        let digests: Vec<String> = values.iter().map(|token| self.key.digest(token)).collect();
+        let buckets: Vec<String> = digests
+            .iter()
+            .flat_map(|digest| sources.iter().map(|source| scope.bucket(source, digest)))
+            .collect();
+        let count = scope.count();
+        let mut takes = Vec::with_capacity(buckets.len() + 1);
+        takes.push(Take {
+            weight: digests.len() as u64,
+            refuses: Refuses::Above(MAX_VALUES_PER_SESSION),
+            ..Take::limit(&count, KEPT_FOR_MS, 0)
+        });
+        takes.extend(buckets.iter().map(|bucket| Take {
+            refuses: Refuses::Never,
+            replaces: true,
+            ..Take::limit(bucket, KEPT_FOR_MS, 0)
+        }));
+        let kept = match counters.take(&takes, now_ms)? {
+            Taken::All => digests.len(),
+            Taken::Full(_) => 0,
+        };
+        // Values past a person's bound are not named by the person, which only restricts; values
+        // of a result past its bound could be an attacker's, unrecorded: the session overflows.
+        let overflowed = (too_many && bound.overflows) || kept == 0;
+        if overflowed {
+            self.mark_overflowed(counters, now_ms, scope)?;
+        }
+        let recorded = Recorded {
+            values: kept,
+            overflowed,
+        };
+        let keys = if kept == 0 {
+            Vec::new()
+        } else {
+            digests
+                .iter()
+                .map(|digest| scope.value_key(digest))
+                .collect()
+        };
+        Ok((recorded, keys))
+    }
+
+    /// Marks `scope` overflowed: every later `seen_in` of a result source holds.
+    fn mark_overflowed(
+        &self,
+        counters: &dyn RateCounters,
+        now_ms: u64,
+        scope: &Scope,
+    ) -> Result<(), CounterError> {
+        let overflow = scope.overflow();
+        let mark = Take {
+            refuses: Refuses::Never,
+            replaces: true,
+            ..Take::limit(&overflow, KEPT_FOR_MS, 0)
+        };
+        counters.take(&[mark], now_ms).map(|_| ())
     }
 }

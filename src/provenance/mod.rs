@@ -46,8 +46,8 @@
 mod descriptions;
 pub mod extract;
 mod keyed;
-mod record;
 mod seen_at;
+mod values;
 
 use std::fmt;
 
@@ -55,8 +55,8 @@ use serde::{Deserialize, Serialize};
 
 pub use descriptions::{DescriptionFinding, INSTRUCTION_PHRASES, description_findings};
 pub use keyed::ProvenanceKey;
-pub(crate) use record::{Bound, Recorder, Scope};
 pub(crate) use seen_at::SeenAt;
+pub(crate) use values::{Bound, Scope, values_of_person, values_of_result};
 
 /// How long a record is kept and read: a day. A value seen longer ago counts as never seen, and
 /// a session overflowed a day ago no longer is — so records never pile up in a store that lives
@@ -129,11 +129,6 @@ pub struct Recorded {
     /// Whether a bound was passed: the session is marked overflowed.
     pub overflowed: bool,
 }
-
-/// Recording failed: the counters' store could not keep the values.
-#[derive(Debug, thiserror::Error)]
-#[error("the values could not be recorded: {0}")]
-pub struct RecordError(#[from] pub crate::limits::CounterError);
 
 /// What a provenance condition looks up for one value: where it may have been seen. Built by a
 /// policy, turned into a counter's name by the controller (which holds the key); its `Debug`

@@ -1,0 +1,163 @@
+//! The values a result or a person's request carries, and the counters they are kept in.
+
+use serde_json::Value;
+
+use super::extract::{self, Kind, Token};
+use super::{MAX_VALUES_PER_RESULT, ProvenanceKey};
+use crate::contract::{Principal, ToolResult};
+
+/// Whose records: a keyed digest of the principal's id, or `-` for calls without one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Scope(String);
+
+impl Scope {
+    pub(crate) fn of(principal: Option<&Principal>, key: &ProvenanceKey) -> Self {
+        Self(principal.map_or_else(
+            || "-".to_owned(),
+            |principal| {
+                key.digest(&Token {
+                    kind: Kind::Text,
+                    canonical: format!("principal:{}", principal.id),
+                })
+            },
+        ))
+    }
+
+    /// The counter holding digest `digest` as seen in `source` (`u`, `t`, `p` or a named
+    /// source's name).
+    pub(crate) fn bucket(&self, source: &str, digest: &str) -> String {
+        format!("prov:{source}:{}:{digest}", self.0)
+    }
+
+    /// A value's key in [`SeenAt`](super::SeenAt).
+    pub(crate) fn value_key(&self, digest: &str) -> String {
+        format!("{}:{digest}", self.0)
+    }
+
+    /// The counter marking this scope overflowed.
+    pub(crate) fn overflow(&self) -> String {
+        format!("prov:overflow:{}", self.0)
+    }
+
+    /// The counter of the values this scope recorded.
+    pub(crate) fn count(&self) -> String {
+        format!("prov:count:{}", self.0)
+    }
+}
+
+/// How many values one recording keeps, and whether more marks the session overflowed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bound {
+    pub(crate) most: usize,
+    pub(crate) overflows: bool,
+}
+
+impl Bound {
+    /// A result's: past it, the session overflows.
+    pub(crate) const RESULT: Self = Self {
+        most: MAX_VALUES_PER_RESULT,
+        overflows: true,
+    };
+    /// A person's request's: past it, the rest is not named by the person.
+    pub(crate) const PERSON: Self = Self {
+        most: super::MAX_VALUES_PER_REQUEST,
+        overflows: false,
+    };
+}
+
+/// The longest run of a person's words recorded as one value (a name of up to four words).
+const MAX_NAME_WORDS: usize = 4;
+
+/// Object keys whose strings are never values a model copies: a block's type and media type,
+/// and base64 payloads of images, audio and binary resources.
+const NOT_VALUES: [&str; 4] = ["type", "mimeType", "data", "blob"];
+
+/// The distinct values `result` carried.
+pub(crate) fn values_of_result(result: &ToolResult) -> Vec<Token> {
+    let mut out = Vec::new();
+    text_values(&result.content, &mut out);
+    if let Some(structured) = &result.structured {
+        leaf_values(structured, &mut out);
+    }
+    if let Some(blocks) = &result.blocks {
+        for block in &blocks.content {
+            block_values(block, &mut out);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The distinct values of a person's words: what a result's values are, and also each word
+/// and each run of up to [`MAX_NAME_WORDS`] words (a person names `Bob`, `AZ405` or `Hotel
+/// Aurora` in a sentence; a result names them in a field or a line of their own).
+pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    text_values(text, &mut out);
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
+        .collect();
+    for (start, _) in words.iter().enumerate() {
+        for length in 1..=MAX_NAME_WORDS.min(words.len() - start) {
+            let run = &words[start..start + length];
+            if run.iter().all(|word| !word.is_empty())
+                && let Some(token) = extract::whole(&run.join(" "))
+            {
+                out.push(token);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The values in a text: its tokens, and each short line whole.
+fn text_values(text: &str, out: &mut Vec<Token>) {
+    if text.is_empty() {
+        return;
+    }
+    extract::tokens(text, out);
+    for line in text.lines() {
+        if line.chars().count() <= extract::MAX_WHOLE_VALUE_CHARS
+            && let Some(token) = extract::whole(line)
+        {
+            out.push(token);
+        }
+    }
+}
+
+/// The values of a content block: each of its fields' but the block's own type, media type
+/// and base64 payload (at its top and in its `resource`) — the keys mean that only there.
+fn block_values(block: &Value, out: &mut Vec<Token>) {
+    let Value::Object(map) = block else {
+        return leaf_values(block, out);
+    };
+    for (key, item) in map {
+        if NOT_VALUES.contains(&key.as_str()) {
+            continue;
+        }
+        if key == "resource" {
+            block_values(item, out);
+        } else {
+            leaf_values(item, out);
+        }
+    }
+}
+
+/// The values in a JSON value: each string (and number) whole, and the tokens of each string.
+fn leaf_values(value: &Value, out: &mut Vec<Token>) {
+    match value {
+        Value::String(text) => text_values(text, out),
+        Value::Number(number) => {
+            if let Some(token) = extract::whole(&number.to_string()) {
+                out.push(token);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| leaf_values(item, out)),
+        Value::Object(map) => map.values().for_each(|item| leaf_values(item, out)),
+        Value::Bool(_) | Value::Null => {}
+    }
+}

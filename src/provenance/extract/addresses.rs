@@ -1,0 +1,223 @@
+//! Links, e-mail addresses and paths in their canonical spellings: schemes found inside a
+//! chunk, percent-decoding, dot segments, a default port.
+
+use super::{Kind, Token, trim_trailing};
+
+pub(super) fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// Where a link's scheme starts in `chunk` (`see:https://…` starts at `https`), if it holds one.
+pub(super) fn scheme_start(chunk: &str) -> Option<usize> {
+    if let Some(rest) = strip_prefix_ignore_case(chunk, "mailto:")
+        && (rest.contains('@') || rest.to_ascii_lowercase().contains("%40"))
+    {
+        return Some(0);
+    }
+    let separator = chunk
+        .as_bytes()
+        .windows(3)
+        .position(|window| window == b"://")?;
+    let scheme_from = chunk[..separator]
+        .char_indices()
+        .rfind(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+        .map_or(0, |(at, c)| at + c.len_utf8());
+    let scheme = &chunk[scheme_from..separator];
+    (!scheme.is_empty() && scheme.starts_with(|c: char| c.is_ascii_alphabetic()))
+        .then_some(scheme_from)
+}
+
+/// Where a further link starts inside `text` (the rest of a link after its scheme).
+pub(super) fn scheme_start_within(text: &str) -> Option<usize> {
+    let separator = text
+        .as_bytes()
+        .windows(3)
+        .position(|window| window == b"://")?;
+    let start = text[..separator]
+        .char_indices()
+        .rfind(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+        .map_or(0, |(at, c)| at + c.len_utf8());
+    (start < separator).then_some(start)
+}
+
+/// An e-mail address in `text`, lower-cased, if `text` is one.
+pub(super) fn push_email(text: &str, out: &mut Vec<Token>) -> bool {
+    let text = trim_trailing(text.trim_start_matches(['(', '[', '<']));
+    let Some((local, domain)) = text.rsplit_once('@') else {
+        return false;
+    };
+    let domain = domain.trim_end_matches('.');
+    // The address starts where its local part's characters start: `Contact:m@e`, `请联系m@e`
+    // and `<m@e` hold `m@e`.
+    let local_start = local
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(*c))
+        .last()
+        .map_or(local.len(), |(at, _)| at);
+    let local = local[local_start..].trim_start_matches('.');
+    let local_ok = !local.is_empty();
+    let domain_ok = domain.contains('.')
+        && !domain.starts_with('.')
+        && domain
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.'));
+    if local_ok && domain_ok {
+        out.push(Token::new(
+            Kind::Email,
+            format!("{local}@{domain}").to_lowercase(),
+        ));
+        true
+    } else {
+        false
+    }
+}
+
+/// Unreserved characters (RFC 3986 §2.3), which `%XX` must not hide.
+fn is_unreserved(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~')
+}
+
+/// `text` with each `%XX` whose byte `decode` accepts decoded, and the others' hex upper-cased.
+pub(super) fn percent_decoded(text: &str, decode: impl Fn(u8) -> bool) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%'
+            && let Some(hex) = bytes.get(at + 1..at + 3)
+            && let Ok(hex) = std::str::from_utf8(hex)
+            && let Ok(byte) = u8::from_str_radix(hex, 16)
+        {
+            if decode(byte) {
+                out.push(byte);
+            } else {
+                out.push(b'%');
+                out.extend(hex.to_ascii_uppercase().bytes());
+            }
+            at += 3;
+            continue;
+        }
+        out.push(bytes[at]);
+        at += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into())
+}
+
+/// A link in canonical form and its host: scheme and host lower-cased, user information and
+/// fragment dropped, the default port dropped, the path's dot segments resolved and its
+/// unreserved characters decoded. `None` when there is no host.
+pub(super) fn canonical_url(link: &str) -> Option<(String, String)> {
+    let (scheme, rest) = link.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let rest = rest.split('#').next().unwrap_or("");
+    // A backslash ends the authority as `/` does: browsers and WHATWG parsers read it so, and
+    // `https://evil.example\@good.example/` goes to evil.example.
+    let authority_end = rest.find(['/', '?', '\\']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let (host, port) = match host_port.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(']') || host.starts_with('[') => {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                (host, Some(port))
+            } else {
+                (host_port, None)
+            }
+        }
+        _ => (host_port, None),
+    };
+    // Lower-cased, not case-folded: `straße` and `strasse` are different hosts.
+    let host = percent_decoded(host, |_| true)
+        .trim_end_matches('.')
+        .to_lowercase();
+    // A host ends where host characters end (`evil.example](https` is `evil.example`).
+    let host: String = host
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '.' | '[' | ']' | ':' | '_'))
+        .collect();
+    let host = host.trim_end_matches('.').to_owned();
+    if host.is_empty() {
+        return None;
+    }
+    let port = match (scheme.as_str(), port) {
+        (_, Some(""))
+        | (_, None)
+        | ("http" | "ws", Some("80"))
+        | ("https" | "wss", Some("443")) => String::new(),
+        (_, Some(port)) => format!(":{}", port.trim_start_matches('0')),
+    };
+    let (path, query) = match tail.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (tail, None),
+    };
+    let path = resolved_path(&percent_decoded(&path.replace('\\', "/"), is_unreserved));
+    let mut url = format!("{scheme}://{host}{port}{path}");
+    if let Some(query) = query {
+        url.push('?');
+        url.push_str(&percent_decoded(query, is_unreserved));
+    }
+    Some((url, host))
+}
+
+/// A link's path with `.` and `..` segments resolved; empty is `/`.
+fn resolved_path(path: &str) -> String {
+    let mut segments: Vec<&str> = Vec::new();
+    let trailing = path.ends_with('/') || path.ends_with("/.") || path.ends_with("/..");
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            other => segments.push(other),
+        }
+    }
+    let mut out = format!("/{}", segments.join("/"));
+    if trailing && !segments.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// A file path in canonical form, if `chunk` is one: absolute (`/srv/a`), under the home
+/// directory (`~/a`) or a drive (`C:\a`), with at least two components.
+pub(super) fn canonical_path(chunk: &str) -> Option<String> {
+    let (root, rest) = if let Some(rest) = chunk.strip_prefix("~/") {
+        ("~/", rest)
+    } else if let Some(rest) = chunk.strip_prefix('/') {
+        ("/", rest)
+    } else {
+        let mut chars = chunk.chars();
+        match (chars.next(), chars.next(), chars.next()) {
+            (Some(drive), Some(':'), Some('\\' | '/')) if drive.is_ascii_alphabetic() => {
+                ("drive", &chunk[3..])
+            }
+            _ => return None,
+        }
+    };
+    let separators: &[char] = if root == "drive" {
+        &['\\', '/']
+    } else {
+        &['/']
+    };
+    let parts: Vec<&str> = rest
+        .split(separators)
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect();
+    let plausible = !parts.is_empty()
+        && (parts.len() >= 2 || root == "~/" || parts[0].contains('.'))
+        && parts
+            .iter()
+            .all(|part| part.chars().all(|c| !c.is_control()) && !part.contains("//"));
+    if !plausible {
+        return None;
+    }
+    Some(match root {
+        "drive" => format!("{}:\\{}", chunk[..1].to_ascii_lowercase(), parts.join("\\")),
+        root => format!("{root}{}", parts.join("/")),
+    })
+}

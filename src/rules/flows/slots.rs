@@ -113,25 +113,11 @@ impl Flows {
                     }
                 }
             };
-            for bucket in buckets {
-                let slot = RateSlot::new(
-                    "flow-record",
-                    history.window_ms,
-                    0,
-                    PolicyAction::Deny,
-                    Reason::from_static("recorded for a flow rule"),
-                )
-                .in_bucket(bucket)
-                .judged(1, Refuses::Never)
-                .of_flow()
-                // Whether such a call ran is all a flow rule asks: the latest one is kept.
-                .replacing();
-                slots.push(if history.by_principal {
-                    slot.across_sessions()
-                } else {
-                    slot
-                });
-            }
+            slots.extend(
+                buckets
+                    .into_iter()
+                    .map(|bucket| history.record_slot(bucket)),
+            );
         }
         slots
     }
@@ -157,28 +143,34 @@ impl Flows {
                 } else {
                     base
                 };
-                let slot = RateSlot::new(
-                    "flow-record",
-                    history.window_ms,
-                    0,
-                    PolicyAction::Deny,
-                    Reason::from_static("recorded for a flow rule"),
-                )
-                .in_bucket(bucket)
-                .judged(1, Refuses::Never)
-                .of_flow()
-                .replacing();
-                if history.by_principal {
-                    slot.across_sessions()
-                } else {
-                    slot
-                }
+                history.record_slot(bucket)
             })
             .collect()
     }
 }
 
 impl History {
+    /// The record of one event in `bucket`: it never refuses, and only whether such an event
+    /// happened is asked of it, so the latest one is kept.
+    fn record_slot(&self, bucket: String) -> RateSlot {
+        let slot = RateSlot::new(
+            "flow-record",
+            self.window_ms,
+            0,
+            PolicyAction::Deny,
+            Reason::from_static("recorded for a flow rule"),
+        )
+        .in_bucket(bucket)
+        .judged(1, Refuses::Never)
+        .of_flow()
+        .replacing();
+        if self.by_principal {
+            slot.across_sessions()
+        } else {
+            slot
+        }
+    }
+
     fn bucket_for(&self, caller: Option<&Principal>) -> String {
         if !self.by_principal {
             return self.bucket.clone();

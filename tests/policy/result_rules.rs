@@ -151,6 +151,61 @@ fn card_numbers_ibans_and_a_custom_pattern_are_redacted_and_say_so() {
     );
 }
 
+/// A redacting rule written first does not hide what it replaces from the rules after it: they
+/// read each text as the tool returned it, so the order rules are written in never lets a
+/// secret through unlabelled or a result through unwithheld.
+#[test]
+fn a_redacting_rule_written_first_hides_nothing_from_the_rules_after_it() {
+    let policy = |then: &str| {
+        format!(
+            r#"{{
+  "rules": [{{"id": "all", "tool": "*", "action": "allow", "reason": "r"}}],
+  "results": [
+    {{"id": "keys-out", "tool": "*", "detect": ["private_key"], "action": "redact", "reason": "r"}},
+    {then}
+  ],
+  "flows": [
+    {{"id": "nothing-leaves-after-secrets", "tool": "send", "action": "ask", "reason": "r",
+     "after": {{"label": "secret", "within": "session"}}}}
+  ]
+}}"#
+        )
+    };
+    let returned = Arc::new(Mutex::new(json!(format!("config:\n{KEY}\n"))));
+    let labelling = controller(
+        &policy(
+            r#"{"id": "secrets-seen", "tool": "*", "detect": ["private_key"], "action": "label", "label": "secret", "reason": "r"}"#,
+        ),
+        &returned,
+    );
+    let result = result_of(&labelling, "read");
+    assert!(
+        !result.is_error
+            && !result.content.contains("PRIVATE KEY")
+            && result.content.contains("keys-out"),
+        "{}",
+        result.content
+    );
+    assert_eq!(send(&labelling), "ask", "labelled though redacted first");
+    let withholding = controller(
+        &policy(
+            r#"{"id": "no-keys", "tool": "*", "detect": ["private_key"], "action": "withhold", "reason": "r"},
+               {"id": "secrets-seen", "tool": "*", "detect": ["private_key"], "action": "label", "label": "secret", "reason": "r"}"#,
+        ),
+        &returned,
+    );
+    let result = result_of(&withholding, "read");
+    assert!(
+        result.is_error && result.content.contains("no-keys"),
+        "{}",
+        result.content
+    );
+    // In structured content too, and a key only in a later text still withholds.
+    *returned.lock().unwrap() = json!({"a": "nothing", "b": [{"c": KEY}]});
+    let result = result_of(&withholding, "query");
+    assert!(result.is_error && result.structured.is_none(), "{result:?}");
+}
+
 #[test]
 fn an_oversized_result_is_withheld_and_says_the_tool_ran() {
     let returned = Arc::new(Mutex::new(json!("x".repeat(10_001))));

@@ -213,58 +213,92 @@ impl ResultRules {
     }
 
     /// Judges `result` of `tool` in place — withheld, or its matches redacted — and returns the
-    /// labels the session gets.
+    /// labels the session gets. One walk over the result's texts: in each, the rules that only
+    /// look (label, withhold) read it as the tool returned it, then the redacting rules replace
+    /// what they find, in order.
     pub(super) fn judge(&self, tool: &str, result: &mut ToolResult) -> Vec<String> {
         let rules: Vec<&Compiled> = self.rules.iter().filter(|rule| rule.covers(tool)).collect();
         if rules.is_empty() {
             return Vec::new();
         }
-        let size = result_size(result);
-        let mut labels = Vec::new();
-        let mut redacting = Vec::new();
-        for rule in rules {
-            let too_big = rule.max_bytes.is_some_and(|most| size > most);
-            let found = !(rule.detect.is_empty() && rule.pattern.is_none())
-                && any_text(result, |text| {
+        let size = rules
+            .iter()
+            .any(|rule| rule.max_bytes.is_some())
+            .then(|| result_size(result));
+        let mut hit: Vec<bool> = rules
+            .iter()
+            .map(|rule| {
+                rule.max_bytes
+                    .zip(size)
+                    .is_some_and(|(most, size)| size > most)
+            })
+            .collect();
+        if let Some(rule) = withholding(&rules, &hit) {
+            return withhold(result, rule);
+        }
+        let markers: Vec<String> = rules
+            .iter()
+            .map(|rule| format!("[redacted by result rule {:?}]", &*rule.id))
+            .collect();
+        let finds = |rule: &Compiled| !(rule.detect.is_empty() && rule.pattern.is_none());
+        for_each_text(result, &mut |text| {
+            for (index, rule) in rules.iter().enumerate() {
+                if rule.action != ResultAction::Redact && !hit[index] && finds(rule) {
                     let mut spans = Vec::new();
                     rule.spans(text, &mut spans);
-                    !spans.is_empty()
-                });
-            if !(too_big || found) {
-                continue;
-            }
-            match rule.action {
-                ResultAction::Withhold => {
-                    *result = ToolResult::error(
-                        std::mem::take(&mut result.call_id),
-                        format!(
-                            "the tool ran, but its result was withheld by result rule {:?}: {}",
-                            &*rule.id,
-                            rule.reason.as_str()
-                        ),
-                    );
-                    return Vec::new();
+                    hit[index] = !spans.is_empty();
                 }
-                ResultAction::Redact => redacting.push(rule),
-                ResultAction::Label => labels.extend(rule.label.clone()),
             }
+            for (index, rule) in rules.iter().enumerate() {
+                if rule.action == ResultAction::Redact && redact(text, rule, &markers[index]) {
+                    hit[index] = true;
+                }
+            }
+        });
+        if let Some(rule) = withholding(&rules, &hit) {
+            return withhold(result, rule);
         }
-        for rule in redacting {
-            let marker = format!("[redacted by result rule {:?}]", &*rule.id);
-            for_each_text(result, &mut |text| redact(text, rule, &marker));
-        }
+        let mut labels: Vec<String> = rules
+            .iter()
+            .zip(&hit)
+            .filter(|(rule, hit)| **hit && rule.action == ResultAction::Label)
+            .filter_map(|(rule, _)| rule.label.clone())
+            .collect();
         labels.sort();
         labels.dedup();
         labels
     }
 }
 
-/// `text` with every span `rule` finds replaced by `marker`.
-fn redact(text: &mut String, rule: &Compiled, marker: &str) {
+/// The first withholding rule that found something.
+fn withholding<'r>(rules: &[&'r Compiled], hit: &[bool]) -> Option<&'r Compiled> {
+    rules
+        .iter()
+        .zip(hit)
+        .find(|(rule, hit)| **hit && rule.action == ResultAction::Withhold)
+        .map(|(rule, _)| *rule)
+}
+
+/// Replaces `result` by an error saying the tool ran and `rule` withheld its result; a withheld
+/// result labels nothing (the model never sees it).
+fn withhold(result: &mut ToolResult, rule: &Compiled) -> Vec<String> {
+    *result = ToolResult::error(
+        std::mem::take(&mut result.call_id),
+        format!(
+            "the tool ran, but its result was withheld by result rule {:?}: {}",
+            &*rule.id,
+            rule.reason.as_str()
+        ),
+    );
+    Vec::new()
+}
+
+/// Replaces every span `rule` finds in `text` by `marker`; whether it found any.
+fn redact(text: &mut String, rule: &Compiled, marker: &str) -> bool {
     let mut spans = Vec::new();
     rule.spans(text, &mut spans);
     if spans.is_empty() {
-        return;
+        return false;
     }
     spans.sort_unstable();
     let mut out = String::with_capacity(text.len());
@@ -279,6 +313,7 @@ fn redact(text: &mut String, rule: &Compiled, marker: &str) {
     }
     out.push_str(&text[at..]);
     *text = out;
+    true
 }
 
 /// The bytes of a result: its text, and the JSON of its structured content and blocks.
@@ -293,29 +328,6 @@ fn result_size(result: &ToolResult) -> u64 {
 
 /// Object keys whose strings are not text: a block's type and media type, base64 payloads.
 const NOT_TEXT: [&str; 4] = ["type", "mimeType", "data", "blob"];
-
-/// Whether `holds` holds of any text of `result`.
-fn any_text(result: &ToolResult, holds: impl Fn(&str) -> bool) -> bool {
-    fn in_value(value: &Value, holds: &dyn Fn(&str) -> bool) -> bool {
-        match value {
-            Value::String(text) => holds(text),
-            Value::Array(items) => items.iter().any(|item| in_value(item, holds)),
-            Value::Object(map) => map
-                .iter()
-                .any(|(key, item)| !NOT_TEXT.contains(&key.as_str()) && in_value(item, holds)),
-            _ => false,
-        }
-    }
-    holds(&result.content)
-        || result
-            .structured
-            .as_ref()
-            .is_some_and(|value| in_value(value, &holds))
-        || result
-            .blocks
-            .as_ref()
-            .is_some_and(|blocks| blocks.content.iter().any(|block| in_value(block, &holds)))
-}
 
 /// Calls `change` on every text of `result`.
 fn for_each_text(result: &mut ToolResult, change: &mut dyn FnMut(&mut String)) {

@@ -38,6 +38,34 @@ fn stdio_gateway(work: &Work, python: &str) -> serde_json::Value {
     json!({"stdio": [GATEWAY, "--policy", policy, "--", python, rich_upstream()]})
 }
 
+/// A policy that allows every tool but watches every result: provenance recorded (`sources`, a
+/// provenance flow rule), every detector labelling, a pattern redacting and a size withholding —
+/// none of which any result of the rich upstream meets.
+fn allow_all_watching(work: &Work) -> PathBuf {
+    work.write(
+        "policy.json",
+        r#"{
+  "rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "transparency"}],
+  "sources": {"untrusted": ["*"]},
+  "results": [
+    {"id": "secrets-seen", "tool": "*",
+     "detect": ["private_key", "cloud_token", "api_token", "card_number", "iban"],
+     "action": "label", "label": "secret", "reason": "a secret reached the model"},
+    {"id": "never-here", "tool": "*", "pattern": "NEVER-IN-A-RESULT-[0-9]+", "action": "redact",
+     "reason": "not in any result"},
+    {"id": "huge", "tool": "*", "max_bytes": 10000000, "action": "withhold", "reason": "too big"}
+  ],
+  "flows": [
+    {"id": "path-from-a-trusted-result", "tool": "read_file", "action": "ask",
+     "reason": "no tool is trusted: never holds, but every result is recorded",
+     "provenance": {"pointer": "/path", "seen_in": ["trusted"]}},
+    {"id": "quiet-after-secrets", "tool": "read_file", "action": "ask", "reason": "a secret was read",
+     "after": {"label": "secret", "within": "session"}}
+  ]
+}"#,
+    )
+}
+
 /// `serve` over Streamable HTTP, the rich upstream under its own names, one API key.
 fn http_gateway(work: &Work, python: &str) -> (Served, serde_json::Value) {
     allow_all(work);
@@ -89,6 +117,22 @@ fn python_sdk_results_pass_through_stdio_unchanged_on_both_revisions() {
     let Some(python) = python() else { return };
     let work = Work::new("transparency-python-stdio");
     let gateway = stdio_gateway(&work, python.to_str().expect("a UTF-8 path"));
+    for mode in ["legacy", "2026-07-28"] {
+        python_checks(mode, &python, gateway.clone());
+    }
+}
+
+/// The return path watches without touching: with provenance recorded and result rules that
+/// meet nothing, every block type, annotation, `_meta` and `structuredContent` (beside the tool's
+/// own text) still passes unchanged.
+#[test]
+fn python_sdk_results_pass_through_unchanged_while_result_rules_and_provenance_watch() {
+    let Some(python) = python() else { return };
+    let python_path = python.to_str().expect("a UTF-8 path");
+    let work = Work::new("transparency-python-watching");
+    let policy = allow_all_watching(&work);
+    let gateway =
+        json!({"stdio": [GATEWAY, "--policy", policy, "--", python_path, rich_upstream()]});
     for mode in ["legacy", "2026-07-28"] {
         python_checks(mode, &python, gateway.clone());
     }

@@ -29,7 +29,8 @@ work.mkdir(parents=True, exist_ok=True)
 record_path = work / "record.jsonl"
 policy_path = work / "policy.json"
 audit_path = work / "audit.jsonl"
-for path in (record_path, audit_path):
+log_path = work / "gateway.log"
+for path in (record_path, audit_path, log_path):
     path.unlink(missing_ok=True)
 record_path.touch()
 policy_path.write_text(json.dumps({
@@ -89,11 +90,15 @@ def ran(result) -> bool:
 
 
 async def main() -> None:
+    # At the debug level, its log kept in a file: no value a call, a result or the person's
+    # request carried may reach it.
     params = StdioServerParameters(
-        command=gateway,
-        args=["--policy", str(policy_path), "--audit", str(audit_path), "--",
+        command="/bin/sh",
+        args=["-c", 'exec "$0" "$@" 2>>"$GATEWAY_LOG"', gateway,
+              "--policy", str(policy_path), "--audit", str(audit_path), "--",
               sys.executable, str(HERE / "provenance_upstream.py")],
-        env={**os.environ, "TOOLGATE_MCP_RECORD": str(record_path)},
+        env={**os.environ, "TOOLGATE_MCP_RECORD": str(record_path),
+             "TOOLGATE_LOG": "debug", "GATEWAY_LOG": str(log_path)},
     )
     async with Client(params, mode=mode, elicitation_callback=person) as client:
         mail = await call(client, "read_mail", {})
@@ -136,6 +141,13 @@ async def main() -> None:
           all(value not in audit for value in (ATTACKER_IBAN, PERSONS_IBAN, "FR14 2004")), "")
     check("the audit log names the provenance rule that held the payment",
           "payee-not-from-person" in audit, "")
+    log = log_path.read_text(encoding="utf-8")
+    check("the gateway's log was kept", "serving MCP over stdio" in log, log[-2000:])
+    leaked = [value for value in (ATTACKER_IBAN, PERSONS_IBAN, PAYEE_IBAN, "DE89 3704", "FR14 2004",
+                                  "pay my rent", "evil.example", "EVIL.EXAMPLE", "Lunch at noon")
+              if value in log]
+    check("the debug log holds no value a call, a result or the person's request carried",
+          leaked == [], leaked)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

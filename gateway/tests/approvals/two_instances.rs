@@ -1,7 +1,8 @@
 //! Two real gateway processes behind one "load balancer" (the client picks), sharing one
 //! PostgreSQL server for approvals, audit and rate limits, and one request-state key: an
-//! approval held through one is answered through the other and runs once, and a rate limit is
-//! counted across both although each has a config file of its own. Checks in
+//! approval held through one is answered through the other and runs once, a value one's result
+//! carried is known to the other's provenance rules, and a rate limit is counted across both
+//! although each has a config file of its own. Checks in
 //! `tests/mcp/two_instances.py` (the official Python SDK).
 //!
 //! Needs `TOOLGATE_PG_URL` (`.ci/postgres`) and `TOOLGATE_MCP_PYTHON`; with `CI` set a missing
@@ -76,6 +77,9 @@ fn an_approval_held_by_one_instance_is_answered_through_another_and_runs_once() 
             "policy.json",
             r#"{"rules": [{"id": "write", "tool": "h__write", "action": "ask", "reason": "a person confirms writes"},
                           {"id": "echo", "tool": "h__echo", "action": "allow", "reason": "harmless"}],
+                "flows": [{"id": "path-from-a-result", "tool": "h__write", "action": "deny",
+                           "reason": "a path only a tool's result named",
+                           "provenance": {"pointer": "/path", "seen_in": ["untrusted"]}}],
                 "limits": [{"id": "echoes", "tool": "h__echo", "max": 5, "per": "hour", "over": "deny",
                             "reason": "at most 5 echoes an hour, counted across instances"}]}"#,
         );
@@ -105,7 +109,7 @@ fn an_approval_held_by_one_instance_is_answered_through_another_and_runs_once() 
     let (stdout, stderr) = text(&output);
     println!("{stdout}");
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("6 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("8 passed, 0 failed"), "{stdout}");
     the_approvals_cli_answers_on_postgres_and_exits_as_documented(&work, &pg);
     // A serving gateway on PostgreSQL (approvals, audit, counters) stops on SIGTERM with exit 0:
     // its blocking clients are dropped off the async runtime, never inside it (exit 101 before).

@@ -115,6 +115,16 @@ pub fn serve_raw_with(
     listen: &str,
     env: &[(&str, &str)],
 ) -> (std::process::Child, u16, u16) {
+    serve_raw_policy(work, listen, env, None)
+}
+
+/// As [`serve_raw_with`], with `policy` in place of the hostile upstream's allow-all policy.
+pub fn serve_raw_policy(
+    work: &Work,
+    listen: &str,
+    env: &[(&str, &str)],
+    policy: Option<&str>,
+) -> (std::process::Child, u16, u16) {
     let (mcp, admin) = (free_port(), free_port());
     let extra = format!(
         "[listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n{listen}\n\
@@ -124,6 +134,9 @@ pub fn serve_raw_with(
         sha256(BOB_KEY)
     );
     let config = work.hostile_config("serve", &extra);
+    if let Some(policy) = policy {
+        work.write("policy.json", policy);
+    }
     let child = std::process::Command::new(GATEWAY)
         .args(["serve", "--config"])
         .arg(&config)

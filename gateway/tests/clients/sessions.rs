@@ -62,6 +62,109 @@ fn a_session_answers_only_the_principal_that_opened_it() {
     assert_eq!(gone.status, 404);
 }
 
+/// The person's request (`_meta["dev.toolgate/personRequest"]`) counts for the principal whose
+/// key carried it, and only on a session that principal opened: Bob naming a path, on his own
+/// session or on Alice's, never makes it Alice's person's word.
+#[test]
+fn a_persons_request_counts_only_for_the_principal_whose_session_carried_it() {
+    let work = Work::new("sessions-person-request");
+    let policy = r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "flows decide"}],
+        "flows": [{"id": "path-the-person-named", "tool": "h__write", "action": "deny",
+                   "reason": "a path the person did not name",
+                   "provenance": {"pointer": "/path", "not_seen_in": ["person"]}}]}"#;
+    let (child, port, _) = serve_raw_policy(&work, "", &[], Some(policy));
+    let _stopped = Stopped(child);
+    let (alice, bob) = (opened(port, ALICE_KEY), opened(port, BOB_KEY));
+    let call = |key: &str, session: &str, id: u32, tool: &str, arguments: &str, person: &str| {
+        let meta = if person.is_empty() {
+            String::new()
+        } else {
+            format!(r#","_meta":{{"dev.toolgate/personRequest":"{person}"}}"#)
+        };
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}{meta}}}}}"#
+        );
+        request(port, "POST", key, &[("Mcp-Session-Id", session)], &body)
+    };
+    let writes = || {
+        work.read("record.jsonl")
+            .matches(r#""tool": "write""#)
+            .count()
+    };
+    let named = call(
+        BOB_KEY,
+        &bob,
+        3,
+        "h__echo",
+        r#"{"text":"hi"}"#,
+        "please write /srv/bobs/notes",
+    );
+    assert_eq!(named.status, 200, "{}{}", named.head, named.body);
+    let denied = call(
+        ALICE_KEY,
+        &alice,
+        4,
+        "h__write",
+        r#"{"path":"/srv/bobs/notes"}"#,
+        "",
+    );
+    assert!(
+        denied.body.contains("path-the-person-named") && writes() == 0,
+        "alice writes what only bob's person named: {}",
+        denied.body
+    );
+    // Bob's key on Alice's session: no such session, nothing recorded for anyone.
+    let foreign = call(
+        BOB_KEY,
+        &alice,
+        5,
+        "h__echo",
+        r#"{"text":"hi"}"#,
+        "write /srv/shared/x",
+    );
+    assert_eq!(foreign.status, 404, "{}", foreign.head);
+    let still = call(
+        ALICE_KEY,
+        &alice,
+        6,
+        "h__write",
+        r#"{"path":"/srv/shared/x"}"#,
+        "",
+    );
+    assert!(
+        still.body.contains("path-the-person-named") && writes() == 0,
+        "{}",
+        still.body
+    );
+    // Bob writes what his person named; Alice writes what hers names.
+    let ran = call(
+        BOB_KEY,
+        &bob,
+        7,
+        "h__write",
+        r#"{"path":"/srv/bobs/notes"}"#,
+        "",
+    );
+    assert!(
+        !ran.body.contains("path-the-person-named") && writes() == 1,
+        "{}",
+        ran.body
+    );
+    let hers = call(
+        ALICE_KEY,
+        &alice,
+        8,
+        "h__write",
+        r#"{"path":"/srv/shared/x"}"#,
+        "write /srv/shared/x please",
+    );
+    assert!(
+        !hers.body.contains("path-the-person-named") && writes() == 2,
+        "{}",
+        hers.body
+    );
+}
+
 #[test]
 fn sessions_are_capped_per_principal_and_in_all_and_idle_ones_close() {
     let work = Work::new("sessions-capped");

@@ -20,6 +20,28 @@ pub(crate) fn fold_case(text: &str) -> String {
     text.to_uppercase().to_lowercase()
 }
 
+/// `text` — a name or id someone else wrote — quoted for a person to read: cut to `max_chars`
+/// characters (saying so with `…`), quotes and backslashes escaped, and every character that
+/// shows nothing ([`is_invisible`]) spelled `\u{…}`, so it can neither hide nor reorder text.
+pub(crate) fn quoted_for_person(text: &str, max_chars: usize) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars().take(max_chars) {
+        if is_invisible(c) && !c.is_control() {
+            out.extend(c.escape_unicode());
+        } else if c == '\'' {
+            out.push(c);
+        } else {
+            out.extend(c.escape_debug());
+        }
+    }
+    out.push('"');
+    if text.chars().nth(max_chars).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// Whether `c` shows nothing where it stands: a control character, a Unicode
 /// `Default_Ignorable_Code_Point` (zero-width spaces and joiners, bidi controls, variation
 /// selectors, the soft hyphen, tag characters, …) or a format character (`Cf`: interlinear
@@ -126,6 +148,18 @@ pub(crate) fn normalized_value(value: &serde_json::Value) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quoted_name_spells_out_what_shows_nothing_and_is_cut() {
+        assert_eq!(quoted_for_person("mail-1", 64), r#""mail-1""#);
+        assert_eq!(quoted_for_person("it's", 64), r#""it's""#);
+        assert_eq!(
+            quoted_for_person("a\u{202e}b\u{200b}c\u{3164}\"\\\n", 64),
+            r#""a\u{202e}b\u{200b}c\u{3164}\"\\\n""#
+        );
+        assert_eq!(quoted_for_person("abcdef", 3), "\"abc\"…");
+        assert_eq!(quoted_for_person("abc", 3), "\"abc\"");
+    }
 
     #[test]
     fn invisible_characters_are_the_controls_default_ignorables_and_format_characters() {

@@ -140,10 +140,12 @@ impl ToolController {
         };
         let seen = match self.seen_at.get(&key) {
             Some((tool, call_id)) => {
-                // A call id comes from the model's provider: bounded, and quoted escaped.
-                let call_id: String = call_id.chars().take(64).collect();
+                // A call id comes from the model's provider or an MCP client: bounded, and every
+                // character that could hide or reorder the reason a person reads spelled out.
                 format!(
-                    "the value was last seen in the result of call {call_id:?} of tool {tool:?}"
+                    "the value was last seen in the result of call {} of tool {}",
+                    crate::text::quoted_for_person(&call_id, 64),
+                    crate::text::quoted_for_person(&tool, 128)
                 )
             }
             None => "no result returned here carried the value".to_owned(),

@@ -12,6 +12,9 @@ use std::hint::black_box;
 #[path = "shapes/many_keys.rs"]
 mod shapes;
 
+#[path = "shapes/provenance.rs"]
+mod provenance;
+
 use serde_json::{Value, json};
 use toolgate::approvals::PendingApprovals;
 use toolgate::rules::{Condition, PolicyConfig, RuleConfig};
@@ -55,6 +58,11 @@ const SCENARIOS: &[&str] = &[
     "policy_subcommands_10000_best_allow",
     "policy_subcommands_10000_worst_allow",
     "policy_subcommands_10000_random_allow",
+    "provenance_result_10kb_plain",
+    "provenance_result_10kb_recorded",
+    "provenance_one_flow_rule",
+    "provenance_one_condition",
+    "provenance_session_1000_results",
 ];
 
 /// The counted region: callgrind's `--toggle-collect=*measured*` counts only what runs inside.
@@ -369,6 +377,53 @@ fn main() {
             let (count, which) = rest.split_once('_').unwrap_or((rest, "best"));
             let count: usize = count.parse().expect("a rule count");
             many_keys(iterations, count, which, paths);
+        }
+        "provenance_result_10kb_plain" => {
+            let plain = provenance::controller("");
+            repeat(
+                iterations,
+                || (),
+                |()| provenance::allowed(&plain, "read_page", json!({})),
+            );
+        }
+        "provenance_result_10kb_recorded" => {
+            // A fresh session every 400 results (made outside the count): a session's bound
+            // (100,000 values) is never reached, as in `benches/provenance.rs`.
+            let session = std::cell::RefCell::new(provenance::controller(provenance::PROVENANCE));
+            let made = std::cell::Cell::new(0_u64);
+            repeat(
+                iterations,
+                || {
+                    made.set(made.get() + 1);
+                    if made.get().is_multiple_of(400) {
+                        *session.borrow_mut() = provenance::controller(provenance::PROVENANCE);
+                    }
+                },
+                |()| provenance::allowed(&session.borrow(), "read_page", json!({})),
+            );
+        }
+        "provenance_one_flow_rule" => {
+            let flowing = provenance::controller(provenance::FLOW);
+            let payee = json!({"iban": provenance::PAYEE});
+            repeat(
+                iterations,
+                || payee.clone(),
+                |payee| provenance::allowed(&flowing, "send_money", payee),
+            );
+        }
+        "provenance_one_condition" | "provenance_session_1000_results" => {
+            let results = if scenario == "provenance_one_condition" {
+                10
+            } else {
+                1_000
+            };
+            let session = provenance::session_with(results);
+            let payee = json!({"iban": provenance::PAYEE});
+            repeat(
+                iterations,
+                || payee.clone(),
+                |payee| provenance::allowed(&session, "send_money", payee),
+            );
         }
         other => {
             eprintln!("unknown scenario {other}; one of: {}", SCENARIOS.join(" "));

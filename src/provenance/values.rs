@@ -26,12 +26,13 @@ impl Scope {
     /// The counter holding digest `digest` as seen in `source` (`u`, `t`, `p` or a named
     /// source's name).
     pub(crate) fn bucket(&self, source: &str, digest: &str) -> String {
-        format!("prov:{source}:{}:{digest}", self.0)
+        // Built by hand: `format!` costs about ten times as much, twice for every value.
+        ["prov:", source, ":", &self.0, ":", digest].concat()
     }
 
     /// A value's key in [`SeenAt`](super::SeenAt).
     pub(crate) fn value_key(&self, digest: &str) -> String {
-        format!("{}:{digest}", self.0)
+        [&self.0, ":", digest].concat()
     }
 
     /// The counter marking this scope overflowed.

@@ -451,7 +451,12 @@ async fn a_secret_or_a_size_only_in_content_blocks_is_judged() {
     // The parts add up: under the bound together passes, over it together is withheld.
     *blocks.lock().unwrap() = vec![json!({"type": "image", "mimeType": "image/png",
                                           "data": "A".repeat(300)})];
-    assert_eq!(outcome_word(run("fetch").await), "allow");
+    *structured.lock().unwrap() = Some(json!({"note": "n".repeat(30)}));
+    assert_eq!(
+        outcome_word(run("fetch").await),
+        "allow",
+        "about 380 bytes in all"
+    );
     *blocks.lock().unwrap() = vec![json!({"type": "image", "mimeType": "image/png",
                                           "data": "A".repeat(2500)})];
     *structured.lock().unwrap() = Some(json!({"note": "n".repeat(3000)}));

@@ -110,6 +110,58 @@ pub(super) fn percent_decoded(text: &str, decode: impl Fn(u8) -> bool) -> String
 /// fragment dropped, the default port dropped, the path's dot segments resolved and its
 /// unreserved characters decoded. `None` when there is no host.
 pub(super) fn canonical_url(link: &str) -> Option<(String, String)> {
+    plain_url(link).or_else(|| respelled_url(link))
+}
+
+/// The canonical form of a link already in it — lower-case scheme and host, no port, escape,
+/// backslash, fragment, user, empty or dot segment — which is most links: the link itself (and
+/// `/` for an empty path), without the allocations of [`respelled_url`]. `None` for any other
+/// link; the two agree wherever this one answers (a property test holds them to it).
+fn plain_url(link: &str) -> Option<(String, String)> {
+    let (scheme, rest) = link.split_once("://")?;
+    let plain_scheme = !scheme.is_empty()
+        && scheme.bytes().all(|byte| {
+            byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'+' | b'-' | b'.')
+        });
+    let plain_rest = rest.bytes().all(|byte| {
+        byte.is_ascii_graphic() && !matches!(byte, b'%' | b'\\' | b'#' | b'@' | b'[' | b']')
+    });
+    if !(plain_scheme && plain_rest) {
+        return None;
+    }
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (host, tail) = rest.split_at(authority_end);
+    let plain_host = !host.is_empty()
+        && !host.ends_with('.')
+        && host.bytes().all(|byte| {
+            byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'-' | b'.')
+        });
+    let (path, query) = match tail.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (tail, None),
+    };
+    let plain_path = !path.contains("//")
+        && path
+            .split('/')
+            .skip(1)
+            .all(|segment| segment != "." && segment != "..");
+    if !(plain_host && plain_path) {
+        return None;
+    }
+    let mut url = String::with_capacity(link.len() + 1);
+    url.push_str(scheme);
+    url.push_str("://");
+    url.push_str(host);
+    url.push_str(if path.is_empty() { "/" } else { path });
+    if let Some(query) = query {
+        url.push('?');
+        url.push_str(query);
+    }
+    Some((url, host.to_owned()))
+}
+
+/// The canonical form of any link (see the module's table of spellings).
+fn respelled_url(link: &str) -> Option<(String, String)> {
     let (scheme, rest) = link.split_once("://")?;
     let scheme = scheme.to_ascii_lowercase();
     let rest = rest.split('#').next().unwrap_or("");
@@ -220,4 +272,58 @@ pub(super) fn canonical_path(chunk: &str) -> Option<String> {
         "drive" => format!("{}:\\{}", chunk[..1].to_ascii_lowercase(), parts.join("\\")),
         root => format!("{root}{}", parts.join("/")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{plain_url, respelled_url};
+
+    proptest! {
+        /// Wherever the shortcut answers, it answers as the general canonicalisation does.
+        #[test]
+        fn a_plain_link_is_canonical_as_any_link_is(
+            scheme in "(http|https|HTTP|h2+x|ftp)",
+            rest in prop_oneof![
+                r"[a-zA-Z0-9:/?#%@.\\~_=&\[\]-]{0,40}",
+                // Mostly plain: the shortcut answers for many of these.
+                r"[a-z0-9.-]{1,12}(/[a-z0-9._~-]{0,6}){0,4}(\?[a-z0-9=&./?-]{0,12})?",
+            ],
+        ) {
+            let link = format!("{scheme}://{rest}");
+            if let Some(plain) = plain_url(&link) {
+                prop_assert_eq!(Some(plain), respelled_url(&link), "{}", link);
+            }
+        }
+    }
+
+    #[test]
+    fn the_shortcut_answers_for_plain_links_only() {
+        assert_eq!(
+            plain_url("https://reports.example/12/q3?lang=en"),
+            Some((
+                "https://reports.example/12/q3?lang=en".to_owned(),
+                "reports.example".to_owned()
+            ))
+        );
+        assert_eq!(
+            plain_url("https://a.example"),
+            Some(("https://a.example/".to_owned(), "a.example".to_owned()))
+        );
+        for respelled in [
+            "HTTPS://a.example/",
+            "https://A.example/",
+            "https://a.example:443/",
+            "https://a.example/%7e",
+            "https://a.example/./x",
+            "https://a.example//x",
+            "https://a.example/x#top",
+            "https://u@a.example/",
+            "https://a.example\\@b.example/",
+            "https://a.example./",
+        ] {
+            assert_eq!(plain_url(respelled), None, "{respelled}");
+        }
+    }
 }

@@ -30,8 +30,8 @@ use addresses::{
     canonical_path, canonical_url, percent_decoded, push_email, scheme_start, scheme_start_within,
     strip_prefix_ignore_case,
 };
+use numbers::NumberScan;
 pub(crate) use numbers::iban_checks;
-use numbers::numbers_and_ibans;
 
 /// What kind of value a token is: part of its digest, so an IBAN and the same characters as
 /// text never meet.
@@ -130,22 +130,64 @@ fn scan(text: &str, out: &mut Vec<Token>) {
         let unescaped = text.replace("\\/", "/");
         return scan(&unescaped, out);
     }
-    let chunks: Vec<(usize, &str)> = chunks(text);
-    for (index, &(start, chunk)) in chunks.iter().enumerate() {
-        let found = chunk_tokens(chunk, out);
-        // A link that ends a line and a line that starts with more of one: also the joined link.
-        if found == Some(Kind::Url)
-            && let Some(&(next_start, next)) = chunks.get(index + 1)
-        {
-            let between = &text[start + chunk.len()..next_start];
-            if (between == "\n" || between == "\r\n") && looks_like_link_rest(next) {
-                let joined = format!("{chunk}{next}");
-                chunk_tokens(&joined, out);
-            }
+    // One pass over the bytes, a table lookup each: only chunks holding a byte a link,
+    // address, path or handle needs are read (most chunks are words), and only digits start a
+    // number or an IBAN's check digits.
+    let bytes = text.as_bytes();
+    let mut numbers = NumberScan::default();
+    let mut chunks_from = 0;
+    for (at, byte) in bytes.iter().enumerate() {
+        let class = BYTE_CLASS[usize::from(*byte)];
+        if class == 0 {
+            continue;
+        }
+        if class == DIGIT {
+            numbers.at_digit(bytes, at, out);
+        } else if at >= chunks_from {
+            chunks_from = chunk_at(text, chunks_from, at, out);
         }
     }
-    numbers_and_ibans(text, out);
 }
+
+/// Reads the chunk holding byte `inside` (not starting before `floor`); where it ends.
+fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> usize {
+    let start = chunk_start(text, floor, inside);
+    let end = chunk_end(text, inside);
+    let chunk = &text[start..end];
+    // A link that ends a line and a line that starts with more of one: also the joined link.
+    if chunk_tokens(chunk, out) == Some(Kind::Url)
+        && let Some((next_start, next_end)) = next_chunk(text, end)
+    {
+        let between = &text[end..next_start];
+        let next = &text[next_start..next_end];
+        if (between == "\n" || between == "\r\n") && looks_like_link_rest(next) {
+            let joined = format!("{chunk}{next}");
+            chunk_tokens(&joined, out);
+        }
+    }
+    end.max(inside + 1)
+}
+
+/// A byte's class for the scan: a digit, one without which a chunk holds no link, address,
+/// path or handle (what [`chunk_tokens`] looks for first: a scheme's `:`, `@`, `#`, `/`, `\\`,
+/// `~`, a dot), or neither (0).
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut index = 0;
+    let bytes = b":@#/\\~.";
+    while index < bytes.len() {
+        table[bytes[index] as usize] = CHUNK;
+        index += 1;
+    }
+    let mut digit = b'0';
+    while digit <= b'9' {
+        table[digit as usize] = DIGIT;
+        digit += 1;
+    }
+    table
+};
+const CHUNK: u8 = 1;
+const DIGIT: u8 = 2;
 
 /// The whole of `text` as one value: the canonical form of the one link, address, IBAN,
 /// number, path or handle it is, else the text itself (folded, white space collapsed). `None`
@@ -175,8 +217,11 @@ pub(crate) fn whole(text: &str) -> Option<Token> {
     if kinds(Kind::Iban) == 1 && kinds(Kind::Email) == 0 {
         return inside.into_iter().find(|token| token.kind == Kind::Iban);
     }
-    let mut found = Vec::new();
-    numbers_and_ibans(trimmed, &mut found);
+    // The scan above read the numbers and IBANs too.
+    let mut found: Vec<Token> = inside
+        .into_iter()
+        .filter(|token| matches!(token.kind, Kind::Number | Kind::Iban))
+        .collect();
     if let [only] = found.as_slice() {
         let digits_only: String = trimmed
             .chars()
@@ -227,42 +272,41 @@ fn fold(text: &str) -> String {
     crate::text::fold_case(text)
 }
 
-/// The white-space separated chunks of `text`, with their byte offsets; quotes and angle
-/// brackets, which never belong to a value, separate too.
-fn chunks(text: &str) -> Vec<(usize, &str)> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len() / 6);
-    let mut start = None;
-    let mut at = 0;
-    while at < bytes.len() {
-        let byte = bytes[at];
-        // ASCII a byte at a time; any other character decoded.
-        let (separates, width) = if byte.is_ascii() {
-            let separates = byte.is_ascii_whitespace()
-                || byte.is_ascii_control()
-                || matches!(byte, b'"' | b'<' | b'>' | b'`' | b'|');
-            (separates, 1)
-        } else {
-            let c = text[at..].chars().next().unwrap_or(' ');
-            (
-                c.is_whitespace() || c.is_control() || is_closing_punctuation(c),
-                c.len_utf8(),
-            )
-        };
-        match (separates, start) {
-            (true, Some(from)) => {
-                out.push((from, &text[from..at]));
-                start = None;
-            }
-            (false, None) => start = Some(at),
-            _ => {}
+/// Whether `c` separates chunks: white space, controls, and quotes and angle brackets, which
+/// never belong to a value.
+fn separates(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_whitespace() || c.is_ascii_control() || matches!(c, '"' | '<' | '>' | '`' | '|')
+    } else {
+        c.is_whitespace() || c.is_control() || is_closing_punctuation(c)
+    }
+}
+
+/// Where the chunk holding byte `inside` starts: after the last separator before it, and not
+/// before `floor`.
+fn chunk_start(text: &str, floor: usize, inside: usize) -> usize {
+    let mut start = inside;
+    for (offset, c) in text[floor..inside].char_indices().rev() {
+        if separates(c) {
+            break;
         }
-        at += width;
+        start = floor + offset;
     }
-    if let Some(from) = start {
-        out.push((from, &text[from..]));
-    }
-    out
+    start
+}
+
+/// Where the chunk holding byte `inside` ends: at the first separator after it.
+fn chunk_end(text: &str, inside: usize) -> usize {
+    text[inside..]
+        .char_indices()
+        .find(|&(_, c)| separates(c))
+        .map_or(text.len(), |(offset, _)| inside + offset)
+}
+
+/// The chunk after byte `from` (a separator or the end), as its start and end.
+fn next_chunk(text: &str, from: usize) -> Option<(usize, usize)> {
+    let start = from + text[from..].char_indices().find(|&(_, c)| !separates(c))?.0;
+    Some((start, chunk_end(text, start)))
 }
 
 /// Whether `next` can be the rest of a link broken at a line end: no sentence punctuation
@@ -278,31 +322,47 @@ fn looks_like_link_rest(next: &str) -> bool {
 pub(super) fn trim_trailing(mut value: &str) -> &str {
     // The brackets counted once (not at every character stripped: a run of `)` would cost
     // quadratic time), then kept in step as characters go.
-    let count = |open: char, close: char| {
-        value.chars().fold(0_i64, |balance, c| {
-            balance + i64::from(c == open) - i64::from(c == close)
+    // Counted only when a closing bracket ends the value: most values end in a letter.
+    let count = |value: &str| {
+        value.chars().fold([0_i64; 3], |mut balance, c| {
+            match c {
+                '(' => balance[0] += 1,
+                ')' => balance[0] -= 1,
+                '[' => balance[1] += 1,
+                ']' => balance[1] -= 1,
+                '{' => balance[2] += 1,
+                '}' => balance[2] -= 1,
+                _ => {}
+            }
+            balance
         })
     };
-    let mut balance = [count('(', ')'), count('[', ']'), count('{', '}')];
+    let mut counted: Option<[i64; 3]> = None;
     loop {
         let Some(last) = value.chars().last() else {
             return value;
         };
+        if last.is_ascii_alphanumeric() || last == '/' {
+            return value;
+        }
+        let mut balance = |at: usize| counted.get_or_insert_with(|| count(value))[at] < 0;
         let strip = match last {
             '.' | ',' | ';' | ':' | '!' | '?' | '\'' | '*' | '_' | '|' => true,
-            ')' => balance[0] < 0,
-            ']' => balance[1] < 0,
-            '}' => balance[2] < 0,
+            ')' => balance(0),
+            ']' => balance(1),
+            '}' => balance(2),
             c => is_closing_punctuation(c),
         };
         if !strip {
             return value;
         }
-        match last {
-            ')' => balance[0] += 1,
-            ']' => balance[1] += 1,
-            '}' => balance[2] += 1,
-            _ => {}
+        if let Some(balance) = &mut counted {
+            match last {
+                ')' => balance[0] += 1,
+                ']' => balance[1] += 1,
+                '}' => balance[2] += 1,
+                _ => {}
+            }
         }
         value = &value[..value.len() - last.len_utf8()];
     }

@@ -1,56 +1,78 @@
-//! Long numbers and IBANs, found by a byte scan of the text.
+//! Long numbers and IBANs, read from the digits a scan of the text finds.
 
 use super::{Kind, Token};
 
-/// Long numbers (6 digits or more; spaces, `-` and `.` between digit groups dropped) and
-/// IBANs whose check digits hold, anywhere in `text`. Read as bytes: every character either
-/// takes part in is ASCII, and any other character (an accented letter, a dash) ends a word.
-pub(super) fn numbers_and_ibans(text: &str, out: &mut Vec<Token>) {
-    let bytes = text.as_bytes();
-    if !bytes.iter().any(u8::is_ascii_digit) {
-        return;
-    }
-    let mut at = 0;
-    while at < bytes.len() {
-        let byte = bytes[at];
-        let word_start = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
-        if word_start
-            && byte.is_ascii_alphabetic()
-            && let Some((iban, used)) = iban_at(&bytes[at..])
+/// Where the number scan stands: the first byte it has not read.
+#[derive(Debug, Default)]
+pub(super) struct NumberScan {
+    at: usize,
+}
+
+impl NumberScan {
+    /// Reads the long number (6 digits or more; spaces, `-` and `.` between digit groups
+    /// dropped) or IBAN (check digits holding) that the digit at `digit` may start or be the
+    /// check digits of; called for digits in order. Read as bytes: every character either takes
+    /// part in is ASCII, and any other character (an accented letter, a dash) ends a word.
+    ///
+    /// A number starts at a digit that starts a word; an IBAN at a word's first letter, two
+    /// before its first digit. No other digit of a word starts anything, so a digit that starts
+    /// neither moves the scan past its word.
+    pub(super) fn at_digit(&mut self, bytes: &[u8], digit: usize, out: &mut Vec<Token>) {
+        if digit < self.at {
+            return;
+        }
+        let mut word = digit;
+        while word > 0 && bytes[word - 1].is_ascii_alphanumeric() {
+            word -= 1;
+        }
+        if word == digit {
+            self.at = number_at(bytes, digit, out);
+            return;
+        }
+        if word + 2 == digit
+            && word >= self.at
+            && bytes[word].is_ascii_alphabetic()
+            && bytes[word + 1].is_ascii_alphabetic()
+            && let Some((iban, used)) = iban_at(&bytes[word..])
         {
             out.push(Token::new(Kind::Iban, iban));
-            at += used;
-            continue;
+            self.at = word + used;
+            return;
         }
-        if byte.is_ascii_digit() && word_start {
-            let mut digits = String::new();
-            let mut end = at;
-            let mut cursor = at;
-            while cursor < bytes.len() {
-                let here = bytes[cursor];
-                if here.is_ascii_digit() {
-                    digits.push(char::from(here));
-                    cursor += 1;
-                    end = cursor;
-                } else if matches!(here, b' ' | b'-' | b'.')
-                    && bytes.get(cursor + 1).is_some_and(u8::is_ascii_digit)
-                {
-                    cursor += 1;
-                } else {
-                    break;
-                }
-            }
-            let word_end = bytes
-                .get(end)
-                .is_none_or(|next| !next.is_ascii_alphanumeric());
-            if digits.len() >= 6 && word_end {
-                out.push(Token::new(Kind::Number, digits));
-            }
-            at = end.max(at + 1);
-            continue;
+        let mut end = digit;
+        while end < bytes.len() && bytes[end].is_ascii_alphanumeric() {
+            end += 1;
         }
-        at += 1;
+        self.at = end;
     }
+}
+
+/// The long number starting at the word-starting digit `at`, if it is one; where it ends.
+fn number_at(bytes: &[u8], at: usize, out: &mut Vec<Token>) -> usize {
+    let mut digits = String::with_capacity(24);
+    let mut end = at;
+    let mut cursor = at;
+    while cursor < bytes.len() {
+        let here = bytes[cursor];
+        if here.is_ascii_digit() {
+            digits.push(char::from(here));
+            cursor += 1;
+            end = cursor;
+        } else if matches!(here, b' ' | b'-' | b'.')
+            && bytes.get(cursor + 1).is_some_and(u8::is_ascii_digit)
+        {
+            cursor += 1;
+        } else {
+            break;
+        }
+    }
+    let word_end = bytes
+        .get(end)
+        .is_none_or(|next| !next.is_ascii_alphanumeric());
+    if digits.len() >= 6 && word_end {
+        out.push(Token::new(Kind::Number, digits));
+    }
+    end.max(at + 1)
 }
 
 /// The IBAN starting at `bytes` (country letters, check digits, then letters and digits,
@@ -65,15 +87,18 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
     {
         return None;
     }
-    let mut compact = String::new();
-    let mut ends = Vec::new();
+    // At most 34 characters (the longest IBAN), kept on the stack.
+    let mut compact = [0_u8; 34];
+    let mut ends = [0_usize; 34];
+    let mut length = 0;
     let mut cursor = 0;
-    while cursor < bytes.len() && compact.len() < 34 {
+    while cursor < bytes.len() && length < compact.len() {
         let byte = bytes[cursor];
         if byte.is_ascii_alphanumeric() {
-            compact.push(char::from(byte.to_ascii_uppercase()));
+            compact[length] = byte.to_ascii_uppercase();
             cursor += 1;
-            ends.push(cursor);
+            ends[length] = cursor;
+            length += 1;
         } else if matches!(byte, b' ' | b'-' | b'\t' | b'\n')
             && bytes.get(cursor + 1).is_some_and(u8::is_ascii_alphanumeric)
         {
@@ -83,8 +108,8 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
         }
     }
     // The longest prefix that is a whole IBAN: a word after it may have been taken in.
-    (15..=compact.len()).rev().find_map(|length| {
-        let candidate = &compact[..length];
+    (15..=length).rev().find_map(|length| {
+        let candidate = std::str::from_utf8(&compact[..length]).ok()?;
         let ends_a_word = bytes
             .get(ends[length - 1])
             .is_none_or(|next| !next.is_ascii_alphanumeric());

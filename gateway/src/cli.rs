@@ -165,12 +165,13 @@ A stack of layers is files separated by commas, highest first: org.json,project.
         config: PathBuf,
     },
     /// Explain how the config's policy layers decide one call: the rule, its layer (file) or
-    /// the default deny, and — for a call not allowed — one change that would be allowed (an
-    /// argument, or the caller), never quoting an argument value.
+    /// the default deny, for a call not allowed one change that would be allowed (an argument,
+    /// or the caller), and the flow rules, provenance conditions and limits a session still
+    /// judges it by (`in_session`) — never quoting an argument value.
     #[command(after_help = "Example:
   toolgate-mcp-gateway policy explain files__read_file '{\"path\": \"/etc/passwd\"}' --config gateway.toml
   {\"decision\": {\"action\": \"deny\", ...}, \"summary\": \"denied: no rule allows this call (default deny)\",
-   \"allowed_if\": \"allowed if /path were under /srv\"}")]
+   \"allowed_if\": \"allowed if /path were under /srv\", \"in_session\": []}")]
     Explain {
         /// The served tool name.
         tool: String,

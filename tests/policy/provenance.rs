@@ -56,9 +56,24 @@ const POLICY: &str = r#"{
 fn world(counters: impl RateCounters + 'static, key: ProvenanceKey) -> World {
     let mail = Arc::new(Mutex::new(String::new()));
     let payees = Arc::new(Mutex::new(String::new()));
-    let registry = ToolRegistry::new([
-        returning("read_mail", json!({"type": "object"}), &mail),
-        returning("list_payees", json!({"type": "object"}), &payees),
+    let registry = tools(&mail, &payees);
+    let policy = RulePolicy::from_json(POLICY, &registry).unwrap_or_else(|error| panic!("{error}"));
+    let controller = ToolController::try_new(registry, policy)
+        .unwrap()
+        .with_rate_counters(counters)
+        .with_provenance_key(key);
+    World {
+        controller,
+        mail,
+        payees,
+    }
+}
+
+/// The tools of [`POLICY`]: `read_mail` and `list_payees` return what `mail` and `payees` hold.
+fn tools(mail: &Arc<Mutex<String>>, payees: &Arc<Mutex<String>>) -> ToolRegistry {
+    ToolRegistry::new([
+        returning("read_mail", json!({"type": "object"}), mail),
+        returning("list_payees", json!({"type": "object"}), payees),
         returning(
             "send_money",
             schema_of(json!({"iban": {"type": "string"}, "cents": {"type": "integer"}})),
@@ -75,17 +90,46 @@ fn world(counters: impl RateCounters + 'static, key: ProvenanceKey) -> World {
             &Arc::new(Mutex::new("<html>".to_owned())),
         ),
     ])
+    .unwrap()
+}
+
+/// Offline, `explain` cannot know the session: it says which provenance conditions the session
+/// judges the call by (the rules alone allow it), naming no value.
+#[test]
+fn explain_names_the_provenance_conditions_the_session_judges_a_call_by() {
+    use toolgate::rules::analysis::{self, Analysed};
+    let none = Arc::new(Mutex::new(String::new()));
+    let registry = tools(&none, &none);
+    let policy = Analysed::policy(RulePolicy::from_json(POLICY, &registry).unwrap());
+    let explained = analysis::explain(
+        &policy,
+        &registry,
+        ToolCall::new(
+            "c",
+            "send_money",
+            json!({"iban": ATTACKER_IBAN, "cents": 1}),
+        ),
+    )
     .unwrap();
-    let policy = RulePolicy::from_json(POLICY, &registry).unwrap_or_else(|error| panic!("{error}"));
-    let controller = ToolController::try_new(registry, policy)
-        .unwrap()
-        .with_rate_counters(counters)
-        .with_provenance_key(key);
-    World {
-        controller,
-        mail,
-        payees,
-    }
+    assert_eq!(explained.decision.action, PolicyAction::Allow);
+    assert_eq!(
+        explained.in_session,
+        [
+            r#"flow rule "payee-not-from-person" holds for a person the call by where a value of it was seen: a payee you did not name and no trusted list holds"#
+        ]
+    );
+    let shown = serde_json::to_string(&explained).unwrap();
+    assert!(
+        !shown.contains("DE89") && !shown.contains("3704"),
+        "{shown}"
+    );
+    let read = analysis::explain(
+        &policy,
+        &registry,
+        ToolCall::new("c", "read_mail", json!({})),
+    )
+    .unwrap();
+    assert!(read.in_session.is_empty(), "{:?}", read.in_session);
 }
 
 fn call(world: &World, tool: &str, arguments: Value) -> &'static str {

@@ -5,9 +5,11 @@ use serde_json::Value;
 
 use super::{Analysed, Space, prepare};
 use crate::contract::{Principal, ToolCall};
-use crate::policy::{PolicyAction, PolicyDecision};
+use crate::limits::Refuses;
+use crate::policy::{PolicyAction, PolicyDecision, SlotKind};
 use crate::registry::ToolRegistry;
 use crate::rules::PolicyConfig;
+use crate::runtime::PreparedToolCall;
 
 /// A decision explained for a person: what took it, and what would have been allowed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -22,6 +24,12 @@ pub struct CallExplanation {
     /// allow, e.g. `allowed if /path were under /srv/data`, in the policy's own terms; `None`
     /// when no single change is allowed (or the call is allowed).
     pub allowed_if: Option<String>,
+    /// What the session still judges before the call runs — each flow rule, provenance
+    /// condition and limit covering it, named with its layer and what it can do — which no
+    /// offline answer can decide: the decision above is the rules' alone. When a provenance
+    /// condition holds the call in a session, its reason names the earlier call (its tool and
+    /// call id) whose result last carried the value, never the value.
+    pub in_session: Vec<String>,
 }
 
 /// Explains how `policy` decides `call`. The text names rules, layers, pointers and the policy's
@@ -39,11 +47,13 @@ pub fn explain(
     let prepared = crate::runtime::prepare_in(registry, call).map_err(|r| r.to_string())?;
     let decision = policy.decide(&prepared);
     let summary = summary(&decision);
+    let in_session = in_session(policy, &prepared, decision.action);
     if decision.action == PolicyAction::Allow {
         return Ok(CallExplanation {
             decision,
             summary,
             allowed_if: None,
+            in_session,
         });
     }
     let configs: Vec<&PolicyConfig> = policy.configs().collect();
@@ -56,7 +66,61 @@ pub fn explain(
         decision,
         summary,
         allowed_if,
+        in_session,
     })
+}
+
+/// The flow rules, provenance conditions and limits the session judges `call` by, once the
+/// rules decided `action` (a denied call is judged by none); each once, in the order checked.
+fn in_session(policy: &Analysed, call: &PreparedToolCall, action: PolicyAction) -> Vec<String> {
+    if action == PolicyAction::Deny {
+        return Vec::new();
+    }
+    let slots = match policy.rate_slots(call) {
+        Ok(slots) => slots,
+        Err(refused) => return vec![format!("the call cannot be counted: {}", refused.reason)],
+    };
+    let mut out: Vec<String> = Vec::new();
+    for slot in slots.iter().filter(|slot| slot.refuses != Refuses::Never) {
+        let layer = slot
+            .layer
+            .as_deref()
+            .map(|layer| format!(" of layer {layer:?}"))
+            .unwrap_or_default();
+        let does = match slot.over {
+            PolicyAction::Deny => "denies",
+            PolicyAction::Ask => "holds for a person",
+            PolicyAction::Allow => "allows",
+        };
+        let line = match slot.kind {
+            SlotKind::Provenance => format!(
+                "flow rule {:?}{layer} {does} the call by where a value of it was seen: {}",
+                &*slot.limit_id,
+                slot.reason.as_str()
+            ),
+            SlotKind::Flow => format!(
+                "flow rule {:?}{layer} {does} the call by the session's earlier calls: {}",
+                &*slot.limit_id,
+                slot.reason.as_str()
+            ),
+            SlotKind::Limit => format!(
+                "limit {:?}{layer} {does} the call past {} in its window: {}",
+                &*slot.limit_id,
+                slot.max,
+                slot.reason.as_str()
+            ),
+            SlotKind::Sum => format!(
+                "limit {:?}{layer} {does} the call past a sum of {} in its window: {}",
+                &*slot.limit_id,
+                slot.max,
+                slot.reason.as_str()
+            ),
+        };
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
 }
 
 /// What took `decision`, in one sentence.

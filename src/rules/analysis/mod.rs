@@ -48,7 +48,7 @@ pub use findings::{Finding, FindingKind, findings};
 use super::groups::{ToolPattern, is_pattern};
 use super::{PolicyConfig, RulePolicy};
 use crate::contract::{Principal, ToolCall};
-use crate::policy::{LayerError, Layers, Policy, PolicyDecision};
+use crate::policy::{LayerError, Layers, Policy, PolicyDecision, RateSlot};
 use crate::registry::ToolRegistry;
 use crate::runtime::PreparedToolCall;
 use answerers::differ;
@@ -124,6 +124,14 @@ impl Analysed {
             (Some(stack), _) => stack.decide(call),
             (None, Some((_, policy))) => policy.decide(call),
             (None, None) => Layers::new().decide(call),
+        }
+    }
+
+    fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<RateSlot>, PolicyDecision> {
+        match (&self.stack, self.layers.first()) {
+            (Some(stack), _) => stack.rate_slots(call),
+            (None, Some((_, policy))) => policy.rate_slots(call),
+            (None, None) => Ok(Vec::new()),
         }
     }
 

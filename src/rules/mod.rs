@@ -30,7 +30,7 @@ pub use error::{PolicyLoadError, ReadError};
 pub use examples::PolicyExample;
 pub use flows::{
     EarlierCalls, FlowConfig, FlowScope, NamedSource, SameValue, SourceKind, SourcesConfig,
-    ValueProvenance, ValueRead, ValueSource,
+    TokenKind, ValueProvenance, ValueRead, ValueSource,
 };
 pub use principals::PrincipalsConfig;
 pub use results::{Detector, ResultAction, ResultRuleConfig};

@@ -493,6 +493,69 @@ fn payments_hold_in_postgres_shared_by_two_controllers() {
     );
 }
 
+/// `kinds` narrows a `tokens` reading: a rule on the links in a message judges the links a page
+/// carried, in any spelling, and not a reference number or an address copied from the same page;
+/// without `kinds`, every value inside the text is judged.
+#[test]
+fn a_tokens_reading_judges_only_the_kinds_it_names() {
+    let page = Arc::new(Mutex::new(
+        "Invoice INV-2025-05-77812 from billing@power.example, pay at https://pay.power.example/x"
+            .to_owned(),
+    ));
+    let registry = || {
+        ToolRegistry::new([
+            returning("read_mail", json!({"type": "object"}), &page),
+            returning(
+                "post",
+                schema_of(json!({"body": {"type": "string"}})),
+                &Arc::new(Mutex::new("posted".to_owned())),
+            ),
+        ])
+        .unwrap()
+    };
+    let controller = |kinds: Value| {
+        let policy = json!({
+            "rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+            "flows": [{"id": "links-from-mail", "tool": "post", "action": "deny", "reason": "r",
+                       "provenance": {"pointer": "/body", "read": "tokens", "kinds": kinds,
+                                      "seen_in": ["untrusted"]}}]});
+        let registry = registry();
+        let policy = RulePolicy::from_json(&policy.to_string(), &registry).unwrap();
+        let controller = ToolController::try_new(registry, policy).unwrap();
+        assert_eq!(
+            outcome_word(controller.handle(ToolCall::new("m", "read_mail", json!({})))),
+            "allow"
+        );
+        controller
+    };
+    let post = |controller: &ToolController, body: &str| {
+        outcome_word(controller.handle(ToolCall::new("c", "post", json!({ "body": body }))))
+    };
+    let links = controller(json!(["link"]));
+    assert_eq!(
+        post(
+            &links,
+            "Paid, ref INV 2025 05 77812, thanks billing@power.example"
+        ),
+        "allow"
+    );
+    assert_eq!(
+        post(&links, "Pay here: HTTPS://PAY.POWER.EXAMPLE/x."),
+        "deny"
+    );
+    assert_eq!(
+        post(&links, "see pay.power.example"),
+        "deny",
+        "a bare host is a link"
+    );
+    let addresses = controller(json!(["email", "number"]));
+    assert_eq!(post(&addresses, "write to Billing@Power.example"), "deny");
+    assert_eq!(post(&addresses, "ref 20250577812"), "deny");
+    assert_eq!(post(&addresses, "https://pay.power.example/x"), "allow");
+    let every = controller(json!([]));
+    assert_eq!(post(&every, "ref 2025-05-77812"), "deny");
+}
+
 #[test]
 fn provenance_rules_are_checked_at_load() {
     let registry = ToolRegistry::new([returning(
@@ -541,6 +604,10 @@ fn provenance_rules_are_checked_at_load() {
                    "provenance": {"pointer": "/iban", "seen_in": ["untrusted"]}}),
             "must be deny or ask",
         ),
+        (
+            base(json!({"pointer": "/iban", "kinds": ["link"], "seen_in": ["untrusted"]})),
+            "goes with read \"tokens\" only",
+        ),
     ] {
         let error = load(flow.clone()).unwrap_or_else(|| panic!("{flow} loaded"));
         assert!(error.contains(says), "{flow}: {error}");
@@ -549,6 +616,7 @@ fn provenance_rules_are_checked_at_load() {
     for provenance in [
         json!({"pointer": "/iban", "seen_in": ["the_web"]}),
         json!({"pointer": "/iban", "read": "words", "seen_in": ["person"]}),
+        json!({"pointer": "/iban", "read": "tokens", "kinds": ["url"], "seen_in": ["person"]}),
     ] {
         assert!(load(base(provenance.clone())).is_some(), "{provenance}");
     }
@@ -602,6 +670,10 @@ fn the_analysis_never_calls_policies_differing_in_provenance_the_same() {
         format!(
             "{{{base}, {}}}",
             flow.replace("\"READ\"", r#""read": "tokens","#)
+        ),
+        format!(
+            "{{{base}, {}}}",
+            flow.replace("\"READ\"", r#""read": "tokens", "kinds": ["link"],"#)
         ),
         format!(
             "{{{base}, {}, \"sources\": {{\"trusted\": [\"send_money\"]}}}}",

@@ -66,17 +66,22 @@ async def main() -> None:
         domain = json.loads(domain_file.read_text(encoding="utf-8"))
         # The baseline policies run through the library only (tests/policy/injection_catalogue.rs).
         for label, key in [("provenance", "policy")]:
-            stopped = clean = 0
+            # Written beside the policy, and held out (written without seeing it).
+            counts = {False: [0, 0, 0], True: [0, 0, 0]}
             for scenario in domain["scenarios"]:
                 attack = await run(domain_file, domain[key], scenario, True)
                 calm = await run(domain_file, domain[key], scenario, False)
                 was_stopped = any(attack_call and not ran for ran, attack_call in attack)
                 ran_clean = all(ran for ran, _ in calm)
-                stopped += was_stopped
-                clean += ran_clean
+                count = counts[scenario.get("heldout") is True]
+                count[0] += was_stopped
+                count[1] += ran_clean
+                count[2] += 1
                 verdicts[f"{name}/{label}/{scenario['id']}"] = [was_stopped, ran_clean]
-            total = len(domain["scenarios"])
-            print(f"{name:<10} {label:<10} security {stopped:>2}/{total}   utility {clean:>2}/{total}")
+            for held_out, (stopped, clean, total) in counts.items():
+                kind = "held out" if held_out else "written"
+                print(f"{name:<10} {label:<10} {kind:<8} security {stopped:>2}/{total}   "
+                      f"utility {clean:>2}/{total}")
     print("verdicts: " + json.dumps(verdicts, sort_keys=True))
 
 

@@ -24,7 +24,7 @@ mod provenance;
 mod slots;
 
 pub use provenance::{
-    NamedSource, SourceKind, SourcesConfig, ValueProvenance, ValueRead, ValueSource,
+    NamedSource, SourceKind, SourcesConfig, TokenKind, ValueProvenance, ValueRead, ValueSource,
 };
 
 /// One flow rule as written: for the calls it covers (a tool or pattern, or a label), take

@@ -47,6 +47,12 @@ pub struct ValueProvenance {
     /// the links in a message body), or a link's host (`host`).
     #[serde(default, skip_serializing_if = "ValueRead::is_value")]
     pub read: ValueRead,
+    /// With `read: "tokens"`: only these kinds of values inside the text are judged (`link` —
+    /// a link and its host —, `email`, `iban`, `number`, `path`, `handle`); empty: every kind.
+    /// "A message carrying a link from a web page" reads `["link"]`, so a reference number
+    /// copied from the same page is not judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<TokenKind>,
     /// Where the value must have been seen for the rule to hold (any of them); empty: anywhere
     /// or nowhere.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -74,6 +80,38 @@ pub enum ValueRead {
 impl ValueRead {
     fn is_value(&self) -> bool {
         *self == Self::Value
+    }
+}
+
+/// A kind of value inside a text, for a `tokens` reading's `kinds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenKind {
+    /// A link (with or without a scheme) and its host.
+    Link,
+    /// An e-mail address.
+    Email,
+    /// An IBAN whose check digits hold.
+    Iban,
+    /// A number of 6 digits or more.
+    Number,
+    /// A file path.
+    Path,
+    /// A handle (`@bob`, `#team`).
+    Handle,
+}
+
+impl TokenKind {
+    fn of(token: &Token) -> Self {
+        match token.kind {
+            extract::Kind::Url | extract::Kind::Host => Self::Link,
+            extract::Kind::Email => Self::Email,
+            extract::Kind::Iban => Self::Iban,
+            extract::Kind::Number => Self::Number,
+            extract::Kind::Path => Self::Path,
+            // Inside a text, the only text values are handles.
+            extract::Kind::Text => Self::Handle,
+        }
     }
 }
 
@@ -145,6 +183,8 @@ pub(super) struct ProvenanceFlow {
     when: Option<PerTool>,
     pointer: Pointer,
     read: ValueRead,
+    // With `Tokens`: the kinds judged (empty: all).
+    kinds: Vec<TokenKind>,
     // Record names: seen in any of these (empty: no such requirement) …
     seen_in: Vec<Arc<str>>,
     // … and, for a result source among them, an overflowed session counts as seen.
@@ -224,6 +264,13 @@ pub(super) fn load(
         push(
             place.to_owned(),
             "a rule with provenance looks at where values were seen, not at earlier calls: drop after and unless_after".to_owned(),
+        );
+    }
+    if !provenance.kinds.is_empty() && provenance.read != ValueRead::Tokens {
+        push(
+            format!("{place}.provenance.kinds"),
+            "kinds says which values inside a text are judged: it goes with read \"tokens\" only"
+                .to_owned(),
         );
     }
     if provenance.seen_in.is_empty() && provenance.not_seen_in.is_empty() {
@@ -317,6 +364,7 @@ pub(super) fn load(
         when,
         pointer: Pointer::parse(&provenance.pointer),
         read: provenance.read,
+        kinds: provenance.kinds.clone(),
         seen_in,
         seen_in_results,
         not_seen_in,
@@ -426,7 +474,20 @@ impl ProvenanceFlow {
             };
             match self.read {
                 ValueRead::Value => tokens.extend(extract::whole(&text)),
-                ValueRead::Tokens => extract::tokens(&text, &mut tokens),
+                ValueRead::Tokens => {
+                    let from = tokens.len();
+                    extract::tokens(&text, &mut tokens);
+                    if !self.kinds.is_empty() {
+                        let mut at = from;
+                        while at < tokens.len() {
+                            if self.kinds.contains(&TokenKind::of(&tokens[at])) {
+                                at += 1;
+                            } else {
+                                tokens.swap_remove(at);
+                            }
+                        }
+                    }
+                }
                 ValueRead::Host => tokens.push(extract::host_of(&text)?),
             }
         }

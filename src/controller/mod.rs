@@ -102,6 +102,8 @@ pub struct ToolController {
     recorder: provenance::Recorder,
     // Which call last returned each value, so a provenance decision names it.
     seen_at: crate::provenance::SeenAt,
+    // The tool lists worked out per caller for the gate in force.
+    listings: std::sync::Mutex<listing::Listings>,
 }
 
 impl fmt::Debug for ToolController {
@@ -151,6 +153,7 @@ impl ToolController {
             clock: Arc::new(SystemClock),
             recorder: provenance::default_recorder(),
             seen_at: crate::provenance::SeenAt::default(),
+            listings: std::sync::Mutex::default(),
         }
     }
 

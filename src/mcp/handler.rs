@@ -21,6 +21,7 @@ use rmcp::{ErrorData, ServerHandler};
 use super::gated::not_served;
 use super::passthrough::{Gated, Passthrough, Served};
 use super::{McpServer, wire};
+use crate::contract::ToolSpec;
 
 impl McpServer {
     /// The passthrough, if it serves what `wanted` picks.
@@ -35,26 +36,28 @@ impl McpServer {
             .ok_or_else(|| not_served(what))
     }
 
-    /// Whether the registry holds `gate` and some call of it could pass.
-    fn lists(&self, gate: &str) -> bool {
+    /// The specs the request's caller may see (see
+    /// [`ToolController::listed_specs_for`](crate::ToolController::listed_specs_for)).
+    fn listed_for(&self, context: &RequestContext<RoleServer>) -> std::sync::Arc<[ToolSpec]> {
+        let caller = self.caller(context);
         self.controller
-            .listed_specs()
+            .listed_specs_for(caller.principal.as_deref())
+    }
+
+    /// Whether the registry holds `gate` and some call of it by the request's caller could pass.
+    fn lists(&self, gate: &str, context: &RequestContext<RoleServer>) -> bool {
+        self.listed_for(context)
             .iter()
             .any(|spec| spec.name == gate)
     }
 
-    /// The entries whose gate some call could pass: a gate the policy denies whatever its
-    /// arguments hides what it guards, as a denied tool is hidden.
-    fn listable<T>(&self, gated: Vec<Gated<T>>) -> Vec<T> {
-        let listed: std::collections::HashSet<String> = self
-            .controller
-            .listed_specs()
-            .into_iter()
-            .map(|spec| spec.name)
-            .collect();
+    /// The entries whose gate some call of the request's caller could pass: a gate the policy
+    /// denies to every call of theirs hides what it guards, as a denied tool is hidden.
+    fn listable<T>(&self, gated: Vec<Gated<T>>, context: &RequestContext<RoleServer>) -> Vec<T> {
+        let listed = self.listed_for(context);
         gated
             .into_iter()
-            .filter(|entry| listed.contains(&entry.gate))
+            .filter(|entry| listed.iter().any(|spec| spec.name == entry.gate))
             .map(|entry| entry.entry)
             .collect()
     }
@@ -95,36 +98,42 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut specs = self.controller.listed_specs();
-        specs.retain(|spec| !super::passthrough::is_gate(&spec.name));
+        let specs: Vec<ToolSpec> = self
+            .listed_for(&context)
+            .iter()
+            .filter(|spec| !super::passthrough::is_gate(&spec.name))
+            .cloned()
+            .collect();
         Ok(wire::list_result(&specs))
     }
 
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let listed = self
             .serving("resources", |served| served.resources)?
             .list_resources()
             .await?;
-        Ok(ListResourcesResult::with_all_items(self.listable(listed)))
+        Ok(ListResourcesResult::with_all_items(
+            self.listable(listed, &context),
+        ))
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let listed = self
             .serving("resources", |served| served.resources)?
             .list_resource_templates()
             .await?;
         Ok(ListResourceTemplatesResult::with_all_items(
-            self.listable(listed),
+            self.listable(listed, &context),
         ))
     }
 
@@ -153,7 +162,7 @@ impl ServerHandler for McpServer {
         let passthrough = self.serving("resource subscriptions", |served| served.subscriptions)?;
         // A resource whose reads the policy denies to every caller is not watched either.
         let gate = passthrough.resource_gate(&request.uri).await?;
-        if !gate.is_some_and(|gate| self.lists(&gate)) {
+        if !gate.is_some_and(|gate| self.lists(&gate, &context)) {
             return Err(ErrorData::invalid_params(
                 "no resource this server serves to you is at this URI; nothing was subscribed",
                 None,
@@ -177,13 +186,15 @@ impl ServerHandler for McpServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let listed = self
             .serving("prompts", |served| served.prompts)?
             .list_prompts()
             .await?;
-        Ok(ListPromptsResult::with_all_items(self.listable(listed)))
+        Ok(ListPromptsResult::with_all_items(
+            self.listable(listed, &context),
+        ))
     }
 
     async fn get_prompt(
@@ -205,7 +216,7 @@ impl ServerHandler for McpServer {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let passthrough = self.serving("completions", |served| served.completions)?;
         // What the policy hides from every caller is not completed either: a completion runs the
@@ -215,7 +226,7 @@ impl ServerHandler for McpServer {
             Reference::Resource(template) => passthrough.resource_gate(&template.uri).await?,
             _ => None,
         };
-        if !gate.is_some_and(|gate| self.lists(&gate)) {
+        if !gate.is_some_and(|gate| self.lists(&gate, &context)) {
             return Err(ErrorData::invalid_params(
                 "nothing this server serves to you has that name; nothing was completed",
                 None,

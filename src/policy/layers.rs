@@ -254,6 +254,12 @@ impl Policy for Layers {
             .all(|(_, policy)| policy.denies_every_call(tool_name))
     }
 
+    fn denies_every_call_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
+        self.layers
+            .iter()
+            .all(|(_, policy)| policy.denies_every_call_for(tool_name, caller))
+    }
+
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
         let mut problems = Vec::new();
         for (name, policy) in &self.layers {

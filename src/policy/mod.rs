@@ -82,6 +82,16 @@ pub trait Policy: Send + Sync {
         false
     }
 
+    /// Whether this policy denies every call of `tool_name` made for `caller`, whatever its
+    /// arguments: a tool host lists a caller only the tools some call of theirs could pass (rules
+    /// for other callers never apply to them). It must hold only when every such call is denied.
+    /// The default is [`denies_every_call`](Self::denies_every_call), which holds for no caller
+    /// where it does not hold for all.
+    fn denies_every_call_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
+        let _ = caller;
+        self.denies_every_call(tool_name)
+    }
+
     /// The rate-limit counters `call` takes a slot in if it runs (see
     /// [`limits`](crate::limits)). Naming them counts nothing: the
     /// [`ToolController`](crate::ToolController) takes the slots once, when it authorizes the
@@ -169,6 +179,10 @@ impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
 
     fn denies_every_call(&self, tool_name: &str) -> bool {
         (**self).denies_every_call(tool_name)
+    }
+
+    fn denies_every_call_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
+        (**self).denies_every_call_for(tool_name, caller)
     }
 
     fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<RateSlot>, PolicyDecision> {

@@ -355,6 +355,32 @@ impl RulePolicy {
         decision
     }
 
+    /// Whether every call of `tool` is denied: a deny rule without a condition that `denies`
+    /// (it applies to the caller whatever the arguments), or no ask or allow rule that `may_pass`
+    /// (one that could apply to the caller).
+    fn denies_every_call_where(
+        &self,
+        tool: &str,
+        denies: impl Fn(&Rule) -> bool,
+        may_pass: impl Fn(&Rule) -> bool,
+    ) -> bool {
+        let (deny, pass): (Vec<&Rule>, Vec<&Rule>) = match self.by_tool.get(tool) {
+            Some(rules) => (
+                rules.deny.iter().collect(),
+                rules.ask.iter().chain(&rules.allow).collect(),
+            ),
+            None => match groups::rules_for(&self.groups, tool) {
+                None => return true,
+                Some([(_, deny), (_, ask), (_, allow)]) => {
+                    (deny, ask.into_iter().chain(allow).collect())
+                }
+            },
+        };
+        deny.iter()
+            .any(|rule| rule.condition.is_none() && denies(rule))
+            || !pass.iter().any(|rule| may_pass(rule))
+    }
+
     fn default_decision(&self) -> PolicyDecision {
         // A constant, so the reason is checked when the crate compiles, not on every call.
         const DEFAULT_DENY: Reason = Reason::from_static("no rule allows this call (default deny)");
@@ -374,16 +400,18 @@ impl Policy for RulePolicy {
     /// A tool without rules falls to the default deny; one with an unconditional deny rule is
     /// denied before any ask or allow rule is looked at.
     fn denies_every_call(&self, tool_name: &str) -> bool {
-        if let Some(rules) = self.by_tool.get(tool_name) {
-            return rules.deny.iter().any(Rule::always_applies)
-                || (rules.ask.is_empty() && rules.allow.is_empty());
-        }
-        groups::rules_for(&self.groups, tool_name).is_none_or(
-            |[(_, deny), (_, ask), (_, allow)]| {
-                deny.iter().any(|rule| rule.always_applies())
-                    || (ask.is_empty() && allow.is_empty())
-            },
-        )
+        self.denies_every_call_where(tool_name, |rule| rule.principals.is_none(), |_| true)
+    }
+
+    /// As [`denies_every_call`](Self::denies_every_call), counting only the rules whose
+    /// `principals` admit `caller`: the others never apply to their calls.
+    fn denies_every_call_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
+        let admits = |rule: &Rule| {
+            rule.principals
+                .as_ref()
+                .is_none_or(|principals| principals.admits(caller))
+        };
+        self.denies_every_call_where(tool_name, admits, admits)
     }
 
     /// Loads this policy's configuration again against `registry`: a tool it names is gone, a

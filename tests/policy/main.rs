@@ -26,6 +26,7 @@ mod flows;
 mod groups;
 mod injection_catalogue;
 mod layers;
+mod listing;
 mod principals;
 mod provenance;
 mod rate_limit_evasions;

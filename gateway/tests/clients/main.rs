@@ -13,6 +13,7 @@ mod http_clients;
 mod http_details;
 mod injection;
 mod jwt;
+mod listing;
 mod logs;
 mod provenance;
 mod python_sdk;

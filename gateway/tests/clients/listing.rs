@@ -1,0 +1,64 @@
+//! Each caller lists only what it may call (issue 40, item 3), through the gateway over
+//! Streamable HTTP with two API keys: a tool only Alice's rule allows is not in Bob's
+//! `tools/list`, and calling it by name is still denied.
+
+use crate::raw::*;
+use crate::support;
+
+use support::*;
+
+const LIST_CALL: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+
+fn names(body: &str) -> Vec<String> {
+    // A JSON body, or server-sent events whose data line holds the reply.
+    let json = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|data| data.starts_with('{'))
+        .unwrap_or(body);
+    let reply: serde_json::Value = serde_json::from_str(json.trim()).expect("a JSON reply");
+    reply["result"]["tools"]
+        .as_array()
+        .expect("a tool list")
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_tool_only_another_callers_rule_allows_is_not_listed_and_stays_denied() {
+    let work = Work::new("listing-per-caller");
+    let policy = r#"{"rules": [
+        {"id": "echo", "tool": "h__echo", "action": "allow", "reason": "anyone"},
+        {"id": "alice-writes", "tool": "h__write", "action": "allow", "reason": "alice writes",
+         "principals": {"ids": ["alice"]}}]}"#;
+    let (child, port, _) = serve_raw_policy(&work, "", &[], Some(policy));
+    let _stopped = Stopped(child);
+    let (alice, bob) = (opened(port, ALICE_KEY), opened(port, BOB_KEY));
+    let listed = |key: &str, session: &str| {
+        let reply = request(port, "POST", key, &[("Mcp-Session-Id", session)], LIST_CALL);
+        assert_eq!(reply.status, 200, "{}", reply.head);
+        names(&reply.body)
+    };
+    let alices = listed(ALICE_KEY, &alice);
+    assert!(
+        alices.contains(&"h__write".to_owned()) && alices.contains(&"h__echo".to_owned()),
+        "{alices:?}"
+    );
+    let bobs = listed(BOB_KEY, &bob);
+    assert!(
+        !bobs.contains(&"h__write".to_owned()) && bobs.contains(&"h__echo".to_owned()),
+        "{bobs:?}"
+    );
+    // The same answer the second time (kept per caller), and Bob's call by name is denied.
+    assert_eq!(listed(BOB_KEY, &bob), bobs);
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"h__write","arguments":{"path":"/srv/x"}}}"#;
+    let reply = request(port, "POST", BOB_KEY, &[("Mcp-Session-Id", &bob)], call);
+    assert!(reply.body.contains("\"isError\":true"), "{}", reply.body);
+    let writes = work
+        .read("record.jsonl")
+        .matches(r#""tool": "write""#)
+        .count();
+    assert_eq!(writes, 0);
+}

@@ -254,10 +254,20 @@ impl Policy for Layers {
             .all(|(_, policy)| policy.denies_every_call(tool_name))
     }
 
+    /// Deny in any layer wins: a layer that denies every call of the caller's hides the tool;
+    /// otherwise it is hidden where no layer could let a call of theirs pass.
     fn denies_every_call_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
+        self.always_denies_for(tool_name, caller)
+            || self
+                .layers
+                .iter()
+                .all(|(_, policy)| policy.denies_every_call_for(tool_name, caller))
+    }
+
+    fn always_denies_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
         self.layers
             .iter()
-            .all(|(_, policy)| policy.denies_every_call_for(tool_name, caller))
+            .any(|(_, policy)| policy.always_denies_for(tool_name, caller))
     }
 
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {

@@ -92,6 +92,15 @@ pub trait Policy: Send + Sync {
         self.denies_every_call(tool_name)
     }
 
+    /// Whether this policy takes a deny decision of its own — not its fallback — on every call of
+    /// `tool_name` made for `caller`: a stack of [`Layers`] then denies them whatever the other
+    /// layers say. It must hold only when every such call is denied by a non-fallback decision.
+    /// The default is `false`.
+    fn always_denies_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
+        let _ = (tool_name, caller);
+        false
+    }
+
     /// The rate-limit counters `call` takes a slot in if it runs (see
     /// [`limits`](crate::limits)). Naming them counts nothing: the
     /// [`ToolController`](crate::ToolController) takes the slots once, when it authorizes the
@@ -183,6 +192,10 @@ impl<P: Policy + ?Sized> Policy for std::sync::Arc<P> {
 
     fn denies_every_call_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
         (**self).denies_every_call_for(tool_name, caller)
+    }
+
+    fn always_denies_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
+        (**self).always_denies_for(tool_name, caller)
     }
 
     fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<RateSlot>, PolicyDecision> {

@@ -243,6 +243,10 @@ impl Policy for Shadow {
         self.enforced.denies_every_call_for(tool_name, caller)
     }
 
+    fn always_denies_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
+        self.enforced.always_denies_for(tool_name, caller)
+    }
+
     /// The enforced policy's: a candidate's limits are not counted (it decides nothing).
     fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<super::RateSlot>, PolicyDecision> {
         self.enforced.rate_slots(call)

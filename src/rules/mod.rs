@@ -364,21 +364,27 @@ impl RulePolicy {
         denies: impl Fn(&Rule) -> bool,
         may_pass: impl Fn(&Rule) -> bool,
     ) -> bool {
-        let (deny, pass): (Vec<&Rule>, Vec<&Rule>) = match self.by_tool.get(tool) {
-            Some(rules) => (
-                rules.deny.iter().collect(),
-                rules.ask.iter().chain(&rules.allow).collect(),
-            ),
-            None => match groups::rules_for(&self.groups, tool) {
-                None => return true,
-                Some([(_, deny), (_, ask), (_, allow)]) => {
-                    (deny, ask.into_iter().chain(allow).collect())
-                }
-            },
+        let Some((deny, pass)) = self.rules_of(tool) else {
+            return true;
         };
         deny.iter()
             .any(|rule| rule.condition.is_none() && denies(rule))
             || !pass.iter().any(|rule| may_pass(rule))
+    }
+
+    /// The deny rules of `tool`, and its ask and allow rules; `None` when no rule names it.
+    fn rules_of(&self, tool: &str) -> Option<(Vec<&Rule>, Vec<&Rule>)> {
+        match self.by_tool.get(tool) {
+            Some(rules) => Some((
+                rules.deny.iter().collect(),
+                rules.ask.iter().chain(&rules.allow).collect(),
+            )),
+            None => {
+                groups::rules_for(&self.groups, tool).map(|[(_, deny), (_, ask), (_, allow)]| {
+                    (deny, ask.into_iter().chain(allow).collect())
+                })
+            }
+        }
     }
 
     fn default_decision(&self) -> PolicyDecision {
@@ -412,6 +418,20 @@ impl Policy for RulePolicy {
                 .is_none_or(|principals| principals.admits(caller))
         };
         self.denies_every_call_where(tool_name, admits, admits)
+    }
+
+    /// A deny rule without a condition whose `principals` admit `caller` decides every call of
+    /// theirs (no ask or allow rule is looked at after it).
+    fn always_denies_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
+        let admits = |rule: &Rule| {
+            rule.principals
+                .as_ref()
+                .is_none_or(|principals| principals.admits(caller))
+        };
+        self.rules_of(tool_name).is_some_and(|(deny, _)| {
+            deny.iter()
+                .any(|rule| rule.condition.is_none() && admits(rule))
+        })
     }
 
     /// Loads this policy's configuration again against `registry`: a tool it names is gone, a

@@ -108,7 +108,7 @@ fn a_caller_lists_the_tools_some_call_of_theirs_could_pass() {
 }
 
 #[test]
-fn a_layer_hides_a_tool_only_where_every_layer_denies_it() {
+fn a_layer_that_denies_every_call_of_a_caller_hides_the_tool_from_the_stack() {
     let registry = tools(&["read", "wipe"]);
     let organisation = rule_policy(
         r#"{"rules": [{"id": "no-wipe", "tool": "wipe", "action": "deny", "reason": "never",
@@ -128,12 +128,11 @@ fn a_layer_hides_a_tool_only_where_every_layer_denies_it() {
     let controller = ToolController::try_new(registry, layers).unwrap();
     let staff = principal("alice", &["staff"]);
     assert_eq!(listed(&controller, Some(&staff)), ["read", "wipe"]);
-    // The organisation's deny wins for contractors in every call; the stack lists by its layers'
-    // lists (a tool is hidden where every layer denies or has no rule for it), so it still shows.
+    // The organisation's deny wins for contractors in every call, whatever the project allows.
     let contractor = principal("dan", &["contractors"]);
     let call = ToolCall::new("c", "wipe", json!({})).with_principal(contractor.clone());
     assert!(denied(&controller.handle(call)));
-    assert_eq!(listed(&controller, Some(&contractor)), ["read", "wipe"]);
+    assert_eq!(listed(&controller, Some(&contractor)), ["read"]);
 }
 
 const TOOLS: [&str; 3] = ["t0", "t1", "t2"];
@@ -172,7 +171,9 @@ proptest! {
     /// A tool left out of a caller's list is denied on every call of that caller.
     #[test]
     fn a_tool_hidden_from_a_caller_is_denied_on_every_call_of_theirs(
-        rules in prop::collection::vec(rule_strategy(), 0..6)
+        rules in prop::collection::vec(rule_strategy(), 0..7),
+        layered in any::<bool>(),
+        split in 0_usize..4,
     ) {
         let rules: Vec<Value> = rules
             .into_iter()
@@ -183,11 +184,21 @@ proptest! {
             })
             .collect();
         let registry = tools(&TOOLS);
-        let text = json!({"rules": rules}).to_string();
-        // Policies the loader refuses (a shadowed or repeated rule) say nothing here.
-        let policy = RulePolicy::from_json(&text, &registry);
-        prop_assume!(policy.is_ok());
-        let controller = ToolController::try_new(registry, policy.unwrap()).unwrap();
+        // The first rules a layer of their own above the rest, or one policy.
+        let (upper, lower) = rules.split_at(split.min(rules.len()));
+        let text = json!({"upper": upper, "lower": lower, "layered": layered}).to_string();
+        let load = |rules: &[Value]| RulePolicy::from_json(&json!({"rules": rules}).to_string(), &registry);
+        let controller = if layered {
+            // Policies the loader refuses (a shadowed or repeated rule) say nothing here.
+            let (Ok(upper), Ok(lower)) = (load(upper), load(lower)) else {
+                return Ok(());
+            };
+            let stack = Layers::new().layer("upper", upper).unwrap().layer("lower", lower).unwrap();
+            ToolController::try_new(tools(&TOOLS), stack).unwrap()
+        } else {
+            let Ok(policy) = load(&rules) else { return Ok(()) };
+            ToolController::try_new(tools(&TOOLS), policy).unwrap()
+        };
         let callers = [
             None,
             Some(principal("a", &[])),

@@ -9,7 +9,7 @@ its arguments validated against the tool's schema, decided by your policy (allow
 default deny), held for a person when the policy asks, and recorded in an audit log.";
 
 const AFTER_HELP: &str = "\
-A first session:
+A first session (`init` writes steps 1 and 3 for one upstream, asking about every call):
   1. Write a config naming your upstream servers (see gateway/CONFIG.md):
        [upstreams.files]
        command = \"npx\"
@@ -97,6 +97,35 @@ pub enum Command {
         /// The gateway's config file (TOML).
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
+    },
+    /// Start here: write a commented gateway.toml for one upstream command, a starter
+    /// policy.json that asks a person about every call of its tools (with an example per tool,
+    /// which `check` runs), and — with --http — a client key, printed once. Starts the upstream
+    /// to read its tools, then stops it; writes nothing if that fails, and overwrites nothing
+    /// without --force.
+    #[command(after_help = "Example:
+  toolgate-mcp-gateway init --upstream files -- npx -y @modelcontextprotocol/server-filesystem /srv
+  toolgate-mcp-gateway init --upstream files --http 127.0.0.1:8080 --dir /etc/toolgate -- npx -y @modelcontextprotocol/server-filesystem /srv")]
+    Init {
+        /// The upstream's name: its tools are served as NAME__tool.
+        #[arg(long, value_name = "NAME")]
+        upstream: String,
+        /// Serve Streamable HTTP at this loopback address (and the approval page on the next
+        /// port), with one client key; without it, stdio only.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Where to write gateway.toml and policy.json.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+        /// The principal id of the client the key is for.
+        #[arg(long, value_name = "ID", default_value = "me")]
+        client: String,
+        /// Overwrite gateway.toml and policy.json if they exist.
+        #[arg(long)]
+        force: bool,
+        /// The upstream MCP server's command and arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
     },
     /// Make a new API key for an HTTP client: prints the key (give it to the client, once) and
     /// the `[[clients]]` entry holding only its SHA-256 (put it in the config).

@@ -87,6 +87,27 @@ fn main() -> ExitCode {
                 let caller = principal.map(|id| toolgate::Principal::new(id, groups));
                 commands::policy_explain(&config, &tool, &arguments, caller).await
             }
+            (
+                Some(Command::Init {
+                    upstream,
+                    http,
+                    dir,
+                    client,
+                    force,
+                    command,
+                }),
+                _,
+            ) => {
+                commands::init(&commands::Init {
+                    dir: &dir,
+                    upstream: &upstream,
+                    command: &command,
+                    http,
+                    client: &client,
+                    force,
+                })
+                .await
+            }
             (Some(Command::Key { id, groups }), _) => commands::key(&id, &groups),
             (Some(Command::Pin { config }), _) => commands::pin(&config).await,
             (

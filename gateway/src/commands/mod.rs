@@ -4,6 +4,7 @@ mod approvals;
 mod audit;
 mod audit_postgres;
 mod check;
+mod init;
 mod key;
 mod pin;
 mod policy;
@@ -15,6 +16,7 @@ pub use approvals::{answer as answer_approval, list as list_approvals, show as s
 pub use audit::{checkpoint, checkpoint_key, disclose, forget, prove, verify, verify_checkpoint};
 pub use audit_postgres::export;
 pub use check::check;
+pub use init::{Init, init};
 pub use key::key;
 pub use pin::pin;
 pub use policy::{diff as policy_diff, explain as policy_explain};

@@ -361,11 +361,30 @@ impl McpServer {
         ) {
             return Ok(wire::not_run(refusal, None).into());
         }
+        // A tool left out of this caller's list answers as a tool that does not exist: neither
+        // its denial nor what its schema says of bad arguments tells the caller it is there. It
+        // is still decided and audited as any call (the log says what happened).
+        let hidden = !self
+            .controller
+            .listed_specs_for(caller.principal.as_deref())
+            .iter()
+            .any(|spec| spec.name == request.name);
+        let unknown = hidden.then(|| crate::contract::quote_bounded(&request.name));
         // The audit log names each call by an id unique to this server, not the client's.
         let mut call = ToolCall::new(self.call_ids.next(), request.name, arguments);
         call.principal.clone_from(&caller.principal);
         Ok(match self.controller.handle_async(call).await {
-            Outcome::Completed(result) => wire::call_result(result).into(),
+            Outcome::Completed(result) => match unknown {
+                Some(tool) if result.is_error => wire::call_result(
+                    crate::runtime::Rejection::UnknownTool {
+                        call_id: result.call_id,
+                        tool,
+                    }
+                    .into_result(),
+                )
+                .into(),
+                _ => wire::call_result(result).into(),
+            },
             Outcome::PendingApproval(request) => self.ask(request, context, &caller).await,
         })
     }

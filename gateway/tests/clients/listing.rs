@@ -51,14 +51,47 @@ fn a_tool_only_another_callers_rule_allows_is_not_listed_and_stays_denied() {
         !bobs.contains(&"h__write".to_owned()) && bobs.contains(&"h__echo".to_owned()),
         "{bobs:?}"
     );
-    // The same answer the second time (kept per caller), and Bob's call by name is denied.
+    // The same answer the second time (kept per caller).
     assert_eq!(listed(BOB_KEY, &bob), bobs);
-    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"h__write","arguments":{"path":"/srv/x"}}}"#;
-    let reply = request(port, "POST", BOB_KEY, &[("Mcp-Session-Id", &bob)], call);
-    assert!(reply.body.contains("\"isError\":true"), "{}", reply.body);
+    // Bob's call by name is refused as a tool that does not exist is: neither the denial nor
+    // what the schema says of bad arguments tells him it is there.
+    let text_of = |name: &str, arguments: &str| {
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}"#
+        );
+        let reply = request(port, "POST", BOB_KEY, &[("Mcp-Session-Id", &bob)], &call);
+        assert!(reply.body.contains("\"isError\":true"), "{}", reply.body);
+        let json = reply
+            .body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|data| data.starts_with('{'))
+            .unwrap_or(&reply.body)
+            .to_owned();
+        let reply: serde_json::Value = serde_json::from_str(&json).expect("a JSON reply");
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .replace(name, "NAME")
+    };
+    let missing = text_of("h__nothing", "{}");
+    assert_eq!(missing, "unknown tool: NAME");
+    for arguments in [
+        r#"{"path":"/srv/x"}"#,
+        r#"{"path":5}"#,
+        r#"{"zzz":1}"#,
+        "{}",
+    ] {
+        assert_eq!(text_of("h__write", arguments), missing, "{arguments}");
+    }
     let writes = work
         .read("record.jsonl")
         .matches(r#""tool": "write""#)
         .count();
     assert_eq!(writes, 0);
+    // Alice's call of it is decided as it always was.
+    let call = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"h__write","arguments":{"path":"/srv/x"}}}"#;
+    let reply = request(port, "POST", ALICE_KEY, &[("Mcp-Session-Id", &alice)], call);
+    assert!(!reply.body.contains("\"isError\":true"), "{}", reply.body);
 }

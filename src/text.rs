@@ -21,13 +21,15 @@ pub(crate) fn fold_case(text: &str) -> String {
 }
 
 /// `text` — a name or id someone else wrote — quoted for a person to read: cut to `max_chars`
-/// characters (saying so with `…`), quotes and backslashes escaped, and every character that
-/// shows nothing ([`is_invisible`]) spelled `\u{…}`, so it can neither hide nor reorder text.
+/// characters (saying so with `…`), quotes and backslashes escaped, controls as Rust writes them
+/// (`\n`), and every character outside ASCII spelled `\u{…}` — the characters that show
+/// nothing, look blank or reorder the text around them (bidi controls, right-to-left letters)
+/// are too many to list, and ids are ASCII in practice.
 pub(crate) fn quoted_for_person(text: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars().take(max_chars) {
-        if is_invisible(c) && !c.is_control() {
+        if !c.is_ascii() {
             out.extend(c.escape_unicode());
         } else if c == '\'' {
             out.push(c);
@@ -156,6 +158,11 @@ mod tests {
         assert_eq!(
             quoted_for_person("a\u{202e}b\u{200b}c\u{3164}\"\\\n", 64),
             r#""a\u{202e}b\u{200b}c\u{3164}\"\\\n""#
+        );
+        // Blank-looking and right-to-left characters: spelled out too.
+        assert_eq!(
+            quoted_for_person("\u{2800}\u{fffc}\u{5d0}é", 64),
+            r#""\u{2800}\u{fffc}\u{5d0}\u{e9}""#
         );
         assert_eq!(quoted_for_person("abcdef", 3), "\"abc\"…");
         assert_eq!(quoted_for_person("abc", 3), "\"abc\"");

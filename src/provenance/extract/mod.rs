@@ -282,12 +282,32 @@ fn separates(c: char) -> bool {
     }
 }
 
+/// The full stops browsers read as a host's dots (WHATWG URL, after IDNA mapping): the
+/// ideographic, fullwidth and halfwidth ones.
+const HOST_DOTS: [char; 3] = ['\u{3002}', '\u{FF0E}', '\u{FF61}'];
+
+/// Whether the character at byte `at` of `text` separates chunks: as [`separates`] says, but a
+/// full stop of [`HOST_DOTS`] between two ASCII letters or digits is a host's dot
+/// (`evil。example`), not the end of a sentence.
+fn separates_at(text: &str, at: usize, c: char) -> bool {
+    if !separates(c) {
+        return false;
+    }
+    if !HOST_DOTS.contains(&c) {
+        return true;
+    }
+    let before = text[..at].chars().next_back();
+    let after = text[at + c.len_utf8()..].chars().next();
+    !(before.is_some_and(|b| b.is_ascii_alphanumeric())
+        && after.is_some_and(|a| a.is_ascii_alphanumeric()))
+}
+
 /// Where the chunk holding byte `inside` starts: after the last separator before it, and not
 /// before `floor`.
 fn chunk_start(text: &str, floor: usize, inside: usize) -> usize {
     let mut start = inside;
     for (offset, c) in text[floor..inside].char_indices().rev() {
-        if separates(c) {
+        if separates_at(text, floor + offset, c) {
             break;
         }
         start = floor + offset;
@@ -299,7 +319,7 @@ fn chunk_start(text: &str, floor: usize, inside: usize) -> usize {
 fn chunk_end(text: &str, inside: usize) -> usize {
     text[inside..]
         .char_indices()
-        .find(|&(_, c)| separates(c))
+        .find(|&(offset, c)| separates_at(text, inside + offset, c))
         .map_or(text.len(), |(offset, _)| inside + offset)
 }
 
@@ -407,6 +427,15 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     if !may_hold_one {
         return None;
     }
+    // A host's dots spelled as CJK or fullwidth full stops are dots (see `HOST_DOTS`).
+    if chunk.contains(HOST_DOTS) {
+        return chunk_tokens(&chunk.replace(HOST_DOTS, "."), out);
+    }
+    // `https:/host`, `https:host`, `https:\\host`: browsers read a special scheme's slashes and
+    // backslashes, however many, as `//`.
+    if let Some(fixed) = special_scheme_slashes(chunk) {
+        return chunk_tokens(&fixed, out);
+    }
     // A Markdown link, `[text](target)`: its text and its target are values apart.
     if let Some(at) = bytes.windows(2).position(|pair| pair == b"](") {
         let first = chunk_tokens(chunk[..at].trim_start_matches('['), out);
@@ -421,8 +450,14 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     if let Some(at) = scheme_start(chunk) {
         let link = &chunk[at..];
         if let Some(address) = strip_prefix_ignore_case(link, "mailto:") {
-            let address = percent_decoded(address.split('?').next().unwrap_or(""), |_| true);
-            return push_email(&address, out).then_some(Kind::Email);
+            let (to, query) = address.split_once('?').unwrap_or((address, ""));
+            let found = push_email(&percent_decoded(to, |_| true), out);
+            // A link in the mail's subject or body (`?body=https://…`).
+            let query = percent_decoded(query, |_| true);
+            if let Some(inner) = scheme_start_within(&query) {
+                chunk_tokens(&query[inner..], out);
+            }
+            return found.then_some(Kind::Email);
         }
         if let Some((url, host)) = canonical_url(link) {
             out.push(Token::new(Kind::Url, url));
@@ -459,6 +494,22 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
             return Some(Kind::Text);
         }
     }
+    // A link without a scheme (`evil.example/pay`, `evil.example:8443/pay`,
+    // `evil.example?pay=1`, `//evil.example/pay`): a chat client shows it as one. Read before
+    // an address, so `evil.example/pay?to=a@b.example` is the link it is.
+    let bare = chunk.strip_prefix("//").unwrap_or(chunk);
+    let authority = bare.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority
+        .rsplit_once(':')
+        .filter(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(authority, |(host, _)| host);
+    if is_bare_host(host)
+        && let Some((url, host)) = canonical_url(&format!("http://{bare}"))
+    {
+        out.push(Token::new(Kind::Url, url));
+        out.push(Token::new(Kind::Host, host));
+        return Some(Kind::Url);
+    }
     if chunk.contains('@') {
         // A list of addresses (`a@x.example,b@y.example`): each.
         let mut found = false;
@@ -473,15 +524,37 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         out.push(Token::new(Kind::Path, path));
         return Some(Kind::Path);
     }
-    // A link without a scheme (`evil.example/pay`): a chat client shows it as one.
-    if is_bare_host(chunk.split('/').next().unwrap_or(""))
-        && let Some((url, host)) = canonical_url(&format!("http://{chunk}"))
-    {
-        out.push(Token::new(Kind::Url, url));
-        out.push(Token::new(Kind::Host, host));
-        return Some(Kind::Url);
-    }
     None
+}
+
+/// `chunk` with a special scheme's slashes made `//` (`https:/evil.example`,
+/// `HTTPS:\\\\evil.example`, `https:evil.example`), as browsers read them; `None` when it holds no
+/// such scheme or already reads `scheme://host`.
+fn special_scheme_slashes(chunk: &str) -> Option<String> {
+    const SPECIAL: [&str; 5] = ["https:", "http:", "wss:", "ws:", "ftp:"];
+    let lower = chunk.to_ascii_lowercase();
+    let (at, scheme) = SPECIAL.iter().find_map(|scheme| {
+        lower
+            .match_indices(scheme)
+            .find(|(at, _)| {
+                lower[..*at]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !c.is_ascii_alphanumeric())
+            })
+            .map(|(at, _)| (at, *scheme))
+    })?;
+    let rest = &chunk[at + scheme.len()..];
+    let host = rest.trim_start_matches(['/', '\\']);
+    let already = rest.len() - host.len() == 2 && rest.starts_with("//");
+    if already || host.is_empty() || !host.starts_with(|c: char| c.is_alphanumeric()) {
+        return None;
+    }
+    Some(format!(
+        "{}{}//{host}",
+        &chunk[..at],
+        &chunk[at..at + scheme.len()]
+    ))
 }
 
 /// Whether `text` is a host name: labels of letters, digits and `-` joined by dots, the last of

@@ -374,3 +374,57 @@ fn addresses_behind_a_label_a_script_or_in_a_list_and_ibans_with_dashes_are_foun
         Some((Kind::Iban, "DE89370400440532013000".to_owned()))
     );
 }
+
+/// Spellings a browser (WHATWG URL) reads as one link, found by an attack session: a special
+/// scheme with too few or too many slashes or backslashes, a host's dots spelled as CJK or
+/// fullwidth full stops, a protocol-relative link, a bare host with a port or a query, an `@` in
+/// a scheme-less link's path or query, and a link inside a `mailto:` link's body.
+#[test]
+fn spellings_a_browser_reads_as_one_link_are_found() {
+    let host = |text: &str| has(text, Kind::Host, "evil.example");
+    for spelling in [
+        "https:/evil.example/pay",
+        "https:evil.example/pay",
+        "HTTPS:\\\\evil.example\\pay",
+        "go to https:\\/evil.example/pay now",
+        "https:///evil.example/pay",
+        "https://evil\u{3002}example/pay",
+        "https://evil\u{ff61}example/pay",
+        "https://evil\u{ff0e}example/pay",
+        "evil\u{3002}example/pay",
+        "//evil.example/pay",
+        "evil.example:443/pay",
+        "evil.example?pay=1",
+        "evil.example/pay?to=a@b.example",
+        "evil.example/pay/x@y.example",
+        "mailto:help@corp.example?body=https%3A%2F%2Fevil.example%2Fpay",
+        "mailto:help@corp.example?body=see%20https://evil.example/pay",
+    ] {
+        assert!(host(spelling), "{spelling}: {:?}", all(spelling));
+    }
+    assert!(has(
+        "https:/evil.example/pay",
+        Kind::Url,
+        "https://evil.example/pay"
+    ));
+    assert!(has(
+        "evil.example:8443/pay",
+        Kind::Url,
+        "http://evil.example:8443/pay"
+    ));
+    // What stays what it was: a sentence's full stop after a host, a path with two slashes, an
+    // address, a mailto's address.
+    assert!(has(
+        "访问 evil.example\u{3002}然后",
+        Kind::Host,
+        "evil.example"
+    ));
+    assert!(has("see //srv/data/x", Kind::Path, "/srv/data/x"));
+    assert!(has("write to a@b.example", Kind::Email, "a@b.example"));
+    assert!(has(
+        "mailto:help@corp.example?body=hi",
+        Kind::Email,
+        "help@corp.example"
+    ));
+    assert!(!host("https:"), "a scheme alone is no link");
+}

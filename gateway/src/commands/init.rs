@@ -51,7 +51,8 @@ pub async fn init(init: &Init<'_>) -> ExitCode {
         return ExitCode::from(2);
     }
     for path in [&config_path, &policy_path] {
-        if path.exists() && !init.force {
+        // A symbolic link counts as there, dangling or not: nothing is written through one.
+        if std::fs::symlink_metadata(path).is_ok() && !init.force {
             eprintln!(
                 "toolgate-mcp-gateway: {} exists; nothing was written (--force overwrites it)",
                 path.display()
@@ -70,27 +71,48 @@ pub async fn init(init: &Init<'_>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let written = Written(vec![config_path.clone(), policy_path.clone()]);
-    let config_text = config_text(init, key.as_deref());
-    // A policy that denies everything, so the config loads while the tools are read.
+    // The upstream's tools are read through a config and a deny-all policy of their own, beside
+    // the real ones: files that exist are not touched until everything worked.
+    let scratch_config = init.dir.join(".init.gateway.toml");
+    let scratch_policy = init.dir.join(".init.policy.json");
+    let scratch = Written(vec![scratch_config.clone(), scratch_policy.clone()]);
+    for path in &scratch.0 {
+        // Left by an init that was killed: ours to remove (a link is removed, not followed).
+        let _ = std::fs::remove_file(path);
+    }
     for (path, text) in [
-        (&config_path, config_text.as_str()),
-        (&policy_path, "{\"rules\": []}\n"),
+        (
+            &scratch_config,
+            config_text(init, key.as_deref(), ".init.policy.json"),
+        ),
+        (&scratch_policy, "{\"rules\": []}\n".to_owned()),
     ] {
-        if let Err(error) = std::fs::write(path, text) {
+        if let Err(error) = write_new(path, &text) {
             eprintln!("toolgate-mcp-gateway: {}: {error}", path.display());
             return ExitCode::FAILURE;
         }
     }
-    let Some(policy) = starter_policy(&config_path, init.upstream).await else {
+    let Some((policy_text, tools, examples)) = starter_policy(&scratch_config, init.upstream).await
+    else {
         return ExitCode::FAILURE;
     };
-    let (text, tools, examples) = policy;
-    if let Err(error) = std::fs::write(&policy_path, text) {
-        eprintln!("toolgate-mcp-gateway: {}: {error}", policy_path.display());
-        return ExitCode::FAILURE;
+    drop(scratch);
+    let config = config_text(init, key.as_deref(), "policy.json");
+    // Without --force a file that appeared meanwhile is not overwritten, and a config written
+    // before the policy failed is taken back.
+    let mut created = Written(Vec::new());
+    for (path, text) in [(&config_path, &config), (&policy_path, &policy_text)] {
+        let written = if init.force {
+            replace(path, text)
+        } else {
+            write_new(path, text).inspect(|()| created.0.push(path.clone()))
+        };
+        if let Err(error) = written {
+            eprintln!("toolgate-mcp-gateway: {}: {error}", path.display());
+            return ExitCode::FAILURE;
+        }
     }
-    written.keep();
+    created.0.clear();
     println!(
         "Wrote {} and {} ({tools} tools of {:?}, each asked for; {examples} examples).",
         config_path.display(),
@@ -114,13 +136,32 @@ pub async fn init(init: &Init<'_>) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Files removed on drop unless kept: a failed `init` leaves nothing half written.
+/// Scratch files, removed on drop: `init` leaves none behind.
 struct Written(Vec<PathBuf>);
 
-impl Written {
-    fn keep(mut self) {
-        self.0.clear();
-    }
+/// Writes `text` to a new file at `path`: fails if anything is there, a symbolic link included.
+fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?
+        .write_all(text.as_bytes())
+}
+
+/// Puts `text` at `path` in one step: written beside it, then renamed over it (a symbolic link
+/// there is replaced, never written through).
+fn replace(path: &Path, text: &str) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|name| format!(".{}.new", name.to_string_lossy()))
+        .unwrap_or_else(|| ".init.new".to_owned());
+    let beside = path.with_file_name(name);
+    let _ = std::fs::remove_file(&beside);
+    write_new(&beside, text)?;
+    std::fs::rename(&beside, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&beside);
+    })
 }
 
 impl Drop for Written {
@@ -145,13 +186,10 @@ fn new_key() -> Result<String, getrandom::Error> {
     Ok(format!("tg_{}", crate::hex::encode(&secret)))
 }
 
-/// A TOML basic string (JSON's escapes are TOML's).
-fn toml_string(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_default()
-}
+use super::key::toml_string;
 
 /// The commented `gateway.toml`.
-fn config_text(init: &Init<'_>, key: Option<&str>) -> String {
+fn config_text(init: &Init<'_>, key: Option<&str>, policy: &str) -> String {
     let (command, args) = init
         .command
         .split_first()
@@ -168,12 +206,13 @@ fn config_text(init: &Init<'_>, key: Option<&str>) -> String {
          # Policy files, highest layer first: a deny in any layer wins, and a call no rule\n\
          # allows is denied. policy.json starts by asking a person about every call.\n\
          [policy]\n\
-         layers = [\"policy.json\"]\n\
+         layers = [{policy}]\n\
          \n\
          # An append-only, hash-chained record of every decision (`audit verify` checks it).\n\
          [audit]\n\
          jsonl = \"audit.jsonl\"\n",
         name = init.upstream,
+        policy = toml_string(policy),
         command = toml_string(command),
         args = args.join(", "),
     );
@@ -193,7 +232,7 @@ fn config_text(init: &Init<'_>, key: Option<&str>) -> String {
                  [[clients]]\n\
                  id = {id}\n\
                  api_key_sha256 = \"{hash}\"\n",
-                admin = address.port().wrapping_add(1),
+                admin = address.port().checked_add(1).unwrap_or(address.port() - 1),
                 id = toml_string(init.client),
             ));
         }

@@ -29,7 +29,19 @@ pub fn key(id: &str, groups: &[String]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// A TOML basic string (JSON's escapes are TOML's).
-fn toml_string(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_default()
+/// A TOML basic string: quotes and backslashes escaped, and every control character (DEL too,
+/// which JSON leaves raw and TOML refuses) as `\uXXXX`.
+pub(super) fn toml_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }

@@ -133,3 +133,72 @@ fn init_refuses_what_it_cannot_write_and_leaves_nothing_behind() {
         assert!(!dir.join("gateway.toml").exists());
     }
 }
+
+/// `--force` replaces files in one step and only once everything worked: a failed run keeps the
+/// files that were there, a symbolic link is replaced and never written through, and without
+/// `--force` a symbolic link — dangling or not — counts as a file that exists.
+#[cfg(unix)]
+#[test]
+fn init_never_loses_or_writes_through_a_file_it_did_not_make() {
+    let work = Work::new("init-files");
+    let dir = work.path("gateway");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("gateway.toml"), "# mine\n").unwrap();
+    std::fs::write(dir.join("policy.json"), "{\"rules\": []}\n").unwrap();
+    let (code, _, stderr) = init(&dir, &["--upstream", "x", "--force"], &["/bin/false"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("gateway.toml")).unwrap(),
+        "# mine\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("policy.json")).unwrap(),
+        "{\"rules\": []}\n"
+    );
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 2, "no scratch file left: {left:?}");
+    // A link to a file elsewhere, and a dangling one: refused without --force.
+    let outside = work.write("outside.txt", "keep me\n");
+    let linked = work.path("linked");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::os::unix::fs::symlink(&outside, linked.join("gateway.toml")).unwrap();
+    std::os::unix::fs::symlink(work.path("nowhere"), linked.join("policy.json")).unwrap();
+    let (code, _, stderr) = init(&linked, &["--upstream", "x"], &["/bin/false"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("exists"), "{stderr}");
+    assert!(
+        !work.path("nowhere").exists(),
+        "nothing written through a dangling link"
+    );
+    let Some(python) = python() else { return };
+    let python = python.to_str().expect("a UTF-8 path").to_owned();
+    // With --force and a working upstream: the links are replaced, their targets untouched.
+    let upstream = [python.as_str(), &rich_upstream(), "a\u{7f}b"];
+    let (code, stdout, stderr) = init(&linked, &["--upstream", "x", "--force"], &upstream);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me\n");
+    assert!(!work.path("nowhere").exists());
+    let config = std::fs::read_to_string(linked.join("gateway.toml")).unwrap();
+    assert!(
+        !std::fs::symlink_metadata(linked.join("gateway.toml"))
+            .unwrap()
+            .is_symlink()
+    );
+    assert!(
+        config.contains("\"a\\u007Fb\""),
+        "DEL written as TOML reads it:\n{config}"
+    );
+    // The highest port: the approval page goes one below, not to port 0.
+    let top = work.path("top");
+    let (code, _, stderr) = init(
+        &top,
+        &["--upstream", "x", "--http", "127.0.0.1:65535"],
+        &upstream,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let config = std::fs::read_to_string(top.join("gateway.toml")).unwrap();
+    assert!(config.contains("admin = \"127.0.0.1:65534\""), "{config}");
+}

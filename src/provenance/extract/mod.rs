@@ -274,6 +274,7 @@ fn fold(text: &str) -> String {
 
 /// Whether `c` separates chunks: white space, controls, and quotes and angle brackets, which
 /// never belong to a value.
+#[inline]
 fn separates(c: char) -> bool {
     if c.is_ascii() {
         c.is_ascii_whitespace() || c.is_ascii_control() || matches!(c, '"' | '<' | '>' | '`' | '|')
@@ -289,12 +290,10 @@ const HOST_DOTS: [char; 3] = ['\u{3002}', '\u{FF0E}', '\u{FF61}'];
 /// Whether the character at byte `at` of `text` separates chunks: as [`separates`] says, but a
 /// full stop of [`HOST_DOTS`] between two ASCII letters or digits is a host's dot
 /// (`evil。example`), not the end of a sentence.
+#[inline]
 fn separates_at(text: &str, at: usize, c: char) -> bool {
-    if !separates(c) {
-        return false;
-    }
-    if !HOST_DOTS.contains(&c) {
-        return true;
+    if c.is_ascii() || !HOST_DOTS.contains(&c) {
+        return separates(c);
     }
     let before = text[..at].chars().next_back();
     let after = text[at + c.len_utf8()..].chars().next();
@@ -428,7 +427,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         return None;
     }
     // A host's dots spelled as CJK or fullwidth full stops are dots (see `HOST_DOTS`).
-    if chunk.contains(HOST_DOTS) {
+    if !chunk.is_ascii() && chunk.contains(HOST_DOTS) {
         return chunk_tokens(&chunk.replace(HOST_DOTS, "."), out);
     }
     // `https:/host`, `https:host`, `https:\\host`: browsers read a special scheme's slashes and
@@ -503,7 +502,8 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         .rsplit_once(':')
         .filter(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
         .map_or(authority, |(host, _)| host);
-    if is_bare_host(host)
+    if !host.contains('@')
+        && is_bare_host(host)
         && let Some((url, host)) = canonical_url(&format!("http://{bare}"))
     {
         out.push(Token::new(Kind::Url, url));
@@ -531,30 +531,29 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
 /// `HTTPS:\\\\evil.example`, `https:evil.example`), as browsers read them; `None` when it holds no
 /// such scheme or already reads `scheme://host`.
 fn special_scheme_slashes(chunk: &str) -> Option<String> {
-    const SPECIAL: [&str; 5] = ["https:", "http:", "wss:", "ws:", "ftp:"];
-    let lower = chunk.to_ascii_lowercase();
-    let (at, scheme) = SPECIAL.iter().find_map(|scheme| {
-        lower
-            .match_indices(scheme)
-            .find(|(at, _)| {
-                lower[..*at]
-                    .chars()
-                    .next_back()
-                    .is_none_or(|c| !c.is_ascii_alphanumeric())
-            })
-            .map(|(at, _)| (at, *scheme))
-    })?;
-    let rest = &chunk[at + scheme.len()..];
-    let host = rest.trim_start_matches(['/', '\\']);
-    let already = rest.len() - host.len() == 2 && rest.starts_with("//");
-    if already || host.is_empty() || !host.starts_with(|c: char| c.is_alphanumeric()) {
-        return None;
+    const SPECIAL: [&str; 5] = ["https", "http", "wss", "ws", "ftp"];
+    for (colon, _) in chunk.match_indices(':') {
+        let rest = &chunk[colon + 1..];
+        let host = rest.trim_start_matches(['/', '\\']);
+        let already = rest.len() - host.len() == 2 && rest.starts_with("//");
+        if already || !host.starts_with(|c: char| c.is_alphanumeric()) {
+            continue;
+        }
+        // The scheme: the letters and digits before the colon.
+        let start = chunk[..colon]
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !c.is_ascii_alphanumeric())
+            .map_or(0, |(at, c)| at + c.len_utf8());
+        let scheme = &chunk[start..colon];
+        if SPECIAL
+            .iter()
+            .any(|special| special.eq_ignore_ascii_case(scheme))
+        {
+            return Some(format!("{}{scheme}://{host}", &chunk[..start]));
+        }
     }
-    Some(format!(
-        "{}{}//{host}",
-        &chunk[..at],
-        &chunk[at..at + scheme.len()]
-    ))
+    None
 }
 
 /// Whether `text` is a host name: labels of letters, digits and `-` joined by dots, the last of

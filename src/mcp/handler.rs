@@ -162,14 +162,24 @@ impl ServerHandler for McpServer {
         let passthrough = self.serving("resource subscriptions", |served| served.subscriptions)?;
         // A resource whose reads the policy denies to every caller is not watched either.
         let gate = passthrough.resource_gate(&request.uri).await?;
-        if !gate.is_some_and(|gate| self.lists(&gate, &context)) {
+        let Some(gate) = gate.filter(|gate| self.lists(gate, &context)) else {
             return Err(ErrorData::invalid_params(
                 "no resource this server serves to you is at this URI; nothing was subscribed",
                 None,
             ));
-        }
+        };
+        // Asked again at each update: a policy that hides the resource from this caller later
+        // stops its updates too.
+        let caller = self.caller(&context);
+        let (controller, principal) = (self.controller.clone(), caller.principal.clone());
+        let watching = super::Watching::new(move || {
+            controller
+                .listed_specs_for(principal.as_deref())
+                .iter()
+                .any(|spec| spec.name == gate)
+        });
         passthrough
-            .subscribe(request.uri, self.caller(&context), context.peer)
+            .subscribe(request.uri, caller, context.peer, watching)
             .await
     }
 

@@ -52,7 +52,7 @@ pub use call_failure::CallFailure;
 pub use caller::{Caller, CallerOf};
 pub use downstream::Downstream;
 pub use listing::{ListError, list_tools};
-pub use passthrough::Passthrough;
+pub use passthrough::{Passthrough, Watching};
 pub use person::{MAX_PERSON_REQUEST_BYTES, PERSON_REQUEST_META};
 pub use reload::{PolicyFile, Reload};
 pub use server::McpServer;

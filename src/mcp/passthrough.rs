@@ -171,6 +171,29 @@ pub fn get_prompt_schema() -> Value {
 /// A future a [`Passthrough`] returns.
 pub type Passing<'a, T> = Pin<Box<dyn Future<Output = Result<T, ErrorData>> + Send + 'a>>;
 
+/// Whether a subscriber may still be told of a resource's updates: asked at each update, since
+/// the policy in force can change after the subscription was made.
+#[derive(Clone)]
+pub struct Watching(std::sync::Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl Watching {
+    /// A subscription told of updates while `still` holds.
+    pub fn new(still: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(still))
+    }
+
+    /// Whether the subscriber may be told now.
+    pub fn still(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Watching {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watching(..)")
+    }
+}
+
 /// A listed entry and the gate deciding who may read or get it.
 #[derive(Clone, Debug)]
 pub struct Gated<T> {
@@ -257,8 +280,15 @@ pub trait Passthrough: Send + Sync + 'static {
     fn complete(&self, request: CompleteRequestParams) -> Passing<'_, CompleteResult>;
 
     /// Sends `notifications/resources/updated` for `uri` to `peer`, the session of `caller`,
-    /// until that session unsubscribes or ends.
-    fn subscribe(&self, uri: String, caller: Caller, peer: Peer<RoleServer>) -> Passing<'_, ()>;
+    /// until that session unsubscribes or ends — each update only while `watching` still holds
+    /// (the policy in force may hide the resource from the caller after it subscribed).
+    fn subscribe(
+        &self,
+        uri: String,
+        caller: Caller,
+        peer: Peer<RoleServer>,
+        watching: Watching,
+    ) -> Passing<'_, ()>;
 
     /// Ends the subscription of `caller`'s session to `uri`.
     fn unsubscribe(&self, uri: String, caller: Caller) -> Passing<'_, ()>;

@@ -394,7 +394,13 @@ impl toolgate::mcp::Passthrough for Upstreams {
         deprecated,
         reason = "resources/subscribe is the legacy revisions' way, which the gateway's clients use"
     )]
-    fn subscribe(&self, uri: String, caller: Caller, peer: Peer<RoleServer>) -> Passing<'_, ()> {
+    fn subscribe(
+        &self,
+        uri: String,
+        caller: Caller,
+        peer: Peer<RoleServer>,
+        watching: toolgate::mcp::Watching,
+    ) -> Passing<'_, ()> {
         Box::pin(async move {
             let link = self.resource_owner(&uri).await?.ok_or_else(|| {
                 ErrorData::new(
@@ -406,7 +412,7 @@ impl toolgate::mcp::Passthrough for Upstreams {
             let session = link.session().map_err(|why| unavailable(&link, &why))?;
             let (first, emptied) = session
                 .subscribers
-                .add(&uri, caller.session.unwrap_or_default(), peer)
+                .add(&uri, caller.session.unwrap_or_default(), peer, watching)
                 .map_err(|why| ErrorData::invalid_request(why, None))?;
             if !emptied.is_empty() {
                 // Not in this client's time: the upstream forgets them in the background.

@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::{Peer, RoleServer};
+use toolgate::mcp::Watching;
 
-/// A client subscribed: its session's key (what an unsubscribe names), and the session to notify.
-type Subscriber = (String, Peer<RoleServer>);
+/// A client subscribed: its session's key (what an unsubscribe names), the session to notify,
+/// and whether it may still be told (the policy in force may have hidden the resource since).
+type Subscriber = (String, Peer<RoleServer>, Watching);
 
 /// Per URI, the clients subscribed to it.
 #[derive(Clone, Debug, Default)]
@@ -36,6 +38,7 @@ impl Subscribers {
         uri: &str,
         session: String,
         peer: Peer<RoleServer>,
+        watching: Watching,
     ) -> Result<(bool, Vec<String>), String> {
         if uri.len() > MAX_URI_BYTES {
             return Err(format!(
@@ -47,7 +50,7 @@ impl Subscribers {
         // need not keep a subscription nobody reads.
         let mut emptied = Vec::new();
         table.retain(|known, subscribed| {
-            subscribed.retain(|(_, peer)| !peer.is_transport_closed());
+            subscribed.retain(|(_, peer, _)| !peer.is_transport_closed());
             let keep = !subscribed.is_empty();
             if !keep && known != uri {
                 emptied.push(known.clone());
@@ -56,11 +59,11 @@ impl Subscribers {
         });
         let held = table
             .values()
-            .filter(|subscribed| subscribed.iter().any(|(known, _)| *known == session))
+            .filter(|subscribed| subscribed.iter().any(|(known, _, _)| *known == session))
             .count();
         let already = table
             .get(uri)
-            .is_some_and(|subscribed| subscribed.iter().any(|(known, _)| *known == session));
+            .is_some_and(|subscribed| subscribed.iter().any(|(known, _, _)| *known == session));
         if held >= MAX_PER_SESSION && !already {
             return Err(format!(
                 "this session is subscribed to {MAX_PER_SESSION} resources of this upstream already, the most it may be"
@@ -69,7 +72,7 @@ impl Subscribers {
         let subscribed = table.entry(uri.to_owned()).or_default();
         let first = subscribed.is_empty();
         if !already {
-            subscribed.push((session, peer));
+            subscribed.push((session, peer, watching));
         }
         Ok((first, emptied))
     }
@@ -81,7 +84,7 @@ impl Subscribers {
         let Some(subscribed) = table.get_mut(uri) else {
             return false;
         };
-        subscribed.retain(|(known, peer)| known != session && !peer.is_transport_closed());
+        subscribed.retain(|(known, peer, _)| known != session && !peer.is_transport_closed());
         let none = subscribed.is_empty();
         if none {
             table.remove(uri);
@@ -89,15 +92,25 @@ impl Subscribers {
         none
     }
 
-    /// Sends the update to every client subscribed to its URI.
+    /// Sends the update to every client subscribed to its URI that may still be told (asked
+    /// now, outside the table's lock).
     pub async fn updated(&self, params: ResourceUpdatedNotificationParam) {
-        let peers: Vec<Peer<RoleServer>> = self
+        let subscribed: Vec<(Peer<RoleServer>, Watching)> = self
             .0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&params.uri)
-            .map(|subscribed| subscribed.iter().map(|(_, peer)| peer.clone()).collect())
+            .map(|subscribed| {
+                subscribed
+                    .iter()
+                    .map(|(_, peer, watching)| (peer.clone(), watching.clone()))
+                    .collect()
+            })
             .unwrap_or_default();
+        let peers = subscribed
+            .into_iter()
+            .filter(|(_, watching)| watching.still())
+            .map(|(peer, _)| peer);
         for peer in peers {
             let _ = peer
                 .notify_resource_updated(ResourceUpdatedNotificationParam::new(params.uri.clone()))

@@ -95,3 +95,74 @@ fn a_tool_only_another_callers_rule_allows_is_not_listed_and_stays_denied() {
     let reply = request(port, "POST", ALICE_KEY, &[("Mcp-Session-Id", &alice)], call);
     assert!(!reply.body.contains("\"isError\":true"), "{}", reply.body);
 }
+
+/// A subscription is asked about again at each update: once a new policy hides the resource from
+/// the subscriber, its updates stop reaching it (found by an attack session: they did not).
+#[test]
+fn a_resource_hidden_after_a_subscription_stops_sending_its_updates() {
+    let work = Work::new("listing-subscription");
+    std::fs::write(work.path("record.jsonl.subscriptions"), "").unwrap();
+    let policy = |readers: &str| {
+        format!(
+            r#"{{"rules": [
+            {{"id": "echo", "tool": "h__echo", "action": "allow", "reason": "anyone"}},
+            {{"id": "readers", "tool": "h__resources/read", "action": "allow", "reason": "readers",
+             "principals": {{"ids": [{readers}]}}}}]}}"#
+        )
+    };
+    let (child, port, _) = serve_raw_policy(
+        &work,
+        "[gateway]\npolicy_poll_ms = 100\n",
+        &[],
+        Some(&policy(r#""alice", "bob""#)),
+    );
+    let _stopped = Stopped(child);
+    let (alice, bob) = (opened(port, ALICE_KEY), opened(port, BOB_KEY));
+    let subscribe = r#"{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":"test://watched"}}"#;
+    let reply = request(
+        port,
+        "POST",
+        BOB_KEY,
+        &[("Mcp-Session-Id", &bob)],
+        subscribe,
+    );
+    assert!(
+        reply.status == 200 && !reply.body.contains("\"error\""),
+        "{}{}",
+        reply.head,
+        reply.body
+    );
+    // One stream of Bob's, open throughout: Alice's call says the resource changed while Bob
+    // may read it, then again after a new policy hid it from him. (A new stream would replay
+    // what the session's last one was sent, so one stream tells them apart.)
+    let session = bob.clone();
+    let stream = std::thread::spawn(move || {
+        request(port, "GET", BOB_KEY, &[("Mcp-Session-Id", &session)], "").body
+    });
+    let touch = || {
+        let touch = r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"h__echo","arguments":{"text":"touch:test://watched"}}}"#;
+        let reply = request(
+            port,
+            "POST",
+            ALICE_KEY,
+            &[("Mcp-Session-Id", &alice)],
+            touch,
+        );
+        assert!(reply.body.contains("touch:"), "{}", reply.body);
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    touch();
+    work.write("policy.json", &policy(r#""alice""#));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    touch();
+    let sent = stream.join().expect("the stream is read");
+    assert!(
+        sent.contains("notifications/tools/list_changed"),
+        "the new policy was in force: {sent}"
+    );
+    assert_eq!(
+        sent.matches("notifications/resources/updated").count(),
+        1,
+        "one update while Bob may read it, none after: {sent}"
+    );
+}

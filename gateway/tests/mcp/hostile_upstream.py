@@ -20,7 +20,8 @@ With RECORD_FILE.asks present, it also lists `ask`: called, it sends the gateway
 with what came back for each; and `video`, which answers with a content block of type `video`.
 With RECORD_FILE.resources present, it also declares resources and prompts, and answers
 resources/list, resources/templates/list and prompts/list with one entry and a new cursor forever
-(each page counted as a line of RECORD_FILE.pages), and resources/read of any URI with its text.
+(each page counted as a line of RECORD_FILE.pages), and resources/read of any URI with its text; with RECORD_FILE.subscriptions, one resource
+(test://watched) that can be subscribed to, and an echo of `touch:URI` says URI changed.
 With RECORD_FILE.list-once present, a process answers its first tools/list and fails every later
 one (an upstream whose list cannot be checked after a restart).
 
@@ -109,7 +110,9 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": ident, "result": {
             "protocolVersion": message["params"]["protocolVersion"],
             "capabilities": {"tools": {"listChanged": True}, **({"resources": {}, "prompts": {}}
-                             if os.path.exists(record + ".resources") else {})},
+                             if os.path.exists(record + ".resources") else {}),
+                             **({"resources": {"subscribe": True}}
+                                if os.path.exists(record + ".subscriptions") else {})},
             "serverInfo": {"name": "hostile", "version": "1"}}})
     elif method == "tools/list":
         lists = globals().get("lists", 0) + 1
@@ -122,6 +125,14 @@ for line in sys.stdin:
                 "tools": [], "nextCursor": str(int(cursor) + 1)}})
         else:
             send({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
+    elif method == "resources/list" and os.path.exists(record + ".subscriptions"):
+        send({"jsonrpc": "2.0", "id": ident, "result": {"resources": [
+            {"uri": "test://watched", "name": "watched"}]}})
+    elif method == "resources/templates/list" and os.path.exists(record + ".subscriptions"):
+        send({"jsonrpc": "2.0", "id": ident, "result": {"resourceTemplates": []}})
+    elif method in ("resources/subscribe", "resources/unsubscribe") \
+            and os.path.exists(record + ".subscriptions"):
+        send({"jsonrpc": "2.0", "id": ident, "result": {}})
     elif method in ("resources/list", "resources/templates/list", "prompts/list") \
             and os.path.exists(record + ".resources"):
         with open(record + ".pages", "a", encoding="utf-8") as file:
@@ -170,6 +181,10 @@ for line in sys.stdin:
             text = "x" * int(size)
         else:
             text = "echo: " + str(message["params"].get("arguments", {}).get("text"))
+            # With subscriptions: `touch:URI` says the resource at URI changed.
+            if text.startswith("echo: touch:") and os.path.exists(record + ".subscriptions"):
+                send({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                      "params": {"uri": text[len("echo: touch:"):]}})
         send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})
     elif ident is not None:
         send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "no such method"}})

@@ -22,6 +22,7 @@
 //! at a line end.
 
 mod addresses;
+mod chunks;
 mod numbers;
 
 use std::borrow::Cow;
@@ -30,6 +31,7 @@ use addresses::{
     canonical_path, canonical_url, percent_decoded, push_email, scheme_start, scheme_start_within,
     strip_prefix_ignore_case,
 };
+use chunks::{HOST_DOTS, chunk_end, chunk_start, looks_like_link_rest, next_chunk, trim_trailing};
 use numbers::NumberScan;
 pub(crate) use numbers::iban_checks;
 
@@ -270,143 +272,6 @@ fn fold(text: &str) -> String {
         return text.to_owned();
     }
     crate::text::fold_case(text)
-}
-
-/// Whether `c` separates chunks: white space, controls, and quotes and angle brackets, which
-/// never belong to a value.
-#[inline]
-fn separates(c: char) -> bool {
-    if c.is_ascii() {
-        c.is_ascii_whitespace() || c.is_ascii_control() || matches!(c, '"' | '<' | '>' | '`' | '|')
-    } else {
-        c.is_whitespace() || c.is_control() || is_closing_punctuation(c)
-    }
-}
-
-/// The full stops browsers read as a host's dots (WHATWG URL, after IDNA mapping): the
-/// ideographic, fullwidth and halfwidth ones.
-const HOST_DOTS: [char; 3] = ['\u{3002}', '\u{FF0E}', '\u{FF61}'];
-
-/// Whether the character at byte `at` of `text` separates chunks: as [`separates`] says, but a
-/// full stop of [`HOST_DOTS`] between two ASCII letters or digits is a host's dot
-/// (`evil。example`), not the end of a sentence.
-#[inline]
-fn separates_at(text: &str, at: usize, c: char) -> bool {
-    if c.is_ascii() || !HOST_DOTS.contains(&c) {
-        return separates(c);
-    }
-    let before = text[..at].chars().next_back();
-    let after = text[at + c.len_utf8()..].chars().next();
-    !(before.is_some_and(|b| b.is_ascii_alphanumeric())
-        && after.is_some_and(|a| a.is_ascii_alphanumeric()))
-}
-
-/// Where the chunk holding byte `inside` starts: after the last separator before it, and not
-/// before `floor`.
-fn chunk_start(text: &str, floor: usize, inside: usize) -> usize {
-    let mut start = inside;
-    for (offset, c) in text[floor..inside].char_indices().rev() {
-        if separates_at(text, floor + offset, c) {
-            break;
-        }
-        start = floor + offset;
-    }
-    start
-}
-
-/// Where the chunk holding byte `inside` ends: at the first separator after it.
-fn chunk_end(text: &str, inside: usize) -> usize {
-    text[inside..]
-        .char_indices()
-        .find(|&(offset, c)| separates_at(text, inside + offset, c))
-        .map_or(text.len(), |(offset, _)| inside + offset)
-}
-
-/// The chunk after byte `from` (a separator or the end), as its start and end.
-fn next_chunk(text: &str, from: usize) -> Option<(usize, usize)> {
-    let start = from + text[from..].char_indices().find(|&(_, c)| !separates(c))?.0;
-    Some((start, chunk_end(text, start)))
-}
-
-/// Whether `next` can be the rest of a link broken at a line end: no sentence punctuation
-/// before its end, and a character links carry and words do not.
-fn looks_like_link_rest(next: &str) -> bool {
-    next.chars()
-        .any(|c| matches!(c, '/' | '=' | '&' | '?' | '%' | '#' | '_'))
-        && next.chars().all(|c| c.is_ascii_graphic())
-}
-
-/// Trailing punctuation a sentence puts after a value; a closing bracket only when the value
-/// opens none.
-pub(super) fn trim_trailing(mut value: &str) -> &str {
-    // The brackets counted once (not at every character stripped: a run of `)` would cost
-    // quadratic time), then kept in step as characters go.
-    // Counted only when a closing bracket ends the value: most values end in a letter.
-    let count = |value: &str| {
-        value.chars().fold([0_i64; 3], |mut balance, c| {
-            match c {
-                '(' => balance[0] += 1,
-                ')' => balance[0] -= 1,
-                '[' => balance[1] += 1,
-                ']' => balance[1] -= 1,
-                '{' => balance[2] += 1,
-                '}' => balance[2] -= 1,
-                _ => {}
-            }
-            balance
-        })
-    };
-    let mut counted: Option<[i64; 3]> = None;
-    loop {
-        let Some(last) = value.chars().last() else {
-            return value;
-        };
-        if last.is_ascii_alphanumeric() || last == '/' {
-            return value;
-        }
-        let mut balance = |at: usize| counted.get_or_insert_with(|| count(value))[at] < 0;
-        let strip = match last {
-            '.' | ',' | ';' | ':' | '!' | '?' | '\'' | '*' | '_' | '|' => true,
-            ')' => balance(0),
-            ']' => balance(1),
-            '}' => balance(2),
-            c => is_closing_punctuation(c),
-        };
-        if !strip {
-            return value;
-        }
-        if let Some(balance) = &mut counted {
-            match last {
-                ')' => balance[0] += 1,
-                ']' => balance[1] += 1,
-                '}' => balance[2] += 1,
-                _ => {}
-            }
-        }
-        value = &value[..value.len() - last.len_utf8()];
-    }
-}
-
-/// Quotation marks and sentence punctuation outside ASCII, which end a value as `"` and `.` do
-/// (typographic quotes, guillemets, CJK brackets and full stops).
-fn is_closing_punctuation(c: char) -> bool {
-    matches!(
-        c,
-        '\u{2018}'..='\u{201F}'
-            | '\u{00AB}'
-            | '\u{00BB}'
-            | '\u{2039}'
-            | '\u{203A}'
-            | '\u{3001}'..='\u{3003}'
-            | '\u{3008}'..='\u{3011}'
-            | '\u{3014}'..='\u{301B}'
-            | '\u{FF01}'
-            | '\u{FF0C}'
-            | '\u{FF1A}'
-            | '\u{FF1B}'
-            | '\u{FF1F}'
-            | '\u{2026}'
-    )
 }
 
 /// The tokens of one chunk: a link (and its host), an address, a path or a handle; the kind of

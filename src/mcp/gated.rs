@@ -38,9 +38,23 @@ impl McpServer {
                 None,
             ));
         };
+        // A resource hidden from this caller answers as one nobody serves (decided and
+        // audited as any read): its refusal does not tell the caller it is there.
+        let hidden = self.hidden_from(&gate, &caller);
         let answer = self
             .through_gate(gate, json!({"uri": request.uri}), context, caller)
-            .await?;
+            .await
+            .map_err(|error| {
+                if hidden {
+                    ErrorData::new(
+                        NOT_FOUND,
+                        "no upstream serves a resource at this URI; nothing was read",
+                        None,
+                    )
+                } else {
+                    error
+                }
+            })?;
         let mut result: ReadResourceResult = serde_json::from_value(without_reserved_meta(answer))
             .map_err(|_| unreadable("resource"))?;
         // An upstream on an earlier revision sends none; the SDK leaves it out for such clients.
@@ -68,11 +82,34 @@ impl McpServer {
         if let Some(given) = request.arguments {
             arguments["arguments"] = Value::Object(given);
         }
-        let answer = self.through_gate(gate, arguments, context, caller).await?;
+        // As for a resource: a prompt hidden from this caller answers as one nobody serves.
+        let hidden = self.hidden_from(&gate, &caller);
+        let answer = self
+            .through_gate(gate, arguments, context, caller)
+            .await
+            .map_err(|error| {
+                if hidden {
+                    ErrorData::invalid_params(
+                        "no upstream serves a prompt of this name; nothing was got",
+                        None,
+                    )
+                } else {
+                    error
+                }
+            })?;
         let mut result: GetPromptResult = serde_json::from_value(without_reserved_meta(answer))
             .map_err(|_| unreadable("prompt"))?;
         result.result_type.get_or_insert(ResultType::COMPLETE);
         Ok(result)
+    }
+
+    /// Whether `gate` is left out of `caller`'s lists (the policy denies every call of theirs).
+    fn hidden_from(&self, gate: &str, caller: &super::Caller) -> bool {
+        !self
+            .controller
+            .listed_specs_for(caller.principal.as_deref())
+            .iter()
+            .any(|spec| spec.name == gate)
     }
 
     /// Calls `gate` for this request's caller: its structured content, or why it is not given.

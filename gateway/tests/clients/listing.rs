@@ -166,3 +166,71 @@ fn a_resource_hidden_after_a_subscription_stops_sending_its_updates() {
         "one update while Bob may read it, none after: {sent}"
     );
 }
+
+/// A resource hidden from a caller answers its reads as one nobody serves: with two upstreams
+/// serving resources, reading the hidden one's URI and a URI nobody lists read alike (the
+/// denial told which upstream served it).
+#[test]
+fn a_hidden_resource_reads_as_one_nobody_serves() {
+    let work = Work::new("listing-hidden-resource");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/hostile_upstream.py");
+    for (name, uri) in [("a", "test://a"), ("b", "test://b")] {
+        std::fs::write(work.path(&format!("{name}.jsonl.subscriptions")), uri).unwrap();
+    }
+    work.write(
+        "policy.json",
+        r#"{"rules": [
+        {"id": "alice-reads-a", "tool": "a__resources/read", "action": "allow", "reason": "a",
+         "principals": {"ids": ["alice"]}},
+        {"id": "anyone-reads-b", "tool": "b__resources/read", "action": "allow", "reason": "b"}]}"#,
+    );
+    let (mcp, admin) = (free_port(), free_port());
+    let upstream = |name: &str| {
+        format!(
+            "[upstreams.{name}]\ncommand = \"python3\"\nargs = [{:?}, \"serve\", {:?}]\n",
+            script.display().to_string(),
+            work.path(&format!("{name}.jsonl")).display().to_string()
+        )
+    };
+    let config = work.write(
+        "gateway.toml",
+        &format!(
+            "{}{}[policy]\nlayers = [\"policy.json\"]\n\
+             [listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n\
+             [[clients]]\nid = \"alice\"\napi_key_sha256 = \"{}\"\n\
+             [[clients]]\nid = \"bob\"\napi_key_sha256 = \"{}\"\n",
+            upstream("a"),
+            upstream("b"),
+            sha256(ALICE_KEY),
+            sha256(BOB_KEY)
+        ),
+    );
+    let child = std::process::Command::new(GATEWAY)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::fs::File::create(work.path("gateway.log")).expect("log file"))
+        .spawn()
+        .expect("the gateway starts");
+    let _stopped = Stopped(child);
+    wait_for_port(mcp);
+    let read = |key: &str, uri: &str| {
+        let session = opened(mcp, key);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{{"uri":"{uri}"}}}}"#
+        );
+        request(mcp, "POST", key, &[("Mcp-Session-Id", &session)], &body)
+            .body
+            .replace(uri, "URI")
+    };
+    let alices = read(ALICE_KEY, "test://a");
+    assert!(alices.contains("\"text\":\"read\""), "{alices}");
+    let nobodys = read(BOB_KEY, "test://nowhere");
+    assert!(
+        nobodys.contains("no upstream serves a resource at this URI"),
+        "{nobodys}"
+    );
+    assert_eq!(read(BOB_KEY, "test://a"), nobodys);
+    assert!(read(BOB_KEY, "test://b").contains("\"text\":\"read\""));
+}

@@ -21,7 +21,8 @@ with what came back for each; and `video`, which answers with a content block of
 With RECORD_FILE.resources present, it also declares resources and prompts, and answers
 resources/list, resources/templates/list and prompts/list with one entry and a new cursor forever
 (each page counted as a line of RECORD_FILE.pages), and resources/read of any URI with its text; with RECORD_FILE.subscriptions, one resource
-(test://watched) that can be subscribed to, and an echo of `touch:URI` says URI changed.
+(test://watched, or the URI the file holds) that can be read and subscribed to, and an echo of
+`touch:URI` says URI changed.
 With RECORD_FILE.list-once present, a process answers its first tools/list and fails every later
 one (an upstream whose list cannot be checked after a restart).
 
@@ -126,8 +127,14 @@ for line in sys.stdin:
         else:
             send({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
     elif method == "resources/list" and os.path.exists(record + ".subscriptions"):
+        # The file may name the one resource's URI (two such upstreams list two).
+        with open(record + ".subscriptions", encoding="utf-8") as file:
+            watched = file.read().strip() or "test://watched"
         send({"jsonrpc": "2.0", "id": ident, "result": {"resources": [
-            {"uri": "test://watched", "name": "watched"}]}})
+            {"uri": watched, "name": "watched"}]}})
+    elif method == "resources/read" and os.path.exists(record + ".subscriptions"):
+        uri = message["params"]["uri"]
+        send({"jsonrpc": "2.0", "id": ident, "result": {"contents": [{"uri": uri, "text": "read"}]}})
     elif method == "resources/templates/list" and os.path.exists(record + ".subscriptions"):
         send({"jsonrpc": "2.0", "id": ident, "result": {"resourceTemplates": []}})
     elif method in ("resources/subscribe", "resources/unsubscribe") \

@@ -104,7 +104,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-// The workspace's lints (Cargo.toml: no unsafe code, docs, Debug) apply; this one is the
+// The workspace's lints (Cargo.toml: forbidden code, docs, Debug) apply; this one is the
 // library's alone — its test and bench targets share helpers through `pub`.
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]

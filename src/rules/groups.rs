@@ -12,6 +12,32 @@ pub(super) fn is_pattern(tool: &str) -> bool {
     tool.contains(['*', '?'])
 }
 
+/// A `tool` as a rule, limit or source list writes it — an exact name or a pattern — compiled
+/// once, so a decision never tokenizes a pattern.
+#[derive(Debug)]
+pub(super) enum ToolName {
+    Exact(String),
+    Pattern(ToolPattern),
+}
+
+impl ToolName {
+    pub(super) fn new(tool: &str) -> Self {
+        if is_pattern(tool) {
+            Self::Pattern(ToolPattern::new(tool))
+        } else {
+            Self::Exact(tool.to_owned())
+        }
+    }
+
+    /// Whether `name` is this tool, or matches this pattern.
+    pub(super) fn matches(&self, name: &str) -> bool {
+        match self {
+            Self::Exact(tool) => tool == name,
+            Self::Pattern(pattern) => pattern.matches(name),
+        }
+    }
+}
+
 /// A pattern over whole tool names: `*` any run of characters, `?` one, `\` escapes the next.
 ///
 /// A pattern allows or asks for a *gate* — the registry entry standing for an MCP server's

@@ -42,7 +42,7 @@ impl Flows {
             }
         }
         let mut out = Self {
-            classes: provenance::Classes::new(sources.cloned()),
+            classes: sources::Classes::new(sources.cloned()),
             ..Self::default()
         };
         let context = Context {
@@ -263,18 +263,14 @@ impl Flows {
 
 /// The registry's tools matching any of `patterns` (exact names or patterns).
 fn covering<'r>(patterns: &[String], registry: &'r ToolRegistry) -> Vec<&'r str> {
+    let compiled: Vec<crate::rules::groups::ToolName> = patterns
+        .iter()
+        .map(|pattern| crate::rules::groups::ToolName::new(pattern))
+        .collect();
     registry
         .specs()
         .map(|spec| spec.name.as_str())
-        .filter(|name| {
-            patterns.iter().any(|pattern| {
-                if is_pattern(pattern) {
-                    ToolPattern::new(pattern).matches(name)
-                } else {
-                    pattern == name
-                }
-            })
-        })
+        .filter(|name| compiled.iter().any(|tool| tool.matches(name)))
         .collect()
 }
 

@@ -22,10 +22,10 @@ use crate::policy::{PolicyAction, Reason};
 mod load;
 mod provenance;
 mod slots;
+mod sources;
 
-pub use provenance::{
-    NamedSource, SourceKind, SourcesConfig, TokenKind, ValueProvenance, ValueRead, ValueSource,
-};
+pub use provenance::{NamedSource, SourceKind, TokenKind, ValueProvenance, ValueRead, ValueSource};
+pub use sources::SourcesConfig;
 
 /// One flow rule as written: for the calls it covers (a tool or pattern, or a label), take
 /// `action` when `after` holds, or unless `unless_after` holds.
@@ -245,7 +245,7 @@ pub(super) struct Flows {
     flows: Vec<Flow>,
     histories: Vec<History>,
     provenance: Vec<provenance::ProvenanceFlow>,
-    classes: provenance::Classes,
+    classes: sources::Classes,
 }
 
 impl Flows {

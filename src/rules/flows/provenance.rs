@@ -14,9 +14,8 @@ use crate::canonical::{canonical_json, hex_lower};
 use crate::limits::{MAX_KEYS_PER_CALL, Refuses};
 use crate::policy::{PolicyAction, RateSlot, Reason, SlotKind};
 use crate::provenance::extract::{self, Token};
-use crate::provenance::{Look, ResultSources, Trust, ValueLook, source};
+use crate::provenance::{Look, ValueLook, source};
 use crate::rules::condition::{CallPaths, Pointer};
-use crate::rules::groups::{ToolPattern, is_pattern};
 
 /// A flow rule's condition on where an argument's value was seen: it holds for a call when some
 /// value read at `pointer` was seen in any of `seen_in` (if given) and in none of `not_seen_in`.
@@ -153,28 +152,6 @@ pub struct NamedSource {
     pub label: Option<String>,
 }
 
-/// Which tools return content a third party can write: the policy's `sources`.
-///
-/// ```json
-/// "sources": {"trusted": ["bank__list_payees"], "untrusted": ["web__*", "mail__read_*"]}
-/// ```
-///
-/// A tool both lists name is untrusted; a tool neither names is `default` (untrusted unless set).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct SourcesConfig {
-    /// Tools (exact names or patterns) whose results the deployment vouches for.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub trusted: Vec<String>,
-    /// Tools (exact names or patterns) whose results anyone may have written.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub untrusted: Vec<String>,
-    /// The class of every other tool.
-    #[serde(default)]
-    pub default: Trust,
-}
-
 /// A provenance flow, compiled.
 #[derive(Debug)]
 pub(super) struct ProvenanceFlow {
@@ -196,54 +173,6 @@ pub(super) struct ProvenanceFlow {
     approvers: Option<Arc<crate::policy::Approvers>>,
 }
 
-/// The trust classes of tools and the named sources results are recorded under.
-#[derive(Debug, Default)]
-pub(super) struct Classes {
-    configured: Option<SourcesConfig>,
-    named: Vec<(Arc<str>, Covers)>,
-}
-
-fn matches_any(patterns: &[String], tool: &str) -> bool {
-    patterns.iter().any(|pattern| {
-        if is_pattern(pattern) {
-            ToolPattern::new(pattern).matches(tool)
-        } else {
-            pattern == tool
-        }
-    })
-}
-
-impl Classes {
-    pub(super) fn new(configured: Option<SourcesConfig>) -> Self {
-        Self {
-            configured,
-            named: Vec::new(),
-        }
-    }
-
-    /// What `tool`'s results count as; `None` when nothing reads provenance.
-    pub(super) fn of(&self, tool: &str, observed: bool) -> Option<ResultSources> {
-        if !observed && self.configured.is_none() {
-            return None;
-        }
-        let trust = match &self.configured {
-            Some(config) if matches_any(&config.untrusted, tool) => Trust::Untrusted,
-            Some(config) if matches_any(&config.trusted, tool) => Trust::Trusted,
-            Some(config) => config.default,
-            None => Trust::Untrusted,
-        };
-        let mut sources = ResultSources::new(trust);
-        sources.classified = self.configured.is_some();
-        sources.named = self
-            .named
-            .iter()
-            .filter(|(_, covers)| covers.matches(tool))
-            .map(|(name, _)| Arc::clone(name))
-            .collect();
-        Some(sources)
-    }
-}
-
 /// Compiles a flow rule's `provenance`; problems are pushed with their places.
 #[allow(
     clippy::too_many_arguments,
@@ -255,7 +184,7 @@ pub(super) fn load(
     place: &str,
     context: &Context<'_>,
     labels: &std::collections::BTreeMap<String, Vec<String>>,
-    classes: &mut Classes,
+    classes: &mut super::sources::Classes,
     reason: Reason,
     approvers: Option<Arc<crate::policy::Approvers>>,
     push: &mut dyn FnMut(String, String),

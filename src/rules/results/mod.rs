@@ -15,7 +15,7 @@ pub use detect::Detector;
 use crate::contract::ToolResult;
 use crate::policy::{LoadProblem, Reason};
 use crate::registry::ToolRegistry;
-use crate::rules::groups::{ToolPattern, is_pattern};
+use crate::rules::groups::ToolName;
 
 /// The largest compiled size of a result rule's `pattern` (the `regex` crate's limit), so a
 /// policy cannot make matching costly.
@@ -80,7 +80,7 @@ pub enum ResultAction {
 #[derive(Debug)]
 struct Compiled {
     id: Arc<str>,
-    tool: String,
+    tool: ToolName,
     detect: Vec<Detector>,
     pattern: Option<Regex>,
     max_bytes: Option<u64>,
@@ -91,11 +91,7 @@ struct Compiled {
 
 impl Compiled {
     fn covers(&self, tool: &str) -> bool {
-        if is_pattern(&self.tool) {
-            ToolPattern::new(&self.tool).matches(tool)
-        } else {
-            self.tool == tool
-        }
+        self.tool.matches(tool)
     }
 
     fn spans(&self, text: &str, out: &mut Vec<(usize, usize)>) {
@@ -175,13 +171,8 @@ impl ResultRules {
                 }
                 _ => {}
             }
-            let covered = registry.specs().any(|spec| {
-                if is_pattern(&config.tool) {
-                    ToolPattern::new(&config.tool).matches(&spec.name)
-                } else {
-                    config.tool == spec.name
-                }
-            });
+            let tool = ToolName::new(&config.tool);
+            let covered = registry.specs().any(|spec| tool.matches(&spec.name));
             if !covered {
                 push(format!("{:?} covers no tool in the registry", config.tool));
             }
@@ -195,7 +186,7 @@ impl ResultRules {
             let Ok(reason) = reason else { continue };
             out.rules.push(Compiled {
                 id: Arc::from(config.id.as_str()),
-                tool: config.tool.clone(),
+                tool,
                 detect: config.detect.clone(),
                 pattern,
                 max_bytes: config.max_bytes,

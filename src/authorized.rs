@@ -5,9 +5,8 @@ use std::ops::Deref;
 
 use crate::approvals::Approval;
 use crate::contract::ToolResult;
-use crate::policy::{
-    ApproverRefusal, Policy, PolicyAction, PolicyDecision, Reason, admitted_by_all,
-};
+use crate::decision::{ApproverRefusal, PolicyAction, PolicyDecision, Reason, admitted_by_all};
+use crate::policy::Policy;
 use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
 
 /// Proof that `T` passed a policy's `Allow` or a consumed one-time approval.
@@ -38,7 +37,7 @@ use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
 /// ```
 /// use serde_json::{json, Value};
 /// use toolgate::*;
-/// use toolgate::policy::PolicyOutcome;
+/// use toolgate::PolicyOutcome;
 ///
 /// let add = |a: &Value| -> Result<String, ToolError> { Ok((a["a"].as_i64().unwrap_or(0) + 2).to_string()) };
 /// let spec = ToolSpec::new("add2", "Add two.", json!({"type": "object"}));
@@ -300,7 +299,7 @@ impl Authorized<PreparedToolCall> {
     /// ```
     /// use serde_json::{json, Value};
     /// use toolgate::*;
-    /// use toolgate::approvals::ApprovalOutcome;
+    /// use toolgate::ApprovalOutcome;
     /// use toolgate::approvals::{Answered, PendingApprovals};
     ///
     /// let patch = |_: &Value| -> Result<String, ToolError> { Ok("patched".into()) };
@@ -403,7 +402,7 @@ fn uncounted<P: Policy + ?Sized>(
         Ok(slots) => {
             let limit = &slots[0].limit_id;
             let text = match slots[0].kind {
-                crate::policy::SlotKind::Flow => format!(
+                crate::decision::SlotKind::Flow => format!(
                     "a flow rule looks at this call ({limit:?}) and only a ToolController keeps the session's history: authorize through the controller (fail closed)"
                 ),
                 _ => format!(

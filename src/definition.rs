@@ -24,8 +24,8 @@ use serde_json::Value;
 
 use crate::contract::ToolSpec;
 
-pub(crate) use handler::Handler;
 pub use handler::{AsyncToolHandler, BoxFuture, ToolError, ToolHandler};
+pub(crate) use handler::{Handler, block_on};
 pub use tool_output::ToolOutput;
 use violations::DeclaredNames;
 pub use violations::{ArgumentErrors, Violation};

@@ -1,14 +1,12 @@
 //! Execution: an authorized call's handler run, its answer turned into a result.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 
 use serde_json::Value;
 
 use crate::authorized::Authorized;
 use crate::contract::ToolResult;
-use crate::definition::{Handler, ToolDefinition};
+use crate::definition::{Handler, ToolDefinition, block_on};
 use crate::runtime::{PreparedToolCall, ToolRuntime};
 
 impl ToolRuntime {
@@ -158,34 +156,4 @@ fn too_large(result: ToolResult, max_output_bytes: usize) -> ToolResult {
             "tool output too large: {size} bytes, the limit is {max_output_bytes}; the tool ran, and its output was not passed on"
         ),
     )
-}
-
-/// Drives a future to completion on the current thread, parking between polls. Enough for a
-/// handler that does not need a particular runtime's reactor; safe code only, no dependency.
-///
-/// Polled once with a waker that does nothing — a future that is ready at once pays for no thread
-/// handle — then, if it waits, with a waker that unparks this thread. (A future checks readiness
-/// on every poll, so no wake-up is lost between the two wakers.)
-pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let mut future = std::pin::pin!(future);
-    if let Poll::Ready(output) = future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        return output;
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    loop {
-        match future.as_mut().poll(&mut context) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
-        }
-    }
 }

@@ -16,7 +16,7 @@
 //!    │                                                 ─▶ re-decide (current policy; Deny wins) ─▶ ApprovalOutcome ─▶ Authorized ─▶ execute
 //! ```
 //!
-//! Each stage returns a typed outcome — [`Rejection`], [`PolicyOutcome`](policy::PolicyOutcome), [`ApprovalOutcome`](approvals::ApprovalOutcome) —
+//! Each stage returns a typed outcome — [`Rejection`], [`PolicyOutcome`], [`ApprovalOutcome`] —
 //! that the [`ToolController`] records in the audit log as what it is; the text the model reads is
 //! made from it at the edge.
 //!
@@ -42,17 +42,27 @@
 //!
 //! # Where things are
 //!
-//! The crate root holds the pipeline and what every user touches (34 names). Subsystems are
-//! modules: [`policy`] (the `Policy` trait's companions: [`Layers`](policy::Layers), a stack
-//! where no lower layer loosens a higher one, [`Shadow`](policy::Shadow), a candidate policy tried
-//! beside the enforced one, async policies and the typed decision outcomes), [`approvals`]
-//! (pending approvals, stores, the ledger, ids and errors), [`audit`] (events, sinks, the
-//! hash-chained file, its Merkle tree and verification), [`rules`] (the argument-aware rule
-//! language), [`definition`] (handlers, their errors and the limits on schemas, arguments and
-//! output), [`registry`] (its errors and the look-alike name screen), [`limits`] (rate limits and
-//! their counters), [`clock`] (the time expiry and windows read), [`providers`] (wire formats),
-//! `workspace` (file tools confined to a directory, feature `cap-std`), `mcp` (feature `mcp`) and
-//! [`guide`] (the user guide).
+//! This is the one map of the modules (the guide links here). The crate root holds the pipeline
+//! and what every user touches: calls, specs, definitions, the registry, the runtime, the proof
+//! [`Authorized`] and the typed outcomes each stage returns ([`Rejection`], [`PolicyOutcome`],
+//! [`ApprovalOutcome`], [`Staleness`]), policies and decisions, the controller, approval requests
+//! and answers. Subsystems are modules, listed from the ground up — each imports only those
+//! before it and the root's contract types, never one after it:
+//!
+//! - [`decision`] — the words every stage speaks: actions, decisions, reasons, approvers, rate
+//!   slots and what a counter refuses;
+//! - [`definition`] (handlers, their errors and the limits on schemas, arguments and output),
+//!   [`registry`] (its errors and the look-alike name screen), [`provenance`] (where a result's
+//!   values were seen, as keyed digests);
+//! - [`limits`] (rate limits and their counters), [`audit`] (events, sinks, the hash-chained
+//!   file, its Merkle tree and verification), [`approvals`] (pending approvals, stores, the
+//!   ledger, ids and errors);
+//! - [`policy`] (the `Policy` trait's companions: [`Layers`](policy::Layers), a stack where no
+//!   lower layer loosens a higher one, [`Shadow`](policy::Shadow), a candidate policy tried beside
+//!   the enforced one, async policies), [`rules`] (the argument-aware rule language);
+//! - [`providers`] (wire formats), `workspace` (file tools confined to a directory, feature
+//!   `cap-std`), `mcp` (feature `mcp`), `approval_page` (feature `approval-page`);
+//! - [`clock`] (the time expiry and windows read) and [`guide`] (the user guide).
 //!
 //! # Crate features
 //!
@@ -119,6 +129,7 @@ mod cause;
 pub mod clock;
 mod contract;
 mod controller;
+pub mod decision;
 pub mod definition;
 mod execute;
 mod gate_names;
@@ -144,11 +155,12 @@ mod text;
 pub mod workspace;
 
 pub use approvals::{ApprovalRequest, ApprovalResponse};
-pub use authorized::Authorized;
+pub use authorized::{ApprovalOutcome, Authorized, PolicyOutcome, Staleness};
 pub use contract::{Principal, ResultBlocks, ToolCall, ToolResult, ToolSpec};
 pub use controller::{Outcome, RecordError, ToolController};
+pub use decision::{PolicyAction, PolicyDecision, Reason};
 pub use definition::{ToolDefinition, ToolError};
-pub use policy::{Policy, PolicyAction, PolicyDecision, Reason, ToolPolicy};
+pub use policy::{Policy, ToolPolicy};
 pub use registry::ToolRegistry;
 pub use rules::RulePolicy;
 pub use runtime::{PreparedToolCall, Rejection, ToolRuntime};

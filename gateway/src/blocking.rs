@@ -5,10 +5,9 @@
 //! down, which tokio refuses (a panic) on a runtime thread, so the wrapper drops it on a thread of
 //! its own.
 
-use toolgate::approvals::ApprovalError;
-use toolgate::approvals::ApprovalId;
 use toolgate::approvals::{
-    ApprovalRequest, ApprovalState, ApprovalStore, ExecutionOutcome, Transition,
+    Admit, ApprovalError, ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore,
+    ExecutionOutcome, Transition,
 };
 use toolgate::audit::{AuditError, AuditEvent, AuditSink};
 use toolgate::limits::{CounterError, RateCounters, Take, Taken};
@@ -92,9 +91,10 @@ impl<T: ApprovalStore> ApprovalStore for OffRuntime<T> {
         &self,
         approval_id: ApprovalId,
         transition: Transition,
+        admit: Admit<'_>,
         now_ms: u64,
     ) -> Result<(ApprovalRequest, bool), ApprovalError> {
-        off_runtime(|| self.inner().take(approval_id, transition, now_ms))
+        off_runtime(|| self.inner().take(approval_id, transition, admit, now_ms))
     }
 
     fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {

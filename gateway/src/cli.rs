@@ -423,4 +423,10 @@ pub struct AnswerArgs {
     /// A note for the audit log.
     #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
+    /// The call's digest, as `approvals show` prints it ("arguments digest"): the answer is for
+    /// that call only, checked in the same step that takes it — if the id holds another call,
+    /// nothing is answered and it keeps waiting. Without it the answer is for whatever the id
+    /// holds.
+    #[arg(long, value_name = "DIGEST")]
+    pub digest: Option<String>,
 }

@@ -261,7 +261,7 @@ fn shown(
     upstream: Option<String>,
 ) -> Value {
     let asker = request.call.principal.as_deref();
-    let may_answer = crate::policy::admitted_out_of_band(
+    let may_answer = crate::decision::admitted_out_of_band(
         request.approvers.iter().map(|approvers| &**approvers),
         Some(&session.principal),
         asker,
@@ -367,52 +367,38 @@ async fn answer(State(shared): Page, headers: HeaderMap, body: axum::Json<Answer
             format!("a note holds at most {MAX_NOTE_CHARS} characters"),
         );
     }
-    let requests = match waiting(&shared).await {
-        Ok(requests) => requests,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let Some(request) = requests
-        .into_iter()
-        .find(|request| request.approval_id == approval_id)
-    else {
-        return refuse(
-            StatusCode::CONFLICT,
-            format!(
-                "approval {approval_id} is no longer waiting (answered elsewhere, expired or withdrawn); nothing ran"
-            ),
-        );
-    };
-    // The page's own rule: a call's asker answers it here only where a rule allows it (the model's
-    // client key signed in here must not approve what the model asked for).
-    if let Err(refusal) = crate::policy::admitted_out_of_band(
-        request.approvers.iter().map(|approvers| &**approvers),
-        Some(&session.principal),
-        request.call.principal.as_deref(),
-    ) {
-        return refuse(StatusCode::FORBIDDEN, format!("{refusal}; nothing ran"));
-    }
-    if request.digest != digest {
-        return refuse(
-            StatusCode::CONFLICT,
-            "the call differs from the one this page showed; reload and read it again. Nothing ran",
-        );
-    }
     let response = match verdict {
         Verdict::Approve => ApprovalResponse::approve(approval_id),
         Verdict::Reject => ApprovalResponse::reject(approval_id),
     }
-    .by_principal(crate::Principal::clone(&session.principal));
+    .by_principal(crate::Principal::clone(&session.principal))
+    // Checked in the store's take, in one step with it: the call this page showed (its digest),
+    // and the page's own rule that a call's asker answers it here only where a rule allows it
+    // (the model's client key signed in here must not approve what the model asked for).
+    .for_digest(digest)
+    .out_of_band();
     let response = match note {
         Some(note) => response.with_note(note),
         None => response,
     };
-    let result = match shared.page.controller.resolve_async(response).await {
-        Ok(result) => result,
-        Err(error @ ApprovalError::ApproverRefused { .. }) => {
-            return refuse(StatusCode::FORBIDDEN, format!("{error}; nothing ran"));
+    let (result, request) = match shared.page.controller.resolve_request_async(response).await {
+        Ok(answered) => answered,
+        Err(ApprovalError::ApproverRefused { refusal, .. }) => {
+            return refuse(StatusCode::FORBIDDEN, format!("{refusal}; nothing ran"));
         }
-        Err(error @ ApprovalError::NotPending { .. }) => {
-            return refuse(StatusCode::CONFLICT, format!("{error}; nothing ran"));
+        Err(ApprovalError::NotTheCallRead { .. }) => {
+            return refuse(
+                StatusCode::CONFLICT,
+                "the call differs from the one this page showed; reload and read it again. Nothing ran",
+            );
+        }
+        Err(ApprovalError::NotPending { .. }) => {
+            return refuse(
+                StatusCode::CONFLICT,
+                format!(
+                    "approval {approval_id} is no longer waiting (answered elsewhere, expired or withdrawn); nothing ran"
+                ),
+            );
         }
         Err(error) => {
             return refuse(

@@ -16,7 +16,7 @@
 //!   but `session` and `login` needs the session's CSRF token, reads too, and the page pins its
 //!   session's token in the tab's storage, so a cookie replaced under it signs it out instead of
 //!   making it act as someone else. Every answer names that
-//!   principal, with its groups, so a rule's [`Approvers`](crate::approvals::Approvers) and four
+//!   principal, with its groups, so a rule's [`Approvers`](crate::decision::Approvers) and four
 //!   eyes judge it; the approver and the note go into the audit log.
 //! - **What is approved is what was shown.** The page lists every waiting call with its tool, the
 //!   upstream it comes from ([`with_upstream_of`](ApprovalPage::with_upstream_of)), the

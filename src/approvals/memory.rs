@@ -4,7 +4,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{
     ApprovalError, ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, ExecutionOutcome,
-    Transition,
+    Transition, store::Admit,
 };
 use crate::names::FastMap;
 
@@ -88,15 +88,22 @@ impl ApprovalStore for MemoryApprovalStore {
         &self,
         approval_id: ApprovalId,
         transition: Transition,
+        admit: Admit<'_>,
         now_ms: u64,
     ) -> Result<(ApprovalRequest, bool), ApprovalError> {
         let mut ledger = self.lock();
         let held = ledger
             .pending
-            .remove(&approval_id)
+            .get(&approval_id)
             .ok_or(ApprovalError::NotPending { approval_id })?;
         let expired = held.expired(now_ms);
-        remember(&mut ledger, approval_id, transition.settled(expired));
+        // Under the lock: no other answer sees the request between the check and the removal.
+        let settled = transition.settle(&held.request, expired, admit)?;
+        let held = ledger
+            .pending
+            .remove(&approval_id)
+            .ok_or(ApprovalError::NotPending { approval_id })?;
+        remember(&mut ledger, approval_id, settled);
         Ok((held.request, expired))
     }
 

@@ -19,10 +19,11 @@ use serde::{Deserialize, Serialize};
 use crate::canonical::{call_digest, call_hash, digest_is};
 use crate::cause::Cause;
 use crate::contract::{Redacted, ToolCall};
-use crate::policy::Reason;
+use crate::decision::Reason;
 
-pub use crate::authorized::{ApprovalOutcome, Staleness};
-pub use crate::policy::{ApproverRefusal, Approvers};
+// The vocabulary moved to `crate::decision`; these paths keep naming it until the next release.
+#[doc(hidden)]
+pub use crate::decision::{ApproverRefusal, Approvers};
 pub use id::{ApprovalId, ApprovalIdError};
 pub use memory::MemoryApprovalStore;
 pub use pending::PendingApprovals;
@@ -30,7 +31,7 @@ pub use pending::PendingApprovals;
 pub use postgres::{ApprovalChange, ApprovalChanges, PostgresApprovalStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteApprovalStore;
-pub use store::{ApprovalStore, Transition};
+pub use store::{Admit, ApprovalStore, Transition, admit_any};
 
 /// A call held for a person's confirmation. Its handler has not run.
 ///
@@ -129,6 +130,16 @@ pub struct ApprovalResponse {
     /// What the person wrote with the answer; the audit log records it (bounded in length).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The digest of the call the person read ([`ApprovalRequest::digest`]): the answer is then
+    /// for *that* call. The store checks it in the step that takes the request; a request that
+    /// holds another call is not taken ([`ApprovalError::NotTheCallRead`]) and keeps waiting.
+    /// `None`: the answer is for whatever the id holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// Answered outside the asker's own client (the approval page): there the asker may not
+    /// answer its own call unless a rule allows it. Set only inside the crate.
+    #[serde(skip)]
+    pub(crate) out_of_band: bool,
 }
 
 /// Edited arguments are never printed: they may hold secrets.
@@ -146,6 +157,7 @@ impl fmt::Debug for ApprovalResponse {
                 &self.approver.as_ref().map(|approver| &approver.id),
             )
             .field("note", &self.note.as_ref().map(|_| Redacted))
+            .field("digest", &self.digest)
             .finish()
     }
 }
@@ -159,6 +171,8 @@ impl ApprovalResponse {
             edited_arguments: None,
             approver: None,
             note: None,
+            digest: None,
+            out_of_band: false,
         }
     }
 
@@ -170,6 +184,8 @@ impl ApprovalResponse {
             edited_arguments: Some(arguments),
             approver: None,
             note: None,
+            digest: None,
+            out_of_band: false,
         }
     }
 
@@ -181,6 +197,8 @@ impl ApprovalResponse {
             edited_arguments: None,
             approver: None,
             note: None,
+            digest: None,
+            out_of_band: false,
         }
     }
 
@@ -190,6 +208,25 @@ impl ApprovalResponse {
     #[must_use]
     pub fn by(self, approver: impl Into<String>) -> Self {
         self.by_principal(crate::Principal::new(approver, Vec::<String>::new()))
+    }
+
+    /// The same answer, for the call with this digest only — the one the person read (see
+    /// [`digest`](Self::digest)).
+    #[must_use]
+    pub fn for_digest(mut self, digest: impl Into<String>) -> Self {
+        self.digest = Some(digest.into());
+        self
+    }
+
+    /// The same answer, given outside the asker's client (see the field `out_of_band`).
+    #[cfg_attr(
+        not(feature = "approval-page"),
+        allow(dead_code, reason = "only the approval page answers out of band")
+    )]
+    #[must_use]
+    pub(crate) fn out_of_band(mut self) -> Self {
+        self.out_of_band = true;
+        self
     }
 
     /// The same answer, given by `approver`, as authenticated with its groups: what a rule's
@@ -234,6 +271,16 @@ pub enum ApprovalError {
         approval_id: ApprovalId,
         /// Why this approver may not answer it.
         refusal: ApproverRefusal,
+    },
+    /// The answer was given for another call than the one the id holds now (its
+    /// [`digest`](ApprovalResponse::digest) differs): the request still waits, unanswered, and
+    /// nothing ran. Read the call again and answer what it is.
+    #[error(
+        "approval {approval_id} was not answered: it holds another call than the one that was read (its digest differs)"
+    )]
+    NotTheCallRead {
+        /// The request, still waiting.
+        approval_id: ApprovalId,
     },
     /// As many requests as [`ApprovalLimits::max_pending`] already wait; the call was not held.
     /// Answer or revoke some, or raise the limit.

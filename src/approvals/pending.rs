@@ -9,7 +9,7 @@ use super::{
 };
 use crate::canonical::{call_hash, hex_digest};
 use crate::clock::{Clock, SystemClock, duration_ms};
-use crate::policy::Reason;
+use crate::decision::Reason;
 use crate::runtime::PreparedToolCall;
 
 /// The requests waiting for a person, each answerable exactly once.
@@ -205,9 +205,13 @@ impl PendingApprovals {
             Verdict::Approve => Transition::Approve,
             Verdict::Reject => Transition::Reject,
         };
-        let now = self.clock.now_ms();
-        self.admit(&response, now)?;
-        let (request, expired) = self.store.take(response.approval_id, transition, now)?;
+        let admit = |request: &ApprovalRequest| admits(&response, request);
+        let (request, expired) = self.store.take(
+            response.approval_id,
+            transition,
+            &admit,
+            self.clock.now_ms(),
+        )?;
         if expired {
             return Ok(Answered::Expired(request));
         }
@@ -221,30 +225,6 @@ impl PendingApprovals {
         })
     }
 
-    /// Refuses an answer from someone the request's approvers do not admit, before anything is
-    /// taken: the request keeps waiting for someone who may answer. A request holds who may
-    /// answer from the moment it is stored and never changes, so reading it before `take` is
-    /// as good as reading it in the same step.
-    fn admit(&self, response: &ApprovalResponse, now: u64) -> Result<(), ApprovalError> {
-        let waiting = self.store.pending(now)?;
-        let Some(request) = waiting
-            .iter()
-            .find(|request| request.approval_id == response.approval_id)
-        else {
-            // Not pending (or expired): `take` says which.
-            return Ok(());
-        };
-        crate::policy::admitted_by_all(
-            request.approvers.iter().map(|approvers| &**approvers),
-            response.approver.as_ref(),
-            request.call.principal.as_deref(),
-        )
-        .map_err(|refusal| ApprovalError::ApproverRefused {
-            approval_id: response.approval_id,
-            refusal,
-        })
-    }
-
     /// Withdraws a waiting request (from a UI, or because its context is gone): it can no longer
     /// be answered, and nothing ran.
     ///
@@ -254,7 +234,12 @@ impl PendingApprovals {
     pub fn revoke(&self, approval_id: ApprovalId) -> Result<ApprovalRequest, ApprovalError> {
         Ok(self
             .store
-            .take(approval_id, Transition::Revoke, self.clock.now_ms())?
+            .take(
+                approval_id,
+                Transition::Revoke,
+                &super::admit_any,
+                self.clock.now_ms(),
+            )?
             .0)
     }
 
@@ -304,4 +289,30 @@ impl PendingApprovals {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// What an answer requires of the request it takes, checked inside the store's take: the call the
+/// person read (when the answer names its digest), and an approver every one of the request's
+/// approvers admits (out of band, never the asker unless a rule allows it). A refusal leaves the
+/// request waiting for an answer that fits.
+fn admits(response: &ApprovalResponse, request: &ApprovalRequest) -> Result<(), ApprovalError> {
+    let approval_id = response.approval_id;
+    if response
+        .digest
+        .as_ref()
+        .is_some_and(|digest| *digest != request.digest)
+    {
+        return Err(ApprovalError::NotTheCallRead { approval_id });
+    }
+    let approvers = request.approvers.iter().map(|approvers| &**approvers);
+    let asker = request.call.principal.as_deref();
+    let admitted = if response.out_of_band {
+        crate::decision::admitted_out_of_band(approvers, response.approver.as_ref(), asker)
+    } else {
+        crate::decision::admitted_by_all(approvers, response.approver.as_ref(), asker)
+    };
+    admitted.map_err(|refusal| ApprovalError::ApproverRefused {
+        approval_id,
+        refusal,
+    })
 }

@@ -18,7 +18,7 @@ use postgres::Config;
 use self::pool::{OpError, Pool, store_error};
 use crate::approvals::{
     ApprovalError, ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, ExecutionOutcome,
-    StoreError, Transition,
+    StoreError, Transition, store::Admit,
 };
 
 /// How many connections a store opens at most, unless told otherwise.
@@ -221,31 +221,9 @@ fn unreadable(approval_id: &str, error: serde_json::Error) -> ApprovalError {
     ))
 }
 
-fn state_name(state: ApprovalState) -> &'static str {
-    match state {
-        ApprovalState::Pending => "pending",
-        ApprovalState::Approved { .. } => "approved",
-        ApprovalState::Rejected => "rejected",
-        ApprovalState::Expired => "expired",
-        ApprovalState::Revoked => "revoked",
-    }
-}
-
 /// Reads a stored state and outcome back.
 pub(super) fn parse_state(state: &str, outcome: Option<&str>) -> Option<ApprovalState> {
-    let outcome = match outcome {
-        None => None,
-        Some("ok") => Some(ExecutionOutcome::Ok),
-        Some(_) => Some(ExecutionOutcome::Error),
-    };
-    Some(match state {
-        "pending" => ApprovalState::Pending,
-        "approved" => ApprovalState::Approved { outcome },
-        "rejected" => ApprovalState::Rejected,
-        "expired" => ApprovalState::Expired,
-        "revoked" => ApprovalState::Revoked,
-        _ => return None,
-    })
+    ApprovalState::from_columns(state, outcome)
 }
 
 impl ApprovalStore for PostgresApprovalStore {
@@ -287,10 +265,11 @@ impl ApprovalStore for PostgresApprovalStore {
         &self,
         approval_id: ApprovalId,
         transition: Transition,
+        admit: Admit<'_>,
         _now_ms: u64,
     ) -> Result<(ApprovalRequest, bool), ApprovalError> {
         let id = approval_id.to_string();
-        let settled = state_name(transition.settled(false));
+        let settled = transition.settled(false).column();
         self.inner.pool.run("cannot answer the request", |conn| {
             let take = conn.statement(TAKE)?;
             let mut transaction = conn.client().transaction()?;
@@ -301,6 +280,10 @@ impl ApprovalStore for PostgresApprovalStore {
             // A row that does not parse is left pending: the transaction is rolled back.
             let request: ApprovalRequest = serde_json::from_str(&text)
                 .map_err(|error| OpError::Refused(unreadable(&id, error)))?;
+            // A refused answer rolls the update back: the request stays pending.
+            transition
+                .settle(&request, expired, admit)
+                .map_err(OpError::Refused)?;
             transaction.commit().map_err(OpError::AtCommit)?;
             Ok((request, expired))
         })
@@ -328,10 +311,7 @@ impl ApprovalStore for PostgresApprovalStore {
         approval_id: ApprovalId,
         outcome: ExecutionOutcome,
     ) -> Result<(), ApprovalError> {
-        let outcome = match outcome {
-            ExecutionOutcome::Ok => "ok",
-            ExecutionOutcome::Error => "error",
-        };
+        let outcome = outcome.column();
         let id = approval_id.to_string();
         // Setting the same outcome twice changes nothing: safe to try again after a lost connection.
         self.inner.pool.run("cannot record the outcome", |conn| {

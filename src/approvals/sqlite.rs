@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::approvals::{
     ApprovalError, ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore, ExecutionOutcome,
-    StoreError, Transition,
+    StoreError, Transition, store::Admit,
 };
 
 /// The ledger layout this version writes and reads.
@@ -162,6 +162,7 @@ impl ApprovalStore for SqliteApprovalStore {
         &self,
         approval_id: ApprovalId,
         transition: Transition,
+        admit: Admit<'_>,
         now_ms: u64,
     ) -> Result<(ApprovalRequest, bool), ApprovalError> {
         let id = approval_id.to_string();
@@ -188,13 +189,8 @@ impl ApprovalStore for SqliteApprovalStore {
             ))
         })?;
         let expired = expires_ms.is_some_and(|expires| expires <= as_sql(now_ms));
-        let state = match transition.settled(expired) {
-            ApprovalState::Pending => "pending",
-            ApprovalState::Approved { .. } => "approved",
-            ApprovalState::Rejected => "rejected",
-            ApprovalState::Expired => "expired",
-            ApprovalState::Revoked => "revoked",
-        };
+        // Nothing is written yet: a refused answer drops the transaction, the request stays pending.
+        let state = transition.settle(&request, expired, admit)?.column();
         let changed = transaction
             .execute(
                 "UPDATE approvals SET state = ?1 WHERE id = ?2 AND state = 'pending'",
@@ -233,10 +229,7 @@ impl ApprovalStore for SqliteApprovalStore {
         approval_id: ApprovalId,
         outcome: ExecutionOutcome,
     ) -> Result<(), ApprovalError> {
-        let outcome = match outcome {
-            ExecutionOutcome::Ok => "ok",
-            ExecutionOutcome::Error => "error",
-        };
+        let outcome = outcome.column();
         self.lock()
             .execute(
                 "UPDATE approvals SET outcome = ?1 WHERE id = ?2 AND state = 'approved'",
@@ -259,23 +252,9 @@ impl ApprovalStore for SqliteApprovalStore {
         let Some((state, outcome)) = row else {
             return Ok(None);
         };
-        let outcome = match outcome.as_deref() {
-            None => None,
-            Some("ok") => Some(ExecutionOutcome::Ok),
-            Some(_) => Some(ExecutionOutcome::Error),
-        };
-        Ok(Some(match state.as_str() {
-            "pending" => ApprovalState::Pending,
-            "approved" => ApprovalState::Approved { outcome },
-            "rejected" => ApprovalState::Rejected,
-            "expired" => ApprovalState::Expired,
-            "revoked" => ApprovalState::Revoked,
-            other => {
-                return Err(store_problem(format!(
-                    "unknown state {other:?} in the ledger"
-                )));
-            }
-        }))
+        ApprovalState::from_columns(&state, outcome.as_deref())
+            .map(Some)
+            .ok_or_else(|| store_problem(format!("unknown state {state:?} in the ledger")))
     }
 }
 

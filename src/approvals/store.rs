@@ -16,7 +16,32 @@ pub enum Transition {
     Revoke,
 }
 
+/// What an answer requires of the request it takes — the call the person read (its digest), and
+/// an approver its approvers admit — checked by the store inside `take`, in the same atomic step
+/// that moves the request out of `Pending`. A refusal leaves the request pending.
+pub type Admit<'a> = &'a (dyn Fn(&ApprovalRequest) -> Result<(), ApprovalError> + Sync);
+
+/// Admits every request: withdrawing one asks nothing of it.
+pub fn admit_any(_: &ApprovalRequest) -> Result<(), ApprovalError> {
+    Ok(())
+}
+
 impl Transition {
+    /// The state a request taken for this transition settles in, decided the same way by every
+    /// store: an expired request settles as expired whatever the answer, unchecked; an unexpired
+    /// one only if `admit` accepts it — else `admit`'s error, and the store leaves it pending.
+    pub(crate) fn settle(
+        self,
+        request: &ApprovalRequest,
+        expired: bool,
+        admit: Admit<'_>,
+    ) -> Result<ApprovalState, ApprovalError> {
+        if !expired {
+            admit(request)?;
+        }
+        Ok(self.settled(expired))
+    }
+
     /// The state a pending request settles in: expired wins over any answer.
     pub(crate) fn settled(self, expired: bool) -> ApprovalState {
         match (expired, self) {
@@ -52,15 +77,20 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
     ) -> Result<(), ApprovalError>;
 
     /// Moves a pending request out of `Pending`, returning it and whether it had expired (an
-    /// expired request is stored as expired whatever the transition).
+    /// expired request is stored as expired whatever the transition). An unexpired request is
+    /// first shown to `admit` in the same atomic step: if it refuses, the request stays pending
+    /// and its error is returned. Decide through [`Transition`]'s own check (the stores in this
+    /// crate do) so every store settles a request the same way.
     ///
     /// # Errors
     ///
-    /// [`ApprovalError::NotPending`] if it is not pending; [`ApprovalError::Store`] on failure.
+    /// [`ApprovalError::NotPending`] if it is not pending; `admit`'s error; [`ApprovalError::Store`]
+    /// on failure.
     fn take(
         &self,
         approval_id: ApprovalId,
         transition: Transition,
+        admit: Admit<'_>,
         now_ms: u64,
     ) -> Result<(ApprovalRequest, bool), ApprovalError>;
 
@@ -107,9 +137,10 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for std::sync::Arc<S> {
         &self,
         approval_id: ApprovalId,
         transition: Transition,
+        admit: Admit<'_>,
         now_ms: u64,
     ) -> Result<(ApprovalRequest, bool), ApprovalError> {
-        (**self).take(approval_id, transition, now_ms)
+        (**self).take(approval_id, transition, admit, now_ms)
     }
 
     fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
@@ -126,5 +157,46 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for std::sync::Arc<S> {
 
     fn state(&self, approval_id: ApprovalId) -> Result<Option<ApprovalState>, ApprovalError> {
         (**self).state(approval_id)
+    }
+}
+
+impl ApprovalState {
+    /// The state's name in a durable store's `state` column.
+    pub(crate) fn column(self) -> &'static str {
+        match self {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Approved { .. } => "approved",
+            ApprovalState::Rejected => "rejected",
+            ApprovalState::Expired => "expired",
+            ApprovalState::Revoked => "revoked",
+        }
+    }
+
+    /// A state read back from a durable store's `state` and `outcome` columns; `None` for a name
+    /// no version of toolgate writes.
+    pub(crate) fn from_columns(state: &str, outcome: Option<&str>) -> Option<Self> {
+        let outcome = match outcome {
+            None => None,
+            Some("ok") => Some(ExecutionOutcome::Ok),
+            Some(_) => Some(ExecutionOutcome::Error),
+        };
+        Some(match state {
+            "pending" => ApprovalState::Pending,
+            "approved" => ApprovalState::Approved { outcome },
+            "rejected" => ApprovalState::Rejected,
+            "expired" => ApprovalState::Expired,
+            "revoked" => ApprovalState::Revoked,
+            _ => return None,
+        })
+    }
+}
+
+impl ExecutionOutcome {
+    /// The outcome's name in a durable store's `outcome` column.
+    pub(crate) fn column(self) -> &'static str {
+        match self {
+            ExecutionOutcome::Ok => "ok",
+            ExecutionOutcome::Error => "error",
+        }
     }
 }

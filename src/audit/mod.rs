@@ -39,7 +39,7 @@ use crate::approvals::ApprovalId;
 use crate::canonical::ArgumentHash;
 use crate::cause::Cause;
 use crate::contract::ToolCall;
-use crate::policy::{PolicyAction, PolicyDecision};
+use crate::decision::{PolicyAction, PolicyDecision};
 
 /// What happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 
 use super::ToolController;
+use crate::decision::{PolicyAction, PolicyDecision};
 use crate::policy::sealed::Token;
-use crate::policy::{Policy, PolicyAction, PolicyDecision, PolicyMismatch, ToolPolicy, Unfit};
+use crate::policy::{Policy, PolicyMismatch, ToolPolicy, Unfit};
 use crate::runtime::{PreparedToolCall, ToolRuntime};
 
 /// The registry and policy in force; replaced whole, never edited in place, so a call sees one
@@ -172,7 +173,8 @@ impl Drop for ToolController {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Layers, PolicyDecision, Reason};
+    use crate::decision::{PolicyDecision, Reason};
+    use crate::policy::Layers;
     use crate::{ToolCall, ToolDefinition, ToolError, ToolRegistry, ToolSpec};
     use serde_json::{Value, json};
 

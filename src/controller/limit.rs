@@ -4,8 +4,10 @@
 use std::sync::Arc;
 
 use super::ToolController;
-use crate::limits::{Refuses, Take, Taken};
-use crate::policy::{Policy, PolicyAction, PolicyDecision, RateSlot, Reason, SlotKind};
+use crate::decision::Refuses;
+use crate::decision::{PolicyAction, PolicyDecision, RateSlot, Reason, SlotKind};
+use crate::limits::{Take, Taken};
+use crate::policy::Policy;
 use crate::runtime::PreparedToolCall;
 
 /// Where in the pipeline a call is counted.

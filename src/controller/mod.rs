@@ -275,12 +275,44 @@ impl ToolController {
         let span = observe::resolve_span(&response);
         let work = self.resolve_steps(
             response,
+            false,
             #[cfg(feature = "tracing")]
             span.clone(),
         );
         #[cfg(feature = "tracing")]
         let work = tracing::Instrument::instrument(work, span);
-        work.await
+        Ok(work.await?.0)
+    }
+
+    /// [`resolve_async`](Self::resolve_async), also returning the request that was answered —
+    /// what an approval page or a command line names in its report without listing what waits.
+    /// Give the answer the digest the person read ([`ApprovalResponse::for_digest`]): it is then
+    /// checked in the same step that takes the request.
+    ///
+    /// # Errors
+    ///
+    /// As [`resolve`](Self::resolve); [`ApprovalError::NotTheCallRead`] when the request holds
+    /// another call than the digest names (it keeps waiting).
+    pub async fn resolve_request_async(
+        &self,
+        response: ApprovalResponse,
+    ) -> Result<(ToolResult, ApprovalRequest), ApprovalError> {
+        #[cfg(feature = "tracing")]
+        let span = observe::resolve_span(&response);
+        let approval_id = response.approval_id;
+        let work = self.resolve_steps(
+            response,
+            true,
+            #[cfg(feature = "tracing")]
+            span.clone(),
+        );
+        #[cfg(feature = "tracing")]
+        let work = tracing::Instrument::instrument(work, span);
+        match work.await? {
+            (result, Some(request)) => Ok((result, request)),
+            // `resolve_steps` keeps the request of every answer it takes.
+            (_, None) => Err(ApprovalError::NotPending { approval_id }),
+        }
     }
 
     /// The same controller with other bounds on waiting approvals (time to live, how many may

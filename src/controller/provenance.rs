@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::ToolController;
 use crate::contract::{Principal, ToolResult};
-use crate::limits::{CounterError, RateCounters, Refuses, Take, Taken};
+use crate::decision::Refuses;
+use crate::limits::{CounterError, RateCounters, Take, Taken};
 use crate::provenance::extract::Token;
 use crate::provenance::{
     Bound, KEPT_FOR_MS, MAX_VALUES_PER_SESSION, ProvenanceKey, Recorded, ResultSources, Scope,

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use super::gate::Gate;
 use super::limit::{Counted, Stage};
 use super::{Outcome, ToolController};
-use crate::approvals::{Answered, ApprovalError, ApprovalId, ApprovalResponse};
+use crate::approvals::{Answered, ApprovalError, ApprovalId, ApprovalRequest, ApprovalResponse};
 use crate::audit::{AuditError, AuditEvent, AuditKind, AuditSubject};
 use crate::authorized::{ApprovalOutcome, Authorized, PolicyOutcome};
 use crate::contract::{ToolCall, ToolResult};
-use crate::execute::block_on;
-use crate::policy::{AsyncCheck, DrivenCheck, PolicyAction, PolicyDecision};
+use crate::decision::{PolicyAction, PolicyDecision};
+use crate::definition::block_on;
+use crate::policy::{AsyncCheck, DrivenCheck};
 use crate::runtime::PreparedToolCall;
 
 /// What is left to do after the gate: run an authorized call with the gate it was authorized
@@ -137,6 +138,7 @@ impl ToolController {
     ) -> Result<ToolResult, ApprovalError> {
         let (approval_id, step) = self.take_answer(
             response,
+            None,
             #[cfg(feature = "tracing")]
             span,
         )?;
@@ -156,18 +158,21 @@ impl ToolController {
     }
 
     /// `resolve_async`: the same steps as [`resolve_blocking`](Self::resolve_blocking), with the
-    /// handler awaited.
+    /// handler awaited; also the request answered, when `keep_request` asks for it.
     pub(super) async fn resolve_steps(
         &self,
         response: ApprovalResponse,
+        keep_request: bool,
         #[cfg(feature = "tracing")] span: tracing::Span,
-    ) -> Result<ToolResult, ApprovalError> {
+    ) -> Result<(ToolResult, Option<ApprovalRequest>), ApprovalError> {
+        let mut kept = None;
         let (approval_id, step) = self.take_answer(
             response,
+            keep_request.then_some(&mut kept),
             #[cfg(feature = "tracing")]
             &span,
         )?;
-        Ok(match step {
+        let result = match step {
             Step::Run(gate, authorized, subject) => {
                 let observing = self.observing(&gate.policy, &authorized);
                 let result = gate.runtime.execute_async(authorized).await;
@@ -179,19 +184,31 @@ impl ToolController {
                 self.settle(approval_id, result.is_error);
                 result
             }
-        })
+        };
+        Ok((result, kept))
     }
 
     /// Consumes the answer and does everything `resolve` does before the handler runs; also
-    /// returns the id of an approved request, whose outcome the store records.
+    /// returns the id of an approved request, whose outcome the store records, and copies the
+    /// request answered into `keep` when given.
     fn take_answer(
         &self,
         response: ApprovalResponse,
+        keep: Option<&mut Option<ApprovalRequest>>,
         #[cfg(feature = "tracing")] span: &tracing::Span,
     ) -> Result<(Option<ApprovalId>, Step<ToolResult>), ApprovalError> {
         let approver = response.approver.clone();
         let note = response.note.clone();
         let answered = self.pending.answer(response)?;
+        if let Some(keep) = keep {
+            *keep = Some(
+                match &answered {
+                    Answered::Approved(approval) => approval.request(),
+                    Answered::Rejected(request) | Answered::Expired(request) => request,
+                }
+                .clone(),
+            );
+        }
         #[cfg(feature = "tracing")]
         super::observe::record_answered(span, &answered);
         let approval_id = answered_id(&answered);
@@ -488,7 +505,7 @@ impl ToolController {
 /// The error result for a call the current policy denies after a person approved it.
 fn denied_after_approval(
     prepared: PreparedToolCall,
-    decision: crate::policy::PolicyDecision,
+    decision: crate::decision::PolicyDecision,
 ) -> ToolResult {
     match (ApprovalOutcome::Denied { prepared, decision }).into_authorized() {
         Err(result) => result,

@@ -4,6 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
 use serde_json::Value;
 
@@ -172,4 +173,34 @@ pub(crate) enum Handler {
     Structured(Arc<StructuredHandler>),
     AsyncStructured(Arc<AsyncStructuredHandler>),
     AsyncBlocks(Arc<AsyncBlocksHandler>),
+}
+
+/// Drives a future to completion on the current thread, parking between polls. Enough for a
+/// handler that does not need a particular runtime's reactor; safe code only, no dependency.
+///
+/// Polled once with a waker that does nothing — a future that is ready at once pays for no thread
+/// handle — then, if it waits, with a waker that unparks this thread. (A future checks readiness
+/// on every poll, so no wake-up is lost between the two wakers.)
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let mut future = std::pin::pin!(future);
+    if let Poll::Ready(output) = future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        return output;
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    loop {
+        match future.as_mut().poll(&mut context) {
+            Poll::Ready(output) => return output,
+            Poll::Pending => std::thread::park(),
+        }
+    }
 }

@@ -185,7 +185,7 @@ impl RateCounters for MemoryRateCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::Refuses;
+    use crate::decision::Refuses;
 
     fn take(bucket: &str, window_ms: Option<u64>, max: u32) -> Take<'_> {
         Take::limit(bucket, window_ms, max)

@@ -55,8 +55,10 @@ pub use postgres::PostgresRateCounters;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteRateCounters;
 
-use crate::policy::PolicyAction;
-pub use crate::policy::{RateSlot, SlotKind};
+use crate::decision::{PolicyAction, Refuses};
+// The vocabulary moved to `crate::decision`; these paths keep naming it until the next release.
+#[doc(hidden)]
+pub use crate::decision::{RateSlot, SlotKind};
 
 /// The most distinct keys one call may count under one limit (a list of recipients); a call with
 /// more is denied rather than counted partly.
@@ -293,23 +295,6 @@ pub fn first_refusal(takes: &[Take<'_>], totals: &[u64]) -> Option<usize> {
                     .all(refused)
         }
     })
-}
-
-/// When a counter refuses a call, from its total in the window before the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Refuses {
-    /// When the total plus the call's weight would pass this cap (a rate limit, a sum cap).
-    Above(u64),
-    /// When anything was counted (a flow rule's `after`: "a private read ran in this session").
-    AnyCounted,
-    /// When nothing was counted (a flow rule's `unless_after`: "unless this path was read").
-    NothingCounted,
-    /// Never: the call is only recorded, for flow rules that look at it later.
-    Never,
-    /// Always: what the rule needs of this call cannot be judged (a path spelling no lexical
-    /// check reads), so the rule takes its action.
-    Always,
 }
 
 /// What [`RateCounters::take`] did.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::{PolicyDecision, Reason};
+use crate::decision::{PolicyDecision, Reason};
 use crate::definition::BoxFuture;
 use crate::runtime::PreparedToolCall;
 
@@ -187,7 +187,7 @@ impl super::Policy for DrivenCheck<'_> {
     fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
         let decision = self.policy.decide(call);
         if decision.fallback {
-            crate::execute::block_on(self.check.decide(call))
+            crate::definition::block_on(self.check.decide(call))
         } else {
             decision
         }

@@ -3,7 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{LoadProblem, Policy, PolicyAction, PolicyDecision, PolicyMismatch, Reason};
+use super::{LoadProblem, Policy, PolicyMismatch};
+use crate::decision::{PolicyAction, PolicyDecision, Reason};
 use crate::registry::ToolRegistry;
 use crate::runtime::PreparedToolCall;
 

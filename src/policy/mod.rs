@@ -1,27 +1,24 @@
 //! Policies: allow, ask or deny a prepared call.
 
-mod approvers;
 mod async_check;
-mod decision;
 mod layers;
-mod rate_slot;
 mod shadow;
 mod tool_policy;
 
 use std::fmt;
 
-pub use crate::authorized::PolicyOutcome;
-pub(crate) use approvers::admitted_by_all;
-#[cfg(feature = "approval-page")]
-pub(crate) use approvers::admitted_out_of_band;
-pub use approvers::{ApproverRefusal, Approvers};
 pub use async_check::AsyncPolicy;
 pub(crate) use async_check::{AsyncCheck, DrivenCheck};
-pub use decision::{EmptyReason, PolicyAction, PolicyDecision, Reason};
 pub use layers::{LayerError, Layers};
-pub use rate_slot::{RateSlot, SlotKind};
 pub use shadow::{DecisionKey, Shadow, ShadowReport};
 pub use tool_policy::{PolicyError, ToolPolicy};
+
+// The vocabulary moved to `crate::decision`; these paths keep naming it until the next release.
+#[doc(hidden)]
+pub use crate::decision::{
+    ApproverRefusal, Approvers, EmptyReason, PolicyAction, PolicyDecision, RateSlot, Reason,
+    SlotKind,
+};
 
 use crate::registry::ToolRegistry;
 use crate::runtime::PreparedToolCall;

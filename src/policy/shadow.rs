@@ -6,8 +6,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use super::{Policy, PolicyAction, PolicyDecision, PolicyMismatch};
+use super::{Policy, PolicyMismatch};
 use crate::audit::{AuditEvent, AuditKind, AuditSink, AuditSubject};
+use crate::decision::{PolicyAction, PolicyDecision};
 use crate::registry::ToolRegistry;
 use crate::runtime::PreparedToolCall;
 

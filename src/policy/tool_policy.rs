@@ -1,6 +1,7 @@
 //! The original design's policy: tools by name.
 
-use super::{Policy, PolicyAction, PolicyDecision, Reason};
+use super::Policy;
+use crate::decision::{PolicyAction, PolicyDecision, Reason};
 use crate::names::FastSet;
 use crate::runtime::PreparedToolCall;
 
@@ -130,7 +131,8 @@ impl Policy for ToolPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{EmptyReason, PolicyAction};
+    use crate::decision::EmptyReason;
+    use crate::decision::PolicyAction;
 
     #[test]
     fn overlap_is_an_error_naming_the_tool() {

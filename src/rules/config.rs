@@ -8,8 +8,8 @@ use super::{
     Condition, FlowConfig, PathOptions, PolicyExample, PrincipalsConfig, ResultRuleConfig,
     SourcesConfig, TextOptions,
 };
+use crate::decision::PolicyAction;
 use crate::limits::RateLimitConfig;
-use crate::policy::PolicyAction;
 
 /// A whole policy as written: a list of rules. Unknown keys anywhere are an error.
 ///
@@ -161,7 +161,7 @@ pub struct RuleConfig {
     /// On an ask rule: who may answer (ids, groups, four eyes); absent means anyone who can
     /// answer. When several ask rules apply to a call, the answer must satisfy each one's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approvers: Option<crate::policy::Approvers>,
+    pub approvers: Option<crate::decision::Approvers>,
 }
 
 impl RuleConfig {
@@ -187,7 +187,7 @@ impl RuleConfig {
 
     /// The same ask rule, answerable only by `approvers`.
     #[must_use]
-    pub fn approved_by(mut self, approvers: crate::policy::Approvers) -> Self {
+    pub fn approved_by(mut self, approvers: crate::decision::Approvers) -> Self {
         self.approvers = Some(approvers);
         self
     }

@@ -5,7 +5,8 @@ use serde_json::Value;
 
 use super::RulePolicy;
 use crate::contract::Principal;
-use crate::policy::{LoadProblem, PolicyAction, PolicyDecision};
+use crate::decision::{PolicyAction, PolicyDecision};
+use crate::policy::LoadProblem;
 use crate::registry::ToolRegistry;
 
 /// A call and the decision the policy must take for it: checked at every load, so a policy (or

@@ -4,7 +4,7 @@
 
 use super::Rule;
 use super::condition::{GlobToken, glob_match, tokenize_glob};
-use crate::policy::PolicyAction;
+use crate::decision::PolicyAction;
 use crate::registry::ToolRegistry;
 
 /// Whether a rule's `tool` is a pattern rather than an exact name.

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::condition::{CallPaths, Condition, PathOptions};
 use super::scan::pick_linear;
 use super::{PolicyConfig, RuleConfig, RulePolicy};
-use crate::policy::{PolicyAction, PolicyDecision};
+use crate::decision::{PolicyAction, PolicyDecision};
 use crate::{ToolDefinition, ToolError, ToolRegistry, ToolSpec};
 
 fn registry() -> ToolRegistry {

@@ -11,8 +11,9 @@ use super::condition::{self, Pointer, SchemaLookup, check_pointer_syntax};
 use super::groups::{ToolPattern, is_pattern};
 use super::schema_pointer;
 use crate::canonical::{canonical_json, hex_digest};
+use crate::decision::{PolicyAction, PolicyDecision, RateSlot, Reason};
 use crate::limits::{MAX_CALLS_PER_LIMIT, MAX_KEYS_PER_CALL, RateLimitConfig};
-use crate::policy::{LoadProblem, PolicyAction, PolicyDecision, RateSlot, Reason};
+use crate::policy::LoadProblem;
 use crate::registry::ToolRegistry;
 
 /// One limit, compiled.
@@ -202,8 +203,11 @@ impl RateLimits {
                     )));
                 };
                 slot = slot
-                    .judged(weight, crate::limits::Refuses::Above(u64::from(limit.max)))
-                    .of_kind(crate::policy::SlotKind::Sum);
+                    .judged(
+                        weight,
+                        crate::decision::Refuses::Above(u64::from(limit.max)),
+                    )
+                    .of_kind(crate::decision::SlotKind::Sum);
             }
             let Some((pointer, fold)) = &limit.key else {
                 slots.push(slot);

@@ -9,8 +9,8 @@ use super::groups::{GroupRule, ToolPattern, is_pattern};
 use super::limits::RateLimits;
 use super::{LoadProblem, PolicyConfig, PolicyLoadError, Rule, RuleConfig, RulePolicy, ToolRules};
 use crate::canonical;
+use crate::decision::{PolicyAction, Reason};
 use crate::names::FastMap;
-use crate::policy::{PolicyAction, Reason};
 use crate::registry::ToolRegistry;
 
 /// Collects problems with their places.
@@ -39,108 +39,13 @@ pub(super) fn load(
         problems.push("text.normalize", message);
     }
     let normalize_text = config.text.normalize;
-    let path_fields = path_fields_by_tool(&config.rules, registry);
-    let mut by_tool: FastMap<String, ToolRules> = FastMap::default();
-    let mut groups: Vec<GroupRule> = Vec::new();
-    let mut seen_ids: HashMap<&str, usize> = HashMap::new();
-    // (tool, canonical condition) → (rule index, action), to find repeats and contradictions.
-    let mut seen_conditions: HashMap<(&str, String), (usize, PolicyAction)> = HashMap::new();
-
-    for (index, rule) in config.rules.iter().enumerate() {
-        let place = format!("rules[{index}] (id {:?})", rule.id);
-        if rule.id.trim().is_empty() {
-            problems.push(place.clone(), "id is empty");
-        } else if let Some(first) = seen_ids.get(rule.id.as_str()) {
-            problems.push(place.clone(), format!("id repeats rules[{first}]"));
-        } else {
-            seen_ids.insert(&rule.id, index);
-        }
-        let reason = Reason::new(rule.reason.clone());
-        if reason.is_err() {
-            problems.push(place.clone(), "reason is empty");
-        }
-        let exact = !is_pattern(&rule.tool);
-        let pattern = ToolPattern::new(&rule.tool);
-        let tools: Vec<&str> = if exact {
-            if registry.resolve(&rule.tool).is_none() {
-                problems.push(
-                    place.clone(),
-                    format!("tool {:?} is not in the registry", rule.tool),
-                );
-                continue;
-            }
-            vec![rule.tool.as_str()]
-        } else {
-            let tools = pattern.covered(registry, rule.action);
-            if tools.is_empty() {
-                problems.push(
-                    place.clone(),
-                    format!(
-                        "tool pattern {:?} matches no tool in the registry",
-                        rule.tool
-                    ),
-                );
-                continue;
-            }
-            tools
-        };
-        check_repeats(rule, index, &place, &mut seen_conditions, &mut problems);
-        let reason = match (reason, rule.id.trim().is_empty()) {
-            (Ok(reason), false) => Some(reason),
-            _ => None,
-        };
-        let mut group_rule = None;
-        // A pattern rule is compiled and checked against each tool it covers: every pointer must
-        // name a field of each, every example must behave on each.
-        for tool in tools {
-            let here = if exact {
-                place.clone()
-            } else {
-                format!("{place} on tool {tool:?}")
-            };
-            let Some(compiled_rule) = compile_rule(
-                rule,
-                tool,
-                exact,
-                reason.as_ref(),
-                &here,
-                registry,
-                &paths,
-                normalize_text,
-                &path_fields,
-                &mut problems,
-            ) else {
-                continue;
-            };
-            if !exact && group_rule.is_none() {
-                group_rule = compile_rule(
-                    rule,
-                    tool,
-                    exact,
-                    reason.as_ref(),
-                    &here,
-                    registry,
-                    &paths,
-                    normalize_text,
-                    &path_fields,
-                    &mut Problems::default(),
-                );
-            }
-            let rules = by_tool.entry(tool.to_owned()).or_default();
-            match rule.action {
-                PolicyAction::Deny => rules.deny.push(compiled_rule),
-                PolicyAction::Ask => rules.ask.push(compiled_rule),
-                PolicyAction::Allow => rules.allow.push(compiled_rule),
-            }
-        }
-        if let Some(rule_compiled) = group_rule {
-            groups.push(GroupRule {
-                pattern,
-                action: rule.action,
-                rule: rule_compiled,
-            });
-        }
-    }
+    let compiling = Compiling {
+        registry,
+        paths: &paths,
+        normalize_text,
+        path_fields: path_fields_by_tool(&config.rules, registry),
+    };
+    let (mut by_tool, groups) = compiling.rules(&config.rules, &mut problems);
     check_shadowing(&by_tool, &mut problems);
 
     let mut problems = problems.0;
@@ -176,26 +81,7 @@ pub(super) fn load(
         }
         rules.build_index();
     }
-    let mut canonical_rules = config.rules.clone();
-    canonical_rules.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut canonical_limits = config.limits.clone();
-    canonical_limits.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut canonical_flows = config.flows.clone();
-    canonical_flows.sort_by(|a, b| a.id.cmp(&b.id));
-    let digest: Arc<str> = Arc::from(canonical::digest(
-        &serde_json::to_value(PolicyConfig {
-            paths: config.paths.clone(),
-            text: config.text.clone(),
-            rules: canonical_rules,
-            limits: canonical_limits,
-            labels: config.labels.clone(),
-            flows: canonical_flows,
-            sources: config.sources.clone(),
-            results: config.results.clone(),
-            examples: Vec::new(),
-        })
-        .unwrap_or_default(),
-    ));
+    let digest = policy_digest(&config);
     let policy = RulePolicy {
         by_tool,
         groups,
@@ -212,6 +98,184 @@ pub(super) fn load(
         Ok(policy)
     } else {
         Err(PolicyLoadError::Invalid { problems })
+    }
+}
+
+/// The policy's digest: its canonical JSON with rules, limits and flows in id order (the order
+/// they are written in changes nothing) and without its examples (they decide nothing).
+fn policy_digest(config: &PolicyConfig) -> Arc<str> {
+    let mut canonical_rules = config.rules.clone();
+    canonical_rules.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut canonical_limits = config.limits.clone();
+    canonical_limits.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut canonical_flows = config.flows.clone();
+    canonical_flows.sort_by(|a, b| a.id.cmp(&b.id));
+    Arc::from(canonical::digest(
+        &serde_json::to_value(PolicyConfig {
+            paths: config.paths.clone(),
+            text: config.text.clone(),
+            rules: canonical_rules,
+            limits: canonical_limits,
+            labels: config.labels.clone(),
+            flows: canonical_flows,
+            sources: config.sources.clone(),
+            results: config.results.clone(),
+            examples: Vec::new(),
+        })
+        .unwrap_or_default(),
+    ))
+}
+
+/// What every rule of one policy is compiled against.
+struct Compiling<'a> {
+    registry: &'a ToolRegistry,
+    paths: &'a PathSettings,
+    normalize_text: bool,
+    path_fields: HashMap<String, HashSet<String>>,
+}
+
+impl Compiling<'_> {
+    /// The rules compiled per tool they cover, and each pattern rule once more for tools that
+    /// join the registry later.
+    fn rules(
+        &self,
+        rules: &[RuleConfig],
+        problems: &mut Problems,
+    ) -> (FastMap<String, ToolRules>, Vec<GroupRule>) {
+        let mut by_tool: FastMap<String, ToolRules> = FastMap::default();
+        let mut groups: Vec<GroupRule> = Vec::new();
+        let mut seen_ids: HashMap<&str, usize> = HashMap::new();
+        // (tool, canonical condition) → (rule index, action), to find repeats and contradictions.
+        let mut seen_conditions: HashMap<(&str, String), (usize, PolicyAction)> = HashMap::new();
+        for (index, rule) in rules.iter().enumerate() {
+            let place = format!("rules[{index}] (id {:?})", rule.id);
+            if rule.id.trim().is_empty() {
+                problems.push(place.clone(), "id is empty");
+            } else if let Some(first) = seen_ids.get(rule.id.as_str()) {
+                problems.push(place.clone(), format!("id repeats rules[{first}]"));
+            } else {
+                seen_ids.insert(&rule.id, index);
+            }
+            let reason = Reason::new(rule.reason.clone());
+            if reason.is_err() {
+                problems.push(place.clone(), "reason is empty");
+            }
+            let exact = !is_pattern(&rule.tool);
+            let pattern = ToolPattern::new(&rule.tool);
+            let Some(tools) = self.covered(rule, exact, &pattern, &place, problems) else {
+                continue;
+            };
+            check_repeats(rule, index, &place, &mut seen_conditions, problems);
+            let reason = match (reason, rule.id.trim().is_empty()) {
+                (Ok(reason), false) => Some(reason),
+                _ => None,
+            };
+            let group_rule = self.per_tool(
+                rule,
+                exact,
+                &tools,
+                reason.as_ref(),
+                &place,
+                &mut by_tool,
+                problems,
+            );
+            if let Some(rule_compiled) = group_rule {
+                groups.push(GroupRule {
+                    pattern,
+                    action: rule.action,
+                    rule: rule_compiled,
+                });
+            }
+        }
+        (by_tool, groups)
+    }
+
+    /// The tools `rule` names: its own, which must be registered, or those its pattern covers,
+    /// of which there must be one.
+    fn covered<'r>(
+        &'r self,
+        rule: &'r RuleConfig,
+        exact: bool,
+        pattern: &ToolPattern,
+        place: &str,
+        problems: &mut Problems,
+    ) -> Option<Vec<&'r str>> {
+        if exact {
+            if self.registry.resolve(&rule.tool).is_none() {
+                problems.push(
+                    place,
+                    format!("tool {:?} is not in the registry", rule.tool),
+                );
+                return None;
+            }
+            return Some(vec![rule.tool.as_str()]);
+        }
+        let tools = pattern.covered(self.registry, rule.action);
+        if tools.is_empty() {
+            problems.push(
+                place,
+                format!(
+                    "tool pattern {:?} matches no tool in the registry",
+                    rule.tool
+                ),
+            );
+            return None;
+        }
+        Some(tools)
+    }
+
+    /// Compiles `rule` for each of `tools` into `by_tool`. A pattern rule is compiled and checked
+    /// against each tool it covers — every pointer must name a field of each, every example must
+    /// behave on each — and its first compiled form is returned for the tools it will cover.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one rule's parts, each read once"
+    )]
+    fn per_tool(
+        &self,
+        rule: &RuleConfig,
+        exact: bool,
+        tools: &[&str],
+        reason: Option<&Reason>,
+        place: &str,
+        by_tool: &mut FastMap<String, ToolRules>,
+        problems: &mut Problems,
+    ) -> Option<Rule> {
+        let mut group_rule = None;
+        for &tool in tools {
+            let here = if exact {
+                place.to_owned()
+            } else {
+                format!("{place} on tool {tool:?}")
+            };
+            let compile = |problems: &mut Problems| {
+                compile_rule(
+                    rule,
+                    tool,
+                    exact,
+                    reason,
+                    &here,
+                    self.registry,
+                    self.paths,
+                    self.normalize_text,
+                    &self.path_fields,
+                    problems,
+                )
+            };
+            let Some(compiled_rule) = compile(problems) else {
+                continue;
+            };
+            if !exact && group_rule.is_none() {
+                group_rule = compile(&mut Problems::default());
+            }
+            let rules = by_tool.entry(tool.to_owned()).or_default();
+            match rule.action {
+                PolicyAction::Deny => rules.deny.push(compiled_rule),
+                PolicyAction::Ask => rules.ask.push(compiled_rule),
+                PolicyAction::Allow => rules.allow.push(compiled_rule),
+            }
+        }
+        group_rule
     }
 }
 

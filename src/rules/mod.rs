@@ -36,9 +36,10 @@ pub use principals::PrincipalsConfig;
 pub use results::{Detector, ResultAction, ResultRuleConfig};
 pub use trace::{Explanation, RuleTrace};
 
+use crate::decision::{PolicyAction, PolicyDecision, Reason};
 use crate::names::FastMap;
 pub use crate::policy::LoadProblem;
-use crate::policy::{Policy, PolicyAction, PolicyDecision, PolicyMismatch, Reason};
+use crate::policy::{Policy, PolicyMismatch};
 use crate::registry::ToolRegistry;
 use crate::runtime::PreparedToolCall;
 
@@ -50,7 +51,7 @@ struct Rule {
     // The callers it applies to; `None`: every caller.
     principals: Option<Arc<PrincipalsConfig>>,
     // Who may answer, on an ask rule.
-    approvers: Option<Arc<crate::policy::Approvers>>,
+    approvers: Option<Arc<crate::decision::Approvers>>,
     // Whether the rule names its tool exactly (not by a pattern): named first among its action.
     exact: bool,
 }
@@ -443,7 +444,7 @@ impl Policy for RulePolicy {
     fn rate_slots(
         &self,
         call: &PreparedToolCall,
-    ) -> Result<Vec<crate::policy::RateSlot>, PolicyDecision> {
+    ) -> Result<Vec<crate::decision::RateSlot>, PolicyDecision> {
         let mut slots = self.limits.slots(call.tool_name(), call.arguments())?;
         slots.extend(self.flows.slots(
             call.tool_name(),
@@ -467,7 +468,7 @@ impl Policy for RulePolicy {
         tool_name: &str,
         principal: Option<&crate::Principal>,
         result: &mut crate::ToolResult,
-    ) -> Vec<crate::policy::RateSlot> {
+    ) -> Vec<crate::decision::RateSlot> {
         self.results
             .judge(tool_name, result)
             .iter()

@@ -74,7 +74,7 @@ pub(super) fn check(
 /// A rule's `approvers`: only on an ask rule (nothing else waits for an answer), and naming
 /// someone or asking for four eyes; names as for `principals`.
 pub(super) fn check_approvers(
-    approvers: &crate::policy::Approvers,
+    approvers: &crate::decision::Approvers,
     action: crate::PolicyAction,
     place: &str,
     problem: &mut dyn FnMut(String, String),

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::Rule;
 use super::condition::{CallPaths, Cause, Index, Truth};
-use crate::policy::PolicyAction;
+use crate::decision::PolicyAction;
 
 /// The rule to name for one action, with what it could not judge when it applies only because its
 /// condition was undetermined.

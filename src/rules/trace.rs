@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::condition::{CallPaths, Truth};
 use super::{Rule, RulePolicy, groups};
-use crate::policy::{PolicyAction, PolicyDecision};
+use crate::decision::{PolicyAction, PolicyDecision};
 use crate::runtime::PreparedToolCall;
 
 /// How one rule evaluated for one call.

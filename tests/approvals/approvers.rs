@@ -9,8 +9,8 @@ use toolgate::policy::Layers;
 
 use crate::common::*;
 use serde_json::json;
-use toolgate::approvals::{ApproverRefusal, Approvers};
 use toolgate::audit::{AuditKind, MemoryAuditSink};
+use toolgate::decision::{ApproverRefusal, Approvers};
 use toolgate::rules::RuleConfig;
 use toolgate::*;
 
@@ -343,7 +343,8 @@ fn a_note_is_kept_whole_up_to_2000_characters_with_hidden_characters_shown() {
 /// cannot skip the approver check the policy asks for.
 #[test]
 fn by_approval_mints_no_proof_for_an_answer_the_policy_in_force_does_not_admit() {
-    use toolgate::approvals::{Answered, ApprovalOutcome, PendingApprovals};
+    use toolgate::ApprovalOutcome;
+    use toolgate::approvals::{Answered, PendingApprovals};
     let runs = Arc::default();
     let registry = registry([counted(
         "deploy",

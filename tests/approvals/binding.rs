@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use toolgate::approvals::ApprovalOutcome;
+use toolgate::ApprovalOutcome;
 
 use crate::common::*;
 use serde_json::{Value, json};

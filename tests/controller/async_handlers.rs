@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use toolgate::policy::PolicyOutcome;
+use toolgate::PolicyOutcome;
 
 use crate::common::*;
 use serde_json::{Value, json};

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
-use toolgate::approvals::ApprovalOutcome;
-use toolgate::approvals::Staleness;
-use toolgate::policy::PolicyOutcome;
+use toolgate::ApprovalOutcome;
+use toolgate::PolicyOutcome;
+use toolgate::Staleness;
 
 use crate::common::*;
 use serde_json::{Value, json};

@@ -4,8 +4,8 @@
 #![cfg(all(feature = "sqlite", feature = "postgres", unix))]
 
 use crate::postgres_support;
+use toolgate::PolicyOutcome;
 use toolgate::policy::Layers;
-use toolgate::policy::PolicyOutcome;
 use toolgate::policy::Shadow;
 
 use std::process::{Command, Stdio};

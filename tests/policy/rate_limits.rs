@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use toolgate::approvals::ApprovalOutcome;
+use toolgate::ApprovalOutcome;
+use toolgate::PolicyOutcome;
 use toolgate::policy::Layers;
-use toolgate::policy::PolicyOutcome;
 use toolgate::policy::Shadow;
 
 use crate::common::counted;
@@ -680,7 +680,7 @@ fn bench_with(policy: &str) -> Outcome {
 
 #[test]
 fn a_policy_of_its_own_can_name_counters_with_any_window() {
-    use toolgate::limits::RateSlot;
+    use toolgate::decision::RateSlot;
     struct Custom;
     impl Policy for Custom {
         fn decide(&self, _: &PreparedToolCall) -> PolicyDecision {

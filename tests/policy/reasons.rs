@@ -3,7 +3,7 @@
 //! still records the rule's id; a rule whose condition holds outright keeps its own reason.
 
 use std::sync::Arc;
-use toolgate::policy::PolicyOutcome;
+use toolgate::PolicyOutcome;
 
 use super::evasions::load;
 use crate::common::*;

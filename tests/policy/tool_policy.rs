@@ -14,8 +14,8 @@ use toolgate::policy::Shadow;
 use crate::common::*;
 use serde_json::{Value, json};
 use toolgate::audit::{AuditEvent, MemoryAuditSink};
+use toolgate::decision::RateSlot;
 use toolgate::definition::BoxFuture;
-use toolgate::limits::RateSlot;
 use toolgate::*;
 
 /// The parts of an audit event that do not depend on time or ids.

@@ -120,6 +120,7 @@ fn expiry_is_decided_by_the_database_clock_not_a_skewed_node() {
         .take(
             fast.approval_id,
             Transition::Approve,
+            &toolgate::approvals::admit_any,
             real_now + 24 * HOUR_MS,
         )
         .unwrap();
@@ -135,7 +136,12 @@ fn expiry_is_decided_by_the_database_clock_not_a_skewed_node() {
         "expired by the database clock"
     );
     let (_, expired) = store
-        .take(slow.approval_id, Transition::Approve, 0)
+        .take(
+            slow.approval_id,
+            Transition::Approve,
+            &toolgate::approvals::admit_any,
+            0,
+        )
         .unwrap();
     assert!(expired, "a slow node clock must not keep a request alive");
     assert_eq!(

@@ -197,9 +197,10 @@ impl toolgate::approvals::ApprovalStore for AlteringStore {
         &self,
         approval_id: toolgate::approvals::ApprovalId,
         transition: toolgate::approvals::Transition,
+        admit: toolgate::approvals::Admit<'_>,
         now_ms: u64,
     ) -> Result<(toolgate::ApprovalRequest, bool), toolgate::approvals::ApprovalError> {
-        let (mut request, expired) = self.inner.take(approval_id, transition, now_ms)?;
+        let (mut request, expired) = self.inner.take(approval_id, transition, admit, now_ms)?;
         if self.when == Alter::OnTake {
             (self.alter)(&mut request);
         }

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use toolgate::{Authorized, PreparedToolCall, ToolCall, ToolDefinition, ToolError, ToolPolicy, ToolRegistry, ToolRuntime, ToolSpec};
-use toolgate::policy::PolicyOutcome;
+use toolgate::PolicyOutcome;
 
 pub fn runtime() -> ToolRuntime {
     let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };

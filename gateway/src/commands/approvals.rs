@@ -4,12 +4,11 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use toolgate::ApprovalResponse;
-use toolgate::approvals::ApprovalId;
-use toolgate::approvals::{ApprovalRequest, ApprovalStore};
+use toolgate::approvals::{
+    ApprovalError, ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore,
+};
 use toolgate::clock::{Clock as _, SystemClock};
-
-use toolgate::Principal;
+use toolgate::{ApprovalResponse, Principal};
 
 use crate::assemble;
 use crate::cli::AnswerArgs;
@@ -97,6 +96,29 @@ fn find(store: &dyn ApprovalStore, id: &str) -> Option<ApprovalRequest> {
         }
         Err(problem) => {
             super::report([problem]);
+            None
+        }
+    }
+}
+
+/// The id, if it names a request still waiting — read alone, not found in a list of all.
+fn still_waiting(store: &dyn ApprovalStore, id: &str) -> Option<ApprovalId> {
+    let Ok(approval_id) = id.parse::<ApprovalId>() else {
+        super::report([format!(
+            "{id:?} is not an approval id (as `approvals list` prints them)"
+        )]);
+        return None;
+    };
+    match store.state(approval_id) {
+        Ok(Some(ApprovalState::Pending)) => Some(approval_id),
+        Ok(_) => {
+            super::report([format!(
+                "approval {approval_id} is not waiting (answered, expired, withdrawn, or never held here)"
+            )]);
+            None
+        }
+        Err(error) => {
+            super::report([format!("cannot read the approval store: {error}")]);
             None
         }
     }
@@ -198,7 +220,8 @@ pub async fn answer(id: &str, answer: &AnswerArgs, approve: bool) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let approver = principal.id.clone();
-    let Some(request) = find(store.as_ref(), id) else {
+    // One read of this id, not a list of what waits: the answer itself is checked in the take.
+    let Some(approval_id) = still_waiting(store.as_ref(), id) else {
         return ExitCode::FAILURE;
     };
     drop(store);
@@ -211,7 +234,7 @@ pub async fn answer(id: &str, answer: &AnswerArgs, approve: bool) -> ExitCode {
             "{}: audit.jsonl: {}: {error}; nothing ran, and no upstream was started: a JSON Lines log is held by the gateway writing it (stop that gateway first, or use audit.postgres_url_env to answer while gateways run); approval {} still waits",
             config.file.display(),
             path.display(),
-            request.approval_id
+            approval_id
         )]);
         return ExitCode::FAILURE;
     }
@@ -226,23 +249,26 @@ pub async fn answer(id: &str, answer: &AnswerArgs, approve: bool) -> ExitCode {
         Err(mut problems) => {
             problems.push(format!(
                 "nothing ran: answering runs the call in this process, with the config's audit log and upstreams; a JSON Lines log is held by the gateway writing it (stop that gateway first, or use audit.postgres_url_env to answer while gateways run); approval {} still waits",
-                request.approval_id
+                approval_id
             ));
             super::report(problems);
             return ExitCode::FAILURE;
         }
     };
     let mut response = if approve {
-        ApprovalResponse::approve(request.approval_id)
+        ApprovalResponse::approve(approval_id)
     } else {
-        ApprovalResponse::reject(request.approval_id)
+        ApprovalResponse::reject(approval_id)
     }
     .by_principal(principal);
     if let Some(note) = &answer.note {
         response = response.with_note(note.clone());
     }
-    match controller.resolve_async(response).await {
-        Ok(result) => {
+    if let Some(digest) = &answer.digest {
+        response = response.for_digest(digest.clone());
+    }
+    match controller.resolve_request_async(response).await {
+        Ok((result, request)) => {
             let text = &result.content;
             if approve && !result.is_error {
                 println!(
@@ -261,11 +287,14 @@ pub async fn answer(id: &str, answer: &AnswerArgs, approve: bool) -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
-        Err(error) => {
+        Err(ApprovalError::NotTheCallRead { .. }) => {
             super::report([format!(
-                "approval {}: {error}; nothing ran",
-                request.approval_id
+                "approval {approval_id} holds another call than the digest you gave; nothing was answered and nothing ran: read it again with `approvals show {approval_id}`"
             )]);
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            super::report([format!("approval {approval_id}: {error}; nothing ran")]);
             ExitCode::FAILURE
         }
     }

@@ -103,9 +103,49 @@ async fn a_call_held_for_a_client_without_elicitation_is_approved_once_from_the_
         shown.contains(&long),
         "every character of the arguments is shown"
     );
-    assert!(shown.contains("arguments digest:  sha256:"), "{shown}");
+    let digest = shown
+        .lines()
+        .find_map(|line| line.strip_prefix("arguments digest:  "))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(digest.starts_with("sha256:"), "{shown}");
 
-    let (output, answered, errors) = approvals(&["approve", &approve_me, "--as", "olga"], &config);
+    // An answer for another call than the one read (the digest of the other held call) is not
+    // taken: nothing runs and the call keeps waiting.
+    let (_, other, _) = approvals(&["show", &reject_me], &config);
+    let other_digest = other
+        .lines()
+        .find_map(|line| line.strip_prefix("arguments digest:  "))
+        .unwrap_or_else(|| panic!("{other}"));
+    assert_ne!(other_digest, digest);
+    let (output, _, errors) = approvals(
+        &[
+            "approve",
+            &approve_me,
+            "--as",
+            "olga",
+            "--digest",
+            other_digest,
+        ],
+        &config,
+    );
+    assert!(!output.status.success());
+    assert!(
+        errors.contains("holds another call than the digest you gave")
+            && errors.contains("nothing ran")
+            && errors.contains(&format!("approvals show {approve_me}")),
+        "{errors}"
+    );
+    assert!(work.recorded().is_empty());
+    let (_, listed, _) = approvals(&["list"], &config);
+    assert!(
+        listed.contains(approve_me.as_str()),
+        "still waiting: {listed}"
+    );
+
+    let (output, answered, errors) = approvals(
+        &["approve", &approve_me, "--as", "olga", "--digest", digest],
+        &config,
+    );
     assert!(output.status.success(), "{answered}{errors}");
     assert!(
         answered.contains("approved by olga: h__echo ran once"),

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Budget, Partial, StreamLimits, cut_short, event_type, index, parse_data, reason};
+use super::frame::{Frame, Slot};
+use super::{Partial, StreamLimits, event_type, index, reason};
 use crate::providers::anthropic::classify;
 use crate::providers::{NotHandled, ParsedCall, Turn, WireError, call_id};
 
@@ -34,10 +35,7 @@ use crate::providers::{NotHandled, ParsedCall, Turn, WireError, call_id};
 #[derive(Default)]
 pub struct AnthropicStream {
     blocks: BTreeMap<u64, Block>,
-    not_handled: Vec<NotHandled>,
-    ended: bool,
-    events: usize,
-    budget: Budget,
+    frame: Frame,
 }
 
 enum Block {
@@ -57,8 +55,8 @@ impl std::fmt::Debug for AnthropicStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnthropicStream")
             .field("blocks", &self.blocks.len())
-            .field("not_handled", &self.not_handled)
-            .field("ended", &self.ended)
+            .field("not_handled", &self.frame.not_handled)
+            .field("ended", &self.frame.ended)
             .finish_non_exhaustive()
     }
 }
@@ -72,14 +70,14 @@ impl AnthropicStream {
     /// An assembler for one message that buffers at most what `limits` allow.
     pub fn with_limits(limits: StreamLimits) -> Self {
         Self {
-            budget: Budget::new(limits),
+            frame: Frame::new(limits),
             ..Self::default()
         }
     }
 
     /// The blocks reported so far that are not calls toolgate runs.
     pub fn not_handled(&self) -> &[NotHandled] {
-        &self.not_handled
+        &self.frame.not_handled
     }
 
     /// Reads one SSE `data` payload, parsed strictly (duplicate keys refused), and pushes it.
@@ -88,7 +86,7 @@ impl AnthropicStream {
     ///
     /// As [`push`](Self::push), and [`WireError`] for a payload that is not strict JSON.
     pub fn push_data(&mut self, data: &str) -> Result<Vec<ParsedCall>, WireError> {
-        let event = parse_data(data, &format!("event[{}]", self.events))?;
+        let event = self.frame.parse("event", data)?;
         self.push(&event)
     }
 
@@ -100,10 +98,9 @@ impl AnthropicStream {
     /// stop for a block never started, a block started twice, a `tool_use` block without an id,
     /// an event after `message_stop`, or an event for a block already yielded.
     pub fn push(&mut self, event: &Value) -> Result<Vec<ParsedCall>, WireError> {
-        let place = format!("event[{}]", self.events);
-        self.events += 1;
+        let place = self.frame.next_place("event");
         let kind = event_type(event, &place)?;
-        if self.ended && kind != "ping" {
+        if self.frame.ended && kind != "ping" {
             return Err(WireError::malformed(place, "an event after message_stop"));
         }
         match kind {
@@ -118,12 +115,12 @@ impl AnthropicStream {
                         {
                             partial.append(
                                 delta.and_then(|d| d.get("partial_json")),
-                                &mut self.budget,
+                                &mut self.frame.budget,
                             );
                         } else {
                             partial.fail_dropping(
                                 "the stream sent a delta other than input_json_delta",
-                                &mut self.budget,
+                                &mut self.frame.budget,
                             );
                         }
                         Ok(Vec::new())
@@ -140,7 +137,7 @@ impl AnthropicStream {
                         mut partial,
                         start_input,
                     }) => {
-                        self.budget.release(&partial);
+                        self.frame.budget.release(&partial);
                         let id = partial.id.take().unwrap_or_default();
                         if partial.arguments.is_empty() && partial.problem.is_none() {
                             let name = partial.name.map(Value::String);
@@ -181,11 +178,11 @@ impl AnthropicStream {
                 }
             }
             "message_stop" => {
-                self.ended = true;
+                self.frame.ended = true;
                 Ok(self.cut_open("the message stopped"))
             }
             "error" => {
-                self.ended = true;
+                self.frame.ended = true;
                 let kind = event.get("error").and_then(|error| error.get("type"));
                 Ok(self.cut_open(&format!("the stream reported an error ({})", reason(kind))))
             }
@@ -217,11 +214,13 @@ impl AnthropicStream {
             .values()
             .filter(|block| matches!(block, Block::Tool { .. }))
             .count();
-        self.budget
+        self.frame
+            .budget
             .open(self.blocks.len(), open_calls, kind == "tool_use", place)?;
         if kind == "tool_use" {
             let id = call_id(block, "id", &format!("{place}.content_block"))?;
-            self.budget
+            self.frame
+                .budget
                 .claim_id(&id, &format!("{place}.content_block.id"))?;
             let mut partial = Partial {
                 id: Some(id),
@@ -230,7 +229,7 @@ impl AnthropicStream {
             partial.name(block.get("name").unwrap_or(&Value::Null));
             // A whole input is held until the block stops: charged like argument text.
             let start_input = match block.get("input") {
-                Some(input) if self.budget.hold(&mut partial, input) => input.clone(),
+                Some(input) if self.frame.budget.hold(&mut partial, input) => input.clone(),
                 _ => Value::Null,
             };
             self.blocks.insert(
@@ -242,7 +241,7 @@ impl AnthropicStream {
             );
         } else {
             if let Some(item) = classify(block, kind, format!("content[{slot}]")) {
-                self.not_handled.push(item);
+                self.frame.not_handled.push(item);
             }
             self.blocks.insert(slot, Block::Other);
         }
@@ -251,16 +250,7 @@ impl AnthropicStream {
 
     /// Every open `tool_use` block, as an error result with `why`.
     fn cut_open(&mut self, why: &str) -> Vec<ParsedCall> {
-        let mut cut = Vec::new();
-        for block in self.blocks.values_mut() {
-            if let Block::Tool { partial, .. } = block {
-                self.budget.release(partial);
-                let id = partial.id.take().unwrap_or_default();
-                *block = Block::Yielded;
-                cut.push(cut_short(id, why));
-            }
-        }
-        cut
+        self.frame.cut_open(self.blocks.values_mut(), why)
     }
 
     /// Ends the stream: every `tool_use` block still open becomes an error result for its id;
@@ -271,10 +261,20 @@ impl AnthropicStream {
     /// None today; the `Result` matches the other assemblers.
     pub fn finish(mut self) -> Result<Turn, WireError> {
         let calls = self.cut_open("the stream ended");
-        Ok(Turn {
-            calls,
-            not_handled: self.not_handled,
-        })
+        Ok(self.frame.turn(calls))
+    }
+}
+
+impl Slot for Block {
+    fn open_partial(&mut self) -> Option<&mut Partial> {
+        match self {
+            Block::Tool { partial, .. } => Some(partial),
+            Block::Yielded | Block::Other => None,
+        }
+    }
+
+    fn closed() -> Self {
+        Block::Yielded
     }
 }
 

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Budget, Partial, StreamLimits, cut_short, index, parse_data, reason};
+use super::frame::Frame;
+use super::{Partial, StreamLimits, cut_short, index, reason};
 use crate::contract::ToolResult;
 use crate::providers::{ParsedCall, Turn, WireError};
 
@@ -37,10 +38,8 @@ use crate::providers::{ParsedCall, Turn, WireError};
 pub struct ChatStream {
     /// Open calls by their `tool_calls[].index`.
     calls: BTreeMap<u64, Chat>,
-    /// Set by `finish_reason` or `[DONE]`: no call may open after it.
-    ended: bool,
-    chunks: usize,
-    budget: Budget,
+    /// Its `ended` is set by `finish_reason` or `[DONE]`.
+    frame: Frame,
 }
 
 /// The most ids one call may be sent beyond its first; each is answered with an error result.
@@ -58,7 +57,7 @@ impl std::fmt::Debug for ChatStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ChatStream")
             .field("open_calls", &self.calls.len())
-            .field("ended", &self.ended)
+            .field("ended", &self.frame.ended)
             .finish_non_exhaustive()
     }
 }
@@ -72,7 +71,7 @@ impl ChatStream {
     /// An assembler for one response that buffers at most what `limits` allow.
     pub fn with_limits(limits: StreamLimits) -> Self {
         Self {
-            budget: Budget::new(limits),
+            frame: Frame::new(limits),
             ..Self::default()
         }
     }
@@ -85,11 +84,10 @@ impl ChatStream {
     /// As [`push`](Self::push), and [`WireError`] for a payload that is not strict JSON.
     pub fn push_data(&mut self, data: &str) -> Result<Vec<ParsedCall>, WireError> {
         if data.trim() == "[DONE]" {
-            self.ended = true;
+            self.frame.ended = true;
             return Ok(Vec::new());
         }
-        let place = format!("chunk[{}]", self.chunks);
-        let chunk = parse_data(data, &place)?;
+        let chunk = self.frame.parse("chunk", data)?;
         self.push(&chunk)
     }
 
@@ -101,8 +99,7 @@ impl ChatStream {
     /// `function_call` delta, a `tool_calls` entry without an index or with an id that is not a
     /// non-empty string, a chunk after the end, or a completed call that never got an id.
     pub fn push(&mut self, chunk: &Value) -> Result<Vec<ParsedCall>, WireError> {
-        let place = format!("chunk[{}]", self.chunks);
-        self.chunks += 1;
+        let place = self.frame.next_place("chunk");
         if chunk.get("error").is_some_and(|error| !error.is_null()) {
             return Err(WireError::malformed(
                 format!("{place}.error"),
@@ -124,7 +121,7 @@ impl ChatStream {
                     "only choice 0 is assembled: request n = 1",
                 ));
             }
-            if self.ended {
+            if self.frame.ended {
                 return Err(WireError::malformed(
                     place,
                     "a chunk after the stream ended",
@@ -136,7 +133,7 @@ impl ChatStream {
             match choice.get("finish_reason") {
                 None | Some(Value::Null) => {}
                 Some(finish) => {
-                    self.ended = true;
+                    self.frame.ended = true;
                     let readable = matches!(finish.as_str(), Some("tool_calls" | "stop"));
                     let why = format!("the stream stopped ({})", reason(Some(finish)));
                     completed.extend(self.complete_all(&place, readable.then_some(()), &why)?);
@@ -175,7 +172,8 @@ impl ChatStream {
             if !self.calls.contains_key(&slot) {
                 // Chat calls stay open until the end, so every index is an open call.
                 let open = self.calls.len();
-                self.budget
+                self.frame
+                    .budget
                     .open(open, open, true, &format!("{place}.index"))?;
             }
             let call = self.calls.entry(slot).or_default();
@@ -183,7 +181,7 @@ impl ChatStream {
                 None | Some(Value::Null) => {}
                 Some(Value::String(id)) if !id.is_empty() => match &call.partial.id {
                     None => {
-                        self.budget.claim_id(id, &format!("{place}.id"))?;
+                        self.frame.budget.claim_id(id, &format!("{place}.id"))?;
                         call.partial.id = Some(id.clone());
                     }
                     Some(known) if known == id => {}
@@ -198,10 +196,10 @@ impl ChatStream {
                                 ),
                             ));
                         }
-                        self.budget.claim_id(id, &format!("{place}.id"))?;
+                        self.frame.budget.claim_id(id, &format!("{place}.id"))?;
                         call.partial.fail_dropping(
                             "the stream sent two ids for one call",
-                            &mut self.budget,
+                            &mut self.frame.budget,
                         );
                         call.extra_ids.push(id.clone());
                     }
@@ -218,14 +216,14 @@ impl ChatStream {
                 Some(Value::String(kind)) if kind == "function" => {}
                 Some(_) => call.partial.fail_dropping(
                     "unsupported tool call type: only function tools can be called",
-                    &mut self.budget,
+                    &mut self.frame.budget,
                 ),
             }
             if let Some(function) = fragment.get("function").filter(|f| !f.is_null()) {
                 if !function.is_object() {
                     call.partial.fail_dropping(
                         "the stream sent a function that is not an object",
-                        &mut self.budget,
+                        &mut self.frame.budget,
                     );
                     continue;
                 }
@@ -233,7 +231,7 @@ impl ChatStream {
                     call.partial.name(name);
                 }
                 call.partial
-                    .append(function.get("arguments"), &mut self.budget);
+                    .append(function.get("arguments"), &mut self.frame.budget);
             }
         }
         Ok(())
@@ -262,7 +260,7 @@ impl ChatStream {
                 mut partial,
                 extra_ids,
             } = call;
-            self.budget.release(&partial);
+            self.frame.budget.release(&partial);
             let Some(id) = partial.id.take() else {
                 continue; // unreachable: checked above
             };
@@ -292,9 +290,6 @@ impl ChatStream {
             None,
             "the stream ended without a finish_reason",
         )?;
-        Ok(Turn {
-            calls,
-            not_handled: Vec::new(),
-        })
+        Ok(self.frame.turn(calls))
     }
 }

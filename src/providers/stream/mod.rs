@@ -50,6 +50,7 @@
 
 mod anthropic;
 mod chat;
+mod frame;
 mod responses;
 
 pub use anthropic::AnthropicStream;

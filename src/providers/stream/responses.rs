@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use sha2::{Digest as _, Sha256};
 
-use super::{Budget, Partial, StreamLimits, cut_short, event_type, index, parse_data, reason};
+use super::frame::{Frame, Slot};
+use super::{Budget, Partial, StreamLimits, event_type, index, reason};
 use crate::providers::responses::{classify, custom_tool_error, read_item};
 use crate::providers::{NotHandled, ParsedCall, Turn, WireError, call_id};
 
@@ -39,10 +40,7 @@ use crate::providers::{NotHandled, ParsedCall, Turn, WireError, call_id};
 #[derive(Default)]
 pub struct ResponsesStream {
     items: BTreeMap<u64, Item>,
-    not_handled: Vec<NotHandled>,
-    ended: bool,
-    events: usize,
-    budget: Budget,
+    frame: Frame,
 }
 
 enum Item {
@@ -66,8 +64,8 @@ impl std::fmt::Debug for ResponsesStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResponsesStream")
             .field("items", &self.items.len())
-            .field("not_handled", &self.not_handled)
-            .field("ended", &self.ended)
+            .field("not_handled", &self.frame.not_handled)
+            .field("ended", &self.frame.ended)
             .finish_non_exhaustive()
     }
 }
@@ -81,14 +79,14 @@ impl ResponsesStream {
     /// An assembler for one response that buffers at most what `limits` allow.
     pub fn with_limits(limits: StreamLimits) -> Self {
         Self {
-            budget: Budget::new(limits),
+            frame: Frame::new(limits),
             ..Self::default()
         }
     }
 
     /// The items reported so far that are not calls toolgate runs.
     pub fn not_handled(&self) -> &[NotHandled] {
-        &self.not_handled
+        &self.frame.not_handled
     }
 
     /// Reads one SSE `data` payload, parsed strictly (duplicate keys refused), and pushes it.
@@ -97,7 +95,7 @@ impl ResponsesStream {
     ///
     /// As [`push`](Self::push), and [`WireError`] for a payload that is not strict JSON.
     pub fn push_data(&mut self, data: &str) -> Result<Vec<ParsedCall>, WireError> {
-        let event = parse_data(data, &format!("event[{}]", self.events))?;
+        let event = self.frame.parse("event", data)?;
         self.push(&event)
     }
 
@@ -109,14 +107,13 @@ impl ResponsesStream {
     /// argument event for an index never opened, a call item without a `call_id`, an event
     /// after the response ended, or an event that contradicts a call already yielded.
     pub fn push(&mut self, event: &Value) -> Result<Vec<ParsedCall>, WireError> {
-        let place = format!("event[{}]", self.events);
-        self.events += 1;
+        let place = self.frame.next_place("event");
         let kind = event_type(event, &place)?;
         let ends = matches!(
             kind,
             "response.completed" | "response.incomplete" | "response.failed" | "error"
         );
-        if self.ended
+        if self.frame.ended
             && (ends || kind.starts_with("response.output_item") || kind.contains("arguments"))
         {
             return Err(WireError::malformed(
@@ -130,8 +127,8 @@ impl ResponsesStream {
                 let slot = index(event, "output_index", &place)?;
                 match self.items.get_mut(&slot) {
                     Some(Item::Open { item_id, partial }) => {
-                        check_item_id(item_id.as_deref(), event, partial, &mut self.budget);
-                        partial.append(event.get("delta"), &mut self.budget);
+                        check_item_id(item_id.as_deref(), event, partial, &mut self.frame.budget);
+                        partial.append(event.get("delta"), &mut self.frame.budget);
                         Ok(Vec::new())
                     }
                     Some(Item::Other) => Ok(Vec::new()),
@@ -143,8 +140,13 @@ impl ResponsesStream {
                 let slot = index(event, "output_index", &place)?;
                 match self.items.get_mut(&slot) {
                     Some(Item::Open { item_id, partial }) => {
-                        check_item_id(item_id.as_deref(), event, partial, &mut self.budget);
-                        final_arguments(partial, event.get("arguments"), false, &mut self.budget);
+                        check_item_id(item_id.as_deref(), event, partial, &mut self.frame.budget);
+                        final_arguments(
+                            partial,
+                            event.get("arguments"),
+                            false,
+                            &mut self.frame.budget,
+                        );
                         Ok(vec![self.yield_call(slot)])
                     }
                     Some(Item::Other) => Ok(Vec::new()),
@@ -154,7 +156,7 @@ impl ResponsesStream {
             }
             "response.output_item.done" => self.item_done(event, &place),
             _ if ends => {
-                self.ended = true;
+                self.frame.ended = true;
                 let status = event
                     .get("response")
                     .and_then(|response| response.get("status"))
@@ -192,7 +194,7 @@ impl ResponsesStream {
             .values()
             .filter(|item| matches!(item, Item::Open { .. }))
             .count();
-        self.budget.open(
+        self.frame.budget.open(
             self.items.len(),
             open_calls,
             kind == Some("function_call"),
@@ -201,7 +203,8 @@ impl ResponsesStream {
         match kind {
             Some("function_call") => {
                 let id = call_id(item, "call_id", &item_place)?;
-                self.budget
+                self.frame
+                    .budget
                     .claim_id(&id, &format!("{item_place}.call_id"))?;
                 let mut partial = Partial {
                     id: Some(id),
@@ -210,21 +213,22 @@ impl ResponsesStream {
                 if let Some(name) = item.get("name") {
                     partial.name(name);
                 }
-                partial.append(item.get("arguments"), &mut self.budget);
+                partial.append(item.get("arguments"), &mut self.frame.budget);
                 let item_id = item.get("id").and_then(Value::as_str).map(str::to_owned);
                 self.items.insert(slot, Item::Open { item_id, partial });
                 Ok(Vec::new())
             }
             Some("custom_tool_call") => {
                 let id = call_id(item, "call_id", &item_place)?;
-                self.budget
+                self.frame
+                    .budget
                     .claim_id(&id, &format!("{item_place}.call_id"))?;
                 self.items.insert(slot, Item::Other);
                 Ok(vec![Err(custom_tool_error(id, item))])
             }
             _ => {
                 if let Some(not_handled) = classify(item, format!("output[{slot}]")) {
-                    self.not_handled.push(not_handled);
+                    self.frame.not_handled.push(not_handled);
                 }
                 self.items.insert(slot, Item::Other);
                 Ok(Vec::new())
@@ -243,21 +247,28 @@ impl ResponsesStream {
         match self.items.get_mut(&slot) {
             // Never opened: read the whole item, as in a whole response.
             None => {
-                self.budget
-                    .open(self.items.len(), 0, false, &format!("{place}.output_index"))?;
+                self.frame.budget.open(
+                    self.items.len(),
+                    0,
+                    false,
+                    &format!("{place}.output_index"),
+                )?;
                 self.items.insert(slot, Item::Other);
                 let item_place = format!("{place}.item");
                 if let Some(call) = read_item(item, &item_place)? {
-                    let call = super::whole_within(call, item.get("arguments"), self.budget.limits);
+                    let call =
+                        super::whole_within(call, item.get("arguments"), self.frame.budget.limits);
                     let id = match &call {
                         Ok(call) => &call.call_id,
                         Err(result) => &result.call_id,
                     };
-                    self.budget.claim_id(id, &format!("{item_place}.call_id"))?;
+                    self.frame
+                        .budget
+                        .claim_id(id, &format!("{item_place}.call_id"))?;
                     return Ok(vec![call]);
                 }
                 if let Some(not_handled) = classify(item, format!("output[{slot}]")) {
-                    self.not_handled.push(not_handled);
+                    self.frame.not_handled.push(not_handled);
                 }
                 Ok(Vec::new())
             }
@@ -269,7 +280,7 @@ impl ResponsesStream {
                 if let Some(name) = item.get("name") {
                     partial.name(name);
                 }
-                final_arguments(partial, item.get("arguments"), true, &mut self.budget);
+                final_arguments(partial, item.get("arguments"), true, &mut self.frame.budget);
                 Ok(vec![self.yield_call(slot)])
             }
             Some(Item::Yielded {
@@ -301,7 +312,7 @@ impl ResponsesStream {
             Some(Item::Open { partial, .. }) => partial,
             _ => Partial::default(),
         };
-        self.budget.release(&partial);
+        self.frame.budget.release(&partial);
         let call_id = partial.id.take().unwrap_or_default();
         self.items.insert(
             slot,
@@ -316,16 +327,7 @@ impl ResponsesStream {
 
     /// Every open call, as an error result with `why`.
     fn cut_open(&mut self, why: &str) -> Vec<ParsedCall> {
-        let mut cut = Vec::new();
-        for item in self.items.values_mut() {
-            if let Item::Open { partial, .. } = item {
-                self.budget.release(partial);
-                let id = partial.id.take().unwrap_or_default();
-                *item = Item::Other;
-                cut.push(cut_short(id, why));
-            }
-        }
-        cut
+        self.frame.cut_open(self.items.values_mut(), why)
     }
 
     /// Ends the stream: every call still open becomes an error result for its id; the items
@@ -336,10 +338,20 @@ impl ResponsesStream {
     /// None today; the `Result` matches the other assemblers.
     pub fn finish(mut self) -> Result<Turn, WireError> {
         let calls = self.cut_open("the stream ended");
-        Ok(Turn {
-            calls,
-            not_handled: self.not_handled,
-        })
+        Ok(self.frame.turn(calls))
+    }
+}
+
+impl Slot for Item {
+    fn open_partial(&mut self) -> Option<&mut Partial> {
+        match self {
+            Item::Open { partial, .. } => Some(partial),
+            Item::Yielded { .. } | Item::Other => None,
+        }
+    }
+
+    fn closed() -> Self {
+        Item::Other
     }
 }
 

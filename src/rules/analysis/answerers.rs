@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::contract::Principal;
-use crate::policy::{Approvers, PolicyDecision, admitted_by_all};
+use crate::decision::{Approvers, PolicyDecision, admitted_by_all};
 
 /// The most (answerer, asker) pairs tried before comparing the sets as written instead.
 const MOST_PAIRS: usize = 100_000;
@@ -80,7 +80,7 @@ fn same_answerers(a: &[Arc<Approvers>], b: &[Arc<Approvers>]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::same_answerers;
-    use crate::policy::Approvers;
+    use crate::decision::Approvers;
     use std::sync::Arc;
 
     fn ids(names: &[&str]) -> Arc<Approvers> {

@@ -5,8 +5,7 @@ use serde_json::Value;
 
 use super::{Analysed, Space, prepare};
 use crate::contract::{Principal, ToolCall};
-use crate::limits::Refuses;
-use crate::policy::{PolicyAction, PolicyDecision, SlotKind};
+use crate::decision::{PolicyAction, PolicyDecision, Refuses, SlotKind};
 use crate::registry::ToolRegistry;
 use crate::rules::PolicyConfig;
 use crate::runtime::PreparedToolCall;

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::{Analysed, Space, ToolDiff, covers, diff, prepare};
-use crate::policy::{Policy, PolicyAction};
+use crate::decision::PolicyAction;
+use crate::policy::Policy;
 use crate::registry::ToolRegistry;
 use crate::rules::RulePolicy;
 

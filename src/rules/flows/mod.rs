@@ -16,8 +16,8 @@ use serde_json::Value;
 use super::Condition;
 use super::condition::{CallPaths, Compiled, Pointer, Truth};
 use super::groups::ToolPattern;
+use crate::decision::{PolicyAction, Reason};
 use crate::limits::Per;
-use crate::policy::{PolicyAction, Reason};
 
 mod load;
 mod provenance;
@@ -70,7 +70,7 @@ pub struct FlowConfig {
     /// For `ask`: who may answer (as a rule's `approvers`). Together with the approvers of the
     /// rules that asked for the call, if any: every named set must be satisfied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approvers: Option<crate::policy::Approvers>,
+    pub approvers: Option<crate::decision::Approvers>,
     /// Instead of `after` / `unless_after`: the rule applies when a value of the call was seen
     /// where this says (see [`ValueProvenance`] and [`crate::provenance`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,7 +236,7 @@ struct Flow {
     history: usize,
     action: PolicyAction,
     reason: Reason,
-    approvers: Option<Arc<crate::policy::Approvers>>,
+    approvers: Option<Arc<crate::decision::Approvers>>,
 }
 
 /// A policy's labels and flow rules.

@@ -11,8 +11,8 @@ use sha2::{Digest, Sha256};
 use super::load::Context;
 use super::{Covers, PerTool};
 use crate::canonical::{canonical_json, hex_lower};
-use crate::limits::{MAX_KEYS_PER_CALL, Refuses};
-use crate::policy::{PolicyAction, RateSlot, Reason, SlotKind};
+use crate::decision::{PolicyAction, RateSlot, Reason, Refuses, SlotKind};
+use crate::limits::MAX_KEYS_PER_CALL;
 use crate::provenance::extract::{self, Token};
 use crate::provenance::{Look, ValueLook, source};
 use crate::rules::condition::{CallPaths, Pointer};
@@ -170,7 +170,7 @@ pub(super) struct ProvenanceFlow {
     not_seen_in: Vec<Arc<str>>,
     action: PolicyAction,
     reason: Reason,
-    approvers: Option<Arc<crate::policy::Approvers>>,
+    approvers: Option<Arc<crate::decision::Approvers>>,
 }
 
 /// Compiles a flow rule's `provenance`; problems are pushed with their places.
@@ -186,7 +186,7 @@ pub(super) fn load(
     labels: &std::collections::BTreeMap<String, Vec<String>>,
     classes: &mut super::sources::Classes,
     reason: Reason,
-    approvers: Option<Arc<crate::policy::Approvers>>,
+    approvers: Option<Arc<crate::decision::Approvers>>,
     push: &mut dyn FnMut(String, String),
 ) -> Option<ProvenanceFlow> {
     if config.after.is_some() || config.unless_after.is_some() {

@@ -8,8 +8,7 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical::{canonical_json, hex_digest};
 use crate::contract::Principal;
-use crate::limits::Refuses;
-use crate::policy::{PolicyAction, RateSlot, Reason};
+use crate::decision::{PolicyAction, RateSlot, Reason, Refuses};
 use crate::rules::condition::{CallPaths, PathSettings};
 
 use super::*;

@@ -13,7 +13,8 @@ use serde_json::Value;
 pub use detect::Detector;
 
 use crate::contract::ToolResult;
-use crate::policy::{LoadProblem, Reason};
+use crate::decision::Reason;
+use crate::policy::LoadProblem;
 use crate::registry::ToolRegistry;
 use crate::rules::groups::ToolName;
 

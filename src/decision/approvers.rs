@@ -15,7 +15,7 @@ use crate::contract::Principal;
 ///
 /// ```
 /// use toolgate::Principal;
-/// use toolgate::approvals::Approvers;
+/// use toolgate::decision::Approvers;
 ///
 /// let approvers = Approvers::groups(["security"]).with_four_eyes();
 /// let alice = Principal::new("alice", ["security"]);

@@ -41,7 +41,7 @@ impl fmt::Display for PolicyAction {
 /// assert_eq!(reason.as_str(), "tool requires user confirmation");
 /// const STATIC: Reason = Reason::from_static("read-only tool");
 /// assert_eq!(STATIC.to_string(), "read-only tool");
-/// # Ok::<(), toolgate::policy::EmptyReason>(())
+/// # Ok::<(), toolgate::decision::EmptyReason>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Reason(
@@ -139,7 +139,7 @@ impl<'de> Deserialize<'de> for Reason {
 ///
 /// let decision = PolicyDecision::ask(Reason::new("writes to disk")?);
 /// assert_eq!(decision.action, PolicyAction::Ask);
-/// # Ok::<(), toolgate::policy::EmptyReason>(())
+/// # Ok::<(), toolgate::decision::EmptyReason>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]

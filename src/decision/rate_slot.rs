@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use super::{PolicyAction, Reason};
-use crate::limits::Refuses;
 
 /// One counter a call would take a slot in: which, its window and cap, and what happens past it.
 /// A policy names them ([`Policy::rate_slots`](crate::Policy::rate_slots)); the controller counts
@@ -152,4 +151,21 @@ impl RateSlot {
         self.bucket = bucket.into();
         self
     }
+}
+
+/// When a counter refuses a call, from its total in the window before the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refuses {
+    /// When the total plus the call's weight would pass this cap (a rate limit, a sum cap).
+    Above(u64),
+    /// When anything was counted (a flow rule's `after`: "a private read ran in this session").
+    AnyCounted,
+    /// When nothing was counted (a flow rule's `unless_after`: "unless this path was read").
+    NothingCounted,
+    /// Never: the call is only recorded, for flow rules that look at it later.
+    Never,
+    /// Always: what the rule needs of this call cannot be judged (a path spelling no lexical
+    /// check reads), so the rule takes its action.
+    Always,
 }

@@ -247,8 +247,8 @@ impl Authorized<PreparedToolCall> {
     /// decided for it is `Allow`, else `prepared` back for [`by_decision`](Self::by_decision).
     /// Only the controller can call it: its [`GateWitness`] is its word that `action` is what the policy in
     /// force decided (its table's answer, or the counted decision of the policy or its async
-    /// check). The allow path only reads the action (moving a decision in and out of a
-    /// [`PolicyOutcome`] cost tens of instructions per call).
+    /// check).
+    // Fast path: reads the action only (a decision moved through a `PolicyOutcome` cost ~30 instr.).
     #[inline(always)]
     pub(crate) fn if_allowed(
         action: PolicyAction,
@@ -420,8 +420,8 @@ fn uncounted<P: Policy + ?Sized>(
     }
 }
 
-/// `prefix` followed by `text`, allocated once at its final size (`format!` grew the string in
-/// steps and cost more than the whole policy decision).
+/// `prefix` followed by `text`, allocated once at its final size.
+// Fast path: one allocation (`format!` grew it in steps, dearer than the policy decision).
 fn prefixed(prefix: &str, text: &str) -> String {
     let mut joined = String::with_capacity(prefix.len() + text.len());
     joined.push_str(prefix);

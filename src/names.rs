@@ -4,11 +4,9 @@
 //! SipHash guards a map against keys chosen to collide. Here every key comes from the program's
 //! own configuration (tool names, rule tools, rule keys) or from the OS random generator (approval
 //! ids); the model only chooses what is *looked up*, and a lookup cannot add keys or lengthen the
-//! probe sequences that trusted keys laid out. So the keyed hash buys nothing, while on the allow
-//! path it cost more than a third of the gate's own work (measured with callgrind: about 375
-//! instructions per name, against about 60 for FNV-1a byte by byte and about 20 for this hash,
-//! which takes eight bytes per multiplication). Do not key one of these maps by anything the
-//! model sends.
+//! probe sequences that trusted keys laid out. So the keyed hash buys nothing. Do not key one of
+//! these maps by anything the model sends.
+//! (Fast path: ~20 instr. a name, against ~375 for the keyed hash, callgrind.)
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};

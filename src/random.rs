@@ -17,10 +17,10 @@ thread_local! {
 ///
 /// The generator's error; nothing is made up then.
 pub(crate) fn bytes16() -> Result<[u8; 16], getrandom::Error> {
-    // One `getrandom` call per value cost about 570 ns here, a quarter of an ask → approve round
-    // trip, so the bytes are fetched from the OS a batch at a time. Every byte still comes from
-    // the OS generator and is handed out once. (A process that forks without exec copies the
-    // unused batch into the child: use approvals and audit sinks in only one of them.)
+    // Fast path: OS bytes fetched a batch at a time (a call per value cost ~570 ns).
+    // Every byte still comes from the OS generator and is handed out once. (A process that forks
+    // without exec copies the unused batch into the child: use approvals and audit sinks in only
+    // one of them.)
     let from_batch = BATCH.try_with(|batch| {
         let (bytes, next) = &mut *batch.borrow_mut();
         if *next == PER_BATCH {

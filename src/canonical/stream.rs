@@ -1,9 +1,8 @@
 //! Canonical JSON fed straight into SHA-256, without building the text.
 //!
 //! Digests on the approval path hash the canonical arguments of every held and every answered
-//! call. Building the text first (a `String`, a work stack, a pass to check key order, the
-//! hasher's `update` once per piece) cost about 1,100 instructions for `{"a":40,"b":2}`; this walk
-//! writes the same bytes into a stack buffer that the hasher absorbs at once.
+//! call; this walk writes the canonical bytes into a stack buffer the hasher absorbs at once.
+//! (Fast path: building the text first cost ~1,100 instr. for `{"a":40,"b":2}`.)
 
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};

@@ -219,8 +219,7 @@ impl Index {
 
     /// Calls `visit` for every grouped rule that is not certainly false for `arguments` (some
     /// more than once, in no particular order).
-    // `#[inline]`: called from another codegen unit on every indexed decision; without it, where
-    // the compiler splits the crate decides whether this is inlined (about 100 instructions).
+    // Fast path: inlined across codegen units on every indexed decision (~100 instr. otherwise).
     #[inline]
     pub(crate) fn candidates<'a>(
         &self,

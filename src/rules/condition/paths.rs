@@ -203,8 +203,8 @@ fn is_undetermined(path: &str, fold_ascii: bool) -> bool {
     if path.is_empty() || path.starts_with('~') {
         return true;
     }
-    // Over bytes, with a table (the character-by-character form cost about 700 instructions on
-    // a short path). Exact: every byte named here is ASCII, which never occurs inside a
+    // Fast path: a byte table (chars cost ~700 instr. a path). Exact: every byte named here is
+    // ASCII, which never occurs inside a
     // multi-byte UTF-8 sequence, and the control characters are U+0000–U+001F, U+007F and
     // U+0080–U+009F (encoded `C2 80` to `C2 9F`).
     const UNJUDGEABLE: [bool; 256] = {

@@ -21,7 +21,8 @@ use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
 ///     before the proof is built;
 ///   - two crate-internal fast paths of the controller, `if_allowed` and `by_decision`, on
 ///     `Allow` only, and only with a `GateWitness`: the one type that implements it is the
-///     controller's `Judged`, which no code outside the controller module can build.
+///     controller's `Judged`, which no code outside the controller module can build
+///     (`ui-tests/call_fast_path_if_allowed.rs`, `ui-tests/call_fast_path_by_decision.rs`).
 ///
 ///   The field is private; there is no `new`, `From`, `Default` or `Deserialize`
 ///   (`ui-tests/forge_authorized_literal.rs`, `ui-tests/forge_authorized_constructor.rs`,

@@ -13,8 +13,6 @@ mod approvers;
 mod rate_slot;
 
 pub use action::{EmptyReason, PolicyAction, PolicyDecision, Reason};
-pub(crate) use approvers::admitted_by_all;
-#[cfg(feature = "approval-page")]
-pub(crate) use approvers::admitted_out_of_band;
 pub use approvers::{ApproverRefusal, Approvers};
+pub(crate) use approvers::{admitted_by_all, admitted_out_of_band};
 pub use rate_slot::{RateSlot, Refuses, SlotKind};

@@ -160,6 +160,7 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for std::sync::Arc<S> {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl ApprovalState {
     /// The state's name in a durable store's `state` column.
     pub(crate) fn column(self) -> &'static str {
@@ -191,6 +192,7 @@ impl ApprovalState {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl ExecutionOutcome {
     /// The outcome's name in a durable store's `outcome` column.
     pub(crate) fn column(self) -> &'static str {

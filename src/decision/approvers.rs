@@ -188,10 +188,6 @@ pub(crate) fn admitted_by_all<'a>(
 /// [`admitted_by_all`], answered out of band (the approval page): there the asker is never the
 /// approver unless one of `all` allows it ([`Approvers::allow_self`]). In band — the person at
 /// the MCP client that asked, confirming through its client — the asker answering is the point.
-#[cfg_attr(
-    not(feature = "approval-page"),
-    allow(dead_code, reason = "only the approval page answers out of band")
-)]
 pub(crate) fn admitted_out_of_band<'a>(
     all: impl IntoIterator<Item = &'a Approvers> + Clone,
     approver: Option<&Principal>,

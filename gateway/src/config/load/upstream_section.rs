@@ -79,14 +79,21 @@ pub(super) fn upstream(
     })
 }
 
-/// Every `[upstreams.NAME]` table checked: its name (no separator in it), `own_names` on one at
-/// most, and how it is reached; each problem is told to `problem` with its key.
+/// Every `[upstreams.NAME]` table checked (at least one): its name (no separator in it),
+/// `own_names` on one at most, and how it is reached; each problem is told to `problem` with its
+/// key.
 pub(super) fn upstreams(
     sections: std::collections::BTreeMap<String, UpstreamSection>,
     separator: &str,
     base: &Path,
     problem: &mut impl FnMut(&str, String),
 ) -> Vec<super::super::UpstreamConfig> {
+    if sections.is_empty() {
+        problem(
+            "upstreams",
+            "no upstream is configured: add an [upstreams.NAME] table with a `command`".to_owned(),
+        );
+    }
     let mut upstreams: Vec<super::super::UpstreamConfig> = Vec::new();
     for (name, section) in sections {
         let key = format!("upstreams.{name}");

@@ -1,12 +1,22 @@
 //! `serve`: the gate, running.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+use toolgate::ToolController;
+use toolgate::audit::checkpoint::NoteSigner;
 use toolgate::mcp::McpServer;
 
-use crate::assemble;
-use crate::config::Config;
+use crate::assemble::{self, Started};
+use crate::config::{AuditTarget, CheckpointConfig, Config};
+use crate::metrics::Metrics;
+use crate::pins::Pins;
 use crate::policy;
+use crate::upstream::Link;
 
 /// Starts everything `config` names and serves it over stdio until the client disconnects.
 /// Startup says, in the log, each upstream's tool count and each policy layer's digest.
@@ -24,6 +34,61 @@ pub async fn serve(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    log_started(&started);
+    if let Err(problem) = pin_first_seen(&mut pins, &started) {
+        return failed(problem);
+    }
+    for layer in &stack.states {
+        tracing::info!(policy = %layer.path.display(), digest = %layer.digest, "policy layer in force");
+    }
+    let checkpoints = match Checkpoints::start(&config) {
+        Ok(checkpoints) => checkpoints,
+        Err(problem) => return failed(problem),
+    };
+    let watcher = policy::watch(stack, Arc::clone(&controller), config.policy_poll);
+    let refresher = refresher(&config, pins, &started, &controller);
+    let links = started.links.clone();
+    let metrics = Arc::clone(&started.metrics);
+    let supervisors: Vec<_> = started
+        .upstreams
+        .into_iter()
+        .map(|upstream| upstream.supervise(config.limits))
+        .collect();
+    let server = match mcp_server(&config, &controller, &links) {
+        Ok(server) => server,
+        Err(problem) => return failed(problem),
+    };
+    let mut listeners = Listeners::new();
+    if let Some(address) = config.listen.admin {
+        listeners.admin(address, &config, &controller, metrics, &links);
+    }
+    if let Some(address) = config.listen.http {
+        listeners.mcp(address, &config, &server, &started.metrics);
+    }
+    if config.listen.stdio {
+        listeners.stdio(server);
+    }
+    let failure = listeners.wait_for_end().await;
+    watcher.abort();
+    refresher.abort();
+    if let Some(checkpoints) = checkpoints {
+        checkpoints.stop().await;
+    }
+    for supervisor in supervisors {
+        supervisor.abort();
+    }
+    failure.map_or(ExitCode::SUCCESS, failed)
+}
+
+/// Reports `problem`, and fails.
+fn failed(problem: String) -> ExitCode {
+    super::report([problem]);
+    ExitCode::FAILURE
+}
+
+/// What was started, in the log: each upstream's tools listed and served, the tools left out,
+/// what the descriptions tell the model, and what is held back.
+fn log_started(started: &Started) {
     for (upstream, listed) in &started.counts {
         let served = started
             .served
@@ -42,51 +107,71 @@ pub async fn serve(config: Config) -> ExitCode {
     for line in started.held_back() {
         tracing::error!("{line}; the rest is served");
     }
-    if !started.first_seen.is_empty() {
-        for (upstream, tools) in &started.first_seen {
-            pins.pin(upstream, tools.iter().cloned());
-            tracing::info!(upstream = %upstream, tools = tools.len(), "first seen: its tool definitions are pinned");
-        }
-        if let Err(problem) = pins.save() {
-            super::report([problem]);
-            return ExitCode::FAILURE;
-        }
+}
+
+/// Pins the tools of the upstreams seen for the first time, if any, and saves the pins.
+fn pin_first_seen(pins: &mut Pins, started: &Started) -> Result<(), String> {
+    if started.first_seen.is_empty() {
+        return Ok(());
     }
-    for layer in &stack.states {
-        tracing::info!(policy = %layer.path.display(), digest = %layer.digest, "policy layer in force");
+    for (upstream, tools) in &started.first_seen {
+        pins.pin(upstream, tools.iter().cloned());
+        tracing::info!(upstream = %upstream, tools = tools.len(), "first seen: its tool definitions are pinned");
     }
-    // Signed checkpoints of the audit log: the key is checked before anything is served.
-    let checkpoints = match (&config.checkpoints, &config.audit) {
-        (Some(settings), Some(crate::config::AuditTarget::Jsonl(log))) => {
-            match crate::checkpoints::signer(settings) {
-                Ok(signer) => {
-                    tracing::info!(
-                        file = %settings.file.display(),
-                        every_s = settings.every.as_secs(),
-                        origin = %settings.origin,
-                        "signed checkpoints of the audit log will be written"
-                    );
-                    let signer = std::sync::Arc::new(signer);
-                    let periodic = crate::checkpoints::spawn(
-                        settings.clone(),
-                        log.clone(),
-                        std::sync::Arc::clone(&signer),
-                    );
-                    Some((periodic, settings.clone(), log.clone(), signer))
-                }
-                Err(problem) => {
-                    super::report([problem]);
-                    return ExitCode::FAILURE;
-                }
-            }
-        }
-        _ => None,
-    };
-    let watcher = policy::watch(
-        stack,
-        std::sync::Arc::clone(&controller),
-        config.policy_poll,
-    );
+    pins.save()
+}
+
+/// Signed checkpoints of the JSON Lines audit log: written on a schedule, and once more when the
+/// gateway stops.
+struct Checkpoints {
+    periodic: JoinHandle<()>,
+    settings: CheckpointConfig,
+    log: PathBuf,
+    signer: Arc<NoteSigner>,
+}
+
+impl Checkpoints {
+    /// The checkpoints `config` asks for, started. The key is read now, so that a wrong one stops
+    /// the gateway before anything is served.
+    fn start(config: &Config) -> Result<Option<Self>, String> {
+        let (Some(settings), Some(AuditTarget::Jsonl(log))) = (&config.checkpoints, &config.audit)
+        else {
+            return Ok(None);
+        };
+        let signer = crate::checkpoints::signer(settings)?;
+        tracing::info!(
+            file = %settings.file.display(),
+            every_s = settings.every.as_secs(),
+            origin = %settings.origin,
+            "signed checkpoints of the audit log will be written"
+        );
+        let signer = Arc::new(signer);
+        let periodic =
+            crate::checkpoints::spawn(settings.clone(), log.clone(), Arc::clone(&signer));
+        Ok(Some(Self {
+            periodic,
+            settings: settings.clone(),
+            log: log.clone(),
+            signer,
+        }))
+    }
+
+    /// Stops the schedule, then signs the log as it ends.
+    async fn stop(self) {
+        self.periodic.abort();
+        let _ = self.periodic.await;
+        crate::checkpoints::write_final(self.settings, self.log, self.signer).await;
+    }
+}
+
+/// Follows the upstreams' tool lists, starting from the definitions in force: the served tools
+/// and the stand-ins held back.
+fn refresher(
+    config: &Config,
+    pins: Pins,
+    started: &Started,
+    controller: &Arc<ToolController>,
+) -> JoinHandle<()> {
     let in_force = started
         .served
         .iter()
@@ -100,62 +185,69 @@ pub async fn serve(config: Config) -> ExitCode {
         )
         .map(|served| (served.spec.name.clone(), served.digest.clone()))
         .collect();
-    let refresher = crate::refresh::follow(
+    crate::refresh::follow(
         config.clone(),
         pins,
-        std::sync::Arc::clone(&started.metrics),
+        Arc::clone(&started.metrics),
         started.listed.clone(),
         in_force,
-        std::sync::Arc::clone(&controller),
-    );
-    let links = started.links.clone();
-    let metrics = std::sync::Arc::clone(&started.metrics);
-    let supervisors: Vec<_> = started
-        .upstreams
-        .into_iter()
-        .map(|upstream| upstream.supervise(config.limits))
-        .collect();
-    let server = match McpServer::new(std::sync::Arc::clone(&controller)) {
-        Ok(server) => {
-            let upstreams = crate::passthrough::Upstreams::new(
-                std::sync::Arc::new(config.clone()),
-                links.clone(),
-            );
-            let server = server
-                .with_implementation("toolgate-mcp-gateway", env!("CARGO_PKG_VERSION"))
-                .with_passthrough(std::sync::Arc::new(upstreams));
-            match approvals_at(&config) {
-                Some(place) => server.with_approvals_at(place),
-                None => server,
-            }
-        }
-        Err(error) => {
-            super::report([error.to_string()]);
-            return ExitCode::FAILURE;
-        }
+        Arc::clone(controller),
+    )
+}
+
+/// The MCP server over `controller`: it names itself, passes resources and prompts through to
+/// the upstreams behind `links`, says where a held call is answered, and seals request states
+/// with the config's keys.
+fn mcp_server(
+    config: &Config,
+    controller: &Arc<ToolController>,
+    links: &[Arc<Link>],
+) -> Result<McpServer, String> {
+    let server = McpServer::new(Arc::clone(controller)).map_err(|error| error.to_string())?;
+    let upstreams = crate::passthrough::Upstreams::new(Arc::new(config.clone()), links.to_vec());
+    let server = server
+        .with_implementation("toolgate-mcp-gateway", env!("CARGO_PKG_VERSION"))
+        .with_passthrough(Arc::new(upstreams));
+    let server = match approvals_at(config) {
+        Some(place) => server.with_approvals_at(place),
+        None => server,
     };
-    let server = match crate::state_key::keys(&config).and_then(|keys| match keys {
+    match crate::state_key::keys(config)? {
         None => Ok(server),
         Some(keys) => server
             .with_state_keys(&keys)
             .map_err(|error| format!("{}: {error}", config.file.display())),
-    }) {
-        Ok(server) => server,
-        Err(problem) => {
-            super::report([problem]);
-            return ExitCode::FAILURE;
+    }
+}
+
+/// The running listeners, each until `stop` is sent.
+struct Listeners {
+    // Declared first, so dropped (aborted) first: before the channel that stops them.
+    tasks: JoinSet<Result<(), String>>,
+    stopped: watch::Receiver<bool>,
+    stop: watch::Sender<bool>,
+}
+
+impl Listeners {
+    fn new() -> Self {
+        let (stop, stopped) = watch::channel(false);
+        Self {
+            tasks: JoinSet::new(),
+            stopped,
+            stop,
         }
-    };
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let until_stopped = move || {
-        let mut stopped = stopped.clone();
-        async move {
-            let _ = stopped.wait_for(|stop| *stop).await;
-        }
-    };
-    let mut tasks = tokio::task::JoinSet::new();
-    if let Some(address) = config.listen.admin {
-        let page = crate::page::router(&config, std::sync::Arc::clone(&controller), &metrics);
+    }
+
+    /// `/metrics`, `/healthz` and, when served, the approval page, on `address`.
+    fn admin(
+        &mut self,
+        address: SocketAddr,
+        config: &Config,
+        controller: &Arc<ToolController>,
+        metrics: Arc<Metrics>,
+        links: &[Arc<Link>],
+    ) {
+        let page = crate::page::router(config, Arc::clone(controller), &metrics);
         match &page {
             Some(_) => tracing::info!(
                 "approval page: http://{address}/approvals — people sign in with a [[clients]] API key or a [jwt] token, and approved calls run in this gateway"
@@ -165,17 +257,24 @@ pub async fn serve(config: Config) -> ExitCode {
             ),
             None => {}
         }
-        let (metrics, controller, links) =
-            (metrics, std::sync::Arc::clone(&controller), links.clone());
+        let (controller, links) = (Arc::clone(controller), links.to_vec());
         let hosts = config.listen.allowed_hosts.clone();
-        let until = until_stopped();
-        tasks.spawn(async move {
+        let until = until_stopped(self.stopped.clone());
+        self.tasks.spawn(async move {
             crate::http::serve_admin(address, metrics, controller, links, page, hosts, until)
                 .await
                 .map_err(|error| format!("listen.admin {address}: {error}"))
         });
     }
-    if let Some(address) = config.listen.http {
+
+    /// MCP over Streamable HTTP on `address`, for the config's clients and tokens.
+    fn mcp(
+        &mut self,
+        address: SocketAddr,
+        config: &Config,
+        server: &McpServer,
+        metrics: &Arc<Metrics>,
+    ) {
         let server = server.clone();
         let listener = crate::http::McpListener {
             clients: config.clients.clone(),
@@ -183,60 +282,55 @@ pub async fn serve(config: Config) -> ExitCode {
             allowed_hosts: config.listen.allowed_hosts.clone(),
             allowed_origins: config.listen.allowed_origins.clone(),
             sessions: config.listen.sessions,
-            metrics: std::sync::Arc::clone(&started.metrics),
+            metrics: Arc::clone(metrics),
         };
-        let until = until_stopped();
-        tasks.spawn(async move {
+        let until = until_stopped(self.stopped.clone());
+        self.tasks.spawn(async move {
             crate::http::serve_mcp(address, server, listener, until)
                 .await
                 .map_err(|error| format!("listen.http {address}: {error}"))
         });
     }
-    if config.listen.stdio {
-        tasks.spawn(async move {
+
+    /// MCP over stdin and stdout, for one client.
+    fn stdio(&mut self, server: McpServer) {
+        self.tasks.spawn(async move {
             tracing::info!("serving MCP over stdio");
             let served = server.serve_stdio().await;
             tracing::info!("the stdio client disconnected; stopping");
             served.map_err(|error| error.to_string())
         });
     }
-    // The first listener to end (stdio closed, a bind failed) or a signal stops them all.
-    let first = tokio::select! {
-        ended = tasks.join_next() => ended,
-        () = signal() => {
-            tracing::info!("signal received; stopping");
-            None
+
+    /// Waits for the first listener to end (stdio closed, a bind failed) or a signal, then stops
+    /// them all, waiting at most 5 seconds for each; the first failure, if any.
+    async fn wait_for_end(&mut self) -> Option<String> {
+        let first = tokio::select! {
+            ended = self.tasks.join_next() => ended,
+            () = signal() => {
+                tracing::info!("signal received; stopping");
+                None
+            }
+        };
+        let _ = self.stop.send(true);
+        let mut failure = match first {
+            Some(Ok(Err(problem))) => Some(problem),
+            _ => None,
+        };
+        while let Ok(Some(ended)) =
+            tokio::time::timeout(std::time::Duration::from_secs(5), self.tasks.join_next()).await
+        {
+            if let Ok(Err(problem)) = ended {
+                failure.get_or_insert(problem);
+            }
         }
-    };
-    let _ = stop.send(true);
-    let mut failure = match first {
-        Some(Ok(Err(problem))) => Some(problem),
-        _ => None,
-    };
-    while let Ok(Some(ended)) =
-        tokio::time::timeout(std::time::Duration::from_secs(5), tasks.join_next()).await
-    {
-        if let Ok(Err(problem)) = ended {
-            failure.get_or_insert(problem);
-        }
+        failure
     }
-    watcher.abort();
-    refresher.abort();
-    if let Some((periodic, settings, log, signer)) = checkpoints {
-        periodic.abort();
-        let _ = periodic.await;
-        crate::checkpoints::write_final(settings, log, signer).await;
-    }
-    for supervisor in supervisors {
-        supervisor.abort();
-    }
-    match failure {
-        None => ExitCode::SUCCESS,
-        Some(problem) => {
-            super::report([problem]);
-            ExitCode::FAILURE
-        }
-    }
+}
+
+/// Resolves once `stop` is sent.
+async fn until_stopped(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|stop| *stop).await;
 }
 
 /// SIGINT or SIGTERM.
@@ -265,7 +359,7 @@ async fn signal() {
 
 /// Where a person answers waiting calls, for the MCP question and the held call's message: the
 /// approval page when it is served, else the shell command against a durable store.
-fn approvals_at(config: &crate::config::Config) -> Option<String> {
+fn approvals_at(config: &Config) -> Option<String> {
     if let (Some(_), Some(admin)) = (config.approval_page, config.listen.admin) {
         // Bound to every address, the listener has no one address a person could open.
         if admin.ip().is_unspecified() {

@@ -38,3 +38,4 @@ mod rule_index;
 mod rules;
 mod shadow;
 mod tool_policy;
+mod vocabulary_paths;

@@ -4,6 +4,7 @@
 //! pipeline (gate → record → run), written once for the sync and async forms; `observe.rs` the
 //! tracing spans.
 
+mod answering;
 mod gate;
 mod limit;
 mod listing;

@@ -2,6 +2,7 @@
 //! a toolgate definition whose handler forwards the authorized call through the upstream's
 //! [`Link`].
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,12 +41,13 @@ pub struct Left {
 
 /// The served tools of every upstream, their definitions (for the registry) and what was left
 /// out.
+#[derive(Default)]
 pub struct Catalog {
     pub served: Vec<Served>,
     pub definitions: Vec<ToolDefinition>,
     pub left: Vec<Left>,
     /// Upstreams with no pins yet: their served tools' definitions and digests, to pin.
-    pub first_seen: std::collections::BTreeMap<String, Vec<(Tool, String)>>,
+    pub first_seen: BTreeMap<String, Vec<(Tool, String)>>,
     /// Pinned definitions of tools that changed or vanished upstream: what the registry holds
     /// in their place, held back, when the policy names them.
     pub stand_ins: Vec<StandIn>,
@@ -80,163 +82,249 @@ pub fn build(
     metrics: &Arc<Metrics>,
     pins: &Pins,
 ) -> Result<Catalog, CatalogError> {
-    let mut first_seen = std::collections::BTreeMap::<String, Vec<(Tool, String)>>::new();
-    let mut stand_ins = Vec::new();
-    let mut served: Vec<Served> = Vec::new();
-    let mut definitions: Vec<ToolDefinition> = Vec::new();
-    let mut left = Vec::new();
-    let mut names = LookAlikes::default();
-    let mut owners = std::collections::HashMap::<String, String>::new();
+    let mut building = Building {
+        config,
+        metrics,
+        pins,
+        catalog: Catalog::default(),
+        names: LookAlikes::default(),
+        owners: HashMap::new(),
+    };
     // The prefixed upstreams claim their names first: a look-alike under an upstream's own
     // names is the one left out, never the prefixed tool it resembles.
     let mut tools = tools;
     tools.sort_by_key(|(link, _)| config.serves_own_names(link.name()));
     let links: Vec<Arc<Link>> = tools.iter().map(|(link, _)| Arc::clone(link)).collect();
     for (link, upstream_tools) in tools {
-        let mut own = std::collections::HashSet::new();
-        let pinned: std::collections::HashMap<String, (Tool, String)> = pins
-            .pinned(link.name())
-            .into_iter()
-            .map(|(tool, digest)| (tool.name.to_string(), (tool, digest)))
-            .collect();
-        let stand_in = |tool: &str, why: String| {
-            let (pinned_tool, digest) = pinned.get(tool)?;
-            let name = config.claimed_name(link.name(), tool)?;
-            let definition = forwarding(
-                Arc::clone(&link),
-                pinned_tool,
-                name,
-                config.limits.call_timeout,
-                Arc::clone(metrics),
-            )
-            .ok()?
-            .with_max_output_bytes(config.limits.max_message_bytes);
-            // A pins file edited by hand: its definition is not the one its digest names.
-            (definition.digest() == digest).then(|| StandIn {
-                served: Served {
-                    upstream: link.name().to_owned(),
-                    tool: pinned_tool.clone(),
-                    spec: definition.spec().clone(),
-                    digest: digest.clone(),
-                },
-                definition,
-                why,
-            })
-        };
-        for tool in upstream_tools {
-            // A tool served under its own name that reads as another upstream's (`files__x`)
-            // would be judged and held back as that upstream's: left out.
-            let Some(name) = config.claimed_name(link.name(), &tool.name) else {
-                left.push(Left {
-                    upstream: link.name().to_owned(),
-                    name: quoted(&tool.name),
-                    why: "its name reads as another upstream's served tool (it starts with that upstream's name and the separator)".to_owned(),
-                });
-                continue;
-            };
-            if toolgate::mcp::passthrough::is_gate(&name) {
-                left.push(Left {
-                    upstream: link.name().to_owned(),
-                    name: quoted(&tool.name),
-                    why: "its name ends with a protocol method (resources/read, prompts/get) the gateway names the gates of resources and prompts by".to_owned(),
-                });
-                continue;
-            }
-            if !own.insert(tool.name.to_string()) {
-                left.push(Left {
-                    upstream: link.name().to_owned(),
-                    name: quoted(&tool.name),
-                    why: "the upstream lists this name twice; neither is served".to_owned(),
-                });
-                served.retain(|entry| entry.spec.name != name);
-                definitions.retain(|definition| definition.spec().name != name);
-                continue;
-            }
-            if let Some(other) = owners.get(&name) {
-                return Err(CatalogError(format!(
-                    "upstreams `{other}` and `{}` would both serve a tool named {}: rename one upstream in the config",
-                    link.name(),
-                    quoted(&name)
-                )));
-            }
-            // One bound on a reply, the config's: the library's own output cap (1 MiB by
-            // default) would refuse what `limits.max_message_bytes` lets through.
-            let definition = forwarding(
-                Arc::clone(&link),
-                &tool,
-                name.clone(),
-                config.limits.call_timeout,
-                Arc::clone(metrics),
-            )
-            .map(|definition| definition.with_max_output_bytes(config.limits.max_message_bytes));
-            match definition {
-                Ok(definition) => {
-                    let digest = definition.digest().to_owned();
-                    let accept =
-                        "not served until accepted with `toolgate-mcp-gateway pin --config FILE`";
-                    match pins.judge(link.name(), &tool.name, &digest) {
-                        Verdict::Pinned => {}
-                        Verdict::FirstSeen => first_seen
-                            .entry(link.name().to_owned())
-                            .or_default()
-                            .push((tool.clone(), digest.clone())),
-                        Verdict::Changed { pinned } => {
-                            let why = format!(
-                                "its definition changed since it was pinned ({pinned} → {digest}); {accept}"
-                            );
-                            stand_ins.extend(stand_in(&tool.name, why.clone()));
-                            left.push(Left {
-                                upstream: link.name().to_owned(),
-                                name: quoted(&tool.name),
-                                why,
-                            });
-                            continue;
-                        }
-                        Verdict::New => {
-                            left.push(Left {
-                                upstream: link.name().to_owned(),
-                                name: quoted(&tool.name),
-                                why: format!("it is new since its upstream was pinned; {accept}"),
-                            });
-                            continue;
-                        }
-                    }
-                    // Only a tool that will be served claims its name against look-alikes.
-                    if let Err(error) = names.check(&name) {
-                        left.push(Left {
-                            upstream: link.name().to_owned(),
-                            name: quoted(&tool.name),
-                            why: error.to_string(),
-                        });
-                        continue;
-                    }
-                    owners.insert(name, link.name().to_owned());
-                    served.push(Served {
-                        upstream: link.name().to_owned(),
-                        tool,
-                        spec: definition.spec().clone(),
-                        digest,
-                    });
-                    definitions.push(definition);
-                }
-                Err(error) => left.push(Left {
-                    upstream: link.name().to_owned(),
-                    name: quoted(&tool.name),
-                    why: error.to_string(),
-                }),
-            }
-        }
-        // Pinned, and no longer listed.
-        for gone in pinned.keys().filter(|name| !own.contains(*name)) {
-            let why = "its upstream no longer lists it; not served until its upstream lists it as pinned, or `toolgate-mcp-gateway pin --config FILE` accepts the list without it".to_owned();
-            stand_ins.extend(stand_in(gone, why));
-        }
+        building.upstream(&link, upstream_tools)?;
     }
     // Each upstream's resources and prompts, gated as calls (not pinned: the gateway defines
     // them, the same for every upstream).
     let shared = Arc::new(config.clone());
     for link in &links {
-        let forwarded = config
+        building.gates(&shared, link)?;
+    }
+    Ok(building.finish())
+}
+
+/// A catalog being built, upstream by upstream.
+struct Building<'a> {
+    config: &'a Config,
+    metrics: &'a Arc<Metrics>,
+    pins: &'a Pins,
+    catalog: Catalog,
+    /// The served names so far, for look-alikes of them.
+    names: LookAlikes,
+    /// The upstream serving each name taken so far.
+    owners: HashMap<String, String>,
+}
+
+/// An upstream's pinned tools, by name, with their digests.
+type PinnedTools = HashMap<String, (Tool, String)>;
+
+impl Building<'_> {
+    /// The tools `link`'s upstream lists: each served or left out, and the pinned ones changed or
+    /// no longer listed standing in, held back.
+    fn upstream(&mut self, link: &Arc<Link>, tools: Vec<Tool>) -> Result<(), CatalogError> {
+        let mut own = HashSet::new();
+        let pinned: PinnedTools = self
+            .pins
+            .pinned(link.name())
+            .into_iter()
+            .map(|(tool, digest)| (tool.name.to_string(), (tool, digest)))
+            .collect();
+        for tool in tools {
+            self.tool(link, &pinned, &mut own, tool)?;
+        }
+        // Pinned, and no longer listed.
+        for gone in pinned.keys().filter(|name| !own.contains(*name)) {
+            let why = "its upstream no longer lists it; not served until its upstream lists it as pinned, or `toolgate-mcp-gateway pin --config FILE` accepts the list without it".to_owned();
+            let stand_in = self.stand_in(link, &pinned, gone, why);
+            self.catalog.stand_ins.extend(stand_in);
+        }
+        Ok(())
+    }
+
+    /// One tool of `link`'s upstream, served or left out; `own` holds the names its upstream
+    /// listed before it.
+    fn tool(
+        &mut self,
+        link: &Arc<Link>,
+        pinned: &PinnedTools,
+        own: &mut HashSet<String>,
+        tool: Tool,
+    ) -> Result<(), CatalogError> {
+        let Some(name) = self.name(link, own, &tool)? else {
+            return Ok(());
+        };
+        // One bound on a reply, the config's: the library's own output cap (1 MiB by
+        // default) would refuse what `limits.max_message_bytes` lets through.
+        let definition = forwarding(
+            Arc::clone(link),
+            &tool,
+            name.clone(),
+            self.config.limits.call_timeout,
+            Arc::clone(self.metrics),
+        )
+        .map(|definition| definition.with_max_output_bytes(self.config.limits.max_message_bytes));
+        let definition = match definition {
+            Ok(definition) => definition,
+            Err(error) => {
+                self.leave(link, &tool, error.to_string());
+                return Ok(());
+            }
+        };
+        let digest = definition.digest().to_owned();
+        if !self.pinned_or_first_seen(link, pinned, &tool, &digest) {
+            return Ok(());
+        }
+        // Only a tool that will be served claims its name against look-alikes.
+        if let Err(error) = self.names.check(&name) {
+            self.leave(link, &tool, error.to_string());
+            return Ok(());
+        }
+        self.owners.insert(name, link.name().to_owned());
+        self.catalog.served.push(Served {
+            upstream: link.name().to_owned(),
+            tool,
+            spec: definition.spec().clone(),
+            digest,
+        });
+        self.catalog.definitions.push(definition);
+        Ok(())
+    }
+
+    /// The name `tool` would be served under, or `None` with it left out: a name that reads as
+    /// another upstream's tool or as a gate, or one its upstream lists twice (then neither is
+    /// served).
+    ///
+    /// # Errors
+    ///
+    /// Another upstream serves a tool under that name.
+    fn name(
+        &mut self,
+        link: &Link,
+        own: &mut HashSet<String>,
+        tool: &Tool,
+    ) -> Result<Option<String>, CatalogError> {
+        // A tool served under its own name that reads as another upstream's (`files__x`)
+        // would be judged and held back as that upstream's: left out.
+        let Some(name) = self.config.claimed_name(link.name(), &tool.name) else {
+            self.leave(link, tool, "its name reads as another upstream's served tool (it starts with that upstream's name and the separator)".to_owned());
+            return Ok(None);
+        };
+        if toolgate::mcp::passthrough::is_gate(&name) {
+            self.leave(link, tool, "its name ends with a protocol method (resources/read, prompts/get) the gateway names the gates of resources and prompts by".to_owned());
+            return Ok(None);
+        }
+        if !own.insert(tool.name.to_string()) {
+            self.leave(
+                link,
+                tool,
+                "the upstream lists this name twice; neither is served".to_owned(),
+            );
+            let catalog = &mut self.catalog;
+            catalog.served.retain(|entry| entry.spec.name != name);
+            catalog
+                .definitions
+                .retain(|definition| definition.spec().name != name);
+            return Ok(None);
+        }
+        if let Some(other) = self.owners.get(&name) {
+            return Err(CatalogError(format!(
+                "upstreams `{other}` and `{}` would both serve a tool named {}: rename one upstream in the config",
+                link.name(),
+                quoted(&name)
+            )));
+        }
+        Ok(Some(name))
+    }
+
+    /// Whether `tool` (its definition's digest `digest`) is served as its upstream's pins stand:
+    /// pinned, or its upstream seen for the first time (the tool then to be pinned). Changed, it
+    /// is left out, its pinned definition standing in; new, it is left out.
+    fn pinned_or_first_seen(
+        &mut self,
+        link: &Arc<Link>,
+        pinned: &PinnedTools,
+        tool: &Tool,
+        digest: &str,
+    ) -> bool {
+        let accept = "not served until accepted with `toolgate-mcp-gateway pin --config FILE`";
+        match self.pins.judge(link.name(), &tool.name, digest) {
+            Verdict::Pinned => true,
+            Verdict::FirstSeen => {
+                self.catalog
+                    .first_seen
+                    .entry(link.name().to_owned())
+                    .or_default()
+                    .push((tool.clone(), digest.to_owned()));
+                true
+            }
+            Verdict::Changed { pinned: before } => {
+                let why = format!(
+                    "its definition changed since it was pinned ({before} → {digest}); {accept}"
+                );
+                let stand_in = self.stand_in(link, pinned, &tool.name, why.clone());
+                self.catalog.stand_ins.extend(stand_in);
+                self.leave(link, tool, why);
+                false
+            }
+            Verdict::New => {
+                let why = format!("it is new since its upstream was pinned; {accept}");
+                self.leave(link, tool, why);
+                false
+            }
+        }
+    }
+
+    /// The pinned definition of `tool`, standing in (held back, for `why`) for what `link`'s
+    /// upstream lists now.
+    fn stand_in(
+        &self,
+        link: &Arc<Link>,
+        pinned: &PinnedTools,
+        tool: &str,
+        why: String,
+    ) -> Option<StandIn> {
+        let (pinned_tool, digest) = pinned.get(tool)?;
+        let name = self.config.claimed_name(link.name(), tool)?;
+        let definition = forwarding(
+            Arc::clone(link),
+            pinned_tool,
+            name,
+            self.config.limits.call_timeout,
+            Arc::clone(self.metrics),
+        )
+        .ok()?
+        .with_max_output_bytes(self.config.limits.max_message_bytes);
+        // A pins file edited by hand: its definition is not the one its digest names.
+        (definition.digest() == digest).then(|| StandIn {
+            served: Served {
+                upstream: link.name().to_owned(),
+                tool: pinned_tool.clone(),
+                spec: definition.spec().clone(),
+                digest: digest.clone(),
+            },
+            definition,
+            why,
+        })
+    }
+
+    /// `tool` of `link`'s upstream left out, for `why`.
+    fn leave(&mut self, link: &Link, tool: &Tool, why: String) {
+        self.catalog.left.push(Left {
+            upstream: link.name().to_owned(),
+            name: quoted(&tool.name),
+            why,
+        });
+    }
+
+    /// The gates of `link`'s upstream (its resources and prompts, and the requests the config
+    /// forwards from it), each under a name nothing else is served under.
+    fn gates(&mut self, shared: &Arc<Config>, link: &Arc<Link>) -> Result<(), CatalogError> {
+        let forwarded = self
+            .config
             .upstreams
             .iter()
             .find(|upstream| upstream.name == link.name())
@@ -254,31 +342,33 @@ pub fn build(
             gate.map_err(|error| tracing::error!(upstream = %link.name(), "a gate could not be built: {error}"))
                 .ok()
         });
-        for gate in crate::gates::definitions(&shared, link)
+        for gate in crate::gates::definitions(shared, link)
             .into_iter()
             .chain(requests)
         {
             let name = gate.spec().name.clone();
-            if let Some(other) = owners.get(&name) {
+            if let Some(other) = self.owners.get(&name) {
                 return Err(CatalogError(format!(
                     "upstreams `{other}` and `{}` would both serve {}: rename one upstream in the config",
                     link.name(),
                     quoted(&name)
                 )));
             }
-            owners.insert(name, link.name().to_owned());
-            definitions.push(gate);
+            self.owners.insert(name, link.name().to_owned());
+            self.catalog.definitions.push(gate);
         }
+        Ok(())
     }
-    // A stand-in never takes a name another tool is served under.
-    stand_ins.retain(|stand_in| !owners.contains_key(&stand_in.served.spec.name));
-    Ok(Catalog {
-        served,
-        definitions,
-        left,
-        first_seen,
-        stand_ins,
-    })
+
+    /// The catalog built.
+    fn finish(mut self) -> Catalog {
+        // A stand-in never takes a name another tool is served under.
+        let owners = &self.owners;
+        self.catalog
+            .stand_ins
+            .retain(|stand_in| !owners.contains_key(&stand_in.served.spec.name));
+        self.catalog
+    }
 }
 
 fn forwarding(

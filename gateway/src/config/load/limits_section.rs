@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::super::{Limits, LimitsSection};
 
 /// `[limits]`, and the policy poll interval (`gateway.policy_poll_ms`), a duration checked with
-/// them: its problem keeps its place, and its key, among theirs.
+/// them: its problem keeps its place among theirs, under its own key.
 pub(super) fn limits(
     section: LimitsSection,
     policy_poll_ms: Option<u64>,
@@ -13,25 +13,25 @@ pub(super) fn limits(
 ) -> (Limits, Duration) {
     let defaults = Limits::default();
     let startup_timeout = positive(
-        "startup_timeout_ms",
+        "limits.startup_timeout_ms",
         section.startup_timeout_ms,
         defaults.startup_timeout,
         problem,
     );
     let call_timeout = positive(
-        "call_timeout_ms",
+        "limits.call_timeout_ms",
         section.call_timeout_ms,
         defaults.call_timeout,
         problem,
     );
     let list_timeout = positive(
-        "list_timeout_ms",
+        "limits.list_timeout_ms",
         section.list_timeout_ms,
         defaults.list_timeout,
         problem,
     );
     let policy_poll = positive(
-        "policy_poll_ms",
+        "gateway.policy_poll_ms",
         policy_poll_ms,
         Duration::from_secs(1),
         problem,
@@ -59,7 +59,7 @@ pub(super) fn limits(
     (limits, policy_poll)
 }
 
-/// The duration `limits.KEY` names in milliseconds, `default` when unset or 0 (refused).
+/// The duration the key names in milliseconds, `default` when unset or 0 (refused).
 fn positive(
     key: &str,
     value: Option<u64>,
@@ -68,7 +68,7 @@ fn positive(
 ) -> Duration {
     match value {
         Some(0) => {
-            problem(&format!("limits.{key}"), "must be above 0".to_owned());
+            problem(key, "must be above 0".to_owned());
             default
         }
         Some(ms) => Duration::from_millis(ms),

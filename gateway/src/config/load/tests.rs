@@ -537,3 +537,29 @@ fn a_jsonl_log_reserves_zeros_ahead_only_when_asked_and_within_bounds() {
     ));
     assert!(found[0].contains("jsonl_reserve_mib"), "{found:?}");
 }
+
+#[test]
+fn a_zero_duration_is_named_by_its_own_key() {
+    let found = problems(&format!(
+        "{MINIMAL}\n[gateway]\npolicy_poll_ms = 0\n[limits]\ncall_timeout_ms = 0\n"
+    ));
+    assert!(
+        found
+            .iter()
+            .any(|problem| problem.contains("gateway.policy_poll_ms")
+                && problem.contains("must be above 0")),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|problem| problem.contains("limits.call_timeout_ms")),
+        "{found:?}"
+    );
+    assert!(
+        !found
+            .iter()
+            .any(|problem| problem.contains("limits.policy_poll_ms")),
+        "{found:?}"
+    );
+}

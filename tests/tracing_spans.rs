@@ -27,6 +27,10 @@ type RecordedSpan = (String, Vec<(String, String)>);
 struct Recorder {
     spans: Arc<Mutex<Vec<RecordedSpan>>>,
     events: Arc<Mutex<Vec<RecordedSpan>>>,
+    /// Each span's metadata, by id, and the spans entered (one thread): what `Span::current`
+    /// reads, as a real subscriber keeps it.
+    metadata: Arc<Mutex<Vec<&'static Metadata<'static>>>>,
+    entered: Arc<Mutex<Vec<Id>>>,
 }
 
 struct Fields<'a>(&'a mut Vec<(String, String)>);
@@ -34,6 +38,9 @@ struct Fields<'a>(&'a mut Vec<(String, String)>);
 impl Visit for Fields<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         self.0.push((field.name().to_owned(), format!("{value:?}")));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.push((field.name().to_owned(), value.to_owned()));
     }
 }
 
@@ -46,6 +53,7 @@ impl Subscriber for Recorder {
         let mut fields = Vec::new();
         span.record(&mut Fields(&mut fields));
         spans.push((span.metadata().name().to_owned(), fields));
+        self.metadata.lock().unwrap().push(span.metadata());
         Id::from_u64(spans.len() as u64)
     }
     fn record(&self, span: &Id, values: &Record<'_>) {
@@ -60,8 +68,24 @@ impl Subscriber for Recorder {
         let target = event.metadata().target().to_owned();
         self.events.lock().unwrap().push((target, fields));
     }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
+    fn enter(&self, span: &Id) {
+        self.entered.lock().unwrap().push(span.clone());
+    }
+    fn exit(&self, span: &Id) {
+        let mut entered = self.entered.lock().unwrap();
+        if let Some(at) = entered.iter().rposition(|id| id == span) {
+            entered.remove(at);
+        }
+    }
+    fn current_span(&self) -> tracing_core::span::Current {
+        match self.entered.lock().unwrap().last() {
+            Some(id) => {
+                let metadata = self.metadata.lock().unwrap()[id.into_u64() as usize - 1];
+                tracing_core::span::Current::new(id.clone(), metadata)
+            }
+            None => tracing_core::span::Current::none(),
+        }
+    }
 }
 
 #[test]
@@ -124,6 +148,19 @@ fn handle_and_resolve_spans_carry_ids_and_tool_names_only() {
     assert_eq!(field(2, "tool").as_deref(), Some("apply_patch"));
     assert!(field(2, "approval_id").is_some());
     assert_eq!(field(3, "call_id").as_deref(), Some("call_3"));
+    // The decision and what came of each call.
+    assert_eq!(field(0, "decision").as_deref(), Some("allow"));
+    assert_eq!(field(0, "outcome").as_deref(), Some("ok"));
+    assert_eq!(field(1, "decision").as_deref(), Some("ask"));
+    assert_eq!(field(1, "outcome").as_deref(), Some("held"));
+    assert_eq!(field(1, "approval_id"), field(2, "approval_id"));
+    assert_eq!(
+        field(2, "decision").as_deref(),
+        Some("ask"),
+        "re-decided after the answer"
+    );
+    assert_eq!(field(2, "outcome").as_deref(), Some("ok"));
+    assert_eq!(field(3, "outcome").as_deref(), Some("ok"));
     let everything = format!("{spans:?}");
     // (Not a digit check: the random approval id is hex and may hold any digits.)
     assert!(!everything.contains("SECRET"), "{everything}");
@@ -182,4 +219,46 @@ fn the_tracing_audit_sink_emits_one_event_per_audit_record() {
             assert!(allowed.contains(&name.as_str()), "unexpected field {name}");
         }
     }
+}
+
+#[test]
+fn a_rule_its_layer_the_principal_and_each_audit_write_are_on_the_call_span() {
+    let recorder = Recorder::default();
+    let registry = registry([calculator()]);
+    let rules = rule_policy(
+        r#"{"rules": [{"id": "no-big-sums", "tool": "calculator", "action": "deny",
+             "reason": "too big", "when": {"range": {"pointer": "/a", "min": 1000}}},
+             {"id": "sums", "tool": "calculator", "action": "allow", "reason": "small sums"}]}"#,
+        &registry,
+    );
+    let controller = ToolController::new(registry, rules).with_audit_sink(TracingAuditSink);
+    tracing::subscriber::with_default(recorder.clone(), || {
+        let call = ToolCall::new("c9", "calculator", json!({"a": 987654, "b": 1}))
+            .with_principal(Principal::new("ana", ["ops"]));
+        let _ = controller.handle(call);
+    });
+    let spans = recorder.spans.lock().unwrap().clone();
+    let handle = spans
+        .iter()
+        .find(|(name, _)| name == "toolgate.handle")
+        .expect("a call span");
+    let field = |name: &str| {
+        handle
+            .1
+            .iter()
+            .find(|(field, _)| field == name)
+            .map(|(_, value)| value.clone())
+    };
+    assert_eq!(field("principal").as_deref(), Some("ana"));
+    assert_eq!(field("decision").as_deref(), Some("deny"));
+    assert_eq!(field("rule_id").as_deref(), Some("no-big-sums"));
+    assert_eq!(field("outcome").as_deref(), Some("error"));
+    let audits: Vec<String> = spans
+        .iter()
+        .filter(|(name, _)| name == "toolgate.audit")
+        .map(|(_, fields)| fields[0].1.clone())
+        .collect();
+    assert_eq!(audits, ["CallReceived", "Decision"]);
+    let everything = format!("{spans:?}");
+    assert!(!everything.contains("987654"), "{everything}");
 }

@@ -66,7 +66,7 @@ impl ToolController {
             #[cfg(feature = "tracing")]
             span,
         )?;
-        Ok(match step {
+        let result = match step {
             Step::Run(gate, authorized, subject) => {
                 let observing = self.observing(&gate.policy, &authorized);
                 let result = gate.runtime.execute(authorized);
@@ -78,7 +78,10 @@ impl ToolController {
                 self.settle(approval_id, result.is_error);
                 result
             }
-        })
+        };
+        #[cfg(feature = "tracing")]
+        super::observe::record_result(span, &result);
+        Ok(result)
     }
 
     /// `resolve_async`: the same steps as [`resolve_blocking`](Self::resolve_blocking), with the
@@ -109,6 +112,8 @@ impl ToolController {
                 result
             }
         };
+        #[cfg(feature = "tracing")]
+        super::observe::record_result(&span, &result);
         Ok((result, kept))
     }
 
@@ -219,12 +224,16 @@ impl ToolController {
                 authorized,
                 decision,
             } => {
+                #[cfg(feature = "tracing")]
+                super::observe::record_decision(&decision);
                 if let Err(error) = self.record(&subject, |s| s.decision(&decision)) {
                     return Step::Done(unrecorded(authorized.call_id().to_owned(), &error));
                 }
                 Step::Run(gate, authorized, subject)
             }
             ApprovalOutcome::Denied { prepared, decision } => {
+                #[cfg(feature = "tracing")]
+                super::observe::record_decision(&decision);
                 let _ = self.record_deferred(&subject, |s| s.decision(&decision));
                 Step::Done(denied_after_approval(prepared, decision))
             }

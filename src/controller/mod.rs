@@ -229,8 +229,11 @@ impl ToolController {
     /// controller stays usable.
     pub fn handle(&self, call: ToolCall) -> Outcome {
         #[cfg(feature = "tracing")]
-        let _entered = observe::handle_span(&call).entered();
-        self.handle_blocking(call)
+        let span = observe::handle_span(&call).entered();
+        let outcome = self.handle_blocking(call);
+        #[cfg(feature = "tracing")]
+        observe::record_outcome(&span, &outcome);
+        outcome
     }
 
     /// The async form of [`handle`](Self::handle): the same steps and guarantees, with the
@@ -240,8 +243,11 @@ impl ToolController {
         let span = observe::handle_span(&call);
         let work = self.handle_steps(call);
         #[cfg(feature = "tracing")]
-        let work = tracing::Instrument::instrument(work, span);
-        work.await
+        let work = tracing::Instrument::instrument(work, span.clone());
+        let outcome = work.await;
+        #[cfg(feature = "tracing")]
+        observe::record_outcome(&span, &outcome);
+        outcome
     }
 
     /// Applies a person's answer. A rejection gives an error result for the call; an approval

@@ -18,7 +18,12 @@ impl ToolController {
         make: impl FnOnce(&AuditSubject) -> AuditEvent,
     ) -> Result<(), AuditError> {
         match (&self.audit, subject) {
-            (Some(sink), Some(subject)) => sink.record(&make(subject)),
+            (Some(sink), Some(subject)) => {
+                let event = make(subject);
+                #[cfg(feature = "tracing")]
+                let _audit = super::observe::audit_span(event.kind).entered();
+                sink.record(&event)
+            }
             _ => Ok(()),
         }
     }
@@ -34,7 +39,12 @@ impl ToolController {
         make: impl FnOnce(&AuditSubject) -> AuditEvent,
     ) -> Result<(), AuditError> {
         match (&self.audit, subject) {
-            (Some(sink), Some(subject)) => sink.record_deferred(&make(subject)),
+            (Some(sink), Some(subject)) => {
+                let event = make(subject);
+                #[cfg(feature = "tracing")]
+                let _audit = super::observe::audit_span(event.kind).entered();
+                sink.record_deferred(&event)
+            }
             _ => Ok(()),
         }
     }

@@ -102,6 +102,8 @@ impl ToolController {
         prepared: PreparedToolCall,
     ) -> Result<Authorized<PreparedToolCall>, PreparedToolCall> {
         if self.audit.is_none() && gate.allows_by_name(&prepared) {
+            #[cfg(feature = "tracing")]
+            super::observe::record_allowed_by_name();
             return Authorized::if_allowed(PolicyAction::Allow, prepared, super::Judged(()));
         }
         Err(prepared)
@@ -170,6 +172,8 @@ impl ToolController {
                 Stage::Proposed,
             );
         }
+        #[cfg(feature = "tracing")]
+        super::observe::record_decision(&decision);
         // The allow path without a sink: the decision is only read. Everything else (a sink to
         // tell, a call to hold or deny) takes the general path below.
         if self.audit.is_none() {

@@ -97,6 +97,14 @@ impl<T: ApprovalStore> ApprovalStore for OffRuntime<T> {
         off_runtime(|| self.inner().take(approval_id, transition, admit, now_ms))
     }
 
+    fn waiting(
+        &self,
+        approval_id: ApprovalId,
+        now_ms: u64,
+    ) -> Result<Option<ApprovalRequest>, ApprovalError> {
+        off_runtime(|| self.inner().waiting(approval_id, now_ms))
+    }
+
     fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
         off_runtime(|| self.inner().pending(now_ms))
     }

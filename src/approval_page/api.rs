@@ -287,8 +287,10 @@ fn shown(
         "upstream": upstream,
         "principal": asker.map(|principal| &principal.id),
         "reason": request.reason.as_str(),
-        "digest": request.digest,
-        "definition_digest": request.definition_digest,
+        // Only to those who may answer: the digests of arguments they may not read would let
+        // them test guesses at those arguments offline.
+        "digest": may.then_some(&request.digest),
+        "definition_digest": may.then_some(&request.definition_digest),
         "requested_at_ms": request.requested_at_ms,
         "expires_at_ms": request.expires_at_ms,
         "arguments": arguments,
@@ -382,7 +384,15 @@ async fn answer(State(shared): Page, headers: HeaderMap, body: axum::Json<Answer
         None => response,
     };
     let (result, request) = match shared.page.controller.resolve_request_async(response).await {
-        Ok(answered) => answered,
+        Ok(resolved) if resolved.expired => {
+            return refuse(
+                StatusCode::CONFLICT,
+                format!(
+                    "approval {approval_id} had expired before this answer; nothing ran (the model may propose the call again)"
+                ),
+            );
+        }
+        Ok(resolved) => (resolved.result, resolved.request),
         Err(ApprovalError::ApproverRefused { refusal, .. }) => {
             return refuse(StatusCode::FORBIDDEN, format!("{refusal}; nothing ran"));
         }

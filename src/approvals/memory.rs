@@ -44,8 +44,9 @@ impl MemoryApprovalStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, Ledger> {
-        // No code that can panic runs under this lock; were it ever poisoned, each operation
-        // leaves the maps consistent, so carrying on is safe.
+        // Only an answer's `admit` check may panic under this lock, and it runs before anything
+        // changes: each operation leaves the maps consistent, so carrying on after a poisoned lock
+        // is safe.
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -105,6 +106,19 @@ impl ApprovalStore for MemoryApprovalStore {
             .ok_or(ApprovalError::NotPending { approval_id })?;
         remember(&mut ledger, approval_id, settled);
         Ok((held.request, expired))
+    }
+
+    fn waiting(
+        &self,
+        approval_id: ApprovalId,
+        now_ms: u64,
+    ) -> Result<Option<ApprovalRequest>, ApprovalError> {
+        let ledger = self.lock();
+        Ok(ledger
+            .pending
+            .get(&approval_id)
+            .filter(|held| !held.expired(now_ms))
+            .map(|held| held.request.clone()))
     }
 
     fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {

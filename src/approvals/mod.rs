@@ -453,6 +453,20 @@ pub enum Answered {
     Expired(ApprovalRequest),
 }
 
+/// What [`ToolController::resolve_request_async`](crate::ToolController::resolve_request_async)
+/// did with an answer: the result the model reads, the request it answered, and whether that
+/// request had expired first (then the answer changed nothing and nothing ran).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Resolved {
+    /// The call's result, or the error result telling why it did not run.
+    pub result: crate::contract::ToolResult,
+    /// The request answered.
+    pub request: ApprovalRequest,
+    /// It had expired before the answer: the answer counted as no answer.
+    pub expired: bool,
+}
+
 /// Where a request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

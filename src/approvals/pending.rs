@@ -199,7 +199,9 @@ impl PendingApprovals {
     /// # Errors
     ///
     /// [`ApprovalError::NotPending`] if no request with that id is waiting;
-    /// [`ApprovalError::Store`] if the store failed (nothing was approved then).
+    /// [`ApprovalError::ApproverRefused`] if its approvers do not admit whoever answered, and
+    /// [`ApprovalError::NotTheCallRead`] if the answer names another digest (it keeps waiting
+    /// either way); [`ApprovalError::Store`] if the store failed (nothing was approved then).
     pub fn answer(&self, response: ApprovalResponse) -> Result<Answered, ApprovalError> {
         let transition = match response.verdict {
             Verdict::Approve => Transition::Approve,
@@ -214,6 +216,16 @@ impl PendingApprovals {
         )?;
         if expired {
             return Ok(Answered::Expired(request));
+        }
+        // Again, on what was taken: a store that skipped the check spent a request the answer
+        // does not fit, and nothing runs for it.
+        if let Err(refused) = admits(&response, &request) {
+            if transition == Transition::Approve {
+                let _ = self
+                    .store
+                    .record_outcome(response.approval_id, ExecutionOutcome::Error);
+            }
+            return Err(refused);
         }
         Ok(match response.verdict {
             Verdict::Approve => Answered::Approved(Approval {
@@ -297,13 +309,8 @@ impl PendingApprovals {
 /// request waiting for an answer that fits.
 fn admits(response: &ApprovalResponse, request: &ApprovalRequest) -> Result<(), ApprovalError> {
     let approval_id = response.approval_id;
-    if response
-        .digest
-        .as_ref()
-        .is_some_and(|digest| *digest != request.digest)
-    {
-        return Err(ApprovalError::NotTheCallRead { approval_id });
-    }
+    // Who answers first: to someone who may not answer, a digest check would say whether a
+    // guess at the arguments was right.
     let approvers = request.approvers.iter().map(|approvers| &**approvers);
     let asker = request.call.principal.as_deref();
     let admitted = if response.out_of_band {
@@ -314,5 +321,13 @@ fn admits(response: &ApprovalResponse, request: &ApprovalRequest) -> Result<(), 
     admitted.map_err(|refusal| ApprovalError::ApproverRefused {
         approval_id,
         refusal,
-    })
+    })?;
+    if response
+        .digest
+        .as_ref()
+        .is_some_and(|digest| *digest != request.digest)
+    {
+        return Err(ApprovalError::NotTheCallRead { approval_id });
+    }
+    Ok(())
 }

@@ -42,6 +42,8 @@ const TAKE: &str = "UPDATE toolgate_approvals
      RETURNING request, state = 'expired'";
 const WAITING: &str = "SELECT request FROM toolgate_approvals
      WHERE state = 'pending' AND (expires_at IS NULL OR expires_at > now()) ORDER BY seq";
+const WAITING_ONE: &str = "SELECT request FROM toolgate_approvals
+     WHERE id = $1 AND state = 'pending' AND (expires_at IS NULL OR expires_at > now())";
 const RECORD_OUTCOME: &str =
     "UPDATE toolgate_approvals SET outcome = $1 WHERE id = $2 AND state = 'approved'";
 pub(super) const STATE: &str = "SELECT state, outcome FROM toolgate_approvals WHERE id = $1";
@@ -287,6 +289,24 @@ impl ApprovalStore for PostgresApprovalStore {
             transaction.commit().map_err(OpError::AtCommit)?;
             Ok((request, expired))
         })
+    }
+
+    /// The request if it waits unexpired by the server's clock; `now_ms` is not used.
+    fn waiting(
+        &self,
+        approval_id: ApprovalId,
+        _now_ms: u64,
+    ) -> Result<Option<ApprovalRequest>, ApprovalError> {
+        let id = approval_id.to_string();
+        let row = self.inner.pool.run("cannot read the request", |conn| {
+            let waiting = conn.statement(WAITING_ONE)?;
+            Ok(conn.client().query_opt(&waiting, &[&id])?)
+        })?;
+        row.map(|row| {
+            let text: &str = row.get(0);
+            serde_json::from_str(text).map_err(|error| unreadable(&id, error))
+        })
+        .transpose()
     }
 
     /// The unexpired pending requests by the server's clock, oldest first; `now_ms` is not used.

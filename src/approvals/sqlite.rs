@@ -107,8 +107,9 @@ impl SqliteApprovalStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
-        // No user code runs under this lock; a poisoned lock still guards a usable connection,
-        // and SQLite's transactions keep the file consistent.
+        // Only an answer's `admit` check runs under this lock besides this file's statements, before
+        // anything is written; a lock poisoned by it still guards a usable connection (its
+        // transaction rolls back when dropped), and SQLite's transactions keep the file consistent.
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -202,6 +203,33 @@ impl ApprovalStore for SqliteApprovalStore {
         }
         transaction.commit().map_err(store_error)?;
         Ok((request, expired))
+    }
+
+    fn waiting(
+        &self,
+        approval_id: ApprovalId,
+        now_ms: u64,
+    ) -> Result<Option<ApprovalRequest>, ApprovalError> {
+        let id = approval_id.to_string();
+        let text: Option<String> = self
+            .lock()
+            .query_row(
+                "SELECT request FROM approvals WHERE id = ?1 AND state = 'pending'
+                 AND (expires_ms IS NULL OR expires_ms > ?2)",
+                params![id, as_sql(now_ms)],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(store_error)?;
+        text.map(|text| {
+            serde_json::from_str(&text).map_err(|error| {
+                ApprovalError::Store(StoreError::caused_by(
+                    format!("stored request {id} is unreadable: {error}"),
+                    error,
+                ))
+            })
+        })
+        .transpose()
     }
 
     fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {

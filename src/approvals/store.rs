@@ -28,9 +28,9 @@ pub fn admit_any(_: &ApprovalRequest) -> Result<(), ApprovalError> {
 
 impl Transition {
     /// The state a request taken for this transition settles in, decided the same way by every
-    /// store: an expired request settles as expired whatever the answer, unchecked; an unexpired
+    /// store (a store of your own calls it inside `take`, before it writes anything): an expired request settles as expired whatever the answer, unchecked; an unexpired
     /// one only if `admit` accepts it — else `admit`'s error, and the store leaves it pending.
-    pub(crate) fn settle(
+    pub fn settle(
         self,
         request: &ApprovalRequest,
         expired: bool,
@@ -61,6 +61,10 @@ impl Transition {
 /// `take` moves a request out of `Pending` atomically: of any number of concurrent `take`s for
 /// one id — from threads or processes — exactly one succeeds. A request taken for approval is
 /// stored as approved before `take` returns, so a crash afterwards never makes it pending again.
+/// `take` shows an unexpired request to its `admit` check in that same step and leaves it pending
+/// when the check refuses ([`Transition::settle`] does both). (Were a store to skip the check,
+/// [`PendingApprovals`](super::PendingApprovals) checks the request it took again, and an answer
+/// that does not fit it runs nothing: the request is spent.)
 pub trait ApprovalStore: Send + Sync + fmt::Debug {
     /// Stores a new pending request.
     ///
@@ -93,6 +97,23 @@ pub trait ApprovalStore: Send + Sync + fmt::Debug {
         admit: Admit<'_>,
         now_ms: u64,
     ) -> Result<(ApprovalRequest, bool), ApprovalError>;
+
+    /// The request `approval_id` names if it waits unexpired — read alone. The default finds it
+    /// among [`pending`](Self::pending); the stores of this crate read the one request.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] when storage fails.
+    fn waiting(
+        &self,
+        approval_id: ApprovalId,
+        now_ms: u64,
+    ) -> Result<Option<ApprovalRequest>, ApprovalError> {
+        Ok(self
+            .pending(now_ms)?
+            .into_iter()
+            .find(|request| request.approval_id == approval_id))
+    }
 
     /// The unexpired pending requests, oldest first.
     ///
@@ -145,6 +166,14 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for std::sync::Arc<S> {
 
     fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
         (**self).pending(now_ms)
+    }
+
+    fn waiting(
+        &self,
+        approval_id: ApprovalId,
+        now_ms: u64,
+    ) -> Result<Option<ApprovalRequest>, ApprovalError> {
+        (**self).waiting(approval_id, now_ms)
     }
 
     fn record_outcome(

@@ -91,7 +91,7 @@ impl ToolController {
         response: ApprovalResponse,
         keep_request: bool,
         #[cfg(feature = "tracing")] span: tracing::Span,
-    ) -> Result<(ToolResult, Option<ApprovalRequest>), ApprovalError> {
+    ) -> Result<(ToolResult, Option<(ApprovalRequest, bool)>), ApprovalError> {
         let mut kept = None;
         let (approval_id, step) = self.take_answer(
             response,
@@ -123,20 +123,18 @@ impl ToolController {
     fn take_answer(
         &self,
         response: ApprovalResponse,
-        keep: Option<&mut Option<ApprovalRequest>>,
+        keep: Option<&mut Option<(ApprovalRequest, bool)>>,
         #[cfg(feature = "tracing")] span: &tracing::Span,
     ) -> Result<(Option<ApprovalId>, Step<ToolResult>), ApprovalError> {
         let approver = response.approver.clone();
         let note = response.note.clone();
         let answered = self.pending.answer(response)?;
         if let Some(keep) = keep {
-            *keep = Some(
-                match &answered {
-                    Answered::Approved(approval) => approval.request(),
-                    Answered::Rejected(request) | Answered::Expired(request) => request,
-                }
-                .clone(),
-            );
+            *keep = Some(match &answered {
+                Answered::Approved(approval) => (approval.request().clone(), false),
+                Answered::Rejected(request) => (request.clone(), false),
+                Answered::Expired(request) => (request.clone(), true),
+            });
         }
         #[cfg(feature = "tracing")]
         super::observe::record_answered(span, &answered);

@@ -256,7 +256,9 @@ impl ToolController {
     ///
     /// # Errors
     ///
-    /// [`ApprovalError::NotPending`] if the id is unknown or was already answered; nothing runs.
+    /// [`ApprovalError::NotPending`] if the id is unknown or was already answered;
+    /// [`ApprovalError::ApproverRefused`] or [`ApprovalError::NotTheCallRead`] if the answer does
+    /// not fit the request (it keeps waiting); nothing runs.
     pub fn resolve(&self, response: ApprovalResponse) -> Result<ToolResult, ApprovalError> {
         #[cfg(feature = "tracing")]
         let span = observe::resolve_span(&response);
@@ -291,10 +293,11 @@ impl ToolController {
         Ok(work.await?.0)
     }
 
-    /// [`resolve_async`](Self::resolve_async), also returning the request that was answered —
-    /// what an approval page or a command line names in its report without listing what waits.
-    /// Give the answer the digest the person read ([`ApprovalResponse::for_digest`]): it is then
-    /// checked in the same step that takes the request.
+    /// [`resolve_async`](Self::resolve_async), also returning the request that was answered and
+    /// whether it had expired — what an approval page or a command line names in its report
+    /// without listing what waits. Give the answer the digest the person read
+    /// ([`ApprovalResponse::for_digest`]): it is then checked in the same step that takes the
+    /// request.
     ///
     /// # Errors
     ///
@@ -303,7 +306,7 @@ impl ToolController {
     pub async fn resolve_request_async(
         &self,
         response: ApprovalResponse,
-    ) -> Result<(ToolResult, ApprovalRequest), ApprovalError> {
+    ) -> Result<crate::approvals::Resolved, ApprovalError> {
         #[cfg(feature = "tracing")]
         let span = observe::resolve_span(&response);
         let approval_id = response.approval_id;
@@ -316,7 +319,11 @@ impl ToolController {
         #[cfg(feature = "tracing")]
         let work = tracing::Instrument::instrument(work, span);
         match work.await? {
-            (result, Some(request)) => Ok((result, request)),
+            (result, Some((request, expired))) => Ok(crate::approvals::Resolved {
+                result,
+                request,
+                expired,
+            }),
             // `resolve_steps` keeps the request of every answer it takes.
             (_, None) => Err(ApprovalError::NotPending { approval_id }),
         }

@@ -55,10 +55,10 @@ pub use postgres::PostgresRateCounters;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteRateCounters;
 
-use crate::decision::{PolicyAction, Refuses};
+use crate::decision::PolicyAction;
 // The vocabulary moved to `crate::decision`; these paths keep naming it until the next release.
 #[doc(hidden)]
-pub use crate::decision::{RateSlot, SlotKind};
+pub use crate::decision::{RateSlot, Refuses, SlotKind};
 
 /// The most distinct keys one call may count under one limit (a list of recipients); a call with
 /// more is denied rather than counted partly.

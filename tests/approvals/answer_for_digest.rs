@@ -70,16 +70,34 @@ fn answers_only_the_call_read(store: Arc<dyn ApprovalStore>) {
     ));
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 
+    let now = toolgate::clock::Clock::now_ms(&toolgate::clock::SystemClock);
+    let waiting = store.waiting(request.approval_id, now).unwrap();
+    assert_eq!(
+        waiting.map(|waiting| waiting.digest),
+        Some(request.digest.clone())
+    );
+    // Read alone, an expired request is not waiting (by the store's clock or the node's).
+    let later = now + 2 * 3_600_000;
+    if !store_decides_expiry_by_its_own_clock(&store) {
+        assert!(store.waiting(request.approval_id, later).unwrap().is_none());
+    }
+
     let answer = ApprovalResponse::approve(request.approval_id).for_digest(&request.digest);
-    let (result, answered) = block_on(controller.resolve_request_async(answer)).unwrap();
-    assert!(!result.is_error, "{result:?}");
-    assert_eq!(answered.approval_id, request.approval_id);
-    assert_eq!(answered.digest, request.digest);
+    let resolved = block_on(controller.resolve_request_async(answer)).unwrap();
+    assert!(!resolved.result.is_error, "{:?}", resolved.result);
+    assert!(!resolved.expired);
+    assert_eq!(resolved.request.approval_id, request.approval_id);
+    assert_eq!(resolved.request.digest, request.digest);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert!(matches!(
         store.state(request.approval_id).unwrap(),
         Some(ApprovalState::Approved { .. })
     ));
+}
+
+/// PostgreSQL reads expiry from the server's clock, never the node's `now_ms`.
+fn store_decides_expiry_by_its_own_clock(store: &Arc<dyn ApprovalStore>) -> bool {
+    format!("{store:?}").starts_with("PostgresApprovalStore")
 }
 
 #[test]
@@ -187,5 +205,97 @@ fn a_refused_approver_with_the_right_digest_takes_nothing() {
     let answer = ApprovalResponse::approve(request.approval_id)
         .for_digest(&request.digest)
         .by_principal(ops);
+    assert!(!controller.resolve(answer).unwrap().is_error);
+}
+
+/// A store of someone's own that skips the `admit` check: the answer for another digest is
+/// checked again on what was taken, and nothing runs (the request is spent, not run).
+#[test]
+fn a_store_that_skips_the_check_runs_nothing_for_another_digest() {
+    #[derive(Debug)]
+    struct Careless(MemoryApprovalStore);
+    impl ApprovalStore for Careless {
+        fn insert(
+            &self,
+            request: &ApprovalRequest,
+            expires_ms: Option<u64>,
+            max_pending: usize,
+            now_ms: u64,
+        ) -> Result<(), ApprovalError> {
+            self.0.insert(request, expires_ms, max_pending, now_ms)
+        }
+        fn take(
+            &self,
+            approval_id: toolgate::approvals::ApprovalId,
+            transition: toolgate::approvals::Transition,
+            _admit: toolgate::approvals::Admit<'_>,
+            now_ms: u64,
+        ) -> Result<(ApprovalRequest, bool), ApprovalError> {
+            let skip: toolgate::approvals::Admit<'_> = &toolgate::approvals::admit_any;
+            self.0.take(approval_id, transition, skip, now_ms)
+        }
+        fn pending(&self, now_ms: u64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+            self.0.pending(now_ms)
+        }
+        fn record_outcome(
+            &self,
+            approval_id: toolgate::approvals::ApprovalId,
+            outcome: toolgate::approvals::ExecutionOutcome,
+        ) -> Result<(), ApprovalError> {
+            self.0.record_outcome(approval_id, outcome)
+        }
+        fn state(
+            &self,
+            approval_id: toolgate::approvals::ApprovalId,
+        ) -> Result<Option<ApprovalState>, ApprovalError> {
+            self.0.state(approval_id)
+        }
+    }
+    let store: Arc<dyn ApprovalStore> = Arc::new(Careless(MemoryApprovalStore::new()));
+    let (controller, runs) = asking(Arc::clone(&store));
+    let request = held(&controller, "+ok");
+    let other = format!("sha256:{}", "0".repeat(64));
+    let answer = ApprovalResponse::approve(request.approval_id).for_digest(other);
+    assert!(matches!(
+        controller.resolve(answer),
+        Err(ApprovalError::NotTheCallRead { .. })
+    ));
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
+    assert_eq!(
+        store.state(request.approval_id).unwrap(),
+        Some(ApprovalState::Approved {
+            outcome: Some(toolgate::approvals::ExecutionOutcome::Error)
+        }),
+        "spent, and marked as not run successfully"
+    );
+}
+
+/// A check that panics inside a PostgreSQL take gives its connection back (as broken): the
+/// store, with a pool of one, still answers afterwards, and the request still waits.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_panicking_check_gives_its_postgres_connection_back() {
+    use crate::postgres_support::{Db, server_url};
+    let Some(base) = server_url() else { return };
+    let db = Db::new(&base, "panicking_admit");
+    let config: postgres::Config = db.url("node").parse().unwrap();
+    let store =
+        Arc::new(toolgate::approvals::PostgresApprovalStore::connect_with(config, 1).unwrap());
+    let (controller, _) = asking(store.clone());
+    let request = held(&controller, "+ok");
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = store.take(
+            request.approval_id,
+            toolgate::approvals::Transition::Approve,
+            &|_: &ApprovalRequest| panic!("a check that panics"),
+            0,
+        );
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(
+        store.state(request.approval_id).unwrap(),
+        Some(ApprovalState::Pending)
+    );
+    let answer = ApprovalResponse::approve(request.approval_id).for_digest(&request.digest);
     assert!(!controller.resolve(answer).unwrap().is_error);
 }

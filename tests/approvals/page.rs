@@ -314,6 +314,9 @@ fn the_asker_an_outsider_and_a_changed_digest_are_refused_and_the_call_keeps_wai
         )
         .await;
         assert_eq!(listed.body["pending"][0]["may_answer"], false);
+        // Digests of arguments Alice may not read would let her test guesses offline.
+        assert!(listed.body["pending"][0]["digest"].is_null());
+        assert!(listed.body["pending"][0]["definition_digest"].is_null());
         assert!(
             listed.body["pending"][0]["why_not"]
                 .as_str()
@@ -349,6 +352,21 @@ fn the_asker_an_outsider_and_a_changed_digest_are_refused_and_the_call_keeps_wai
         )
         .await;
         assert_eq!(outsider.status, StatusCode::FORBIDDEN);
+        // Who answers is checked before the digest: a wrong guess is refused the same way, so
+        // the answer says nothing of the arguments.
+        let wrong_guess = "sha256:".to_owned() + &"1".repeat(64);
+        let guessed = send(
+            &fixture.router,
+            post(
+                "/approvals/api/answer",
+                Some(&eve),
+                Some(&eve_csrf),
+                answer(&wrong_guess),
+            ),
+        )
+        .await;
+        assert_eq!(guessed.status, StatusCode::FORBIDDEN);
+        assert_eq!(guessed.body, outsider.body);
         // Eve's token does not work with Alice's session, nor the reverse.
         let crossed = send(
             &fixture.router,
@@ -588,5 +606,52 @@ fn the_page_names_the_upstream_shows_canonical_arguments_and_a_broken_chain() {
         );
         drop((router, controller));
         let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+/// An answer to a request that expired first changed nothing: the page says so (409) and does not
+/// list it among the person's answers — whatever the digest or who sent it.
+#[test]
+fn an_answer_to_an_expired_request_is_refused_as_expired() {
+    block(async {
+        let runs = Arc::default();
+        let registry = registry([counted(
+            "deploy",
+            json!({"type": "object", "properties": {"env": {"type": "string"}}}),
+            &runs,
+        )]);
+        let policy = RulePolicy::from_json(POLICY, &registry).unwrap();
+        let clock = Arc::new(toolgate::clock::ManualClock::new(1_000));
+        let controller = Arc::new(
+            ToolController::new(registry, policy)
+                .with_clock(Arc::clone(&clock))
+                .with_approval_limits(
+                    toolgate::approvals::ApprovalLimits::default()
+                        .with_time_to_live(Some(std::time::Duration::from_secs(60))),
+                ),
+        );
+        let page = ApprovalPage::new(Arc::clone(&controller), |credential: &str| {
+            (credential == "bob-key").then(|| Principal::new("bob", ["security"]))
+        })
+        .with_allowed_hosts(["127.0.0.1:9"]);
+        let router = page.router();
+        let request = hold(&controller, "prod");
+        clock.advance(std::time::Duration::from_secs(61));
+        let (bob, bob_csrf) = sign_in(&router, "bob-key").await;
+        let answer = json!({"id": request.approval_id.to_string(), "digest": request.digest, "verdict": "approve"});
+        let reply = send(
+            &router,
+            post("/approvals/api/answer", Some(&bob), Some(&bob_csrf), answer),
+        )
+        .await;
+        assert_eq!(reply.status, StatusCode::CONFLICT, "{:?}", reply.body);
+        assert!(
+            reply.body["error"].as_str().unwrap().contains("expired"),
+            "{:?}",
+            reply.body
+        );
+        let answered = send(&router, get_as("/approvals/api/answered", &bob, &bob_csrf)).await;
+        assert_eq!(answered.body["answered"], json!([]));
+        assert_eq!(run_count(&runs), 0);
     });
 }

@@ -26,6 +26,7 @@ fn old_paths_name_the_same_types_as_the_decision_room() {
     >());
     assert!(same::<toolgate::limits::RateSlot, d::RateSlot>());
     assert!(same::<toolgate::limits::SlotKind, d::SlotKind>());
+    assert!(same::<toolgate::limits::Refuses, d::Refuses>());
     assert!(same::<toolgate::PolicyAction, d::PolicyAction>());
     assert!(same::<toolgate::PolicyDecision, d::PolicyDecision>());
     assert!(same::<toolgate::Reason, d::Reason>());

@@ -4,9 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use toolgate::approvals::{
-    ApprovalError, ApprovalId, ApprovalRequest, ApprovalState, ApprovalStore,
-};
+use toolgate::approvals::{ApprovalError, ApprovalId, ApprovalRequest, ApprovalStore};
 use toolgate::clock::{Clock as _, SystemClock};
 use toolgate::{ApprovalResponse, Principal};
 
@@ -101,7 +99,8 @@ fn find(store: &dyn ApprovalStore, id: &str) -> Option<ApprovalRequest> {
     }
 }
 
-/// The id, if it names a request still waiting — read alone, not found in a list of all.
+/// The id, if it names a request still waiting unexpired — read alone, not found in a list of
+/// all.
 fn still_waiting(store: &dyn ApprovalStore, id: &str) -> Option<ApprovalId> {
     let Ok(approval_id) = id.parse::<ApprovalId>() else {
         super::report([format!(
@@ -109,9 +108,9 @@ fn still_waiting(store: &dyn ApprovalStore, id: &str) -> Option<ApprovalId> {
         )]);
         return None;
     };
-    match store.state(approval_id) {
-        Ok(Some(ApprovalState::Pending)) => Some(approval_id),
-        Ok(_) => {
+    match store.waiting(approval_id, SystemClock.now_ms()) {
+        Ok(Some(_)) => Some(approval_id),
+        Ok(None) => {
             super::report([format!(
                 "approval {approval_id} is not waiting (answered, expired, withdrawn, or never held here)"
             )]);
@@ -268,7 +267,14 @@ pub async fn answer(id: &str, answer: &AnswerArgs, approve: bool) -> ExitCode {
         response = response.for_digest(digest.clone());
     }
     match controller.resolve_request_async(response).await {
-        Ok((result, request)) => {
+        Ok(resolved) if resolved.expired => {
+            super::report([format!(
+                "approval {approval_id} expired before your answer; nothing ran (the model may propose the call again)"
+            )]);
+            ExitCode::FAILURE
+        }
+        Ok(resolved) => {
+            let (result, request) = (resolved.result, resolved.request);
             let text = &result.content;
             if approve && !result.is_error {
                 println!(

@@ -455,3 +455,55 @@ async fn a_webhook_configured_for_arguments_gets_the_held_calls_arguments() {
     assert_eq!(notice["arguments"], json!({"text": "shown-to-the-hook"}));
     assert!(notice["page"].is_null(), "no page served: {notice}");
 }
+
+/// A request whose time to live ran out is not waiting: the shell says so before it starts any
+/// upstream, for an answer with or without a digest, and nothing runs.
+#[tokio::test]
+async fn an_expired_request_is_not_answered_and_no_upstream_starts() {
+    use toolgate::approvals::{ApprovalStore as _, SqliteApprovalStore};
+    let work = Work::new("approvals-cli-expired");
+    let config = work.asking_config("");
+    let client = serve(&config).await;
+    let (message, _) = call(&client, "h__echo", json!({"text": "one"})).await;
+    let held = held_id(&message);
+    let _ = client.cancel().await;
+    // The same call held again under another id, with a time to live long run out.
+    let ledger = std::fs::read_dir(work.path("."))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.to_string_lossy().ends_with(".approvals.sqlite"))
+        .expect("the ledger");
+    let store = SqliteApprovalStore::open(&ledger).unwrap();
+    let mut expired = store
+        .pending(0)
+        .unwrap()
+        .into_iter()
+        .find(|request| request.approval_id.to_string() == held)
+        .expect("the held call");
+    expired.approval_id = "00112233445566778899aabbccddeeff".parse().unwrap();
+    store.insert(&expired, Some(1), 100, 0).unwrap();
+    drop(store);
+    let id = expired.approval_id.to_string();
+    for args in [
+        vec!["reject", id.as_str(), "--as", "olga"],
+        vec![
+            "approve",
+            id.as_str(),
+            "--as",
+            "olga",
+            "--digest",
+            "sha256:wrong",
+        ],
+        vec!["approve", id.as_str(), "--as", "olga"],
+    ] {
+        let (output, out, errors) = approvals(&args, &config);
+        assert!(!output.status.success(), "{args:?}: {out}{errors}");
+        assert!(errors.contains("is not waiting"), "{args:?}: {errors}");
+        assert!(
+            !errors.contains("upstream starting") && !out.contains("by olga"),
+            "{args:?}: no upstream starts, nothing is reported answered: {out}{errors}"
+        );
+    }
+    assert!(work.recorded().is_empty(), "nothing ran");
+}

@@ -95,7 +95,9 @@ function card(request) {
   row(facts, "time left", timeLeft(request), "time-left");
   row(facts, "who may answer", request.approvers.length ? request.approvers.join(" and ") : "anyone signed in", "approvers");
   row(facts, "approval id", request.id, "digest");
-  row(facts, "digest", request.digest, "digest");
+  if (request.digest !== null) {
+    row(facts, "digest", request.digest, "digest");
+  }
   node.append(facts);
   if (request.may_answer) {
     node.append(element("p", null, "Arguments, all " + request.argument_chars + " characters:"));

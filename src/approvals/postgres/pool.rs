@@ -186,7 +186,7 @@ impl Pool {
         let mut fresh = false;
         let mut pause = Duration::ZERO;
         loop {
-            let mut conn = match self.get(fresh)? {
+            let conn = match self.get(fresh)? {
                 Ok(conn) => conn,
                 // The server is away (down, restarting, starting up): wait for it, a while.
                 Err(error) if connection_lost(&error) && Instant::now() + pause < deadline => {
@@ -202,9 +202,14 @@ impl Pool {
                     ));
                 }
             };
-            // Only this crate's statements run between `get` and `release` (no user code), so the
-            // connection always comes back.
-            let result = op(&mut conn);
+            // An answer's `admit` check runs between `get` and `release`: if it panics, the guard
+            // gives the connection back as broken (its transaction is in an unknown state).
+            let mut lent = Lent {
+                pool: self,
+                conn: Some(conn),
+            };
+            let result = op(lent.conn.as_mut().expect("lent until released"));
+            let mut conn = lent.conn.take().expect("lent until released");
             if let Err(OpError::Db(error) | OpError::AtCommit(error)) = &result {
                 conn.broken |= connection_lost(error);
             }
@@ -231,6 +236,21 @@ impl Pool {
                     ));
                 }
             }
+        }
+    }
+}
+
+/// A connection lent to one operation: given back as broken if the operation unwinds.
+struct Lent<'p> {
+    pool: &'p Pool,
+    conn: Option<Conn>,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if let Some(mut conn) = self.conn.take() {
+            conn.broken = true;
+            self.pool.release(Some(conn));
         }
     }
 }

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, RequestId, ServerResult,
+    ClientRequest, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 use toolgate::ToolError;
-use toolgate::mcp::{CallFailure, Downstream};
+use toolgate::mcp::{CallFailure, Downstream, TRACE_PARENT_META};
 
 use crate::upstream::Link;
 
@@ -43,10 +43,20 @@ pub async fn forward(
             "arguments must be a JSON object; the call was not sent, nothing ran",
         ));
     };
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new(name).with_arguments(arguments),
-    ));
-    match exchange(&session, upstream, request, timeout).await? {
+    let span = crate::traces::upstream_span(upstream, &name);
+    let mut params = CallToolRequestParams::new(name).with_arguments(arguments);
+    // The upstream continues the trace where the gateway is tracing (see `traces`).
+    if let Some(traceparent) = crate::traces::traceparent_of(&span) {
+        let mut meta = RequestMetaObject::default();
+        meta.0
+            .0
+            .insert(TRACE_PARENT_META.to_owned(), Value::String(traceparent));
+        params.meta = Some(meta);
+    }
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let exchanged =
+        tracing::Instrument::instrument(exchange(&session, upstream, request, timeout), span);
+    match exchanged.await? {
         ServerResult::CallToolResult(result) => Ok(result),
         _ => Err(failed(upstream, CallFailure::Unreadable)),
     }

@@ -105,7 +105,13 @@ pub fn caller_of() -> CallerOf {
             .get("mcp-session-id")
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
-        Caller::new(principal, session)
+        // The W3C trace context a client sent: the parent of the call's span when traces are on.
+        let traceparent = parts
+            .headers
+            .get("traceparent")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        Caller::new(principal, session).with_trace_parent(traceparent)
     })
 }
 

@@ -48,12 +48,22 @@ fn directives(requested: Option<&str>) -> String {
     if !named("rmcp") && !named("rmcp::service") {
         directives.push("rmcp::service=error".to_owned());
     }
+    // The spans the traces exporter reads are not log lines (a log line would carry their names
+    // and ids before every message of the call).
+    for target in [crate::traces::LIBRARY_TARGET, crate::traces::TARGET] {
+        if !named(target) {
+            directives.push(format!("{target}=off"));
+        }
+    }
     directives.push(requested.to_owned());
     directives.join(",")
 }
 
-/// Installs the log for this process.
-pub fn init() {
+/// Installs the log for this process, and the traces exporter's layer when one was started.
+pub fn init(traces: Option<crate::traces::TracesLayer>) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let requested = std::env::var("TOOLGATE_LOG").ok();
     let filter = tracing_subscriber::EnvFilter::try_new(directives(requested.as_deref()))
         .unwrap_or_else(|error| {
@@ -63,15 +73,18 @@ pub fn init() {
             tracing_subscriber::EnvFilter::new(directives(None))
         });
     let json = std::env::var("TOOLGATE_LOG_FORMAT").is_ok_and(|format| format == "json");
-    let builder = tracing_subscriber::fmt()
+    let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_env_filter(filter);
-    if json {
-        builder.json().with_ansi(false).init();
+        .with_target(false);
+    let lines = if json {
+        lines.json().with_ansi(false).boxed()
     } else {
-        builder.with_ansi(std::io::stderr().is_terminal()).init();
-    }
+        lines.with_ansi(std::io::stderr().is_terminal()).boxed()
+    };
+    tracing_subscriber::registry()
+        .with(traces)
+        .with(lines.with_filter(filter))
+        .init();
 }
 
 #[cfg(test)]

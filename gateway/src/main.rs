@@ -31,6 +31,7 @@ mod refresh;
 mod sessions;
 mod shown;
 mod state_key;
+mod traces;
 mod upstream;
 mod webhook;
 
@@ -49,7 +50,27 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The TLS provider for https:// upstreams; an error means one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    logging::init();
+    // `serve` reads its config before the log is installed: `[traces]` adds the exporter's layer,
+    // started here, outside the async runtime (its HTTP client blocks on a thread of its own).
+    let mut serving = match &cli.command {
+        Some(Command::Serve { config }) => match commands::config_or_report(config) {
+            Some(config) => Some(config),
+            None => return ExitCode::FAILURE,
+        },
+        _ => None,
+    };
+    let traces = match serving.as_ref().and_then(|config| config.traces.as_ref()) {
+        Some(traces) => match traces::start(traces) {
+            Ok((traces, layer)) => Some((traces, layer)),
+            Err(problem) => {
+                eprintln!("toolgate-mcp-gateway: {problem}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
+    let (traces, layer) = traces.unzip();
+    logging::init(layer);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -59,7 +80,7 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match (cli.command, cli.policy) {
-            (Some(Command::Serve { config }), _) => match commands::config_or_report(&config) {
+            (Some(Command::Serve { .. }), _) => match serving.take() {
                 Some(config) => commands::serve(config).await,
                 None => ExitCode::FAILURE,
             },
@@ -202,5 +223,8 @@ fn main() -> ExitCode {
     });
     // Children are killed on drop; do not wait for tasks blocked on their pipes.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    if let Some(traces) = traces {
+        traces.shutdown();
+    }
     code
 }

@@ -18,6 +18,8 @@ pub(super) fn handle_span(call: &ToolCall) -> Span {
         call_id = %quote_bounded(&call.call_id),
         tool = %quote_bounded(&call.tool_name),
         principal = Empty,
+        // Filled in by a handler that sends the call on (a gateway's upstream).
+        upstream = Empty,
         decision = Empty,
         rule_id = Empty,
         layer = Empty,

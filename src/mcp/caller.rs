@@ -16,12 +16,26 @@ pub struct Caller {
     pub principal: Option<Arc<Principal>>,
     /// The session the request belongs to, if the transport has sessions.
     pub session: Option<String>,
+    /// The W3C `traceparent` the transport carried (an HTTP header), if any: the trace the
+    /// request continues (see [`McpServer::with_call_span`](super::McpServer::with_call_span)).
+    pub trace_parent: Option<String>,
 }
 
 impl Caller {
     /// A caller `principal` in `session`.
     pub fn new(principal: Option<Arc<Principal>>, session: Option<String>) -> Self {
-        Self { principal, session }
+        Self {
+            principal,
+            session,
+            trace_parent: None,
+        }
+    }
+
+    /// The same caller, continuing the trace `traceparent` names.
+    #[must_use]
+    pub fn with_trace_parent(mut self, traceparent: Option<String>) -> Self {
+        self.trace_parent = traceparent;
+        self
     }
 }
 

@@ -45,6 +45,8 @@ mod reload;
 mod server;
 mod stdio;
 mod strict_input;
+#[cfg(feature = "tracing")]
+mod trace_context;
 mod upstream;
 mod wire;
 
@@ -57,6 +59,8 @@ pub use person::{MAX_PERSON_REQUEST_BYTES, PERSON_REQUEST_META};
 pub use reload::{PolicyFile, Reload};
 pub use server::McpServer;
 pub use strict_input::check_duplicate_keys;
+#[cfg(feature = "tracing")]
+pub use trace_context::{CallSpan, TRACE_PARENT_META};
 pub use upstream::{SkipReason, Skipped, Upstream, UpstreamLimits};
 pub use wire::{APPROVAL_ID_META, RESERVED_META_PREFIX, result_text, tool_output};
 

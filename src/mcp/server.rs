@@ -72,6 +72,9 @@ pub struct McpServer {
     pub(super) passthrough: Option<Arc<dyn super::Passthrough>>,
     /// The least severe log level each session asked for (`logging/setLevel`), by session.
     pub(super) log_levels: Arc<std::sync::Mutex<std::collections::HashMap<String, u8>>>,
+    /// Makes the span each `tools/call` runs in, when tracing is asked for.
+    #[cfg(feature = "tracing")]
+    pub(super) call_span: Option<super::CallSpan>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -101,6 +104,8 @@ impl McpServer {
             call_ids: Arc::new(CallIds::random().map_err(McpError::Randomness)?),
             passthrough: None,
             log_levels: Arc::default(),
+            #[cfg(feature = "tracing")]
+            call_span: None,
         })
     }
 
@@ -371,9 +376,23 @@ impl McpServer {
             .any(|spec| spec.name == request.name);
         let unknown = hidden.then(|| crate::contract::quote_bounded(&request.name));
         // The audit log names each call by an id unique to this server, not the client's.
+        #[cfg(feature = "tracing")]
+        let trace_parent = super::trace_context::trace_parent(
+            &caller,
+            [request.meta.as_ref(), Some(&context.meta)],
+        );
         let mut call = ToolCall::new(self.call_ids.next(), request.name, arguments);
         call.principal.clone_from(&caller.principal);
-        Ok(match self.controller.handle_async(call).await {
+        let handled = self.controller.handle_async(call);
+        #[cfg(feature = "tracing")]
+        let handled = tracing::Instrument::instrument(
+            handled,
+            match &self.call_span {
+                Some(make) => make(&caller, trace_parent.as_deref()),
+                None => tracing::Span::none(),
+            },
+        );
+        Ok(match handled.await {
             Outcome::Completed(result) => match unknown {
                 Some(tool) if result.is_error => wire::call_result(
                     crate::runtime::Rejection::UnknownTool {

@@ -212,6 +212,10 @@ fn mcp_server(
         Some(place) => server.with_approvals_at(place),
         None => server,
     };
+    let server = match &config.traces {
+        Some(_) => server.with_call_span(crate::traces::call_span()),
+        None => server,
+    };
     match crate::state_key::keys(config)? {
         None => Ok(server),
         Some(keys) => server

@@ -6,6 +6,7 @@ mod approvals_section;
 mod audit_section;
 mod jwt_section;
 mod limits_section;
+mod traces_section;
 mod upstream_section;
 
 use super::{Config, DEFAULT_SEPARATOR, File, StateKeySource};
@@ -13,6 +14,7 @@ use approvals_section::approvals;
 use audit_section::audit;
 use jwt_section::jwt;
 use limits_section::limits;
+use traces_section::traces;
 use upstream_section::upstreams;
 
 /// A config that cannot be used: the file, the key (a dotted path; empty for the whole file) and
@@ -89,6 +91,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
     let identities = !clients.is_empty() || jwt.is_some();
     let approval_page = approvals.page(listen.admin, identities, &mut problem);
     let shared_counters = shared_counters(file.rate_limits, &mut problem);
+    let traces = traces(file.traces, &mut problem);
 
     if !problems.is_empty() {
         return Err(problems);
@@ -112,6 +115,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         pins: Some(crate::pins::path_for(path)),
         state_key,
         shared_counters,
+        traces,
     })
 }
 

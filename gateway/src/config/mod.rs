@@ -66,6 +66,8 @@ pub struct Config {
     /// Rate-limit counters shared by instances in PostgreSQL, if configured (otherwise each
     /// instance counts alone, in memory).
     pub shared_counters: Option<SharedCounters>,
+    /// Where OpenTelemetry spans go (`[traces]`); `None`: nowhere.
+    pub traces: Option<crate::traces::TracesConfig>,
 }
 
 /// `[rate_limits]` with PostgreSQL: where the counters are and whose they are.
@@ -320,6 +322,15 @@ struct File {
     #[serde(default)]
     rate_limits: RateLimitsSection,
     jwt: Option<JwtSection>,
+    traces: Option<TracesSection>,
+}
+
+/// `[traces]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TracesSection {
+    otlp_endpoint: Option<String>,
+    service_name: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -476,6 +487,7 @@ impl Config {
             pins: None,
             state_key: StateKeySource::PerProcess,
             shared_counters: None,
+            traces: None,
         }
     }
 }

@@ -20,5 +20,6 @@ mod python_sdk;
 mod raw;
 mod sessions;
 mod stdio;
+mod traces;
 mod transparency;
 mod typescript_sdk;

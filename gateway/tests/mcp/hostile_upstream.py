@@ -156,7 +156,8 @@ for line in sys.stdin:
     elif method == "tools/call":
         name = message["params"]["name"]
         with open(record, "a", encoding="utf-8") as file:
-            file.write(json.dumps({"tool": name, "arguments": message["params"].get("arguments")}) + "\n")
+            file.write(json.dumps({"tool": name, "arguments": message["params"].get("arguments"),
+                                   "traceparent": (message["params"].get("_meta") or {}).get("traceparent")}) + "\n")
         if name == "crash":
             os._exit(3)
         if name == "mutate":

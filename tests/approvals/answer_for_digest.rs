@@ -254,6 +254,16 @@ fn a_store_that_skips_the_check_runs_nothing_for_another_digest() {
     let store: Arc<dyn ApprovalStore> = Arc::new(Careless(MemoryApprovalStore::new()));
     let (controller, runs) = asking(Arc::clone(&store));
     let request = held(&controller, "+ok");
+    // The trait's own `waiting` (this store does not override it) finds the one request asked.
+    let now = toolgate::clock::Clock::now_ms(&toolgate::clock::SystemClock);
+    let found = store.waiting(request.approval_id, now).unwrap();
+    assert_eq!(
+        found.map(|found| found.approval_id),
+        Some(request.approval_id)
+    );
+    let other_id: toolgate::approvals::ApprovalId =
+        "00112233445566778899aabbccddeeff".parse().unwrap();
+    assert!(store.waiting(other_id, now).unwrap().is_none());
     let other = format!("sha256:{}", "0".repeat(64));
     let answer = ApprovalResponse::approve(request.approval_id).for_digest(other);
     assert!(matches!(

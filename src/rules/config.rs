@@ -1,6 +1,8 @@
 //! A policy as written: the rules and limits of a policy file, before they are checked and
 //! compiled against a registry.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -8,6 +10,7 @@ use super::{
     Condition, FlowConfig, PathOptions, PolicyExample, PrincipalsConfig, ResultRuleConfig,
     SourcesConfig, TextOptions,
 };
+use crate::canonical;
 use crate::decision::PolicyAction;
 use crate::limits::RateLimitConfig;
 
@@ -218,5 +221,32 @@ impl RuleConfig {
     pub fn not_matching(mut self, examples: impl IntoIterator<Item = Value>) -> Self {
         self.not_match.extend(examples);
         self
+    }
+}
+
+impl PolicyConfig {
+    /// The policy's digest: its canonical JSON with rules, limits and flows in id order (the order
+    /// they are written in changes nothing) and without its examples (they decide nothing).
+    pub(super) fn digest(&self) -> Arc<str> {
+        let mut canonical_rules = self.rules.clone();
+        canonical_rules.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut canonical_limits = self.limits.clone();
+        canonical_limits.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut canonical_flows = self.flows.clone();
+        canonical_flows.sort_by(|a, b| a.id.cmp(&b.id));
+        Arc::from(canonical::digest(
+            &serde_json::to_value(PolicyConfig {
+                paths: self.paths.clone(),
+                text: self.text.clone(),
+                rules: canonical_rules,
+                limits: canonical_limits,
+                labels: self.labels.clone(),
+                flows: canonical_flows,
+                sources: self.sources.clone(),
+                results: self.results.clone(),
+                examples: Vec::new(),
+            })
+            .unwrap_or_default(),
+        ))
     }
 }

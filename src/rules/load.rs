@@ -81,7 +81,7 @@ pub(super) fn load(
         }
         rules.build_index();
     }
-    let digest = policy_digest(&config);
+    let digest = config.digest();
     let policy = RulePolicy {
         by_tool,
         groups,
@@ -99,31 +99,6 @@ pub(super) fn load(
     } else {
         Err(PolicyLoadError::Invalid { problems })
     }
-}
-
-/// The policy's digest: its canonical JSON with rules, limits and flows in id order (the order
-/// they are written in changes nothing) and without its examples (they decide nothing).
-fn policy_digest(config: &PolicyConfig) -> Arc<str> {
-    let mut canonical_rules = config.rules.clone();
-    canonical_rules.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut canonical_limits = config.limits.clone();
-    canonical_limits.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut canonical_flows = config.flows.clone();
-    canonical_flows.sort_by(|a, b| a.id.cmp(&b.id));
-    Arc::from(canonical::digest(
-        &serde_json::to_value(PolicyConfig {
-            paths: config.paths.clone(),
-            text: config.text.clone(),
-            rules: canonical_rules,
-            limits: canonical_limits,
-            labels: config.labels.clone(),
-            flows: canonical_flows,
-            sources: config.sources.clone(),
-            results: config.results.clone(),
-            examples: Vec::new(),
-        })
-        .unwrap_or_default(),
-    ))
 }
 
 /// What every rule of one policy is compiled against.

@@ -1,6 +1,7 @@
 mod identities;
 mod own_names;
 mod shared_counters;
+mod timings_and_traces;
 
 use std::path::Path;
 
@@ -536,74 +537,4 @@ fn a_jsonl_log_reserves_zeros_ahead_only_when_asked_and_within_bounds() {
         "{MINIMAL}\n[audit]\njsonl = \"a.jsonl\"\njsonl_reserve_mib = -1\n"
     ));
     assert!(found[0].contains("jsonl_reserve_mib"), "{found:?}");
-}
-
-#[test]
-fn a_zero_duration_is_named_by_its_own_key() {
-    let found = problems(&format!(
-        "{MINIMAL}\n[gateway]\npolicy_poll_ms = 0\n[limits]\ncall_timeout_ms = 0\n"
-    ));
-    assert!(
-        found
-            .iter()
-            .any(|problem| problem.contains("gateway.policy_poll_ms")
-                && problem.contains("must be above 0")),
-        "{found:?}"
-    );
-    assert!(
-        found
-            .iter()
-            .any(|problem| problem.contains("limits.call_timeout_ms")),
-        "{found:?}"
-    );
-    assert!(
-        !found
-            .iter()
-            .any(|problem| problem.contains("limits.policy_poll_ms")),
-        "{found:?}"
-    );
-}
-
-#[test]
-fn traces_are_off_unless_configured_and_their_endpoint_is_checked() {
-    let config = parse(Path::new("/etc/gw/gateway.toml"), MINIMAL).expect("loads");
-    assert!(config.traces.is_none());
-    let config = parse(
-        Path::new("/etc/gw/gateway.toml"),
-        &format!("{MINIMAL}\n[traces]\notlp_endpoint = \"http://127.0.0.1:4318/v1/traces\"\n"),
-    )
-    .expect("loads");
-    let traces = config.traces.expect("configured");
-    assert_eq!(traces.endpoint, "http://127.0.0.1:4318/v1/traces");
-    assert_eq!(traces.service_name, "toolgate-mcp-gateway");
-    for (table, key) in [
-        ("[traces]\n", "traces.otlp_endpoint"),
-        (
-            "[traces]\notlp_endpoint = \"127.0.0.1:4318\"\n",
-            "traces.otlp_endpoint",
-        ),
-        (
-            "[traces]\notlp_endpoint = \"http:///v1/traces\"\n",
-            "traces.otlp_endpoint",
-        ),
-        (
-            "[traces]\notlp_endpoint = \"http://a b/\"\n",
-            "traces.otlp_endpoint",
-        ),
-        (
-            "[traces]\notlp_endpoint = \"https://otel.example\"\nservice_name = \"\"\n",
-            "traces.service_name",
-        ),
-    ] {
-        let found = problems(&format!("{MINIMAL}\n{table}"));
-        assert!(
-            found.iter().any(|problem| problem.contains(key)),
-            "{table}: {found:?}"
-        );
-    }
-    let found = problems(&format!("{MINIMAL}\n[traces]\nendpoint = \"http://x\"\n"));
-    assert!(
-        found.iter().any(|problem| problem.contains("traces")),
-        "{found:?}"
-    );
 }

@@ -23,6 +23,9 @@ const QUIET_TARGETS: &[&str] = &[
     "rusqlite",
     "jsonwebtoken",
     "rustls",
+    "opentelemetry",
+    "opentelemetry_sdk",
+    "opentelemetry_otlp",
 ];
 
 /// The filter directives for `requested` (the value of `TOOLGATE_LOG`, if set).

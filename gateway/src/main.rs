@@ -63,7 +63,13 @@ fn main() -> ExitCode {
         Some(traces) => match traces::start(traces) {
             Ok((traces, layer)) => Some((traces, layer)),
             Err(problem) => {
-                eprintln!("toolgate-mcp-gateway: {problem}");
+                let file = serving
+                    .as_ref()
+                    .map(|config| config.file.display().to_string());
+                eprintln!(
+                    "toolgate-mcp-gateway: {}: {problem}; nothing was started",
+                    file.unwrap_or_default()
+                );
                 return ExitCode::FAILURE;
             }
         },

@@ -13,15 +13,16 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use tracing_subscriber::Layer as _;
-use tracing_subscriber::filter::Targets;
+use tracing_subscriber::filter::FilterFn;
 
 use toolgate::mcp::{CallSpan, Caller};
 
@@ -49,9 +50,17 @@ pub struct Traces {
 /// spans, and nothing else.
 pub type TracesLayer = tracing_subscriber::filter::Filtered<
     tracing_opentelemetry::OpenTelemetryLayer<tracing_subscriber::Registry, SdkTracer>,
-    Targets,
+    FilterFn<fn(&tracing::Metadata<'_>) -> bool>,
     tracing_subscriber::Registry,
 >;
+
+/// The spans exported: the library's and the gateway's own, never an event (a log line).
+fn exported(metadata: &tracing::Metadata<'_>) -> bool {
+    metadata.is_span() && (metadata.target() == TARGET || metadata.target() == LIBRARY_TARGET)
+}
+
+/// How long stopping waits for the last spans to be sent.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
 
 /// Starts the exporter for `config`, and the layer to install. Call it outside the async runtime
 /// (the exporter's HTTP client blocks, on a thread of its own).
@@ -65,31 +74,31 @@ pub fn start(config: &TracesConfig) -> Result<(Traces, TracesLayer), String> {
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(config.endpoint.clone())
         .build()
-        .map_err(|error| format!("traces: cannot export to {:?}: {error}", config.endpoint))?;
+        .map_err(|error| format!("traces.otlp_endpoint: cannot export there: {error}"))?;
     let resource = opentelemetry_sdk::Resource::builder()
         .with_service_name(config.service_name.clone())
         .build();
+    // Every call is traced, whatever sampling decision a client's `traceparent` carries: a client
+    // does not choose which of its calls the operator sees.
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
+        .with_sampler(Sampler::AlwaysOn)
         .with_resource(resource)
         .build();
     let tracer = provider.tracer("toolgate-mcp-gateway");
-    // Spans only, of these two targets: events (log lines) are not exported.
-    let only_spans = Targets::new()
-        .with_target(TARGET, tracing::Level::INFO)
-        .with_target(LIBRARY_TARGET, tracing::Level::INFO);
+    let only_spans: fn(&tracing::Metadata<'_>) -> bool = exported;
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
         .with_location(false)
         .with_threads(false)
-        .with_filter(only_spans);
+        .with_filter(FilterFn::new(only_spans));
     Ok((Traces { provider }, layer))
 }
 
 impl Traces {
-    /// Sends the spans not yet sent and stops the exporter.
+    /// Sends the spans not yet sent (waiting at most a second) and stops the exporter.
     pub fn shutdown(self) {
-        if let Err(error) = self.provider.shutdown() {
+        if let Err(error) = self.provider.shutdown_with_timeout(SHUTDOWN_WAIT) {
             eprintln!("toolgate-mcp-gateway: traces: the last spans were not all sent ({error})");
         }
     }
@@ -102,7 +111,10 @@ pub fn call_span() -> CallSpan {
         let span = tracing::info_span!(
             target: TARGET,
             "toolgate.mcp.tools_call",
-            principal = caller.principal.as_ref().map(|principal| principal.id.as_str()),
+            principal = caller
+                .principal
+                .as_ref()
+                .map(|principal| bounded(&principal.id)),
         );
         if let Some(traceparent) = traceparent {
             let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
@@ -121,7 +133,15 @@ pub fn upstream_span(upstream: &str, tool: &str) -> tracing::Span {
 
 /// The W3C `traceparent` of `span`, when it is being traced.
 pub fn traceparent_of(span: &tracing::Span) -> Option<String> {
+    if span.is_disabled() {
+        return None;
+    }
     let mut carrier: HashMap<String, String> = HashMap::new();
     TraceContextPropagator::new().inject_context(&span.context(), &mut carrier);
     carrier.remove("traceparent")
+}
+
+/// `text` cut to 256 characters, as the library bounds what it records.
+fn bounded(text: &str) -> String {
+    text.chars().take(256).collect()
 }

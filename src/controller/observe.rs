@@ -44,6 +44,7 @@ pub(super) fn resolve_span(response: &ApprovalResponse) -> Span {
         tool = Empty,
         principal = Empty,
         approver = response.approver.as_ref().map(|approver| quote_bounded(&approver.id)),
+        upstream = Empty,
         decision = Empty,
         rule_id = Empty,
         layer = Empty,

@@ -288,13 +288,14 @@ impl ServerHandler for McpServer {
         // A forwarding handler reads the client's progress token and cancellation from here.
         // The caller read once: the request's and the handler's.
         let caller = self.caller(&context);
-        super::downstream::within(
-            self,
-            &context,
-            caller.clone(),
-            self.call(request, &context, caller),
-        )
-        .await
+        // The whole request — a call, a held call asked about and run, a retry answering one —
+        // runs in its span, when one is made.
+        #[cfg(feature = "tracing")]
+        let span = self.call_span_for(&caller, [request.meta.as_ref(), Some(&context.meta)]);
+        let call = self.call(request, &context, caller.clone());
+        #[cfg(feature = "tracing")]
+        let call = tracing::Instrument::instrument(call, span);
+        super::downstream::within(self, &context, caller, call).await
     }
 
     /// The SDK's handshake, plus a watcher that sends `notifications/tools/list_changed` to this

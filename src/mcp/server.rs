@@ -376,23 +376,9 @@ impl McpServer {
             .any(|spec| spec.name == request.name);
         let unknown = hidden.then(|| crate::contract::quote_bounded(&request.name));
         // The audit log names each call by an id unique to this server, not the client's.
-        #[cfg(feature = "tracing")]
-        let trace_parent = super::trace_context::trace_parent(
-            &caller,
-            [request.meta.as_ref(), Some(&context.meta)],
-        );
         let mut call = ToolCall::new(self.call_ids.next(), request.name, arguments);
         call.principal.clone_from(&caller.principal);
-        let handled = self.controller.handle_async(call);
-        #[cfg(feature = "tracing")]
-        let handled = tracing::Instrument::instrument(
-            handled,
-            match &self.call_span {
-                Some(make) => make(&caller, trace_parent.as_deref()),
-                None => tracing::Span::none(),
-            },
-        );
-        Ok(match handled.await {
+        Ok(match self.controller.handle_async(call).await {
             Outcome::Completed(result) => match unknown {
                 Some(tool) if result.is_error => wire::call_result(
                     crate::runtime::Rejection::UnknownTool {

@@ -8,6 +8,7 @@ mod progress;
 mod remote;
 mod started;
 mod subscriptions;
+mod traced_client;
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};

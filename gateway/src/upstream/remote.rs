@@ -47,8 +47,8 @@ pub async fn start(
         })
         .collect();
     config = config.custom_headers(custom);
-    let transport =
-        StreamableHttpClientTransport::with_client(pooled_client().map_err(failed)?, config);
+    let client = super::traced_client::TracedClient(pooled_client().map_err(failed)?);
+    let transport = StreamableHttpClientTransport::with_client(client, config);
     let progress = super::progress::ProgressRoutes::default();
     let transport = super::ordered::Ordered::new(transport, progress.clone());
     let handshake = GatewayClient::new(

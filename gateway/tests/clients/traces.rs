@@ -133,9 +133,10 @@ fn a_call_is_traced_under_the_clients_trace_with_its_decision_and_no_argument_va
         &echo,
     );
     assert!(reply.body.contains(MARKER), "{}", reply.body);
-    // Denied, with the client's trace in `_meta` instead of a header.
+    // Denied, with the client's trace in `_meta` instead of a header, marked not sampled: the
+    // client does not choose which of its calls the operator sees.
     let crash = format!(
-        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"h__crash","arguments":{{"text":"{MARKER}"}},"_meta":{{"traceparent":"00-{TRACE_ID}-1111111111111111-01"}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"h__crash","arguments":{{"text":"{MARKER}"}},"_meta":{{"traceparent":"00-{TRACE_ID}-1111111111111111-00"}}}}}}"#
     );
     let reply = request(
         mcp,

@@ -75,6 +75,10 @@ def serve_http(port: int, token: str) -> None:
     async def guarded(scope, receive, send):
         if scope["type"] == "http":
             headers = dict(scope["headers"])
+            # The trace context each request carried, for the test that reads it.
+            if b"traceparent" in headers:
+                with open(RECORD + ".traceparent", "a", encoding="utf-8") as file:
+                    file.write(headers[b"traceparent"].decode() + "\n")
             if headers.get(b"authorization") != f"Bearer {token}".encode():
                 await send({"type": "http.response.start", "status": 401, "headers": []})
                 await send({"type": "http.response.body", "body": b"no"})

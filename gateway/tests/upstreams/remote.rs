@@ -89,6 +89,39 @@ async fn a_remote_upstream_with_a_token_from_the_environment_is_served_gated() {
     let recorded = std::fs::read_to_string(work.path("record.jsonl")).unwrap();
     assert_eq!(recorded.lines().count(), 1, "{recorded}");
     assert!(recorded.contains("over http"));
+    // Traces are off: no request carried a trace context.
+    assert!(!work.path("record.jsonl.traceparent").exists());
+    drop(client);
+
+    // With `[traces]` (to a receiver that is not there: calls go on), the call reaches the
+    // upstream with the gateway's trace context as its `traceparent` header, one W3C value.
+    std::fs::write(
+        work.path("gateway.toml"),
+        std::fs::read_to_string(&config_path).unwrap()
+            + "[traces]\notlp_endpoint = \"http://127.0.0.1:9/v1/traces\"\n",
+    )
+    .unwrap();
+    let mut command = tokio::process::Command::new(GATEWAY);
+    command
+        .args(["serve", "--config"])
+        .arg(&config_path)
+        .env("PATH_TO_NOTHING_BUT_THE_TOKEN", "upstream-secret");
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = rmcp::ServiceExt::serve((), transport)
+        .await
+        .expect("handshake");
+    let (message, is_error) = call(&client, "r__echo", json!({"text": "traced"})).await;
+    assert_eq!((message.as_str(), is_error), ("echo: traced", false));
+    let sent = std::fs::read_to_string(work.path("record.jsonl.traceparent")).unwrap();
+    let sent: Vec<&str> = sent.lines().collect();
+    assert_eq!(sent.len(), 1, "only the call carries one: {sent:?}");
+    let parts: Vec<&str> = sent[0].split('-').collect();
+    assert_eq!(
+        parts.iter().map(|part| part.len()).collect::<Vec<_>>(),
+        [2, 32, 16, 2],
+        "{sent:?}"
+    );
+    assert!(parts[1].chars().any(|digit| digit != '0'), "{sent:?}");
 }
 
 /// A loopback HTTP server on a free port answering every request with `answer`, counting them.

@@ -3,8 +3,9 @@
 use super::super::TracesSection;
 use crate::traces::TracesConfig;
 
-/// `[traces]`, checked: an `http://` or `https://` endpoint with a host, and a service name of
-/// 1 to 256 printable characters.
+/// `[traces]`, checked: an `http://` or `https://` URL with a host and, if any, a port from 1 to
+/// 65535, and no user or password in it (credentials go in `OTEL_EXPORTER_OTLP_HEADERS`); a
+/// service name of 1 to 256 bytes without control characters.
 pub(super) fn traces(
     section: Option<TracesSection>,
     problem: &mut dyn FnMut(&str, String),
@@ -17,15 +18,8 @@ pub(super) fn traces(
         );
         return None;
     };
-    let host = endpoint
-        .strip_prefix("http://")
-        .or_else(|| endpoint.strip_prefix("https://"))
-        .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or(""));
-    if host.is_none_or(str::is_empty) || endpoint.chars().any(char::is_whitespace) {
-        problem(
-            "traces.otlp_endpoint",
-            format!("{endpoint:?} is not an http:// or https:// URL with a host"),
-        );
+    if let Err(why) = endpoint_problem(&endpoint) {
+        problem("traces.otlp_endpoint", why);
         return None;
     }
     let service_name = section
@@ -45,4 +39,34 @@ pub(super) fn traces(
         endpoint,
         service_name,
     })
+}
+
+/// Why `endpoint` is not a URL the exporter can send to; its text is not repeated (it could hold
+/// a password).
+fn endpoint_problem(endpoint: &str) -> Result<(), String> {
+    let url: http::Uri = endpoint
+        .parse()
+        .map_err(|error| format!("is not a URL ({error})"))?;
+    if !matches!(url.scheme_str(), Some("http" | "https")) {
+        return Err("must be an http:// or https:// URL".to_owned());
+    }
+    let Some(authority) = url.authority() else {
+        return Err("names no host".to_owned());
+    };
+    if authority.as_str().contains('@') {
+        return Err(
+            "holds a user or password: put credentials in OTEL_EXPORTER_OTLP_HEADERS".to_owned(),
+        );
+    }
+    if authority.host().is_empty() {
+        return Err("names no host".to_owned());
+    }
+    let port = authority.as_str().rsplit_once(':').map(|(_, port)| port);
+    let bracketed_host_only = authority.as_str().ends_with(']');
+    match (port, bracketed_host_only) {
+        (Some(port), false) if port.parse::<u16>().map_or(true, |port| port == 0) => {
+            Err("names a port that is not 1 to 65535".to_owned())
+        }
+        _ => Ok(()),
+    }
 }

@@ -58,6 +58,30 @@ fn traces_are_off_unless_configured_and_their_endpoint_is_checked() {
             "traces.otlp_endpoint",
         ),
         (
+            "[traces]\notlp_endpoint = \"http://user:SECRETPW@otel.example/v1/traces\"\n",
+            "traces.otlp_endpoint",
+        ),
+        (
+            "[traces]\notlp_endpoint = \"http://h:99999/v1/traces\"\n",
+            "traces.otlp_endpoint",
+        ),
+        (
+            "[traces]\notlp_endpoint = \"http://h:0/v1/traces\"\n",
+            "traces.otlp_endpoint",
+        ),
+        (
+            "[traces]\notlp_endpoint = \"http://:80/v1/traces\"\n",
+            "traces.otlp_endpoint",
+        ),
+        (
+            "[traces]\notlp_endpoint = \"http://[::1/v1/traces\"\n",
+            "traces.otlp_endpoint",
+        ),
+        (
+            "[traces]\notlp_endpoint = \"ftp://otel.example/\"\n",
+            "traces.otlp_endpoint",
+        ),
+        (
             "[traces]\notlp_endpoint = \"https://otel.example\"\nservice_name = \"\"\n",
             "traces.service_name",
         ),
@@ -67,6 +91,25 @@ fn traces_are_off_unless_configured_and_their_endpoint_is_checked() {
             found.iter().any(|problem| problem.contains(key)),
             "{table}: {found:?}"
         );
+    }
+    // The endpoint's text is not repeated: it could hold a password.
+    let found = problems(&format!(
+        "{MINIMAL}\n[traces]\notlp_endpoint = \"http://user:SECRETPW@otel.example/\"\n"
+    ));
+    assert!(
+        !found.iter().any(|problem| problem.contains("SECRETPW")),
+        "{found:?}"
+    );
+    for fine in [
+        "http://[::1]:4318/v1/traces",
+        "https://otel.example/v1/traces",
+        "http://otel.example:4318",
+    ] {
+        let config = parse(
+            Path::new("/etc/gw/gateway.toml"),
+            &format!("{MINIMAL}\n[traces]\notlp_endpoint = \"{fine}\"\n"),
+        );
+        assert!(config.is_ok(), "{fine}: {:?}", config.err());
     }
     let found = problems(&format!("{MINIMAL}\n[traces]\nendpoint = \"http://x\"\n"));
     assert!(

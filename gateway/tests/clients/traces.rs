@@ -298,3 +298,120 @@ fn each_audit_write_is_a_child_of_the_call() {
         .unwrap();
     assert!(request.parent_span_id.is_empty());
 }
+
+/// A client that can be asked, speaking 2026-07-28 (a held call comes back as `input_required`).
+#[derive(Clone)]
+struct Person;
+
+impl rmcp::ClientHandler for Person {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_elicitation()
+                .build(),
+            rmcp::model::Implementation::new("person", "0"),
+        )
+    }
+}
+
+/// A call held for a person and answered in band — the retry carrying its request state — stays
+/// in the client's trace: the answer's span is a child of the retry's request span, and the
+/// upstream gets a context of the same trace.
+#[tokio::test]
+async fn a_call_answered_in_band_stays_in_the_clients_trace() {
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, InputResponses, ProtocolVersion, RequestMetaObject,
+    };
+    use rmcp::service::{ClientLifecycleMode, serve_client_with_lifecycle};
+    let work = Work::new("traces-in-band");
+    let (port, received) = receiver();
+    let config = work.asking_config(&format!(
+        "[traces]\notlp_endpoint = \"http://127.0.0.1:{port}/v1/traces\"\n"
+    ));
+    let mut command = tokio::process::Command::new(crate::support::GATEWAY);
+    command
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawn");
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = serve_client_with_lifecycle(Person, transport, lifecycle)
+        .await
+        .expect("handshake");
+    let traced = |span: &str| {
+        let mut meta = RequestMetaObject::default();
+        meta.0.0.insert(
+            "traceparent".to_owned(),
+            serde_json::Value::String(format!("00-{TRACE_ID}-{span}-01")),
+        );
+        let arguments = serde_json::json!({"text": MARKER})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let mut params = CallToolRequestParams::new("h__echo").with_arguments(arguments);
+        params.meta = Some(meta);
+        params
+    };
+    let held = client
+        .call_tool_once(traced("1111111111111111"))
+        .await
+        .expect("a reply");
+    let CallToolResponse::InputRequired(required) = held else {
+        panic!("expected input_required")
+    };
+    let mut responses = InputResponses::new();
+    responses.insert(
+        "toolgate_approval".into(),
+        serde_json::json!({"action": "accept", "content": {}}),
+    );
+    let mut retry = traced("2222222222222222").with_input_responses(responses);
+    retry.request_state = required.request_state;
+    let CallToolResponse::Complete(result) = client.call_tool_once(retry).await.expect("a reply")
+    else {
+        panic!("expected a result")
+    };
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let spans = loop {
+        let spans = received.spans.lock().unwrap().clone();
+        if spans.iter().any(|s| s.name == "toolgate.resolve")
+            && spans.iter().any(|s| s.name == "toolgate.upstream")
+        {
+            break spans;
+        }
+        assert!(Instant::now() < deadline, "spans did not arrive");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = client.cancel().await;
+    let resolve = spans.iter().find(|s| s.name == "toolgate.resolve").unwrap();
+    assert_eq!(hex(&resolve.trace_id), TRACE_ID);
+    let retry_request = spans
+        .iter()
+        .find(|s| {
+            s.name == "toolgate.mcp.tools_call" && hex(&s.parent_span_id) == "2222222222222222"
+        })
+        .expect("the retry's request span");
+    assert_eq!(resolve.parent_span_id, retry_request.span_id);
+    let upstream = spans
+        .iter()
+        .find(|s| s.name == "toolgate.upstream")
+        .unwrap();
+    assert_eq!(upstream.parent_span_id, resolve.span_id);
+    assert_eq!(
+        attributes(resolve).get("upstream").map(String::as_str),
+        Some("h")
+    );
+    let record = work.read("record.jsonl");
+    let sent: serde_json::Value = serde_json::from_str(record.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        sent["traceparent"].as_str(),
+        Some(format!("00-{TRACE_ID}-{}-01", hex(&upstream.span_id)).as_str()),
+        "{record}"
+    );
+    for body in received.bodies.lock().unwrap().iter() {
+        assert!(!String::from_utf8_lossy(body).contains(MARKER));
+    }
+}

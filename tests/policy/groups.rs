@@ -245,11 +245,13 @@ fn groups_pattern_deny_covers_tool_registered_later() {
         &reg,
     );
     let controller = ToolController::try_new(reg, policy).unwrap();
+    // A non-ASCII name registers only where look-alike checks can read it (feature `unicode`).
+    let mut later = vec!["srv__read", "other", "srv__delete"];
+    if cfg!(feature = "unicode") {
+        later.push("srv__Ünï");
+    }
     controller
-        .replace_registry(probe_tools(
-            &runs,
-            &["srv__read", "other", "srv__delete", "srv__Ünï"],
-        ))
+        .replace_registry(probe_tools(&runs, &later))
         .unwrap_or_else(|e| panic!("{e}"));
     for tool in ["srv__delete", "srv__read"] {
         let outcome = controller.handle(ToolCall::new("c", tool, json!({})));

@@ -209,6 +209,30 @@ pub(crate) fn admitted_out_of_band<'a>(
 mod tests {
     use super::*;
 
+    /// Four eyes: whoever asked never answers; someone else named does; an asker nobody knows
+    /// cannot be told apart from the approver, so nobody does.
+    #[test]
+    fn four_eyes_refuses_the_asker_and_an_unknown_asker() {
+        let ops = Approvers::groups(["ops"]).with_four_eyes();
+        let alice = Principal::new("alice", ["ops"]);
+        let bob = Principal::new("bob", ["ops"]);
+        assert!(matches!(
+            ops.admits(Some(&alice), Some(&alice)),
+            Err(ApproverRefusal::OwnCall { .. })
+        ));
+        assert!(ops.admits(Some(&bob), Some(&alice)).is_ok());
+        assert!(matches!(
+            ops.admits(Some(&bob), None),
+            Err(ApproverRefusal::UnknownAsker)
+        ));
+        // Without four eyes the asker may answer.
+        assert!(
+            Approvers::groups(["ops"])
+                .admits(Some(&alice), Some(&alice))
+                .is_ok()
+        );
+    }
+
     /// Each constructor sets what its name says and nothing else; the text a person is told
     /// names each part.
     #[test]

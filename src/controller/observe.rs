@@ -82,6 +82,11 @@ pub(super) fn record_answered(span: &Span, answered: &Answered) {
 /// The decision taken for the call in the current span: its action, and the rule and layer that
 /// took it when a rule did.
 pub(super) fn record_decision(decision: &PolicyDecision) {
+    // Where nothing records these spans, the interest cached at the call site says so at once;
+    // `Span::current` would look the span stack up on every call.
+    if !tracing::span_enabled!(tracing::Level::INFO) {
+        return;
+    }
     let span = Span::current();
     span.record("decision", action_name(decision.action));
     if let Some(rule_id) = &decision.rule_id {
@@ -94,6 +99,9 @@ pub(super) fn record_decision(decision: &PolicyDecision) {
 
 /// An allow the gate took from its table of names, with no rule.
 pub(super) fn record_allowed_by_name() {
+    if !tracing::span_enabled!(tracing::Level::INFO) {
+        return;
+    }
     Span::current().record("decision", action_name(PolicyAction::Allow));
 }
 

@@ -11,6 +11,7 @@ use crate::audit::{AuditEvent, AuditKind, AuditSubject};
 use crate::authorized::{ApprovalOutcome, Authorized};
 use crate::contract::ToolResult;
 use crate::decision::PolicyAction;
+use crate::definition::block_on;
 use crate::policy::DrivenCheck;
 use crate::runtime::PreparedToolCall;
 
@@ -60,32 +61,19 @@ impl ToolController {
         response: ApprovalResponse,
         #[cfg(feature = "tracing")] span: &tracing::Span,
     ) -> Result<ToolResult, ApprovalError> {
-        let (approval_id, step) = self.take_answer(
+        // A person answered: not a hot path, so the one set of steps, driven on this thread (a
+        // blocking handler runs within the first poll, as `execute` would run it).
+        let steps = self.resolve_steps(
             response,
-            None,
+            false,
             #[cfg(feature = "tracing")]
-            span,
-        )?;
-        let result = match step {
-            Step::Run(gate, authorized, subject) => {
-                let observing = self.observing(&gate.policy, &authorized);
-                let result = gate.runtime.execute(authorized);
-                let result = self.observed(observing, result);
-                self.finished(&subject, approval_id, result.is_error);
-                result
-            }
-            Step::Done(result) => {
-                self.settle(approval_id, result.is_error);
-                result
-            }
-        };
-        #[cfg(feature = "tracing")]
-        super::observe::record_result(span, &result);
-        Ok(result)
+            span.clone(),
+        );
+        block_on(steps).map(|(result, _)| result)
     }
 
-    /// `resolve_async`: the same steps as [`resolve_blocking`](Self::resolve_blocking), with the
-    /// handler awaited; also the request answered, when `keep_request` asks for it.
+    /// `resolve`'s steps, the handler awaited; also the request answered, when `keep_request` asks
+    /// for it.
     pub(super) async fn resolve_steps(
         &self,
         response: ApprovalResponse,

@@ -116,7 +116,11 @@ fn a_call_is_traced_under_the_clients_trace_with_its_decision_and_no_argument_va
     let (child, mcp, _) = serve_raw_policy(
         &work,
         &traces,
-        &[("OTEL_BSP_SCHEDULE_DELAY", "100")],
+        // At debug, the gateway logs inside the call's spans: none of it is exported.
+        &[
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            ("TOOLGATE_LOG", "debug"),
+        ],
         Some(policy),
     );
     let gateway = Stopped(child);
@@ -241,6 +245,12 @@ fn a_call_is_traced_under_the_clients_trace_with_its_decision_and_no_argument_va
         "{record}"
     );
 
+    assert!(
+        spans.iter().all(|span| span.events.is_empty()),
+        "a log line was exported as a span event"
+    );
+    // The debug log holds no argument value either.
+    assert!(!work.read("gateway.log").contains(MARKER));
     // Nothing of the arguments was exported, in any span or attribute.
     for body in received.bodies.lock().unwrap().iter() {
         let text = String::from_utf8_lossy(body);

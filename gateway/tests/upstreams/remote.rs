@@ -34,6 +34,21 @@ fn config(work: &Work, port: u16, token_env: &str) -> std::path::PathBuf {
     )
 }
 
+/// `serve --config CONFIG` over stdio, the upstream's token in the environment.
+async fn serve_with_token(
+    config: &Path,
+) -> rmcp::service::RunningService<rmcp::service::RoleClient, ()> {
+    let mut command = tokio::process::Command::new(GATEWAY);
+    command
+        .args(["serve", "--config"])
+        .arg(config)
+        .env("PATH_TO_NOTHING_BUT_THE_TOKEN", "upstream-secret");
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    rmcp::ServiceExt::serve((), transport)
+        .await
+        .expect("handshake")
+}
+
 #[tokio::test]
 async fn a_remote_upstream_with_a_token_from_the_environment_is_served_gated() {
     let Some(python) = python() else { return };
@@ -71,15 +86,7 @@ async fn a_remote_upstream_with_a_token_from_the_environment_is_served_gated() {
     // SAFETY of the environment: this test binary runs this one test, and sets the variable
     // before the gateway child is spawned from it.
     let config_path = config(&work, port, "PATH_TO_NOTHING_BUT_THE_TOKEN");
-    let mut command = tokio::process::Command::new(GATEWAY);
-    command
-        .args(["serve", "--config"])
-        .arg(&config_path)
-        .env("PATH_TO_NOTHING_BUT_THE_TOKEN", "upstream-secret");
-    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
-    let client = rmcp::ServiceExt::serve((), transport)
-        .await
-        .expect("handshake");
+    let client = serve_with_token(&config_path).await;
     let (message, is_error) = call(&client, "r__echo", json!({"text": "over http"})).await;
     // The SDK declares `{"result": string}` as echo's output: its structuredContent is checked and
     // passed beside the upstream's own text, which reaches the client unchanged.
@@ -101,15 +108,7 @@ async fn a_remote_upstream_with_a_token_from_the_environment_is_served_gated() {
             + "[traces]\notlp_endpoint = \"http://127.0.0.1:9/v1/traces\"\n",
     )
     .unwrap();
-    let mut command = tokio::process::Command::new(GATEWAY);
-    command
-        .args(["serve", "--config"])
-        .arg(&config_path)
-        .env("PATH_TO_NOTHING_BUT_THE_TOKEN", "upstream-secret");
-    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
-    let client = rmcp::ServiceExt::serve((), transport)
-        .await
-        .expect("handshake");
+    let client = serve_with_token(&config_path).await;
     let (message, is_error) = call(&client, "r__echo", json!({"text": "traced"})).await;
     assert_eq!((message.as_str(), is_error), ("echo: traced", false));
     let sent = std::fs::read_to_string(work.path("record.jsonl.traceparent")).unwrap();

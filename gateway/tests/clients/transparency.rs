@@ -66,7 +66,9 @@ fn allow_all_watching(work: &Work) -> PathBuf {
     )
 }
 
-/// `serve` over Streamable HTTP, the rich upstream under its own names, one API key.
+/// `serve` over Streamable HTTP, the rich upstream under its own names, one API key — and traces
+/// on (to a collector that is not there): the trace context the upstream is sent changes nothing
+/// the client receives.
 fn http_gateway(work: &Work, python: &str) -> (Served, serde_json::Value) {
     allow_all(work);
     let (mcp, admin) = (free_port(), free_port());
@@ -76,7 +78,8 @@ fn http_gateway(work: &Work, python: &str) -> (Served, serde_json::Value) {
             "[upstreams.rich]\ncommand = {python:?}\nargs = [{:?}]\nown_names = true\n\
              [policy]\nlayers = [\"policy.json\"]\n\
              [listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n\
-             [[clients]]\nid = \"transparency\"\napi_key_sha256 = \"{}\"\n",
+             [[clients]]\nid = \"transparency\"\napi_key_sha256 = \"{}\"\n\
+             [traces]\notlp_endpoint = \"http://127.0.0.1:9/v1/traces\"\n",
             rich_upstream(),
             sha256(KEY)
         ),

@@ -412,7 +412,8 @@ pub struct AnswerArgs {
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
     /// The environment variable holding your API key (one of the config's `[[clients]]`) or
-    /// token (one its `[jwt]` accepts): you answer as the principal it names, with its groups.
+    /// token (one its `[oauth]` or `[jwt]` accepts): you answer as the principal it names, with its
+    /// groups.
     /// Required when the config names identities.
     #[arg(long, value_name = "VAR")]
     pub key_env: Option<String>,

@@ -27,6 +27,7 @@ use toolgate::{Principal, ToolController};
 use crate::config::{ApiClient, SessionLimits};
 use crate::jwt::JwtConfig;
 use crate::metrics::Metrics;
+use crate::oauth::OAuth;
 use crate::sessions::Sessions;
 use crate::upstream::Link;
 
@@ -38,58 +39,100 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub struct Keys {
     clients: HashMap<[u8; 32], Arc<Principal>>,
     jwt: Option<JwtConfig>,
+    oauth: Option<Arc<OAuth>>,
 }
 
+/// A credential's principal and when the credential ends (a token's `exp`; `None` for an API key,
+/// which has no end of its own).
+type SignedIn = (Arc<Principal>, Option<SystemTime>);
+
 impl Keys {
-    /// The identities of a config: its `[[clients]]` and its `[jwt]`.
-    pub fn new(clients: &[ApiClient], jwt: Option<JwtConfig>) -> Self {
+    /// The identities of a config: its `[[clients]]`, its `[jwt]` and its `[oauth]` issuers.
+    pub fn new(clients: &[ApiClient], jwt: Option<JwtConfig>, oauth: Option<Arc<OAuth>>) -> Self {
         Self {
             clients: clients
                 .iter()
                 .map(|client| (client.key_sha256, Arc::new(client.principal.clone())))
                 .collect(),
             jwt,
+            oauth,
         }
     }
 
     /// The identities that sign a person in to the approval page: the clients not marked
     /// `page_sign_in = false`, and tokens.
-    pub fn for_the_page(clients: &[ApiClient], jwt: Option<JwtConfig>) -> Self {
+    pub fn for_the_page(
+        clients: &[ApiClient],
+        jwt: Option<JwtConfig>,
+        oauth: Option<Arc<OAuth>>,
+    ) -> Self {
         let people: Vec<ApiClient> = clients
             .iter()
             .filter(|client| client.page_sign_in)
             .cloned()
             .collect();
-        Self::new(&people, jwt)
+        Self::new(&people, jwt, oauth)
     }
 
-    /// The principal `credential` names: an API key, else a verified token.
-    pub fn principal(&self, credential: &str) -> Option<Arc<Principal>> {
-        self.principal_until(credential)
-            .map(|(principal, _)| principal)
+    /// The principal `credential` names and when it ends, checking a token against the keys
+    /// held now (an `[oauth]` token naming a key not held yet is refused).
+    pub fn principal_until(&self, credential: &str) -> Option<SignedIn> {
+        self.by_key(credential).or_else(|| {
+            let oauth = self
+                .oauth
+                .as_ref()
+                .map(|oauth| oauth.verify_held(credential));
+            self.by_token(credential, oauth)
+        })
     }
 
-    /// The principal `credential` names and when the credential ends (a token's `exp`; `None` for
-    /// an API key, which has no end of its own).
-    pub fn principal_until(
+    /// The principal `credential` names and when it ends; an `[oauth]` token naming a key its
+    /// issuer is not known to publish (or an issuer whose keys are stale) has the keys fetched
+    /// again first, at most once per `keys_refetch_min_s`.
+    pub async fn principal_fetching(&self, credential: &str) -> Option<SignedIn> {
+        if let Some(signed_in) = self.by_key(credential) {
+            return Some(signed_in);
+        }
+        let oauth = match &self.oauth {
+            Some(oauth) => Some(oauth.verify(credential).await),
+            None => None,
+        };
+        self.by_token(credential, oauth)
+    }
+
+    fn by_key(&self, credential: &str) -> Option<SignedIn> {
+        let hash = <[u8; 32]>::from(Sha256::digest(credential.as_bytes()));
+        self.clients
+            .get(&hash)
+            .map(|principal| (Arc::clone(principal), None))
+    }
+
+    /// A token: what `[oauth]` said of it (`oauth`), else what `[jwt]` says.
+    fn by_token(
         &self,
         credential: &str,
-    ) -> Option<(Arc<Principal>, Option<SystemTime>)> {
-        let hash = <[u8; 32]>::from(Sha256::digest(credential.as_bytes()));
-        if let Some(principal) = self.clients.get(&hash) {
-            return Some((Arc::clone(principal), None));
-        }
-        let jwt = self.jwt.as_ref()?;
-        match jwt.verify(credential) {
-            Ok((principal, expires)) => Some((Arc::new(principal), Some(expires))),
-            Err(why) => {
-                // Escaped: the reason may quote the token's own header (an unknown `alg`), and a
-                // line break there would forge a log line.
-                let why = why.to_string();
-                tracing::info!("a bearer token was refused: {}", why.escape_debug());
-                None
+        oauth: Option<Result<(Principal, SystemTime), String>>,
+    ) -> Option<SignedIn> {
+        let mut refusals = Vec::new();
+        if let Some(oauth) = oauth {
+            match oauth {
+                Ok((principal, expires)) => return Some((Arc::new(principal), Some(expires))),
+                Err(why) => refusals.push(format!("[oauth]: {why}")),
             }
         }
+        if let Some(jwt) = &self.jwt {
+            match jwt.verify(credential) {
+                Ok((principal, expires)) => return Some((Arc::new(principal), Some(expires))),
+                Err(why) => refusals.push(format!("[jwt]: {why}")),
+            }
+        }
+        if !refusals.is_empty() {
+            // Escaped: a reason may quote the token's own header (an unknown `alg`) or issuer,
+            // and a line break there would forge a log line.
+            let why = refusals.join("; ");
+            tracing::info!("a bearer token was refused: {}", why.escape_debug());
+        }
+        None
     }
 }
 
@@ -119,8 +162,10 @@ pub fn caller_of() -> CallerOf {
 pub struct McpListener {
     /// The API-key clients.
     pub clients: Vec<ApiClient>,
-    /// Tokens, if configured.
+    /// Tokens checked against a key file, if configured.
     pub jwt: Option<JwtConfig>,
+    /// Tokens from the configured authorization servers, if any.
+    pub oauth: Option<Arc<OAuth>>,
     /// The `Host` header values accepted.
     pub allowed_hosts: Vec<String>,
     /// The browser origins that may call; empty: none.
@@ -143,7 +188,8 @@ pub async fn serve_mcp(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let gatekeeper = Arc::new(Gatekeeper {
-        keys: Keys::new(&listener.clients, listener.jwt),
+        keys: Keys::new(&listener.clients, listener.jwt, listener.oauth.clone()),
+        oauth: listener.oauth.clone(),
         metrics: Arc::clone(&listener.metrics),
     });
     let server = server.with_caller(caller_of());
@@ -180,6 +226,11 @@ pub async fn serve_mcp(
         // The SDK reads an empty list as "check nothing"; here it means "no browser page".
         router = router.layer(middleware::from_fn(crate::http_checks::no_browser_origin));
     }
+    if let Some(oauth) = &listener.oauth {
+        // Added after the layers, so outside them: the metadata is what a client without a
+        // token reads to learn where to get one.
+        router = router.merge(crate::oauth::metadata::routes(&oauth.settings));
+    }
     // Without TCP_NODELAY a reply written in two segments (headers, body) waits for the client's
     // delayed ACK: 40 ms a call once the client keeps its connection open.
     let listener = tokio::net::TcpListener::bind(address)
@@ -204,7 +255,14 @@ async fn authenticate(
     next: Next,
 ) -> Response {
     let presented = crate::http_checks::bearer(request.headers());
-    let principal = presented.and_then(|credential| gatekeeper.keys.principal(credential));
+    let principal = match presented {
+        Some(credential) => gatekeeper
+            .keys
+            .principal_fetching(credential)
+            .await
+            .map(|(principal, _)| principal),
+        None => None,
+    };
     let Some(principal) = principal else {
         // Never the credential itself: it may be a real key with a typo.
         let why = if presented.is_some() {
@@ -223,13 +281,17 @@ async fn authenticate(
         });
         let mut response = (
             StatusCode::UNAUTHORIZED,
-            "401: send `Authorization: Bearer <API key or token>` with a key from the gateway's [[clients]] or a token its [jwt] accepts\n",
+            "401: send `Authorization: Bearer <API key or token>` with a key from the gateway's [[clients]] or a token its [oauth] or [jwt] accepts\n",
         )
             .into_response();
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"toolgate\""),
-        );
+        let challenge = match &gatekeeper.oauth {
+            // Where an OAuth client learns which authorization server to sign in at.
+            Some(oauth) => crate::oauth::metadata::challenge(&oauth.settings, presented.is_some()),
+            None => HeaderValue::from_static("Bearer realm=\"toolgate\""),
+        };
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
         return response;
     };
     let (mut parts, body) = request.into_parts();
@@ -266,6 +328,8 @@ async fn authenticate(
 /// Who may call, and where refusals are counted.
 struct Gatekeeper {
     keys: Keys,
+    /// What a 401 points OAuth clients at, if `[oauth]` is configured.
+    oauth: Option<Arc<OAuth>>,
     metrics: Arc<Metrics>,
 }
 

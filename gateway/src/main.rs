@@ -23,6 +23,7 @@ mod http_checks;
 mod jwt;
 mod logging;
 mod metrics;
+mod oauth;
 mod page;
 mod passthrough;
 mod pins;

@@ -1,5 +1,6 @@
 //! The approval page on the admin listener: the library's page over the gateway's controller,
-//! signing people in with the gateway's identities (`[[clients]]` keys, `[jwt]` tokens).
+//! signing people in with the gateway's identities (`[[clients]]` keys, `[oauth]` and `[jwt]`
+//! tokens).
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -54,10 +55,11 @@ pub fn router(
     config: &Config,
     controller: Arc<ToolController>,
     metrics: &Arc<crate::metrics::Metrics>,
+    oauth: Option<Arc<crate::oauth::OAuth>>,
 ) -> Option<Router> {
     let settings = config.approval_page?;
     let sign_in = PageSignIn {
-        keys: Keys::for_the_page(&config.clients, config.jwt.clone()),
+        keys: Keys::for_the_page(&config.clients, config.jwt.clone(), oauth),
         metrics: Arc::clone(metrics),
     };
     // The same Host values the MCP listener accepts: a DNS-rebinding page reaches neither.

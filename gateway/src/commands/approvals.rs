@@ -145,8 +145,8 @@ pub fn show(config_path: &Path, id: &str) -> ExitCode {
 
 /// Who answers: the principal a key names (with its groups), or, for a config naming no
 /// identities, the name given; the problem printed otherwise.
-fn approver_of(config: &Config, answer: &AnswerArgs) -> Option<Principal> {
-    let identities = !config.clients.is_empty() || config.jwt.is_some();
+async fn approver_of(config: &Config, answer: &AnswerArgs) -> Option<Principal> {
+    let identities = !config.clients.is_empty() || config.jwt.is_some() || config.oauth.is_some();
     match (&answer.key_env, &answer.approver, identities) {
         (Some(var), claimed, true) => {
             let Ok(credential) = std::env::var(var) else {
@@ -155,10 +155,23 @@ fn approver_of(config: &Config, answer: &AnswerArgs) -> Option<Principal> {
                 )]);
                 return None;
             };
-            let keys = Keys::new(&config.clients, config.jwt.clone());
-            let Some(principal) = keys.principal(credential.trim()) else {
+            // An [oauth] issuer's keys are fetched when the token names one of them.
+            let oauth = match config
+                .oauth
+                .clone()
+                .map(crate::oauth::OAuth::new)
+                .transpose()
+            {
+                Ok(oauth) => oauth.map(std::sync::Arc::new),
+                Err(problem) => {
+                    super::report([format!("[oauth]: {problem}")]);
+                    return None;
+                }
+            };
+            let keys = Keys::new(&config.clients, config.jwt.clone(), oauth);
+            let Some((principal, _)) = keys.principal_fetching(credential.trim()).await else {
                 super::report([format!(
-                    "--key-env {var}: the key names nobody in {} ([[clients]] or [jwt])",
+                    "--key-env {var}: the key names nobody in {} ([[clients]], [oauth] or [jwt])",
                     config.file.display()
                 )]);
                 return None;
@@ -178,7 +191,7 @@ fn approver_of(config: &Config, answer: &AnswerArgs) -> Option<Principal> {
         }
         (None, _, true) => {
             super::report([format!(
-                "{} names identities ([[clients]] or [jwt]): pass --key-env VAR, a variable holding your API key or token, so the answer is yours",
+                "{} names identities ([[clients]], [oauth] or [jwt]): pass --key-env VAR, a variable holding your API key or token, so the answer is yours",
                 config.file.display()
             )]);
             None
@@ -215,7 +228,7 @@ pub async fn answer(id: &str, answer: &AnswerArgs, approve: bool) -> ExitCode {
     let Some((config, store)) = store_of(&answer.config) else {
         return ExitCode::FAILURE;
     };
-    let Some(principal) = approver_of(&config, answer) else {
+    let Some(principal) = approver_of(&config, answer).await else {
         return ExitCode::FAILURE;
     };
     let approver = principal.id.clone();

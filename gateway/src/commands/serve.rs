@@ -14,6 +14,7 @@ use toolgate::mcp::McpServer;
 use crate::assemble::{self, Started};
 use crate::config::{AuditTarget, CheckpointConfig, Config};
 use crate::metrics::Metrics;
+use crate::oauth::OAuth;
 use crate::pins::Pins;
 use crate::policy;
 use crate::upstream::Link;
@@ -58,12 +59,28 @@ pub async fn serve(config: Config) -> ExitCode {
         Ok(server) => server,
         Err(problem) => return failed(problem),
     };
+    // The issuers' keys are fetched from here on, in the background: a provider that is down
+    // refuses its tokens (and says so in the log) but stops nothing else.
+    let oauth = match config.oauth.clone().map(OAuth::new).transpose() {
+        Ok(oauth) => oauth.map(Arc::new),
+        Err(problem) => return failed(format!("[oauth]: {problem}")),
+    };
+    if let Some(oauth) = &oauth {
+        oauth.spawn_refreshers();
+    }
     let mut listeners = Listeners::new();
     if let Some(address) = config.listen.admin {
-        listeners.admin(address, &config, &controller, metrics, &links);
+        listeners.admin(
+            address,
+            &config,
+            &controller,
+            metrics,
+            &links,
+            oauth.clone(),
+        );
     }
     if let Some(address) = config.listen.http {
-        listeners.mcp(address, &config, &server, &started.metrics);
+        listeners.mcp(address, &config, &server, &started.metrics, oauth);
     }
     if config.listen.stdio {
         listeners.stdio(server);
@@ -250,14 +267,15 @@ impl Listeners {
         controller: &Arc<ToolController>,
         metrics: Arc<Metrics>,
         links: &[Arc<Link>],
+        oauth: Option<Arc<OAuth>>,
     ) {
-        let page = crate::page::router(config, Arc::clone(controller), &metrics);
+        let page = crate::page::router(config, Arc::clone(controller), &metrics, oauth);
         match &page {
             Some(_) => tracing::info!(
-                "approval page: http://{address}/approvals — people sign in with a [[clients]] API key or a [jwt] token, and approved calls run in this gateway"
+                "approval page: http://{address}/approvals — people sign in with a [[clients]] API key or an [oauth] or [jwt] token, and approved calls run in this gateway"
             ),
             None if config.approval_page.is_none() => tracing::info!(
-                "no approval page: it needs a [[clients]] entry or a [jwt] table to sign people in (or approvals.page = false)"
+                "no approval page: it needs a [[clients]] entry, an [oauth] or a [jwt] table to sign people in (or approvals.page = false)"
             ),
             None => {}
         }
@@ -278,11 +296,13 @@ impl Listeners {
         config: &Config,
         server: &McpServer,
         metrics: &Arc<Metrics>,
+        oauth: Option<Arc<OAuth>>,
     ) {
         let server = server.clone();
         let listener = crate::http::McpListener {
             clients: config.clients.clone(),
             jwt: config.jwt.clone(),
+            oauth,
             allowed_hosts: config.listen.allowed_hosts.clone(),
             allowed_origins: config.listen.allowed_origins.clone(),
             sessions: config.listen.sessions,

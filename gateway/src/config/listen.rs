@@ -7,7 +7,7 @@ use super::{ApiClient, Listen};
 pub(super) fn listen_and_clients(
     mut listen: super::ListenSection,
     clients: Vec<super::ClientSection>,
-    has_jwt: bool,
+    has_tokens: bool,
     problem: &mut dyn FnMut(String, String),
 ) -> (Listen, Vec<ApiClient>) {
     let address = |key: &str, text: Option<String>, problem: &mut dyn FnMut(String, String)| {
@@ -112,10 +112,10 @@ pub(super) fn listen_and_clients(
             page_sign_in: client.page_sign_in.unwrap_or(true),
         });
     }
-    if http.is_some() && checked.is_empty() && !has_jwt {
+    if http.is_some() && checked.is_empty() && !has_tokens {
         problem(
             "clients".to_owned(),
-            "listen.http is set but no client is: add a [[clients]] entry with an `id` and `api_key_sha256`, or a [jwt] table".to_owned(),
+            "listen.http is set but no client is: add a [[clients]] entry with an `id` and `api_key_sha256`, an [oauth] table or a [jwt] table".to_owned(),
         );
     }
     let allowed_hosts = listen.allowed_hosts.unwrap_or_else(|| {

@@ -6,6 +6,7 @@ mod approvals_section;
 mod audit_section;
 mod jwt_section;
 mod limits_section;
+mod oauth_section;
 mod traces_section;
 mod upstream_section;
 
@@ -14,6 +15,7 @@ use approvals_section::approvals;
 use audit_section::audit;
 use jwt_section::jwt;
 use limits_section::limits;
+use oauth_section::oauth;
 use traces_section::traces;
 use upstream_section::upstreams;
 
@@ -82,13 +84,14 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
     );
     let (limits, policy_poll) = limits(file.limits, gateway.policy_poll_ms, &mut problem);
     let jwt = jwt(file.jwt, &base, &mut problem);
+    let oauth = oauth(file.oauth, &mut problem);
     let (listen, clients) = super::listen::listen_and_clients(
         file.listen,
         file.clients,
-        jwt.is_some(),
+        jwt.is_some() || oauth.is_some(),
         &mut |key, message| problem(&key, message),
     );
-    let identities = !clients.is_empty() || jwt.is_some();
+    let identities = !clients.is_empty() || jwt.is_some() || oauth.is_some();
     let approval_page = approvals.page(listen.admin, identities, &mut problem);
     let shared_counters = shared_counters(file.rate_limits, &mut problem);
     let traces = traces(file.traces, &mut problem);
@@ -112,6 +115,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         listen,
         clients,
         jwt,
+        oauth,
         pins: Some(crate::pins::path_for(path)),
         state_key,
         shared_counters,

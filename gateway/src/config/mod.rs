@@ -59,6 +59,8 @@ pub struct Config {
     pub clients: Vec<ApiClient>,
     /// Callers identified by JSON Web Tokens, if configured.
     pub jwt: Option<crate::jwt::JwtConfig>,
+    /// The gateway as an OAuth resource server (`[oauth]`), if configured.
+    pub oauth: Option<crate::oauth::settings::OAuthSettings>,
     /// The tool pins file (`gateway.pins.json` beside `gateway.toml`); `None`: no pinning.
     pub pins: Option<PathBuf>,
     /// Where the request-state keys come from.
@@ -322,7 +324,34 @@ struct File {
     #[serde(default)]
     rate_limits: RateLimitsSection,
     jwt: Option<JwtSection>,
+    oauth: Option<OAuthSection>,
     traces: Option<TracesSection>,
+}
+
+/// `[oauth]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OAuthSection {
+    resource: Option<String>,
+    scopes: Option<Vec<String>>,
+    #[serde(default)]
+    issuers: Vec<IssuerSection>,
+}
+
+/// One `[[oauth.issuers]]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IssuerSection {
+    issuer: Option<String>,
+    audience: Option<String>,
+    id_claim: Option<String>,
+    id_prefix: Option<String>,
+    groups_claim: Option<String>,
+    scope_group_prefix: Option<String>,
+    leeway_s: Option<u64>,
+    keys_refresh_s: Option<u64>,
+    keys_max_age_s: Option<u64>,
+    keys_refetch_min_s: Option<u64>,
 }
 
 /// `[traces]` as written.
@@ -484,6 +513,7 @@ impl Config {
             },
             clients: Vec::new(),
             jwt: None,
+            oauth: None,
             pins: None,
             state_key: StateKeySource::PerProcess,
             shared_counters: None,

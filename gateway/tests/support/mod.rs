@@ -220,7 +220,11 @@ impl Drop for Served {
 /// `[[clients]]`, `[jwt]`) and `tests/mcp`'s HTTP policy: `h__echo` allowed for group ops,
 /// `h__write` asked, `h__crash` denied.
 pub fn serve_http(work: &Work, auth: &str) -> Served {
-    let (mcp, admin) = (free_port(), free_port());
+    serve_http_at(work, free_port(), free_port(), auth)
+}
+
+/// `serve_http` on the given ports (a config that names its own URL needs the port first).
+pub fn serve_http_at(work: &Work, mcp: u16, admin: u16, auth: &str) -> Served {
     let extra = format!(
         "[audit]\njsonl = \"audit.jsonl\"\n\
          [listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n{auth}"

@@ -38,7 +38,9 @@ pub(super) fn jwt(
         keys: keys.unwrap_or_default(),
         issuer: section.issuer.unwrap_or_default(),
         audience: section.audience.unwrap_or_default(),
-        groups_claim: section.groups_claim.unwrap_or_else(|| "groups".to_owned()),
+        claims: crate::jwt::ClaimMap::sub_and(
+            section.groups_claim.unwrap_or_else(|| "groups".to_owned()),
+        ),
         leeway_s,
     })
 }

@@ -1,4 +1,5 @@
 mod identities;
+mod oauth;
 mod own_names;
 mod shared_counters;
 mod timings_and_traces;

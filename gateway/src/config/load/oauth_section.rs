@@ -1,0 +1,211 @@
+//! The `[oauth]` table: the gateway as an OAuth 2.1 resource server — the URL it is reached at,
+//! the scopes clients are told of, and the issuers whose access tokens it accepts.
+
+use std::time::Duration;
+
+use super::super::{IssuerSection, OAuthSection};
+use crate::jwt::ClaimMap;
+use crate::oauth::keyring::secure_url;
+use crate::oauth::metadata::WELL_KNOWN;
+use crate::oauth::settings::{IssuerSettings, OAuthSettings};
+
+/// `[oauth]`, checked; `None` when absent or when anything in it is wrong (each problem told).
+pub(super) fn oauth(
+    section: Option<OAuthSection>,
+    problem: &mut dyn FnMut(&str, String),
+) -> Option<OAuthSettings> {
+    let section = section?;
+    let mut fine = true;
+    let mut bad = |key: &str, message: String| {
+        problem(key, message);
+        fine = false;
+    };
+    let resource = resource(section.resource, &mut bad);
+    let scopes = section.scopes.unwrap_or_default();
+    for (index, scope) in scopes.iter().enumerate() {
+        // RFC 6749 §3.3: a scope token is printable ASCII without space, `"` or `\`.
+        if scope.is_empty()
+            || !scope
+                .bytes()
+                .all(|byte| (0x21..=0x7e).contains(&byte) && byte != b'"' && byte != b'\\')
+        {
+            bad(
+                &format!("oauth.scopes[{index}]"),
+                "a scope is printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)"
+                    .to_owned(),
+            );
+        }
+    }
+    if section.issuers.is_empty() {
+        bad(
+            "oauth.issuers",
+            "name at least one authorization server: [[oauth.issuers]] with its `issuer` URL"
+                .to_owned(),
+        );
+    }
+    let several = section.issuers.len() > 1;
+    let mut issuers = Vec::new();
+    for (index, written) in section.issuers.into_iter().enumerate() {
+        let key = format!("oauth.issuers[{index}]");
+        if let Some(issuer) = issuer(written, &key, resource.as_ref(), several, &mut bad) {
+            if issuers
+                .iter()
+                .any(|seen: &IssuerSettings| seen.issuer == issuer.issuer)
+            {
+                bad(&format!("{key}.issuer"), "named twice".to_owned());
+            } else if issuers
+                .iter()
+                .any(|seen: &IssuerSettings| seen.claims.id_prefix == issuer.claims.id_prefix)
+            {
+                bad(
+                    &format!("{key}.id_prefix"),
+                    "another issuer has the same id_prefix: their principals could share ids"
+                        .to_owned(),
+                );
+            }
+            issuers.push(issuer);
+        }
+    }
+    let (resource, metadata_path, metadata_url) = resource?;
+    fine.then_some(OAuthSettings {
+        resource,
+        metadata_path,
+        metadata_url,
+        scopes,
+        issuers,
+    })
+}
+
+/// `oauth.resource` as written, where its metadata is served, and the metadata's URL.
+fn resource(
+    written: Option<String>,
+    bad: &mut dyn FnMut(&str, String),
+) -> Option<(String, String, String)> {
+    let Some(written) = written else {
+        bad(
+            "oauth.resource",
+            "missing: the URL clients reach this gateway's MCP endpoint at, e.g. \"https://gateway.example.com/mcp\" (tokens must be issued for it)".to_owned(),
+        );
+        return None;
+    };
+    let url = match secure_url(&written) {
+        Ok(url) => url,
+        Err(why) => {
+            bad("oauth.resource", format!("{written:?} {why}"));
+            return None;
+        }
+    };
+    if url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        bad(
+            "oauth.resource",
+            "has a query, a fragment or credentials: a resource indicator has none (RFC 8707 §2)"
+                .to_owned(),
+        );
+        return None;
+    }
+    let path = url.path().trim_end_matches('/');
+    let metadata_path = format!("{WELL_KNOWN}{path}");
+    let metadata_url = format!("{}{metadata_path}", url.origin().ascii_serialization());
+    Some((written, metadata_path, metadata_url))
+}
+
+/// One `[[oauth.issuers]]`, checked.
+fn issuer(
+    written: IssuerSection,
+    key: &str,
+    resource: Option<&(String, String, String)>,
+    several: bool,
+    bad: &mut dyn FnMut(&str, String),
+) -> Option<IssuerSettings> {
+    let Some(issuer) = written.issuer else {
+        bad(
+            &format!("{key}.issuer"),
+            "missing: the authorization server's issuer URL, exactly as its tokens' `iss` says it"
+                .to_owned(),
+        );
+        return None;
+    };
+    if let Err(why) = secure_url(&issuer) {
+        bad(&format!("{key}.issuer"), format!("{issuer:?} {why}"));
+        return None;
+    }
+    let id_prefix = written.id_prefix.unwrap_or_default();
+    if several && id_prefix.is_empty() {
+        bad(
+            &format!("{key}.id_prefix"),
+            "with several issuers each needs its own, e.g. \"corp:\": one issuer's `alice` is not another's".to_owned(),
+        );
+    }
+    let claim =
+        |name: Option<String>, field: &str, default: &str, bad: &mut dyn FnMut(&str, String)| {
+            let name = name.unwrap_or_else(|| default.to_owned());
+            if name.is_empty() || name.chars().any(char::is_control) {
+                bad(
+                    &format!("{key}.{field}"),
+                    "a claim name: not empty, no control characters".to_owned(),
+                );
+            }
+            name
+        };
+    let id_claim = claim(written.id_claim, "id_claim", "sub", bad);
+    let groups_claim = claim(written.groups_claim, "groups_claim", "groups", bad);
+    let leeway_s = written.leeway_s.unwrap_or(30);
+    if leeway_s > 300 {
+        bad(
+            &format!("{key}.leeway_s"),
+            "at most 300: a longer leeway keeps expired tokens alive".to_owned(),
+        );
+    }
+    let refresh_s = written.keys_refresh_s.unwrap_or(900);
+    if !(10..=86_400).contains(&refresh_s) {
+        bad(
+            &format!("{key}.keys_refresh_s"),
+            "from 10 to 86400 seconds".to_owned(),
+        );
+    }
+    let max_age_s = written
+        .keys_max_age_s
+        .unwrap_or_else(|| (refresh_s * 4).max(3600));
+    if max_age_s < refresh_s || max_age_s > 7 * 86_400 {
+        bad(
+            &format!("{key}.keys_max_age_s"),
+            format!(
+                "from keys_refresh_s ({refresh_s}) to 604800 seconds: keys held longer outlive a withdrawal"
+            ),
+        );
+    }
+    let refetch_min_s = written.keys_refetch_min_s.unwrap_or(30);
+    if refetch_min_s > 3600 {
+        bad(
+            &format!("{key}.keys_refetch_min_s"),
+            "at most 3600 seconds".to_owned(),
+        );
+    }
+    let audience = written
+        .audience
+        .or_else(|| resource.map(|(resource, _, _)| resource.clone()))?;
+    if audience.is_empty() {
+        bad(
+            &format!("{key}.audience"),
+            "empty: the `aud` tokens must hold".to_owned(),
+        );
+    }
+    Some(IssuerSettings {
+        issuer,
+        audience,
+        claims: ClaimMap {
+            id_claim,
+            id_prefix,
+            groups_claim,
+            scope_group_prefix: written.scope_group_prefix,
+        },
+        leeway_s,
+        refresh: Duration::from_secs(refresh_s),
+        max_age: Duration::from_secs(max_age_s),
+        refetch_min: Duration::from_secs(refetch_min_s),
+    })
+}

@@ -1,0 +1,168 @@
+//! `[oauth]`: the resource, its metadata's place, the issuers and their checks.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::super::parse;
+use super::{MINIMAL, problems};
+
+const ISSUER: &str = "\n[oauth]\nresource = \"https://gw.example.com/team/mcp\"\nscopes = [\"mcp\", \"tools.read\"]\n[[oauth.issuers]]\nissuer = \"https://login.example.com/realms/team\"\n";
+
+#[test]
+fn an_issuer_is_accepted_with_defaults_and_the_metadata_sits_at_the_resource_path() {
+    let config = parse(
+        Path::new("/etc/gw/gateway.toml"),
+        &format!("{MINIMAL}{ISSUER}"),
+    )
+    .expect("loads");
+    let oauth = config.oauth.expect("configured");
+    assert_eq!(oauth.resource, "https://gw.example.com/team/mcp");
+    assert_eq!(
+        oauth.metadata_path,
+        "/.well-known/oauth-protected-resource/team/mcp"
+    );
+    assert_eq!(
+        oauth.metadata_url,
+        "https://gw.example.com/.well-known/oauth-protected-resource/team/mcp"
+    );
+    assert_eq!(oauth.scopes, ["mcp", "tools.read"]);
+    let issuer = &oauth.issuers[0];
+    // The audience is the resource unless configured (RFC 8707).
+    assert_eq!(issuer.audience, "https://gw.example.com/team/mcp");
+    assert_eq!(issuer.claims.id_claim, "sub");
+    assert_eq!(issuer.claims.groups_claim, "groups");
+    assert_eq!(issuer.claims.scope_group_prefix, None);
+    assert_eq!(issuer.leeway_s, 30);
+    assert_eq!(issuer.refresh, Duration::from_secs(900));
+    assert_eq!(issuer.max_age, Duration::from_secs(3600));
+    assert_eq!(issuer.refetch_min, Duration::from_secs(30));
+}
+
+#[test]
+fn oauth_alone_lets_the_http_listener_serve_without_api_keys() {
+    let config = parse(
+        Path::new("/etc/gw/gateway.toml"),
+        &format!("{MINIMAL}[listen]\nhttp = \"127.0.0.1:8080\"\n{ISSUER}"),
+    )
+    .expect("loads");
+    assert!(config.clients.is_empty() && config.oauth.is_some());
+}
+
+#[test]
+fn each_wrong_key_is_named() {
+    for (text, key, says) in [
+        (
+            "\n[oauth]\n[[oauth.issuers]]\nissuer = \"https://a.example\"\n",
+            "oauth.resource",
+            "missing",
+        ),
+        (
+            "\n[oauth]\nresource = \"http://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\n",
+            "oauth.resource",
+            "plain http",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp?x=1\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\n",
+            "oauth.resource",
+            "query",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp#f\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\n",
+            "oauth.resource",
+            "fragment",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n",
+            "oauth.issuers",
+            "at least one",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\nscopes = [\"a b\"]\n[[oauth.issuers]]\nissuer = \"https://a.example\"\n",
+            "oauth.scopes[0]",
+            "RFC 6749",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\nscopes = [\"a\\\"b\"]\n[[oauth.issuers]]\nissuer = \"https://a.example\"\n",
+            "oauth.scopes[0]",
+            "quotes",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\n",
+            "oauth.issuers[0].issuer",
+            "missing",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"http://login.example.com\"\n",
+            "oauth.issuers[0].issuer",
+            "plain http",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nleeway_s = 301\n",
+            "oauth.issuers[0].leeway_s",
+            "at most 300",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nkeys_refresh_s = 5\n",
+            "oauth.issuers[0].keys_refresh_s",
+            "from 10",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nkeys_refresh_s = 600\nkeys_max_age_s = 60\n",
+            "oauth.issuers[0].keys_max_age_s",
+            "keys_refresh_s (600)",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nkeys_refetch_min_s = 3601\n",
+            "oauth.issuers[0].keys_refetch_min_s",
+            "at most 3600",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\ngroups_claim = \"\"\n",
+            "oauth.issuers[0].groups_claim",
+            "not empty",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nid_prefix = \"a:\"\n[[oauth.issuers]]\nissuer = \"https://b.example\"\n",
+            "oauth.issuers[1].id_prefix",
+            "several issuers",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nid_prefix = \"x:\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nid_prefix = \"y:\"\n",
+            "oauth.issuers[1].issuer",
+            "named twice",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nid_prefix = \"x:\"\n[[oauth.issuers]]\nissuer = \"https://b.example\"\nid_prefix = \"x:\"\n",
+            "oauth.issuers[1].id_prefix",
+            "same id_prefix",
+        ),
+        (
+            "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nissuer_url = \"x\"\n",
+            "oauth.issuers",
+            "issuer_url",
+        ),
+    ] {
+        let found = problems(&format!("{MINIMAL}{text}"));
+        assert!(
+            found
+                .iter()
+                .any(|problem| problem.contains(key) && problem.contains(says)),
+            "{text}: expected {key} saying {says:?}, got {found:?}"
+        );
+    }
+}
+
+#[test]
+fn plain_http_is_allowed_to_loopback_only() {
+    let config = parse(
+        Path::new("/etc/gw/gateway.toml"),
+        &format!("{MINIMAL}\n[oauth]\nresource = \"http://127.0.0.1:8080/mcp\"\n[[oauth.issuers]]\nissuer = \"http://localhost:9000\"\naudience = \"api://gateway\"\n"),
+    )
+    .expect("loads");
+    let oauth = config.oauth.expect("configured");
+    assert_eq!(
+        oauth.metadata_url,
+        "http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp"
+    );
+    assert_eq!(oauth.issuers[0].audience, "api://gateway");
+}

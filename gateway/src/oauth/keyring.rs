@@ -1,0 +1,243 @@
+//! One issuer's signing keys: found through OpenID Connect discovery (the issuer's
+//! `/.well-known/openid-configuration`, else its RFC 8414 metadata) and fetched from its
+//! `jwks_uri`; kept until the next fetch, fetched again on a schedule and when a token names a
+//! key not held (at most once per `refetch_min`), and not used once older than `max_age`, so an
+//! issuer that cannot be reached fails closed.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use super::settings::IssuerSettings;
+use crate::jwt::VerifyingKey;
+
+/// The most bytes read of a discovery document or a key set.
+const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
+/// How long one fetch may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An issuer's keys as last fetched, and how to fetch them again.
+#[derive(Debug)]
+pub struct Keyring {
+    pub settings: IssuerSettings,
+    client: reqwest::Client,
+    held: RwLock<Option<Held>>,
+    /// When a fetch last began; held across the fetch, so one runs at a time and a burst of
+    /// tokens with unknown keys causes one.
+    fetching: tokio::sync::Mutex<Option<Instant>>,
+}
+
+#[derive(Debug)]
+struct Held {
+    keys: Arc<[VerifyingKey]>,
+    fetched: Instant,
+}
+
+/// Why an issuer's keys cannot be used now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// None was ever fetched.
+    NeverFetched,
+    /// The last fetch that worked is older than `max_age`.
+    Stale,
+}
+
+impl Keyring {
+    /// An issuer's keyring, holding nothing until the first fetch.
+    ///
+    /// # Errors
+    ///
+    /// The HTTP client cannot be built.
+    pub fn new(settings: IssuerSettings) -> Result<Self, String> {
+        // reqwest panics building a client before a TLS provider is installed; `main` installs
+        // it first, and this makes the order not matter (a second install is a no-op).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            // The issuer's documents are read where discovery says, never where a redirect says.
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(FETCH_TIMEOUT)
+            .build()
+            .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
+        Ok(Self {
+            settings,
+            client,
+            held: RwLock::new(None),
+            fetching: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// The keys, unless none was fetched or the last fetch is older than `max_age`.
+    ///
+    /// # Errors
+    ///
+    /// Why they cannot be used.
+    pub fn keys(&self, now: Instant) -> Result<Arc<[VerifyingKey]>, Unavailable> {
+        let held = self
+            .held
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match held.as_ref() {
+            None => Err(Unavailable::NeverFetched),
+            Some(held) if now.duration_since(held.fetched) > self.settings.max_age => {
+                Err(Unavailable::Stale)
+            }
+            Some(held) => Ok(Arc::clone(&held.keys)),
+        }
+    }
+
+    /// Fetches the keys again unless a fetch began less than `refetch_min` ago (then waits for a
+    /// running one to end). What a token naming an unknown key, or an issuer whose keys are
+    /// stale, causes.
+    pub async fn refetch(&self) {
+        let mut last = self.fetching.lock().await;
+        if last.is_some_and(|began| began.elapsed() < self.settings.refetch_min) {
+            return;
+        }
+        *last = Some(Instant::now());
+        if let Err(why) = self.fetch_and_keep().await {
+            tracing::warn!(issuer = %self.settings.issuer, "oauth: cannot fetch the issuer's keys: {why}");
+        }
+    }
+
+    /// Fetches the keys now and keeps them (the schedule's fetch).
+    ///
+    /// # Errors
+    ///
+    /// Why they could not be fetched; the keys held are kept (until `max_age`).
+    pub async fn refresh(&self) -> Result<usize, String> {
+        let mut last = self.fetching.lock().await;
+        *last = Some(Instant::now());
+        self.fetch_and_keep().await
+    }
+
+    async fn fetch_and_keep(&self) -> Result<usize, String> {
+        let keys = self.fetch().await?;
+        let count = keys.len();
+        let kids: Vec<&str> = keys.iter().filter_map(|key| key.kid.as_deref()).collect();
+        tracing::debug!(issuer = %self.settings.issuer, ?kids, "oauth: fetched the issuer's keys");
+        *self
+            .held
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Held {
+            keys: keys.into(),
+            fetched: Instant::now(),
+        });
+        Ok(count)
+    }
+
+    /// Discovery, then the key set.
+    async fn fetch(&self) -> Result<Vec<VerifyingKey>, String> {
+        let issuer = &self.settings.issuer;
+        let document = self.discover().await?;
+        // OpenID Connect Discovery §4.3: the document must name the issuer it was asked for,
+        // or a token claiming one issuer would be checked with another's keys.
+        if document.get("issuer").and_then(serde_json::Value::as_str) != Some(issuer.as_str()) {
+            return Err(format!(
+                "its discovery document names another issuer ({:?}), not {issuer:?}",
+                document
+                    .get("issuer")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("none")
+            ));
+        }
+        let jwks_uri = document
+            .get("jwks_uri")
+            .and_then(serde_json::Value::as_str)
+            .ok_or("its discovery document has no `jwks_uri`")?;
+        secure_url(jwks_uri).map_err(|why| format!("its jwks_uri {jwks_uri:?} {why}"))?;
+        let body = self
+            .get(jwks_uri)
+            .await
+            .map_err(|why| format!("{jwks_uri}: {why}"))?;
+        crate::jwt::published_keys(&body).map_err(|why| format!("{jwks_uri}: {why}"))
+    }
+
+    /// The issuer's OpenID Connect discovery document, else its RFC 8414 metadata.
+    async fn discover(&self) -> Result<serde_json::Value, String> {
+        let issuer = self.settings.issuer.trim_end_matches('/');
+        let mut tried = Vec::new();
+        for url in discovery_urls(issuer)? {
+            match self.get(&url).await {
+                Ok(body) => {
+                    return serde_json::from_slice(&body)
+                        .map_err(|error| format!("{url} is not JSON: {error}"));
+                }
+                Err(why) => tried.push(format!("{url}: {why}")),
+            }
+        }
+        Err(format!("no discovery document: {}", tried.join("; ")))
+    }
+
+    /// The body of `url` (200 only), at most `MAX_DOCUMENT_BYTES`.
+    async fn get(&self, url: &str) -> Result<Vec<u8>, String> {
+        let mut response = self
+            .client
+            .get(url)
+            .header(http::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|error| error_chain(&error))?;
+        if response.status() != http::StatusCode::OK {
+            return Err(format!("answered {}", response.status()));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|error| error_chain(&error))?
+        {
+            if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+                return Err(format!("larger than {MAX_DOCUMENT_BYTES} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+}
+
+/// Where an issuer's metadata may be: OpenID Connect's `{issuer}/.well-known/openid-configuration`,
+/// then RFC 8414's `/.well-known/oauth-authorization-server` inserted before the issuer's path.
+fn discovery_urls(issuer: &str) -> Result<[String; 2], String> {
+    let url =
+        reqwest::Url::parse(issuer).map_err(|error| format!("the issuer is not a URL: {error}"))?;
+    let path = url.path().trim_end_matches('/');
+    let origin = url.origin().ascii_serialization();
+    Ok([
+        format!("{issuer}/.well-known/openid-configuration"),
+        format!("{origin}/.well-known/oauth-authorization-server{path}"),
+    ])
+}
+
+/// `Ok` for an `https` URL, or an `http` one to a loopback host (a provider on the same machine,
+/// as in tests); keys fetched in the clear from elsewhere could be anyone's.
+///
+/// # Errors
+///
+/// What is wrong with it.
+pub fn secure_url(text: &str) -> Result<reqwest::Url, String> {
+    let url = reqwest::Url::parse(text).map_err(|error| format!("is not a URL: {error}"))?;
+    let host = url.host_str().unwrap_or("");
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback());
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if loopback => Ok(url),
+        "http" => Err("is plain http to a host that is not loopback: use https".to_owned()),
+        other => Err(format!("has scheme {other:?}: use https")),
+    }
+}
+
+/// An error with its causes (reqwest's own message says only "error sending request").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,43 @@
+//! What `[oauth]` configures, checked (see `config/load/oauth_section.rs`).
+
+use std::time::Duration;
+
+use crate::jwt::ClaimMap;
+
+/// The gateway as an OAuth 2.1 resource server.
+#[derive(Debug, Clone)]
+pub struct OAuthSettings {
+    /// The URL clients reach the MCP endpoint at (`oauth.resource`): the `resource` of the
+    /// protected-resource metadata and, unless an issuer names another, the audience tokens must
+    /// be issued for (RFC 8707).
+    pub resource: String,
+    /// Where the metadata is served on the MCP listener: `/.well-known/oauth-protected-resource`
+    /// followed by the resource's path (RFC 9728 §3.1).
+    pub metadata_path: String,
+    /// The metadata's full URL, as `WWW-Authenticate` names it.
+    pub metadata_url: String,
+    /// The scopes clients are told to ask for (`oauth.scopes`); empty: none named.
+    pub scopes: Vec<String>,
+    /// The authorization servers whose tokens are accepted.
+    pub issuers: Vec<IssuerSettings>,
+}
+
+/// One `[[oauth.issuers]]`.
+#[derive(Debug, Clone)]
+pub struct IssuerSettings {
+    /// The issuer identifier, exactly as its tokens' `iss` and its discovery document say it.
+    pub issuer: String,
+    /// The `aud` its tokens must hold.
+    pub audience: String,
+    /// Which claims name the principal.
+    pub claims: ClaimMap,
+    /// Seconds of clock skew allowed on `exp` and `nbf`.
+    pub leeway_s: u64,
+    /// How often its keys are fetched again.
+    pub refresh: Duration,
+    /// Keys not fetched again within this long are not used: its tokens are refused until a
+    /// fetch succeeds.
+    pub max_age: Duration,
+    /// The least time between two fetches a token with an unknown `kid` may cause.
+    pub refetch_min: Duration,
+}

@@ -15,7 +15,7 @@ const ISSUER: &str = "https://idp.example.test";
 const AUDIENCE: &str = "toolgate-gateway";
 
 /// The status line of an authenticated `initialize` POST.
-fn status_with(port: u16, token: &str) -> String {
+pub(crate) fn status_with(port: u16, token: &str) -> String {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     write!(

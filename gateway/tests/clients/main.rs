@@ -15,6 +15,7 @@ mod injection;
 mod jwt;
 mod listing;
 mod logs;
+mod oauth;
 mod provenance;
 mod python_sdk;
 mod raw;

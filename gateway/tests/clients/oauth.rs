@@ -1,0 +1,249 @@
+//! The gateway as an OAuth 2.1 resource server in front of a real OpenID provider
+//! (`oidc-provider` from npm, run by `tests/mcp/oidc_provider.mjs`), signed in to by the official
+//! Python and TypeScript SDKs' OAuth clients (`tests/mcp/oauth_client.{py,mjs}`): discovery from
+//! the 401, dynamic registration, authorization code with PKCE, a call allowed by a group the
+//! token carries and one refused for a principal without it; then, with tokens the provider
+//! issues: a token for another resource, an expired token, and keys rotated at the provider.
+
+use crate::support;
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+
+/// The provider, a child process on a fixed port (a restart keeps the issuer).
+struct Provider {
+    child: Child,
+    port: u16,
+    issuer: String,
+}
+
+impl Provider {
+    /// Starts the provider from `node`'s directory (ES modules resolve `node_modules` from the
+    /// script's place) with one signing key, `kid`.
+    fn start(node: &Path, work: &Work, port: u16, kid: &str) -> Self {
+        let script = node.join(format!("oidc_provider-{}.mjs", std::process::id()));
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/oidc_provider.mjs"),
+            &script,
+        )
+        .expect("copy the provider");
+        let config = work.write(
+            &format!("oidc-{kid}.json"),
+            &json!({
+                "port": port,
+                "keys": [{"kid": kid, "alg": "RS256"}],
+                "clients": [
+                    {"client_id": "svc", "client_secret": "svc-secret", "groups": ["ops"],
+                     "token_endpoint_auth_method": "client_secret_post"},
+                    {"client_id": "short", "client_secret": "short-secret", "groups": ["ops"],
+                     "access_token_ttl": 2, "token_endpoint_auth_method": "client_secret_post"},
+                ],
+                "accounts": {"alice": {"groups": ["ops"]}, "bob": {"groups": []}},
+                "scopes": ["mcp"],
+            })
+            .to_string(),
+        );
+        let log = std::fs::File::create(work.path(&format!("oidc-{kid}.log"))).unwrap();
+        let mut child = Command::new("node")
+            .arg(&script)
+            .arg(&config)
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("node runs");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the provider says where it is");
+        let started: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|_| panic!("{line:?}: {}", work.read(&format!("oidc-{kid}.log"))));
+        Self {
+            child,
+            port,
+            issuer: started["issuer"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    /// An access token from the client-credentials grant, for `resource`.
+    fn token(&self, client: &str, resource: &str) -> String {
+        let body = format!(
+            "grant_type=client_credentials&scope=mcp&client_id={client}&client_secret={client}-secret&resource={}",
+            resource.replace(':', "%3A").replace('/', "%2F")
+        );
+        let reply = crate::raw::exchange(
+            self.port,
+            "POST",
+            "/token",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            &body,
+        );
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let answer: Value = serde_json::from_str(&reply.body).unwrap();
+        answer["access_token"].as_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(work: &Work, provider: &Provider) -> (Served, String) {
+    let (mcp, admin) = (free_port(), free_port());
+    let resource = format!("http://127.0.0.1:{mcp}/mcp");
+    let served = serve_http_at(
+        work,
+        mcp,
+        admin,
+        &format!(
+            "[oauth]\nresource = \"{resource}\"\nscopes = [\"mcp\"]\n\
+             [[oauth.issuers]]\nissuer = \"{}\"\nleeway_s = 0\nkeys_refetch_min_s = 0\n",
+            provider.issuer
+        ),
+    );
+    (served, resource)
+}
+
+/// One SDK client run: `program script URL h__echo ARGS --login-hint WHO`, its JSON line.
+fn sdk_client(
+    program: &Path,
+    script: &Path,
+    resource: &str,
+    who: &str,
+    env: &[(&str, PathBuf)],
+) -> Value {
+    let output = Command::new(program)
+        .arg(script)
+        .args([
+            resource,
+            "h__echo",
+            r#"{"text": "signed in"}"#,
+            "--login-hint",
+            who,
+        ])
+        .envs(env.iter().map(|(name, value)| (*name, value)))
+        .output()
+        .expect("the client runs");
+    let (stdout, stderr) = text(&output);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{who}: {stdout}\n{stderr}"))
+}
+
+#[test]
+fn sdk_clients_sign_in_at_the_provider_and_their_groups_decide() {
+    let (Some(python), Some(node)) = (python(), crate::typescript_sdk::node_dir()) else {
+        return;
+    };
+    let work = Work::new("oauth-sdks");
+    let provider = Provider::start(&node, &work, free_port(), "k1");
+    let (served, resource) = serve(&work, &provider);
+    let python_client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/oauth_client.py");
+    let alice = sdk_client(Path::new(&python), &python_client, &resource, "alice", &[]);
+    assert!(
+        alice["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("h__echo")),
+        "{alice}"
+    );
+    assert_eq!(alice["result"]["isError"], false, "{alice}");
+    assert!(alice["result"].to_string().contains("signed in"), "{alice}");
+    // Bob signs in too, but no rule allows his principal (no `ops` group in his token).
+    let bob = sdk_client(Path::new(&python), &python_client, &resource, "bob", &[]);
+    assert_eq!(bob["result"]["isError"], true, "{bob}");
+    let ts_client = node.join(format!("oauth_client-{}.mjs", std::process::id()));
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/oauth_client.mjs"),
+        &ts_client,
+    )
+    .unwrap();
+    let sdk = node.join("node_modules/@modelcontextprotocol/sdk");
+    let alice = sdk_client(
+        Path::new("node"),
+        &ts_client,
+        &resource,
+        "alice",
+        &[("MCP_TS_SDK", sdk)],
+    );
+    assert_eq!(alice["result"]["isError"], false, "{alice}");
+    // The audit log names the principal the tokens named, and never a token.
+    let audit = work.read("audit.jsonl");
+    let principals: Vec<String> = audit
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|line| line["event"]["principal"].as_str().map(str::to_owned))
+        .collect();
+    assert!(principals.iter().any(|id| id == "alice"), "{audit}");
+    assert!(principals.iter().any(|id| id == "bob"), "{audit}");
+    assert!(!audit.contains("eyJ"), "a token in the audit log");
+    drop(served);
+}
+
+#[test]
+fn the_metadata_the_challenge_and_the_tokens_the_gateway_refuses() {
+    let Some(node) = crate::typescript_sdk::node_dir() else {
+        return;
+    };
+    let work = Work::new("oauth-tokens");
+    let port = free_port();
+    let mut provider = Provider::start(&node, &work, port, "k1");
+    let (served, resource) = serve(&work, &provider);
+    let mcp = served.mcp;
+
+    // The protected-resource metadata, at the resource's path and at the root, no credential.
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let reply = crate::raw::exchange(mcp, "GET", path, &[], "");
+        assert_eq!(reply.status, 200, "{path}: {}", reply.body);
+        let metadata: Value = serde_json::from_str(&reply.body).unwrap();
+        assert_eq!(metadata["resource"], resource.as_str());
+        assert_eq!(metadata["authorization_servers"], json!([provider.issuer]));
+        assert_eq!(metadata["scopes_supported"], json!(["mcp"]));
+    }
+    // A request without a token is told where to sign in.
+    let reply = crate::raw::request(mcp, "POST", "", &[], "{}");
+    assert_eq!(reply.status, 401);
+    let challenge = format!(
+        "www-authenticate: bearer resource_metadata=\"http://127.0.0.1:{mcp}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp\""
+    );
+    assert!(
+        reply.head.to_ascii_lowercase().contains(&challenge),
+        "{}",
+        reply.head
+    );
+
+    let good = provider.token("svc", &resource);
+    assert!(crate::jwt::status_with(mcp, &good).starts_with("HTTP/1.1 200"));
+    // A token the provider issued for another service.
+    let elsewhere = provider.token("svc", "http://127.0.0.1:1/other");
+    let reply = crate::raw::request(mcp, "POST", &elsewhere, &[], "{}");
+    assert_eq!(reply.status, 401);
+    assert!(
+        reply.head.contains("error=\"invalid_token\""),
+        "{}",
+        reply.head
+    );
+    // A token that expired (two seconds, no leeway).
+    let short = provider.token("short", &resource);
+    assert!(crate::jwt::status_with(mcp, &short).starts_with("HTTP/1.1 200"));
+    std::thread::sleep(Duration::from_millis(3100));
+    assert!(crate::jwt::status_with(mcp, &short).starts_with("HTTP/1.1 401"));
+
+    // The provider rotates to a new key: its first token is taken (the gateway fetches the keys
+    // on the unknown kid), and the withdrawn key's tokens stop working.
+    drop(provider);
+    provider = Provider::start(&node, &work, port, "k2");
+    let rotated = provider.token("svc", &resource);
+    assert!(crate::jwt::status_with(mcp, &rotated).starts_with("HTTP/1.1 200"));
+    assert!(crate::jwt::status_with(mcp, &good).starts_with("HTTP/1.1 401"));
+    // The gateway said why in its log, never with the token.
+    drop(served);
+}

@@ -37,7 +37,7 @@ const ANSWERED_KEPT: usize = 50;
 /// The header carrying the session's CSRF token on every state change.
 const CSRF_HEADER: &str = "x-toolgate-csrf";
 
-struct Shared {
+pub(super) struct Shared {
     page: ApprovalPage,
     sessions: Sessions,
     answered: Mutex<VecDeque<Value>>,
@@ -47,19 +47,21 @@ struct Shared {
 
 type Page = State<Arc<Shared>>;
 
-pub(super) fn router(page: ApprovalPage) -> Router {
+pub(super) fn router(page: ApprovalPage) -> (Router, super::PageSessions) {
     let shared = Arc::new(Shared {
         page,
         sessions: Sessions::default(),
         answered: Mutex::default(),
         failed_sign_ins: Mutex::default(),
     });
-    Router::new()
+    let opener = super::PageSessions(Arc::clone(&shared));
+    let router = Router::new()
         .route("/approvals", get(assets::page))
         .route("/approvals/", get(assets::page))
         .route("/approvals/page.js", get(assets::script))
         .route("/approvals/page.css", get(assets::style))
         .route("/approvals/api/session", get(session))
+        .route("/approvals/api/sign-in", get(sign_in_options))
         .route("/approvals/api/login", post(login))
         .route("/approvals/api/logout", post(logout))
         .route("/approvals/api/pending", get(pending))
@@ -68,7 +70,49 @@ pub(super) fn router(page: ApprovalPage) -> Router {
         .route("/approvals/api/audit", get(audit))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
-        .with_state(shared)
+        .with_state(shared);
+    (router, opener)
+}
+
+/// How a person may sign in here: with a credential (unless turned off), and the links to ways
+/// of signing in that routes outside the page run.
+async fn sign_in_options(State(shared): Page) -> Response {
+    let links: Vec<Value> = shared
+        .page
+        .sign_in_links
+        .iter()
+        .map(|(label, path)| json!({"label": label, "path": path}))
+        .collect();
+    axum::Json(json!({"credential": shared.page.credential_sign_in, "links": links}))
+        .into_response()
+}
+
+/// Opens a session for `principal` lasting the page's lifetime, cut at `ends`: the session and
+/// its `Set-Cookie` value.
+pub(super) fn open_session(
+    shared: &Shared,
+    principal: crate::contract::Principal,
+    ends: Option<SystemTime>,
+) -> Result<(Session, String), Response> {
+    let Some(time_to_live) = session_lifetime(shared.page.session_time_to_live, ends) else {
+        sign_in_failed(shared);
+        return Err(refuse(
+            StatusCode::UNAUTHORIZED,
+            "this credential has expired: sign in with a fresh one",
+        ));
+    };
+    let Some((id, session)) = shared.sessions.open(principal, time_to_live) else {
+        return Err(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the operating system's random generator is unavailable",
+        ));
+    };
+    // Max-Age is whole seconds, rounded up: the server's own expiry is the exact one.
+    let cookie = shared.page.cookie(
+        &id,
+        time_to_live.as_secs() + u64::from(time_to_live.subsec_nanos() > 0),
+    );
+    Ok((session, cookie))
 }
 
 /// A JSON error `{"error": message}` with `status`.
@@ -158,6 +202,12 @@ struct Login {
 }
 
 async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {
+    if !shared.page.credential_sign_in {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "signing in with a credential is turned off here: use the sign-in link",
+        );
+    }
     if let Some(wait) = signing_in_paused(&shared) {
         return refuse(
             StatusCode::TOO_MANY_REQUESTS,
@@ -182,25 +232,10 @@ async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {
             "this credential names nobody here",
         );
     };
-    let Some(time_to_live) = session_lifetime(shared.page.session_time_to_live, credential_ends)
-    else {
-        sign_in_failed(&shared);
-        return refuse(
-            StatusCode::UNAUTHORIZED,
-            "this credential has expired: sign in with a fresh one",
-        );
+    let (session, cookie) = match open_session(&shared, principal, credential_ends) {
+        Ok(opened) => opened,
+        Err(refused) => return refused,
     };
-    let Some((id, session)) = shared.sessions.open(principal, time_to_live) else {
-        return refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the operating system's random generator is unavailable",
-        );
-    };
-    // Max-Age is whole seconds, rounded up: the server's own expiry is the exact one.
-    let cookie = shared.page.cookie(
-        &id,
-        time_to_live.as_secs() + u64::from(time_to_live.subsec_nanos() > 0),
-    );
     let mut response = axum::Json(who(&session)).into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);

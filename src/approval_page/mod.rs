@@ -13,7 +13,7 @@
 //!   [`with_secure_cookies`](ApprovalPage::with_secure_cookies): `__Host-` prefixed, `Secure`,
 //!   `Path=/`). A request carrying the cookie twice (tossed by a page on another port of the same
 //!   host) is refused, both sessions end and the cookie is cleared under every path; every route
-//!   but `session` and `login` needs the session's CSRF token, reads too, and the page pins its
+//!   but `session`, `sign-in` and `login` needs the session's CSRF token, reads too, and the page pins its
 //!   session's token in the tab's storage, so a cookie replaced under it signs it out instead of
 //!   making it act as someone else. Every answer names that
 //!   principal, with its groups, so a rule's [`Approvers`](crate::decision::Approvers) and four
@@ -100,6 +100,10 @@ pub struct ApprovalPage {
     secure_cookies: bool,
     allowed_hosts: Option<Vec<String>>,
     session_time_to_live: Duration,
+    /// Ways to sign in run by routes outside the page: (label, path).
+    sign_in_links: Vec<(String, String)>,
+    /// Whether a person may sign in by typing a credential.
+    credential_sign_in: bool,
 }
 
 impl std::fmt::Debug for ApprovalPage {
@@ -123,7 +127,37 @@ impl ApprovalPage {
             secure_cookies: false,
             allowed_hosts: None,
             session_time_to_live: Duration::from_secs(8 * 60 * 60),
+            sign_in_links: Vec::new(),
+            credential_sign_in: true,
         }
+    }
+
+    /// The same page, offering a way to sign in that a route of yours runs — an OpenID Connect
+    /// sign-in, say: the page links to `path` (a path on the page's own host, starting with `/`)
+    /// under `label`; that route ends by opening a session with the [`PageSessions`] that
+    /// [`router_and_sessions`](Self::router_and_sessions) returns.
+    ///
+    /// # Panics
+    ///
+    /// `path` does not start with a single `/` (a link to another host is not a sign-in of this
+    /// page's).
+    #[must_use]
+    pub fn with_sign_in_link(mut self, label: impl Into<String>, path: impl Into<String>) -> Self {
+        let path = path.into();
+        assert!(
+            path.starts_with('/') && !path.starts_with("//") && !path.contains('\\'),
+            "a sign-in link is a path on the page's own host"
+        );
+        self.sign_in_links.push((label.into(), path));
+        self
+    }
+
+    /// The same page, taking no typed credential: `login` answers 403 and the page offers only
+    /// its sign-in links.
+    #[must_use]
+    pub fn without_credential_sign_in(mut self) -> Self {
+        self.credential_sign_in = false;
+        self
     }
 
     /// The same page, also showing recent audit events and whether their chain verifies.
@@ -196,9 +230,38 @@ impl ApprovalPage {
     }
 
     /// The routes, all under `/approvals`: the page (`GET /approvals`), its script and style,
-    /// and the JSON API under `/approvals/api/` (`session`, `login`, `logout`, `pending`,
-    /// `answer`, `answered`, `audit`).
+    /// and the JSON API under `/approvals/api/` (`session`, `sign-in`, `login`, `logout`,
+    /// `pending`, `answer`, `answered`, `audit`).
     pub fn router(self) -> axum::Router {
+        api::router(self).0
+    }
+
+    /// The routes, and a handle that opens sessions for people signed in elsewhere (the route a
+    /// [sign-in link](Self::with_sign_in_link) leads to).
+    pub fn router_and_sessions(self) -> (axum::Router, PageSessions) {
         api::router(self)
+    }
+}
+
+/// Opens sessions of an [`ApprovalPage`] for people a route outside the page signed in; the same
+/// sessions, cookies and lifetime as a typed credential's.
+#[derive(Clone)]
+pub struct PageSessions(Arc<api::Shared>);
+
+impl std::fmt::Debug for PageSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageSessions").finish_non_exhaustive()
+    }
+}
+
+impl PageSessions {
+    /// A session for `principal`, lasting the page's lifetime cut at `ends` (when what signed the
+    /// person in ends: a token's expiry): the `Set-Cookie` header value to send with the response
+    /// that brings the person to the page. `None` when `ends` has passed or the operating system
+    /// has no randomness.
+    pub fn open(&self, principal: Principal, ends: Option<SystemTime>) -> Option<String> {
+        api::open_session(&self.0, principal, ends)
+            .ok()
+            .map(|(_, cookie)| cookie)
     }
 }

@@ -5,6 +5,7 @@
 
 mod cookies;
 mod credential_lifetime;
+mod sign_in_links;
 mod who_sees_what;
 
 use std::sync::Arc;

@@ -65,6 +65,28 @@ function signedOut(message) {
   $("who").hidden = true;
   $("work").hidden = true;
   $("signin").hidden = false;
+  showSignInWays();
+}
+
+// The ways to sign in the server offers: links to sign-ins it runs outside the page (its
+// OpenID provider, say), and the credential form unless turned off.
+async function showSignInWays() {
+  const { status, data } = await api("sign-in");
+  if (status !== 200) return;
+  const links = $("signin-links");
+  links.textContent = "";
+  for (const way of data.links) {
+    const link = document.createElement("a");
+    link.href = way.path;
+    link.textContent = visible(way.label);
+    link.className = "button";
+    // The session the link brings back is a new one: this tab's pin is for the one before.
+    link.addEventListener("click", () => sessionStorage.removeItem(PINNED));
+    links.append(link);
+  }
+  links.hidden = data.links.length === 0;
+  $("signin-form").hidden = !data.credential;
+  $("signin-credential-help").hidden = !data.credential;
 }
 
 function timeLeft(request) {

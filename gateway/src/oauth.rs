@@ -19,6 +19,7 @@
 
 pub mod keyring;
 pub mod metadata;
+pub mod page_sign_in;
 pub mod settings;
 
 use std::sync::Arc;
@@ -68,6 +69,11 @@ impl OAuth {
             .map(Keyring::new)
             .collect::<Result<_, _>>()?;
         Ok(Self { settings, keyrings })
+    }
+
+    /// The keyring of the issuer at `index` in the settings.
+    pub fn keyring(&self, index: usize) -> &Keyring {
+        &self.keyrings[index]
     }
 
     /// The principal a token names, from the keys held now (no fetch).

@@ -12,6 +12,7 @@ use toolgate::{Principal, ToolController};
 
 use crate::config::{AuditTarget, Config};
 use crate::http::Keys;
+use crate::oauth::page_sign_in::{PageSignIn as OAuthPageSignIn, START_PATH};
 
 /// Which upstream a served name comes from: the one whose prefix it carries (upstream names
 /// never hold the separator), else the one serving its tools under their own names.
@@ -56,10 +57,12 @@ pub fn router(
     controller: Arc<ToolController>,
     metrics: &Arc<crate::metrics::Metrics>,
     oauth: Option<Arc<crate::oauth::OAuth>>,
-) -> Option<Router> {
-    let settings = config.approval_page?;
+) -> Result<Option<Router>, String> {
+    let Some(settings) = config.approval_page else {
+        return Ok(None);
+    };
     let sign_in = PageSignIn {
-        keys: Keys::for_the_page(&config.clients, config.jwt.clone(), oauth),
+        keys: Keys::for_the_page(&config.clients, config.jwt.clone(), oauth.clone()),
         metrics: Arc::clone(metrics),
     };
     // The same Host values the MCP listener accepts: a DNS-rebinding page reaches neither.
@@ -87,7 +90,21 @@ pub fn router(
         }
         None => {}
     }
-    Some(page.router())
+    // Approvers sign in at the identity provider, if `[oauth.page]` says so.
+    let through_provider = oauth.and_then(|oauth| {
+        let settings = oauth.settings.page.clone()?;
+        Some((oauth, settings))
+    });
+    let Some((oauth, provider)) = through_provider else {
+        return Ok(Some(page.router()));
+    };
+    page = page.with_sign_in_link(provider.label.clone(), START_PATH);
+    if !provider.credential_sign_in {
+        page = page.without_credential_sign_in();
+    }
+    let (router, sessions) = page.router_and_sessions();
+    let sign_in = OAuthPageSignIn::new(oauth, provider, sessions, settings.secure_cookies)?;
+    Ok(Some(router.merge(Arc::new(sign_in).routes())))
 }
 
 #[cfg(test)]

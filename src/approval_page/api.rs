@@ -93,18 +93,20 @@ pub(super) fn open_session(
     shared: &Shared,
     principal: crate::contract::Principal,
     ends: Option<SystemTime>,
-) -> Result<(Session, String), Response> {
+) -> Result<(Session, String), Refusal> {
     let Some(time_to_live) = session_lifetime(shared.page.session_time_to_live, ends) else {
         sign_in_failed(shared);
-        return Err(refuse(
+        return Err(Refusal(
             StatusCode::UNAUTHORIZED,
-            "this credential has expired: sign in with a fresh one",
+            "this credential has expired: sign in with a fresh one".to_owned(),
+            Vec::new(),
         ));
     };
     let Some((id, session)) = shared.sessions.open(principal, time_to_live) else {
-        return Err(refuse(
+        return Err(Refusal(
             StatusCode::SERVICE_UNAVAILABLE,
-            "the operating system's random generator is unavailable",
+            "the operating system's random generator is unavailable".to_owned(),
+            Vec::new(),
         ));
     };
     // Max-Age is whole seconds, rounded up: the server's own expiry is the exact one.
@@ -122,7 +124,7 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
 
 /// A refusal not yet made a response (a response is too large to return as an error), and the
 /// `Set-Cookie` headers that go with it (those clearing a tossed cookie).
-struct Refusal(StatusCode, String, Vec<String>);
+pub(super) struct Refusal(StatusCode, String, Vec<String>);
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
@@ -234,7 +236,7 @@ async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {
     };
     let (session, cookie) = match open_session(&shared, principal, credential_ends) {
         Ok(opened) => opened,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     let mut response = axum::Json(who(&session)).into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {

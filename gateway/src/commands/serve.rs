@@ -70,14 +70,12 @@ pub async fn serve(config: Config) -> ExitCode {
     }
     let mut listeners = Listeners::new();
     if let Some(address) = config.listen.admin {
-        listeners.admin(
-            address,
-            &config,
-            &controller,
-            metrics,
-            &links,
-            oauth.clone(),
-        );
+        let page = crate::page::router(&config, Arc::clone(&controller), &metrics, oauth.clone());
+        let page = match page {
+            Ok(page) => page,
+            Err(problem) => return failed(problem),
+        };
+        listeners.admin(address, &config, &controller, metrics, &links, page);
     }
     if let Some(address) = config.listen.http {
         listeners.mcp(address, &config, &server, &started.metrics, oauth);
@@ -267,12 +265,11 @@ impl Listeners {
         controller: &Arc<ToolController>,
         metrics: Arc<Metrics>,
         links: &[Arc<Link>],
-        oauth: Option<Arc<OAuth>>,
+        page: Option<axum::Router>,
     ) {
-        let page = crate::page::router(config, Arc::clone(controller), &metrics, oauth);
         match &page {
             Some(_) => tracing::info!(
-                "approval page: http://{address}/approvals — people sign in with a [[clients]] API key or an [oauth] or [jwt] token, and approved calls run in this gateway"
+                "approval page: http://{address}/approvals — people sign in at the [oauth.page] identity provider or with a [[clients]] API key or an [oauth] or [jwt] token (as configured), and approved calls run in this gateway"
             ),
             None if config.approval_page.is_none() => tracing::info!(
                 "no approval page: it needs a [[clients]] entry, an [oauth] or a [jwt] table to sign people in (or approvals.page = false)"

@@ -93,6 +93,13 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
     );
     let identities = !clients.is_empty() || jwt.is_some() || oauth.is_some();
     let approval_page = approvals.page(listen.admin, identities, &mut problem);
+    if oauth.as_ref().is_some_and(|oauth| oauth.page.is_some()) && approval_page.is_none() {
+        problem(
+            "oauth.page",
+            "the approval page is not served: set listen.admin (and leave approvals.page on)"
+                .to_owned(),
+        );
+    }
     let shared_counters = shared_counters(file.rate_limits, &mut problem);
     let traces = traces(file.traces, &mut problem);
 

@@ -336,6 +336,20 @@ struct OAuthSection {
     scopes: Option<Vec<String>>,
     #[serde(default)]
     issuers: Vec<IssuerSection>,
+    page: Option<OAuthPageSection>,
+}
+
+/// `[oauth.page]` as written: approvers sign in to the page at an issuer.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OAuthPageSection {
+    issuer: Option<String>,
+    client_id: Option<String>,
+    client_secret_env: Option<String>,
+    redirect_url: Option<String>,
+    scopes: Option<Vec<String>>,
+    label: Option<String>,
+    credential_sign_in: Option<bool>,
 }
 
 /// One `[[oauth.issuers]]` as written.

@@ -29,7 +29,16 @@ pub struct Keyring {
 #[derive(Debug)]
 struct Held {
     keys: Arc<[VerifyingKey]>,
+    endpoints: Endpoints,
     fetched: Instant,
+}
+
+/// Where a person signs in at the issuer and where a code is exchanged, as its discovery
+/// document names them (the approval page's sign-in).
+#[derive(Debug, Clone, Default)]
+pub struct Endpoints {
+    pub authorization: Option<reqwest::Url>,
+    pub token: Option<reqwest::Url>,
 }
 
 /// Why an issuer's keys cannot be used now.
@@ -110,7 +119,7 @@ impl Keyring {
     }
 
     async fn fetch_and_keep(&self) -> Result<usize, String> {
-        let keys = self.fetch().await?;
+        let (keys, endpoints) = self.fetch().await?;
         let count = keys.len();
         let kids: Vec<&str> = keys.iter().filter_map(|key| key.kid.as_deref()).collect();
         tracing::debug!(issuer = %self.settings.issuer, ?kids, "oauth: fetched the issuer's keys");
@@ -119,13 +128,74 @@ impl Keyring {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Held {
             keys: keys.into(),
+            endpoints,
             fetched: Instant::now(),
         });
         Ok(count)
     }
 
+    /// The sign-in endpoints of the last discovery that worked, if any.
+    pub fn endpoints(&self) -> Option<Endpoints> {
+        let held = self
+            .held
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.as_ref().map(|held| held.endpoints.clone())
+    }
+
+    /// POSTs `form` to `url` (with HTTP Basic client authentication if given): the JSON answer
+    /// of a 200, else what the server said.
+    ///
+    /// # Errors
+    ///
+    /// The request failed, the answer was not 200, larger than 1 MiB, or not JSON.
+    pub async fn post_form(
+        &self,
+        url: &reqwest::Url,
+        form: &[(&str, &str)],
+        basic: Option<(&str, &str)>,
+    ) -> Result<serde_json::Value, String> {
+        let body = reqwest::Url::parse_with_params("http://form.invalid/", form)
+            .map_err(|error| error.to_string())?
+            .query()
+            .unwrap_or("")
+            .to_owned();
+        let mut request = self
+            .client
+            .post(url.clone())
+            .header(
+                http::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .header(http::header::ACCEPT, "application/json")
+            .body(body);
+        if let Some((user, password)) = basic {
+            request = request.basic_auth(user, Some(password));
+        }
+        let response = request.send().await.map_err(|error| error_chain(&error))?;
+        let status = response.status();
+        let body = read_capped(response).await?;
+        let json: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|error| format!("answered {status} with no JSON: {error}"))?;
+        if status != http::StatusCode::OK {
+            // OAuth errors are `error` and `error_description` (RFC 6749 §5.2): the provider's
+            // words, not a secret.
+            let said = |name: &str| {
+                json.get(name)
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("")
+            };
+            return Err(format!(
+                "answered {status}: {} {}",
+                said("error"),
+                said("error_description")
+            ));
+        }
+        Ok(json)
+    }
+
     /// Discovery, then the key set.
-    async fn fetch(&self) -> Result<Vec<VerifyingKey>, String> {
+    async fn fetch(&self) -> Result<(Vec<VerifyingKey>, Endpoints), String> {
         let issuer = &self.settings.issuer;
         let document = self.discover().await?;
         // OpenID Connect Discovery §4.3: the document must name the issuer it was asked for,
@@ -148,7 +218,20 @@ impl Keyring {
             .get(jwks_uri)
             .await
             .map_err(|why| format!("{jwks_uri}: {why}"))?;
-        crate::jwt::published_keys(&body).map_err(|why| format!("{jwks_uri}: {why}"))
+        let keys = crate::jwt::published_keys(&body).map_err(|why| format!("{jwks_uri}: {why}"))?;
+        // Used only to sign a person in to the approval page; an endpoint that is not https
+        // (or loopback http) is left out rather than followed.
+        let endpoint = |name: &str| {
+            document
+                .get(name)
+                .and_then(serde_json::Value::as_str)
+                .and_then(|url| secure_url(url).ok())
+        };
+        let endpoints = Endpoints {
+            authorization: endpoint("authorization_endpoint"),
+            token: endpoint("token_endpoint"),
+        };
+        Ok((keys, endpoints))
     }
 
     /// The issuer's OpenID Connect discovery document, else its RFC 8414 metadata.
@@ -169,7 +252,7 @@ impl Keyring {
 
     /// The body of `url` (200 only), at most `MAX_DOCUMENT_BYTES`.
     async fn get(&self, url: &str) -> Result<Vec<u8>, String> {
-        let mut response = self
+        let response = self
             .client
             .get(url)
             .header(http::header::ACCEPT, "application/json")
@@ -179,19 +262,24 @@ impl Keyring {
         if response.status() != http::StatusCode::OK {
             return Err(format!("answered {}", response.status()));
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|error| error_chain(&error))?
-        {
-            if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-                return Err(format!("larger than {MAX_DOCUMENT_BYTES} bytes"));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+        read_capped(response).await
     }
+}
+
+/// A response's body, at most `MAX_DOCUMENT_BYTES`.
+async fn read_capped(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|error| error_chain(&error))?
+    {
+        if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+            return Err(format!("larger than {MAX_DOCUMENT_BYTES} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// Where an issuer's metadata may be: OpenID Connect's `{issuer}/.well-known/openid-configuration`,

@@ -20,6 +20,28 @@ pub struct OAuthSettings {
     pub scopes: Vec<String>,
     /// The authorization servers whose tokens are accepted.
     pub issuers: Vec<IssuerSettings>,
+    /// Approvers sign in to the approval page at one of them (`[oauth.page]`), if configured.
+    pub page: Option<PageSignInSettings>,
+}
+
+/// `[oauth.page]`: the approval page signs people in at an issuer (authorization code with
+/// PKCE), as the client `client_id`.
+#[derive(Debug, Clone)]
+pub struct PageSignInSettings {
+    /// Which of `issuers` (its index).
+    pub issuer: usize,
+    pub client_id: String,
+    /// The variable holding the client's secret; `None`: a public client (PKCE alone).
+    pub client_secret_env: Option<String>,
+    /// Where the issuer sends the person back: the admin listener's
+    /// `/approvals/oauth/callback`, as the browser reaches it.
+    pub redirect_url: String,
+    /// The scopes asked for.
+    pub scopes: Vec<String>,
+    /// What the page's sign-in link says.
+    pub label: String,
+    /// Whether the page still takes a typed API key or token.
+    pub credential_sign_in: bool,
 }
 
 /// One `[[oauth.issuers]]`.

@@ -101,6 +101,7 @@ fn oauth(issuer: &Issuer, refetch_min: Duration, max_age: Duration) -> OAuth {
             max_age,
             refetch_min,
         }],
+        page: None,
     })
     .unwrap()
 }

@@ -9,6 +9,7 @@
 //! value reaches a URL the page requests or a line the gateway logs.
 
 mod invisible;
+mod oidc_sign_in;
 mod tossing;
 
 use crate::support;
@@ -77,8 +78,19 @@ fn start(python: &Path, driver: &Path) -> Setup {
 }
 
 fn start_in(name: &str, python: &Path, driver: &Path) -> Setup {
+    start_with(name, python, driver, (free_port(), free_port()), "")
+}
+
+/// `start_in` on the given MCP and admin ports, with `extra` appended to the config.
+fn start_with(
+    name: &str,
+    python: &Path,
+    driver: &Path,
+    (mcp, admin): (u16, u16),
+    extra: &str,
+) -> Setup {
     let work = Work::new(name);
-    let (mcp, admin, driver_port) = (free_port(), free_port(), free_port());
+    let driver_port = free_port();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/page_upstream.py");
     let record = work.path("record.jsonl");
     std::fs::write(&record, "").unwrap();
@@ -99,7 +111,7 @@ fn start_in(name: &str, python: &Path, driver: &Path) -> Setup {
              [listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n\
              [[clients]]\nid = \"alice\"\ngroups = [\"security\"]\napi_key_sha256 = \"{}\"\n\
              [[clients]]\nid = \"bob\"\ngroups = [\"security\"]\napi_key_sha256 = \"{}\"\n\
-             [[clients]]\nid = \"eve\"\ngroups = [\"dev\"]\napi_key_sha256 = \"{}\"\n",
+             [[clients]]\nid = \"eve\"\ngroups = [\"dev\"]\napi_key_sha256 = \"{}\"\n{extra}",
             sha256(ALICE_KEY),
             sha256(BOB_KEY),
             sha256(EVE_KEY),

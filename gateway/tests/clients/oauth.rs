@@ -7,93 +7,13 @@
 
 use crate::support;
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::oidc::Provider;
 use support::*;
-
-/// The provider, a child process on a fixed port (a restart keeps the issuer).
-struct Provider {
-    child: Child,
-    port: u16,
-    issuer: String,
-}
-
-impl Provider {
-    /// Starts the provider from `node`'s directory (ES modules resolve `node_modules` from the
-    /// script's place) with one signing key, `kid`.
-    fn start(node: &Path, work: &Work, port: u16, kid: &str) -> Self {
-        let script = node.join(format!("oidc_provider-{}.mjs", std::process::id()));
-        std::fs::copy(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/oidc_provider.mjs"),
-            &script,
-        )
-        .expect("copy the provider");
-        let config = work.write(
-            &format!("oidc-{kid}.json"),
-            &json!({
-                "port": port,
-                "keys": [{"kid": kid, "alg": "RS256"}],
-                "clients": [
-                    {"client_id": "svc", "client_secret": "svc-secret", "groups": ["ops"],
-                     "token_endpoint_auth_method": "client_secret_post"},
-                    {"client_id": "short", "client_secret": "short-secret", "groups": ["ops"],
-                     "access_token_ttl": 2, "token_endpoint_auth_method": "client_secret_post"},
-                ],
-                "accounts": {"alice": {"groups": ["ops"]}, "bob": {"groups": []}},
-                "scopes": ["mcp"],
-            })
-            .to_string(),
-        );
-        let log = std::fs::File::create(work.path(&format!("oidc-{kid}.log"))).unwrap();
-        let mut child = Command::new("node")
-            .arg(&script)
-            .arg(&config)
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("node runs");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("the provider says where it is");
-        let started: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|_| panic!("{line:?}: {}", work.read(&format!("oidc-{kid}.log"))));
-        Self {
-            child,
-            port,
-            issuer: started["issuer"].as_str().unwrap().to_owned(),
-        }
-    }
-
-    /// An access token from the client-credentials grant, for `resource`.
-    fn token(&self, client: &str, resource: &str) -> String {
-        let body = format!(
-            "grant_type=client_credentials&scope=mcp&client_id={client}&client_secret={client}-secret&resource={}",
-            resource.replace(':', "%3A").replace('/', "%2F")
-        );
-        let reply = crate::raw::exchange(
-            self.port,
-            "POST",
-            "/token",
-            &[("Content-Type", "application/x-www-form-urlencoded")],
-            &body,
-        );
-        assert_eq!(reply.status, 200, "{}", reply.body);
-        let answer: Value = serde_json::from_str(&reply.body).unwrap();
-        answer["access_token"].as_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for Provider {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn serve(work: &Work, provider: &Provider) -> (Served, String) {
     let (mcp, admin) = (free_port(), free_port());
@@ -137,7 +57,7 @@ fn sdk_client(
 
 #[test]
 fn sdk_clients_sign_in_at_the_provider_and_their_groups_decide() {
-    let (Some(python), Some(node)) = (python(), crate::typescript_sdk::node_dir()) else {
+    let (Some(python), Some(node)) = (python(), node_dir()) else {
         return;
     };
     let work = Work::new("oauth-sdks");
@@ -187,7 +107,7 @@ fn sdk_clients_sign_in_at_the_provider_and_their_groups_decide() {
 
 #[test]
 fn the_metadata_the_challenge_and_the_tokens_the_gateway_refuses() {
-    let Some(node) = crate::typescript_sdk::node_dir() else {
+    let Some(node) = node_dir() else {
         return;
     };
     let work = Work::new("oauth-tokens");
@@ -246,4 +166,104 @@ fn the_metadata_the_challenge_and_the_tokens_the_gateway_refuses() {
     assert!(crate::jwt::status_with(mcp, &good).starts_with("HTTP/1.1 401"));
     // The gateway said why in its log, never with the token.
     drop(served);
+}
+
+#[test]
+fn approvers_sign_in_to_the_page_at_the_provider_and_the_session_ends_with_the_token() {
+    let (Some(python), Some(node)) = (python(), node_dir()) else {
+        return;
+    };
+    let work = Work::new("oauth-page");
+    let (mcp, admin) = (free_port(), free_port());
+    let callback = format!("http://127.0.0.1:{admin}/approvals/oauth/callback");
+    let provider = Provider::start_with(&node, &work, free_port(), "k1", &callback);
+    let resource = format!("http://127.0.0.1:{mcp}/mcp");
+    let key = "tg_page_key_that_may_not_sign_in";
+    let _served = serve_http_with(
+        &work,
+        mcp,
+        admin,
+        &format!(
+            "[[clients]]\nid = \"carol\"\ngroups = [\"ops\"]\napi_key_sha256 = \"{}\"\n\
+             [oauth]\nresource = \"{resource}\"\nscopes = [\"mcp\"]\n\
+             [[oauth.issuers]]\nissuer = \"{}\"\n\
+             [oauth.page]\nclient_id = \"page\"\nclient_secret_env = \"TG_PAGE_SECRET\"\n\
+             redirect_url = \"{callback}\"\ncredential_sign_in = false\n",
+            sha256(key),
+            provider.issuer
+        ),
+        &[("TG_PAGE_SECRET", "page-secret")],
+    );
+    wait_for_port(admin);
+    let output = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/page_sign_in.py"))
+        .args([&format!("http://127.0.0.1:{admin}"), "alice", key])
+        .output()
+        .expect("python runs");
+    let (stdout, stderr) = text(&output);
+    let seen: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{stdout}\n{stderr}"));
+    let host = url_host(&provider.issuer);
+    assert_eq!(
+        seen["ways"],
+        json!({"credential": false, "links": [
+            {"label": format!("Sign in with {host}"), "path": "/approvals/oauth/start"}
+        ]}),
+        "{seen}"
+    );
+    assert_eq!(seen["start"], 303, "{seen}");
+    assert_eq!(
+        seen["asked"],
+        json!({"response_type": "code", "code_challenge_method": "S256", "resource": resource, "scope": "openid mcp"}),
+        "{seen}"
+    );
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/approvals/oauth"] {
+        assert!(
+            seen["state_cookie_attributes"]
+                .to_string()
+                .contains(attribute),
+            "{seen}"
+        );
+    }
+    assert_eq!(seen["callback_elsewhere"][0], 400, "{seen}");
+    assert!(
+        seen["callback_elsewhere"][1]
+            .as_str()
+            .unwrap()
+            .contains("not started in this browser")
+    );
+    assert_eq!(seen["callback_forged_state"], 400, "{seen}");
+    assert_eq!(seen["callback"], 303, "{seen}");
+    assert_eq!(seen["callback_location"], "/approvals");
+    assert!(seen["state_cookie_cleared"].as_bool().unwrap(), "{seen}");
+    // Signed in as the token's principal with its groups, for at most the token's lifetime.
+    assert_eq!(seen["session"][0], 200, "{seen}");
+    assert_eq!(seen["session"][1]["approver"], "alice");
+    assert_eq!(seen["session"][1]["groups"], json!(["ops", "security"]));
+    let max_age: u64 = seen["session_cookie_attributes"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|attribute| attribute.as_str()?.strip_prefix("Max-Age="))
+        .expect("Max-Age")
+        .parse()
+        .unwrap();
+    assert!(
+        (295..=300).contains(&max_age),
+        "cut at the token's 300 s: {max_age}"
+    );
+    assert_eq!(seen["callback_again"][0], 400, "{seen}");
+    assert!(
+        seen["callback_again"][1]
+            .as_str()
+            .unwrap()
+            .contains("used already"),
+        "{seen}"
+    );
+    // API keys sign nobody in to the page here (credential_sign_in = false).
+    assert_eq!(seen["typed_credential"], 403, "{seen}");
+}
+
+fn url_host(url: &str) -> &str {
+    url.split("://").nth(1).unwrap().split(':').next().unwrap()
 }

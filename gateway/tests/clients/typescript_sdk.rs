@@ -7,28 +7,14 @@
 
 use crate::support;
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use support::*;
 
 const KEY: &str = "tg_typescript_client_key";
 
-pub fn node_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("TOOLGATE_MCP_NODE").filter(|dir| !dir.is_empty());
-    if dir.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the TypeScript SDK tests: export TOOLGATE_MCP_NODE=\"$(.ci/node-mcp)\""
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "note: TOOLGATE_MCP_NODE is unset: the TypeScript SDK tests were SKIPPED, not run"
-        );
-    }
-    dir.map(PathBuf::from)
-}
+pub use crate::support::node_dir;
 
 /// Runs the check script from the SDK's directory (ES modules resolve `node_modules` from the
 /// script's own place).

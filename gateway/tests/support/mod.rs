@@ -2,6 +2,8 @@
 //! built binary, and an MCP client (the official Rust SDK) that starts it.
 #![allow(dead_code)] // each test binary uses its own part
 
+pub mod oidc;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -225,6 +227,17 @@ pub fn serve_http(work: &Work, auth: &str) -> Served {
 
 /// `serve_http` on the given ports (a config that names its own URL needs the port first).
 pub fn serve_http_at(work: &Work, mcp: u16, admin: u16, auth: &str) -> Served {
+    serve_http_with(work, mcp, admin, auth, &[])
+}
+
+/// `serve_http_at` with variables set for the gateway (a secret a config names by variable).
+pub fn serve_http_with(
+    work: &Work,
+    mcp: u16,
+    admin: u16,
+    auth: &str,
+    env: &[(&str, &str)],
+) -> Served {
     let extra = format!(
         "[audit]\njsonl = \"audit.jsonl\"\n\
          [listen]\nhttp = \"127.0.0.1:{mcp}\"\nadmin = \"127.0.0.1:{admin}\"\n{auth}"
@@ -242,9 +255,29 @@ pub fn serve_http_at(work: &Work, mcp: u16, admin: u16, auth: &str) -> Served {
     let child = std::process::Command::new(GATEWAY)
         .args(["serve", "--config"])
         .arg(&config)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .spawn()
         .expect("the gateway starts");
     wait_for_port(mcp);
     Served { child, mcp, admin }
+}
+
+/// The directory `.ci/node-mcp` printed (`TOOLGATE_MCP_NODE`): the TypeScript SDK and the OpenID
+/// provider under its `node_modules`. With `CI` set a missing one fails the test, otherwise the
+/// test says on stderr that it was skipped.
+pub fn node_dir() -> Option<PathBuf> {
+    use std::io::Write as _;
+    let dir = std::env::var_os("TOOLGATE_MCP_NODE").filter(|dir| !dir.is_empty());
+    if dir.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the TypeScript SDK tests: export TOOLGATE_MCP_NODE=\"$(.ci/node-mcp)\""
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: TOOLGATE_MCP_NODE is unset: the TypeScript SDK tests were SKIPPED, not run"
+        );
+    }
+    dir.map(PathBuf::from)
 }

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use super::super::{IssuerSection, OAuthSection};
+use super::super::{IssuerSection, OAuthPageSection, OAuthSection};
 use crate::jwt::ClaimMap;
 use crate::oauth::keyring::secure_url;
 use crate::oauth::metadata::WELL_KNOWN;
-use crate::oauth::settings::{IssuerSettings, OAuthSettings};
+use crate::oauth::page_sign_in::CALLBACK_PATH;
+use crate::oauth::settings::{IssuerSettings, OAuthSettings, PageSignInSettings};
 
 /// `[oauth]`, checked; `None` when absent or when anything in it is wrong (each problem told).
 pub(super) fn oauth(
@@ -23,12 +24,7 @@ pub(super) fn oauth(
     let resource = resource(section.resource, &mut bad);
     let scopes = section.scopes.unwrap_or_default();
     for (index, scope) in scopes.iter().enumerate() {
-        // RFC 6749 §3.3: a scope token is printable ASCII without space, `"` or `\`.
-        if scope.is_empty()
-            || !scope
-                .bytes()
-                .all(|byte| (0x21..=0x7e).contains(&byte) && byte != b'"' && byte != b'\\')
-        {
+        if !scope_token(scope) {
             bad(
                 &format!("oauth.scopes[{index}]"),
                 "a scope is printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)"
@@ -66,6 +62,9 @@ pub(super) fn oauth(
             issuers.push(issuer);
         }
     }
+    let page = section
+        .page
+        .and_then(|written| page(written, &issuers, &scopes, &mut bad));
     let (resource, metadata_path, metadata_url) = resource?;
     fine.then_some(OAuthSettings {
         resource,
@@ -73,7 +72,115 @@ pub(super) fn oauth(
         metadata_url,
         scopes,
         issuers,
+        page,
     })
+}
+
+/// `[oauth.page]`, checked against the issuers.
+fn page(
+    written: OAuthPageSection,
+    issuers: &[IssuerSettings],
+    scopes: &[String],
+    bad: &mut dyn FnMut(&str, String),
+) -> Option<PageSignInSettings> {
+    let issuer = match (&written.issuer, issuers) {
+        (Some(named), _) => {
+            let found = issuers.iter().position(|issuer| issuer.issuer == *named);
+            if found.is_none() {
+                bad(
+                    "oauth.page.issuer",
+                    format!(
+                        "{named:?} is not one of [[oauth.issuers]]: people sign in where tokens are accepted from"
+                    ),
+                );
+            }
+            found
+        }
+        (None, [_]) => Some(0),
+        (None, _) => {
+            bad(
+                "oauth.page.issuer",
+                "with several issuers, name the one people sign in to the page at".to_owned(),
+            );
+            None
+        }
+    };
+    let client_id = written.client_id.unwrap_or_default();
+    if client_id.is_empty() || client_id.chars().any(char::is_control) {
+        bad(
+            "oauth.page.client_id",
+            "missing: the client id the approval page is registered under at the issuer".to_owned(),
+        );
+    }
+    if written.client_secret_env.as_deref() == Some("") {
+        bad(
+            "oauth.page.client_secret_env",
+            "empty: the name of the variable holding the client's secret (leave it out for a public client)".to_owned(),
+        );
+    }
+    let redirect_url = written.redirect_url.unwrap_or_default();
+    match secure_url(&redirect_url) {
+        Ok(url)
+            if url.path() == CALLBACK_PATH && url.query().is_none() && url.fragment().is_none() => {
+        }
+        Ok(_) => bad(
+            "oauth.page.redirect_url",
+            format!(
+                "must end in {CALLBACK_PATH} (the admin listener's callback, as browsers reach it), with no query or fragment"
+            ),
+        ),
+        Err(why) => bad(
+            "oauth.page.redirect_url",
+            format!(
+                "{redirect_url:?} {why}; e.g. \"https://gateway-admin.example.com{CALLBACK_PATH}\""
+            ),
+        ),
+    }
+    let mut asked = written.scopes.unwrap_or_else(|| {
+        let mut asked = vec!["openid".to_owned()];
+        asked.extend(scopes.iter().filter(|scope| *scope != "openid").cloned());
+        asked
+    });
+    let mut seen = std::collections::HashSet::new();
+    asked.retain(|scope| seen.insert(scope.clone()));
+    if let Some(index) = asked.iter().position(|scope| !scope_token(scope)) {
+        bad(
+            &format!("oauth.page.scopes[{index}]"),
+            "a scope is printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)"
+                .to_owned(),
+        );
+    }
+    let issuer = issuer?;
+    let label = written.label.unwrap_or_else(|| {
+        let host = reqwest::Url::parse(&issuers[issuer].issuer)
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        format!("Sign in with {host}")
+    });
+    if label.is_empty() || label.len() > 100 || label.chars().any(char::is_control) {
+        bad(
+            "oauth.page.label",
+            "1 to 100 bytes, no control characters".to_owned(),
+        );
+    }
+    Some(PageSignInSettings {
+        issuer,
+        client_id,
+        client_secret_env: written.client_secret_env,
+        redirect_url,
+        scopes: asked,
+        label,
+        credential_sign_in: written.credential_sign_in.unwrap_or(true),
+    })
+}
+
+/// RFC 6749 §3.3: a scope token is printable ASCII without space, `"` or `\`.
+fn scope_token(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .bytes()
+            .all(|byte| (0x21..=0x7e).contains(&byte) && byte != b'"' && byte != b'\\')
 }
 
 /// `oauth.resource` as written, where its metadata is served, and the metadata's URL.

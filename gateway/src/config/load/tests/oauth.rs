@@ -166,3 +166,98 @@ fn plain_http_is_allowed_to_loopback_only() {
     );
     assert_eq!(oauth.issuers[0].audience, "api://gateway");
 }
+
+const PAGE: &str = "[listen]\nadmin = \"127.0.0.1:9090\"\n[[clients]]\nid = \"ci\"\napi_key_sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"\n";
+
+#[test]
+fn the_page_signs_people_in_at_the_only_issuer_by_default() {
+    let config = parse(
+        Path::new("/etc/gw/gateway.toml"),
+        &format!("{MINIMAL}{PAGE}{ISSUER}[oauth.page]\nclient_id = \"approvals\"\nredirect_url = \"https://gw-admin.example.com/approvals/oauth/callback\"\n"),
+    )
+    .expect("loads");
+    let page = config
+        .oauth
+        .expect("configured")
+        .page
+        .expect("page sign-in");
+    assert_eq!(page.issuer, 0);
+    assert_eq!(page.client_id, "approvals");
+    assert_eq!(page.client_secret_env, None);
+    assert_eq!(page.scopes, ["openid", "mcp", "tools.read"]);
+    assert_eq!(page.label, "Sign in with login.example.com");
+    assert!(page.credential_sign_in);
+}
+
+#[test]
+fn each_wrong_page_key_is_named() {
+    let page = |keys: &str| format!("{MINIMAL}{PAGE}{ISSUER}[oauth.page]\n{keys}");
+    let good_redirect =
+        "redirect_url = \"https://gw-admin.example.com/approvals/oauth/callback\"\n";
+    for (text, key, says) in [
+        (page(good_redirect), "oauth.page.client_id", "missing"),
+        (
+            page("client_id = \"a\"\n"),
+            "oauth.page.redirect_url",
+            "is not a URL",
+        ),
+        (
+            page("client_id = \"a\"\nredirect_url = \"https://gw-admin.example.com/callback\"\n"),
+            "oauth.page.redirect_url",
+            "/approvals/oauth/callback",
+        ),
+        (
+            page(
+                "client_id = \"a\"\nredirect_url = \"http://gw-admin.example.com/approvals/oauth/callback\"\n",
+            ),
+            "oauth.page.redirect_url",
+            "plain http",
+        ),
+        (
+            page(&format!(
+                "client_id = \"a\"\n{good_redirect}issuer = \"https://other.example\"\n"
+            )),
+            "oauth.page.issuer",
+            "not one of",
+        ),
+        (
+            page(&format!(
+                "client_id = \"a\"\n{good_redirect}client_secret_env = \"\"\n"
+            )),
+            "oauth.page.client_secret_env",
+            "empty",
+        ),
+        (
+            page(&format!(
+                "client_id = \"a\"\n{good_redirect}scopes = [\"a b\"]\n"
+            )),
+            "oauth.page.scopes[0]",
+            "RFC 6749",
+        ),
+        (
+            page(&format!("client_id = \"a\"\n{good_redirect}label = \"\"\n")),
+            "oauth.page.label",
+            "1 to 100",
+        ),
+        (
+            format!("{MINIMAL}{ISSUER}[oauth.page]\nclient_id = \"a\"\n{good_redirect}"),
+            "oauth.page",
+            "not served",
+        ),
+        (
+            format!(
+                "{MINIMAL}{PAGE}\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nid_prefix = \"a:\"\n[[oauth.issuers]]\nissuer = \"https://b.example\"\nid_prefix = \"b:\"\n[oauth.page]\nclient_id = \"a\"\n{good_redirect}"
+            ),
+            "oauth.page.issuer",
+            "several issuers",
+        ),
+    ] {
+        let found = problems(&text);
+        assert!(
+            found
+                .iter()
+                .any(|problem| problem.contains(key) && problem.contains(says)),
+            "{text}: expected {key} saying {says:?}, got {found:?}"
+        );
+    }
+}

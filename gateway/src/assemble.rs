@@ -189,8 +189,9 @@ fn registry_and_policy(
             .iter()
             .map(|definition| definition.spec().clone())
             .collect();
-        policy::spec_registry(specs)
-            .is_ok_and(|registry| policy::load(&config.policy_layers, &registry).is_ok())
+        policy::spec_registry(specs).is_ok_and(|registry| {
+            policy::load(&config.policy_layers, &config.tool_sets, &registry).is_ok()
+        })
     };
     let stand_ins = if fits_without { Vec::new() } else { stand_ins };
     let mut definitions = definitions;
@@ -210,7 +211,7 @@ fn registry_and_policy(
     }
     let registry =
         toolgate::ToolRegistry::new(definitions).map_err(|error| vec![error.to_string()])?;
-    let errors = match policy::load(&config.policy_layers, &registry) {
+    let errors = match policy::load(&config.policy_layers, &config.tool_sets, &registry) {
         Ok(stack) => {
             for link in &started.links {
                 link.withhold(

@@ -29,6 +29,7 @@ use crate::jwt::JwtConfig;
 use crate::metrics::Metrics;
 use crate::oauth::OAuth;
 use crate::sessions::Sessions;
+use crate::tool_sets::ToolSetConfig;
 use crate::upstream::Link;
 
 /// The largest POST body read (the SDK's own limit).
@@ -40,6 +41,9 @@ pub struct Keys {
     clients: HashMap<[u8; 32], Arc<Principal>>,
     jwt: Option<JwtConfig>,
     oauth: Option<Arc<OAuth>>,
+    /// The resource `[oauth]` tokens must be for here, when not the configured one (a tool
+    /// set's endpoint).
+    resource: Option<String>,
 }
 
 /// A credential's principal and when the credential ends (a token's `exp`; `None` for an API key,
@@ -56,7 +60,16 @@ impl Keys {
                 .collect(),
             jwt,
             oauth,
+            resource: None,
         }
+    }
+
+    /// The same identities at an endpoint whose resource is `resource` (a tool set's; `None`:
+    /// the configured one): an `[oauth]` token must have been issued for it.
+    #[must_use]
+    pub fn at_resource(mut self, resource: Option<String>) -> Self {
+        self.resource = resource;
+        self
     }
 
     /// The identities that sign a person in to the approval page: the clients not marked
@@ -81,7 +94,7 @@ impl Keys {
             let oauth = self
                 .oauth
                 .as_ref()
-                .map(|oauth| oauth.verify_held(credential));
+                .map(|oauth| oauth.verify_held_at(credential, self.resource.as_deref()));
             self.by_token(credential, oauth)
         })
     }
@@ -94,7 +107,7 @@ impl Keys {
             return Some(signed_in);
         }
         let oauth = match &self.oauth {
-            Some(oauth) => Some(oauth.verify(credential).await),
+            Some(oauth) => Some(oauth.verify_at(credential, self.resource.as_deref()).await),
             None => None,
         };
         self.by_token(credential, oauth)
@@ -166,6 +179,8 @@ pub struct McpListener {
     pub jwt: Option<JwtConfig>,
     /// Tokens from the configured authorization servers, if any.
     pub oauth: Option<Arc<OAuth>>,
+    /// The tool sets, each served at its own path.
+    pub tool_sets: Vec<Arc<ToolSetConfig>>,
     /// The `Host` header values accepted.
     pub allowed_hosts: Vec<String>,
     /// The browser origins that may call; empty: none.
@@ -187,12 +202,75 @@ pub async fn serve_mcp(
     listener: McpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let server = server.with_caller(caller_of());
+    let mut router = endpoint("/mcp", &server, &listener, None);
+    let mut paths = vec!["/mcp".to_owned()];
+    for set in &listener.tool_sets {
+        let path = set.path();
+        router = router.merge(endpoint(&path, &server, &listener, Some(Arc::clone(set))));
+        paths.push(path);
+    }
+    if listener.allowed_origins.is_empty() {
+        // The SDK reads an empty list as "check nothing"; here it means "no browser page".
+        router = router.layer(middleware::from_fn(crate::http_checks::no_browser_origin));
+    }
+    if let Some(oauth) = &listener.oauth {
+        // Added after the layers, so outside them: the metadata is what a client without a
+        // token reads to learn where to get one.
+        router = router.merge(crate::oauth::metadata::routes(&oauth.settings));
+        for set in &listener.tool_sets {
+            let settings = oauth.settings.at(&set.path());
+            router = router.merge(crate::oauth::metadata::route_at(&settings));
+        }
+    }
+    // Without TCP_NODELAY a reply written in two segments (headers, body) waits for the client's
+    // delayed ACK: 40 ms a call once the client keeps its connection open.
+    let tcp = tokio::net::TcpListener::bind(address)
+        .await?
+        .tap_io(|stream| {
+            let _ = stream.set_nodelay(true);
+        });
+    tracing::info!(%address, "serving MCP over Streamable HTTP at {}", paths.join(", "));
+    axum::serve(
+        tcp,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}
+
+/// One MCP endpoint at `path`: `/mcp`, or a tool set's, whose callers call as members of its
+/// group. Each has its own sessions (a session opened at one path is unknown at another) and,
+/// with `[oauth]`, its own resource (a token issued for one path is refused at another).
+fn endpoint(
+    path: &str,
+    server: &McpServer,
+    listener: &McpListener,
+    set: Option<Arc<ToolSetConfig>>,
+) -> Router {
+    let settings = listener.oauth.as_ref().map(|oauth| match &set {
+        Some(set) => oauth.settings.at(&set.path()),
+        None => oauth.settings.clone(),
+    });
+    let resource = set
+        .as_ref()
+        .and_then(|_| settings.as_ref().map(|settings| settings.resource.clone()));
     let gatekeeper = Arc::new(Gatekeeper {
-        keys: Keys::new(&listener.clients, listener.jwt, listener.oauth.clone()),
-        oauth: listener.oauth.clone(),
+        keys: Keys::new(
+            &listener.clients,
+            listener.jwt.clone(),
+            listener.oauth.clone(),
+        )
+        .at_resource(resource),
+        challenge: settings.map(|settings| {
+            (
+                crate::oauth::metadata::challenge(&settings, false),
+                crate::oauth::metadata::challenge(&settings, true),
+            )
+        }),
+        set,
         metrics: Arc::clone(&listener.metrics),
     });
-    let server = server.with_caller(caller_of());
     let mut manager = LocalSessionManager::default();
     // The SDK closes a session idle past its own keep-alive; ours closes them first (and forgets
     // them), so the SDK never holds a session this listener no longer knows of, or the reverse.
@@ -202,49 +280,27 @@ pub async fn serve_mcp(
     let sessions = Sessions::new(
         Arc::clone(&manager),
         listener.sessions,
-        Some(listener.metrics),
+        Some(Arc::clone(&listener.metrics)),
     );
     sessions.spawn_reaper();
+    let server = server.clone();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         manager,
         StreamableHttpServerConfig::default()
-            .with_allowed_hosts(listener.allowed_hosts)
+            .with_allowed_hosts(listener.allowed_hosts.clone())
             .with_allowed_origins(listener.allowed_origins.clone())
             .with_json_response(true),
     );
     // Layers run outermost last: authentication first, then the session bookkeeping (which needs
     // the principal), then the SDK.
-    let mut router = Router::new()
-        .nest_service("/mcp", service)
+    Router::new()
+        .nest_service(path, service)
         .layer(middleware::from_fn_with_state(
             sessions,
             crate::sessions::bind,
         ))
-        .layer(middleware::from_fn_with_state(gatekeeper, authenticate));
-    if listener.allowed_origins.is_empty() {
-        // The SDK reads an empty list as "check nothing"; here it means "no browser page".
-        router = router.layer(middleware::from_fn(crate::http_checks::no_browser_origin));
-    }
-    if let Some(oauth) = &listener.oauth {
-        // Added after the layers, so outside them: the metadata is what a client without a
-        // token reads to learn where to get one.
-        router = router.merge(crate::oauth::metadata::routes(&oauth.settings));
-    }
-    // Without TCP_NODELAY a reply written in two segments (headers, body) waits for the client's
-    // delayed ACK: 40 ms a call once the client keeps its connection open.
-    let listener = tokio::net::TcpListener::bind(address)
-        .await?
-        .tap_io(|stream| {
-            let _ = stream.set_nodelay(true);
-        });
-    tracing::info!(%address, "serving MCP over Streamable HTTP at /mcp");
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+        .layer(middleware::from_fn_with_state(gatekeeper, authenticate))
 }
 
 /// 401 unless the request carries `Authorization: Bearer KEY` for a configured client; 400 for a
@@ -256,11 +312,17 @@ async fn authenticate(
 ) -> Response {
     let presented = crate::http_checks::bearer(request.headers());
     let principal = match presented {
-        Some(credential) => gatekeeper
-            .keys
-            .principal_fetching(credential)
-            .await
-            .map(|(principal, _)| principal),
+        Some(credential) => {
+            gatekeeper
+                .keys
+                .principal_fetching(credential)
+                .await
+                .map(|(principal, _)| match &gatekeeper.set {
+                    // Through a tool set: the same caller, as a member of the set's group.
+                    Some(set) => Arc::new(crate::tool_sets::through(&principal, set)),
+                    None => principal,
+                })
+        }
         None => None,
     };
     let Some(principal) = principal else {
@@ -284,9 +346,9 @@ async fn authenticate(
             "401: send `Authorization: Bearer <API key or token>` with a key from the gateway's [[clients]] or a token its [oauth] or [jwt] accepts\n",
         )
             .into_response();
-        let challenge = match &gatekeeper.oauth {
+        let challenge = match &gatekeeper.challenge {
             // Where an OAuth client learns which authorization server to sign in at.
-            Some(oauth) => crate::oauth::metadata::challenge(&oauth.settings, presented.is_some()),
+            Some((none, refused)) => if presented.is_some() { refused } else { none }.clone(),
             None => HeaderValue::from_static("Bearer realm=\"toolgate\""),
         };
         response
@@ -325,11 +387,14 @@ async fn authenticate(
     next.run(Request::from_parts(parts, Body::from(body))).await
 }
 
-/// Who may call, and where refusals are counted.
+/// Who may call one endpoint, and where refusals are counted.
 struct Gatekeeper {
     keys: Keys,
-    /// What a 401 points OAuth clients at, if `[oauth]` is configured.
-    oauth: Option<Arc<OAuth>>,
+    /// With `[oauth]`, the `WWW-Authenticate` of a 401 without a credential and with a refused
+    /// one: where an OAuth client learns to sign in for this endpoint.
+    challenge: Option<(HeaderValue, HeaderValue)>,
+    /// The tool set this endpoint serves, if it is one.
+    set: Option<Arc<ToolSetConfig>>,
     metrics: Arc<Metrics>,
 }
 

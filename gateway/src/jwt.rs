@@ -268,6 +268,16 @@ fn principal_of(claims: &Value, map: &ClaimMap) -> Result<Principal, String> {
             "a group in the token is empty or holds an invisible or bidi character".to_owned(),
         );
     }
+    if groups
+        .iter()
+        .any(|group| group.starts_with(crate::tool_sets::GROUP_PREFIX))
+    {
+        // The gateway's own: a call through a tool set is made in it.
+        return Err(format!(
+            "a group in the token starts with {:?}, which only the gateway gives",
+            crate::tool_sets::GROUP_PREFIX
+        ));
+    }
     Ok(Principal::new(format!("{}{id}", map.id_prefix), groups))
 }
 

@@ -32,6 +32,7 @@ mod refresh;
 mod sessions;
 mod shown;
 mod state_key;
+mod tool_sets;
 mod traces;
 mod upstream;
 mod webhook;

@@ -171,10 +171,9 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// How many Streamable HTTP sessions are open now.
-    pub fn set_sessions_open(&self, open: usize) {
-        self.sessions_open
-            .set(i64::try_from(open).unwrap_or(i64::MAX));
+    /// Open Streamable HTTP sessions changed by `by` at one endpoint (the gauge is the sum).
+    pub fn sessions_open_changed(&self, by: i64) {
+        self.sessions_open.inc_by(by);
     }
 
     /// A request refused by session bookkeeping: `cap` or `foreign`.
@@ -416,7 +415,7 @@ mod classic_tests {
     fn classic_text_types_counters_under_their_sample_names() {
         let metrics = Metrics::new();
         metrics.sign_in_refused("missing");
-        metrics.set_sessions_open(3);
+        metrics.sessions_open_changed(3);
         metrics.observe_upstream("h", Duration::from_millis(2));
         let mut openmetrics = String::new();
         prometheus_client::encoding::text::encode(&mut openmetrics, &metrics.registry).unwrap();

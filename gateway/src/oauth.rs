@@ -81,10 +81,26 @@ impl OAuth {
     /// # Errors
     ///
     /// Why it was refused (for the log).
+    #[cfg(test)]
     pub fn verify_held(&self, token: &str) -> Result<(Principal, SystemTime), String> {
-        self.check(token).map_err(|refusal| match refusal {
-            Refusal::Final(why) | Refusal::KeysMissing(_, why) => why,
-        })
+        self.verify_held_at(token, None)
+    }
+
+    /// `verify_held` for the endpoint whose resource is `resource` (a tool set's; `None`: the
+    /// configured resource).
+    ///
+    /// # Errors
+    ///
+    /// Why it was refused (for the log).
+    pub fn verify_held_at(
+        &self,
+        token: &str,
+        resource: Option<&str>,
+    ) -> Result<(Principal, SystemTime), String> {
+        self.check(token, resource)
+            .map_err(|refusal| match refusal {
+                Refusal::Final(why) | Refusal::KeysMissing(_, why) => why,
+            })
     }
 
     /// The principal a token names; when its issuer holds no key it names (or its keys are
@@ -94,10 +110,24 @@ impl OAuth {
     ///
     /// Why it was refused (for the log).
     pub async fn verify(&self, token: &str) -> Result<(Principal, SystemTime), String> {
-        match self.check(token) {
+        self.verify_at(token, None).await
+    }
+
+    /// `verify` for the endpoint whose resource is `resource` (a tool set's; `None`: the
+    /// configured resource).
+    ///
+    /// # Errors
+    ///
+    /// Why it was refused (for the log).
+    pub async fn verify_at(
+        &self,
+        token: &str,
+        resource: Option<&str>,
+    ) -> Result<(Principal, SystemTime), String> {
+        match self.check(token, resource) {
             Err(Refusal::KeysMissing(issuer, _)) => {
                 self.keyrings[issuer].refetch().await;
-                self.verify_held(token)
+                self.verify_held_at(token, resource)
             }
             other => other.map_err(|refusal| match refusal {
                 Refusal::Final(why) | Refusal::KeysMissing(_, why) => why,
@@ -105,7 +135,11 @@ impl OAuth {
         }
     }
 
-    fn check(&self, token: &str) -> Result<(Principal, SystemTime), Refusal> {
+    fn check(
+        &self,
+        token: &str,
+        resource: Option<&str>,
+    ) -> Result<(Principal, SystemTime), Refusal> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|error| Refusal::Final(format!("not a JWT: {error}")))?;
         let claimed = jsonwebtoken::dangerous::insecure_decode::<IssuerOnly>(token)
@@ -151,7 +185,10 @@ impl OAuth {
             key,
             &Expected {
                 issuer: &issuer.issuer,
-                audience: &issuer.audience,
+                audience: match resource {
+                    Some(resource) if issuer.audience_from_resource => resource,
+                    _ => &issuer.audience,
+                },
                 leeway_s: issuer.leeway_s,
                 claims: &issuer.claims,
             },

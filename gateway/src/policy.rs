@@ -1,5 +1,6 @@
 //! The policy files of a config, as the layers of one policy (highest first: a deny in any layer
-//! wins), each followed while the gateway runs and applied only when it loads whole.
+//! wins), each followed while the gateway runs and applied only when it loads whole; then one
+//! layer per tool set (see `crate::tool_sets`), holding the set's own policy file if it has one.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -7,7 +8,9 @@ use std::time::Duration;
 
 use toolgate::policy::Layers;
 use toolgate::rules::PolicyLoadError;
-use toolgate::{RulePolicy, ToolController, ToolRegistry};
+use toolgate::{Policy, RulePolicy, ToolController, ToolRegistry};
+
+use crate::tool_sets::{ToolSetConfig, ToolSetLayer};
 
 /// A registry of `specs` whose handlers never run: what the analysis validates calls against.
 pub fn spec_registry(specs: Vec<toolgate::ToolSpec>) -> Result<ToolRegistry, String> {
@@ -39,6 +42,8 @@ pub struct LayerLoadError {
 #[derive(Debug, Clone)]
 pub struct LayerState {
     pub path: PathBuf,
+    /// The tool set whose own layer the file is, if it is one.
+    pub set: Option<Arc<ToolSetConfig>>,
     pub digest: String,
     text: Option<String>,
     // The controller's generation when the text was refused: once the tools change, it is tried
@@ -53,24 +58,47 @@ pub struct PolicyStack {
     pub states: Vec<LayerState>,
 }
 
-/// The layer name of `path` in the stack: the path as configured.
-fn layer_name(path: &Path) -> String {
-    path.display().to_string()
+/// The layer name of a file in the stack: the path as configured, or a set's group.
+fn layer_name(path: &Path, set: Option<&ToolSetConfig>) -> String {
+    set.map_or_else(|| path.display().to_string(), ToolSetConfig::group)
 }
 
-/// Loads every file in `paths` against `registry`; every failure is returned.
+/// The layer a file's policy makes: itself, or the set's layer around it.
+fn layer_of(policy: RulePolicy, set: Option<&Arc<ToolSetConfig>>) -> Arc<dyn Policy> {
+    match set {
+        None => Arc::new(policy),
+        Some(set) => Arc::new(ToolSetLayer::new(Arc::clone(set), Some(Arc::new(policy)))),
+    }
+}
+
+/// Loads every file in `paths`, then each of `sets` (with its own file, if any) against
+/// `registry`; every failure is returned.
 ///
 /// # Errors
 ///
 /// Each file that does not read or load, with its path.
 pub fn load(
     paths: &[PathBuf],
+    sets: &[ToolSetConfig],
     registry: &ToolRegistry,
 ) -> Result<PolicyStack, Vec<LayerLoadError>> {
     let mut layers = Layers::new();
     let mut states = Vec::new();
     let mut problems = Vec::new();
-    for path in paths {
+    // The main layers in order, then the sets in name order (a set without a file of its own
+    // is a layer all the same: it denies what is outside it).
+    let files = paths.iter().map(|path| (Some(path), None)).chain(
+        sets.iter()
+            .map(|set| (set.policy.as_ref(), Some(Arc::new(set.clone())))),
+    );
+    for (path, set) in files {
+        let Some(path) = path else {
+            let set = set.expect("only a set has no file");
+            layers = layers
+                .layer(set.group(), ToolSetLayer::new(set, None))
+                .expect("set names are unique");
+            continue;
+        };
         let text = std::fs::read_to_string(path).ok();
         let loaded = match &text {
             Some(text) => RulePolicy::from_json(text, registry),
@@ -78,15 +106,17 @@ pub fn load(
         };
         match loaded {
             Ok(policy) => {
+                let name = layer_name(path, set.as_deref());
                 states.push(LayerState {
                     path: path.clone(),
                     digest: policy.digest().to_owned(),
                     text,
                     refused_at: None,
+                    set: set.clone(),
                 });
                 layers = layers
-                    .layer(layer_name(path), policy)
-                    .expect("config paths are unique");
+                    .layer(name, layer_of(policy, set.as_ref()))
+                    .expect("config paths and set names are unique");
             }
             Err(error) => problems.push(LayerLoadError {
                 path: path.clone(),
@@ -128,7 +158,8 @@ fn check(stack: &mut PolicyStack, index: usize, controller: &ToolController) {
     if text.is_some() && text == stack.states[index].text && !retry {
         return;
     }
-    let name = layer_name(&path);
+    let set = stack.states[index].set.clone();
+    let name = layer_name(&path, set.as_deref());
     let mut digest = None;
     let mut applied = None;
     let outcome = controller.try_replace_policy(|registry| {
@@ -139,7 +170,7 @@ fn check(stack: &mut PolicyStack, index: usize, controller: &ToolController) {
         digest = Some(policy.digest().to_owned());
         let next = stack
             .layers
-            .replace(&name, policy)
+            .replace(&name, layer_of(policy, set.as_ref()))
             .expect("the layer is in the stack");
         applied = Some(next.clone());
         Ok::<_, PolicyLoadError>(next)

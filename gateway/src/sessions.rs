@@ -59,6 +59,9 @@ pub struct Sessions {
     limits: SessionLimits,
     book: Mutex<Book>,
     metrics: Option<Arc<Metrics>>,
+    /// What this endpoint last added to the open-sessions gauge (each endpoint, `/mcp` and each
+    /// tool set's, adds its own count).
+    published: std::sync::atomic::AtomicI64,
 }
 
 impl Sessions {
@@ -73,6 +76,7 @@ impl Sessions {
             limits,
             book: Mutex::new(Book::default()),
             metrics,
+            published: std::sync::atomic::AtomicI64::new(0),
         })
     }
 
@@ -82,7 +86,11 @@ impl Sessions {
 
     fn publish(&self, open: usize) {
         if let Some(metrics) = &self.metrics {
-            metrics.set_sessions_open(open);
+            let open = i64::try_from(open).unwrap_or(i64::MAX);
+            let before = self
+                .published
+                .swap(open, std::sync::atomic::Ordering::SeqCst);
+            metrics.sessions_open_changed(open - before);
         }
     }
 

@@ -40,8 +40,16 @@ pub async fn serve(config: Config) -> ExitCode {
         return failed(problem);
     }
     for layer in &stack.states {
-        tracing::info!(policy = %layer.path.display(), digest = %layer.digest, "policy layer in force");
+        match &layer.set {
+            None => {
+                tracing::info!(policy = %layer.path.display(), digest = %layer.digest, "policy layer in force");
+            }
+            Some(set) => {
+                tracing::info!(policy = %layer.path.display(), digest = %layer.digest, "tool set {}: its own policy layer in force", set.name);
+            }
+        }
     }
+    log_tool_sets(&config, &controller);
     let checkpoints = match Checkpoints::start(&config) {
         Ok(checkpoints) => checkpoints,
         Err(problem) => return failed(problem),
@@ -103,6 +111,35 @@ fn failed(problem: String) -> ExitCode {
 
 /// What was started, in the log: each upstream's tools listed and served, the tools left out,
 /// what the descriptions tell the model, and what is held back.
+/// Each tool set: where it is served and how many of the served tools it holds (a set holding
+/// none is said loudly: its patterns likely name no served tool).
+fn log_tool_sets(config: &Config, controller: &ToolController) {
+    let specs = controller.specs();
+    for set in &config.tool_sets {
+        let held = specs.iter().filter(|spec| set.holds(&spec.name)).count();
+        if held == 0 {
+            tracing::warn!(
+                "tool set {}: holds none of the {} served tools: its tools patterns {:?} name no served tool (served names carry their upstream's prefix)",
+                set.name,
+                specs.len(),
+                set.tools
+            );
+        } else {
+            tracing::info!(
+                "tool set {}: {held} of the {} served tools, at {} ({})",
+                set.name,
+                specs.len(),
+                set.path(),
+                if set.policy.is_some() {
+                    "with its own policy layer"
+                } else {
+                    "judged by the main layers"
+                }
+            );
+        }
+    }
+}
+
 fn log_started(started: &Started) {
     for (upstream, listed) in &started.counts {
         let served = started
@@ -300,6 +337,7 @@ impl Listeners {
             clients: config.clients.clone(),
             jwt: config.jwt.clone(),
             oauth,
+            tool_sets: config.tool_sets.iter().cloned().map(Arc::new).collect(),
             allowed_hosts: config.listen.allowed_hosts.clone(),
             allowed_origins: config.listen.allowed_origins.clone(),
             sessions: config.listen.sessions,

@@ -88,6 +88,20 @@ pub(super) fn listen_and_clients(
             );
             continue;
         }
+        if let Some(index) = client
+            .groups
+            .iter()
+            .position(|group| group.starts_with(crate::tool_sets::GROUP_PREFIX))
+        {
+            problem(
+                format!("{key}.groups[{index}]"),
+                format!(
+                    "the prefix {:?} is the gateway's: a call through a tool set is made in that group, and no client may claim it",
+                    crate::tool_sets::GROUP_PREFIX
+                ),
+            );
+            continue;
+        }
         if checked
             .iter()
             .any(|other: &ApiClient| other.principal.id == client.id)

@@ -7,6 +7,7 @@ mod audit_section;
 mod jwt_section;
 mod limits_section;
 mod oauth_section;
+mod tool_sets_section;
 mod traces_section;
 mod upstream_section;
 
@@ -16,6 +17,7 @@ use audit_section::audit;
 use jwt_section::jwt;
 use limits_section::limits;
 use oauth_section::oauth;
+use tool_sets_section::tool_sets;
 use traces_section::traces;
 use upstream_section::upstreams;
 
@@ -102,6 +104,17 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
     }
     let shared_counters = shared_counters(file.rate_limits, &mut problem);
     let traces = traces(file.traces, &mut problem);
+    let tool_sets = tool_sets(file.tool_sets, &base, listen.http.is_some(), &mut problem);
+    if !tool_sets.is_empty()
+        && oauth
+            .as_ref()
+            .is_some_and(|oauth| !oauth.resource.trim_end_matches('/').ends_with("/mcp"))
+    {
+        problem(
+            "oauth.resource",
+            "with tool sets, the resource ends in /mcp: each set's resource is it with /mcp replaced by /sets/NAME/mcp".to_owned(),
+        );
+    }
 
     if !problems.is_empty() {
         return Err(problems);
@@ -127,6 +140,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         state_key,
         shared_counters,
         traces,
+        tool_sets,
     })
 }
 

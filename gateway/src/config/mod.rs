@@ -70,6 +70,8 @@ pub struct Config {
     pub shared_counters: Option<SharedCounters>,
     /// Where OpenTelemetry spans go (`[traces]`); `None`: nowhere.
     pub traces: Option<crate::traces::TracesConfig>,
+    /// The named tool sets, each served at its own path (`[tool_sets.NAME]`), in name order.
+    pub tool_sets: Vec<crate::tool_sets::ToolSetConfig>,
 }
 
 /// `[rate_limits]` with PostgreSQL: where the counters are and whose they are.
@@ -326,6 +328,16 @@ struct File {
     jwt: Option<JwtSection>,
     oauth: Option<OAuthSection>,
     traces: Option<TracesSection>,
+    #[serde(default)]
+    tool_sets: BTreeMap<String, ToolSetSection>,
+}
+
+/// `[tool_sets.NAME]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolSetSection {
+    tools: Option<Vec<String>>,
+    policy: Option<PathBuf>,
 }
 
 /// `[oauth]` as written.
@@ -532,6 +544,7 @@ impl Config {
             state_key: StateKeySource::PerProcess,
             shared_counters: None,
             traces: None,
+            tool_sets: Vec::new(),
         }
     }
 }

@@ -13,9 +13,36 @@ use super::settings::OAuthSettings;
 /// The root well-known path; RFC 9728 §3.1 puts the resource's own path after it.
 pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
+/// The metadata of a tool set's endpoint (`settings` as `OAuthSettings::at` makes them), at its
+/// resource's well-known path only (the root one is the main endpoint's).
+pub fn route_at(settings: &OAuthSettings) -> Router {
+    let body: Arc<str> = document(settings).into();
+    Router::new().route(
+        &settings.metadata_path,
+        axum::routing::get(move || {
+            let body = Arc::clone(&body);
+            async move { metadata_response(&body) }
+        }),
+    )
+}
+
 /// The metadata document, served with `GET` (no credential needed) at the resource's well-known
 /// path and at the root well-known path (clients of earlier revisions of the spec ask there).
 pub fn routes(settings: &OAuthSettings) -> Router {
+    let body: Arc<str> = document(settings).into();
+    let serve = move || {
+        let body = Arc::clone(&body);
+        async move { metadata_response(&body) }
+    };
+    let mut router = Router::new().route(WELL_KNOWN, axum::routing::get(serve.clone()));
+    if settings.metadata_path != WELL_KNOWN {
+        router = router.route(&settings.metadata_path, axum::routing::get(serve));
+    }
+    router
+}
+
+/// RFC 9728 metadata for `settings`' resource.
+fn document(settings: &OAuthSettings) -> String {
     let mut document = serde_json::json!({
         "resource": settings.resource,
         "authorization_servers": settings
@@ -29,16 +56,7 @@ pub fn routes(settings: &OAuthSettings) -> Router {
     if !settings.scopes.is_empty() {
         document["scopes_supported"] = serde_json::json!(settings.scopes);
     }
-    let body: Arc<str> = document.to_string().into();
-    let serve = move || {
-        let body = Arc::clone(&body);
-        async move { metadata_response(&body) }
-    };
-    let mut router = Router::new().route(WELL_KNOWN, axum::routing::get(serve.clone()));
-    if settings.metadata_path != WELL_KNOWN {
-        router = router.route(&settings.metadata_path, axum::routing::get(serve));
-    }
-    router
+    document.to_string()
 }
 
 fn metadata_response(body: &str) -> Response {

@@ -44,6 +44,31 @@ pub struct PageSignInSettings {
     pub credential_sign_in: bool,
 }
 
+impl OAuthSettings {
+    /// The same settings for the MCP endpoint at `path` (a tool set's `/sets/NAME/mcp`): its
+    /// resource is `resource` with its final `/mcp` replaced by `path`, with the metadata at that
+    /// resource's well-known place.
+    pub fn at(&self, path: &str) -> Self {
+        let trimmed = self.resource.trim_end_matches('/');
+        let stem = trimmed.strip_suffix("/mcp").unwrap_or(trimmed);
+        let resource = format!("{stem}{path}");
+        let (metadata_path, metadata_url) = match reqwest::Url::parse(&resource) {
+            Ok(url) => {
+                let path = format!("{}{}", super::metadata::WELL_KNOWN, url.path());
+                let full = format!("{}{path}", url.origin().ascii_serialization());
+                (path, full)
+            }
+            Err(_) => (self.metadata_path.clone(), self.metadata_url.clone()),
+        };
+        Self {
+            resource,
+            metadata_path,
+            metadata_url,
+            ..self.clone()
+        }
+    }
+}
+
 /// One `[[oauth.issuers]]`.
 #[derive(Debug, Clone)]
 pub struct IssuerSettings {
@@ -51,6 +76,9 @@ pub struct IssuerSettings {
     pub issuer: String,
     /// The `aud` its tokens must hold.
     pub audience: String,
+    /// Whether `audience` is the resource (not configured): then a tool set's path takes its
+    /// own resource as the audience, so a token for one path works at no other.
+    pub audience_from_resource: bool,
     /// Which claims name the principal.
     pub claims: ClaimMap,
     /// Seconds of clock skew allowed on `exp` and `nbf`.

@@ -90,6 +90,7 @@ fn oauth(issuer: &Issuer, refetch_min: Duration, max_age: Duration) -> OAuth {
         issuers: vec![IssuerSettings {
             issuer: issuer.url.clone(),
             audience: RESOURCE.to_owned(),
+            audience_from_resource: true,
             claims: ClaimMap {
                 id_claim: "sub".to_owned(),
                 id_prefix: String::new(),
@@ -177,6 +178,10 @@ async fn what_a_token_must_carry_is_checked() {
         (
             "groups not strings",
             with("realm_access", json!({"roles": [1]})),
+        ),
+        (
+            "a group only the gateway gives",
+            with("realm_access", json!({"roles": ["toolset:ops"]})),
         ),
     ] {
         let refused = oauth.verify_held(&token(KEY_1, "k1", &claims));

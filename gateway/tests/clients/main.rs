@@ -21,6 +21,7 @@ mod python_sdk;
 mod raw;
 mod sessions;
 mod stdio;
+mod tool_sets;
 mod traces;
 mod transparency;
 mod typescript_sdk;

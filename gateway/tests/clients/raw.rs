@@ -33,6 +33,18 @@ impl Reply {
 
 /// One request on its own connection: `method` `/mcp` with `key`, `headers` and `body`.
 pub fn request(port: u16, method: &str, key: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    request_at(port, "/mcp", method, key, headers, body)
+}
+
+/// `request` to the MCP endpoint at `path` (a tool set's).
+pub fn request_at(
+    port: u16,
+    path: &str,
+    method: &str,
+    key: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
     let bearer = format!("Bearer {key}");
     let mut all = vec![
         ("Authorization", bearer.as_str()),
@@ -41,7 +53,7 @@ pub fn request(port: u16, method: &str, key: &str, headers: &[(&str, &str)], bod
         ("Mcp-Protocol-Version", "2025-11-25"),
     ];
     all.extend_from_slice(headers);
-    exchange(port, method, "/mcp", &all, body)
+    exchange(port, method, path, &all, body)
 }
 
 /// One request on its own connection with exactly `headers` (and `Host: 127.0.0.1` unless they

@@ -292,6 +292,7 @@ fn issuer(
             "at most 3600 seconds".to_owned(),
         );
     }
+    let audience_from_resource = written.audience.is_none();
     let audience = written
         .audience
         .or_else(|| resource.map(|(resource, _, _)| resource.clone()))?;
@@ -304,6 +305,7 @@ fn issuer(
     Some(IssuerSettings {
         issuer,
         audience,
+        audience_from_resource,
         claims: ClaimMap {
             id_claim,
             id_prefix,

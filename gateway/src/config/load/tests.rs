@@ -3,6 +3,7 @@ mod oauth;
 mod own_names;
 mod shared_counters;
 mod timings_and_traces;
+mod tool_sets;
 
 use std::path::Path;
 

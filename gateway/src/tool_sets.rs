@@ -1,0 +1,202 @@
+//! Named tool sets (`[tool_sets.NAME]`): a subset of the served tools, served at
+//! `/sets/NAME/mcp` as a server of its own — one gateway, several "virtual servers" — optionally
+//! with a policy layer of its own.
+//!
+//! A call through a set is made by its caller as a member of the group `toolset:NAME` (a group
+//! no client or token may claim: the prefix is reserved). The set is a layer in the one policy
+//! stack, so everything the gateway does for a call — lists per caller, approvals, the re-check
+//! after approval, audit, limits — holds for it unchanged:
+//!
+//! # Guarantees
+//!
+//! - Through a set, a tool outside it is denied (and so not listed, and called as a tool that
+//!   does not exist); the set's own layer, if any, judges the calls through the set and no other.
+//! - The set's layer only adds: the main layers judge every call through a set as they judge it
+//!   elsewhere, and the stack's deny-wins order means a set can tighten what the main layers
+//!   allow, and allow what they have no rule for, but never loosen one of their deny or ask
+//!   decisions.
+//! - A set is served on its own path with its own sessions: a session opened at `/mcp` is
+//!   unknown at `/sets/NAME/mcp`, and the reverse.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use toolgate::decision::RateSlot;
+use toolgate::policy::PolicyMismatch;
+use toolgate::{
+    Policy, PolicyDecision, PreparedToolCall, Principal, Reason, ToolRegistry, ToolResult,
+};
+
+/// The group a call through a set is made in: this prefix and the set's name.
+pub const GROUP_PREFIX: &str = "toolset:";
+
+/// One `[tool_sets.NAME]`, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolSetConfig {
+    /// Its name: the path segment and the group's suffix.
+    pub name: String,
+    /// The served names it holds: exact, or a prefix ending in `*`.
+    pub tools: Vec<String>,
+    /// Its own policy layer's file, if any.
+    pub policy: Option<PathBuf>,
+}
+
+impl ToolSetConfig {
+    /// The group its calls are made in.
+    pub fn group(&self) -> String {
+        format!("{GROUP_PREFIX}{}", self.name)
+    }
+
+    /// Where it is served on the MCP listener.
+    pub fn path(&self) -> String {
+        format!("/sets/{}/mcp", self.name)
+    }
+
+    /// Whether the served tool `name` is in the set.
+    pub fn holds(&self, name: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == pattern,
+            })
+    }
+}
+
+/// The set's layer in the stack: no opinion on calls made outside the set; through it, a deny
+/// for a tool outside it, else its own layer's decision (or no opinion without one).
+pub struct ToolSetLayer {
+    set: Arc<ToolSetConfig>,
+    group: String,
+    inner: Option<Arc<dyn Policy>>,
+    not_through: Reason,
+    outside: Reason,
+}
+
+impl std::fmt::Debug for ToolSetLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSetLayer")
+            .field("set", &self.set.name)
+            .field("own_layer", &self.inner.is_some())
+            .finish()
+    }
+}
+
+impl ToolSetLayer {
+    /// The layer of `set`, with its own policy `inner` if it has one.
+    pub fn new(set: Arc<ToolSetConfig>, inner: Option<Arc<dyn Policy>>) -> Self {
+        let group = set.group();
+        let not_through = reason(format!("not a call through tool set {}", set.name));
+        let outside = reason(format!(
+            "tool set {} does not hold this tool: call it through a set that does, or at /mcp",
+            set.name
+        ));
+        Self {
+            set,
+            group,
+            inner,
+            not_through,
+            outside,
+        }
+    }
+
+    fn member(&self, caller: Option<&Principal>) -> bool {
+        caller.is_some_and(|principal| principal.in_group(&self.group))
+    }
+}
+
+fn reason(text: String) -> Reason {
+    Reason::new(text).unwrap_or_else(|_| Reason::from_static("tool set"))
+}
+
+impl Policy for ToolSetLayer {
+    fn decide(&self, call: &PreparedToolCall) -> PolicyDecision {
+        if !self.member(call.call().principal.as_deref()) {
+            return PolicyDecision::fallback_deny(self.not_through.clone());
+        }
+        if !self.set.holds(call.tool_name()) {
+            return PolicyDecision::deny(self.outside.clone());
+        }
+        match &self.inner {
+            Some(inner) => inner.decide(call),
+            None => PolicyDecision::fallback_deny(self.not_through.clone()),
+        }
+    }
+
+    fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
+        self.inner
+            .as_ref()
+            .map_or(Ok(()), |inner| inner.check_registry(registry))
+    }
+
+    fn denies_every_call(&self, tool_name: &str) -> bool {
+        // Its only decisions other than a fallback are its own layer's and its denies.
+        self.inner
+            .as_ref()
+            .is_none_or(|inner| inner.denies_every_call(tool_name))
+    }
+
+    fn denies_every_call_for(&self, tool_name: &str, caller: Option<&Principal>) -> bool {
+        !self.member(caller)
+            || !self.set.holds(tool_name)
+            || self
+                .inner
+                .as_ref()
+                .is_none_or(|inner| inner.denies_every_call_for(tool_name, caller))
+    }
+
+    fn always_denies_for(&self, tool_name: &str, caller: Option<&Principal>) -> bool {
+        self.member(caller)
+            && (!self.set.holds(tool_name)
+                || self
+                    .inner
+                    .as_ref()
+                    .is_some_and(|inner| inner.always_denies_for(tool_name, caller)))
+    }
+
+    fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<RateSlot>, PolicyDecision> {
+        match &self.inner {
+            Some(inner)
+                if self.member(call.call().principal.as_deref())
+                    && self.set.holds(call.tool_name()) =>
+            {
+                inner.rate_slots(call)
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    fn result_sources(&self, tool_name: &str) -> Option<toolgate::provenance::ResultSources> {
+        self.inner.as_ref()?.result_sources(tool_name)
+    }
+
+    fn judges_results(&self, tool_name: &str) -> bool {
+        self.inner
+            .as_ref()
+            .is_some_and(|inner| inner.judges_results(tool_name))
+    }
+
+    fn judge_result(
+        &self,
+        tool_name: &str,
+        principal: Option<&Principal>,
+        result: &mut ToolResult,
+    ) -> Vec<RateSlot> {
+        match &self.inner {
+            Some(inner) if self.member(principal) && self.set.holds(tool_name) => {
+                inner.judge_result(tool_name, principal, result)
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// `principal` calling through `set`: the same id, its groups and the set's group.
+pub fn through(principal: &Principal, set: &ToolSetConfig) -> Principal {
+    let mut groups = principal.groups.clone();
+    groups.push(set.group());
+    Principal::new(principal.id.clone(), groups)
+}
+
+#[cfg(test)]
+mod tests;

@@ -6,10 +6,8 @@
 //! value wins). The authenticated client's principal travels with the request to the gate: rules
 //! judge it, audit events record it, and a request state sealed for it opens for no other.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use axum::Router;
 use axum::body::Body;
@@ -20,11 +18,11 @@ use axum::serve::ListenerExt as _;
 use http::{HeaderValue, StatusCode, header};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sha2::{Digest as _, Sha256};
 use toolgate::mcp::{Caller, CallerOf, McpServer};
 use toolgate::{Principal, ToolController};
 
 use crate::config::{ApiClient, SessionLimits};
+use crate::identities::Keys;
 use crate::jwt::JwtConfig;
 use crate::metrics::Metrics;
 use crate::oauth::OAuth;
@@ -34,120 +32,6 @@ use crate::upstream::Link;
 
 /// The largest POST body read (the SDK's own limit).
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
-
-/// Who may call: clients by the SHA-256 of their key, and tokens if configured.
-#[derive(Debug)]
-pub struct Keys {
-    clients: HashMap<[u8; 32], Arc<Principal>>,
-    jwt: Option<JwtConfig>,
-    oauth: Option<Arc<OAuth>>,
-    /// The resource `[oauth]` tokens must be for here, when not the configured one (a tool
-    /// set's endpoint).
-    resource: Option<String>,
-}
-
-/// A credential's principal and when the credential ends (a token's `exp`; `None` for an API key,
-/// which has no end of its own).
-type SignedIn = (Arc<Principal>, Option<SystemTime>);
-
-impl Keys {
-    /// The identities of a config: its `[[clients]]`, its `[jwt]` and its `[oauth]` issuers.
-    pub fn new(clients: &[ApiClient], jwt: Option<JwtConfig>, oauth: Option<Arc<OAuth>>) -> Self {
-        Self {
-            clients: clients
-                .iter()
-                .map(|client| (client.key_sha256, Arc::new(client.principal.clone())))
-                .collect(),
-            jwt,
-            oauth,
-            resource: None,
-        }
-    }
-
-    /// The same identities at an endpoint whose resource is `resource` (a tool set's; `None`:
-    /// the configured one): an `[oauth]` token must have been issued for it.
-    #[must_use]
-    pub fn at_resource(mut self, resource: Option<String>) -> Self {
-        self.resource = resource;
-        self
-    }
-
-    /// The identities that sign a person in to the approval page: the clients not marked
-    /// `page_sign_in = false`, and tokens.
-    pub fn for_the_page(
-        clients: &[ApiClient],
-        jwt: Option<JwtConfig>,
-        oauth: Option<Arc<OAuth>>,
-    ) -> Self {
-        let people: Vec<ApiClient> = clients
-            .iter()
-            .filter(|client| client.page_sign_in)
-            .cloned()
-            .collect();
-        Self::new(&people, jwt, oauth)
-    }
-
-    /// The principal `credential` names and when it ends, checking a token against the keys
-    /// held now (an `[oauth]` token naming a key not held yet is refused).
-    pub fn principal_until(&self, credential: &str) -> Option<SignedIn> {
-        self.by_key(credential).or_else(|| {
-            let oauth = self
-                .oauth
-                .as_ref()
-                .map(|oauth| oauth.verify_held_at(credential, self.resource.as_deref()));
-            self.by_token(credential, oauth)
-        })
-    }
-
-    /// The principal `credential` names and when it ends; an `[oauth]` token naming a key its
-    /// issuer is not known to publish (or an issuer whose keys are stale) has the keys fetched
-    /// again first, at most once per `keys_refetch_min_s`.
-    pub async fn principal_fetching(&self, credential: &str) -> Option<SignedIn> {
-        if let Some(signed_in) = self.by_key(credential) {
-            return Some(signed_in);
-        }
-        let oauth = match &self.oauth {
-            Some(oauth) => Some(oauth.verify_at(credential, self.resource.as_deref()).await),
-            None => None,
-        };
-        self.by_token(credential, oauth)
-    }
-
-    fn by_key(&self, credential: &str) -> Option<SignedIn> {
-        let hash = <[u8; 32]>::from(Sha256::digest(credential.as_bytes()));
-        self.clients
-            .get(&hash)
-            .map(|principal| (Arc::clone(principal), None))
-    }
-
-    /// A token: what `[oauth]` said of it (`oauth`), else what `[jwt]` says.
-    fn by_token(
-        &self,
-        credential: &str,
-        oauth: Option<Result<(Principal, SystemTime), String>>,
-    ) -> Option<SignedIn> {
-        let mut refusals = Vec::new();
-        if let Some(oauth) = oauth {
-            match oauth {
-                Ok((principal, expires)) => return Some((Arc::new(principal), Some(expires))),
-                Err(why) => refusals.push(format!("[oauth]: {why}")),
-            }
-        }
-        if let Some(jwt) = &self.jwt {
-            match jwt.verify(credential) {
-                Ok((principal, expires)) => return Some((Arc::new(principal), Some(expires))),
-                Err(why) => refusals.push(format!("[jwt]: {why}")),
-            }
-        }
-        if !refusals.is_empty() {
-            // Escaped: a reason may quote the token's own header (an unknown `alg`) or issuer,
-            // and a line break there would forge a log line.
-            let why = refusals.join("; ");
-            tracing::info!("a bearer token was refused: {}", why.escape_debug());
-        }
-        None
-    }
-}
 
 /// The caller of a request: the principal the key named, and its MCP session (legacy revision).
 pub fn caller_of() -> CallerOf {

@@ -101,39 +101,44 @@ pub fn load_keys(path: &Path) -> Result<Vec<VerifyingKey>, String> {
 }
 
 /// The signing keys of a JWK Set an issuer publishes: each key that may sign (`use` absent or
-/// `sig`), of a type verified here, with a `kid` when there are several. The others are skipped,
-/// not fatal: a provider's set may hold encryption keys or types this gateway does not verify.
+/// `sig`), of a type verified here, with a `kid` when there are several such keys. The others —
+/// encryption keys, types or curves this gateway does not verify, entries it cannot read — are
+/// skipped, not fatal, and a set holding none yields none: an issuer that withdraws every key
+/// (or publishes only keys of other kinds) has no token taken.
 ///
 /// # Errors
 ///
-/// Not a JWK Set, or no key in it is usable.
+/// Not a JWK Set (no `keys` array).
 pub fn published_keys(body: &[u8]) -> Result<Vec<VerifyingKey>, String> {
-    let set: JwkSet =
+    #[derive(serde::Deserialize)]
+    struct Set {
+        keys: Vec<Value>,
+    }
+    let set: Set =
         serde_json::from_slice(body).map_err(|error| format!("not a JWK Set: {error}"))?;
-    let several = set.keys.len() > 1;
-    let keys: Vec<VerifyingKey> = set
+    let usable: Vec<(Jwk, Vec<Algorithm>)> = set
         .keys
-        .iter()
+        .into_iter()
+        // One entry at a time: a kind of key this crate cannot read skips that entry alone.
+        .filter_map(|entry| serde_json::from_value::<Jwk>(entry).ok())
         .filter(|jwk| {
             jwk.common
                 .public_key_use
                 .as_ref()
                 .is_none_or(|usage| *usage == jsonwebtoken::jwk::PublicKeyUse::Signature)
         })
-        .filter(|jwk| !several || jwk.common.key_id.is_some())
         .filter_map(|jwk| {
-            let (by_type, declared) = algorithms_of(jwk).ok()?;
+            let (by_type, declared) = algorithms_of(&jwk).ok()?;
             let algorithms = declared.map_or_else(|| by_type.to_vec(), |one| vec![one]);
-            verifying_key(jwk, algorithms).ok()
+            Some((jwk, algorithms))
         })
         .collect();
-    if keys.is_empty() {
-        return Err(format!(
-            "none of its {} keys is a signing key of a type verified here (RSA, P-256, P-384, Ed25519), with a `kid` where there are several",
-            set.keys.len()
-        ));
-    }
-    Ok(keys)
+    let several = usable.len() > 1;
+    Ok(usable
+        .into_iter()
+        .filter(|(jwk, _)| !several || jwk.common.key_id.is_some())
+        .filter_map(|(jwk, algorithms)| verifying_key(&jwk, algorithms).ok())
+        .collect())
 }
 
 fn verifying_key(jwk: &Jwk, algorithms: Vec<Algorithm>) -> Result<VerifyingKey, String> {
@@ -228,6 +233,16 @@ pub fn verify_with(
     let claims = jsonwebtoken::decode::<Value>(token, &key.key, &validation)
         .map_err(|error| error.to_string())?
         .claims;
+    // An OpenID Connect ID token says who signed in to a client, not what the bearer may call:
+    // its `nonce` or hashes give it away (an access token carries none).
+    if ["nonce", "at_hash", "c_hash"]
+        .iter()
+        .any(|claim| claims.get(claim).is_some())
+    {
+        return Err(
+            "an ID token (it carries nonce, at_hash or c_hash): send an access token".to_owned(),
+        );
+    }
     let principal = principal_of(&claims, expected.claims)?;
     // `exp` is required and was checked above as a number; fractions and negatives are cut.
     let expires = claims

@@ -20,6 +20,7 @@ mod gates;
 mod hex;
 mod http;
 mod http_checks;
+mod identities;
 mod jwt;
 mod logging;
 mod metrics;

@@ -14,8 +14,10 @@
 //!   are refused, fail closed), and a key the issuer withdrew stops working at the next fetch.
 //! - `aud` holds the configured audience (the resource unless configured), `exp` is in the future
 //!   and `nbf`, if any, in the past (both within `leeway_s`).
-//! - A token naming a key not held causes at most one fetch per `keys_refetch_min_s`, however
-//!   many such tokens arrive.
+//! - A token naming a key not held causes at most one fetch per `keys_refetch_min_s` (after the
+//!   last ended), however many such tokens arrive; one fetch runs at a time and a caller that
+//!   goes away does not cancel it. A key set with no usable key withdraws them all.
+//! - An ID token (carrying `nonce`, `at_hash` or `c_hash`) is not taken as an access token.
 
 pub mod keyring;
 pub mod metadata;
@@ -36,7 +38,7 @@ use settings::OAuthSettings;
 #[derive(Debug)]
 pub struct OAuth {
     pub settings: OAuthSettings,
-    keyrings: Vec<Keyring>,
+    keyrings: Vec<Arc<Keyring>>,
 }
 
 /// Why a token was not accepted from the keys held.
@@ -66,13 +68,13 @@ impl OAuth {
             .issuers
             .iter()
             .cloned()
-            .map(Keyring::new)
+            .map(|issuer| Keyring::new(issuer).map(Arc::new))
             .collect::<Result<_, _>>()?;
         Ok(Self { settings, keyrings })
     }
 
     /// The keyring of the issuer at `index` in the settings.
-    pub fn keyring(&self, index: usize) -> &Keyring {
+    pub fn keyring(&self, index: usize) -> &Arc<Keyring> {
         &self.keyrings[index]
     }
 
@@ -215,7 +217,7 @@ impl OAuth {
                             keyring.settings.refresh
                         }
                         Err(why) => {
-                            tracing::warn!(issuer = %keyring.settings.issuer, "oauth: cannot fetch the issuer's keys (its tokens are refused once the keys held are older than keys_max_age_s, or now if none is held): {why}");
+                            tracing::warn!(issuer = %keyring.settings.issuer, "oauth: cannot fetch the issuer's keys (its tokens are refused once the keys held are older than keys_max_age_s, or now if none is held): {}", why.escape_debug());
                             said = false;
                             keyring
                                 .settings
@@ -234,7 +236,7 @@ impl OAuth {
     pub async fn fetch_all(&self) {
         for keyring in &self.keyrings {
             if let Err(why) = keyring.refresh().await {
-                tracing::warn!(issuer = %keyring.settings.issuer, "oauth: cannot fetch the issuer's keys: {why}");
+                tracing::warn!(issuer = %keyring.settings.issuer, "oauth: cannot fetch the issuer's keys: {}", why.escape_debug());
             }
         }
     }

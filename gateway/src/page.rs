@@ -11,7 +11,7 @@ use toolgate::audit::PostgresAuditSink;
 use toolgate::{Principal, ToolController};
 
 use crate::config::{AuditTarget, Config};
-use crate::http::Keys;
+use crate::identities::Keys;
 use crate::oauth::page_sign_in::{PageSignIn as OAuthPageSignIn, START_PATH};
 
 /// Which upstream a served name comes from: the one whose prefix it carries (upstream names

@@ -11,7 +11,7 @@ use toolgate::{ApprovalResponse, Principal};
 use crate::assemble;
 use crate::cli::AnswerArgs;
 use crate::config::Config;
-use crate::http::Keys;
+use crate::identities::Keys;
 
 /// The config and its (durable) approval store, or the problem printed.
 fn store_of(config_path: &Path) -> Option<(Config, Arc<dyn ApprovalStore>)> {

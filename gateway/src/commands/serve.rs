@@ -372,18 +372,28 @@ impl Listeners {
             }
         };
         let _ = self.stop.send(true);
-        let mut failure = match first {
-            Some(Ok(Err(problem))) => Some(problem),
-            _ => None,
-        };
+        let mut failure = first.and_then(ended_badly);
         while let Ok(Some(ended)) =
             tokio::time::timeout(std::time::Duration::from_secs(5), self.tasks.join_next()).await
         {
-            if let Ok(Err(problem)) = ended {
+            if let Some(problem) = ended_badly(ended) {
                 failure.get_or_insert(problem);
             }
         }
         failure
+    }
+}
+
+/// What went wrong with a listener that ended: its own problem, or a panic (a listener that
+/// panicked did not serve, and the gateway must not exit as if all were well).
+fn ended_badly(ended: Result<Result<(), String>, tokio::task::JoinError>) -> Option<String> {
+    match ended {
+        Ok(Ok(())) => None,
+        Ok(Err(problem)) => Some(problem),
+        Err(error) if error.is_panic() => Some(format!(
+            "a listener stopped on an internal error (a panic): {error}"
+        )),
+        Err(_) => None,
     }
 }
 
@@ -475,5 +485,21 @@ mod tests {
             "{shell}"
         );
         assert_eq!(place("[approvals]\nstore = \"memory\"\n"), None);
+    }
+
+    #[tokio::test]
+    async fn a_listener_that_panicked_ended_badly() {
+        let panicked = tokio::spawn(async {
+            panic!("a route the router refused");
+        })
+        .await
+        .map(|()| Ok(()));
+        let said = super::ended_badly(panicked).expect("a failure");
+        assert!(said.contains("panic"), "{said}");
+        assert_eq!(super::ended_badly(Ok(Ok(()))), None);
+        assert_eq!(
+            super::ended_badly(Ok(Err("bind".to_owned()))).as_deref(),
+            Some("bind")
+        );
     }
 }

@@ -93,6 +93,9 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         jwt.is_some() || oauth.is_some(),
         &mut |key, message| problem(&key, message),
     );
+    if let Some(oauth) = &oauth {
+        principal_ids_apart(oauth, &clients, jwt.is_some(), &mut problem);
+    }
     let identities = !clients.is_empty() || jwt.is_some() || oauth.is_some();
     let approval_page = approvals.page(listen.admin, identities, &mut problem);
     if oauth.as_ref().is_some_and(|oauth| oauth.page.is_some()) && approval_page.is_none() {
@@ -142,6 +145,36 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, Vec<ConfigError>>
         traces,
         tool_sets,
     })
+}
+
+/// No `[oauth]` principal can share an id with another source's: beside `[jwt]` (whose ids are
+/// bare `sub`s) every issuer needs an `id_prefix`, and no `[[clients]]` id may start with an
+/// issuer's prefix. (A token naming a client's id with no prefix at all is refused when it comes.)
+fn principal_ids_apart(
+    oauth: &crate::oauth::settings::OAuthSettings,
+    clients: &[super::ApiClient],
+    jwt: bool,
+    problem: &mut dyn FnMut(&str, String),
+) {
+    for (index, issuer) in oauth.issuers.iter().enumerate() {
+        let prefix = &issuer.claims.id_prefix;
+        if jwt && prefix.is_empty() {
+            problem(
+                &format!("oauth.issuers[{index}].id_prefix"),
+                "required beside [jwt]: its tokens' `sub`s and this issuer's ids could be the same principal".to_owned(),
+            );
+        }
+        if let Some(client) = clients.iter().position(|client| {
+            !prefix.is_empty() && client.principal.id.starts_with(prefix.as_str())
+        }) {
+            problem(
+                &format!("clients[{client}].id"),
+                format!(
+                    "starts with oauth.issuers[{index}].id_prefix {prefix:?}: a token could name the same principal"
+                ),
+            );
+        }
+    }
 }
 
 /// The file as written, or the one problem that stops it being read: its TOML syntax, an unknown

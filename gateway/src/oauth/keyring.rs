@@ -1,8 +1,12 @@
 //! One issuer's signing keys: found through OpenID Connect discovery (the issuer's
-//! `/.well-known/openid-configuration`, else its RFC 8414 metadata) and fetched from its
-//! `jwks_uri`; kept until the next fetch, fetched again on a schedule and when a token names a
-//! key not held (at most once per `refetch_min`), and not used once older than `max_age`, so an
-//! issuer that cannot be reached fails closed.
+//! `/.well-known/openid-configuration`, else, if that is not found, its RFC 8414 metadata) and
+//! fetched from its `jwks_uri`; kept until the next fetch, fetched again on a schedule and when a
+//! token names a key not held (at most once per `refetch_min` after the last fetch ended), and
+//! not used once older than `max_age`, so an issuer that cannot be reached fails closed.
+//!
+//! One fetch runs at a time, on a task of its own: every caller that arrives while it runs waits
+//! for that same fetch, and a caller that goes away (a client that hung up) neither stops it nor
+//! leaves it counted as done.
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -12,8 +16,11 @@ use crate::jwt::VerifyingKey;
 
 /// The most bytes read of a discovery document or a key set.
 const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
-/// How long one fetch may take.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// What `get` says of a 404.
+const NOT_FOUND: &str = "answered 404 Not Found";
+/// How long one request of a fetch may take (a fetch makes two, or three when the issuer has no
+/// OpenID Connect discovery document).
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// An issuer's keys as last fetched, and how to fetch them again.
 #[derive(Debug)]
@@ -21,9 +28,19 @@ pub struct Keyring {
     pub settings: IssuerSettings,
     client: reqwest::Client,
     held: RwLock<Option<Held>>,
-    /// When a fetch last began; held across the fetch, so one runs at a time and a burst of
-    /// tokens with unknown keys causes one.
-    fetching: tokio::sync::Mutex<Option<Instant>>,
+    flight: std::sync::Mutex<Flight>,
+    /// Told each time a fetch ends.
+    landed: tokio::sync::Notify,
+}
+
+/// The fetch under way, if any, and the last that ended.
+#[derive(Debug, Default)]
+struct Flight {
+    running: bool,
+    /// Fetches ended so far: a caller waits until it moves past the count it saw.
+    ended: u64,
+    last_ended: Option<Instant>,
+    last_result: Option<Result<usize, String>>,
 }
 
 #[derive(Debug)]
@@ -70,7 +87,8 @@ impl Keyring {
             settings,
             client,
             held: RwLock::new(None),
-            fetching: tokio::sync::Mutex::new(None),
+            flight: std::sync::Mutex::default(),
+            landed: tokio::sync::Notify::new(),
         })
     }
 
@@ -93,29 +111,74 @@ impl Keyring {
         }
     }
 
-    /// Fetches the keys again unless a fetch began less than `refetch_min` ago (then waits for a
-    /// running one to end). What a token naming an unknown key, or an issuer whose keys are
-    /// stale, causes.
-    pub async fn refetch(&self) {
-        let mut last = self.fetching.lock().await;
-        if last.is_some_and(|began| began.elapsed() < self.settings.refetch_min) {
-            return;
-        }
-        *last = Some(Instant::now());
-        if let Err(why) = self.fetch_and_keep().await {
-            tracing::warn!(issuer = %self.settings.issuer, "oauth: cannot fetch the issuer's keys: {why}");
+    /// Fetches the keys again, unless the last fetch ended less than `refetch_min` ago; waits
+    /// for a fetch already under way instead of starting another. What a token naming an unknown
+    /// key, or an issuer whose keys are stale, causes.
+    pub async fn refetch(self: &Arc<Self>) {
+        if let Err(why) = self.fly(false).await {
+            tracing::warn!(issuer = %self.settings.issuer, "oauth: cannot fetch the issuer's keys: {}", why.escape_debug());
         }
     }
 
-    /// Fetches the keys now and keeps them (the schedule's fetch).
+    /// Fetches the keys now (or waits for the fetch under way) and keeps them: the schedule's
+    /// fetch.
     ///
     /// # Errors
     ///
     /// Why they could not be fetched; the keys held are kept (until `max_age`).
-    pub async fn refresh(&self) -> Result<usize, String> {
-        let mut last = self.fetching.lock().await;
-        *last = Some(Instant::now());
-        self.fetch_and_keep().await
+    pub async fn refresh(self: &Arc<Self>) -> Result<usize, String> {
+        self.fly(true).await
+    }
+
+    /// The one fetch: started on a task of its own unless one runs (or, unless `now`, one ended
+    /// within `refetch_min`), then awaited.
+    async fn fly(self: &Arc<Self>, now: bool) -> Result<usize, String> {
+        let seen = {
+            let mut flight = self.flight();
+            if !flight.running {
+                let recent = flight
+                    .last_ended
+                    .is_some_and(|ended| ended.elapsed() < self.settings.refetch_min);
+                if recent && !now {
+                    return Err("fetched less than keys_refetch_min_s ago".to_owned());
+                }
+                flight.running = true;
+                let keyring = Arc::clone(self);
+                tokio::spawn(async move {
+                    let result = keyring.fetch_and_keep().await;
+                    let mut flight = keyring.flight();
+                    flight.running = false;
+                    flight.ended += 1;
+                    flight.last_ended = Some(Instant::now());
+                    flight.last_result = Some(result);
+                    drop(flight);
+                    keyring.landed.notify_waiters();
+                });
+            }
+            flight.ended
+        };
+        loop {
+            // Registered before the count is read, so an end between the two is not missed.
+            let landed = self.landed.notified();
+            tokio::pin!(landed);
+            landed.as_mut().enable();
+            {
+                let flight = self.flight();
+                if flight.ended != seen {
+                    return flight
+                        .last_result
+                        .clone()
+                        .unwrap_or_else(|| Err("no fetch ended".to_owned()));
+                }
+            }
+            landed.await;
+        }
+    }
+
+    fn flight(&self) -> std::sync::MutexGuard<'_, Flight> {
+        self.flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     async fn fetch_and_keep(&self) -> Result<usize, String> {
@@ -213,19 +276,28 @@ impl Keyring {
             .get("jwks_uri")
             .and_then(serde_json::Value::as_str)
             .ok_or("its discovery document has no `jwks_uri`")?;
-        secure_url(jwks_uri).map_err(|why| format!("its jwks_uri {jwks_uri:?} {why}"))?;
+        // Quoted wherever it is told: the provider wrote it, and a line break in it would forge
+        // a log line.
+        self.as_secure_as_the_issuer(jwks_uri)
+            .map_err(|why| format!("its jwks_uri {jwks_uri:?} {why}"))?;
         let body = self
             .get(jwks_uri)
             .await
-            .map_err(|why| format!("{jwks_uri}: {why}"))?;
-        let keys = crate::jwt::published_keys(&body).map_err(|why| format!("{jwks_uri}: {why}"))?;
+            .map_err(|why| format!("{jwks_uri:?}: {why}"))?;
+        let keys =
+            crate::jwt::published_keys(&body).map_err(|why| format!("{jwks_uri:?}: {why}"))?;
+        if keys.is_empty() {
+            // Kept as it is: an empty set withdraws every key, and no token of this issuer is
+            // taken until it publishes one again.
+            tracing::warn!(issuer = %issuer, "oauth: the issuer publishes no signing key this gateway can use: its tokens are refused");
+        }
         // Used only to sign a person in to the approval page; an endpoint that is not https
-        // (or loopback http) is left out rather than followed.
+        // (or loopback http with a loopback issuer) is left out rather than followed.
         let endpoint = |name: &str| {
             document
                 .get(name)
                 .and_then(serde_json::Value::as_str)
-                .and_then(|url| secure_url(url).ok())
+                .and_then(|url| self.as_secure_as_the_issuer(url).ok())
         };
         let endpoints = Endpoints {
             authorization: endpoint("authorization_endpoint"),
@@ -234,7 +306,18 @@ impl Keyring {
         Ok((keys, endpoints))
     }
 
-    /// The issuer's OpenID Connect discovery document, else its RFC 8414 metadata.
+    /// `url`, if it is https, or loopback http for an issuer that is itself loopback http: an
+    /// https issuer's keys never come in the clear, even from this host.
+    fn as_secure_as_the_issuer(&self, url: &str) -> Result<reqwest::Url, String> {
+        let url = secure_url(url)?;
+        if url.scheme() == "http" && !self.settings.issuer.starts_with("http://") {
+            return Err("is plain http while the issuer is https".to_owned());
+        }
+        Ok(url)
+    }
+
+    /// The issuer's OpenID Connect discovery document, else, if it has none (404), its RFC 8414
+    /// metadata.
     async fn discover(&self) -> Result<serde_json::Value, String> {
         let issuer = self.settings.issuer.trim_end_matches('/');
         let mut tried = Vec::new();
@@ -244,7 +327,13 @@ impl Keyring {
                     return serde_json::from_slice(&body)
                         .map_err(|error| format!("{url} is not JSON: {error}"));
                 }
-                Err(why) => tried.push(format!("{url}: {why}")),
+                // Only a document that is not there sends the fetch on: a provider that does not
+                // answer is not asked twice.
+                Err(why) if why.starts_with(NOT_FOUND) => tried.push(format!("{url}: {why}")),
+                Err(why) => {
+                    tried.push(format!("{url}: {why}"));
+                    break;
+                }
             }
         }
         Err(format!("no discovery document: {}", tried.join("; ")))
@@ -259,6 +348,9 @@ impl Keyring {
             .send()
             .await
             .map_err(|error| error_chain(&error))?;
+        if response.status() == http::StatusCode::NOT_FOUND {
+            return Err(NOT_FOUND.to_owned());
+        }
         if response.status() != http::StatusCode::OK {
             return Err(format!("answered {}", response.status()));
         }

@@ -27,6 +27,8 @@ struct Issuer {
     claimed: Arc<Mutex<Option<String>>>,
     fetches: Arc<AtomicUsize>,
     up: Arc<std::sync::atomic::AtomicBool>,
+    /// How long the key set takes to answer.
+    delay: Arc<Mutex<Duration>>,
 }
 
 fn jwk(kid: &str, x: &str) -> Value {
@@ -40,12 +42,14 @@ async fn issuer() -> Issuer {
     let claimed = Arc::new(Mutex::new(None::<String>));
     let fetches = Arc::new(AtomicUsize::new(0));
     let up = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let (base, claimed_by, served_keys, counted, is_up) = (
+    let delay = Arc::new(Mutex::new(Duration::ZERO));
+    let (base, claimed_by, served_keys, counted, is_up, slow) = (
         url.clone(),
         Arc::clone(&claimed),
         Arc::clone(&keys),
         Arc::clone(&fetches),
         Arc::clone(&up),
+        Arc::clone(&delay),
     );
     let app = axum::Router::new()
         .route(
@@ -62,7 +66,9 @@ async fn issuer() -> Issuer {
                 counted.fetch_add(1, Ordering::SeqCst);
                 let up = is_up.load(Ordering::SeqCst);
                 let body = served_keys.lock().unwrap().clone();
+                let delay = *slow.lock().unwrap();
                 async move {
+                    tokio::time::sleep(delay).await;
                     if up {
                         Ok(axum::Json(body))
                     } else {
@@ -78,6 +84,7 @@ async fn issuer() -> Issuer {
         claimed,
         fetches,
         up,
+        delay,
     }
 }
 
@@ -300,4 +307,107 @@ async fn a_discovery_document_naming_another_issuer_yields_no_keys() {
         .await
         .unwrap_err();
     assert!(why.contains("could not be fetched"), "{why}");
+}
+
+#[tokio::test]
+async fn a_caller_that_goes_away_neither_stops_the_fetch_nor_leaves_it_counted_as_done() {
+    let issuer = issuer().await;
+    // The provider has rotated to k2 and answers slowly; nothing is held yet.
+    *issuer.keys.lock().unwrap() = json!({"keys": [jwk("k2", PUBLIC_2)]});
+    *issuer.delay.lock().unwrap() = Duration::from_millis(300);
+    let oauth = Arc::new(oauth(
+        &issuer,
+        Duration::from_secs(30),
+        Duration::from_secs(3600),
+    ));
+    let junk = token(KEY_1, "attacker-kid", &claims(&issuer));
+    let attacker = {
+        let oauth = Arc::clone(&oauth);
+        tokio::spawn(async move { oauth.verify(&junk).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    attacker.abort(); // the client hung up mid-fetch
+    let _ = attacker.await;
+    // The fetch went on and its keys are held: the rotated key's first token is taken.
+    let good = token(KEY_2, "k2", &claims(&issuer));
+    assert!(oauth.verify(&good).await.is_ok());
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn callers_arriving_during_a_slow_fetch_wait_for_that_one() {
+    let issuer = issuer().await;
+    *issuer.delay.lock().unwrap() = Duration::from_millis(400);
+    // keys_refetch_min_s of zero: without one fetch at a time, each caller would fetch.
+    let oauth = Arc::new(oauth(&issuer, Duration::ZERO, Duration::from_secs(3600)));
+    let started = std::time::Instant::now();
+    let tries: Vec<_> = (0..8)
+        .map(|index| {
+            let oauth = Arc::clone(&oauth);
+            let token = token(KEY_1, &format!("unknown-{index}"), &claims(&issuer));
+            tokio::spawn(async move { oauth.verify(&token).await })
+        })
+        .collect();
+    for attempt in tries {
+        assert!(attempt.await.unwrap().is_err());
+    }
+    assert_eq!(
+        issuer.fetches.load(Ordering::SeqCst),
+        1,
+        "one fetch for all"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn an_issuer_that_withdraws_every_key_has_no_token_taken() {
+    let issuer = issuer().await;
+    let oauth = Arc::new(oauth(&issuer, Duration::ZERO, Duration::from_secs(3600)));
+    oauth.fetch_all().await;
+    let old = token(KEY_1, "k1", &claims(&issuer));
+    assert!(oauth.verify(&old).await.is_ok());
+    *issuer.keys.lock().unwrap() = json!({"keys": []});
+    oauth.fetch_all().await;
+    assert!(oauth.verify(&old).await.is_err(), "withdrawn");
+}
+
+#[tokio::test]
+async fn keys_of_kinds_not_verified_here_are_skipped_not_fatal() {
+    let issuer = issuer().await;
+    let oauth = Arc::new(oauth(&issuer, Duration::ZERO, Duration::from_secs(3600)));
+    oauth.fetch_all().await;
+    let old = token(KEY_1, "k1", &claims(&issuer));
+    // Rotated to k2, beside an encryption key and kinds jsonwebtoken cannot read.
+    *issuer.keys.lock().unwrap() = json!({"keys": [
+        {"kty": "OKP", "crv": "X25519", "use": "enc", "kid": "e1", "x": PUBLIC_2},
+        {"kty": "EC", "crv": "secp256k1", "kid": "e2", "x": PUBLIC_2, "y": PUBLIC_2},
+        {"kty": "AKP", "alg": "ML-DSA-44", "kid": "e3", "pub": PUBLIC_2},
+        {"kty": "OKP", "crv": "Ed448", "kid": "e4", "x": PUBLIC_2},
+        jwk("k2", PUBLIC_2),
+    ]});
+    oauth.fetch_all().await;
+    assert!(
+        oauth
+            .verify(&token(KEY_2, "k2", &claims(&issuer)))
+            .await
+            .is_ok()
+    );
+    assert!(oauth.verify(&old).await.is_err(), "k1 withdrawn");
+}
+
+#[tokio::test]
+async fn an_id_token_is_not_an_access_token() {
+    let issuer = issuer().await;
+    let oauth = oauth(&issuer, Duration::ZERO, Duration::from_secs(3600));
+    oauth.fetch_all().await;
+    for claim in ["nonce", "at_hash", "c_hash"] {
+        let mut claims = claims(&issuer);
+        claims[claim] = json!("x");
+        let why = oauth.verify_held(&token(KEY_1, "k1", &claims)).unwrap_err();
+        assert!(why.contains("ID token"), "{claim}: {why}");
+    }
 }

@@ -49,13 +49,13 @@ pub(super) fn oauth(
                 .any(|seen: &IssuerSettings| seen.issuer == issuer.issuer)
             {
                 bad(&format!("{key}.issuer"), "named twice".to_owned());
-            } else if issuers
-                .iter()
-                .any(|seen: &IssuerSettings| seen.claims.id_prefix == issuer.claims.id_prefix)
-            {
+            } else if issuers.iter().any(|seen: &IssuerSettings| {
+                seen.claims.id_prefix.starts_with(&issuer.claims.id_prefix)
+                    || issuer.claims.id_prefix.starts_with(&seen.claims.id_prefix)
+            }) {
                 bad(
                     &format!("{key}.id_prefix"),
-                    "another issuer has the same id_prefix: their principals could share ids"
+                    "another issuer's id_prefix is the same or starts the same way (\"corp:\" and \"corp:eu:\"): their principals could share ids"
                         .to_owned(),
                 );
             }
@@ -195,10 +195,33 @@ fn resource(
         );
         return None;
     };
-    let url = match secure_url(&written) {
+    let url = plain_url("oauth.resource", &written, bad)?;
+    // It becomes routes on the MCP listener: letters, digits and `-._~/%` only.
+    if !url
+        .path()
+        .bytes()
+        .all(|byte| byte.is_ascii_alphanumeric() || b"-._~/%".contains(&byte))
+    {
+        bad(
+            "oauth.resource",
+            "its path may hold letters, digits and - . _ ~ / % only".to_owned(),
+        );
+        return None;
+    }
+    let path = url.path().trim_end_matches('/');
+    let metadata_path = format!("{WELL_KNOWN}{path}");
+    let metadata_url = format!("{}{metadata_path}", url.origin().ascii_serialization());
+    Some((written, metadata_path, metadata_url))
+}
+
+/// `written` as a URL that is https (or http to loopback), with no query, fragment or
+/// credentials, and written as its canonical form (what clients and tokens will compare it with
+/// character for character).
+fn plain_url(key: &str, written: &str, bad: &mut dyn FnMut(&str, String)) -> Option<reqwest::Url> {
+    let url = match secure_url(written) {
         Ok(url) => url,
         Err(why) => {
-            bad("oauth.resource", format!("{written:?} {why}"));
+            bad(key, format!("{written:?} {why}"));
             return None;
         }
     };
@@ -208,16 +231,21 @@ fn resource(
         || url.password().is_some()
     {
         bad(
-            "oauth.resource",
-            "has a query, a fragment or credentials: a resource indicator has none (RFC 8707 §2)"
+            key,
+            "has a query, a fragment or credentials: this URL has none (RFC 8707 §2, RFC 8414 §2)"
                 .to_owned(),
         );
         return None;
     }
-    let path = url.path().trim_end_matches('/');
-    let metadata_path = format!("{WELL_KNOWN}{path}");
-    let metadata_url = format!("{}{metadata_path}", url.origin().ascii_serialization());
-    Some((written, metadata_path, metadata_url))
+    let canonical = url.as_str();
+    if written != canonical && format!("{written}/") != canonical {
+        bad(
+            key,
+            format!("write it as {canonical:?}: it is compared character for character"),
+        );
+        return None;
+    }
+    Some(url)
 }
 
 /// One `[[oauth.issuers]]`, checked.
@@ -236,11 +264,18 @@ fn issuer(
         );
         return None;
     };
-    if let Err(why) = secure_url(&issuer) {
-        bad(&format!("{key}.issuer"), format!("{issuer:?} {why}"));
-        return None;
-    }
+    plain_url(&format!("{key}.issuer"), &issuer, bad)?;
     let id_prefix = written.id_prefix.unwrap_or_default();
+    if id_prefix
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace())
+        || toolgate::registry::first_invisible(&id_prefix).is_some()
+    {
+        bad(
+            &format!("{key}.id_prefix"),
+            "no spaces, control, zero-width or bidi characters".to_owned(),
+        );
+    }
     if several && id_prefix.is_empty() {
         bad(
             &format!("{key}.id_prefix"),
@@ -286,10 +321,10 @@ fn issuer(
         );
     }
     let refetch_min_s = written.keys_refetch_min_s.unwrap_or(30);
-    if refetch_min_s > 3600 {
+    if !(1..=3600).contains(&refetch_min_s) {
         bad(
             &format!("{key}.keys_refetch_min_s"),
-            "at most 3600 seconds".to_owned(),
+            "from 1 to 3600 seconds: tokens naming unknown keys must not make the gateway fetch without pause".to_owned(),
         );
     }
     let audience_from_resource = written.audience.is_none();

@@ -114,7 +114,7 @@ fn each_wrong_key_is_named() {
         (
             "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nkeys_refetch_min_s = 3601\n",
             "oauth.issuers[0].keys_refetch_min_s",
-            "at most 3600",
+            "from 1 to 3600",
         ),
         (
             "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\ngroups_claim = \"\"\n",
@@ -134,7 +134,7 @@ fn each_wrong_key_is_named() {
         (
             "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nid_prefix = \"x:\"\n[[oauth.issuers]]\nissuer = \"https://b.example\"\nid_prefix = \"x:\"\n",
             "oauth.issuers[1].id_prefix",
-            "same id_prefix",
+            "starts the same way",
         ),
         (
             "\n[oauth]\nresource = \"https://gw.example.com/mcp\"\n[[oauth.issuers]]\nissuer = \"https://a.example\"\nissuer_url = \"x\"\n",
@@ -260,4 +260,110 @@ fn each_wrong_page_key_is_named() {
             "{text}: expected {key} saying {says:?}, got {found:?}"
         );
     }
+}
+
+#[test]
+fn urls_are_canonical_and_prefixes_cannot_overlap() {
+    let with = |oauth: &str| format!("{MINIMAL}\n[oauth]\n{oauth}");
+    let resource = "resource = \"https://gw.example.com/mcp\"\n";
+    let issuer = "[[oauth.issuers]]\nissuer = \"https://a.example\"\n";
+    for (text, key, says) in [
+        (
+            with(&format!("{resource}{issuer}keys_refetch_min_s = 0\n")),
+            "oauth.issuers[0].keys_refetch_min_s",
+            "from 1 to 3600",
+        ),
+        (
+            with(&format!(
+                "resource = \"https://GW.example.com/mcp\"\n{issuer}"
+            )),
+            "oauth.resource",
+            "write it as \"https://gw.example.com/mcp\"",
+        ),
+        (
+            with(&format!(
+                "resource = \"https://gw.example.com/:mcp\"\n{issuer}"
+            )),
+            "oauth.resource",
+            "letters, digits",
+        ),
+        (
+            with(&format!(
+                "resource = \"https://gw.example.com/{{x}}/mcp\"\n{issuer}"
+            )),
+            "oauth.resource",
+            "write it as",
+        ),
+        (
+            with(&format!(
+                "{resource}[[oauth.issuers]]\nissuer = \"https://a.example/?x=1\"\n"
+            )),
+            "oauth.issuers[0].issuer",
+            "query",
+        ),
+        (
+            with(&format!(
+                "{resource}[[oauth.issuers]]\nissuer = \"https://u:p@a.example\"\n"
+            )),
+            "oauth.issuers[0].issuer",
+            "credentials",
+        ),
+        (
+            with(&format!("{resource}{issuer}id_prefix = \"a\u{202e}:\"\n")),
+            "oauth.issuers[0].id_prefix",
+            "bidi",
+        ),
+        (
+            with(&format!(
+                "{resource}{issuer}id_prefix = \"corp:\"\n[[oauth.issuers]]\nissuer = \"https://b.example\"\nid_prefix = \"corp:eu:\"\n"
+            )),
+            "oauth.issuers[1].id_prefix",
+            "starts the same way",
+        ),
+    ] {
+        let found = problems(&text);
+        assert!(
+            found
+                .iter()
+                .any(|problem| problem.contains(key) && problem.contains(says)),
+            "{text}: expected {key} saying {says:?}, got {found:?}"
+        );
+    }
+}
+
+#[test]
+fn oauth_ids_stay_apart_from_jwt_and_api_key_ids() {
+    let jwks = std::env::temp_dir().join(format!("toolgate-oauth-ids-{}.json", std::process::id()));
+    std::fs::write(
+        &jwks,
+        r#"{"keys": [{"kty": "OKP", "crv": "Ed25519", "x": "yDqFbLq92n3FFoifeFNwiuB94DDVIzEWht_sA6RiZ5A"}]}"#,
+    )
+    .unwrap();
+    let jwt = format!(
+        "[jwt]\njwks_file = {:?}\nissuer = \"https://idp.example\"\naudience = \"gw\"\n",
+        jwks.display().to_string()
+    );
+    let beside_jwt = problems(&format!("{MINIMAL}{jwt}{ISSUER}"));
+    assert!(
+        beside_jwt
+            .iter()
+            .any(|problem| problem.contains("oauth.issuers[0].id_prefix")
+                && problem.contains("beside [jwt]")),
+        "{beside_jwt:?}"
+    );
+    let with_prefix = format!("{ISSUER}id_prefix = \"corp:\"\n");
+    parse(
+        Path::new("/etc/gw/gateway.toml"),
+        &format!("{MINIMAL}{jwt}{with_prefix}"),
+    )
+    .expect("apart with a prefix");
+    let client = "[[clients]]\nid = \"corp:bot\"\napi_key_sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"\n";
+    let found = problems(&format!("{MINIMAL}{client}{with_prefix}"));
+    assert!(
+        found
+            .iter()
+            .any(|problem| problem.contains("clients[0].id") && problem.contains("id_prefix")),
+        "{found:?}"
+    );
+    let _ = std::fs::remove_file(jwks);
 }

@@ -24,7 +24,7 @@ fn serve(work: &Work, provider: &Provider) -> (Served, String) {
         admin,
         &format!(
             "[oauth]\nresource = \"{resource}\"\nscopes = [\"mcp\"]\n\
-             [[oauth.issuers]]\nissuer = \"{}\"\nleeway_s = 0\nkeys_refetch_min_s = 0\n",
+             [[oauth.issuers]]\nissuer = \"{}\"\nleeway_s = 0\nkeys_refetch_min_s = 1\n",
             provider.issuer
         ),
     );

@@ -29,26 +29,29 @@ fn token(sub: &str) -> String {
     .unwrap()
 }
 
-fn keys() -> Keys {
+fn jwt() -> JwtConfig {
     let set = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": PUBLIC}]}).to_string();
-    let jwt = JwtConfig {
+    JwtConfig {
         keys: published_keys(set.as_bytes()).unwrap(),
         issuer: "https://idp.example".to_owned(),
         audience: "gw".to_owned(),
         claims: ClaimMap::sub_and("groups".to_owned()),
         leeway_s: 0,
-    };
-    let client = ApiClient {
+    }
+}
+
+/// An API-key client that may call `/mcp` but not sign in to the page.
+fn ci_bot() -> ApiClient {
+    ApiClient {
         principal: toolgate::Principal::new("ci-bot", ["ops"]),
         key_sha256: [7; 32],
         page_sign_in: false,
-    };
-    Keys::new(&[client], Some(jwt), None)
+    }
 }
 
 #[test]
 fn a_token_may_not_name_an_api_key_clients_principal() {
-    let keys = keys();
+    let keys = Keys::new(&[ci_bot()], Some(jwt()), None);
     let (alice, ends) = keys.principal_until(&token("alice")).expect("alice");
     assert_eq!(alice.id, "alice");
     assert!(ends.is_some());
@@ -57,20 +60,7 @@ fn a_token_may_not_name_an_api_key_clients_principal() {
 
 #[test]
 fn the_page_still_knows_every_client_id_it_signs_nobody_in_with() {
-    let set = json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": PUBLIC}]}).to_string();
-    let jwt = JwtConfig {
-        keys: published_keys(set.as_bytes()).unwrap(),
-        issuer: "https://idp.example".to_owned(),
-        audience: "gw".to_owned(),
-        claims: ClaimMap::sub_and("groups".to_owned()),
-        leeway_s: 0,
-    };
-    let client = ApiClient {
-        principal: toolgate::Principal::new("ci-bot", ["ops"]),
-        key_sha256: [7; 32],
-        page_sign_in: false,
-    };
-    let page = Keys::for_the_page(&[client], Some(jwt), None);
+    let page = Keys::for_the_page(&[ci_bot()], Some(jwt()), None);
     assert!(
         page.clients.is_empty(),
         "the client may not sign in to the page"

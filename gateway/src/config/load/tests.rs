@@ -17,6 +17,17 @@ fn problems(text: &str) -> Vec<String> {
     }
 }
 
+/// `text` does not load, and one of its problems names `key` and says `says`.
+fn refused_naming(text: &str, key: &str, says: &str) {
+    let found = problems(text);
+    assert!(
+        found
+            .iter()
+            .any(|problem| problem.contains(key) && problem.contains(says)),
+        "{text}: expected {key} saying {says:?}, got {found:?}"
+    );
+}
+
 const MINIMAL: &str = r#"
 [upstreams.files]
 command = "npx"

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::super::parse;
-use super::{MINIMAL, problems};
+use super::{MINIMAL, refused_naming};
 
 #[test]
 fn tool_sets_are_checked_and_their_group_prefix_is_reserved() {
@@ -69,12 +69,6 @@ fn tool_sets_are_checked_and_their_group_prefix_is_reserved() {
             "ends in /mcp",
         ),
     ] {
-        let found = problems(&text);
-        assert!(
-            found
-                .iter()
-                .any(|problem| problem.contains(key) && problem.contains(says)),
-            "{text}: expected {key} saying {says:?}, got {found:?}"
-        );
+        refused_naming(&text, key, says);
     }
 }

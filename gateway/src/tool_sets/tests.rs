@@ -135,3 +135,184 @@ fn patterns_match_exactly_or_by_prefix() {
     assert!(!set.holds("files__write"));
     assert_eq!(set.path(), "/sets/s/mcp");
 }
+
+/// A layer of its own that answers every question with something a caller could tell apart
+/// from "nothing": what the set forwards to it, and to whom.
+struct Probe;
+
+impl toolgate::Policy for Probe {
+    fn decide(&self, _: &toolgate::PreparedToolCall) -> toolgate::PolicyDecision {
+        toolgate::PolicyDecision::allow(toolgate::Reason::from_static("probe allows"))
+    }
+    fn denies_every_call(&self, tool_name: &str) -> bool {
+        tool_name == "files__write"
+    }
+    fn denies_every_call_for(&self, tool_name: &str, _: Option<&Principal>) -> bool {
+        tool_name == "files__write"
+    }
+    fn always_denies_for(&self, tool_name: &str, _: Option<&Principal>) -> bool {
+        tool_name == "files__write"
+    }
+    fn rate_slots(
+        &self,
+        _: &toolgate::PreparedToolCall,
+    ) -> Result<Vec<toolgate::decision::RateSlot>, toolgate::PolicyDecision> {
+        Ok(vec![slot()])
+    }
+    fn result_sources(&self, _: &str) -> Option<toolgate::provenance::ResultSources> {
+        Some(toolgate::provenance::ResultSources::new(
+            toolgate::provenance::Trust::Trusted,
+        ))
+    }
+    fn judges_results(&self, _: &str) -> bool {
+        true
+    }
+    fn judge_result(
+        &self,
+        _: &str,
+        _: Option<&Principal>,
+        result: &mut toolgate::ToolResult,
+    ) -> Vec<toolgate::decision::RateSlot> {
+        result.content = "judged".to_owned();
+        vec![slot()]
+    }
+}
+
+fn slot() -> toolgate::decision::RateSlot {
+    toolgate::decision::RateSlot::new(
+        "probe",
+        None,
+        1,
+        toolgate::PolicyAction::Deny,
+        toolgate::Reason::from_static("probe limit"),
+    )
+}
+
+fn prepared(
+    runtime: &toolgate::ToolRuntime,
+    tool: &str,
+    principal: &Principal,
+) -> toolgate::PreparedToolCall {
+    runtime
+        .prepare(ToolCall::new("c", tool, json!({})).with_principal(principal.clone()))
+        .unwrap()
+}
+
+#[test]
+fn its_own_layer_is_asked_only_about_calls_through_it_of_its_tools() {
+    use toolgate::Policy as _;
+    let registry = toolgate::ToolRuntime::new(registry());
+    let layer = ToolSetLayer::new(set(), Some(Arc::new(Probe)));
+    let bare = ToolSetLayer::new(set(), None);
+    let alice = Principal::new("alice", ["ops"]);
+    let via = through(&alice, &set());
+    // Decisions: no opinion outside; its own layer's through it; a deny for tools outside it.
+    let outside = layer.decide(&prepared(&registry, "files__read", &alice));
+    assert!(outside.fallback, "{outside:?}");
+    let own = layer.decide(&prepared(&registry, "files__read", &via));
+    assert_eq!(own.action, toolgate::PolicyAction::Allow);
+    let beyond = layer.decide(&prepared(&registry, "git__push", &via));
+    assert_eq!(beyond.action, toolgate::PolicyAction::Deny);
+    assert!(!beyond.fallback);
+    assert!(
+        bare.decide(&prepared(&registry, "files__read", &via))
+            .fallback
+    );
+    // Rate slots and result judgement: only through the set, only for its tools.
+    assert_eq!(
+        layer
+            .rate_slots(&prepared(&registry, "files__read", &via))
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        layer
+            .rate_slots(&prepared(&registry, "files__read", &alice))
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        layer
+            .rate_slots(&prepared(&registry, "git__push", &via))
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        bare.rate_slots(&prepared(&registry, "files__read", &via))
+            .unwrap()
+            .is_empty()
+    );
+    let mut result = toolgate::ToolResult::ok("c", "as returned");
+    assert!(
+        layer
+            .judge_result("files__read", Some(&alice), &mut result)
+            .is_empty()
+    );
+    assert!(
+        layer
+            .judge_result("git__push", Some(&via), &mut result)
+            .is_empty()
+    );
+    assert_eq!(result.content, "as returned");
+    assert_eq!(
+        layer
+            .judge_result("files__read", Some(&via), &mut result)
+            .len(),
+        1
+    );
+    assert_eq!(result.content, "judged");
+    assert!(layer.judges_results("files__read") && !bare.judges_results("files__read"));
+    assert!(layer.result_sources("files__read").is_some());
+    assert!(bare.result_sources("files__read").is_none());
+    // Listing: a caller outside the set is not judged by it; through it, tools outside it and
+    // tools its own layer always denies are.
+    assert!(
+        layer.denies_every_call_for("git__push", Some(&alice)),
+        "no opinion counts as no allow"
+    );
+    assert!(layer.denies_every_call_for("git__push", Some(&via)));
+    assert!(!layer.denies_every_call_for("files__read", Some(&via)));
+    assert!(layer.denies_every_call_for("files__write", Some(&via)));
+    assert!(bare.denies_every_call_for("files__read", Some(&via)));
+    assert!(
+        !layer.always_denies_for("git__push", Some(&alice)),
+        "outside: no deny of its own"
+    );
+    assert!(layer.always_denies_for("git__push", Some(&via)));
+    assert!(!layer.always_denies_for("files__read", Some(&via)));
+    assert!(layer.always_denies_for("files__write", Some(&via)));
+    assert!(!bare.always_denies_for("files__read", Some(&via)));
+    assert!(layer.denies_every_call("files__write") && !layer.denies_every_call("files__read"));
+    assert!(bare.denies_every_call("files__read"));
+}
+
+#[test]
+fn its_own_layer_is_checked_against_the_tools_in_force() {
+    use toolgate::Policy as _;
+    let with_path = ToolRegistry::new([ToolDefinition::new(
+        ToolSpec::new(
+            "files__read",
+            "a tool",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        ),
+        |_: &serde_json::Value| -> Result<String, ToolError> { Ok(String::new()) },
+    )
+    .unwrap()])
+    .unwrap();
+    let own = RulePolicy::from_json(
+        r#"{"rules": [{"id": "tmp", "tool": "files__read", "action": "allow", "reason": "tmp only",
+            "when": {"glob": {"pointer": "/path", "pattern": "/tmp/*"}}}]}"#,
+        &with_path,
+    )
+    .unwrap();
+    let layer = ToolSetLayer::new(set(), Some(Arc::new(own)));
+    assert!(layer.check_registry(&with_path).is_ok());
+    // The field the rule judges is gone from the tool's schema.
+    assert!(layer.check_registry(&registry()).is_err());
+    assert!(
+        ToolSetLayer::new(set(), None)
+            .check_registry(&registry())
+            .is_ok()
+    );
+}

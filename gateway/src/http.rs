@@ -98,15 +98,24 @@ pub async fn serve_mcp(
         // The SDK reads an empty list as "check nothing"; here it means "no browser page".
         router = router.layer(middleware::from_fn(crate::http_checks::no_browser_origin));
     }
+    let mut exact = paths.clone();
     if let Some(oauth) = &listener.oauth {
         // Added after the layers, so outside them: the metadata is what a client without a
         // token reads to learn where to get one.
         router = router.merge(crate::oauth::metadata::routes(&oauth.settings));
+        exact.push(crate::oauth::metadata::WELL_KNOWN.to_owned());
+        exact.push(oauth.settings.metadata_path.clone());
         for set in &listener.tool_sets {
             let settings = oauth.settings.at(&set.path());
             router = router.merge(crate::oauth::metadata::route_at(&settings));
+            exact.push(settings.metadata_path);
         }
     }
+    // A nested service takes every path under its own (`/sets/ops/mcp/../../mcp`): here each
+    // endpoint answers at its path exactly, so a proxy that normalises paths and the gateway
+    // never disagree about which endpoint (and so which tools) a request reached.
+    let exact: Arc<std::collections::HashSet<String>> = Arc::new(exact.into_iter().collect());
+    router = router.layer(middleware::from_fn_with_state(exact, only_exact_paths));
     // Without TCP_NODELAY a reply written in two segments (headers, body) waits for the client's
     // delayed ACK: 40 ms a call once the client keeps its connection open.
     let tcp = tokio::net::TcpListener::bind(address)
@@ -187,6 +196,22 @@ fn endpoint(
         .layer(middleware::from_fn_with_state(gatekeeper, authenticate))
 }
 
+/// 404 for a path that is not exactly an endpoint's or a metadata document's.
+async fn only_exact_paths(
+    State(exact): State<Arc<std::collections::HashSet<String>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if exact.contains(request.uri().path()) {
+        return next.run(request).await;
+    }
+    (
+        StatusCode::NOT_FOUND,
+        "404: no MCP endpoint here: /mcp, and /sets/NAME/mcp for each tool set\n",
+    )
+        .into_response()
+}
+
 /// 401 unless the request carries `Authorization: Bearer KEY` for a configured client; 400 for a
 /// POST body with a duplicate key. The principal goes into the request's extensions.
 async fn authenticate(
@@ -218,7 +243,8 @@ async fn authenticate(
         };
         tracing::warn!(
             peer = ?request.extensions().get::<axum::extract::ConnectInfo<SocketAddr>>().map(|info| info.0),
-            "a request to /mcp was refused (401): {why}"
+            "a request to {} was refused (401): {why}",
+            request.uri().path().escape_debug()
         );
         gatekeeper.metrics.sign_in_refused(if presented.is_some() {
             "unknown"

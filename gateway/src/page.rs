@@ -103,7 +103,18 @@ pub fn router(
         page = page.without_credential_sign_in();
     }
     let (router, sessions) = page.router_and_sessions();
-    let sign_in = OAuthPageSignIn::new(oauth, provider, sessions, settings.secure_cookies)?;
+    let client_ids = config
+        .clients
+        .iter()
+        .map(|client| client.principal.id.clone())
+        .collect();
+    let sign_in = OAuthPageSignIn::new(
+        oauth,
+        provider,
+        sessions,
+        settings.secure_cookies,
+        client_ids,
+    )?;
     Ok(Some(router.merge(Arc::new(sign_in).routes())))
 }
 

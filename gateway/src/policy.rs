@@ -63,6 +63,21 @@ fn layer_name(path: &Path, set: Option<&ToolSetConfig>) -> String {
     set.map_or_else(|| path.display().to_string(), ToolSetConfig::group)
 }
 
+/// A set's policy file with `sources`: said at load, since the set's layer ignores them (see
+/// `ToolSetLayer::result_sources`).
+fn warn_of_ignored_sources(text: Option<&str>, set: Option<&ToolSetConfig>) {
+    let Some(set) = set else { return };
+    let has_sources = text
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+        .is_some_and(|policy| policy.get("sources").is_some());
+    if has_sources {
+        tracing::warn!(
+            "tool set {}: its policy's `sources` are ignored: only the main layers classify where results come from (a set's classification would reach every caller)",
+            set.name
+        );
+    }
+}
+
 /// The layer a file's policy makes: itself, or the set's layer around it.
 fn layer_of(policy: RulePolicy, set: Option<&Arc<ToolSetConfig>>) -> Arc<dyn Policy> {
     match set {
@@ -106,6 +121,7 @@ pub fn load(
         };
         match loaded {
             Ok(policy) => {
+                warn_of_ignored_sources(text.as_deref(), set.as_deref());
                 let name = layer_name(path, set.as_deref());
                 states.push(LayerState {
                     path: path.clone(),
@@ -178,6 +194,7 @@ fn check(stack: &mut PolicyStack, index: usize, controller: &ToolController) {
     let unreadable = text.is_none();
     match outcome {
         Ok(()) => {
+            warn_of_ignored_sources(text.as_deref(), set.as_deref());
             if let Some(applied) = applied {
                 stack.layers = applied;
             }

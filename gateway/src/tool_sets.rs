@@ -14,7 +14,9 @@
 //! - The set's layer only adds: the main layers judge every call through a set as they judge it
 //!   elsewhere, and the stack's deny-wins order means a set can tighten what the main layers
 //!   allow, and allow what they have no rule for, but never loosen one of their deny or ask
-//!   decisions.
+//!   decisions, nor waive their four eyes (`allow_self` must hold in every asking layer). A
+//!   set's layer does not classify where results come from (its `sources` are ignored, with a
+//!   warning): that is asked for every caller at once.
 //! - A set is served on its own path with its own sessions: a session opened at `/mcp` is
 //!   unknown at `/sets/NAME/mcp`, and the reverse.
 
@@ -166,8 +168,11 @@ impl Policy for ToolSetLayer {
         }
     }
 
-    fn result_sources(&self, tool_name: &str) -> Option<toolgate::provenance::ResultSources> {
-        self.inner.as_ref()?.result_sources(tool_name)
+    /// None: where results come from is asked with no caller, so a set's own `sources` would
+    /// classify results for every caller, at `/mcp` too — a set's file could then vouch for
+    /// what the main layers treat as untrusted. The main layers alone classify.
+    fn result_sources(&self, _: &str) -> Option<toolgate::provenance::ResultSources> {
+        None
     }
 
     fn judges_results(&self, tool_name: &str) -> bool {

@@ -136,8 +136,9 @@ pub struct ApprovalResponse {
     /// `None`: the answer is for whatever the id holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
-    /// Answered outside the asker's own client (the approval page): there the asker may not
-    /// answer its own call unless a rule allows it. Set only inside the crate.
+    /// Answered outside the asker's own client (the approval page, a command line): there the
+    /// asker may not answer its own call unless every rule that asks allows it. Set with
+    /// [`out_of_band`](Self::out_of_band); never unset.
     #[serde(skip)]
     pub(crate) out_of_band: bool,
 }
@@ -218,13 +219,13 @@ impl ApprovalResponse {
         self
     }
 
-    /// The same answer, given outside the asker's client (see the field `out_of_band`).
-    #[cfg_attr(
-        not(feature = "approval-page"),
-        allow(dead_code, reason = "only the approval page answers out of band")
-    )]
+    /// The same answer, given outside the asker's client — on a page, at a command line, in a
+    /// chat: then the call's asker may not answer it unless every rule that asks allows it
+    /// ([`Approvers::allow_self`](crate::decision::Approvers::allow_self)), as on
+    /// [the approval page](crate::approval_page). Only ever stricter: an answer not so marked is
+    /// taken as the asker's own client confirming its call.
     #[must_use]
-    pub(crate) fn out_of_band(mut self) -> Self {
+    pub fn out_of_band(mut self) -> Self {
         self.out_of_band = true;
         self
     }

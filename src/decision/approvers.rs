@@ -40,10 +40,11 @@ pub struct Approvers {
     /// principal may be answered by nobody (nobody can be shown to be someone else).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub four_eyes: bool,
-    /// The principal who made the call may answer it on the approval page. Without this on some
-    /// rule that applies, the page never lets a principal answer its own call — a model's client
-    /// key signed in to the page cannot approve what the model asked for. (In band, the person at
-    /// the MCP client that asked confirms the call as that client: that is not refused.)
+    /// The principal who made the call may answer it on the approval page. Unless every rule
+    /// that asks (in every layer that asks) says so, the page never lets a principal answer its
+    /// own call — a model's client key signed in to the page cannot approve what the model asked
+    /// for, and a lower layer cannot waive a higher one's four eyes. (In band, the person at the
+    /// MCP client that asked confirms the call as that client: that is not refused.)
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_self: bool,
 }
@@ -186,7 +187,8 @@ pub(crate) fn admitted_by_all<'a>(
 }
 
 /// [`admitted_by_all`], answered out of band (the approval page): there the asker is never the
-/// approver unless one of `all` allows it ([`Approvers::allow_self`]). In band — the person at
+/// approver unless every one of `all` allows it ([`Approvers::allow_self`]; none at all: not
+/// allowed) — a layer that waives it cannot speak for another that asked. In band — the person at
 /// the MCP client that asked, confirming through its client — the asker answering is the point.
 pub(crate) fn admitted_out_of_band<'a>(
     all: impl IntoIterator<Item = &'a Approvers> + Clone,
@@ -194,7 +196,8 @@ pub(crate) fn admitted_out_of_band<'a>(
     asker: Option<&Principal>,
 ) -> Result<(), ApproverRefusal> {
     admitted_by_all(all.clone(), approver, asker)?;
-    let allow_self = all.into_iter().any(|approvers| approvers.allow_self);
+    let mut all = all.into_iter().peekable();
+    let allow_self = all.peek().is_some() && all.all(|approvers| approvers.allow_self);
     match (approver, asker) {
         (Some(approver), Some(asker)) if approver.id == asker.id && !allow_self => {
             Err(ApproverRefusal::OwnCall {
@@ -287,7 +290,11 @@ mod tests {
         assert!(admitted_out_of_band(none, None, None).is_ok());
         let allowing = Approvers::groups(["ops"]).allowing_self();
         let plain = Approvers::groups(["ops"]);
-        assert!(admitted_out_of_band([&plain, &allowing], Some(&alice), Some(&alice)).is_ok());
+        assert!(admitted_out_of_band([&allowing], Some(&alice), Some(&alice)).is_ok());
+        assert!(admitted_out_of_band([&allowing, &allowing], Some(&alice), Some(&alice)).is_ok());
+        // One layer waiving it does not speak for another that asked.
+        assert!(admitted_out_of_band([&plain, &allowing], Some(&alice), Some(&alice)).is_err());
+        assert!(admitted_out_of_band([&allowing, &plain], Some(&alice), Some(&alice)).is_err());
         assert!(admitted_out_of_band([&plain], Some(&alice), Some(&alice)).is_err());
     }
 }

@@ -168,10 +168,21 @@ async fn approver_of(config: &Config, answer: &AnswerArgs) -> Option<Principal> 
                     return None;
                 }
             };
-            let keys = Keys::new(&config.clients, config.jwt.clone(), oauth);
+            if let Some(page) = config.oauth.as_ref().and_then(|oauth| oauth.page.as_ref())
+                && !page.credential_sign_in
+            {
+                super::report([format!(
+                    "{}: approvers sign in at the identity provider ([oauth.page] credential_sign_in = false): answer on the approval page; no key or token typed here answers",
+                    config.file.display()
+                )]);
+                return None;
+            }
+            // Whoever may sign in to the page, and no one else: a client marked
+            // `page_sign_in = false` (a model's key) answers nothing here either.
+            let keys = Keys::for_the_page(&config.clients, config.jwt.clone(), oauth);
             let Some((principal, _)) = keys.principal_fetching(credential.trim()).await else {
                 super::report([format!(
-                    "--key-env {var}: the key names nobody in {} ([[clients]], [oauth] or [jwt])",
+                    "--key-env {var}: the key names nobody in {} who may answer ([[clients]] not marked page_sign_in = false, [oauth] or [jwt])",
                     config.file.display()
                 )]);
                 return None;
@@ -272,7 +283,10 @@ pub async fn answer(id: &str, answer: &AnswerArgs, approve: bool) -> ExitCode {
     } else {
         ApprovalResponse::reject(approval_id)
     }
-    .by_principal(principal);
+    .by_principal(principal)
+    // A shell is not the asker's client: the asker answers its own call here only where every
+    // rule that asks allows it, as on the page.
+    .out_of_band();
     if let Some(note) = &answer.note {
         response = response.with_note(note.clone());
     }

@@ -56,6 +56,8 @@ struct Held {
 pub struct Endpoints {
     pub authorization: Option<reqwest::Url>,
     pub token: Option<reqwest::Url>,
+    /// The issuer says it names itself in every authorization response (RFC 9207).
+    pub iss_parameter: bool,
 }
 
 /// Why an issuer's keys cannot be used now.
@@ -302,6 +304,10 @@ impl Keyring {
         let endpoints = Endpoints {
             authorization: endpoint("authorization_endpoint"),
             token: endpoint("token_endpoint"),
+            iss_parameter: document
+                .get("authorization_response_iss_parameter_supported")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
         };
         Ok((keys, endpoints))
     }

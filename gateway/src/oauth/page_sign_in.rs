@@ -9,20 +9,28 @@
 //!
 //! # Guarantees
 //!
-//! - A callback is taken once, only within 10 minutes of its start, and only in the browser that
-//!   started it (the `state` in its cookie): a code an attacker obtained cannot sign a victim in as
-//!   the attacker (login CSRF), and a replayed callback opens nothing.
-//! - An `iss` the issuer sends back must be its own (RFC 9207: no mix-up with another issuer).
+//! - A callback is taken once, only within 10 minutes of its start, only with a `state` this
+//!   gateway issued (a keyed digest of its own), and only in the browser that started it (the
+//!   `state` in its cookie): a code an attacker obtained cannot sign a victim in as the attacker
+//!   (login CSRF), and a replayed callback opens nothing.
+//! - Nothing is kept on the server for a sign-in under way: the PKCE verifier is a keyed digest
+//!   of the `state` (a secret of this process), so no flood of started sign-ins crowds out a
+//!   person's.
+//! - An `iss` the issuer sends back must be its own, and is required when the issuer says it
+//!   sends one (RFC 9207: no mix-up with another issuer).
+//! - The signed-in principal is the access token's, checked as an MCP client's, and never one of
+//!   a `[[clients]]` entry (one principal, one source).
 //! - Neither the code, the verifier, the secret nor the token is logged or shown.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
+use hmac::{KeyInit as _, Mac as _};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use sha2::{Digest as _, Sha256};
 use toolgate::approval_page::PageSessions;
@@ -36,8 +44,9 @@ pub const START_PATH: &str = "/approvals/oauth/start";
 pub const CALLBACK_PATH: &str = "/approvals/oauth/callback";
 /// How long a started sign-in may take.
 const PENDING_FOR: Duration = Duration::from_secs(600);
-/// Started sign-ins kept at most; past it the oldest is dropped.
-const MAX_PENDING: usize = 256;
+/// Callbacks remembered as used (within `PENDING_FOR`); past it the oldest is forgotten — the
+/// issuer takes each code once all the same (OAuth 2.1 §4.1.3).
+const MAX_USED: usize = 4096;
 
 /// The sign-in's settings, its issuer, the page's sessions and the sign-ins under way.
 pub struct PageSignIn {
@@ -46,8 +55,12 @@ pub struct PageSignIn {
     secret: Option<String>,
     sessions: PageSessions,
     secure_cookies: bool,
-    /// By `state`: the PKCE verifier and when the sign-in started.
-    pending: Mutex<HashMap<String, (String, Instant)>>,
+    /// Keys the `state`s this process issues and the PKCE verifiers derived from them.
+    key: [u8; 32],
+    /// The `state`s whose callback was taken, and when.
+    used: Mutex<HashMap<String, Instant>>,
+    /// Every `[[clients]]` id: no one signs in here as an API-key client's principal.
+    client_ids: HashSet<String>,
 }
 
 impl PageSignIn {
@@ -61,7 +74,11 @@ impl PageSignIn {
         settings: PageSignInSettings,
         sessions: PageSessions,
         secure_cookies: bool,
+        client_ids: HashSet<String>,
     ) -> Result<Self, String> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key)
+            .map_err(|error| format!("oauth.page: no randomness from the OS: {error}"))?;
         let secret = match &settings.client_secret_env {
             Some(var) => Some(std::env::var(var).map_err(|_| {
                 format!(
@@ -76,7 +93,9 @@ impl PageSignIn {
             secret,
             sessions,
             secure_cookies,
-            pending: Mutex::default(),
+            key,
+            used: Mutex::default(),
+            client_ids,
         })
     }
 
@@ -109,28 +128,68 @@ impl PageSignIn {
         }
     }
 
-    /// Keeps a started sign-in, dropping the expired and, past the cap, the oldest.
-    fn remember(&self, state: String, verifier: String) {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        pending.retain(|_, (_, started)| started.elapsed() < PENDING_FOR);
-        if pending.len() >= MAX_PENDING
-            && let Some(oldest) = pending
-                .iter()
-                .min_by_key(|(_, (_, started))| *started)
-                .map(|(state, _)| state.clone())
-        {
-            pending.remove(&oldest);
+    /// A keyed digest of `parts`, base64url (43 characters).
+    fn keyed(&self, parts: &[&str]) -> String {
+        let mut mac = hmac::Hmac::<Sha256>::new_from_slice(&self.key).expect("any key length");
+        for part in parts {
+            mac.update(part.as_bytes());
+            mac.update(b"\n");
         }
-        pending.insert(state, (verifier, Instant::now()));
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
     }
 
-    /// The verifier of the sign-in `state` started, taken (once), if it is under way.
-    fn take(&self, state: &str) -> Option<String> {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        pending
-            .remove(state)
-            .filter(|(_, started)| started.elapsed() < PENDING_FOR)
-            .map(|(verifier, _)| verifier)
+    /// A new `state`: when it was issued, a random part, and a keyed digest of both.
+    fn new_state(&self) -> Option<String> {
+        let issued = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .ok()?
+            .as_secs()
+            .to_string();
+        let nonce = random()?;
+        let tag = self.keyed(&["state", &issued, &nonce]);
+        Some(format!("{issued}.{nonce}.{tag}"))
+    }
+
+    /// The PKCE verifier of `state` (RFC 7636: 43 characters of the unreserved set).
+    fn verifier(&self, state: &str) -> String {
+        self.keyed(&["pkce", state])
+    }
+
+    /// Whether `state` is one this process issued less than `PENDING_FOR` ago.
+    fn issued_here(&self, state: &str) -> bool {
+        let mut parts = state.splitn(3, '.');
+        let (Some(issued), Some(nonce), Some(tag)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return false;
+        };
+        let Ok(at) = issued.parse::<u64>() else {
+            return false;
+        };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        same(tag, &self.keyed(&["state", issued, nonce]))
+            && at <= now + 60
+            && now.saturating_sub(at) < PENDING_FOR.as_secs()
+    }
+
+    /// Marks `state`'s callback taken; `false` if it was already.
+    fn take(&self, state: &str) -> bool {
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        used.retain(|_, at| at.elapsed() < PENDING_FOR);
+        if used.contains_key(state) {
+            return false;
+        }
+        if used.len() >= MAX_USED
+            && let Some(oldest) = used
+                .iter()
+                .min_by_key(|(_, at)| **at)
+                .map(|(state, _)| state.clone())
+        {
+            used.remove(&oldest);
+        }
+        used.insert(state.to_owned(), Instant::now());
+        true
     }
 }
 
@@ -165,12 +224,13 @@ async fn start(State(sign_in): State<Arc<PageSignIn>>) -> Response {
             "the identity provider's metadata (its authorization endpoint) could not be read: the gateway's log says why; try again shortly",
         );
     };
-    let (Some(state), Some(verifier)) = (random(), random()) else {
+    let Some(state) = sign_in.new_state() else {
         return told(
             StatusCode::SERVICE_UNAVAILABLE,
             "the operating system's random generator is unavailable",
         );
     };
+    let verifier = sign_in.verifier(&state);
     let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .encode(Sha256::digest(verifier.as_bytes()));
     let settings = &sign_in.settings;
@@ -186,7 +246,6 @@ async fn start(State(sign_in): State<Arc<PageSignIn>>) -> Response {
         // RFC 8707: a token for this gateway, checked as an MCP client's is.
         .append_pair("resource", &sign_in.oauth.settings.resource);
     let cookie = sign_in.state_cookie(&state, PENDING_FOR.as_secs());
-    sign_in.remember(state, verifier);
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();
     if let (Ok(location), Ok(cookie)) = (
@@ -292,10 +351,34 @@ async fn signed_in(
     if cookies.len() != 1 || !same(cookies[0], &state) {
         return Err(refused("this sign-in was not started in this browser"));
     }
-    let verifier = sign_in
-        .take(&state)
-        .ok_or_else(|| refused("this sign-in is unknown, used already or older than 10 minutes"))?;
+    if !sign_in.issued_here(&state) {
+        return Err(refused(
+            "this sign-in was not started here or is older than 10 minutes",
+        ));
+    }
     let issuer = &sign_in.oauth.settings.issuers[sign_in.settings.issuer].issuer;
+    let iss_promised = sign_in
+        .oauth
+        .keyring(sign_in.settings.issuer)
+        .endpoints()
+        .is_some_and(|endpoints| endpoints.iss_parameter);
+    match &returned.iss {
+        Some(iss) if iss != issuer => {
+            return Err(refused(
+                "the answer names another issuer than the one asked (RFC 9207)",
+            ));
+        }
+        None if iss_promised => {
+            return Err(refused(
+                "the answer names no issuer, though this issuer says it always does (RFC 9207)",
+            ));
+        }
+        _ => {}
+    }
+    // Taken only now: an answer refused above (a stripped `iss`) does not use the sign-in up.
+    if !sign_in.take(&state) {
+        return Err(refused("this sign-in was used already"));
+    }
     if let Some(error) = returned.error {
         return Err((
             StatusCode::UNAUTHORIZED,
@@ -305,11 +388,7 @@ async fn signed_in(
             ),
         ));
     }
-    if returned.iss.as_ref().is_some_and(|iss| iss != issuer) {
-        return Err(refused(
-            "the answer names another issuer than the one asked (RFC 9207)",
-        ));
-    }
+    let verifier = sign_in.verifier(&state);
     let code = returned
         .code
         .ok_or_else(|| refused("the identity provider sent no code"))?;
@@ -360,6 +439,15 @@ async fn signed_in(
             format!("the token the identity provider issued is not accepted here: {why}"),
         )
     })?;
+    if sign_in.client_ids.contains(&principal.id) {
+        return Err((
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "the provider's account names {:?}, the id of a [[clients]] entry: give the issuer an id_prefix",
+                principal.id
+            ),
+        ));
+    }
     let id = principal.id.clone();
     let cookie = sign_in
         .sessions

@@ -263,7 +263,8 @@ fn its_own_layer_is_asked_only_about_calls_through_it_of_its_tools() {
     );
     assert_eq!(result.content, "judged");
     assert!(layer.judges_results("files__read") && !bare.judges_results("files__read"));
-    assert!(layer.result_sources("files__read").is_some());
+    // Asked with no caller: a set never classifies (its own layer's `sources` would reach /mcp).
+    assert!(layer.result_sources("files__read").is_none());
     assert!(bare.result_sources("files__read").is_none());
     // Listing: a caller outside the set is not judged by it; through it, tools outside it and
     // tools its own layer always denies are.

@@ -433,6 +433,60 @@ async fn with_identities_the_shell_answers_as_the_principal_a_key_proves_and_the
     assert_eq!(approved["event"]["note"], "checked the text");
 }
 
+/// The shell signs in whoever the page would, no one else: a client marked `page_sign_in = false`
+/// (a model's key) answers nothing, and with `[oauth.page] credential_sign_in = false` no typed
+/// key or token does — and none of it starts an upstream or runs anything.
+#[tokio::test]
+async fn the_shell_takes_only_the_credentials_the_page_would() {
+    let work = Work::new("approvals-cli-page-identities");
+    let clients = format!(
+        "[audit]\njsonl = \"audit.jsonl\"\n\
+         [[clients]]\nid = \"bob\"\ngroups = [\"security\"]\napi_key_sha256 = \"{}\"\n\
+         [[clients]]\nid = \"agent\"\ngroups = [\"security\"]\napi_key_sha256 = \"{}\"\npage_sign_in = false\n",
+        support::sha256("bob-key"),
+        support::sha256("agent-key"),
+    );
+    let config = work.asking_config(&clients);
+    let client = serve(&config).await;
+    let (message, _) = call(&client, "h__echo", json!({"text": "held"})).await;
+    let id = held_id(&message);
+    let _ = client.cancel().await;
+    let key_env = ["--key-env", "TOOLGATE_TEST_APPROVER_KEY"];
+    let (ok, _, errors) = approvals_with_key(
+        &["approve", &id, key_env[0], key_env[1]],
+        &config,
+        "agent-key",
+    );
+    assert!(!ok && errors.contains("who may answer"), "{errors}");
+    assert!(work.recorded().is_empty());
+
+    // Approvers sign in at the provider only: the shell takes no key at all.
+    let admin = support::free_port();
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{text}[listen]\nadmin = \"127.0.0.1:{admin}\"\n\
+             [oauth]\nresource = \"https://gw.example.com/mcp\"\n\
+             [[oauth.issuers]]\nissuer = \"https://login.example.com\"\nid_prefix = \"sso:\"\n\
+             [oauth.page]\nclient_id = \"approvals\"\n\
+             redirect_url = \"https://gw-admin.example.com/approvals/oauth/callback\"\n\
+             credential_sign_in = false\n"
+        ),
+    )
+    .unwrap();
+    let (ok, _, errors) = approvals_with_key(
+        &["approve", &id, key_env[0], key_env[1]],
+        &config,
+        "bob-key",
+    );
+    assert!(
+        !ok && errors.contains("answer on the approval page"),
+        "{errors}"
+    );
+    assert!(work.recorded().is_empty());
+}
+
 #[tokio::test]
 async fn a_webhook_configured_for_arguments_gets_the_held_calls_arguments() {
     let (port, received) = receiver().await;

@@ -184,7 +184,7 @@ fn approvers_sign_in_to_the_page_at_the_provider_and_the_session_ends_with_the_t
         mcp,
         admin,
         &format!(
-            "[[clients]]\nid = \"carol\"\ngroups = [\"ops\"]\napi_key_sha256 = \"{}\"\n\
+            "[[clients]]\nid = \"bob\"\ngroups = [\"ops\"]\napi_key_sha256 = \"{}\"\n\
              [oauth]\nresource = \"{resource}\"\nscopes = [\"mcp\"]\n\
              [[oauth.issuers]]\nissuer = \"{}\"\n\
              [oauth.page]\nclient_id = \"page\"\nclient_secret_env = \"TG_PAGE_SECRET\"\n\
@@ -233,6 +233,20 @@ fn approvers_sign_in_to_the_page_at_the_provider_and_the_session_ends_with_the_t
             .contains("not started in this browser")
     );
     assert_eq!(seen["callback_forged_state"], 400, "{seen}");
+    assert_eq!(seen["callback_made_up_state"][0], 400, "{seen}");
+    assert!(
+        seen["callback_made_up_state"][1]
+            .as_str()
+            .unwrap()
+            .contains("not started here")
+    );
+    assert_eq!(seen["callback_without_iss"][0], 400, "{seen}");
+    assert!(
+        seen["callback_without_iss"][1]
+            .as_str()
+            .unwrap()
+            .contains("RFC 9207")
+    );
     assert_eq!(seen["callback"], 303, "{seen}");
     assert_eq!(seen["callback_location"], "/approvals");
     assert!(seen["state_cookie_cleared"].as_bool().unwrap(), "{seen}");
@@ -262,6 +276,25 @@ fn approvers_sign_in_to_the_page_at_the_provider_and_the_session_ends_with_the_t
     );
     // API keys sign nobody in to the page here (credential_sign_in = false).
     assert_eq!(seen["typed_credential"], 403, "{seen}");
+
+    // The provider's account `bob` is not the API-key client `bob`: one principal, one source.
+    let output = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/page_sign_in.py"))
+        .args([&format!("http://127.0.0.1:{admin}"), "bob", key])
+        .output()
+        .expect("python runs");
+    let (stdout, stderr) = text(&output);
+    let seen: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{stdout}\n{stderr}"));
+    assert_eq!(seen["callback"], 401, "{seen}");
+    assert!(
+        seen["callback_said"]
+            .as_str()
+            .unwrap()
+            .contains("[[clients]]"),
+        "{seen}"
+    );
+    assert_eq!(seen["session"][0], 401, "{seen}");
 }
 
 fn url_host(url: &str) -> &str {

@@ -153,6 +153,18 @@ fn a_set_lists_and_runs_only_its_tools_under_its_own_layer_too() {
     // An unknown set is no endpoint.
     let unknown = request_at(mcp, "/sets/nope/mcp", "POST", KEY, &[], INITIALIZE);
     assert_eq!(unknown.status, 404, "{}", unknown.body);
+    // Each endpoint answers at its path exactly: no alias a proxy would read differently.
+    for alias in [
+        "/sets/echo/mcp/",
+        "/sets/echo/mcp/x",
+        "/sets/echo/mcp/../../../mcp",
+        "/mcp/../sets/echo/mcp",
+        "/mcp/",
+        "/mcp/x",
+    ] {
+        let reply = request_at(mcp, alias, "POST", KEY, &[], INITIALIZE);
+        assert_eq!(reply.status, 404, "{alias}: {}", reply.body);
+    }
 
     // The audit log names the set's group on the calls made through it.
     let audit = work.read("audit.jsonl");

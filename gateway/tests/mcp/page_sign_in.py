@@ -44,6 +44,19 @@ with httpx2.Client(follow_redirects=False, timeout=30) as gateway:
     forged = callback.replace("state=", "state=x")
     answer = gateway.get(forged)
     seen["callback_forged_state"] = answer.status_code
+    # A state and cookie both made up (a cookie tossed from a sibling port): not issued here.
+    made_up = "1700000000.abc.def"
+    with httpx2.Client(follow_redirects=False, timeout=30, cookies={"toolgate_oauth_state": made_up}) as other:
+        query = parse_qs(urlparse(callback).query)
+        query["state"] = [made_up]
+        answer = other.get(f"{admin}/approvals/oauth/callback?{urlencode(query, doseq=True)}")
+        seen["callback_made_up_state"] = [answer.status_code, answer.text.strip()]
+    # The issuer says it names itself in every answer (RFC 9207): one without `iss` is refused,
+    # and does not use the sign-in up.
+    query = parse_qs(urlparse(callback).query)
+    query.pop("iss", None)
+    answer = gateway.get(f"{admin}/approvals/oauth/callback?{urlencode(query, doseq=True)}")
+    seen["callback_without_iss"] = [answer.status_code, answer.text.strip()]
     answer = gateway.get(callback)
     seen["callback"] = answer.status_code
     seen["callback_location"] = answer.headers.get("location")
@@ -52,6 +65,7 @@ with httpx2.Client(follow_redirects=False, timeout=30) as gateway:
         [a.strip() for a in c.split(";")[1:]] for c in cookies if c.startswith("toolgate_approvals=")
     ]
     seen["state_cookie_cleared"] = any(c.startswith("toolgate_oauth_state=;") and "Max-Age=0" in c for c in cookies)
+    seen["callback_said"] = answer.text.strip()
     session = gateway.get(f"{admin}/approvals/api/session")
     seen["session"] = [session.status_code, session.json()]
     # The same callback again, with the state cookie it was started with: used up.

@@ -337,6 +337,21 @@ fn issuer(
             "empty: the `aud` tokens must hold".to_owned(),
         );
     }
+    // (A prefix that only begins it, `tool`, makes such a group from one scope, `set:ops`: that
+    // token is refused when it comes, as any token holding the gateway's groups is.)
+    if written
+        .scope_group_prefix
+        .as_deref()
+        .is_some_and(|prefix| prefix.starts_with(crate::tool_sets::GROUP_PREFIX))
+    {
+        bad(
+            &format!("{key}.scope_group_prefix"),
+            format!(
+                "may not start like {:?}: groups so named are the gateway's (calls through tool sets)",
+                crate::tool_sets::GROUP_PREFIX
+            ),
+        );
+    }
     Some(IssuerSettings {
         issuer,
         audience,

@@ -349,3 +349,12 @@ fn oauth_ids_stay_apart_from_jwt_and_api_key_ids() {
     );
     let _ = std::fs::remove_file(jwks);
 }
+
+#[test]
+fn scopes_may_not_become_the_gateways_groups() {
+    refused_naming(
+        &format!("{MINIMAL}{ISSUER}scope_group_prefix = \"toolset:\"\n"),
+        "oauth.issuers[0].scope_group_prefix",
+        "the gateway's",
+    );
+}

@@ -206,6 +206,10 @@ fn its_own_layer_is_asked_only_about_calls_through_it_of_its_tools() {
     let bare = ToolSetLayer::new(set(), None);
     let alice = Principal::new("alice", ["ops"]);
     let via = through(&alice, &set());
+    assert_eq!(
+        format!("{layer:?}"),
+        "ToolSetLayer { set: \"ops\", own_layer: true }"
+    );
     // Decisions: no opinion outside; its own layer's through it; a deny for tools outside it.
     let outside = layer.decide(&prepared(&registry, "files__read", &alice));
     assert!(outside.fallback, "{outside:?}");

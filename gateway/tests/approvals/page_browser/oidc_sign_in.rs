@@ -1,7 +1,8 @@
 //! Approvers sign in to the page at the team's OpenID provider (a real one: `oidc-provider`),
 //! in the browser: the page offers only the provider's link (typed credentials are turned off),
-//! the click goes through the provider and back signed in as the account it names, with the
-//! groups its token carries, and that person's approval runs the held call once.
+//! the click goes through the provider and back signed in as the account it names (under the
+//! issuer's id prefix: the page also has an API-key client `alice`), with the groups its token
+//! carries, and that person's approval runs the held call once.
 
 use super::*;
 use crate::support::node_dir;
@@ -23,7 +24,7 @@ async fn a_person_signs_in_at_the_provider_and_approves() {
         (mcp, admin),
         &format!(
             "[oauth]\nresource = \"http://127.0.0.1:{mcp}/mcp\"\n\
-             [[oauth.issuers]]\nissuer = \"{}\"\n\
+             [[oauth.issuers]]\nissuer = \"{}\"\nid_prefix = \"sso:\"\n\
              [oauth.page]\nclient_id = \"page-public\"\nredirect_url = \"{callback}\"\n\
              label = \"Sign in with the team's provider\"\ncredential_sign_in = false\n",
             provider.issuer
@@ -69,13 +70,14 @@ async fn a_person_signs_in_at_the_provider_and_approves() {
         .text()
         .await
         .unwrap();
-    assert_eq!(approver, "alice");
+    // The provider's alice, not the API-key client alice: one principal, one source.
+    assert_eq!(approver, "sso:alice");
     let outcome = answer(&browser, &held, "approve", "signed in at the provider").await;
-    assert!(outcome.contains("Approved by alice"), "{outcome}");
+    assert!(outcome.contains("Approved by sso:alice"), "{outcome}");
     assert_eq!(deploys(&setup.work), ["prod"]);
     // The audit log names the approver the provider signed in.
     let audit = setup.work.read("audit.jsonl");
-    assert!(audit.contains("\"approver\":\"alice\""), "{audit}");
+    assert!(audit.contains("\"approver\":\"sso:alice\""), "{audit}");
     browser.close().await.unwrap();
     drop(provider);
 }

@@ -54,8 +54,9 @@ fn drive(mode: &str) {
         assert!(metrics.contains(expected), "{expected} not in:\n{metrics}");
     }
     assert!(http_get(served.admin, "/healthz").ends_with("ok\n"));
-    // The admin listener is not the MCP one, and MCP metrics are not served to MCP clients.
-    assert!(http_get(served.mcp, "/metrics").starts_with("HTTP/1.1 401"));
+    // The admin listener is not the MCP one, and MCP metrics are not served to MCP clients:
+    // the MCP listener answers at its endpoints' paths exactly, nowhere else.
+    assert!(http_get(served.mcp, "/metrics").starts_with("HTTP/1.1 404"));
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod checkpoints;
 mod listen;
 mod load;
 mod names;
+mod written_identities;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -305,6 +306,10 @@ impl Default for Limits {
 // strings for enums) is checked once, in `load`, and the rest of the gateway sees only a
 // consistent config.
 
+// The identity tables as written (`[jwt]`, `[oauth]`) live apart; children of this module read
+// them here as they read the other sections.
+use written_identities::{IssuerSection, JwtSection, OAuthPageSection, OAuthSection};
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
@@ -340,62 +345,12 @@ struct ToolSetSection {
     policy: Option<PathBuf>,
 }
 
-/// `[oauth]` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OAuthSection {
-    resource: Option<String>,
-    scopes: Option<Vec<String>>,
-    #[serde(default)]
-    issuers: Vec<IssuerSection>,
-    page: Option<OAuthPageSection>,
-}
-
-/// `[oauth.page]` as written: approvers sign in to the page at an issuer.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OAuthPageSection {
-    issuer: Option<String>,
-    client_id: Option<String>,
-    client_secret_env: Option<String>,
-    redirect_url: Option<String>,
-    scopes: Option<Vec<String>>,
-    label: Option<String>,
-    credential_sign_in: Option<bool>,
-}
-
-/// One `[[oauth.issuers]]` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct IssuerSection {
-    issuer: Option<String>,
-    audience: Option<String>,
-    id_claim: Option<String>,
-    id_prefix: Option<String>,
-    groups_claim: Option<String>,
-    scope_group_prefix: Option<String>,
-    leeway_s: Option<u64>,
-    keys_refresh_s: Option<u64>,
-    keys_max_age_s: Option<u64>,
-    keys_refetch_min_s: Option<u64>,
-}
-
 /// `[traces]` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TracesSection {
     otlp_endpoint: Option<String>,
     service_name: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JwtSection {
-    jwks_file: Option<PathBuf>,
-    issuer: Option<String>,
-    audience: Option<String>,
-    groups_claim: Option<String>,
-    leeway_s: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -9,9 +9,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, header};
 
 use super::settings::OAuthSettings;
-
-/// The root well-known path; RFC 9728 §3.1 puts the resource's own path after it.
-pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+pub use super::settings::WELL_KNOWN;
 
 /// The metadata of a tool set's endpoint (`settings` as `OAuthSettings::at` makes them), at its
 /// resource's well-known path only (the root one is the main endpoint's).

@@ -4,6 +4,10 @@ use std::time::Duration;
 
 use crate::jwt::ClaimMap;
 
+/// The root well-known path of the protected-resource metadata; RFC 9728 §3.1 puts the
+/// resource's own path after it.
+pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
 /// The gateway as an OAuth 2.1 resource server.
 #[derive(Debug, Clone)]
 pub struct OAuthSettings {
@@ -54,7 +58,7 @@ impl OAuthSettings {
         let resource = format!("{stem}{path}");
         let (metadata_path, metadata_url) = match reqwest::Url::parse(&resource) {
             Ok(url) => {
-                let path = format!("{}{}", super::metadata::WELL_KNOWN, url.path());
+                let path = format!("{WELL_KNOWN}{}", url.path());
                 let full = format!("{}{path}", url.origin().ascii_serialization());
                 (path, full)
             }

@@ -212,6 +212,29 @@ pub(crate) fn admitted_out_of_band<'a>(
 mod tests {
     use super::*;
 
+    /// Named by id, or by one of its groups, or — with neither listed — anyone identified; not
+    /// someone who only shares an id with a group's name or a group with an id.
+    #[test]
+    fn an_approver_is_named_by_id_or_group_or_by_a_rule_naming_nobody() {
+        let alice = Principal::new("alice", ["ops"]);
+        let ops = Principal::new("ops", ["alice"]);
+        let by_id = Approvers::ids(["alice"]);
+        assert!(by_id.admits(Some(&alice), None).is_ok());
+        assert!(by_id.admits(Some(&ops), None).is_err());
+        let by_group = Approvers::groups(["ops"]);
+        assert!(by_group.admits(Some(&alice), None).is_ok());
+        assert!(by_group.admits(Some(&ops), None).is_err());
+        let carol_only = Approvers::ids(["carol"]);
+        assert!(carol_only.admits(Some(&alice), None).is_err());
+        // Naming nobody admits anyone identified.
+        let anyone = Approvers::default();
+        assert!(anyone.admits(Some(&ops), None).is_ok());
+        assert!(matches!(
+            anyone.admits(None, None),
+            Err(ApproverRefusal::Unidentified)
+        ));
+    }
+
     /// Four eyes: whoever asked never answers; someone else named does; an asker nobody knows
     /// cannot be told apart from the approver, so nobody does.
     #[test]
@@ -278,6 +301,14 @@ mod tests {
     /// band it may.
     #[test]
     fn out_of_band_the_asker_answers_only_where_allowed() {
+        // Out of band is no looser than in band: whoever no rule names is refused first.
+        let eve = Principal::new("eve", ["dev"]);
+        let asker = Principal::new("alice", ["ops"]);
+        let ops = Approvers::groups(["ops"]).allowing_self();
+        assert!(matches!(
+            admitted_out_of_band([&ops], Some(&eve), Some(&asker)),
+            Err(ApproverRefusal::NotAnApprover { .. })
+        ));
         let alice = Principal::new("alice", ["ops"]);
         let bob = Principal::new("bob", ["ops"]);
         let none: [&Approvers; 0] = [];

@@ -195,14 +195,17 @@ fn approvers_sign_in_to_the_page_at_the_provider_and_the_session_ends_with_the_t
         &[("TG_PAGE_SECRET", "page-secret")],
     );
     wait_for_port(admin);
-    let output = Command::new(&python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/page_sign_in.py"))
-        .args([&format!("http://127.0.0.1:{admin}"), "alice", key])
-        .output()
-        .expect("python runs");
-    let (stdout, stderr) = text(&output);
-    let seen: Value =
-        serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{stdout}\n{stderr}"));
+    // One sign-in at the provider as `who`, as a browser makes it: what each step answered.
+    let sign_in_as = |who: &str| -> Value {
+        let output = Command::new(&python)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/page_sign_in.py"))
+            .args([&format!("http://127.0.0.1:{admin}"), who, key])
+            .output()
+            .expect("python runs");
+        let (stdout, stderr) = text(&output);
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{stdout}\n{stderr}"))
+    };
+    let seen = sign_in_as("alice");
     let host = url_host(&provider.issuer);
     assert_eq!(
         seen["ways"],
@@ -278,14 +281,7 @@ fn approvers_sign_in_to_the_page_at_the_provider_and_the_session_ends_with_the_t
     assert_eq!(seen["typed_credential"], 403, "{seen}");
 
     // The provider's account `bob` is not the API-key client `bob`: one principal, one source.
-    let output = Command::new(&python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/page_sign_in.py"))
-        .args([&format!("http://127.0.0.1:{admin}"), "bob", key])
-        .output()
-        .expect("python runs");
-    let (stdout, stderr) = text(&output);
-    let seen: Value =
-        serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{stdout}\n{stderr}"));
+    let seen = sign_in_as("bob");
     assert_eq!(seen["callback"], 401, "{seen}");
     assert!(
         seen["callback_said"]

@@ -8,7 +8,11 @@
 //! # Guarantees
 //!
 //! - **Who answers is authenticated.** A person signs in with a credential your [`Authenticate`]
-//!   turns into a [`Principal`] (the gateway's: an API key or a JSON Web Token); the session is a
+//!   turns into a [`Principal`] (the gateway's: an API key or a JSON Web Token), or through a
+//!   route of yours the page links to ([`with_sign_in_link`](ApprovalPage::with_sign_in_link):
+//!   the gateway's OpenID Connect sign-in) that opens the session with [`PageSessions`]; typed
+//!   credentials can be turned off
+//!   ([`without_credential_sign_in`](ApprovalPage::without_credential_sign_in)). The session is a
 //!   random 256-bit id in an `HttpOnly; SameSite=Strict` cookie (with
 //!   [`with_secure_cookies`](ApprovalPage::with_secure_cookies): `__Host-` prefixed, `Secure`,
 //!   `Path=/`). A request carrying the cookie twice (tossed by a page on another port of the same

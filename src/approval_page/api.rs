@@ -2,7 +2,6 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -16,10 +15,12 @@ use serde_json::{Value, json};
 use super::origin::{host_is, same_origin};
 use super::session::{Session, Sessions};
 
+mod opening;
 mod signed_in;
 use super::{ApprovalPage, assets};
 use crate::approvals::{ApprovalError, ApprovalRequest, ApprovalResponse};
 use crate::clock::{Clock as _, SystemClock};
+pub(super) use opening::open_session;
 use signed_in::{MAX_FAILED_SIGN_INS, checked, session_of, sign_in_failed, signing_in_paused};
 
 /// The largest request body read: sign-in and answers are small.
@@ -85,36 +86,6 @@ async fn sign_in_options(State(shared): Page) -> Response {
         .collect();
     axum::Json(json!({"credential": shared.page.credential_sign_in, "links": links}))
         .into_response()
-}
-
-/// Opens a session for `principal` lasting the page's lifetime, cut at `ends`: the session and
-/// its `Set-Cookie` value.
-pub(super) fn open_session(
-    shared: &Shared,
-    principal: crate::contract::Principal,
-    ends: Option<SystemTime>,
-) -> Result<(Session, String), Refusal> {
-    let Some(time_to_live) = session_lifetime(shared.page.session_time_to_live, ends) else {
-        sign_in_failed(shared);
-        return Err(Refusal(
-            StatusCode::UNAUTHORIZED,
-            "this credential has expired: sign in with a fresh one".to_owned(),
-            Vec::new(),
-        ));
-    };
-    let Some((id, session)) = shared.sessions.open(principal, time_to_live) else {
-        return Err(Refusal(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the operating system's random generator is unavailable".to_owned(),
-            Vec::new(),
-        ));
-    };
-    // Max-Age is whole seconds, rounded up: the server's own expiry is the exact one.
-    let cookie = shared.page.cookie(
-        &id,
-        time_to_live.as_secs() + u64::from(time_to_live.subsec_nanos() > 0),
-    );
-    Ok((session, cookie))
 }
 
 /// A JSON error `{"error": message}` with `status`.
@@ -243,16 +214,6 @@ async fn login(State(shared): Page, body: axum::Json<Login>) -> Response {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
-}
-
-/// How long a session opened now may last: the page's lifetime, cut at the instant the
-/// credential ends; `None` if that instant has passed (a token accepted within its leeway).
-fn session_lifetime(page: Duration, credential_ends: Option<SystemTime>) -> Option<Duration> {
-    let Some(ends) = credential_ends else {
-        return Some(page);
-    };
-    let left = ends.duration_since(SystemTime::now()).ok()?;
-    (!left.is_zero()).then(|| page.min(left))
 }
 
 async fn logout(State(shared): Page, headers: HeaderMap) -> Response {

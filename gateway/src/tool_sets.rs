@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use toolgate::decision::RateSlot;
 use toolgate::policy::PolicyMismatch;
+use toolgate::rules::ToolNamePattern;
 use toolgate::{
     Policy, PolicyDecision, PreparedToolCall, Principal, Reason, ToolRegistry, ToolResult,
 };
@@ -37,7 +38,8 @@ pub const GROUP_PREFIX: &str = "toolset:";
 pub struct ToolSetConfig {
     /// Its name: the path segment and the group's suffix.
     pub name: String,
-    /// The served names it holds: exact, or a prefix ending in `*`.
+    /// The served names it holds, in the rule language's tool patterns
+    /// ([`ToolNamePattern`]: `*`, `?`, a gate only by a pattern ending with its method).
     pub tools: Vec<String>,
     /// Its own policy layer's file, if any.
     pub policy: Option<PathBuf>,
@@ -54,14 +56,25 @@ impl ToolSetConfig {
         format!("/sets/{}/mcp", self.name)
     }
 
+    /// Its patterns, read.
+    pub fn patterns(&self) -> Patterns {
+        Patterns(
+            self.tools
+                .iter()
+                .map(|tool| ToolNamePattern::new(tool))
+                .collect(),
+        )
+    }
+}
+
+/// A set's tool patterns, read once.
+#[derive(Debug)]
+pub struct Patterns(Vec<ToolNamePattern>);
+
+impl Patterns {
     /// Whether the served tool `name` is in the set.
-    pub fn holds(&self, name: &str) -> bool {
-        self.tools
-            .iter()
-            .any(|pattern| match pattern.strip_suffix('*') {
-                Some(prefix) => name.starts_with(prefix),
-                None => name == pattern,
-            })
+    pub fn hold(&self, name: &str) -> bool {
+        self.0.iter().any(|pattern| pattern.holds(name))
     }
 }
 
@@ -69,6 +82,7 @@ impl ToolSetConfig {
 /// for a tool outside it, else its own layer's decision (or no opinion without one).
 pub struct ToolSetLayer {
     set: Arc<ToolSetConfig>,
+    patterns: Patterns,
     group: String,
     inner: Option<Arc<dyn Policy>>,
     not_through: Reason,
@@ -94,6 +108,7 @@ impl ToolSetLayer {
             set.name
         ));
         Self {
+            patterns: set.patterns(),
             set,
             group,
             inner,
@@ -116,7 +131,7 @@ impl Policy for ToolSetLayer {
         if !self.member(call.call().principal.as_deref()) {
             return PolicyDecision::fallback_deny(self.not_through.clone());
         }
-        if !self.set.holds(call.tool_name()) {
+        if !self.patterns.hold(call.tool_name()) {
             return PolicyDecision::deny(self.outside.clone());
         }
         match &self.inner {
@@ -140,7 +155,7 @@ impl Policy for ToolSetLayer {
 
     fn denies_every_call_for(&self, tool_name: &str, caller: Option<&Principal>) -> bool {
         !self.member(caller)
-            || !self.set.holds(tool_name)
+            || !self.patterns.hold(tool_name)
             || self
                 .inner
                 .as_ref()
@@ -149,7 +164,7 @@ impl Policy for ToolSetLayer {
 
     fn always_denies_for(&self, tool_name: &str, caller: Option<&Principal>) -> bool {
         self.member(caller)
-            && (!self.set.holds(tool_name)
+            && (!self.patterns.hold(tool_name)
                 || self
                     .inner
                     .as_ref()
@@ -160,7 +175,7 @@ impl Policy for ToolSetLayer {
         match &self.inner {
             Some(inner)
                 if self.member(call.call().principal.as_deref())
-                    && self.set.holds(call.tool_name()) =>
+                    && self.patterns.hold(call.tool_name()) =>
             {
                 inner.rate_slots(call)
             }
@@ -188,7 +203,7 @@ impl Policy for ToolSetLayer {
         result: &mut ToolResult,
     ) -> Vec<RateSlot> {
         match &self.inner {
-            Some(inner) if self.member(principal) && self.set.holds(tool_name) => {
+            Some(inner) if self.member(principal) && self.patterns.hold(tool_name) => {
                 inner.judge_result(tool_name, principal, result)
             }
             _ => Vec::new(),

@@ -38,6 +38,36 @@ impl ToolName {
     }
 }
 
+/// A tool-name pattern as the rule language reads a rule's `tool` — for another subset of the
+/// tools than a rule's, written in the same words (the gateway's tool sets).
+///
+/// `*` matches any run of characters, `?` one, `\` escapes the next; the whole name must match,
+/// case and all. As for an allow or ask rule, a pattern holds a *gate* (a server's
+/// `resources/read`, `prompts/get`, …) only if it ends with the gate's method: `files__*` holds
+/// `files__read` but not `files__resources/read`; `files__*resources/read` holds that.
+///
+/// ```
+/// use toolgate::rules::ToolNamePattern;
+///
+/// let reads = ToolNamePattern::new("files__read_*");
+/// assert!(reads.holds("files__read_file") && !reads.holds("files__write"));
+/// assert!(!ToolNamePattern::new("files__*").holds("files__resources/read"));
+/// ```
+#[derive(Debug)]
+pub struct ToolNamePattern(ToolPattern);
+
+impl ToolNamePattern {
+    /// `pattern`, read once (match with [`holds`](Self::holds) as often as needed).
+    pub fn new(pattern: &str) -> Self {
+        Self(ToolPattern::new(pattern))
+    }
+
+    /// Whether the pattern holds the tool `name`, as an allow rule with it would cover it.
+    pub fn holds(&self, name: &str) -> bool {
+        self.0.covers(name, PolicyAction::Allow)
+    }
+}
+
 /// A pattern over whole tool names: `*` any run of characters, `?` one, `\` escapes the next.
 ///
 /// A pattern allows or asks for a *gate* — the registry entry standing for an MCP server's

@@ -32,6 +32,7 @@ pub use flows::{
     EarlierCalls, FlowConfig, FlowScope, NamedSource, SameValue, SourceKind, SourcesConfig,
     TokenKind, ValueProvenance, ValueRead, ValueSource,
 };
+pub use groups::ToolNamePattern;
 pub use principals::PrincipalsConfig;
 pub use results::{Detector, ResultAction, ResultRuleConfig};
 pub use trace::{Explanation, RuleTrace};

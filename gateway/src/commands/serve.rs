@@ -116,7 +116,11 @@ fn failed(problem: String) -> ExitCode {
 fn log_tool_sets(config: &Config, controller: &ToolController) {
     let specs = controller.specs();
     for set in &config.tool_sets {
-        let held = specs.iter().filter(|spec| set.holds(&spec.name)).count();
+        let patterns = set.patterns();
+        let held = specs
+            .iter()
+            .filter(|spec| patterns.hold(&spec.name))
+            .count();
         if held == 0 {
             tracing::warn!(
                 "tool set {}: holds none of the {} served tools: its tools patterns {:?} name no served tool (served names carry their upstream's prefix)",

@@ -122,17 +122,33 @@ fn its_own_layer_judges_calls_through_it_and_no_other_and_cannot_loosen_main() {
 }
 
 #[test]
-fn patterns_match_exactly_or_by_prefix() {
+fn patterns_are_the_rule_languages() {
     let set = ToolSetConfig {
         name: "s".to_owned(),
-        tools: vec!["git__status".to_owned(), "files__read_*".to_owned()],
+        tools: vec![
+            "git__status".to_owned(),
+            "files__read_*".to_owned(),
+            "h__ech?".to_owned(),
+            "docs__*resources/read".to_owned(),
+        ],
         policy: None,
     };
-    assert!(set.holds("git__status"));
-    assert!(!set.holds("git__status2"));
-    assert!(set.holds("files__read_file"));
-    assert!(set.holds("files__read_"));
-    assert!(!set.holds("files__write"));
+    let patterns = set.patterns();
+    assert!(patterns.hold("git__status"));
+    assert!(!patterns.hold("git__status2") && !patterns.hold("GIT__status"));
+    assert!(patterns.hold("files__read_file") && patterns.hold("files__read_"));
+    assert!(!patterns.hold("files__write"));
+    assert!(patterns.hold("h__echo") && !patterns.hold("h__ech"));
+    // A gate is held only by a pattern ending with its method, as in an allow rule.
+    assert!(
+        !ToolSetConfig {
+            tools: vec!["files__*".to_owned()],
+            ..set.clone()
+        }
+        .patterns()
+        .hold("files__resources/read")
+    );
+    assert!(patterns.hold("docs__resources/read"));
     assert_eq!(set.path(), "/sets/s/mcp");
 }
 

@@ -8,8 +8,8 @@ use super::super::ToolSetSection;
 use crate::tool_sets::ToolSetConfig;
 
 /// The tool sets, checked: a name of 1 to 64 lowercase letters, digits, `-` or `_` (it is a path
-/// segment and part of a group name); at least one tool pattern, each exact or a prefix ending in
-/// `*`; a policy file relative to `base`.
+/// segment and part of a group name); at least one tool pattern, read as a rule's `tool` is; a
+/// policy file relative to `base`.
 pub(super) fn tool_sets(
     written: BTreeMap<String, ToolSetSection>,
     base: &Path,
@@ -47,14 +47,12 @@ pub(super) fn tool_sets(
             fine = false;
         }
         for (index, pattern) in tools.iter().enumerate() {
-            let star = pattern.find('*');
-            if pattern.is_empty()
-                || star.is_some_and(|at| at != pattern.len() - 1)
-                || pattern.chars().any(|c| c.is_control() || c.is_whitespace())
-            {
+            if pattern.is_empty() || pattern.chars().any(|c| c.is_control() || c.is_whitespace()) {
                 problem(
                     &format!("{key}.tools[{index}]"),
-                    format!("{pattern:?}: a served tool name, or a prefix ending in one `*`"),
+                    format!(
+                        "{pattern:?}: a served tool name or a pattern of them (`*`, `?`, as a rule's `tool`), without spaces or control characters"
+                    ),
                 );
                 fine = false;
             }

@@ -45,9 +45,9 @@ fn tool_sets_are_checked_and_their_group_prefix_is_reserved() {
             "missing",
         ),
         (
-            format!("{MINIMAL}{http}[tool_sets.ops]\ntools = [\"a*b\"]\n"),
+            format!("{MINIMAL}{http}[tool_sets.ops]\ntools = [\"a b*\"]\n"),
             "tool_sets.ops.tools[0]",
-            "one `*`",
+            "without spaces",
         ),
         (
             format!("{MINIMAL}{http}[tool_sets.ops]\ntools = [\"\"]\n"),

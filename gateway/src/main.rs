@@ -10,6 +10,7 @@
 mod assemble;
 mod blocking;
 mod catalog;
+mod causes;
 mod checkpoints;
 mod cli;
 mod commands;

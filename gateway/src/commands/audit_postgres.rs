@@ -41,7 +41,9 @@ fn with_log<T: Send>(
                     Access::Read => PostgresAuditSink::connect_read_only(&url),
                     Access::Write => PostgresAuditSink::connect(&url),
                 }
-                .map_err(|error| format!("cannot open it: {}", full(&error)))?;
+                .map_err(|error| {
+                    format!("cannot open it: {}", crate::causes::with_causes(&error))
+                })?;
                 work(&log)
             })
             .map_err(|error| format!("cannot start a thread: {error}"))?;
@@ -51,21 +53,6 @@ fn with_log<T: Send>(
     })
 }
 
-/// The error, with the causes its display leaves out (the database's own message).
-fn full(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let said = cause.to_string();
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// The tree head now (checked to extend `kept` when given) and the chain's tip, after verifying it.
 pub fn verify(env: &str, kept: Option<&TreeHead>) -> Result<(TreeHead, ChainTip), String> {
     with_log(env, Access::Read, |log| {
@@ -73,8 +60,10 @@ pub fn verify(env: &str, kept: Option<&TreeHead>) -> Result<(TreeHead, ChainTip)
             Some(kept) => log.verify_extends(kept),
             None => log.tree_head(),
         }
-        .map_err(|error| full(&error))?;
-        let tip = log.verify().map_err(|error| full(&error))?;
+        .map_err(|error| crate::causes::with_causes(&error))?;
+        let tip = log
+            .verify()
+            .map_err(|error| crate::causes::with_causes(&error))?;
         Ok((now, tip))
     })
 }
@@ -82,7 +71,8 @@ pub fn verify(env: &str, kept: Option<&TreeHead>) -> Result<(TreeHead, ChainTip)
 /// Entry `index`'s receipt and the tree head now; `None` past the end.
 pub fn prove(env: &str, index: u64) -> Result<Option<(Receipt, TreeHead)>, String> {
     with_log(env, Access::Read, |log| {
-        log.receipt(index).map_err(|error| full(&error))
+        log.receipt(index)
+            .map_err(|error| crate::causes::with_causes(&error))
     })
 }
 
@@ -90,7 +80,7 @@ pub fn prove(env: &str, index: u64) -> Result<Option<(Receipt, TreeHead)>, Strin
 pub fn disclose(env: &str, index: u64, arguments: serde_json::Value) -> Result<Disclosure, String> {
     with_log(env, Access::Read, |log| {
         log.disclose(index, &arguments)
-            .map_err(|error| full(&error))?
+            .map_err(|error| crate::causes::with_causes(&error))?
             .ok_or_else(|| format!("no entry {index} (entries are numbered from 0)"))
     })
 }
@@ -98,7 +88,8 @@ pub fn disclose(env: &str, index: u64, arguments: serde_json::Value) -> Result<D
 /// Erases entry `index`'s salt; whether there was one.
 pub fn forget(env: &str, index: u64) -> Result<bool, String> {
     with_log(env, Access::Write, |log| {
-        log.forget_salt(index).map_err(|error| full(&error))
+        log.forget_salt(index)
+            .map_err(|error| crate::causes::with_causes(&error))
     })
 }
 
@@ -114,7 +105,9 @@ pub fn export(env: &str, out: &Path) -> ExitCode {
             .map_err(|error| format!("{}: cannot create it ({error})", out.display()))?;
         created.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut writer = std::io::BufWriter::new(file);
-        let tip = log.export(&mut writer).map_err(|error| full(&error))?;
+        let tip = log
+            .export(&mut writer)
+            .map_err(|error| crate::causes::with_causes(&error))?;
         writer
             .into_inner()
             .map_err(|error| error.into_error())

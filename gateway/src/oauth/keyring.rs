@@ -237,7 +237,10 @@ impl Keyring {
         if let Some((user, password)) = basic {
             request = request.basic_auth(user, Some(password));
         }
-        let response = request.send().await.map_err(|error| error_chain(&error))?;
+        let response = request
+            .send()
+            .await
+            .map_err(|error| crate::causes::with_causes(&error))?;
         let status = response.status();
         let body = read_capped(response).await?;
         let json: serde_json::Value = serde_json::from_slice(&body)
@@ -353,7 +356,7 @@ impl Keyring {
             .header(http::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|error| error_chain(&error))?;
+            .map_err(|error| crate::causes::with_causes(&error))?;
         if response.status() == http::StatusCode::NOT_FOUND {
             return Err(NOT_FOUND.to_owned());
         }
@@ -370,7 +373,7 @@ async fn read_capped(mut response: reqwest::Response) -> Result<Vec<u8>, String>
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|error| error_chain(&error))?
+        .map_err(|error| crate::causes::with_causes(&error))?
     {
         if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
             return Err(format!("larger than {MAX_DOCUMENT_BYTES} bytes"));
@@ -414,16 +417,4 @@ pub fn secure_url(text: &str) -> Result<reqwest::Url, String> {
         "http" => Err("is plain http to a host that is not loopback: use https".to_owned()),
         other => Err(format!("has scheme {other:?}: use https")),
     }
-}
-
-/// An error with its causes (reqwest's own message says only "error sending request").
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

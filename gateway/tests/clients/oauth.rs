@@ -192,7 +192,7 @@ fn approvers_sign_in_to_the_page_at_the_provider_and_the_session_ends_with_the_t
             sha256(key),
             provider.issuer
         ),
-        &[("TG_PAGE_SECRET", "page-secret")],
+        &[("TG_PAGE_SECRET", "page-secret"), ("TOOLGATE_LOG", "debug")],
     );
     wait_for_port(admin);
     // One sign-in at the provider as `who`, as a browser makes it: what each step answered.
@@ -215,6 +215,7 @@ fn approvers_sign_in_to_the_page_at_the_provider_and_the_session_ends_with_the_t
         "{seen}"
     );
     assert_eq!(seen["start"], 303, "{seen}");
+    assert_eq!(seen["flood"], json!([303]), "{seen}");
     assert_eq!(
         seen["asked"],
         json!({"response_type": "code", "code_challenge_method": "S256", "resource": resource, "scope": "openid mcp"}),
@@ -291,6 +292,13 @@ fn approvers_sign_in_to_the_page_at_the_provider_and_the_session_ends_with_the_t
         "{seen}"
     );
     assert_eq!(seen["session"][0], 401, "{seen}");
+
+    // At the debug level the log holds no code, no client secret and no token.
+    let log = work.read("gateway.log");
+    assert!(log.contains("signed in to the approval page"), "{log}");
+    for secret in [seen["code"].as_str().unwrap(), "page-secret", "eyJ"] {
+        assert!(!log.contains(secret), "{secret} in the log");
+    }
 }
 
 fn url_host(url: &str) -> &str {

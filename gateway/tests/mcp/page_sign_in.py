@@ -36,6 +36,10 @@ with httpx2.Client(follow_redirects=False, timeout=30) as gateway:
             if url.startswith(f"{admin}/approvals/oauth/callback"):
                 break
     callback = url
+    seen["code"] = parse_qs(urlparse(callback).query)["code"][0]
+    # A flood of sign-ins started by anyone (300, unauthenticated) crowds out no one's.
+    with httpx2.Client(follow_redirects=False, timeout=30) as flood:
+        seen["flood"] = sorted({flood.get(f"{admin}/approvals/oauth/start").status_code for _ in range(300)})
     # The callback in another browser (no state cookie): refused, and the sign-in not used up.
     with httpx2.Client(follow_redirects=False, timeout=30) as other:
         refused = other.get(callback)

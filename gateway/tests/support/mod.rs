@@ -252,13 +252,17 @@ pub fn serve_http_with(
           {"id": "crash", "tool": "h__crash", "action": "deny", "reason": "not through the gateway"}
         ]}"#,
     );
-    let child = std::process::Command::new(GATEWAY)
+    let mut command = std::process::Command::new(GATEWAY);
+    command
         .args(["serve", "--config"])
         .arg(&config)
         .envs(env.iter().copied())
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("the gateway starts");
+        .stdin(std::process::Stdio::null());
+    // A test that sets the log level reads the log: it goes to `gateway.log`.
+    if env.iter().any(|(name, _)| *name == "TOOLGATE_LOG") {
+        command.stderr(std::fs::File::create(work.path("gateway.log")).expect("the log file"));
+    }
+    let child = command.spawn().expect("the gateway starts");
     wait_for_port(mcp);
     Served { child, mcp, admin }
 }

@@ -142,10 +142,12 @@ impl OAuth {
         token: &str,
         resource: Option<&str>,
     ) -> Result<(Principal, SystemTime), Refusal> {
-        let header = jsonwebtoken::decode_header(token)
+        // Read unverified once, for the header (which key) and `iss` (whose keys); the
+        // signature is checked below, with that key.
+        let unverified = jsonwebtoken::dangerous::insecure_decode::<IssuerOnly>(token)
             .map_err(|error| Refusal::Final(format!("not a JWT: {error}")))?;
-        let claimed = jsonwebtoken::dangerous::insecure_decode::<IssuerOnly>(token)
-            .map_err(|error| Refusal::Final(format!("not a JWT: {error}")))?
+        let header = unverified.header;
+        let claimed = unverified
             .claims
             .iss
             .ok_or_else(|| Refusal::Final("the token names no issuer (`iss`)".to_owned()))?;

@@ -28,13 +28,25 @@ fn init(dir: &Path, extra: &[&str], upstream: &[&str]) -> (Option<i32>, String, 
     (output.status.code(), stdout, stderr)
 }
 
+/// A free port whose next one is free too: `init --http` puts the admin listener on the next port,
+/// and a port another test happens to hold there would make `serve` fail.
+fn free_port_and_next() -> u16 {
+    loop {
+        let first = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let port = first.local_addr().expect("its address").port();
+        if port < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+}
+
 #[test]
 fn init_writes_a_config_and_policy_that_check_and_serve_asking_about_every_call() {
     let Some(python) = python() else { return };
     let python = python.to_str().expect("a UTF-8 path").to_owned();
     let work = Work::new("init-served");
     let dir = work.path("gateway");
-    let port = free_port();
+    let port = free_port_and_next();
     let address = format!("127.0.0.1:{port}");
     let upstream = [python.as_str(), &rich_upstream()];
     let (code, stdout, stderr) = init(&dir, &["--upstream", "rich", "--http", &address], &upstream);

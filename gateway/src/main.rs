@@ -56,30 +56,16 @@ fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     // `serve` reads its config before the log is installed: `[traces]` adds the exporter's layer,
     // started here, outside the async runtime (its HTTP client blocks on a thread of its own).
-    let mut serving = match &cli.command {
+    let serving = match &cli.command {
         Some(Command::Serve { config }) => match commands::config_or_report(config) {
             Some(config) => Some(config),
             None => return ExitCode::FAILURE,
         },
         _ => None,
     };
-    let traces = match serving.as_ref().and_then(|config| config.traces.as_ref()) {
-        Some(traces) => match traces::start(traces) {
-            Ok((traces, layer)) => Some((traces, layer)),
-            Err(problem) => {
-                let file = serving
-                    .as_ref()
-                    .map(|config| config.file.display().to_string());
-                eprintln!(
-                    "toolgate-mcp-gateway: {}: {problem}; nothing was started",
-                    file.unwrap_or_default()
-                );
-                return ExitCode::FAILURE;
-            }
-        },
-        None => None,
+    let Ok((traces, layer)) = start_traces(serving.as_ref()) else {
+        return ExitCode::FAILURE;
     };
-    let (traces, layer) = traces.unzip();
     logging::init(layer);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
@@ -88,153 +74,140 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(async {
-        match (cli.command, cli.policy) {
-            (Some(Command::Serve { .. }), _) => match serving.take() {
-                Some(config) => commands::serve(config).await,
-                None => ExitCode::FAILURE,
-            },
-            (Some(Command::Tools { config }), _) => commands::tools(&config).await,
-            (Some(Command::Check { config }), _) => commands::check(&config).await,
-            (
-                Some(Command::Policy {
-                    command: PolicyCommand::Diff { old, new, config },
-                }),
-                _,
-            ) => commands::policy_diff(&config, &old, &new).await,
-            (
-                Some(Command::Policy {
-                    command:
-                        PolicyCommand::Explain {
-                            tool,
-                            arguments,
-                            principal,
-                            groups,
-                            config,
-                        },
-                }),
-                _,
-            ) => {
-                let caller = principal.map(|id| toolgate::Principal::new(id, groups));
-                commands::policy_explain(&config, &tool, &arguments, caller).await
-            }
-            (
-                Some(Command::Init {
-                    upstream,
-                    http,
-                    dir,
-                    client,
-                    force,
-                    command,
-                }),
-                _,
-            ) => {
-                commands::init(&commands::Init {
-                    dir: &dir,
-                    upstream: &upstream,
-                    command: &command,
-                    http,
-                    client: &client,
-                    force,
-                })
-                .await
-            }
-            (Some(Command::Key { id, groups }), _) => commands::key(&id, &groups),
-            (Some(Command::Pin { config }), _) => commands::pin(&config).await,
-            (
-                Some(Command::Audit {
-                    command: AuditCommand::Verify { log, head },
-                }),
-                _,
-            ) => commands::verify(&log.log(), head.as_deref()),
-            (
-                Some(Command::Audit {
-                    command: AuditCommand::Prove { log, index },
-                }),
-                _,
-            ) => commands::prove(&log.log(), index),
-            (
-                Some(Command::Audit {
-                    command:
-                        AuditCommand::Disclose {
-                            log,
-                            index,
-                            arguments,
-                        },
-                }),
-                _,
-            ) => commands::disclose(&log.log(), index, &arguments),
-            (
-                Some(Command::Audit {
-                    command: AuditCommand::Forget { log, index },
-                }),
-                _,
-            ) => commands::forget(&log.log(), index),
-            (
-                Some(Command::Audit {
-                    command: AuditCommand::Export { postgres_env, out },
-                }),
-                _,
-            ) => commands::export(&postgres_env, &out),
-            (
-                Some(Command::Audit {
-                    command: AuditCommand::Key { name, out },
-                }),
-                _,
-            ) => commands::checkpoint_key(&name, &out),
-            (
-                Some(Command::Audit {
-                    command:
-                        AuditCommand::Checkpoint {
-                            file,
-                            key_file,
-                            origin,
-                        },
-                }),
-                _,
-            ) => commands::checkpoint(&file, &key_file, &origin),
-            (
-                Some(Command::Audit {
-                    command:
-                        AuditCommand::VerifyCheckpoint {
-                            file,
-                            checkpoint,
-                            key,
-                            witnesses,
-                            origin,
-                        },
-                }),
-                _,
-            ) => commands::verify_checkpoint(&file, &checkpoint, &key, &witnesses, &origin),
-            (Some(Command::Approvals { command }), _) => match command {
-                ApprovalsCommand::List { config } => commands::list_approvals(&config),
-                ApprovalsCommand::Show { id, config } => commands::show_approval(&config, &id),
-                ApprovalsCommand::Approve { id, answer } => {
-                    commands::answer_approval(&id, &answer, true).await
-                }
-                ApprovalsCommand::Reject { id, answer } => {
-                    commands::answer_approval(&id, &answer, false).await
-                }
-            },
-            (
-                Some(Command::StateKey {
-                    command: StateKeyCommand::Rotate { config },
-                }),
-                _,
-            ) => commands::rotate_state_key(&config),
-            (None, Some(policy)) => {
-                commands::serve(config::Config::legacy(policy, cli.audit, cli.upstream)).await
-            }
-            (None, None) => {
-                let _ = <Cli as clap::CommandFactory>::command().print_help();
-                ExitCode::from(2)
-            }
-        }
-    });
+    let code = runtime.block_on(run(cli, serving));
     // Children are killed on drop; do not wait for tasks blocked on their pipes.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     if let Some(traces) = traces {
         traces.shutdown();
     }
     code
+}
+
+/// The `[traces]` exporter of the config about to be served, and its log layer; `Err` once the
+/// failure is reported (nothing was started).
+fn start_traces(
+    serving: Option<&config::Config>,
+) -> Result<(Option<traces::Traces>, Option<traces::TracesLayer>), ()> {
+    let Some((config, settings)) =
+        serving.and_then(|config| config.traces.as_ref().map(|traces| (config, traces)))
+    else {
+        return Ok((None, None));
+    };
+    match traces::start(settings) {
+        Ok((traces, layer)) => Ok((Some(traces), Some(layer))),
+        Err(problem) => {
+            eprintln!(
+                "toolgate-mcp-gateway: {}: {problem}; nothing was started",
+                config.file.display()
+            );
+            Err(())
+        }
+    }
+}
+
+/// Runs the command asked for; `serving` is `serve`'s config, read already.
+async fn run(cli: Cli, serving: Option<config::Config>) -> ExitCode {
+    let Some(command) = cli.command else {
+        return match cli.policy {
+            Some(policy) => {
+                commands::serve(config::Config::legacy(policy, cli.audit, cli.upstream)).await
+            }
+            None => {
+                let _ = <Cli as clap::CommandFactory>::command().print_help();
+                ExitCode::from(2)
+            }
+        };
+    };
+    match command {
+        Command::Serve { .. } => match serving {
+            Some(config) => commands::serve(config).await,
+            None => ExitCode::FAILURE,
+        },
+        Command::Tools { config } => commands::tools(&config).await,
+        Command::Check { config } => commands::check(&config).await,
+        Command::Policy { command } => policy(command).await,
+        Command::Init {
+            upstream,
+            http,
+            dir,
+            client,
+            force,
+            command,
+        } => {
+            commands::init(&commands::Init {
+                dir: &dir,
+                upstream: &upstream,
+                command: &command,
+                http,
+                client: &client,
+                force,
+            })
+            .await
+        }
+        Command::Key { id, groups } => commands::key(&id, &groups),
+        Command::Pin { config } => commands::pin(&config).await,
+        Command::Audit { command } => audit(command),
+        Command::Approvals { command } => approvals(command).await,
+        Command::StateKey {
+            command: StateKeyCommand::Rotate { config },
+        } => commands::rotate_state_key(&config),
+    }
+}
+
+async fn policy(command: PolicyCommand) -> ExitCode {
+    match command {
+        PolicyCommand::Diff { old, new, config } => {
+            commands::policy_diff(&config, &old, &new).await
+        }
+        PolicyCommand::Explain {
+            tool,
+            arguments,
+            principal,
+            groups,
+            config,
+        } => {
+            let caller = principal.map(|id| toolgate::Principal::new(id, groups));
+            commands::policy_explain(&config, &tool, &arguments, caller).await
+        }
+    }
+}
+
+fn audit(command: AuditCommand) -> ExitCode {
+    match command {
+        AuditCommand::Verify { log, head } => commands::verify(&log.log(), head.as_deref()),
+        AuditCommand::Prove { log, index } => commands::prove(&log.log(), index),
+        AuditCommand::Disclose {
+            log,
+            index,
+            arguments,
+        } => commands::disclose(&log.log(), index, &arguments),
+        AuditCommand::Forget { log, index } => commands::forget(&log.log(), index),
+        AuditCommand::Export { postgres_env, out } => commands::export(&postgres_env, &out),
+        AuditCommand::Key { name, out } => commands::checkpoint_key(&name, &out),
+        AuditCommand::Checkpoint {
+            file,
+            key_file,
+            origin,
+        } => commands::checkpoint(&file, &key_file, &origin),
+        AuditCommand::VerifyCheckpoint {
+            file,
+            checkpoint,
+            key,
+            witnesses,
+            origin,
+        } => commands::verify_checkpoint(&file, &checkpoint, &key, &witnesses, &origin),
+    }
+}
+
+async fn approvals(command: ApprovalsCommand) -> ExitCode {
+    match command {
+        ApprovalsCommand::List { config } => commands::list_approvals(&config),
+        ApprovalsCommand::Show { id, config } => commands::show_approval(&config, &id),
+        ApprovalsCommand::Approve { id, answer } => {
+            commands::answer_approval(&id, &answer, true).await
+        }
+        ApprovalsCommand::Reject { id, answer } => {
+            commands::answer_approval(&id, &answer, false).await
+        }
+    }
 }

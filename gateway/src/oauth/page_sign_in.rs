@@ -332,49 +332,7 @@ async fn signed_in(
     returned: Returned,
     headers: &HeaderMap,
 ) -> Result<String, (StatusCode, String)> {
-    let refused = |why: &str| (StatusCode::BAD_REQUEST, why.to_owned());
-    let state = returned
-        .state
-        .ok_or_else(|| refused("the identity provider sent no state"))?;
-    let name = sign_in.state_cookie_name();
-    let cookies: Vec<&str> = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|header| header.split(';'))
-        .filter_map(|pair| {
-            let (key, value) = pair.trim().split_once('=')?;
-            (key.trim() == name).then_some(value.trim())
-        })
-        .collect();
-    // Exactly one state cookie, and the one this callback names.
-    if cookies.len() != 1 || !same(cookies[0], &state) {
-        return Err(refused("this sign-in was not started in this browser"));
-    }
-    if !sign_in.issued_here(&state) {
-        return Err(refused(
-            "this sign-in was not started here or is older than 10 minutes",
-        ));
-    }
-    let issuer = &sign_in.oauth.settings.issuers[sign_in.settings.issuer].issuer;
-    let iss_promised = sign_in
-        .oauth
-        .keyring(sign_in.settings.issuer)
-        .endpoints()
-        .is_some_and(|endpoints| endpoints.iss_parameter);
-    match &returned.iss {
-        Some(iss) if iss != issuer => {
-            return Err(refused(
-                "the answer names another issuer than the one asked (RFC 9207)",
-            ));
-        }
-        None if iss_promised => {
-            return Err(refused(
-                "the answer names no issuer, though this issuer says it always does (RFC 9207)",
-            ));
-        }
-        _ => {}
-    }
+    let state = callback_for_this_browser(sign_in, &returned, headers)?;
     // Taken only now: an answer refused above (a stripped `iss`) does not use the sign-in up.
     if !sign_in.take(&state) {
         return Err(refused("this sign-in was used already"));
@@ -388,52 +346,11 @@ async fn signed_in(
             ),
         ));
     }
-    let verifier = sign_in.verifier(&state);
     let code = returned
         .code
         .ok_or_else(|| refused("the identity provider sent no code"))?;
-    let keyring = sign_in.oauth.keyring(sign_in.settings.issuer);
-    let token_endpoint = keyring
-        .endpoints()
-        .and_then(|endpoints| endpoints.token)
-        .ok_or_else(|| {
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the identity provider's token endpoint is unknown".to_owned(),
-            )
-        })?;
-    let settings = &sign_in.settings;
-    let form = [
-        ("grant_type", "authorization_code"),
-        ("code", code.as_str()),
-        ("redirect_uri", settings.redirect_url.as_str()),
-        ("code_verifier", verifier.as_str()),
-        ("client_id", settings.client_id.as_str()),
-        ("resource", sign_in.oauth.settings.resource.as_str()),
-    ];
-    let basic = sign_in
-        .secret
-        .as_deref()
-        .map(|secret| (settings.client_id.as_str(), secret));
-    let answer = keyring
-        .post_form(&token_endpoint, &form, basic)
-        .await
-        .map_err(|why| {
-            (
-                StatusCode::BAD_GATEWAY,
-                format!("the identity provider did not exchange the code: {why}"),
-            )
-        })?;
-    let token = answer
-        .get("access_token")
-        .and_then(serde_json::Value::as_str)
-        .ok_or_else(|| {
-            (
-                StatusCode::BAD_GATEWAY,
-                "the identity provider's answer holds no access token".to_owned(),
-            )
-        })?;
-    let (principal, ends) = sign_in.oauth.verify(token).await.map_err(|why| {
+    let token = exchange_code(sign_in, &state, &code).await?;
+    let (principal, ends) = sign_in.oauth.verify(&token).await.map_err(|why| {
         (
             StatusCode::UNAUTHORIZED,
             format!("the token the identity provider issued is not accepted here: {why}"),
@@ -462,8 +379,113 @@ async fn signed_in(
         .duration_since(SystemTime::now())
         .unwrap_or_default()
         .as_secs();
+    let issuer = &sign_in.oauth.settings.issuers[sign_in.settings.issuer].issuer;
     tracing::info!(approver = %id.escape_debug(), issuer = %issuer, "signed in to the approval page through the identity provider; the session ends with the token in {left} s");
     Ok(cookie)
+}
+
+fn refused(why: &str) -> (StatusCode, String) {
+    (StatusCode::BAD_REQUEST, why.to_owned())
+}
+
+/// The state of a callback that answers a sign-in this process started, in this browser, from
+/// the issuer it was sent to (RFC 9207); the sign-in is not used up.
+fn callback_for_this_browser(
+    sign_in: &PageSignIn,
+    returned: &Returned,
+    headers: &HeaderMap,
+) -> Result<String, (StatusCode, String)> {
+    let state = returned
+        .state
+        .clone()
+        .ok_or_else(|| refused("the identity provider sent no state"))?;
+    let name = sign_in.state_cookie_name();
+    let cookies: Vec<&str> = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|header| header.split(';'))
+        .filter_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key.trim() == name).then_some(value.trim())
+        })
+        .collect();
+    // Exactly one state cookie, and the one this callback names.
+    if cookies.len() != 1 || !same(cookies[0], &state) {
+        return Err(refused("this sign-in was not started in this browser"));
+    }
+    if !sign_in.issued_here(&state) {
+        return Err(refused(
+            "this sign-in was not started here or is older than 10 minutes",
+        ));
+    }
+    let issuer = &sign_in.oauth.settings.issuers[sign_in.settings.issuer].issuer;
+    let iss_promised = sign_in
+        .oauth
+        .keyring(sign_in.settings.issuer)
+        .endpoints()
+        .is_some_and(|endpoints| endpoints.iss_parameter);
+    match &returned.iss {
+        Some(iss) if iss != issuer => Err(refused(
+            "the answer names another issuer than the one asked (RFC 9207)",
+        )),
+        None if iss_promised => Err(refused(
+            "the answer names no issuer, though this issuer says it always does (RFC 9207)",
+        )),
+        _ => Ok(state),
+    }
+}
+
+/// The access token the provider's token endpoint gives for `code`, with the PKCE verifier
+/// derived from `state` and the resource (RFC 8707).
+async fn exchange_code(
+    sign_in: &PageSignIn,
+    state: &str,
+    code: &str,
+) -> Result<String, (StatusCode, String)> {
+    let verifier = sign_in.verifier(state);
+    let keyring = sign_in.oauth.keyring(sign_in.settings.issuer);
+    let token_endpoint = keyring
+        .endpoints()
+        .and_then(|endpoints| endpoints.token)
+        .ok_or_else(|| {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the identity provider's token endpoint is unknown".to_owned(),
+            )
+        })?;
+    let settings = &sign_in.settings;
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("redirect_uri", settings.redirect_url.as_str()),
+        ("code_verifier", verifier.as_str()),
+        ("client_id", settings.client_id.as_str()),
+        ("resource", sign_in.oauth.settings.resource.as_str()),
+    ];
+    let basic = sign_in
+        .secret
+        .as_deref()
+        .map(|secret| (settings.client_id.as_str(), secret));
+    let answer = keyring
+        .post_form(&token_endpoint, &form, basic)
+        .await
+        .map_err(|why| {
+            (
+                StatusCode::BAD_GATEWAY,
+                format!("the identity provider did not exchange the code: {why}"),
+            )
+        })?;
+    answer
+        .get("access_token")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            (
+                StatusCode::BAD_GATEWAY,
+                "the identity provider's answer holds no access token".to_owned(),
+            )
+        })
 }
 
 /// Whether two strings are equal, in time independent of where they differ.

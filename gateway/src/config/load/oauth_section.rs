@@ -256,7 +256,7 @@ fn issuer(
     several: bool,
     bad: &mut dyn FnMut(&str, String),
 ) -> Option<IssuerSettings> {
-    let Some(issuer) = written.issuer else {
+    let Some(issuer) = written.issuer.clone() else {
         bad(
             &format!("{key}.issuer"),
             "missing: the authorization server's issuer URL, exactly as its tokens' `iss` says it"
@@ -265,68 +265,8 @@ fn issuer(
         return None;
     };
     plain_url(&format!("{key}.issuer"), &issuer, bad)?;
-    let id_prefix = written.id_prefix.unwrap_or_default();
-    if id_prefix
-        .chars()
-        .any(|c| c.is_control() || c.is_whitespace())
-        || toolgate::registry::first_invisible(&id_prefix).is_some()
-    {
-        bad(
-            &format!("{key}.id_prefix"),
-            "no spaces, control, zero-width or bidi characters".to_owned(),
-        );
-    }
-    if several && id_prefix.is_empty() {
-        bad(
-            &format!("{key}.id_prefix"),
-            "with several issuers each needs its own, e.g. \"corp:\": one issuer's `alice` is not another's".to_owned(),
-        );
-    }
-    let claim =
-        |name: Option<String>, field: &str, default: &str, bad: &mut dyn FnMut(&str, String)| {
-            let name = name.unwrap_or_else(|| default.to_owned());
-            if name.is_empty() || name.chars().any(char::is_control) {
-                bad(
-                    &format!("{key}.{field}"),
-                    "a claim name: not empty, no control characters".to_owned(),
-                );
-            }
-            name
-        };
-    let id_claim = claim(written.id_claim, "id_claim", "sub", bad);
-    let groups_claim = claim(written.groups_claim, "groups_claim", "groups", bad);
-    let leeway_s = written.leeway_s.unwrap_or(30);
-    if leeway_s > 300 {
-        bad(
-            &format!("{key}.leeway_s"),
-            "at most 300: a longer leeway keeps expired tokens alive".to_owned(),
-        );
-    }
-    let refresh_s = written.keys_refresh_s.unwrap_or(900);
-    if !(10..=86_400).contains(&refresh_s) {
-        bad(
-            &format!("{key}.keys_refresh_s"),
-            "from 10 to 86400 seconds".to_owned(),
-        );
-    }
-    let max_age_s = written
-        .keys_max_age_s
-        .unwrap_or_else(|| (refresh_s * 4).max(3600));
-    if max_age_s < refresh_s || max_age_s > 7 * 86_400 {
-        bad(
-            &format!("{key}.keys_max_age_s"),
-            format!(
-                "from keys_refresh_s ({refresh_s}) to 604800 seconds: keys held longer outlive a withdrawal"
-            ),
-        );
-    }
-    let refetch_min_s = written.keys_refetch_min_s.unwrap_or(30);
-    if !(1..=3600).contains(&refetch_min_s) {
-        bad(
-            &format!("{key}.keys_refetch_min_s"),
-            "from 1 to 3600 seconds: tokens naming unknown keys must not make the gateway fetch without pause".to_owned(),
-        );
-    }
+    let (id_prefix, id_claim, groups_claim) = identity_claims(&written, key, several, bad);
+    let timing = key_timing(&written, key, bad);
     let audience_from_resource = written.audience.is_none();
     let audience = written
         .audience
@@ -362,9 +302,98 @@ fn issuer(
             groups_claim,
             scope_group_prefix: written.scope_group_prefix,
         },
-        leeway_s,
-        refresh: Duration::from_secs(refresh_s),
-        max_age: Duration::from_secs(max_age_s),
-        refetch_min: Duration::from_secs(refetch_min_s),
+        leeway_s: timing.leeway_s,
+        refresh: Duration::from_secs(timing.refresh_s),
+        max_age: Duration::from_secs(timing.max_age_s),
+        refetch_min: Duration::from_secs(timing.refetch_min_s),
     })
+}
+
+/// The id prefix, the id claim and the groups claim of an issuer's tokens, checked.
+fn identity_claims(
+    written: &IssuerSection,
+    key: &str,
+    several: bool,
+    bad: &mut dyn FnMut(&str, String),
+) -> (String, String, String) {
+    let id_prefix = written.id_prefix.clone().unwrap_or_default();
+    if id_prefix
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace())
+        || toolgate::registry::first_invisible(&id_prefix).is_some()
+    {
+        bad(
+            &format!("{key}.id_prefix"),
+            "no spaces, control, zero-width or bidi characters".to_owned(),
+        );
+    }
+    if several && id_prefix.is_empty() {
+        bad(
+            &format!("{key}.id_prefix"),
+            "with several issuers each needs its own, e.g. \"corp:\": one issuer's `alice` is not another's".to_owned(),
+        );
+    }
+    let mut claim = |name: &Option<String>, field: &str, default: &str| {
+        let name = name.clone().unwrap_or_else(|| default.to_owned());
+        if name.is_empty() || name.chars().any(char::is_control) {
+            bad(
+                &format!("{key}.{field}"),
+                "a claim name: not empty, no control characters".to_owned(),
+            );
+        }
+        name
+    };
+    let id_claim = claim(&written.id_claim, "id_claim", "sub");
+    let groups_claim = claim(&written.groups_claim, "groups_claim", "groups");
+    (id_prefix, id_claim, groups_claim)
+}
+
+/// How long a token's times may be off, and how often and how late the issuer's keys are
+/// fetched and trusted; in seconds.
+struct KeyTiming {
+    leeway_s: u64,
+    refresh_s: u64,
+    max_age_s: u64,
+    refetch_min_s: u64,
+}
+
+fn key_timing(written: &IssuerSection, key: &str, bad: &mut dyn FnMut(&str, String)) -> KeyTiming {
+    let leeway_s = written.leeway_s.unwrap_or(30);
+    if leeway_s > 300 {
+        bad(
+            &format!("{key}.leeway_s"),
+            "at most 300: a longer leeway keeps expired tokens alive".to_owned(),
+        );
+    }
+    let refresh_s = written.keys_refresh_s.unwrap_or(900);
+    if !(10..=86_400).contains(&refresh_s) {
+        bad(
+            &format!("{key}.keys_refresh_s"),
+            "from 10 to 86400 seconds".to_owned(),
+        );
+    }
+    let max_age_s = written
+        .keys_max_age_s
+        .unwrap_or_else(|| (refresh_s * 4).max(3600));
+    if max_age_s < refresh_s || max_age_s > 7 * 86_400 {
+        bad(
+            &format!("{key}.keys_max_age_s"),
+            format!(
+                "from keys_refresh_s ({refresh_s}) to 604800 seconds: keys held longer outlive a withdrawal"
+            ),
+        );
+    }
+    let refetch_min_s = written.keys_refetch_min_s.unwrap_or(30);
+    if !(1..=3600).contains(&refetch_min_s) {
+        bad(
+            &format!("{key}.keys_refetch_min_s"),
+            "from 1 to 3600 seconds: tokens naming unknown keys must not make the gateway fetch without pause".to_owned(),
+        );
+    }
+    KeyTiming {
+        leeway_s,
+        refresh_s,
+        max_age_s,
+        refetch_min_s,
+    }
 }

@@ -233,11 +233,10 @@ pub(crate) fn hex_lower(bytes: &[u8]) -> String {
     text
 }
 
-fn push_hex(text: &mut String, bytes: &[u8]) {
+pub(crate) fn push_hex(text: &mut String, bytes: &[u8]) {
     for chunk in bytes.chunks(32) {
-        let mut block = [0_u8; 32];
-        block[..chunk.len()].copy_from_slice(chunk);
-        let pairs = hex_pairs(&block);
+        let mut pairs = [0_u8; 64];
+        write_hex_pairs(&mut pairs, chunk);
         // ASCII throughout, so this never fails.
         text.push_str(std::str::from_utf8(&pairs[..2 * chunk.len()]).unwrap_or_default());
     }
@@ -245,13 +244,18 @@ fn push_hex(text: &mut String, bytes: &[u8]) {
 
 /// Each byte of `hash` as two lowercase hex digits.
 fn hex_pairs(hash: &[u8; 32]) -> [u8; 64] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut pairs = [0_u8; 64];
-    for (pair, byte) in pairs.chunks_exact_mut(2).zip(hash) {
+    write_hex_pairs(&mut pairs, hash);
+    pairs
+}
+
+/// Writes each byte of `bytes` (at most half of `pairs`) as two lowercase hex digits.
+fn write_hex_pairs(pairs: &mut [u8; 64], bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (pair, byte) in pairs.chunks_exact_mut(2).zip(bytes) {
         pair[0] = HEX[usize::from(byte >> 4)];
         pair[1] = HEX[usize::from(byte & 0x0f)];
     }
-    pairs
 }
 
 pub(crate) fn push_string(out: &mut impl Out, text: &str) {

@@ -55,27 +55,32 @@ impl ToolController {
         Ok(recorded)
     }
 
-    /// Records the values `result` of `tool` carries, for `scope`, under `sources`; a result
-    /// whose values cannot be recorded is withheld (an error result saying the tool ran), so the
-    /// model never holds values the rules cannot see.
+    /// Records the values `result` of `tool` carries, for `principal`'s scope, under
+    /// `sources`; a result whose values cannot be recorded is withheld (an error result saying
+    /// the tool ran), so the model never holds values the rules cannot see.
     pub(super) fn record_values(
         &self,
         sources: &ResultSources,
-        scope: &Scope,
+        principal: Option<&Principal>,
         tool: &str,
         result: ToolResult,
     ) -> ToolResult {
+        let values = values_of_result(&result);
+        if values.is_empty() {
+            // Nothing to keep: `record` would keep nothing and mark nothing.
+            return result;
+        }
+        let scope = Scope::of(principal, &self.recorder.key);
         let class = match sources.trust {
             Trust::Untrusted => source::UNTRUSTED,
             Trust::Trusted => source::TRUSTED,
         };
         let mut names: Vec<&str> = vec![class];
         names.extend(sources.named.iter().map(Arc::as_ref));
-        let values = values_of_result(&result);
         match self.recorder.record(
             self.counters.as_ref(),
             self.clock.now_ms(),
-            scope,
+            &scope,
             &names,
             values,
             Bound::RESULT,

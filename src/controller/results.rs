@@ -8,7 +8,7 @@ use super::ToolController;
 use crate::Policy;
 use crate::contract::{Principal, ToolResult};
 use crate::limits::{Take, Taken};
-use crate::provenance::{ResultSources, Scope};
+use crate::provenance::ResultSources;
 use crate::runtime::PreparedToolCall;
 
 /// What is done with a result about to be returned: decided before the handler runs (which
@@ -81,10 +81,12 @@ impl ToolController {
             }
         }
         match &observing.sources {
-            Some(sources) => {
-                let scope = Scope::of(observing.principal.as_deref(), &self.recorder.key);
-                self.record_values(sources, &scope, &observing.tool, result)
-            }
+            Some(sources) => self.record_values(
+                sources,
+                observing.principal.as_deref(),
+                &observing.tool,
+                result,
+            ),
             None => result,
         }
     }

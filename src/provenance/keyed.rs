@@ -36,12 +36,19 @@ impl ProvenanceKey {
 
     /// The digest of `token`: 128 bits of its HMAC, in hex.
     pub(crate) fn digest(&self, token: &Token) -> String {
+        let mut text = String::with_capacity(32);
+        self.push_digest(token, &mut text);
+        text
+    }
+
+    /// Appends [`digest`](Self::digest) of `token` to `out`.
+    pub(crate) fn push_digest(&self, token: &Token, out: &mut String) {
         let mut mac = self.keyed.clone();
         mac.update(token.kind.tag().as_bytes());
         mac.update(b":");
         mac.update(token.canonical.as_bytes());
         let bytes = mac.finalize().into_bytes();
-        crate::canonical::hex_lower(&bytes[..16])
+        crate::canonical::push_hex(out, &bytes[..16]);
     }
 }
 
@@ -79,4 +86,25 @@ mod tests {
         assert!(!one.digest(&value).contains("mallory"));
         assert_eq!(format!("{one:?}"), "ProvenanceKey(..)");
     }
+
+    #[test]
+    fn a_bucket_built_around_the_digest_is_the_bucket_of_the_digest() {
+        let key = ProvenanceKey::new([7; 32]);
+        let token = Token {
+            kind: Kind::Iban,
+            canonical: "GB82WEST12345698765432".to_owned(),
+        };
+        let principal = crate::contract::Principal::new("alice", Vec::<String>::new());
+        for scope in [
+            crate::provenance::Scope::of(None, &key),
+            crate::provenance::Scope::of(Some(&principal), &key),
+        ] {
+            for source in ["p", "u", "mail"] {
+                let bucket = scope.bucket_of(source, &key, &token);
+                assert_eq!(bucket, scope.bucket(source, &key.digest(&token)));
+                assert!(bucket.ends_with(&key.digest(&token)), "{bucket}");
+            }
+        }
+    }
+
 }

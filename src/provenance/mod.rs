@@ -159,7 +159,7 @@ impl ValueLook {
     /// The counter this look reads for `scope`.
     pub(crate) fn bucket(&self, key: &ProvenanceKey, scope: &Scope) -> String {
         match &self.0 {
-            Look::Seen { source, token } => scope.bucket(source, &key.digest(token)),
+            Look::Seen { source, token } => scope.bucket_of(source, key, token),
             Look::Overflowed => scope.overflow(),
         }
     }

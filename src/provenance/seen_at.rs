@@ -23,6 +23,9 @@ struct Inner {
 impl SeenAt {
     /// Notes that the call `call_id` of `tool` returned the values `keys`.
     pub(crate) fn note(&self, keys: Vec<String>, tool: &str, call_id: &str) {
+        if keys.is_empty() {
+            return;
+        }
         let (tool, call_id): (Arc<str>, Arc<str>) = (Arc::from(tool), Arc::from(call_id));
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         for key in keys {

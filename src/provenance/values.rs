@@ -8,19 +8,17 @@ use crate::contract::{Principal, ToolResult};
 
 /// Whose records: a keyed digest of the principal's id, or `-` for calls without one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Scope(String);
+pub(crate) struct Scope(std::borrow::Cow<'static, str>);
 
 impl Scope {
     pub(crate) fn of(principal: Option<&Principal>, key: &ProvenanceKey) -> Self {
-        Self(principal.map_or_else(
-            || "-".to_owned(),
-            |principal| {
-                key.digest(&Token {
-                    kind: Kind::Text,
-                    canonical: format!("principal:{}", principal.id),
-                })
-            },
-        ))
+        Self(principal.map_or(std::borrow::Cow::Borrowed("-"), |principal| {
+            key.digest(&Token {
+                kind: Kind::Text,
+                canonical: format!("principal:{}", principal.id),
+            })
+            .into()
+        }))
     }
 
     /// The counter holding digest `digest` as seen in `source` (`u`, `t`, `p` or a named
@@ -28,6 +26,17 @@ impl Scope {
     pub(crate) fn bucket(&self, source: &str, digest: &str) -> String {
         // Fast path: built by hand (`format!` cost ~10× as much, twice a value).
         ["prov:", source, ":", &self.0, ":", digest].concat()
+    }
+
+    /// [`bucket`](Self::bucket) of `token`'s digest under `key`, built without the digest's own
+    /// string.
+    pub(crate) fn bucket_of(&self, source: &str, key: &ProvenanceKey, token: &Token) -> String {
+        let mut bucket = String::with_capacity(8 + source.len() + self.0.len() + 32);
+        for part in ["prov:", source, ":", &self.0, ":"] {
+            bucket.push_str(part);
+        }
+        key.push_digest(token, &mut bucket);
+        bucket
     }
 
     /// A value's key in [`SeenAt`](super::SeenAt).

@@ -201,6 +201,35 @@ pub(crate) fn whole(text: &str) -> Option<Token> {
     if trimmed.is_empty() {
         return None;
     }
+    if trimmed.bytes().all(|byte| byte.is_ascii_alphanumeric()) {
+        return Some(whole_word(trimmed));
+    }
+    whole_in_general(trimmed)
+}
+
+/// [`whole`] of one ASCII word of letters and digits, without a scan: what the scan finds in
+/// one (an IBAN from its first letter, or a long number of its digits alone) decided directly.
+fn whole_word(word: &str) -> Token {
+    let bytes = word.as_bytes();
+    if bytes.len() >= 6 && bytes.iter().all(u8::is_ascii_digit) {
+        return Token::new(Kind::Number, word.to_owned());
+    }
+    if (15..=34).contains(&bytes.len())
+        && bytes[0].is_ascii_alphabetic()
+        && bytes[1].is_ascii_alphabetic()
+        && bytes[2].is_ascii_digit()
+        && bytes[3].is_ascii_digit()
+    {
+        let upper = word.to_ascii_uppercase();
+        if iban_checks(&upper) {
+            return Token::new(Kind::Iban, upper);
+        }
+    }
+    Token::new(Kind::Text, word.to_ascii_lowercase())
+}
+
+/// [`whole`] of trimmed text that is not one plain word.
+fn whole_in_general(trimmed: &str) -> Option<Token> {
     if !trimmed.contains(char::is_whitespace) {
         let mut found = Vec::new();
         if let Some(kind) = chunk_tokens(trimmed, &mut found)

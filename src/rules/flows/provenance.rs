@@ -345,16 +345,15 @@ impl ProvenanceFlow {
             return;
         };
         let mut group = 0_u32;
-        let mut positives: Vec<Option<&Arc<str>>> = self.seen_in.iter().map(Some).collect();
-        if self.seen_in_results {
-            // Overflowed: as if seen in every result source.
-            positives.push(None);
-        }
-        if positives.is_empty() {
-            positives.push(None);
-        }
+        // Overflowed (`None`): as if seen in every result source.
+        let overflowed_too = self.seen_in_results || self.seen_in.is_empty();
+        let positives = self
+            .seen_in
+            .iter()
+            .map(Some)
+            .chain(overflowed_too.then_some(None));
         for token in &tokens {
-            for positive in &positives {
+            for positive in positives.clone() {
                 let look = |source: &Arc<str>| {
                     ValueLook(Look::Seen {
                         source: Arc::clone(source),
@@ -390,39 +389,51 @@ impl ProvenanceFlow {
 
     /// The values read at the pointer; `None` when they cannot be judged.
     fn values(&self, value: Option<&Value>) -> Option<Vec<Token>> {
-        let mut elements = Vec::new();
-        if let Some(value) = value {
-            leaves(value, &mut elements);
-        }
         let mut tokens = Vec::new();
-        for element in elements {
-            let text = match element {
-                Value::String(text) => text.clone(),
-                Value::Number(number) => number.to_string(),
-                _ => return None,
-            };
-            match self.read {
-                ValueRead::Value => tokens.extend(extract::whole(&text)),
-                ValueRead::Tokens => {
-                    let from = tokens.len();
-                    extract::tokens(&text, &mut tokens);
-                    if !self.kinds.is_empty() {
-                        let mut at = from;
-                        while at < tokens.len() {
-                            if self.kinds.contains(&TokenKind::of(&tokens[at])) {
-                                at += 1;
-                            } else {
-                                tokens.swap_remove(at);
-                            }
-                        }
-                    }
+        match value {
+            Some(list @ Value::Array(_)) => {
+                let mut elements = Vec::new();
+                leaves(list, &mut elements);
+                for element in elements {
+                    self.read(element, &mut tokens)?;
                 }
-                ValueRead::Host => tokens.push(extract::host_of(&text)?),
             }
+            Some(Value::Null) | None => {}
+            // Fast path: one value needs no list of leaves.
+            Some(one) => self.read(one, &mut tokens)?,
         }
         tokens.sort();
         tokens.dedup();
         (tokens.len() <= MAX_KEYS_PER_CALL).then_some(tokens)
+    }
+
+    /// Adds the values of one element (a string or a number) to `tokens`; `None` when it cannot
+    /// be judged.
+    fn read(&self, element: &Value, tokens: &mut Vec<Token>) -> Option<()> {
+        let text: std::borrow::Cow<'_, str> = match element {
+            Value::String(text) => text.into(),
+            Value::Number(number) => number.to_string().into(),
+            _ => return None,
+        };
+        match self.read {
+            ValueRead::Value => tokens.extend(extract::whole(&text)),
+            ValueRead::Tokens => {
+                let from = tokens.len();
+                extract::tokens(&text, tokens);
+                if !self.kinds.is_empty() {
+                    let mut at = from;
+                    while at < tokens.len() {
+                        if self.kinds.contains(&TokenKind::of(&tokens[at])) {
+                            at += 1;
+                        } else {
+                            tokens.swap_remove(at);
+                        }
+                    }
+                }
+            }
+            ValueRead::Host => tokens.push(extract::host_of(&text)?),
+        }
+        Some(())
     }
 }
 

@@ -12,13 +12,15 @@ pub(crate) struct Scope(std::borrow::Cow<'static, str>);
 
 impl Scope {
     pub(crate) fn of(principal: Option<&Principal>, key: &ProvenanceKey) -> Self {
-        Self(principal.map_or(std::borrow::Cow::Borrowed("-"), |principal| {
-            key.digest(&Token {
-                kind: Kind::Text,
-                canonical: format!("principal:{}", principal.id),
-            })
-            .into()
-        }))
+        Self(
+            principal.map_or(std::borrow::Cow::Borrowed("-"), |principal| {
+                key.digest(&Token {
+                    kind: Kind::Text,
+                    canonical: format!("principal:{}", principal.id),
+                })
+                .into()
+            }),
+        )
     }
 
     /// The counter holding digest `digest` as seen in `source` (`u`, `t`, `p` or a named

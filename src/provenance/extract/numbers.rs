@@ -122,7 +122,7 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
 
 pub(crate) fn iban_checks(iban: &str) -> bool {
     let bytes = iban.as_bytes();
-    if bytes.len() < 5 {
+    if bytes.len() < 4 {
         return false;
     }
     let rearranged = bytes[4..].iter().chain(&bytes[..4]);

@@ -458,11 +458,29 @@ fn the_fast_iban_check_agrees_with_the_standard_on_every_near_miss() {
     ];
     let alphabet = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZaz-";
     let mut compared = 0;
+    for short in ["", "G", "GB", "GB8"] {
+        assert!(!numbers::iban_checks(short), "{short:?}");
+    }
+    // Four characters are a whole (if short) reading: `0001` rearranged is 1, which checks.
+    for four in ["0001", "0002", "AB01"] {
+        assert_eq!(
+            numbers::iban_checks(four),
+            iban_checks_by_the_letter(four),
+            "{four}"
+        );
+    }
+    assert!(numbers::iban_checks("0001"));
     for iban in ibans {
         assert!(numbers::iban_checks(iban), "{iban}");
-        for length in 5..=iban.len() {
+        // Lowercase letters count as their capitals.
+        assert!(numbers::iban_checks(&iban.to_ascii_lowercase()), "{iban}");
+        for length in 4..=iban.len() {
             let cut = &iban[..length];
-            assert_eq!(numbers::iban_checks(cut), iban_checks_by_the_letter(cut), "{cut}");
+            assert_eq!(
+                numbers::iban_checks(cut),
+                iban_checks_by_the_letter(cut),
+                "{cut}"
+            );
         }
         for at in 0..iban.len() {
             for &replacement in alphabet {
@@ -511,7 +529,9 @@ fn a_plain_word_is_read_whole_as_the_general_reading_reads_it() {
     let alphabet = b"0123456789GBDEWSTabcxyz";
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     for _ in 0..20_000 {
-        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
         let length = 1 + (state >> 58) as usize % 36;
         let word: String = (0..length)
             .map(|at| {
@@ -525,6 +545,9 @@ fn a_plain_word_is_read_whole_as_the_general_reading_reads_it() {
         let general = whole_in_general(word).map(|token| (token.kind, token.canonical));
         let fast = Some(whole_word(word)).map(|token| (token.kind, token.canonical));
         assert_eq!(fast, general, "{word:?}");
-        assert_eq!(whole(word).map(|token| (token.kind, token.canonical)), general);
+        assert_eq!(
+            whole(word).map(|token| (token.kind, token.canonical)),
+            general
+        );
     }
 }

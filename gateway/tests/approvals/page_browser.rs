@@ -117,7 +117,7 @@ fn start_with(
             sha256(EVE_KEY),
         ),
     );
-    let gateway = serve(&config);
+    let mut gateway = serve(&config);
     let driver = Killed(
         Command::new(driver)
             .arg(format!("--port={driver_port}"))
@@ -126,8 +126,9 @@ fn start_with(
             .spawn()
             .expect("chromedriver starts"),
     );
-    wait_for_port(mcp);
-    wait_for_port(admin);
+    for port in [mcp, admin] {
+        gateway_listening(&mut gateway, port, &config.with_file_name("gateway.log"));
+    }
     wait_for_port(driver_port);
     Setup {
         work,
@@ -137,6 +138,27 @@ fn start_with(
         mcp,
         admin,
         driver_port,
+    }
+}
+
+/// Waits until the gateway listens on `port`; if it ends first or does not within 30 s, fails
+/// with what it logged (`log`).
+fn gateway_listening(gateway: &mut Killed, port: u16, log: &Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let logged = || std::fs::read_to_string(log).unwrap_or_default();
+        if let Ok(Some(status)) = gateway.0.try_wait() {
+            panic!(
+                "the gateway ended ({status}) before it listened on {port}; it logged:\n{}",
+                logged()
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the gateway did not listen on {port} within 30 s; it logged:\n{}",
+            logged()
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -28,14 +28,14 @@ fn init(dir: &Path, extra: &[&str], upstream: &[&str]) -> (Option<i32>, String, 
     (output.status.code(), stdout, stderr)
 }
 
-/// A free port whose next one is free too: `init --http` puts the admin listener on the next port,
-/// and a port another test happens to hold there would make `serve` fail.
+/// A free port whose next one is free too, both kept from every other test: `init --http` puts
+/// the admin listener on the next port, and a port another test happens to hold there would
+/// make `serve` fail.
 fn free_port_and_next() -> u16 {
     loop {
-        let first = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-        let port = first.local_addr().expect("its address").port();
-        if port < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
-            return port;
+        let (first, second) = (free_port(), free_port());
+        if second == first + 1 {
+            return first;
         }
     }
 }

@@ -184,12 +184,23 @@ pub fn http_get(port: u16, path: &str) -> String {
     response
 }
 
-/// A port nothing listens on now.
+/// A port nothing listens on now, and no other call of this process gets: below the kernel's
+/// ephemeral range (32768–60999 on Linux), so an outgoing connection of a test running beside
+/// this one cannot take it before the server this port is for binds it (a port the kernel hands
+/// out for `:0` can be), each call the next port of a run starting where this process's id
+/// points.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id() % 12_000;
+    loop {
+        let taken = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(taken < 12_000, "no free port left between 20000 and 32000");
+        let port = 20_000 + u16::try_from((start + taken) % 12_000).expect("below 12,000");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// Waits until something listens on `port`.

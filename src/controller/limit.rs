@@ -132,14 +132,14 @@ impl ToolController {
         look: &crate::provenance::ValueLook,
         scope: &crate::provenance::Scope,
     ) -> Reason {
-        let Some(key) = look.value_key(&self.recorder.key, scope) else {
+        let Some(digest) = look.digest(&self.recorder.key) else {
             return Reason::new(format!(
                 "{} (this session holds more values than it can record, so every value counts as seen in a result)",
                 reason.as_str()
             ))
             .unwrap_or_else(|_| reason.clone());
         };
-        let seen = match self.seen_at.get(&key) {
+        let seen = match self.seen_at.get(scope, &digest) {
             Some((tool, call_id)) => {
                 // A call id comes from the model's provider or an MCP client: bounded, and every
                 // character that could hide or reorder the reason a person reads spelled out.

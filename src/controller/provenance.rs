@@ -8,6 +8,7 @@ use crate::contract::{Principal, ToolResult};
 use crate::decision::Refuses;
 use crate::limits::{CounterError, RateCounters, Take, Taken};
 use crate::provenance::extract::Token;
+use crate::provenance::keyed::Digest;
 use crate::provenance::{
     Bound, KEPT_FOR_MS, MAX_VALUES_PER_SESSION, ProvenanceKey, Recorded, ResultSources, Scope,
     Trust, source, values_of_person, values_of_result,
@@ -85,8 +86,8 @@ impl ToolController {
             values,
             Bound::RESULT,
         ) {
-            Ok((_, keys)) => {
-                self.seen_at.note(keys, tool, &result.call_id);
+            Ok((_, digests)) => {
+                self.seen_at.note(&scope, &digests, tool, &result.call_id);
                 result
             }
             Err(error) => ToolResult::error(
@@ -123,7 +124,7 @@ impl Recorder {
         sources: &[&str],
         mut values: Vec<Token>,
         bound: Bound,
-    ) -> Result<(Recorded, Vec<String>), CounterError> {
+    ) -> Result<(Recorded, Vec<Digest>), CounterError> {
         let too_many = values.len() > bound.most;
         values.truncate(bound.most);
         if values.is_empty() || sources.is_empty() {
@@ -133,10 +134,17 @@ impl Recorder {
             };
             return Ok((none, Vec::new()));
         }
-        let digests: Vec<String> = values.iter().map(|token| self.key.digest(token)).collect();
+        let digests: Vec<Digest> = values
+            .iter()
+            .map(|token| self.key.digest_bytes(token))
+            .collect();
         let buckets: Vec<String> = digests
             .iter()
-            .flat_map(|digest| sources.iter().map(|source| scope.bucket(source, digest)))
+            .flat_map(|digest| {
+                sources
+                    .iter()
+                    .map(|source| scope.bucket_of_digest(source, digest))
+            })
             .collect();
         let count = scope.count();
         let mut takes = Vec::with_capacity(buckets.len() + 1);
@@ -164,15 +172,8 @@ impl Recorder {
             values: kept,
             overflowed,
         };
-        let keys = if kept == 0 {
-            Vec::new()
-        } else {
-            digests
-                .iter()
-                .map(|digest| scope.value_key(digest))
-                .collect()
-        };
-        Ok((recorded, keys))
+        let digests = if kept == 0 { Vec::new() } else { digests };
+        Ok((recorded, digests))
     }
 
     /// Marks `scope` overflowed: every later `seen_in` of a result source holds.

@@ -82,6 +82,24 @@ impl Counter {
         u64::try_from(last - before).unwrap_or(u64::MAX)
     }
 
+    /// Records `take` at `now_ms`; returns how many times it dropped (a take that replaces
+    /// drops every time held before it).
+    fn record(&mut self, take: &Take<'_>, now_ms: u64) -> usize {
+        self.keep_ms = self.keep_ms.max(length(take.window_ms));
+        let mut at_ms = now_ms;
+        let mut dropped = 0;
+        if take.replaces {
+            // The later of the two times: a clock stepped back never shortens a window.
+            at_ms = self.times.back().map_or(now_ms, |&last| last.max(now_ms));
+            dropped = self.times.len();
+            self.dropped = self.running.back().copied().unwrap_or(self.dropped);
+            self.times.clear();
+            self.running.clear();
+        }
+        self.push(at_ms, take.weight);
+        dropped
+    }
+
     fn push(&mut self, now_ms: u64, weight: u64) {
         let time = self.times.back().map_or(now_ms, |&last| last.max(now_ms));
         let last = self.running.back().copied().unwrap_or(self.dropped);
@@ -154,28 +172,19 @@ impl RateCounters for MemoryRateCounters {
             }
         }
         for take in takes.iter().filter(|take| take.weight > 0) {
-            let counter = counters
-                .entry(take.bucket.to_owned())
-                .or_insert_with(|| Counter {
+            // A counter held already is found without copying its name.
+            if let Some(counter) = counters.get_mut(take.bucket) {
+                *held -= counter.record(take, now_ms);
+            } else {
+                let mut counter = Counter {
                     keep_ms: length(take.window_ms),
                     times: VecDeque::new(),
                     running: VecDeque::new(),
                     dropped: 0,
-                });
-            counter.keep_ms = counter.keep_ms.max(length(take.window_ms));
-            let mut at_ms = now_ms;
-            if take.replaces {
-                // The later of the two times: a clock stepped back never shortens a window.
-                at_ms = counter
-                    .times
-                    .back()
-                    .map_or(now_ms, |&last| last.max(now_ms));
-                *held -= counter.times.len();
-                counter.dropped = counter.running.back().copied().unwrap_or(counter.dropped);
-                counter.times.clear();
-                counter.running.clear();
+                };
+                counter.record(take, now_ms);
+                counters.insert(take.bucket.to_owned(), counter);
             }
-            counter.push(at_ms, take.weight);
             *held += 1;
         }
         Ok(Taken::All)

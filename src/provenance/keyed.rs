@@ -7,6 +7,9 @@ use sha2::Sha256;
 
 use super::extract::Token;
 
+/// A value's keyed digest: the first 128 bits of its HMAC.
+pub(crate) type Digest = [u8; 16];
+
 /// The secret value digests are keyed with. Instances sharing a counters' store must share it,
 /// or each reads only its own records; it never leaves the process (its `Debug` shows nothing).
 #[derive(Clone)]
@@ -43,12 +46,19 @@ impl ProvenanceKey {
 
     /// Appends [`digest`](Self::digest) of `token` to `out`.
     pub(crate) fn push_digest(&self, token: &Token, out: &mut String) {
+        crate::canonical::push_hex(out, &self.digest_bytes(token));
+    }
+
+    /// The digest of `token` as bytes: 128 bits of its HMAC.
+    pub(crate) fn digest_bytes(&self, token: &Token) -> Digest {
         let mut mac = self.keyed.clone();
         mac.update(token.kind.tag().as_bytes());
         mac.update(b":");
         mac.update(token.canonical.as_bytes());
         let bytes = mac.finalize().into_bytes();
-        crate::canonical::push_hex(out, &bytes[..16]);
+        let mut digest = [0; 16];
+        digest.copy_from_slice(&bytes[..16]);
+        digest
     }
 }
 
@@ -101,8 +111,12 @@ mod tests {
         ] {
             for source in ["p", "u", "mail"] {
                 let bucket = scope.bucket_of(source, &key, &token);
-                assert_eq!(bucket, scope.bucket(source, &key.digest(&token)));
-                assert!(bucket.ends_with(&key.digest(&token)), "{bucket}");
+                let expected = format!("prov:{source}:{}:{}", scope.as_str(), key.digest(&token));
+                assert_eq!(bucket, expected);
+                assert_eq!(
+                    bucket,
+                    scope.bucket_of_digest(source, &key.digest_bytes(&token))
+                );
             }
         }
     }

@@ -45,7 +45,7 @@
 
 mod descriptions;
 pub mod extract;
-mod keyed;
+pub(crate) mod keyed;
 mod seen_at;
 mod values;
 
@@ -148,10 +148,10 @@ pub(crate) enum Look {
 }
 
 impl ValueLook {
-    /// The value's key in [`SeenAt`] for `scope`; `None` for the overflow look.
-    pub(crate) fn value_key(&self, key: &ProvenanceKey, scope: &Scope) -> Option<String> {
+    /// The value's digest, its key in [`SeenAt`]; `None` for the overflow look.
+    pub(crate) fn digest(&self, key: &ProvenanceKey) -> Option<keyed::Digest> {
         match &self.0 {
-            Look::Seen { token, .. } => Some(scope.value_key(&key.digest(token))),
+            Look::Seen { token, .. } => Some(key.digest_bytes(token)),
             Look::Overflowed => None,
         }
     }

@@ -2,7 +2,11 @@
 //! it, so a decision can name the earlier call — never the value.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
+
+use super::keyed::Digest;
+use super::values::Scope;
 
 /// The most values remembered; the oldest is forgotten first (a decision then says no result
 /// returned here carried it, which is all it can know).
@@ -14,39 +18,118 @@ pub(crate) struct SeenAt {
     inner: Mutex<Inner>,
 }
 
+type Call = (Arc<str>, Arc<str>);
+
 #[derive(Debug, Default)]
 struct Inner {
-    calls: HashMap<String, (Arc<str>, Arc<str>)>,
-    order: VecDeque<String>,
+    scopes: HashMap<Arc<str>, HashMap<Digest, Call, DigestHasher>>,
+    order: VecDeque<(Arc<str>, Digest)>,
+    held: usize,
+}
+
+/// Hashes a digest by its first eight bytes: a keyed digest is already uniform, and no one
+/// without the key can choose digests that collide.
+type DigestHasher = BuildHasherDefault<FirstBytes>;
+
+#[derive(Debug, Default)]
+struct FirstBytes(u64);
+
+impl Hasher for FirstBytes {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // A `[u8; 16]` is hashed as its length, then its bytes: the bytes are the last write.
+        let mut first = [0; 8];
+        let taken = bytes.len().min(8);
+        first[..taken].copy_from_slice(&bytes[..taken]);
+        self.0 = u64::from_le_bytes(first) ^ self.0.rotate_left(5);
+    }
 }
 
 impl SeenAt {
-    /// Notes that the call `call_id` of `tool` returned the values `keys`.
-    pub(crate) fn note(&self, keys: Vec<String>, tool: &str, call_id: &str) {
-        if keys.is_empty() {
+    /// Notes that the call `call_id` of `tool` returned the values `digests` in `scope`.
+    pub(crate) fn note(&self, scope: &Scope, digests: &[Digest], tool: &str, call_id: &str) {
+        if digests.is_empty() {
             return;
         }
-        let (tool, call_id): (Arc<str>, Arc<str>) = (Arc::from(tool), Arc::from(call_id));
+        let (tool, call_id): Call = (Arc::from(tool), Arc::from(call_id));
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        for key in keys {
-            let fresh = inner
-                .calls
-                .insert(key.clone(), (Arc::clone(&tool), Arc::clone(&call_id)))
+        let Inner {
+            scopes,
+            order,
+            held,
+        } = &mut *inner;
+        let scope = match scopes.get_key_value(scope.as_str()) {
+            Some((scope, _)) => Arc::clone(scope),
+            None => Arc::from(scope.as_str()),
+        };
+        let calls = scopes.entry(Arc::clone(&scope)).or_default();
+        for digest in digests {
+            let fresh = calls
+                .insert(*digest, (Arc::clone(&tool), Arc::clone(&call_id)))
                 .is_none();
             if fresh {
-                inner.order.push_back(key);
+                order.push_back((Arc::clone(&scope), *digest));
+                *held += 1;
             }
         }
-        while inner.order.len() > CAPACITY {
-            if let Some(oldest) = inner.order.pop_front() {
-                inner.calls.remove(&oldest);
+        while *held > CAPACITY {
+            let Some((scope, digest)) = order.pop_front() else {
+                break;
+            };
+            *held -= 1;
+            if let Some(calls) = scopes.get_mut(&scope) {
+                calls.remove(&digest);
+                if calls.is_empty() {
+                    scopes.remove(&scope);
+                }
             }
         }
     }
 
-    /// The tool and call id that last returned the value `key`.
-    pub(crate) fn get(&self, key: &str) -> Option<(Arc<str>, Arc<str>)> {
+    /// The tool and call id that last returned the value `digest` in `scope`.
+    pub(crate) fn get(&self, scope: &Scope, digest: &Digest) -> Option<Call> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        inner.calls.get(key).cloned()
+        inner.scopes.get(scope.as_str())?.get(digest).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Principal;
+    use crate::provenance::ProvenanceKey;
+
+    #[test]
+    fn the_latest_call_is_named_per_scope_and_the_oldest_value_goes_first() {
+        let key = ProvenanceKey::new([3; 32]);
+        let alice = Scope::of(Some(&Principal::new("alice", Vec::<String>::new())), &key);
+        let nobody = Scope::of(None, &key);
+        let seen = SeenAt::default();
+        let digest = |n: u32| {
+            let mut digest = [0; 16];
+            digest[..4].copy_from_slice(&n.to_le_bytes());
+            digest
+        };
+        seen.note(&alice, &[digest(0), digest(1)], "read", "c1");
+        seen.note(&alice, &[digest(1)], "fetch", "c2");
+        let named = |scope, n| seen.get(scope, &digest(n)).map(|(t, c)| format!("{t}/{c}"));
+        assert_eq!(named(&alice, 0).as_deref(), Some("read/c1"));
+        assert_eq!(named(&alice, 1).as_deref(), Some("fetch/c2"));
+        assert_eq!(named(&nobody, 1), None, "another scope's record");
+        let many: Vec<Digest> = (2..=u32::try_from(CAPACITY).unwrap() + 1)
+            .map(digest)
+            .collect();
+        seen.note(&nobody, &many, "bulk", "c3");
+        assert_eq!(named(&alice, 0), None, "the oldest is forgotten first");
+        assert_eq!(named(&alice, 1), None);
+        assert_eq!(named(&nobody, 2).as_deref(), Some("bulk/c3"));
+        assert_eq!(
+            seen.inner.lock().unwrap().scopes.len(),
+            1,
+            "an emptied scope is dropped"
+        );
     }
 }

@@ -65,10 +65,16 @@ pub(super) fn push_email(text: &str, out: &mut Vec<Token>) -> bool {
             .chars()
             .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.'));
     if local_ok && domain_ok {
-        out.push(Token::new(
-            Kind::Email,
-            format!("{local}@{domain}").to_lowercase(),
-        ));
+        let mut address = String::with_capacity(local.len() + 1 + domain.len());
+        for part in [local, "@", domain] {
+            address.push_str(part);
+        }
+        if address.is_ascii() {
+            address.make_ascii_lowercase();
+        } else {
+            address = address.to_lowercase();
+        }
+        out.push(Token::new(Kind::Email, address));
         true
     } else {
         false

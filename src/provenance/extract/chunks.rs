@@ -6,12 +6,25 @@
 /// never belong to a value.
 #[inline]
 pub(super) fn separates(c: char) -> bool {
-    if c.is_ascii() {
-        c.is_ascii_whitespace() || c.is_ascii_control() || matches!(c, '"' | '<' | '>' | '`' | '|')
-    } else {
-        c.is_whitespace() || c.is_control() || is_closing_punctuation(c)
+    match u8::try_from(c) {
+        Ok(byte) if byte.is_ascii() => SEPARATES[usize::from(byte)],
+        _ => c.is_whitespace() || c.is_control() || is_closing_punctuation(c),
     }
 }
+
+/// [`separates`] of each ASCII byte: white space, controls, `"`, `<`, `>`, `` ` `` and `|`.
+static SEPARATES: [bool; 128] = {
+    let mut table = [false; 128];
+    let mut byte = 0;
+    while byte < 128 {
+        let c = byte as u8;
+        table[byte] = c.is_ascii_whitespace()
+            || c.is_ascii_control()
+            || matches!(c, b'"' | b'<' | b'>' | b'`' | b'|');
+        byte += 1;
+    }
+    table
+};
 
 /// The full stops browsers read as a host's dots (WHATWG URL, after IDNA mapping): the
 /// ideographic, fullwidth and halfwidth ones.
@@ -34,8 +47,16 @@ pub(super) fn separates_at(text: &str, at: usize, c: char) -> bool {
 /// Where the chunk holding byte `inside` starts: after the last separator before it, and not
 /// before `floor`.
 pub(super) fn chunk_start(text: &str, floor: usize, inside: usize) -> usize {
+    // Fast path: ASCII bytes judged as bytes, back to the first other character.
+    let bytes = text.as_bytes();
     let mut start = inside;
-    for (offset, c) in text[floor..inside].char_indices().rev() {
+    while start > floor && bytes[start - 1].is_ascii() {
+        if SEPARATES[usize::from(bytes[start - 1])] {
+            return start;
+        }
+        start -= 1;
+    }
+    for (offset, c) in text[floor..start].char_indices().rev() {
         if separates_at(text, floor + offset, c) {
             break;
         }
@@ -46,6 +67,40 @@ pub(super) fn chunk_start(text: &str, floor: usize, inside: usize) -> usize {
 
 /// Where the chunk holding byte `inside` ends: at the first separator after it.
 pub(super) fn chunk_end(text: &str, inside: usize) -> usize {
+    // Fast path: ASCII bytes judged as bytes, until the first other character.
+    let bytes = text.as_bytes();
+    let mut at = inside;
+    while at < bytes.len() && bytes[at].is_ascii() {
+        if SEPARATES[usize::from(bytes[at])] {
+            return at;
+        }
+        at += 1;
+    }
+    if at == bytes.len() {
+        return at;
+    }
+    text[at..]
+        .char_indices()
+        .find(|&(offset, c)| separates_at(text, at + offset, c))
+        .map_or(text.len(), |(offset, _)| at + offset)
+}
+
+/// [`chunk_start`] read character by character (the fast path's reference).
+#[cfg(test)]
+pub(super) fn chunk_start_by_chars(text: &str, floor: usize, inside: usize) -> usize {
+    let mut start = inside;
+    for (offset, c) in text[floor..inside].char_indices().rev() {
+        if separates_at(text, floor + offset, c) {
+            break;
+        }
+        start = floor + offset;
+    }
+    start
+}
+
+/// [`chunk_end`] read character by character (the fast path's reference).
+#[cfg(test)]
+pub(super) fn chunk_end_by_chars(text: &str, inside: usize) -> usize {
     text[inside..]
         .char_indices()
         .find(|&(offset, c)| separates_at(text, inside + offset, c))
@@ -137,4 +192,45 @@ fn is_closing_punctuation(c: char) -> bool {
             | '\u{FF1F}'
             | '\u{2026}'
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Text of ASCII words and of every kind of character the bounds treat apart: separators in
+    /// and outside ASCII, the host dots, closing punctuation, letters of other scripts.
+    fn mixed_text() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            "a", "Z", "9", ".", ":", "@", "/", " ", "\t", "\n", "\"", "<", "|", "\u{0}", "é", "日",
+            "\u{3002}", "\u{FF0E}", "\u{FF61}", "\u{201D}", "\u{3001}", "\u{A0}", "\u{2028}",
+            "\u{85}", "\u{200B}",
+        ]);
+        prop::collection::vec(pieces, 0..40).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn the_byte_reading_of_chunk_bounds_agrees_with_the_character_reading(
+            text in mixed_text(),
+            floor_pick in any::<prop::sample::Index>(),
+        ) {
+            let boundaries: Vec<usize> = (0..=text.len())
+                .filter(|&at| text.is_char_boundary(at))
+                .collect();
+            for &inside in &boundaries {
+                if inside < text.len() {
+                    prop_assert_eq!(chunk_end(&text, inside), chunk_end_by_chars(&text, inside));
+                }
+                let below: Vec<usize> = boundaries.iter().copied().filter(|&at| at <= inside).collect();
+                let floor = below[floor_pick.index(below.len())];
+                prop_assert_eq!(
+                    chunk_start(&text, floor, inside),
+                    chunk_start_by_chars(&text, floor, inside)
+                );
+            }
+        }
+    }
 }

@@ -49,13 +49,14 @@ impl NumberScan {
 
 /// The long number starting at the word-starting digit `at`, if it is one; where it ends.
 fn number_at(bytes: &[u8], at: usize, out: &mut Vec<Token>) -> usize {
-    let mut digits = String::with_capacity(24);
+    // Counted first, the digits copied only for a long number: most numbers in prose are short.
+    let mut digits = 0;
     let mut end = at;
     let mut cursor = at;
     while cursor < bytes.len() {
         let here = bytes[cursor];
         if here.is_ascii_digit() {
-            digits.push(char::from(here));
+            digits += 1;
             cursor += 1;
             end = cursor;
         } else if matches!(here, b' ' | b'-' | b'.')
@@ -69,7 +70,12 @@ fn number_at(bytes: &[u8], at: usize, out: &mut Vec<Token>) -> usize {
     let word_end = bytes
         .get(end)
         .is_none_or(|next| !next.is_ascii_alphanumeric());
-    if digits.len() >= 6 && word_end {
+    if digits >= 6 && word_end {
+        let digits: String = bytes[at..end]
+            .iter()
+            .filter(|byte| byte.is_ascii_digit())
+            .map(|&byte| char::from(byte))
+            .collect();
         out.push(Token::new(Kind::Number, digits));
     }
     end.max(at + 1)

@@ -89,7 +89,7 @@ impl ToolController {
         )?;
         let result = match step {
             Step::Run(gate, authorized, subject) => {
-                let observing = self.observing(&gate.policy, &authorized);
+                let observing = self.observing(&gate, &authorized);
                 let result = gate.runtime.execute_async(authorized).await;
                 let result = self.observed(observing, result);
                 self.finished(&subject, approval_id, result.is_error);

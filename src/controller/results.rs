@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::ToolController;
+use super::gate::Gate;
 use crate::Policy;
 use crate::contract::{Principal, ToolResult};
 use crate::limits::{Take, Taken};
@@ -24,11 +25,12 @@ pub(super) struct Observing {
 impl ToolController {
     /// What will be done with the result of `call` under `policy`.
     #[inline(always)]
-    pub(super) fn observing(
-        &self,
-        policy: &Arc<dyn Policy>,
-        call: &PreparedToolCall,
-    ) -> Option<Observing> {
+    pub(super) fn observing(&self, gate: &Gate, call: &PreparedToolCall) -> Option<Observing> {
+        // Fast path: a `ToolPolicy` (the gate's table) neither judges nor records results.
+        if gate.by_tool.is_some() {
+            return None;
+        }
+        let policy = &gate.policy;
         let tool = call.tool_name();
         let judges = policy.judges_results(tool);
         let sources = policy.result_sources(tool);
@@ -47,10 +49,18 @@ impl ToolController {
     /// `result` as the model gets it: judged by the result rules, its labels recorded, its
     /// values recorded. A label that cannot be recorded withholds the result (the flow rules
     /// reading it would not see it).
+    #[inline(always)]
     pub(super) fn observed(&self, observing: Option<Observing>, result: ToolResult) -> ToolResult {
-        let Some(observing) = observing else {
-            return result;
-        };
+        // Fast path: a policy that neither judges nor records results costs one branch here.
+        match observing {
+            None => result,
+            Some(observing) => self.observed_by(observing, result),
+        }
+    }
+
+    /// [`observed`](Self::observed) under a policy that judges or records results.
+    #[inline(never)]
+    fn observed_by(&self, observing: Observing, result: ToolResult) -> ToolResult {
         let mut result = result;
         if observing.judges {
             let labels = observing.policy.judge_result(

@@ -50,7 +50,7 @@ impl ToolController {
                 }
             }
         };
-        let observing = self.observing(&gate.policy, &authorized);
+        let observing = self.observing(&gate, &authorized);
         let result = gate.runtime.execute(authorized);
         let result = self.observed(observing, result);
         self.finished(&subject, None, result.is_error);
@@ -82,7 +82,7 @@ impl ToolController {
                 }
             }
         };
-        let observing = self.observing(&gate.policy, &authorized);
+        let observing = self.observing(&gate, &authorized);
         let result = gate.runtime.execute_async(authorized).await;
         let result = self.observed(observing, result);
         self.finished(&subject, None, result.is_error);

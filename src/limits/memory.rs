@@ -244,6 +244,35 @@ mod tests {
     }
 
     #[test]
+    fn a_shorter_window_counts_only_its_own_times_of_a_counter_kept_longer() {
+        let counters = MemoryRateCounters::default();
+        let hour = |weight| Take {
+            weight,
+            refuses: Refuses::Never,
+            ..take("shared", Some(3_600_000), 0)
+        };
+        for at in [0, 1_000, 2_000] {
+            assert_eq!(counters.take(&[hour(1)], at).unwrap(), Taken::All);
+        }
+        // Kept for the hour; the 1.5 s window in force at 2,500 holds the time 2,000 alone.
+        let look = |most| Take {
+            weight: 0,
+            refuses: Refuses::Above(most),
+            ..take("shared", Some(1_500), 0)
+        };
+        assert_eq!(counters.take(&[look(1)], 2_500).unwrap(), Taken::All);
+        assert_eq!(counters.take(&[look(0)], 2_500).unwrap(), Taken::Full(0));
+        // The hour's window still holds all three.
+        let hour_look = Take {
+            weight: 0,
+            refuses: Refuses::Above(2),
+            ..take("shared", Some(3_600_000), 0)
+        };
+        assert_eq!(counters.take(&[hour_look], 2_500).unwrap(), Taken::Full(0));
+        assert_eq!(counters.held(), 3);
+    }
+
+    #[test]
     fn a_window_holds_max_calls_and_frees_a_slot_exactly_when_the_oldest_leaves() {
         let counters = MemoryRateCounters::default();
         let minute = [take("a", Some(60_000), 2)];
@@ -284,6 +313,33 @@ mod tests {
         // At 60,000 "a" has left its window: room for "c".
         assert_eq!(counters.take(&minute("c"), 60_000).unwrap(), Taken::All);
         assert_eq!(counters.held(), 2);
+        // Full, a look still answers: it records nothing.
+        let look = Take {
+            weight: 0,
+            refuses: Refuses::Above(10),
+            ..take("c", Some(60_000), 0)
+        };
+        assert_eq!(counters.take(&[look], 60_001).unwrap(), Taken::All);
+    }
+
+    #[test]
+    fn a_take_that_replaces_holds_one_time_however_often_it_is_taken() {
+        let counters = MemoryRateCounters::with_capacity(3);
+        let mark = |bucket| Take {
+            refuses: Refuses::Never,
+            replaces: true,
+            ..take(bucket, Some(60_000), 0)
+        };
+        for at in 0..10 {
+            assert_eq!(counters.take(&[mark("seen")], at).unwrap(), Taken::All);
+            assert_eq!(counters.held(), 1, "at {at}");
+        }
+        // The capacity counts one time for it: two more buckets fit.
+        assert_eq!(
+            counters.take(&[mark("a"), mark("b")], 10).unwrap(),
+            Taken::All
+        );
+        assert_eq!(counters.held(), 3);
     }
 
     #[test]

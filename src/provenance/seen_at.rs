@@ -40,11 +40,12 @@ impl Hasher for FirstBytes {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        // A `[u8; 16]` is hashed as its length, then its bytes: the bytes are the last write.
+        // A `[u8; 16]` is hashed as its length, then its bytes: the bytes are the last write,
+        // and the hash.
         let mut first = [0; 8];
         let taken = bytes.len().min(8);
         first[..taken].copy_from_slice(&bytes[..taken]);
-        self.0 = u64::from_le_bytes(first) ^ self.0.rotate_left(5);
+        self.0 = u64::from_le_bytes(first);
     }
 }
 

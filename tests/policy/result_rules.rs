@@ -263,6 +263,23 @@ impl RateCounters for Failing {
 }
 
 #[test]
+fn a_label_given_again_and_again_holds_one_time_in_the_store() {
+    let returned = Arc::new(Mutex::new(json!(format!("config:\n{KEY}\n"))));
+    let registry = registry(&returned);
+    let policy = RulePolicy::from_json(POLICY, &registry).unwrap();
+    let counters = Arc::new(limits::MemoryRateCounters::default());
+    let controller = ToolController::try_new(registry, policy)
+        .unwrap()
+        .with_rate_counters(Arc::clone(&counters));
+    for _ in 0..5 {
+        assert!(!result_of(&controller, "read").is_error);
+    }
+    // Only whether a secret was read is asked of the label's record: the latest is kept.
+    assert_eq!(counters.held(), 1);
+    assert_eq!(send(&controller), "ask");
+}
+
+#[test]
 fn a_label_that_cannot_be_recorded_withholds_the_result() {
     let returned = Arc::new(Mutex::new(json!(KEY)));
     let registry = registry(&returned);

@@ -280,6 +280,47 @@ fn a_label_given_again_and_again_holds_one_time_in_the_store() {
 }
 
 #[test]
+fn a_label_kept_by_principal_reaches_the_principals_other_sessions_in_a_shared_store() {
+    let dir = std::env::temp_dir().join(format!("toolgate-labels-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("toolgate.db");
+    let by_principal = POLICY.replace(
+        r#""within": "session"}"#,
+        r#""within": "hour", "by": "principal"}"#,
+    );
+    assert_ne!(by_principal, POLICY);
+    let returned = Arc::new(Mutex::new(json!(format!("config:\n{KEY}\n"))));
+    let in_session = |session: &str| {
+        let registry = registry(&returned);
+        let policy = RulePolicy::from_json(&by_principal, &registry).unwrap();
+        ToolController::try_new(registry, policy)
+            .unwrap()
+            .with_rate_counters(limits::SqliteRateCounters::open(&file, session).unwrap())
+    };
+    let as_caller = |controller: &ToolController, id: &str, tool: &str| {
+        let arguments = if tool == "send" {
+            json!({"to": "x"})
+        } else {
+            json!({})
+        };
+        let call = ToolCall::new("c", tool, arguments)
+            .with_principal(Principal::new(id, Vec::<String>::new()));
+        outcome_word(controller.handle(call))
+    };
+    let first = in_session("a");
+    assert_eq!(as_caller(&first, "alice", "read"), "allow");
+    let second = in_session("b");
+    assert_eq!(
+        as_caller(&second, "alice", "send"),
+        "ask",
+        "alice read a secret in another session"
+    );
+    assert_eq!(as_caller(&second, "bob", "send"), "allow", "bob read none");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_label_that_cannot_be_recorded_withholds_the_result() {
     let returned = Arc::new(Mutex::new(json!(KEY)));
     let registry = registry(&returned);

@@ -28,6 +28,13 @@ impl ToolController {
     pub(super) fn observing(&self, gate: &Gate, call: &PreparedToolCall) -> Option<Observing> {
         // Fast path: a `ToolPolicy` (the gate's table) neither judges nor records results.
         if gate.by_tool.is_some() {
+            // Tests run with debug assertions: a `ToolPolicy` that came to judge or record
+            // results would fail every test that calls one.
+            debug_assert!(
+                !gate.policy.judges_results(call.tool_name())
+                    && gate.policy.result_sources(call.tool_name()).is_none(),
+                "a ToolPolicy's results are neither judged nor recorded"
+            );
             return None;
         }
         let policy = &gate.policy;

@@ -39,14 +39,7 @@ impl ProvenanceKey {
 
     /// The digest of `token`: 128 bits of its HMAC, in hex.
     pub(crate) fn digest(&self, token: &Token) -> String {
-        let mut text = String::with_capacity(32);
-        self.push_digest(token, &mut text);
-        text
-    }
-
-    /// Appends [`digest`](Self::digest) of `token` to `out`.
-    pub(crate) fn push_digest(&self, token: &Token, out: &mut String) {
-        crate::canonical::push_hex(out, &self.digest_bytes(token));
+        crate::canonical::hex_lower(&self.digest_bytes(token))
     }
 
     /// The digest of `token` as bytes: 128 bits of its HMAC.
@@ -95,6 +88,29 @@ mod tests {
         assert_eq!(one.digest(&value).len(), 32);
         assert!(!one.digest(&value).contains("mallory"));
         assert_eq!(format!("{one:?}"), "ProvenanceKey(..)");
+    }
+
+    #[test]
+    fn digests_and_counter_names_are_the_ones_stores_already_hold() {
+        // Computed apart (Python's `hmac`, the key 32 bytes of 7): records written by earlier
+        // versions in a SQLite or PostgreSQL store are found only if these never change.
+        let key = ProvenanceKey::new([7; 32]);
+        let iban = Token {
+            kind: Kind::Iban,
+            canonical: "GB82WEST12345698765432".to_owned(),
+        };
+        assert_eq!(key.digest(&iban), "f5391e9c92c347e55c5b63cde04c6ed0");
+        let alice = crate::contract::Principal::new("alice", Vec::<String>::new());
+        let scope = crate::provenance::Scope::of(Some(&alice), &key);
+        assert_eq!(scope.as_str(), "2aedfae46df728510b18da54d9c6e316");
+        assert_eq!(
+            scope.bucket_of("u", &key, &iban),
+            "prov:u:2aedfae46df728510b18da54d9c6e316:f5391e9c92c347e55c5b63cde04c6ed0"
+        );
+        assert_eq!(
+            crate::provenance::Scope::of(None, &key).bucket_of("p", &key, &iban),
+            "prov:p:-:f5391e9c92c347e55c5b63cde04c6ed0"
+        );
     }
 
     #[test]

@@ -24,7 +24,6 @@ type Call = (Arc<str>, Arc<str>);
 struct Inner {
     scopes: HashMap<Arc<str>, HashMap<Digest, Call, DigestHasher>>,
     order: VecDeque<(Arc<str>, Digest)>,
-    held: usize,
 }
 
 /// Hashes a digest by its first eight bytes: a keyed digest is already uniform, and no one
@@ -57,11 +56,7 @@ impl SeenAt {
         }
         let (tool, call_id): Call = (Arc::from(tool), Arc::from(call_id));
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let Inner {
-            scopes,
-            order,
-            held,
-        } = &mut *inner;
+        let Inner { scopes, order } = &mut *inner;
         let scope = match scopes.get_key_value(scope.as_str()) {
             Some((scope, _)) => Arc::clone(scope),
             None => Arc::from(scope.as_str()),
@@ -73,14 +68,12 @@ impl SeenAt {
                 .is_none();
             if fresh {
                 order.push_back((Arc::clone(&scope), *digest));
-                *held += 1;
             }
         }
-        while *held > CAPACITY {
+        while order.len() > CAPACITY {
             let Some((scope, digest)) = order.pop_front() else {
                 break;
             };
-            *held -= 1;
             if let Some(calls) = scopes.get_mut(&scope) {
                 calls.remove(&digest);
                 if calls.is_empty() {

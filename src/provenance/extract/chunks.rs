@@ -56,13 +56,7 @@ pub(super) fn chunk_start(text: &str, floor: usize, inside: usize) -> usize {
         }
         start -= 1;
     }
-    for (offset, c) in text[floor..start].char_indices().rev() {
-        if separates_at(text, floor + offset, c) {
-            break;
-        }
-        start = floor + offset;
-    }
-    start
+    chunk_start_by_chars(text, floor, start)
 }
 
 /// Where the chunk holding byte `inside` ends: at the first separator after it.
@@ -76,18 +70,11 @@ pub(super) fn chunk_end(text: &str, inside: usize) -> usize {
         }
         at += 1;
     }
-    if at == bytes.len() {
-        return at;
-    }
-    text[at..]
-        .char_indices()
-        .find(|&(offset, c)| separates_at(text, at + offset, c))
-        .map_or(text.len(), |(offset, _)| at + offset)
+    chunk_end_by_chars(text, at)
 }
 
-/// [`chunk_start`] read character by character (the fast path's reference).
-#[cfg(test)]
-pub(super) fn chunk_start_by_chars(text: &str, floor: usize, inside: usize) -> usize {
+/// [`chunk_start`] read character by character: past the fast path's ASCII, and its reference.
+fn chunk_start_by_chars(text: &str, floor: usize, inside: usize) -> usize {
     let mut start = inside;
     for (offset, c) in text[floor..inside].char_indices().rev() {
         if separates_at(text, floor + offset, c) {
@@ -98,9 +85,8 @@ pub(super) fn chunk_start_by_chars(text: &str, floor: usize, inside: usize) -> u
     start
 }
 
-/// [`chunk_end`] read character by character (the fast path's reference).
-#[cfg(test)]
-pub(super) fn chunk_end_by_chars(text: &str, inside: usize) -> usize {
+/// [`chunk_end`] read character by character: past the fast path's ASCII, and its reference.
+fn chunk_end_by_chars(text: &str, inside: usize) -> usize {
     text[inside..]
         .char_indices()
         .find(|&(offset, c)| separates_at(text, inside + offset, c))

@@ -466,4 +466,6 @@ fn is_bare_host(text: &str) -> bool {
 }
 
 #[cfg(test)]
+mod fast_reading_tests;
+#[cfg(test)]
 mod tests;

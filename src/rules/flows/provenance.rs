@@ -395,12 +395,12 @@ impl ProvenanceFlow {
                 let mut elements = Vec::new();
                 leaves(list, &mut elements);
                 for element in elements {
-                    self.read(element, &mut tokens)?;
+                    self.read_element(element, &mut tokens)?;
                 }
             }
             Some(Value::Null) | None => {}
             // Fast path: one value needs no list of leaves.
-            Some(one) => self.read(one, &mut tokens)?,
+            Some(one) => self.read_element(one, &mut tokens)?,
         }
         tokens.sort();
         tokens.dedup();
@@ -409,7 +409,7 @@ impl ProvenanceFlow {
 
     /// Adds the values of one element (a string or a number) to `tokens`; `None` when it cannot
     /// be judged.
-    fn read(&self, element: &Value, tokens: &mut Vec<Token>) -> Option<()> {
+    fn read_element(&self, element: &Value, tokens: &mut Vec<Token>) -> Option<()> {
         let text: std::borrow::Cow<'_, str> = match element {
             Value::String(text) => text.into(),
             Value::Number(number) => number.to_string().into(),
@@ -417,19 +417,15 @@ impl ProvenanceFlow {
         };
         match self.read {
             ValueRead::Value => tokens.extend(extract::whole(&text)),
+            ValueRead::Tokens if self.kinds.is_empty() => extract::tokens(&text, tokens),
             ValueRead::Tokens => {
-                let from = tokens.len();
-                extract::tokens(&text, tokens);
-                if !self.kinds.is_empty() {
-                    let mut at = from;
-                    while at < tokens.len() {
-                        if self.kinds.contains(&TokenKind::of(&tokens[at])) {
-                            at += 1;
-                        } else {
-                            tokens.swap_remove(at);
-                        }
-                    }
-                }
+                let mut found = Vec::new();
+                extract::tokens(&text, &mut found);
+                tokens.extend(
+                    found
+                        .into_iter()
+                        .filter(|token| self.kinds.contains(&TokenKind::of(token))),
+                );
             }
             ValueRead::Host => tokens.push(extract::host_of(&text)?),
         }

@@ -1,0 +1,128 @@
+//! The fast readings (a plain word read whole, IBAN check digits reduced once per 7 characters)
+//! held equal to the readings they stand in for: recording and lookup must agree, or a value is
+//! recorded as one kind and looked up as another.
+
+use super::*;
+
+/// ISO 13616's MOD 97-10 as written: one remainder per character.
+fn iban_checks_by_the_letter(iban: &str) -> bool {
+    let rearranged = iban[4..].chars().chain(iban[..4].chars());
+    let mut remainder: u32 = 0;
+    for c in rearranged {
+        let Some(value) = c.to_digit(36) else {
+            return false;
+        };
+        remainder = (remainder * if value >= 10 { 100 } else { 10 } + value) % 97;
+    }
+    remainder == 1
+}
+
+#[test]
+fn the_fast_iban_check_agrees_with_the_standard_on_every_near_miss() {
+    // Real IBANs of 15 to 32 characters, then every one-character change of each and every
+    // length cut: the fast check reduces once per 7 characters, so lengths and letters (two
+    // decimal digits each) past each reduction are what could go wrong.
+    let ibans = [
+        "NO9386011117947",
+        "BE68539007547034",
+        "DE89370400440532013000",
+        "GB82WEST12345698765432",
+        "FR7612739000700012345678959",
+        "MT84MALT011000012345MTLCAST001S",
+        "LC55HEMM000100010012001200023015",
+    ];
+    let alphabet = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZaz-";
+    let mut compared = 0;
+    for short in ["", "G", "GB", "GB8"] {
+        assert!(!numbers::iban_checks(short), "{short:?}");
+    }
+    // Four characters are a whole (if short) reading: `0001` rearranged is 1, which checks.
+    for four in ["0001", "0002", "AB01"] {
+        assert_eq!(
+            numbers::iban_checks(four),
+            iban_checks_by_the_letter(four),
+            "{four}"
+        );
+    }
+    assert!(numbers::iban_checks("0001"));
+    for iban in ibans {
+        assert!(numbers::iban_checks(iban), "{iban}");
+        // Lowercase letters count as their capitals.
+        assert!(numbers::iban_checks(&iban.to_ascii_lowercase()), "{iban}");
+        for length in 4..=iban.len() {
+            let cut = &iban[..length];
+            assert_eq!(
+                numbers::iban_checks(cut),
+                iban_checks_by_the_letter(cut),
+                "{cut}"
+            );
+        }
+        for at in 0..iban.len() {
+            for &replacement in alphabet {
+                let mut changed = iban.as_bytes().to_vec();
+                changed[at] = replacement;
+                let changed = String::from_utf8(changed).expect("ASCII");
+                assert_eq!(
+                    numbers::iban_checks(&changed),
+                    iban_checks_by_the_letter(&changed),
+                    "{changed}"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 6_000, "{compared}");
+}
+
+#[test]
+fn a_plain_word_is_read_whole_as_the_general_reading_reads_it() {
+    // `whole` reads a word of ASCII letters and digits without scanning it; recording and
+    // lookup must agree with the general reading on every such word, or a value would be
+    // recorded as one kind and looked up as another.
+    let mut words: Vec<String> = Vec::new();
+    for iban in [
+        "GB82WEST12345698765432",
+        "DE89370400440532013000",
+        "MT84MALT011000012345MTLCAST001S",
+        "NO9386011117947",
+        "LC55HEMM000100010012001200023015",
+    ] {
+        for length in 1..=iban.len() {
+            words.push(iban[..length].to_owned());
+            words.push(iban[..length].to_ascii_lowercase());
+            words.push(format!("{}x", &iban[..length]));
+            words.push(format!("9{}", &iban[..length]));
+        }
+        words.push(format!("{iban}{iban}"));
+    }
+    for length in 1..=40 {
+        words.push("7".repeat(length));
+        words.push(format!("{}A", "1".repeat(length)));
+        words.push(format!("A{}", "1".repeat(length)));
+    }
+    // Pseudo-random words over an alphabet heavy in digits and IBAN letters.
+    let alphabet = b"0123456789GBDEWSTabcxyz";
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    for _ in 0..20_000 {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        let length = 1 + (state >> 58) as usize % 36;
+        let word: String = (0..length)
+            .map(|at| {
+                let pick = (state >> (at % 48)) as usize ^ at.wrapping_mul(31);
+                char::from(alphabet[pick % alphabet.len()])
+            })
+            .collect();
+        words.push(word);
+    }
+    for word in &words {
+        let general = whole_in_general(word).map(|token| (token.kind, token.canonical));
+        let fast = Some(whole_word(word)).map(|token| (token.kind, token.canonical));
+        assert_eq!(fast, general, "{word:?}");
+        assert_eq!(
+            whole(word).map(|token| (token.kind, token.canonical)),
+            general
+        );
+    }
+}

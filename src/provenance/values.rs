@@ -123,7 +123,19 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     }
     out.sort_unstable();
     out.dedup();
-    out
+    // First, so the request's bound never drops them: which kinds of value the person named
+    // (`if_person_named`); a lost one would make a rule laxer, not stricter.
+    let mut kinds: Vec<Kind> = out.iter().map(|token| token.kind).collect();
+    kinds.dedup();
+    let mut named: Vec<Token> = kinds
+        .into_iter()
+        .map(|kind| Token {
+            kind: Kind::AnyOf,
+            canonical: kind.tag().to_owned(),
+        })
+        .collect();
+    named.append(&mut out);
+    named
 }
 
 /// The values in a text: its tokens, and each short line whole.

@@ -10,8 +10,52 @@ use super::condition::{SchemaLookup, array_index, unescape_token};
 /// (`items`). A number that picks an element of a list the schema declares with `items` is
 /// [`SchemaLookup::ListIndex`]: a rule on one element says nothing about the others.
 pub(crate) fn lookup(root: &Value, pointer: &str) -> SchemaLookup {
+    match walk(root, pointer) {
+        None => SchemaLookup::Missing,
+        Some((_, true)) => SchemaLookup::ListIndex,
+        Some((_, false)) => SchemaLookup::Declared,
+    }
+}
+
+/// The JSON types the schemas at `pointer` declare (`"type"`, a name or a list; a list's
+/// `items` for a list, so a rule judging each element sees its elements' types); empty when
+/// none declares one or the pointer names no field.
+pub(crate) fn types_at(root: &Value, pointer: &str) -> Vec<String> {
+    let mut types = Vec::new();
+    if let Some((frontier, _)) = walk(root, pointer) {
+        declared_types(root, &frontier, 0, &mut types);
+    }
+    types.sort();
+    types.dedup();
+    types
+}
+
+/// Adds the types `frontier`'s schemas declare to `out`, a list's by its `items` (lists of
+/// lists to a depth of 4).
+fn declared_types(root: &Value, frontier: &[&Value], depth: usize, out: &mut Vec<String>) {
+    for schema in expand(root, frontier) {
+        let declared: Vec<&str> = match schema.get("type") {
+            Some(Value::String(one)) => vec![one.as_str()],
+            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+            _ => continue,
+        };
+        for name in declared {
+            let items = schema.get("items").filter(|items| items.is_object());
+            match items {
+                Some(items) if name == "array" && depth < 4 => {
+                    declared_types(root, &[items], depth + 1, out);
+                }
+                _ => out.push(name.to_owned()),
+            }
+        }
+    }
+}
+
+/// The schemas `pointer` reaches and whether it picked one element of a list; `None` when it
+/// names no field.
+fn walk<'a>(root: &'a Value, pointer: &str) -> Option<(Vec<&'a Value>, bool)> {
     if pointer.is_empty() {
-        return SchemaLookup::Declared;
+        return Some((vec![root], false));
     }
     let mut list_index = false;
     let mut frontier = vec![root];
@@ -52,16 +96,12 @@ pub(crate) fn lookup(root: &Value, pointer: &str) -> SchemaLookup {
             }
         }
         if next.is_empty() {
-            return SchemaLookup::Missing;
+            return None;
         }
         list_index |= via_items;
         frontier = next;
     }
-    if list_index {
-        SchemaLookup::ListIndex
-    } else {
-        SchemaLookup::Declared
-    }
+    Some((frontier, list_index))
 }
 
 /// The schemas in `frontier` with everything they apply to the same value: local `$ref` targets

@@ -10,6 +10,7 @@ mod common;
 #[path = "../support/postgres.rs"]
 mod postgres_support;
 
+mod amounts;
 mod analysis;
 mod analysis_budget;
 mod analysis_corpus;

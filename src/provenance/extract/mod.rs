@@ -1,5 +1,5 @@
 //! The values a text carries, each in one canonical spelling: links and their hosts, e-mail
-//! addresses, IBANs, long numbers, file paths and handles.
+//! addresses, IBANs, long numbers, amounts of money, file paths and handles.
 //!
 //! Two spellings of one value that a model may copy from a result into a call must give one
 //! canonical form, or a value read from a web page passes as one never seen. What is made alike:
@@ -13,15 +13,19 @@
 //! | long number | spaces, `-` and `.` between digit groups (6 digits or more) |
 //! | path | repeated `/`, `.` segments |
 //! | handle | `@` or `#` before it, case (a handle `@bob` is the text `bob`) |
+//! | amount | read in hundredths (`EUR 1,450.00`, `1.450,00 €`, `1 450 EUR`, `$1450` are all `145000`); a currency symbol, code or name before or after, at most one space between; `,` `.` `'` or a space between groups of three, `.` or `,` before one or two decimals; `35,-` |
 //! | any text | invisible characters (zero-width, bidi controls); with the `unicode` feature NFKC (fullwidth `ｅｘａｍｐｌｅ`) and full case folding; runs of white space |
 //!
 //! What is not made alike, and so is not matched: a value the model paraphrases, translates,
 //! abbreviates or re-encodes (base64, HTML entities, punycode against Unicode host names, a
 //! number written out in words), a link shortened by a redirector, an IP address written as a
 //! number, numbers grouped by `,`, `/` or brackets (`(555) 123-4567`), and text split other than
-//! at a line end.
+//! at a line end. A number without a currency beside it is no amount (`pay 35`, a JSON number
+//! in a result); an amount with three decimals or in words (`fifty euros`) is not read, and
+//! every currency is read in hundredths, so `¥1000` is `100000`.
 
 mod addresses;
+mod amounts;
 mod chunks;
 mod numbers;
 
@@ -31,6 +35,8 @@ use addresses::{
     canonical_path, canonical_url, percent_decoded, push_email, scheme_start, scheme_start_within,
     strip_prefix_ignore_case,
 };
+use amounts::AmountScan;
+pub(crate) use amounts::{amount_of_minor_units, amount_of_number};
 use chunks::{HOST_DOTS, chunk_end, chunk_start, looks_like_link_rest, next_chunk, trim_trailing};
 use numbers::NumberScan;
 pub(crate) use numbers::iban_checks;
@@ -46,6 +52,10 @@ pub(crate) enum Kind {
     Number,
     Path,
     Text,
+    Amount,
+    /// Not a value: "the person named some value of this kind" (its canonical form is the kind's
+    /// tag), recorded beside a request's values.
+    AnyOf,
 }
 
 impl Kind {
@@ -58,6 +68,8 @@ impl Kind {
             Self::Number => "number",
             Self::Path => "path",
             Self::Text => "text",
+            Self::Amount => "amount",
+            Self::AnyOf => "any-of",
         }
     }
 }
@@ -137,6 +149,7 @@ fn scan(text: &str, out: &mut Vec<Token>) {
     // number or an IBAN's check digits.
     let bytes = text.as_bytes();
     let mut numbers = NumberScan::default();
+    let mut amounts = AmountScan::default();
     let mut chunks_from = 0;
     for (at, byte) in bytes.iter().enumerate() {
         let class = BYTE_CLASS[usize::from(*byte)];
@@ -145,6 +158,7 @@ fn scan(text: &str, out: &mut Vec<Token>) {
         }
         if class == DIGIT {
             numbers.at_digit(bytes, at, out);
+            amounts.at_digit(bytes, at, out);
         } else if at >= chunks_from {
             chunks_from = chunk_at(text, chunks_from, at, out);
         }
@@ -267,6 +281,12 @@ fn whole_in_general(trimmed: &str) -> Option<Token> {
         }
     }
     Some(Token::new(Kind::Text, folded_text(trimmed)))
+}
+
+/// The amount `text` is as a whole (`35.50`, `EUR 1,450`, `35,- €`), in hundredths; `None` when
+/// it is not one amount.
+pub(crate) fn amount_of(text: &str) -> Option<Token> {
+    amounts::amount_of_text(&readable(text, false))
 }
 
 /// The host of `text` read as a link, or as a bare host name.
@@ -465,6 +485,8 @@ fn is_bare_host(text: &str) -> bool {
         })
 }
 
+#[cfg(test)]
+mod amount_tests;
 #[cfg(test)]
 mod fast_reading_tests;
 #[cfg(test)]

@@ -43,7 +43,8 @@ pub struct ValueProvenance {
     /// there is judged an element at a time.
     pub pointer: String,
     /// How its values are read: the whole value (default), each value inside a text (`tokens`:
-    /// the links in a message body), or a link's host (`host`).
+    /// the links in a message body), a link's host (`host`), or an amount of money (`amount`:
+    /// `35.5` or `"EUR 35.50"`; `minor_units`: a whole number of cents, `3550`).
     #[serde(default, skip_serializing_if = "ValueRead::is_value")]
     pub read: ValueRead,
     /// With `read: "tokens"`: only these kinds of values inside the text are judged (`link` —
@@ -59,6 +60,13 @@ pub struct ValueProvenance {
     /// Where the value must not have been seen for the rule to hold (none of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_seen_in: Vec<ValueSource>,
+    /// The rule holds only in a session where the person named some value of the kind judged
+    /// (an amount, when it reads an amount): "when the person gave an amount, another is
+    /// asked", while a task whose amount only a bill names is not. Goes with `"person"` in
+    /// `not_seen_in`. A session whose records overflowed counts as one where the person named
+    /// one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub if_person_named: bool,
 }
 
 /// How a provenance condition reads an argument.
@@ -74,6 +82,14 @@ pub enum ValueRead {
     /// The host of a link (or a bare host name); a value that is neither cannot be judged, and
     /// the rule takes its action.
     Host,
+    /// An amount of money in its currency's unit: a number (`35.5`, at most two decimals) or a
+    /// text (`"35.50"`, `"EUR 1,450"`), compared in hundredths with the amounts results and the
+    /// person named (`EUR 35.50` in a mail); anything else cannot be judged.
+    Amount,
+    /// An amount of money as a whole number of hundredths (a `cents` argument: `3550` is
+    /// `EUR 35.50` in a mail); anything else — a fraction, a negative number, a text — cannot
+    /// be judged.
+    MinorUnits,
 }
 
 impl ValueRead {
@@ -98,11 +114,13 @@ pub enum TokenKind {
     Path,
     /// A handle (`@bob`, `#team`).
     Handle,
+    /// An amount of money with its currency (`EUR 35.50`, `$1,200`).
+    Amount,
 }
 
 impl TokenKind {
-    fn of(token: &Token) -> Self {
-        match token.kind {
+    fn of(token: &Token) -> Option<Self> {
+        Some(match token.kind {
             extract::Kind::Url | extract::Kind::Host => Self::Link,
             extract::Kind::Email => Self::Email,
             extract::Kind::Iban => Self::Iban,
@@ -110,7 +128,9 @@ impl TokenKind {
             extract::Kind::Path => Self::Path,
             // Inside a text, the only text values are handles.
             extract::Kind::Text => Self::Handle,
-        }
+            extract::Kind::Amount => Self::Amount,
+            extract::Kind::AnyOf => return None,
+        })
     }
 }
 
@@ -166,8 +186,10 @@ pub(super) struct ProvenanceFlow {
     seen_in: Vec<Arc<str>>,
     // … and, for a result source among them, an overflowed session counts as seen.
     seen_in_results: bool,
-    // … and in none of these.
+    // … and in none of these …
     not_seen_in: Vec<Arc<str>>,
+    // … and, if set, the person named a value of the same kind (or the session overflowed).
+    if_person_named: bool,
     action: PolicyAction,
     reason: Reason,
     approvers: Option<Arc<crate::decision::Approvers>>,
@@ -202,6 +224,16 @@ pub(super) fn load(
                 .to_owned(),
         );
     }
+    if provenance.if_person_named
+        && !provenance
+            .not_seen_in
+            .contains(&ValueSource::Kind(SourceKind::Person))
+    {
+        push(
+            format!("{place}.provenance.if_person_named"),
+            "if_person_named narrows a rule on values the person did not name: it goes with \"person\" in not_seen_in".to_owned(),
+        );
+    }
     if provenance.seen_in.is_empty() && provenance.not_seen_in.is_empty() {
         push(
             format!("{place}.provenance"),
@@ -229,6 +261,13 @@ pub(super) fn load(
                     "{:?} names no field of tool {tool:?}'s schema",
                     provenance.pointer
                 ),
+            );
+        } else if let Some(schema) = schema
+            && let Some(problem) = reading_fits(provenance.read, schema, &provenance.pointer)
+        {
+            push(
+                format!("{place}.provenance.read"),
+                format!("{problem} (tool {tool:?})"),
             );
         }
     }
@@ -297,9 +336,34 @@ pub(super) fn load(
         seen_in,
         seen_in_results,
         not_seen_in,
+        if_person_named: provenance.if_person_named,
         action: config.action,
         reason,
         approvers,
+    })
+}
+
+/// Why `read` cannot read the field at `pointer` of `schema`, by the types it declares: an amount
+/// is a number or a text, minor units a whole number. A field declaring no type is read as it
+/// comes (what cannot be read takes the rule's action).
+fn reading_fits(read: ValueRead, schema: &Value, pointer: &str) -> Option<String> {
+    let wanted: &[&str] = match read {
+        ValueRead::MinorUnits => &["integer", "number"],
+        ValueRead::Amount => &["integer", "number", "string"],
+        ValueRead::Value | ValueRead::Tokens | ValueRead::Host => return None,
+    };
+    let types = crate::rules::schema_pointer::types_at(schema, pointer);
+    let fits = types.is_empty() || types.iter().any(|name| wanted.contains(&name.as_str()));
+    (!fits).then(|| {
+        format!(
+            "{pointer:?} is declared {}, and {} reads {}",
+            types.join(" or "),
+            match read {
+                ValueRead::MinorUnits => "minor_units",
+                _ => "amount",
+            },
+            wanted.join(" or ")
+        )
     })
 }
 
@@ -352,37 +416,66 @@ impl ProvenanceFlow {
             .iter()
             .map(Some)
             .chain(overflowed_too.then_some(None));
+        // With `if_person_named`: each group also needs the person to have named a value of
+        // the token's kind — or the session to have overflowed, when that record may be lost.
+        let person_named = |token: &Token| {
+            let marker = Token {
+                kind: extract::Kind::AnyOf,
+                canonical: token.kind.tag().to_owned(),
+            };
+            [
+                ValueLook(Look::Seen {
+                    source: Arc::from(crate::provenance::source::PERSON),
+                    token: marker,
+                }),
+                ValueLook(Look::Overflowed),
+            ]
+        };
         for token in &tokens {
-            for positive in positives.clone() {
-                let look = |source: &Arc<str>| {
-                    ValueLook(Look::Seen {
-                        source: Arc::clone(source),
-                        token: token.clone(),
-                    })
-                };
-                match (positive, self.seen_in.is_empty()) {
-                    (Some(source), _) => {
-                        slots.push(
+            let conditions: Vec<Option<ValueLook>> = if self.if_person_named {
+                person_named(token).into_iter().map(Some).collect()
+            } else {
+                vec![None]
+            };
+            for condition in &conditions {
+                for positive in positives.clone() {
+                    let look = |source: &Arc<str>| {
+                        ValueLook(Look::Seen {
+                            source: Arc::clone(source),
+                            token: token.clone(),
+                        })
+                    };
+                    match (positive, self.seen_in.is_empty()) {
+                        (Some(source), _) => {
+                            slots.push(
+                                slot(Refuses::AnyCounted)
+                                    .looking_up(look(source))
+                                    .in_group(group),
+                            );
+                        }
+                        (None, false) => slots.push(
                             slot(Refuses::AnyCounted)
+                                .looking_up(ValueLook(Look::Overflowed))
+                                .in_group(group),
+                        ),
+                        (None, true) => {}
+                    }
+                    for source in &self.not_seen_in {
+                        slots.push(
+                            slot(Refuses::NothingCounted)
                                 .looking_up(look(source))
                                 .in_group(group),
                         );
                     }
-                    (None, false) => slots.push(
-                        slot(Refuses::AnyCounted)
-                            .looking_up(ValueLook(Look::Overflowed))
-                            .in_group(group),
-                    ),
-                    (None, true) => {}
+                    if let Some(condition) = condition {
+                        slots.push(
+                            slot(Refuses::AnyCounted)
+                                .looking_up(condition.clone())
+                                .in_group(group),
+                        );
+                    }
+                    group += 1;
                 }
-                for source in &self.not_seen_in {
-                    slots.push(
-                        slot(Refuses::NothingCounted)
-                            .looking_up(look(source))
-                            .in_group(group),
-                    );
-                }
-                group += 1;
             }
         }
     }
@@ -416,16 +509,22 @@ impl ProvenanceFlow {
             _ => return None,
         };
         match self.read {
+            ValueRead::MinorUnits => match element {
+                Value::Number(number) => tokens.push(extract::amount_of_minor_units(number)?),
+                _ => return None,
+            },
+            ValueRead::Amount => tokens.push(match element {
+                Value::Number(number) => extract::amount_of_number(number)?,
+                _ => extract::amount_of(&text)?,
+            }),
             ValueRead::Value => tokens.extend(extract::whole(&text)),
             ValueRead::Tokens if self.kinds.is_empty() => extract::tokens(&text, tokens),
             ValueRead::Tokens => {
                 let mut found = Vec::new();
                 extract::tokens(&text, &mut found);
-                tokens.extend(
-                    found
-                        .into_iter()
-                        .filter(|token| self.kinds.contains(&TokenKind::of(token))),
-                );
+                tokens.extend(found.into_iter().filter(|token| {
+                    TokenKind::of(token).is_some_and(|kind| self.kinds.contains(&kind))
+                }));
             }
             ValueRead::Host => tokens.push(extract::host_of(&text)?),
         }

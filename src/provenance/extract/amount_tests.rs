@@ -1,0 +1,150 @@
+//! Amounts read from text: the spellings people write read as one value in hundredths, what is
+//! not an amount left alone, and every grouping style read back to the value it was written from.
+
+use proptest::prelude::*;
+
+use super::*;
+
+/// The amounts `text` carries, in hundredths, in the order found.
+fn amounts(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    tokens(text, &mut found);
+    found
+        .into_iter()
+        .filter(|token| token.kind == Kind::Amount)
+        .map(|token| token.canonical)
+        .collect()
+}
+
+#[test]
+fn the_spellings_of_one_amount_read_as_one_value() {
+    for spelling in [
+        "EUR 1,450.00",
+        "1.450,00 €",
+        "1 450 EUR",
+        "1\u{a0}450,00\u{a0}€",
+        "1\u{202f}450 eur",
+        "$1450",
+        "1450 USD",
+        "EUR1450",
+        "1450EUR",
+        "CHF 1'450.00",
+        "1,450 euros",
+        "£1,450",
+        "1450,- EUR",
+        "1.450.- €",
+        "pay 1,450 EUR today.",
+        "(EUR 1,450.00)",
+    ] {
+        assert_eq!(amounts(spelling), ["145000"], "{spelling:?}");
+    }
+    for (spelling, hundredths) in [
+        ("35,5 EUR", "3550"),
+        ("EUR 0.01", "1"),
+        ("€35", "3500"),
+        ("4,440.00 EUR", "444000"),
+        ("EUR 1.280,00", "128000"),
+        ("The fine is EUR 35.00. Please pay", "3500"),
+        ("EUR 35.00 28 days", "3500"),
+        ("Room 4 35 EUR", "3500"),
+        ("¥1000", "100000"),
+    ] {
+        assert_eq!(amounts(spelling), [hundredths], "{spelling:?}");
+    }
+}
+
+#[test]
+fn numbers_without_a_currency_or_in_a_word_are_no_amounts() {
+    for text in [
+        "pay 35 now",
+        "on 14 May 2025 at 10.30",
+        "reference PV-2025-088312",
+        "35kg of flour",
+        "35 European cities",
+        "flight AZ405 EUR",
+        "1.2345 EUR",
+        "1,4500 EUR",
+        "12,34,567 EUR",
+        "version 2.0",
+    ] {
+        assert_eq!(amounts(text), Vec::<String>::new(), "{text:?}");
+    }
+}
+
+#[test]
+fn several_amounts_in_a_text_are_each_read() {
+    assert_eq!(
+        amounts("The fine is EUR 35.00; after 14 days a late fee of EUR 28.50 applies."),
+        ["3500", "2850"]
+    );
+}
+
+#[test]
+fn a_whole_amount_with_or_without_its_currency() {
+    let of = |text: &str| amount_of(text).map(|token| token.canonical);
+    assert_eq!(of(" 35.50 "), Some("3550".to_owned()));
+    assert_eq!(of("EUR 1,450"), Some("145000".to_owned()));
+    assert_eq!(of("35,- €"), Some("3500".to_owned()));
+    assert_eq!(of("\u{200b}€\u{200b}35"), Some("3500".to_owned()));
+    // A `.` before three digits groups them, as in `1.450 €`.
+    assert_eq!(of("35.001"), Some("3500100".to_owned()));
+    for not_one in ["35 EUR and more", "-35", "about 35", "", "EUR", "35.0001"] {
+        assert_eq!(of(not_one), None, "{not_one:?}");
+    }
+}
+
+#[test]
+fn numbers_read_as_amounts_and_as_minor_units() {
+    let number = |text: &str| serde_json::from_str::<serde_json::Number>(text).unwrap();
+    let amount = |text: &str| amount_of_number(&number(text)).map(|token| token.canonical);
+    let minor = |text: &str| amount_of_minor_units(&number(text)).map(|token| token.canonical);
+    assert_eq!(amount("35.5"), Some("3550".to_owned()));
+    assert_eq!(amount("35"), Some("3500".to_owned()));
+    assert_eq!(amount("0.01"), Some("1".to_owned()));
+    // An exponent is read as the number it is.
+    assert_eq!(amount("1e3"), Some("100000".to_owned()));
+    for not_one in ["35.505", "-35", "1e300"] {
+        assert_eq!(amount(not_one), None, "{not_one}");
+    }
+    assert_eq!(minor("3550"), Some("3550".to_owned()));
+    assert_eq!(minor("3550.0"), Some("3550".to_owned()));
+    for not_one in ["3550.5", "-1", "1e300"] {
+        assert_eq!(minor(not_one), None, "{not_one}");
+    }
+}
+
+/// `hundredths` written with `,` or `.` or `'` or a space between groups, `.` or `,` before
+/// its decimals (or none when whole), a currency before or after.
+fn written(hundredths: u64, style: usize, currency: usize) -> String {
+    let (group, decimal) = [(",", "."), (".", ","), ("'", "."), (" ", ","), ("", ".")][style];
+    let units = (hundredths / 100).to_string();
+    let mut grouped = String::new();
+    for (at, digit) in units.chars().enumerate() {
+        if at > 0 && (units.len() - at).is_multiple_of(3) {
+            grouped.push_str(group);
+        }
+        grouped.push(digit);
+    }
+    let cents = hundredths % 100;
+    if cents != 0 || style == 0 {
+        grouped.push_str(&format!("{decimal}{cents:02}"));
+    }
+    match currency {
+        0 => format!("Total: EUR {grouped}, due now"),
+        1 => format!("Total: {grouped} € due now"),
+        2 => format!("Total: ${grouped}."),
+        _ => format!("Total {grouped}\u{a0}CHF"),
+    }
+}
+
+proptest! {
+    #[test]
+    fn every_grouping_style_reads_back_the_amount_it_was_written_from(
+        hundredths in 0_u64..100_000_000_000_000,
+        style in 0_usize..5,
+        currency in 0_usize..4,
+    ) {
+        let text = written(hundredths, style, currency);
+        prop_assert_eq!(amounts(&text), vec![hundredths.to_string()], "{}", text);
+    }
+}

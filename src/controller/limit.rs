@@ -96,7 +96,15 @@ impl ToolController {
                 bucket: looked_up.as_deref().unwrap_or(&slot.bucket),
                 window_ms: slot.window_ms,
                 weight: slot.weight,
-                refuses: slot.refuses,
+                // A person's request lost to a failing store: the session counts as overflowed.
+                refuses: match (&slot.look, &scope) {
+                    (Some(look), Some(scope))
+                        if look.is_overflow() && self.recorder.lost.holds(scope) =>
+                    {
+                        Refuses::Always
+                    }
+                    _ => slot.refuses,
+                },
                 replaces: slot.replaces,
                 across_sessions: slot.across_sessions,
                 enforce: stage == Stage::Proposed || slot.over == PolicyAction::Deny,

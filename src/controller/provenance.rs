@@ -25,7 +25,10 @@ impl ToolController {
     /// other's records; the default is a random key, readable by this controller only.
     #[must_use]
     pub fn with_provenance_key(mut self, key: ProvenanceKey) -> Self {
-        self.recorder = Recorder { key };
+        self.recorder = Recorder {
+            key,
+            lost: Arc::default(),
+        };
         self
     }
 
@@ -36,8 +39,10 @@ impl ToolController {
     ///
     /// # Errors
     ///
-    /// [`RecordError`] when the counters' store fails; nothing is then named by the person, so
-    /// rules that allow what the person named stay strict.
+    /// [`RecordError`] when the counters' store fails. Nothing is then named by the person, and
+    /// the session counts as overflowed — in the store if it can still be marked, else in this
+    /// controller until it can — so rules stay strict: what the person named is asked, and so
+    /// is every rule `if_person_named` (the request may have named an amount).
     pub fn record_person_request(
         &self,
         principal: Option<&Principal>,
@@ -45,15 +50,28 @@ impl ToolController {
     ) -> Result<Recorded, RecordError> {
         let scope = Scope::of(principal, &self.recorder.key);
         let values = values_of_person(text);
-        let (recorded, _) = self.recorder.record(
-            self.counters.as_ref(),
-            self.clock.now_ms(),
+        let now_ms = self.clock.now_ms();
+        let counters = self.counters.as_ref();
+        match self.recorder.record(
+            counters,
+            now_ms,
             &scope,
             &[source::PERSON],
             values,
             Bound::PERSON,
-        )?;
-        Ok(recorded)
+        ) {
+            Ok((recorded, _)) => Ok(recorded),
+            Err(error) => {
+                if self
+                    .recorder
+                    .mark_overflowed(counters, now_ms, &scope)
+                    .is_err()
+                {
+                    self.recorder.lost.remember(&scope);
+                }
+                Err(error.into())
+            }
+        }
     }
 
     /// Records the values `result` of `tool` carries, for `principal`'s scope, under
@@ -104,12 +122,75 @@ impl ToolController {
 #[derive(Debug, Clone)]
 pub(super) struct Recorder {
     pub(super) key: ProvenanceKey,
+    /// Scopes whose person's request could not be recorded nor marked overflowed in the store.
+    pub(super) lost: Arc<LostRequests>,
 }
 
 /// The recorder a new controller starts with: a random key.
 pub(super) fn default_recorder() -> Recorder {
     Recorder {
         key: ProvenanceKey::random(),
+        lost: Arc::default(),
+    }
+}
+
+/// The scopes whose person's request was lost to a failing store, counted as overflowed by
+/// this controller until the store holds the mark.
+#[derive(Debug, Default)]
+pub(super) struct LostRequests {
+    /// Whether any is held: read on every decision, without the lock.
+    any: std::sync::atomic::AtomicBool,
+    scopes: std::sync::Mutex<LostScopes>,
+}
+
+#[derive(Debug, Default)]
+struct LostScopes {
+    scopes: std::collections::HashSet<String>,
+    /// More than [`MAX_LOST_SCOPES`] were lost: every scope counts as overflowed.
+    all: bool,
+}
+
+/// How many scopes are remembered one by one before every scope counts as lost.
+const MAX_LOST_SCOPES: usize = 4096;
+
+impl LostRequests {
+    fn remember(&self, scope: &Scope) {
+        let mut lost = self
+            .scopes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if lost.scopes.len() >= MAX_LOST_SCOPES {
+            lost.all = true;
+        } else {
+            lost.scopes.insert(scope.as_str().to_owned());
+        }
+        self.any.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether `scope` counts as overflowed because its person's request was lost.
+    pub(super) fn holds(&self, scope: &Scope) -> bool {
+        if !self.any.load(std::sync::atomic::Ordering::Acquire) {
+            return false;
+        }
+        let lost = self
+            .scopes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        lost.all || lost.scopes.contains(scope.as_str())
+    }
+
+    /// `scope` is marked overflowed in the store: no longer held here (unless every scope is).
+    fn marked(&self, scope: &Scope) {
+        if self.any.load(std::sync::atomic::Ordering::Acquire) {
+            let mut lost = self
+                .scopes
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            lost.scopes.remove(scope.as_str());
+            if lost.scopes.is_empty() && !lost.all {
+                self.any.store(false, std::sync::atomic::Ordering::Release);
+            }
+        }
     }
 }
 
@@ -167,6 +248,9 @@ impl Recorder {
         let overflowed = (too_many && bound.overflows) || kept == 0;
         if overflowed {
             self.mark_overflowed(counters, now_ms, scope)?;
+        } else if self.lost.holds(scope) {
+            // The store works again: the lost request's mark goes where every instance reads it.
+            self.mark_overflowed(counters, now_ms, scope)?;
         }
         let recorded = Recorded {
             values: kept,
@@ -189,6 +273,8 @@ impl Recorder {
             replaces: true,
             ..Take::limit(&overflow, KEPT_FOR_MS, 0)
         };
-        counters.take(&[mark], now_ms).map(|_| ())
+        counters.take(&[mark], now_ms)?;
+        self.lost.marked(scope);
+        Ok(())
     }
 }

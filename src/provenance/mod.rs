@@ -156,6 +156,11 @@ impl ValueLook {
         }
     }
 
+    /// Whether this look reads whether the session overflowed.
+    pub(crate) fn is_overflow(&self) -> bool {
+        matches!(self.0, Look::Overflowed)
+    }
+
     /// The counter this look reads for `scope`.
     pub(crate) fn bucket(&self, key: &ProvenanceKey, scope: &Scope) -> String {
         match &self.0 {

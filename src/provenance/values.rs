@@ -123,9 +123,13 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     }
     out.sort_unstable();
     out.dedup();
-    // First, so the request's bound never drops them: which kinds of value the person named
-    // (`if_person_named`); a lost one would make a rule laxer, not stricter.
+    // Which kinds of value the person named (`if_person_named`) — money whenever the words
+    // speak of it, read or not (`1.2k EUR`): a marker lost would make a rule laxer.
     let mut kinds: Vec<Kind> = out.iter().map(|token| token.kind).collect();
+    if extract::mentions_money(text) {
+        kinds.push(Kind::Amount);
+    }
+    kinds.sort_unstable();
     kinds.dedup();
     let mut named: Vec<Token> = kinds
         .into_iter()
@@ -134,7 +138,12 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
             canonical: kind.tag().to_owned(),
         })
         .collect();
-    named.append(&mut out);
+    // The request's bound keeps the front: the markers, then the values read from the text
+    // (links, IBANs, amounts …), then words and runs of words, which a long request has many of.
+    let (words, read): (Vec<Token>, Vec<Token>) =
+        out.into_iter().partition(|token| token.kind == Kind::Text);
+    named.extend(read);
+    named.extend(words);
     named
 }
 

@@ -2,7 +2,7 @@
 //! gave it (`if_person_named`: only when the person gave one), read as a whole number of cents
 //! (`minor_units`), as an amount (`amount`: `35.5`, `"EUR 35.50"`), or inside a text (`tokens`
 //! of kind `amount`), in memory and SQLite; the loader's checks and the analysis.
-#![cfg(all(feature = "sqlite", feature = "unicode"))]
+#![cfg(all(feature = "sqlite", feature = "postgres", feature = "unicode", unix))]
 
 use std::sync::{Arc, Mutex};
 
@@ -14,7 +14,7 @@ use toolgate::*;
 
 use crate::flow_setup::{outcome_word, schema_of, scratch};
 
-const POLICY: &str = r#"{
+pub(crate) const POLICY: &str = r#"{
   "rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "the flows decide"}],
   "sources": {"trusted": ["read_statement"]},
   "flows": [
@@ -42,7 +42,7 @@ fn returning(name: &str, schema: Value, result: &Arc<Mutex<String>>) -> ToolDefi
     .unwrap()
 }
 
-fn tools(mail: &Arc<Mutex<String>>, statement: &Arc<Mutex<String>>) -> ToolRegistry {
+pub(crate) fn tools(mail: &Arc<Mutex<String>>, statement: &Arc<Mutex<String>>) -> ToolRegistry {
     let done = Arc::new(Mutex::new("done".to_owned()));
     ToolRegistry::new([
         returning("read_mail", json!({"type": "object"}), mail),
@@ -65,13 +65,13 @@ fn tools(mail: &Arc<Mutex<String>>, statement: &Arc<Mutex<String>>) -> ToolRegis
     .unwrap()
 }
 
-struct World {
-    controller: ToolController,
-    mail: Arc<Mutex<String>>,
-    statement: Arc<Mutex<String>>,
+pub(crate) struct World {
+    pub(crate) controller: ToolController,
+    pub(crate) mail: Arc<Mutex<String>>,
+    pub(crate) statement: Arc<Mutex<String>>,
 }
 
-fn world(counters: impl RateCounters + 'static) -> World {
+pub(crate) fn world(counters: impl RateCounters + 'static) -> World {
     let mail = Arc::new(Mutex::new(String::new()));
     let statement = Arc::new(Mutex::new(String::new()));
     let registry = tools(&mail, &statement);
@@ -87,19 +87,22 @@ fn world(counters: impl RateCounters + 'static) -> World {
     }
 }
 
-fn worlds(name: &str) -> Vec<World> {
-    let path = scratch(name);
+/// A world in memory and one in a SQLite file of its own (however many a test makes).
+pub(crate) fn worlds(name: &str) -> Vec<World> {
+    static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let made = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = scratch(&format!("{name}-{made}"));
     vec![
         world(MemoryRateCounters::default()),
         world(SqliteRateCounters::open(&path, "s-1").unwrap()),
     ]
 }
 
-fn call(world: &World, tool: &str, arguments: Value) -> &'static str {
+pub(crate) fn call(world: &World, tool: &str, arguments: Value) -> &'static str {
     outcome_word(world.controller.handle(ToolCall::new("c", tool, arguments)))
 }
 
-fn read_mail(world: &World, text: &str) {
+pub(crate) fn read_mail(world: &World, text: &str) {
     *world.mail.lock().unwrap() = text.to_owned();
     let read = world
         .controller
@@ -107,7 +110,7 @@ fn read_mail(world: &World, text: &str) {
     assert_eq!(outcome_word(read), "allow");
 }
 
-const GYM: &str = "BE68539007547034";
+pub(crate) const GYM: &str = "BE68539007547034";
 
 /// The person gave 35 EUR; a mail asks for 900 EUR more to a payee on file: the 900 EUR is
 /// asked (naming the mail's call, never the amount), the 35 EUR runs, in every spelling of it.
@@ -192,7 +195,7 @@ fn amounts_are_matched_across_spellings_and_readings() {
     let spellings = [
         "Pay Anna 1.450,00 € for the sofa",
         "Pay Anna EUR 1,450 for the sofa",
-        "Pay Anna 1 450 euros for the sofa",
+        "Pay Anna 1,450 euros for the sofa",
         "Pay Anna $1450.00 for the sofa",
         "Pay Anna 1450,- EUR for the sofa",
         "Pay Anna EUR1450 for the sofa",

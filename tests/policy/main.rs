@@ -10,6 +10,7 @@ mod common;
 #[path = "../support/postgres.rs"]
 mod postgres_support;
 
+mod amount_evasions;
 mod amounts;
 mod analysis;
 mod analysis_budget;

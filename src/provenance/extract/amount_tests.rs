@@ -21,9 +21,6 @@ fn the_spellings_of_one_amount_read_as_one_value() {
     for spelling in [
         "EUR 1,450.00",
         "1.450,00 €",
-        "1 450 EUR",
-        "1\u{a0}450,00\u{a0}€",
-        "1\u{202f}450 eur",
         "$1450",
         "1450 USD",
         "EUR1450",
@@ -48,6 +45,20 @@ fn the_spellings_of_one_amount_read_as_one_value() {
         ("EUR 35.00 28 days", "3500"),
         ("Room 4 35 EUR", "3500"),
         ("¥1000", "100000"),
+        // A plain space groups nothing: the count before an amount is no thousands.
+        ("the 2 150 EUR invoices", "15000"),
+        ("₹1,50,000", "15000000"),
+        ("12,34,567 EUR", "123456700"),
+        ("1\u{a0}450,00\u{a0}€", "45000"),
+        ("35 EUR 12 months ahead", "3500"),
+        ("Bitte 1.200,– € überweisen", "120000"),
+        ("1.200,-- EUR", "120000"),
+        ("(EUR: 1,200)", "120000"),
+        ("€  1,200", "120000"),
+        ("1 200 zł", "20000"),
+        ("Rs. 1,200", "120000"),
+        ("Fr. 1'200", "120000"),
+        ("US$ 35", "3500"),
     ] {
         assert_eq!(amounts(spelling), [hundredths], "{spelling:?}");
     }
@@ -64,8 +75,17 @@ fn numbers_without_a_currency_or_in_a_word_are_no_amounts() {
         "flight AZ405 EUR",
         "1.2345 EUR",
         "1,4500 EUR",
-        "12,34,567 EUR",
         "version 2.0",
+        // Three decimals after a leading zero, four-decimal rates: no amount, not a part of one.
+        "tariff €0.325 per kWh",
+        "₿0.005",
+        "EUR 0.125",
+        "at USD 1.0845 per EUR",
+        "EUR 1,2345",
+        // Codes that are also words are codes only in capitals.
+        "if it fails, try 3 times",
+        "call Ron 2 times",
+        "3 cad drawings",
     ] {
         assert_eq!(amounts(text), Vec::<String>::new(), "{text:?}");
     }
@@ -113,10 +133,10 @@ fn numbers_read_as_amounts_and_as_minor_units() {
     }
 }
 
-/// `hundredths` written with `,` or `.` or `'` or a space between groups, `.` or `,` before
+/// `hundredths` written with `,` or `.` or `'` (or nothing) between groups, `.` or `,` before
 /// its decimals (or none when whole), a currency before or after.
 fn written(hundredths: u64, style: usize, currency: usize) -> String {
-    let (group, decimal) = [(",", "."), (".", ","), ("'", "."), (" ", ","), ("", ".")][style];
+    let (group, decimal) = [(",", "."), (".", ","), ("'", "."), ("", ","), ("", ".")][style];
     let units = (hundredths / 100).to_string();
     let mut grouped = String::new();
     for (at, digit) in units.chars().enumerate() {
@@ -146,5 +166,104 @@ proptest! {
     ) {
         let text = written(hundredths, style, currency);
         prop_assert_eq!(amounts(&text), vec![hundredths.to_string()], "{}", text);
+    }
+}
+
+/// Runs of digits and separators as long as a page: each byte is read a bounded number of times
+/// (a numeral reads at most 15 digits and 6 separators), so these take as long as the number
+/// scan over them, not the square of their length.
+#[test]
+fn long_runs_of_digits_and_separators_are_read_without_amounts() {
+    for unit in ["1,", "1.", "12,", "1\u{a0}", "00 ", "1", "1,1 EUR "] {
+        let text = unit.repeat(1_000_000 / unit.len());
+        let found = amounts(&text);
+        assert!(
+            found.len() <= text.len() / unit.len(),
+            "{unit:?}: {}",
+            found.len()
+        );
+    }
+    assert_eq!(amounts(&"1".repeat(1_000_000)), Vec::<String>::new());
+}
+
+/// Any mix of digits, separators, currencies and characters of several bytes reads without a
+/// panic (every slice of the amount readings falls beside an ASCII byte).
+#[test]
+fn any_mix_of_digits_separators_and_currencies_reads_without_a_panic() {
+    let pieces = [
+        "1",
+        "0",
+        "9",
+        "12",
+        "123",
+        ",",
+        ".",
+        "'",
+        " ",
+        "-",
+        ",-",
+        ",–",
+        ".-",
+        "\u{a0}",
+        "\u{202f}",
+        "\u{2009}",
+        "€",
+        "$",
+        "£",
+        "₿",
+        "EUR",
+        "eur",
+        "try",
+        "a",
+        "é",
+        "\u{200b}",
+        "１",
+        "٣",
+        "\n",
+        "kr",
+        "US$",
+        "₹",
+        "zł",
+        "Rs.",
+        ":",
+        "½",
+        "ＥＵＲ",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..50_000 {
+        let length = (next() % 12) as usize;
+        let text: String = (0..length)
+            .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+            .collect();
+        let mut found = Vec::new();
+        tokens(&text, &mut found);
+        let _ = amount_of(&text);
+        let _ = mentions_money(&text);
+    }
+}
+
+#[test]
+fn a_text_mentions_money_with_a_digit_and_a_currency_anywhere() {
+    for text in [
+        "Pay the rent, 1.2k EUR",
+        "35-40 €",
+        "about 50 dollars",
+        "12 zł",
+    ] {
+        assert!(mentions_money(text), "{text:?}");
+    }
+    for text in [
+        "Pay the electricity bill in my inbox",
+        "EUR only",
+        "try 3 times",
+        "35 kg",
+    ] {
+        assert!(!mentions_money(text), "{text:?}");
     }
 }

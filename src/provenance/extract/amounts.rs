@@ -3,69 +3,71 @@
 //! tool's `cents` argument takes, so "the amount the person gave" and "an amount only a mail
 //! names" can be asked of a call.
 //!
-//! A number is an amount only with a currency beside it — a symbol (`€`, `$`, `£`, …) or a code
-//! or name (`EUR`, `usd`, `euros`), before or after it, at most one space between — so dates,
+//! A number is an amount only with a currency beside it (see [`super::currencies`]) — so dates,
 //! counts and reference numbers are not amounts. Digit groups are read as people write them:
-//! `,` `.` `'` or a space between groups of three, a `.` or `,` before one or two decimals;
-//! `35,-` is 35. Every currency is read in hundredths (a yen amount too).
+//! `,` `.` or `'` between groups of three (`,` also in the Indian `1,50,000`), a `.` or `,`
+//! before one or two decimals; `35,-` is 35. A numeral that reads no other way is no amount,
+//! not a part of one (`USD 1.0845`). Every currency is read in hundredths (a yen amount too).
 
+use super::currencies::{currency_after, currency_before, is_currency};
 use super::{Kind, Token};
-
-/// Currency symbols, each a whole character.
-const SYMBOLS: [&str; 14] = [
-    "€", "$", "£", "¥", "₹", "₩", "₽", "₺", "₪", "₫", "₴", "₦", "฿", "₿",
-];
-
-/// Currency codes and names, compared without case; each must stand as a word of its own.
-const NAMES: [&str; 40] = [
-    "eur", "usd", "gbp", "chf", "jpy", "cny", "inr", "aud", "cad", "nzd", "sek", "nok", "dkk",
-    "pln", "czk", "huf", "ron", "bgn", "try", "zar", "brl", "mxn", "sgd", "hkd", "krw", "ils",
-    "aed", "sar", "rub", "uah", "euro", "euros", "dollar", "dollars", "pound", "pounds", "franc",
-    "francs", "yen", "kr",
-];
 
 /// The most digits an amount may have (well inside `u64` as hundredths).
 const MAX_DIGITS: usize = 15;
 
-/// Where the amount scan stands: the first byte it has not read.
+/// The most separators a numeral is read with: 15 digits in groups of three and decimals.
+const MAX_SEPARATORS: usize = 6;
+
+/// Where the amount scan stands: the first byte it has not read, and where the currency the
+/// last amount was read with ends (`35 EUR 12 months`: that `EUR` is not also the 12's).
 #[derive(Debug, Default)]
 pub(super) struct AmountScan {
     at: usize,
+    used_until: usize,
 }
 
 impl AmountScan {
     /// Reads the amount that the digit at `digit` may start; called for digits in order.
+    #[inline]
     pub(super) fn at_digit(&mut self, bytes: &[u8], digit: usize, out: &mut Vec<Token>) {
-        if digit < self.at {
-            return;
+        if digit >= self.at {
+            self.read_at(bytes, digit, out);
         }
-        let Some(numeral) = Numeral::at(bytes, digit) else {
+    }
+
+    // Kept out of the scan's loop over every byte, which it would slow by a third.
+    #[inline(never)]
+    fn read_at(&mut self, bytes: &[u8], digit: usize, out: &mut Vec<Token>) {
+        if !Numeral::may_start(bytes, digit) {
             // Inside a word (`AZ405`) or after a digit: nothing starts here.
             self.at = digit + 1;
             return;
-        };
-        // The longest reading with a currency beside it: `EUR 35.00 28 days` is 35.00.
-        for kept in (0..=numeral.separators.len()).rev() {
-            let candidate = numeral.prefix(kept);
-            if (currency_before(bytes, candidate.start) || currency_after(bytes, candidate.end))
-                && let Some(hundredths) = candidate.hundredths(bytes)
-            {
-                out.push(Token::new(Kind::Amount, hundredths.to_string()));
-                self.at = candidate.end;
-                return;
-            }
         }
-        // None: after a space, the next group may start an amount of its own (`Room 4 35 EUR`);
-        // after `.` or `,` it is part of this numeral (`1.2345 EUR` is no amount).
-        let spaced = numeral
-            .separators
-            .first()
-            .is_some_and(|&(at, _)| !matches!(bytes[at], b'.' | b','));
-        self.at = if spaced {
-            numeral.prefix(0).end
+        // Most numbers have no currency beside them: found from where the numeral ends, before
+        // it is read.
+        let end = Numeral::end_from(bytes, digit);
+        self.at = end;
+        let before = currency_before(bytes, digit).is_some_and(|at| at >= self.used_until);
+        // Read whole or not at all: `USD 1.0845` is no amount, not 1 USD.
+        let after = if before {
+            None
         } else {
-            numeral.end
+            currency_after(bytes, end)
         };
+        if !(before || after.is_some()) {
+            return;
+        }
+        let Some(numeral) = Numeral::at(bytes, digit) else {
+            self.at = digit + 1;
+            return;
+        };
+        self.at = numeral.end;
+        if numeral.end == end
+            && let Some(hundredths) = numeral.hundredths(bytes)
+        {
+            out.push(Token::new(Kind::Amount, hundredths.to_string()));
+            self.used_until = after.unwrap_or(numeral.end);
+        }
     }
 }
 
@@ -76,12 +78,12 @@ pub(super) fn amount_of_text(text: &str) -> Option<Token> {
     let bytes = trimmed.as_bytes();
     let start = bytes.iter().position(u8::is_ascii_digit)?;
     let numeral = Numeral::at(bytes, start)?;
-    let before = trimmed[..start].trim_end();
+    let before = trimmed[..start].trim_end().trim_end_matches(':');
     let after = trimmed[numeral.end..]
         .trim_start_matches([',', '.'])
-        .trim_start_matches('-')
+        .trim_start_matches(['-', '–'])
         .trim_start();
-    let currency_only = |part: &str| part.is_empty() || is_currency(part);
+    let currency_only = |part: &str| part.is_empty() || is_currency(part.as_bytes());
     if !(currency_only(before) && currency_only(after)) {
         return None;
     }
@@ -118,116 +120,156 @@ pub(crate) fn amount_of_minor_units(number: &serde_json::Number) -> Option<Token
 struct Numeral {
     start: usize,
     end: usize,
-    /// Each separator's place and the number of digits after it.
-    separators: Vec<(usize, usize)>,
+    /// Each separator's place and the number of digits after it; the first `count` are read.
+    separators: [(usize, usize); MAX_SEPARATORS],
+    count: usize,
 }
 
 impl Numeral {
-    /// The numeral starting at `start`, if a numeral starts there: a digit that no digit or
-    /// letter comes before, or a currency code (`EUR35`).
-    fn at(bytes: &[u8], start: usize) -> Option<Self> {
-        let previous = start.checked_sub(1).map(|at| bytes[at]);
-        if let Some(previous) = previous
-            && previous.is_ascii_alphanumeric()
-        {
-            let word = bytes[..start]
-                .iter()
-                .rposition(|byte| !byte.is_ascii_alphabetic())
-                .map_or(0, |at| at + 1);
-            let letters = std::str::from_utf8(&bytes[word..start]).ok()?;
-            if previous.is_ascii_digit() || !is_currency(letters) {
-                return None;
-            }
+    /// Whether a numeral may start at the digit `start`: no digit or letter comes before it,
+    /// or a currency code does (`EUR35`).
+    fn may_start(bytes: &[u8], start: usize) -> bool {
+        let Some(&previous) = start.checked_sub(1).and_then(|at| bytes.get(at)) else {
+            return true;
+        };
+        if !previous.is_ascii_alphanumeric() {
+            return true;
         }
-        let mut separators: Vec<(usize, usize)> = Vec::new();
+        let word = bytes[..start]
+            .iter()
+            .rposition(|byte| !byte.is_ascii_alphabetic())
+            .map_or(0, |at| at + 1);
+        !previous.is_ascii_digit() && is_currency(&bytes[word..start])
+    }
+
+    /// Where the numeral starting at `start` ends, as [`Numeral::at`] reads it (digits, and
+    /// separators with a digit after them, at most [`MAX_SEPARATORS`]; at most
+    /// [`MAX_DIGITS`] + 1 digits are looked at).
+    fn end_from(bytes: &[u8], start: usize) -> usize {
+        let (mut cursor, mut digits, mut separators) = (start, 0, 0);
+        while cursor < bytes.len() && digits <= MAX_DIGITS {
+            let byte = bytes[cursor];
+            if byte.is_ascii_digit() {
+                digits += 1;
+            } else if separator_width(&bytes[cursor..]).is_some()
+                && separators < MAX_SEPARATORS
+                && bytes.get(cursor + 1).is_some_and(u8::is_ascii_digit)
+            {
+                separators += 1;
+            } else {
+                break;
+            }
+            cursor += 1;
+        }
+        cursor
+    }
+
+    /// The numeral starting at `start`, if a numeral starts there (see [`Numeral::may_start`]).
+    fn at(bytes: &[u8], start: usize) -> Option<Self> {
+        if !Self::may_start(bytes, start) {
+            return None;
+        }
+        let mut numeral = Self {
+            start,
+            end: start,
+            separators: [(0, 0); MAX_SEPARATORS],
+            count: 0,
+        };
         let mut cursor = start;
         let mut digits = 0;
         loop {
+            // Counted no further than an amount may go: a run of a million digits is read once.
             let run = bytes[cursor..]
                 .iter()
+                .take(MAX_DIGITS + 1 - digits)
                 .take_while(|byte| byte.is_ascii_digit())
                 .count();
             digits += run;
-            if let Some(last) = separators.last_mut() {
-                *last = (last.0, run);
+            if digits > MAX_DIGITS {
+                return None;
+            }
+            if numeral.count > 0 {
+                numeral.separators[numeral.count - 1].1 = run;
             }
             cursor += run;
             let Some(width) = separator_width(&bytes[cursor..]) else {
                 break;
             };
-            if !bytes.get(cursor + width).is_some_and(u8::is_ascii_digit) {
+            let digit_after = bytes.get(cursor + width).is_some_and(u8::is_ascii_digit);
+            if !digit_after || numeral.count == MAX_SEPARATORS {
                 break;
             }
-            separators.push((cursor, 0));
+            numeral.separators[numeral.count] = (cursor, 0);
+            numeral.count += 1;
             cursor += width;
         }
+        numeral.end = cursor;
         // A letter right after (`35kg`, `12th`) makes it no amount, a code (`35EUR`) does not.
         let rest = &bytes[cursor..];
-        let word_end = rest
+        let glued = rest
             .iter()
             .position(|byte| !byte.is_ascii_alphanumeric())
             .unwrap_or(rest.len());
-        let glued = &rest[..word_end];
-        if !glued.is_empty() && !std::str::from_utf8(glued).is_ok_and(is_currency) {
+        if glued > 0 && !is_currency(&rest[..glued]) {
             return None;
         }
-        (digits <= MAX_DIGITS).then_some(Self {
-            start,
-            end: cursor,
-            separators,
-        })
-    }
-
-    /// The numeral up to its `kept`-th separator.
-    fn prefix(&self, kept: usize) -> Self {
-        let end = self.separators.get(kept).map_or(self.end, |&(at, _)| at);
-        Self {
-            start: self.start,
-            end,
-            separators: self.separators[..kept].to_vec(),
-        }
+        Some(numeral)
     }
 
     /// The numeral in hundredths, if its groups read as one amount.
     fn hundredths(&self, bytes: &[u8]) -> Option<u64> {
-        let digits_between = |from: usize, to: usize| -> Vec<u8> {
-            bytes[from..to]
-                .iter()
-                .copied()
-                .filter(u8::is_ascii_digit)
-                .collect()
+        let end = self.end;
+        let separators = &self.separators[..self.count];
+        let digits_between = |from: usize, to: usize| -> ([u8; MAX_DIGITS], usize) {
+            let mut digits = [0; MAX_DIGITS];
+            let mut length = 0;
+            for &byte in &bytes[from..to] {
+                if byte.is_ascii_digit() && length < MAX_DIGITS {
+                    digits[length] = byte;
+                    length += 1;
+                }
+            }
+            (digits, length)
         };
-        let Some(&(last, after_last)) = self.separators.last() else {
-            return hundredths_of(&bytes[self.start..self.end], b"");
+        let Some(&(last, after_last)) = separators.last() else {
+            return hundredths_of(&bytes[self.start..end], b"");
         };
         let last_byte = bytes[last];
         let decimal = matches!(last_byte, b'.' | b',') && (1..=2).contains(&after_last);
         let grouping = if decimal {
-            &self.separators[..self.separators.len() - 1]
+            &separators[..separators.len() - 1]
         } else {
-            &self.separators[..]
+            separators
         };
-        // Groups of three after a first group of one to three, one kind of separator, not the
-        // decimal one.
-        let first_group = grouping.first().map_or(0, |&(at, _)| at - self.start);
-        let one_kind = grouping
-            .windows(2)
-            .all(|pair| bytes[pair[0].0] == bytes[pair[1].0]);
-        if !grouping.is_empty()
-            && (!(1..=3).contains(&first_group)
+        // Groups of three after a first group of one to three not starting with 0 (`0.325` is
+        // three decimals, not read) — or the Indian lakh and crore, `1,50,000` —, one kind of
+        // separator, not the decimal one.
+        if let Some(&(first, _)) = grouping.first() {
+            let first_group = first - self.start;
+            let kind = bytes[first];
+            let one_kind = grouping.iter().all(|&(at, _)| bytes[at] == kind);
+            let thousands =
+                (1..=3).contains(&first_group) && grouping.iter().all(|&(_, after)| after == 3);
+            let indian = kind == b','
+                && (1..=2).contains(&first_group)
+                && grouping.split_last().is_some_and(|(&(_, last), rest)| {
+                    last == 3 && rest.iter().all(|&(_, after)| after == 2)
+                });
+            if bytes[self.start] == b'0'
                 || !one_kind
-                || grouping.iter().any(|&(_, after)| after != 3)
-                || (decimal && bytes[grouping[0].0] == last_byte))
-        {
-            return None;
+                || !(thousands || indian)
+                || (decimal && kind == last_byte)
+            {
+                return None;
+            }
         }
-        if decimal {
-            let units = digits_between(self.start, last);
-            let decimals = digits_between(last, self.end);
-            hundredths_of(&units, &decimals)
+        let (units, length) = digits_between(self.start, if decimal { last } else { end });
+        let (decimals, decimals_length) = if decimal {
+            digits_between(last, end)
         } else {
-            hundredths_of(&digits_between(self.start, self.end), b"")
-        }
+            ([0; MAX_DIGITS], 0)
+        };
+        hundredths_of(&units[..length], &decimals[..decimals_length])
     }
 }
 
@@ -249,83 +291,10 @@ fn hundredths_of(units: &[u8], decimals: &[u8]) -> Option<u64> {
     value.checked_mul(100)?.checked_add(cents)
 }
 
-/// The width of a group separator at the start of `bytes`: `,` `.` `'` a space, a no-break or
-/// thin space.
+/// The width of a group separator at the start of `bytes`: `,` `.` `'`. Not a space of any
+/// kind (with the `unicode` feature a no-break space reads as a space): `the 2 150 EUR
+/// invoices` are 150 EUR each, and a person's `1 450 €` is read as `450 €` — the stricter
+/// reading, as the person's amount then is asked rather than an attacker's `2,150` taken for it.
 fn separator_width(bytes: &[u8]) -> Option<usize> {
-    match bytes {
-        [b',' | b'.' | b'\'' | b' ', ..] => Some(1),
-        // U+00A0 no-break space.
-        [0xC2, 0xA0, ..] => Some(2),
-        // U+2009 thin space, U+202F narrow no-break space.
-        [0xE2, 0x80, 0x89 | 0xAF, ..] => Some(3),
-        _ => None,
-    }
-}
-
-/// Whether `word` is a currency code or name.
-fn is_currency(word: &str) -> bool {
-    SYMBOLS.contains(&word) || NAMES.iter().any(|name| name.eq_ignore_ascii_case(word))
-}
-
-/// Whether a currency ends right before `start` (at most one space between).
-fn currency_before(bytes: &[u8], start: usize) -> bool {
-    let mut end = start;
-    if let Some(width) = space_before(&bytes[..end]) {
-        end -= width;
-    }
-    let head = &bytes[..end];
-    if SYMBOLS
-        .iter()
-        .any(|symbol| head.ends_with(symbol.as_bytes()))
-    {
-        return true;
-    }
-    let word = head
-        .iter()
-        .rposition(|byte| !byte.is_ascii_alphabetic())
-        .map_or(0, |at| at + 1);
-    word < end && std::str::from_utf8(&head[word..]).is_ok_and(is_currency)
-}
-
-/// Whether a currency starts at `end` (after `,-`, and at most one space).
-fn currency_after(bytes: &[u8], end: usize) -> bool {
-    let mut start = end;
-    if matches!(bytes.get(start..start + 2), Some(b",-" | b".-")) {
-        start += 2;
-    }
-    if let Some(width) = space_after(&bytes[start..]) {
-        start += width;
-    }
-    let tail = &bytes[start..];
-    if SYMBOLS
-        .iter()
-        .any(|symbol| tail.starts_with(symbol.as_bytes()))
-    {
-        return true;
-    }
-    let word = tail
-        .iter()
-        .position(|byte| !byte.is_ascii_alphabetic())
-        .unwrap_or(tail.len());
-    word > 0 && std::str::from_utf8(&tail[..word]).is_ok_and(is_currency)
-}
-
-/// The width of one space ending `bytes`.
-fn space_before(bytes: &[u8]) -> Option<usize> {
-    match bytes {
-        [.., b' '] => Some(1),
-        [.., 0xC2, 0xA0] => Some(2),
-        [.., 0xE2, 0x80, 0x89 | 0xAF] => Some(3),
-        _ => None,
-    }
-}
-
-/// The width of one space starting `bytes`.
-fn space_after(bytes: &[u8]) -> Option<usize> {
-    match bytes {
-        [b' ', ..] => Some(1),
-        [0xC2, 0xA0, ..] => Some(2),
-        [0xE2, 0x80, 0x89 | 0xAF, ..] => Some(3),
-        _ => None,
-    }
+    matches!(bytes.first(), Some(b',' | b'.' | b'\'')).then_some(1)
 }

@@ -13,7 +13,7 @@
 //! | long number | spaces, `-` and `.` between digit groups (6 digits or more) |
 //! | path | repeated `/`, `.` segments |
 //! | handle | `@` or `#` before it, case (a handle `@bob` is the text `bob`) |
-//! | amount | read in hundredths (`EUR 1,450.00`, `1.450,00 €`, `1 450 EUR`, `$1450` are all `145000`); a currency symbol, code or name before or after, at most one space between; `,` `.` `'` or a space between groups of three, `.` or `,` before one or two decimals; `35,-` |
+//! | amount | read in hundredths (`EUR 1,450.00`, `1.450,00 €`, `Rs. 1,450`, `$1450` are all `145000`; `₹1,50,000` is `15000000`); a currency symbol, code or name before or after, at most two spaces or a `:` between; `,` `.` `'` between groups of three, `.` or `,` before one or two decimals; `35,-` and `35,–` |
 //! | any text | invisible characters (zero-width, bidi controls); with the `unicode` feature NFKC (fullwidth `ｅｘａｍｐｌｅ`) and full case folding; runs of white space |
 //!
 //! What is not made alike, and so is not matched: a value the model paraphrases, translates,
@@ -21,12 +21,14 @@
 //! number written out in words), a link shortened by a redirector, an IP address written as a
 //! number, numbers grouped by `,`, `/` or brackets (`(555) 123-4567`), and text split other than
 //! at a line end. A number without a currency beside it is no amount (`pay 35`, a JSON number
-//! in a result); an amount with three decimals or in words (`fifty euros`) is not read, and
-//! every currency is read in hundredths, so `¥1000` is `100000`.
+//! in a result); an amount grouped by spaces (`1 450 €` is `450 €`), with three decimals or in
+//! words (`fifty euros`) is not read, and every currency is read in hundredths, so `¥1000` is
+//! `100000` and two currencies with the same digits are one value.
 
 mod addresses;
 mod amounts;
 mod chunks;
+mod currencies;
 mod numbers;
 
 use std::borrow::Cow;
@@ -151,11 +153,15 @@ fn scan(text: &str, out: &mut Vec<Token>) {
     let mut numbers = NumberScan::default();
     let mut amounts = AmountScan::default();
     let mut chunks_from = 0;
-    for (at, byte) in bytes.iter().enumerate() {
-        let class = BYTE_CLASS[usize::from(*byte)];
-        if class == 0 {
-            continue;
-        }
+    let mut next = 0;
+    // The search for the next byte of a class is its own tight loop: most bytes are letters.
+    while let Some(skipped) = bytes[next..]
+        .iter()
+        .position(|byte| BYTE_CLASS[usize::from(*byte)] != 0)
+    {
+        let at = next + skipped;
+        next = at + 1;
+        let class = BYTE_CLASS[usize::from(bytes[at])];
         if class == DIGIT {
             numbers.at_digit(bytes, at, out);
             amounts.at_digit(bytes, at, out);
@@ -287,6 +293,12 @@ fn whole_in_general(trimmed: &str) -> Option<Token> {
 /// it is not one amount.
 pub(crate) fn amount_of(text: &str) -> Option<Token> {
     amounts::amount_of_text(&readable(text, false))
+}
+
+/// Whether `text` speaks of money: a digit and a currency anywhere in it, whether or not an
+/// amount could be read (`1.2k EUR`, `35-40 €`).
+pub(crate) fn mentions_money(text: &str) -> bool {
+    currencies::mentions_money(&readable(text, false))
 }
 
 /// The host of `text` read as a link, or as a bare host name.

@@ -61,10 +61,11 @@ pub struct ValueProvenance {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_seen_in: Vec<ValueSource>,
     /// The rule holds only in a session where the person named some value of the kind judged
-    /// (an amount, when it reads an amount): "when the person gave an amount, another is
-    /// asked", while a task whose amount only a bill names is not. Goes with `"person"` in
-    /// `not_seen_in`. A session whose records overflowed counts as one where the person named
-    /// one.
+    /// (an amount, when it reads an amount — any words with a digit and a currency, read or
+    /// not): "when the person gave an amount, another is asked", while a task whose amount
+    /// only a bill names is not. Goes with `"person"` in `not_seen_in`. A session whose records
+    /// overflowed, or whose person's request could not be recorded, counts as one where the
+    /// person named one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub if_person_named: bool,
 }

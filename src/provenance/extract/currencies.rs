@@ -1,0 +1,185 @@
+//! Currencies beside a number: what makes a number an amount of money (`€ 35`, `35 EUR`,
+//! `Rs. 1,200`, `1.200,– €`), and whether a text speaks of money at all.
+
+/// Currency symbols and symbol-like spellings, matched as written.
+const SYMBOLS: [&str; 30] = [
+    "€", "$", "£", "¥", "₹", "₩", "₽", "₺", "₪", "₫", "₴", "₦", "฿", "₿", "₱", "₡", "₸", "₾", "₼",
+    "₲", "₵", "₭", "₮", "₨", "zł", "Kč", "R$", "US$", "A$", "C$",
+];
+
+/// Currency codes and names, compared without case (but see [`UPPERCASE_ONLY`]); each must
+/// stand as a word of its own, a `.` after it allowed (`Rs.`, `Fr.`).
+const NAMES: [&str; 46] = [
+    "eur", "usd", "gbp", "chf", "jpy", "cny", "inr", "aud", "cad", "nzd", "sek", "nok", "dkk",
+    "pln", "czk", "huf", "ron", "bgn", "try", "zar", "brl", "mxn", "sgd", "hkd", "krw", "ils",
+    "aed", "sar", "rub", "uah", "euro", "euros", "dollar", "dollars", "pound", "pounds", "franc",
+    "francs", "yen", "kr", "rs", "fr", "ft", "lei", "zl", "kc",
+];
+
+/// Codes that are also words (`try`, `Ron`, `cad`): a currency only in capitals.
+const UPPERCASE_ONLY: [&str; 26] = [
+    "jpy", "cny", "inr", "aud", "cad", "nzd", "sek", "nok", "dkk", "pln", "czk", "huf", "ron",
+    "bgn", "try", "zar", "brl", "mxn", "sgd", "hkd", "krw", "ils", "aed", "sar", "rub", "uah",
+];
+
+/// [`NAMES`] as [`name_key`]s, sorted: a word next to a number is looked up in a few
+/// comparisons, not forty (a page of prose has a word beside most of its numbers).
+static NAME_KEYS: [u64; NAMES.len()] = sorted_keys(NAMES);
+static UPPERCASE_ONLY_KEYS: [u64; UPPERCASE_ONLY.len()] = sorted_keys(UPPERCASE_ONLY);
+
+const fn sorted_keys<const N: usize>(names: [&str; N]) -> [u64; N] {
+    let mut keys = [0; N];
+    let mut index = 0;
+    while index < N {
+        keys[index] = match name_key(names[index].as_bytes()) {
+            Some(key) => key,
+            None => panic!("a currency name longer than 7 letters"),
+        };
+        index += 1;
+    }
+    // Insertion sort: a `const` context has no `sort`.
+    let mut sorted = 1;
+    while sorted < N {
+        let mut at = sorted;
+        while at > 0 && keys[at - 1] > keys[at] {
+            let swapped = keys[at - 1];
+            keys[at - 1] = keys[at];
+            keys[at] = swapped;
+            at -= 1;
+        }
+        sorted += 1;
+    }
+    keys
+}
+
+/// A word of up to 7 ASCII letters as one number, lower-cased, its length in the top byte.
+const fn name_key(word: &[u8]) -> Option<u64> {
+    if word.is_empty() || word.len() > 7 {
+        return None;
+    }
+    let mut key = (word.len() as u64) << 56;
+    let mut at = 0;
+    while at < word.len() {
+        if !word[at].is_ascii_alphabetic() {
+            return None;
+        }
+        key |= (word[at].to_ascii_lowercase() as u64) << (8 * at);
+        at += 1;
+    }
+    Some(key)
+}
+
+/// Whether the ASCII `word` is a currency code or name.
+fn is_name(word: &[u8]) -> bool {
+    let Some(key) = name_key(word) else {
+        return false;
+    };
+    NAME_KEYS.binary_search(&key).is_ok()
+        && (word.iter().all(u8::is_ascii_uppercase)
+            || UPPERCASE_ONLY_KEYS.binary_search(&key).is_err())
+}
+
+/// Whether `word` (letters, or a symbol) is a currency.
+pub(super) fn is_currency(word: &[u8]) -> bool {
+    SYMBOLS.iter().any(|symbol| symbol.as_bytes() == word)
+        || is_name(word.strip_suffix(b".").unwrap_or(word))
+}
+
+/// Where the currency ending right before `start` starts (`EUR`, `€`, `Rs.`, `EUR:`; at most two
+/// spaces between), if one does.
+pub(super) fn currency_before(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut end = start;
+    for _ in 0..2 {
+        if let Some(width) = space_before(&bytes[..end]) {
+            end -= width;
+        }
+    }
+    if end > 0 && bytes[end - 1] == b':' {
+        end -= 1;
+    }
+    let head = &bytes[..end];
+    let last = *head.last()?;
+    if (last == b'$' || !last.is_ascii())
+        && let Some(symbol) = SYMBOLS
+            .iter()
+            .find(|symbol| head.ends_with(symbol.as_bytes()))
+    {
+        return Some(end - symbol.len());
+    }
+    let letters = head.strip_suffix(b".").unwrap_or(head);
+    let word = letters
+        .iter()
+        .rposition(|byte| !byte.is_ascii_alphabetic())
+        .map_or(0, |at| at + 1);
+    // A name glued to a letter outside ASCII is part of a longer word.
+    let glued = word > 0 && !letters[word - 1].is_ascii();
+    (word < letters.len() && !glued && is_name(&letters[word..])).then_some(word)
+}
+
+/// Where the currency starting at `end` ends (`EUR`, `€`, `euros`; after `,-`, `,–` or `,--`,
+/// and at most two spaces), if one does.
+pub(super) fn currency_after(bytes: &[u8], end: usize) -> Option<usize> {
+    let mut start = end;
+    if matches!(bytes.get(start), Some(b',' | b'.')) {
+        for dash in [",--", ".--", ",–", ".–", ",-", ".-"] {
+            if bytes[start..].starts_with(dash.as_bytes()) {
+                start += dash.len();
+                break;
+            }
+        }
+    }
+    for _ in 0..2 {
+        if let Some(width) = space_after(&bytes[start..]) {
+            start += width;
+        }
+    }
+    let tail = &bytes[start..];
+    let first = *tail.first()?;
+    // Symbols start with `$`, a character outside ASCII, or one of these letters (`zł`, `R$`).
+    if (first == b'$' || !first.is_ascii() || b"zKRUAC".contains(&first))
+        && let Some(symbol) = SYMBOLS
+            .iter()
+            .find(|symbol| tail.starts_with(symbol.as_bytes()))
+    {
+        return Some(start + symbol.len());
+    }
+    let word = tail
+        .iter()
+        .position(|byte| !byte.is_ascii_alphabetic())
+        .unwrap_or(tail.len());
+    // A name followed by a letter outside ASCII is part of a longer word.
+    let glued = tail.get(word).is_some_and(|next| !next.is_ascii());
+    (word > 0 && !glued && is_name(&tail[..word])).then_some(start + word)
+}
+
+/// Whether `text` holds a digit and a currency anywhere (`1.2k EUR`, `€ fifty`, `35-40 EUR`):
+/// a person's words that speak of money, even in a spelling no amount is read from.
+pub(super) fn mentions_money(text: &str) -> bool {
+    if !text.bytes().any(|byte| byte.is_ascii_digit()) {
+        return false;
+    }
+    SYMBOLS.iter().any(|symbol| text.contains(symbol))
+        || text
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .any(|word| is_name(word.as_bytes()))
+}
+
+/// The width of one space ending `bytes`.
+fn space_before(bytes: &[u8]) -> Option<usize> {
+    match bytes {
+        [.., b' '] => Some(1),
+        [.., 0xC2, 0xA0] => Some(2),
+        [.., 0xE2, 0x80, 0x89 | 0xAF] => Some(3),
+        _ => None,
+    }
+}
+
+/// The width of one space starting `bytes`.
+fn space_after(bytes: &[u8]) -> Option<usize> {
+    match bytes {
+        [b' ', ..] => Some(1),
+        [0xC2, 0xA0, ..] => Some(2),
+        [0xE2, 0x80, 0x89 | 0xAF, ..] => Some(3),
+        _ => None,
+    }
+}

@@ -86,8 +86,8 @@ pub fn check_duplicate_keys(body: &[u8]) -> Result<(), String> {
         return Ok(());
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text).trim();
-    match crate::providers::strict_parse(text) {
-        Ok(_) => Ok(()),
+    match crate::providers::check_unique_keys(text) {
+        Ok(()) => Ok(()),
         Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() => Ok(()),
         Err(problem) => Err(problem),
     }

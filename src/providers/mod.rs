@@ -58,6 +58,7 @@ mod results;
 pub mod stream;
 mod strict;
 #[cfg(feature = "mcp")]
+pub(crate) use strict::check_unique_keys;
 pub(crate) use strict::parse as strict_parse;
 pub mod strict_schema;
 mod turn;

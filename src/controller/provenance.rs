@@ -50,6 +50,11 @@ impl ToolController {
     ) -> Result<Recorded, RecordError> {
         let scope = Scope::of(principal, &self.recorder.key);
         let values = values_of_person(text);
+        // The markers of which kinds were named are kept first, and are no values of the text.
+        let markers = values
+            .iter()
+            .take_while(|token| token.kind == crate::provenance::extract::Kind::AnyOf)
+            .count();
         let now_ms = self.clock.now_ms();
         let counters = self.counters.as_ref();
         match self.recorder.record(
@@ -60,7 +65,10 @@ impl ToolController {
             values,
             Bound::PERSON,
         ) {
-            Ok((recorded, _)) => Ok(recorded),
+            Ok((recorded, _)) => Ok(Recorded {
+                values: recorded.values.saturating_sub(markers),
+                ..recorded
+            }),
             Err(error) => {
                 if self
                     .recorder

@@ -50,14 +50,16 @@ fn the_spellings_of_one_amount_read_as_one_value() {
         ("₹1,50,000", "15000000"),
         ("12,34,567 EUR", "123456700"),
         ("1\u{a0}450,00\u{a0}€", "45000"),
-        ("35 EUR 12 months ahead", "3500"),
         ("Bitte 1.200,– € überweisen", "120000"),
         ("1.200,-- EUR", "120000"),
         ("(EUR: 1,200)", "120000"),
         ("€  1,200", "120000"),
         ("1 200 zł", "20000"),
-        ("Rs. 1,200", "120000"),
-        ("Fr. 1'200", "120000"),
+        ("CHF 1'200", "120000"),
+        ("pay EUR1450 today", "145000"),
+        // The longest numeral read: 15 digits, 6 separators.
+        ("EUR 123456789012345", "12345678901234500"),
+        ("₹1,00,00,00,00,000.50", "10000000000050"),
         ("US$ 35", "3500"),
     ] {
         assert_eq!(amounts(spelling), [hundredths], "{spelling:?}");
@@ -76,6 +78,9 @@ fn numbers_without_a_currency_or_in_a_word_are_no_amounts() {
         "1.2345 EUR",
         "1,4500 EUR",
         "version 2.0",
+        // Past 15 digits: no amount, not a part of one.
+        "EUR 1234567890123456",
+        "EUR 1,234,567,890,123,456",
         // Three decimals after a leading zero, four-decimal rates: no amount, not a part of one.
         "tariff €0.325 per kWh",
         "₿0.005",
@@ -86,6 +91,17 @@ fn numbers_without_a_currency_or_in_a_word_are_no_amounts() {
         "if it fails, try 3 times",
         "call Ron 2 times",
         "3 cad drawings",
+        // A currency with a number on both sides is neither's.
+        "35 EUR 12 months ahead",
+        "invoice 4711 EUR 89.90",
+        "the 2 $150 invoices",
+        // Units, weekdays and abbreviations speak of money at most.
+        "the shelf is 12 ft wide",
+        "10 pounds of rice",
+        "am Fr. 12.05.",
+        "Rs. 1,200",
+        // A number glued to a character that is neither a currency nor a space.
+        "€1½",
     ] {
         assert_eq!(amounts(text), Vec::<String>::new(), "{text:?}");
     }
@@ -249,21 +265,44 @@ fn any_mix_of_digits_separators_and_currencies_reads_without_a_panic() {
 }
 
 #[test]
-fn a_text_mentions_money_with_a_digit_and_a_currency_anywhere() {
+fn a_text_mentions_money_with_a_currency_or_a_word_for_money_anywhere() {
     for text in [
         "Pay the rent, 1.2k EUR",
         "35-40 €",
         "about 50 dollars",
         "12 zł",
+        "Pay the gym fifty euros.",
+        "Pay the gym € fifty.",
+        "20 bucks",
+        "500 rupees",
+        "500 THB",
+        "50¢",
+        "3000円",
+        "ادفع للنادي ٣٥ €",
+        "Rs. 1,200",
     ] {
         assert!(mentions_money(text), "{text:?}");
     }
     for text in [
         "Pay the electricity bill in my inbox",
-        "EUR only",
         "try 3 times",
         "35 kg",
+        "500 thb",
     ] {
         assert!(!mentions_money(text), "{text:?}");
     }
+}
+
+/// A page of codes glued to digits (`EUR1EUR1…`, `1EUR1EUR…`) is read once: the glued word is
+/// looked at no further than the longest code.
+#[test]
+fn codes_glued_to_digits_are_read_once() {
+    for unit in ["EUR1", "1EUR", "USD1a", "$1"] {
+        let text = unit.repeat(1_000_000 / unit.len());
+        let found = amounts(&text);
+        assert!(found.len() <= text.len() / unit.len(), "{unit:?}");
+    }
+    // The second `EUR` has a number on both sides: neither's (the stricter reading).
+    assert_eq!(amounts("EUR1 EUR2"), ["100"]);
+    assert_eq!(amounts("EUR1, EUR2"), ["100", "200"]);
 }

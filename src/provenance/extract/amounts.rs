@@ -3,13 +3,14 @@
 //! tool's `cents` argument takes, so "the amount the person gave" and "an amount only a mail
 //! names" can be asked of a call.
 //!
-//! A number is an amount only with a currency beside it (see [`super::currencies`]) — so dates,
-//! counts and reference numbers are not amounts. Digit groups are read as people write them:
+//! A number is an amount only with a currency beside it (see [`super::currencies`]), and not
+//! one with a number on its other side too — so dates, counts and reference numbers are not
+//! amounts, and `invoice 4711 EUR 89.90` names neither. Digit groups are read as people write them:
 //! `,` `.` or `'` between groups of three (`,` also in the Indian `1,50,000`), a `.` or `,`
 //! before one or two decimals; `35,-` is 35. A numeral that reads no other way is no amount,
 //! not a part of one (`USD 1.0845`). Every currency is read in hundredths (a yen amount too).
 
-use super::currencies::{currency_after, currency_before, is_currency};
+use super::currencies::{currency_after, currency_before, is_currency, symbol_or_space_at};
 use super::{Kind, Token};
 
 /// The most digits an amount may have (well inside `u64` as hundredths).
@@ -18,12 +19,10 @@ const MAX_DIGITS: usize = 15;
 /// The most separators a numeral is read with: 15 digits in groups of three and decimals.
 const MAX_SEPARATORS: usize = 6;
 
-/// Where the amount scan stands: the first byte it has not read, and where the currency the
-/// last amount was read with ends (`35 EUR 12 months`: that `EUR` is not also the 12's).
+/// Where the amount scan stands: the first byte it has not read.
 #[derive(Debug, Default)]
 pub(super) struct AmountScan {
     at: usize,
-    used_until: usize,
 }
 
 impl AmountScan {
@@ -47,14 +46,16 @@ impl AmountScan {
         // it is read.
         let end = Numeral::end_from(bytes, digit);
         self.at = end;
-        let before = currency_before(bytes, digit).is_some_and(|at| at >= self.used_until);
-        // Read whole or not at all: `USD 1.0845` is no amount, not 1 USD.
-        let after = if before {
+        // A currency with a number on its other side too (`invoice 4711 EUR 89.90`, `35 EUR 12
+        // months`) is neither's: which one it belongs to is a guess, and a wrong guess would
+        // name an amount nobody gave.
+        let before = currency_before(bytes, digit).filter(|&at| !number_ends_at(bytes, at));
+        let after = if before.is_some() {
             None
         } else {
-            currency_after(bytes, end)
+            currency_after(bytes, end).filter(|&at| !number_starts_at(bytes, at))
         };
-        if !(before || after.is_some()) {
+        if before.is_none() && after.is_none() {
             return;
         }
         let Some(numeral) = Numeral::at(bytes, digit) else {
@@ -62,13 +63,32 @@ impl AmountScan {
             return;
         };
         self.at = numeral.end;
+        // Read whole or not at all: `USD 1.0845` is no amount, not 1 USD.
         if numeral.end == end
             && let Some(hundredths) = numeral.hundredths(bytes)
         {
             out.push(Token::new(Kind::Amount, hundredths.to_string()));
-            self.used_until = after.unwrap_or(numeral.end);
         }
     }
+}
+
+/// Whether a digit ends right before `at` (at most two spaces between).
+fn number_ends_at(bytes: &[u8], at: usize) -> bool {
+    bytes[..at]
+        .iter()
+        .rev()
+        .take(3)
+        .find(|&&byte| byte != b' ')
+        .is_some_and(u8::is_ascii_digit)
+}
+
+/// Whether a digit starts right at `at` (at most two spaces between).
+fn number_starts_at(bytes: &[u8], at: usize) -> bool {
+    bytes[at..]
+        .iter()
+        .take(3)
+        .find(|&&byte| byte != b' ')
+        .is_some_and(u8::is_ascii_digit)
 }
 
 /// The amount `text` is on its own, with or without a currency (`"35.50"`, `"€ 1.450"`,
@@ -204,13 +224,23 @@ impl Numeral {
             cursor += width;
         }
         numeral.end = cursor;
-        // A letter right after (`35kg`, `12th`) makes it no amount, a code (`35EUR`) does not.
+        // A letter right after (`35kg`, `12th`) makes it no amount, a code (`35EUR`) does not;
+        // nor does a character outside ASCII other than a currency or a space (`1½`, which
+        // NFKC makes `11⁄2`). Read no further than the longest code, so a page of `EUR1EUR1…`
+        // is read once.
         let rest = &bytes[cursor..];
         let glued = rest
             .iter()
-            .position(|byte| !byte.is_ascii_alphanumeric())
-            .unwrap_or(rest.len());
-        if glued > 0 && !is_currency(&rest[..glued]) {
+            .take(8)
+            .take_while(|byte| byte.is_ascii_alphanumeric())
+            .count();
+        if glued == 8 || (glued > 0 && !is_currency(&rest[..glued])) {
+            return None;
+        }
+        if glued == 0
+            && rest.first().is_some_and(|byte| !byte.is_ascii())
+            && !symbol_or_space_at(rest)
+        {
             return None;
         }
         Some(numeral)

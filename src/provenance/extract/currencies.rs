@@ -1,31 +1,47 @@
 //! Currencies beside a number: what makes a number an amount of money (`€ 35`, `35 EUR`,
 //! `Rs. 1,200`, `1.200,– €`), and whether a text speaks of money at all.
 
-/// Currency symbols and symbol-like spellings, matched as written.
+/// Currency symbols and symbol-like spellings, matched as written: beside a number they make it
+/// an amount.
 const SYMBOLS: [&str; 30] = [
     "€", "$", "£", "¥", "₹", "₩", "₽", "₺", "₪", "₫", "₴", "₦", "฿", "₿", "₱", "₡", "₸", "₾", "₼",
     "₲", "₵", "₭", "₮", "₨", "zł", "Kč", "R$", "US$", "A$", "C$",
 ];
 
-/// Currency codes and names, compared without case (but see [`UPPERCASE_ONLY`]); each must
-/// stand as a word of its own, a `.` after it allowed (`Rs.`, `Fr.`).
+/// Signs that speak of money without making the number beside them an amount read in
+/// hundredths (cents, yen and yuan written in their own script).
+const MONEY_SIGNS: [&str; 8] = ["¢", "₣", "﷼", "円", "元", "圓", "₠", "₧"];
+
+/// Currency codes and names that make a number beside them an amount, compared without case
+/// (but see [`UPPERCASE_ONLY`]); each must stand as a word of its own.
 const NAMES: [&str; 46] = [
     "eur", "usd", "gbp", "chf", "jpy", "cny", "inr", "aud", "cad", "nzd", "sek", "nok", "dkk",
     "pln", "czk", "huf", "ron", "bgn", "try", "zar", "brl", "mxn", "sgd", "hkd", "krw", "ils",
-    "aed", "sar", "rub", "uah", "euro", "euros", "dollar", "dollars", "pound", "pounds", "franc",
-    "francs", "yen", "kr", "rs", "fr", "ft", "lei", "zl", "kc",
+    "aed", "sar", "rub", "uah", "thb", "php", "idr", "myr", "vnd", "ngn", "egp", "kes", "clp",
+    "cop", "ars", "euro", "euros", "dollar", "dollars", "yen",
 ];
 
-/// Codes that are also words (`try`, `Ron`, `cad`): a currency only in capitals.
-const UPPERCASE_ONLY: [&str; 26] = [
+/// Codes that are also words (`try`, `Ron`, `cad`, `php`): a currency only in capitals.
+const UPPERCASE_ONLY: [&str; 37] = [
     "jpy", "cny", "inr", "aud", "cad", "nzd", "sek", "nok", "dkk", "pln", "czk", "huf", "ron",
     "bgn", "try", "zar", "brl", "mxn", "sgd", "hkd", "krw", "ils", "aed", "sar", "rub", "uah",
+    "thb", "php", "idr", "myr", "vnd", "ngn", "egp", "kes", "clp", "cop", "ars",
+];
+
+/// Words that speak of money but are also units, weekdays or abbreviations (`12 ft`, `10
+/// pounds of rice`, `Fr. 12.05.`): they turn `if_person_named` on, never make an amount.
+const MONEY_WORDS: [&str; 34] = [
+    "pound", "pounds", "quid", "rs", "fr", "ft", "kr", "lei", "zl", "kc", "cent", "cents", "buck",
+    "bucks", "rupee", "rupees", "peso", "pesos", "yuan", "baht", "rand", "reais", "zloty",
+    "forint", "krona", "kronor", "krone", "kroner", "lira", "dirham", "riyal", "ruble", "rubles",
+    "franc",
 ];
 
 /// [`NAMES`] as [`name_key`]s, sorted: a word next to a number is looked up in a few
 /// comparisons, not forty (a page of prose has a word beside most of its numbers).
 static NAME_KEYS: [u64; NAMES.len()] = sorted_keys(NAMES);
 static UPPERCASE_ONLY_KEYS: [u64; UPPERCASE_ONLY.len()] = sorted_keys(UPPERCASE_ONLY);
+static MONEY_WORD_KEYS: [u64; MONEY_WORDS.len()] = sorted_keys(MONEY_WORDS);
 
 const fn sorted_keys<const N: usize>(names: [&str; N]) -> [u64; N] {
     let mut keys = [0; N];
@@ -107,10 +123,17 @@ pub(super) fn currency_before(bytes: &[u8], start: usize) -> Option<usize> {
         return Some(end - symbol.len());
     }
     let letters = head.strip_suffix(b".").unwrap_or(head);
-    let word = letters
+    // No name is longer than 7 letters: a longer run is a word, found without reading it all.
+    let run = letters
         .iter()
-        .rposition(|byte| !byte.is_ascii_alphabetic())
-        .map_or(0, |at| at + 1);
+        .rev()
+        .take(8)
+        .take_while(|byte| byte.is_ascii_alphabetic())
+        .count();
+    if run == 8 {
+        return None;
+    }
+    let word = letters.len() - run;
     // A name glued to a letter outside ASCII is part of a longer word.
     let glued = word > 0 && !letters[word - 1].is_ascii();
     (word < letters.len() && !glued && is_name(&letters[word..])).then_some(word)
@@ -145,23 +168,38 @@ pub(super) fn currency_after(bytes: &[u8], end: usize) -> Option<usize> {
     }
     let word = tail
         .iter()
-        .position(|byte| !byte.is_ascii_alphabetic())
-        .unwrap_or(tail.len());
+        .take(8)
+        .take_while(|byte| byte.is_ascii_alphabetic())
+        .count();
+    if word == 8 {
+        return None;
+    }
     // A name followed by a letter outside ASCII is part of a longer word.
     let glued = tail.get(word).is_some_and(|next| !next.is_ascii());
     (word > 0 && !glued && is_name(&tail[..word])).then_some(start + word)
 }
 
-/// Whether `text` holds a digit and a currency anywhere (`1.2k EUR`, `€ fifty`, `35-40 EUR`):
-/// a person's words that speak of money, even in a spelling no amount is read from.
+/// Whether `text` speaks of money: a currency symbol, code or name, or a word for money
+/// (`€ fifty`, `20 bucks`, `3000円`, `٣٥ €`) anywhere in it, with or without a number that can
+/// be read.
 pub(super) fn mentions_money(text: &str) -> bool {
-    if !text.bytes().any(|byte| byte.is_ascii_digit()) {
-        return false;
-    }
-    SYMBOLS.iter().any(|symbol| text.contains(symbol))
-        || text
-            .split(|c: char| !c.is_ascii_alphabetic())
-            .any(|word| is_name(word.as_bytes()))
+    SYMBOLS
+        .iter()
+        .chain(&MONEY_SIGNS)
+        .any(|symbol| text.contains(symbol))
+        || text.split(|c: char| !c.is_ascii_alphabetic()).any(|word| {
+            is_name(word.as_bytes())
+                || name_key(word.as_bytes())
+                    .is_some_and(|key| MONEY_WORD_KEYS.binary_search(&key).is_ok())
+        })
+}
+
+/// Whether `bytes` starts with a currency symbol or a space of any width.
+pub(super) fn symbol_or_space_at(bytes: &[u8]) -> bool {
+    space_after(bytes).is_some()
+        || SYMBOLS
+            .iter()
+            .any(|symbol| bytes.starts_with(symbol.as_bytes()))
 }
 
 /// The width of one space ending `bytes`.

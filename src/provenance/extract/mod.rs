@@ -13,7 +13,7 @@
 //! | long number | spaces, `-` and `.` between digit groups (6 digits or more) |
 //! | path | repeated `/`, `.` segments |
 //! | handle | `@` or `#` before it, case (a handle `@bob` is the text `bob`) |
-//! | amount | read in hundredths (`EUR 1,450.00`, `1.450,00 €`, `Rs. 1,450`, `$1450` are all `145000`; `₹1,50,000` is `15000000`); a currency symbol, code or name before or after, at most two spaces or a `:` between; `,` `.` `'` between groups of three, `.` or `,` before one or two decimals; `35,-` and `35,–` |
+//! | amount | read in hundredths (`EUR 1,450.00`, `1.450,00 €`, `1'450 CHF`, `$1450` are all `145000`; `₹1,50,000` is `15000000`); a currency symbol, code or name before or after, at most two spaces or a `:` between, and no number on its other side; `,` `.` `'` between groups of three, `.` or `,` before one or two decimals; `35,-` and `35,–` |
 //! | any text | invisible characters (zero-width, bidi controls); with the `unicode` feature NFKC (fullwidth `ｅｘａｍｐｌｅ`) and full case folding; runs of white space |
 //!
 //! What is not made alike, and so is not matched: a value the model paraphrases, translates,
@@ -295,8 +295,8 @@ pub(crate) fn amount_of(text: &str) -> Option<Token> {
     amounts::amount_of_text(&readable(text, false))
 }
 
-/// Whether `text` speaks of money: a digit and a currency anywhere in it, whether or not an
-/// amount could be read (`1.2k EUR`, `35-40 €`).
+/// Whether `text` speaks of money: a currency or a word for money anywhere in it, whether or
+/// not an amount could be read (`1.2k EUR`, `fifty euros`, `20 bucks`).
 pub(crate) fn mentions_money(text: &str) -> bool {
     currencies::mentions_money(&readable(text, false))
 }

@@ -61,8 +61,8 @@ pub struct ValueProvenance {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_seen_in: Vec<ValueSource>,
     /// The rule holds only in a session where the person named some value of the kind judged
-    /// (an amount, when it reads an amount — any words with a digit and a currency, read or
-    /// not): "when the person gave an amount, another is asked", while a task whose amount
+    /// (an amount, when it reads an amount — any currency or word for money, read as an amount
+    /// or not): "when the person gave an amount, another is asked", while a task whose amount
     /// only a bill names is not. Goes with `"person"` in `not_seen_in`. A session whose records
     /// overflowed, or whose person's request could not be recorded, counts as one where the
     /// person named one.

@@ -161,6 +161,42 @@ mod tests {
     }
 
     #[test]
+    fn the_types_at_a_pointer_are_read_through_lists_refs_and_combinators() {
+        let schema = json!({
+            "$defs": {"money": {"type": "string"}},
+            "properties": {
+                "one": {"type": "string"},
+                "nullable": {"type": ["integer", "null"]},
+                "list": {"type": "array", "items": {"type": "integer"}},
+                "bare_list": {"type": "array"},
+                "list_or_text": {"type": ["string", "array"], "items": {"type": "integer"}},
+                "referred": {"$ref": "#/$defs/money"},
+                "either": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "untyped": {"enum": ["a"]}
+            }
+        });
+        let at = |pointer: &str| types_at(&schema, pointer);
+        assert_eq!(at("/one"), ["string"]);
+        assert_eq!(at("/nullable"), ["integer", "null"]);
+        assert_eq!(at("/list"), ["integer"]);
+        assert_eq!(at("/bare_list"), ["array"]);
+        assert_eq!(at("/list_or_text"), ["integer", "string"]);
+        assert_eq!(at("/referred"), ["string"]);
+        assert_eq!(at("/either"), ["null", "string"]);
+        assert!(at("/untyped").is_empty());
+        assert!(at("/missing").is_empty());
+        // Lists of lists are read to a depth of four.
+        let nested = |depth: usize| {
+            (0..depth).fold(
+                json!({"type": "integer"}),
+                |inner, _| json!({"type": "array", "items": inner}),
+            )
+        };
+        assert_eq!(types_at(&nested(4), ""), ["integer"]);
+        assert_eq!(types_at(&nested(5), ""), ["array"]);
+    }
+
+    #[test]
     fn expansion_follows_refs_branches_and_combinators_through_exactly_32_hops() {
         for by in ["ref", "if", "allOf"] {
             let at = |depth| lookup(&declared_at(depth, by), "/x");

@@ -256,6 +256,17 @@ fn what_cannot_be_read_as_an_amount_takes_the_rules_action() {
         assert_eq!(call(&world, tool, arguments.clone()), "ask", "{arguments}");
     }
     assert_eq!(call(&world, "pay_quote", json!({"price": "35"})), "allow");
+    // A number is read as a number: `35.505` has three decimals, and is not the `35,505`
+    // (thirty-five thousand) the person gave, as the text `"35.505"` would be.
+    world
+        .controller
+        .record_person_request(None, "And EUR 35,505 to the builder.")
+        .unwrap();
+    assert_eq!(call(&world, "pay_quote", json!({"price": 35.505})), "ask");
+    assert_eq!(
+        call(&world, "pay_quote", json!({"price": "35.505"})),
+        "allow"
+    );
 }
 
 /// A session whose records overflowed may have lost the person's amount: the rule holds as if

@@ -31,6 +31,7 @@ mod layers;
 mod listing;
 mod principals;
 mod provenance;
+mod provenance_bounds;
 mod rate_limit_evasions;
 mod rate_limits;
 mod rate_limits_shared;

@@ -100,8 +100,12 @@ fn numbers_without_a_currency_or_in_a_word_are_no_amounts() {
         "10 pounds of rice",
         "am Fr. 12.05.",
         "Rs. 1,200",
-        // A number glued to a character that is neither a currency nor a space.
+        // A number glued to a character that is neither a currency nor a space, or to letters
+        // that are no code, even with a currency beside it.
         "€1½",
+        "EUR 35kg",
+        "€12th",
+        "$5abcdefgh",
     ] {
         assert_eq!(amounts(text), Vec::<String>::new(), "{text:?}");
     }

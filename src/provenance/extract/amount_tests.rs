@@ -57,6 +57,8 @@ fn the_spellings_of_one_amount_read_as_one_value() {
         ("1 200 zł", "20000"),
         ("CHF 1'200", "120000"),
         ("pay EUR1450 today", "145000"),
+        ("35€ each", "3500"),
+        ("35 $ each", "3500"),
         // The longest numeral read: 15 digits, 6 separators.
         ("EUR 123456789012345", "12345678901234500"),
         ("₹1,00,00,00,00,000.50", "10000000000050"),
@@ -104,6 +106,9 @@ fn numbers_without_a_currency_or_in_a_word_are_no_amounts() {
         // that are no code, even with a currency beside it.
         "€1½",
         "EUR 35kg",
+        // A code at the end of a longer word is no code.
+        "éEUR 35",
+        "35 EURé",
         "€12th",
         "$5abcdefgh",
     ] {

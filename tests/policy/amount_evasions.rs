@@ -348,3 +348,31 @@ fn a_request_counts_its_values_and_not_its_markers() {
         .unwrap();
     assert_eq!(recorded.values, 4);
 }
+
+/// The controller remembers 4,096 sessions whose request was lost; past that, every session
+/// counts as overflowed (memory stays bounded, and no lost request is forgotten).
+#[test]
+fn past_4096_lost_requests_every_session_counts_as_overflowed() {
+    for (lost, carol) in [(4096, "allow"), (4097, "ask")] {
+        let clock = toolgate::clock::ManualClock::new(1_000_000);
+        let failing = Arc::new(AtomicBool::new(true));
+        let controller = clocked(
+            Flaky {
+                inner: MemoryRateCounters::default(),
+                failing: Arc::clone(&failing),
+            },
+            &clock,
+        );
+        for n in 0..lost {
+            let who = toolgate::Principal::new(format!("p{n}"), ["staff"]);
+            assert!(
+                controller
+                    .record_person_request(Some(&who), "Pay the gym fee, 35 EUR.")
+                    .is_err()
+            );
+        }
+        failing.store(false, Ordering::SeqCst);
+        // Carol lost nothing and named no amount.
+        assert_eq!(pay_as(&controller, "carol", 90_000), carol, "{lost}");
+    }
+}

@@ -123,17 +123,7 @@ pub(super) fn currency_before(bytes: &[u8], start: usize) -> Option<usize> {
         return Some(end - symbol.len());
     }
     let letters = head.strip_suffix(b".").unwrap_or(head);
-    // No name is longer than 7 letters: a longer run is a word, found without reading it all.
-    let run = letters
-        .iter()
-        .rev()
-        .take(8)
-        .take_while(|byte| byte.is_ascii_alphabetic())
-        .count();
-    if run == 8 {
-        return None;
-    }
-    let word = letters.len() - run;
+    let word = letters.len() - letter_run(letters.iter().rev())?;
     // A name glued to a letter outside ASCII is part of a longer word.
     let glued = word > 0 && !letters[word - 1].is_ascii();
     (word < letters.len() && !glued && is_name(&letters[word..])).then_some(word)
@@ -166,17 +156,20 @@ pub(super) fn currency_after(bytes: &[u8], end: usize) -> Option<usize> {
     {
         return Some(start + symbol.len());
     }
-    let word = tail
-        .iter()
-        .take(8)
-        .take_while(|byte| byte.is_ascii_alphabetic())
-        .count();
-    if word == 8 {
-        return None;
-    }
+    let word = letter_run(tail.iter())?;
     // A name followed by a letter outside ASCII is part of a longer word.
     let glued = tail.get(word).is_some_and(|next| !next.is_ascii());
     (word > 0 && !glued && is_name(&tail[..word])).then_some(start + word)
+}
+
+/// How many ASCII letters `bytes` starts with; `None` past 7, the longest name: a longer run is
+/// a word, found without reading it all.
+fn letter_run<'a>(bytes: impl Iterator<Item = &'a u8>) -> Option<usize> {
+    let run = bytes
+        .take(8)
+        .take_while(|byte| byte.is_ascii_alphabetic())
+        .count();
+    (run < 8).then_some(run)
 }
 
 /// Whether `text` speaks of money: a currency symbol, code or name, or a word for money

@@ -21,6 +21,7 @@ use crate::limits::Per;
 
 mod load;
 mod provenance;
+mod reading;
 mod slots;
 mod sources;
 

@@ -12,7 +12,6 @@ use super::load::Context;
 use super::{Covers, PerTool};
 use crate::canonical::{canonical_json, hex_lower};
 use crate::decision::{PolicyAction, RateSlot, Reason, Refuses, SlotKind};
-use crate::limits::MAX_KEYS_PER_CALL;
 use crate::provenance::extract::{self, Token};
 use crate::provenance::{Look, ValueLook, source};
 use crate::rules::condition::{CallPaths, Pointer};
@@ -120,7 +119,7 @@ pub enum TokenKind {
 }
 
 impl TokenKind {
-    fn of(token: &Token) -> Option<Self> {
+    pub(super) fn of(token: &Token) -> Option<Self> {
         Some(match token.kind {
             extract::Kind::Url | extract::Kind::Host => Self::Link,
             extract::Kind::Email => Self::Email,
@@ -264,7 +263,8 @@ pub(super) fn load(
                 ),
             );
         } else if let Some(schema) = schema
-            && let Some(problem) = reading_fits(provenance.read, schema, &provenance.pointer)
+            && let Some(problem) =
+                super::reading::reading_fits(provenance.read, schema, &provenance.pointer)
         {
             push(
                 format!("{place}.provenance.read"),
@@ -344,30 +344,6 @@ pub(super) fn load(
     })
 }
 
-/// Why `read` cannot read the field at `pointer` of `schema`, by the types it declares: an amount
-/// is a number or a text, minor units a whole number. A field declaring no type is read as it
-/// comes (what cannot be read takes the rule's action).
-fn reading_fits(read: ValueRead, schema: &Value, pointer: &str) -> Option<String> {
-    let wanted: &[&str] = match read {
-        ValueRead::MinorUnits => &["integer", "number"],
-        ValueRead::Amount => &["integer", "number", "string"],
-        ValueRead::Value | ValueRead::Tokens | ValueRead::Host => return None,
-    };
-    let types = crate::rules::schema_pointer::types_at(schema, pointer);
-    let fits = types.is_empty() || types.iter().any(|name| wanted.contains(&name.as_str()));
-    (!fits).then(|| {
-        format!(
-            "{pointer:?} is declared {}, and {} reads {}",
-            types.join(" or "),
-            match read {
-                ValueRead::MinorUnits => "minor_units",
-                _ => "amount",
-            },
-            wanted.join(" or ")
-        )
-    })
-}
-
 impl ProvenanceFlow {
     pub(super) fn covers(&self, tool: &str) -> bool {
         self.covers.matches(tool)
@@ -405,7 +381,8 @@ impl ProvenanceFlow {
                 None => slot,
             }
         };
-        let Some(tokens) = self.values(self.pointer.resolve(arguments)) else {
+        let resolved = self.pointer.resolve(arguments);
+        let Some(tokens) = super::reading::values_at(self.read, &self.kinds, resolved) else {
             slots.push(slot(Refuses::Always).in_bucket(format!("{}:unjudged", self.id)));
             return;
         };
@@ -479,65 +456,5 @@ impl ProvenanceFlow {
                 }
             }
         }
-    }
-
-    /// The values read at the pointer; `None` when they cannot be judged.
-    fn values(&self, value: Option<&Value>) -> Option<Vec<Token>> {
-        let mut tokens = Vec::new();
-        match value {
-            Some(list @ Value::Array(_)) => {
-                let mut elements = Vec::new();
-                leaves(list, &mut elements);
-                for element in elements {
-                    self.read_element(element, &mut tokens)?;
-                }
-            }
-            Some(Value::Null) | None => {}
-            // Fast path: one value needs no list of leaves.
-            Some(one) => self.read_element(one, &mut tokens)?,
-        }
-        tokens.sort();
-        tokens.dedup();
-        (tokens.len() <= MAX_KEYS_PER_CALL).then_some(tokens)
-    }
-
-    /// Adds the values of one element (a string or a number) to `tokens`; `None` when it cannot
-    /// be judged.
-    fn read_element(&self, element: &Value, tokens: &mut Vec<Token>) -> Option<()> {
-        let text: std::borrow::Cow<'_, str> = match element {
-            Value::String(text) => text.into(),
-            Value::Number(number) => number.to_string().into(),
-            _ => return None,
-        };
-        match self.read {
-            ValueRead::MinorUnits => match element {
-                Value::Number(number) => tokens.push(extract::amount_of_minor_units(number)?),
-                _ => return None,
-            },
-            ValueRead::Amount => tokens.push(match element {
-                Value::Number(number) => extract::amount_of_number(number)?,
-                _ => extract::amount_of(&text)?,
-            }),
-            ValueRead::Value => tokens.extend(extract::whole(&text)),
-            ValueRead::Tokens if self.kinds.is_empty() => extract::tokens(&text, tokens),
-            ValueRead::Tokens => {
-                let mut found = Vec::new();
-                extract::tokens(&text, &mut found);
-                tokens.extend(found.into_iter().filter(|token| {
-                    TokenKind::of(token).is_some_and(|kind| self.kinds.contains(&kind))
-                }));
-            }
-            ValueRead::Host => tokens.push(extract::host_of(&text)?),
-        }
-        Some(())
-    }
-}
-
-/// A list's elements (nested lists by theirs), else the value; `null` is no element.
-fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
-    match value {
-        Value::Array(items) => items.iter().for_each(|item| leaves(item, out)),
-        Value::Null => {}
-        other => out.push(other),
     }
 }

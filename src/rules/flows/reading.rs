@@ -1,0 +1,108 @@
+//! How a provenance condition reads an argument: the values at its pointer (a list an element
+//! at a time), and whether a reading fits the types the schema declares there.
+
+use serde_json::Value;
+
+use super::provenance::{TokenKind, ValueRead};
+use crate::limits::MAX_KEYS_PER_CALL;
+use crate::provenance::extract::{self, Token};
+
+/// Why `read` cannot read the field at `pointer` of `schema`, by the types it declares: an amount
+/// is a number or a text, minor units a whole number. A field declaring no type is read as it
+/// comes (what cannot be read takes the rule's action).
+pub(super) fn reading_fits(read: ValueRead, schema: &Value, pointer: &str) -> Option<String> {
+    let (name, wanted): (&str, &[&str]) = match read {
+        ValueRead::MinorUnits => ("minor_units", &["integer", "number"]),
+        ValueRead::Amount => ("amount", &["integer", "number", "string"]),
+        ValueRead::Value | ValueRead::Tokens | ValueRead::Host => return None,
+    };
+    let types = crate::rules::schema_pointer::types_at(schema, pointer);
+    let fits = types.is_empty() || types.iter().any(|name| wanted.contains(&name.as_str()));
+    (!fits).then(|| {
+        format!(
+            "{pointer:?} is declared {}, and {name} reads {}",
+            types.join(" or "),
+            wanted.join(" or ")
+        )
+    })
+}
+
+/// The values `read` finds in `value` (`kinds` narrowing a `tokens` reading); `None` when they
+/// cannot be judged: an element that is neither a string nor a number, one the reading cannot
+/// read, or more values than a call may have.
+pub(super) fn values_at(
+    read: ValueRead,
+    kinds: &[TokenKind],
+    value: Option<&Value>,
+) -> Option<Vec<Token>> {
+    let mut tokens = Vec::new();
+    match value {
+        Some(list @ Value::Array(_)) => {
+            let mut elements = Vec::new();
+            leaves(list, &mut elements);
+            for element in elements {
+                read_element(read, kinds, element, &mut tokens)?;
+            }
+        }
+        Some(Value::Null) | None => {}
+        // Fast path: one value needs no list of leaves.
+        Some(one) => read_element(read, kinds, one, &mut tokens)?,
+    }
+    tokens.sort();
+    tokens.dedup();
+    (tokens.len() <= MAX_KEYS_PER_CALL).then_some(tokens)
+}
+
+/// Adds the values of one element (a string or a number) to `tokens`; `None` when it cannot be
+/// judged.
+fn read_element(
+    read: ValueRead,
+    kinds: &[TokenKind],
+    element: &Value,
+    tokens: &mut Vec<Token>,
+) -> Option<()> {
+    // Amounts read a number as a number; the other readings read its digits as text.
+    match (read, element) {
+        (ValueRead::MinorUnits, Value::Number(number)) => {
+            tokens.push(extract::amount_of_minor_units(number)?);
+            return Some(());
+        }
+        (ValueRead::Amount, Value::Number(number)) => {
+            tokens.push(extract::amount_of_number(number)?);
+            return Some(());
+        }
+        (ValueRead::MinorUnits, _) => return None,
+        _ => {}
+    }
+    let text: std::borrow::Cow<'_, str> = match element {
+        Value::String(text) => text.into(),
+        Value::Number(number) => number.to_string().into(),
+        _ => return None,
+    };
+    match read {
+        ValueRead::Amount => tokens.push(extract::amount_of(&text)?),
+        ValueRead::Value => tokens.extend(extract::whole(&text)),
+        ValueRead::Tokens if kinds.is_empty() => extract::tokens(&text, tokens),
+        ValueRead::Tokens => {
+            let mut found = Vec::new();
+            extract::tokens(&text, &mut found);
+            tokens.extend(
+                found
+                    .into_iter()
+                    .filter(|token| TokenKind::of(token).is_some_and(|kind| kinds.contains(&kind))),
+            );
+        }
+        ValueRead::Host => tokens.push(extract::host_of(&text)?),
+        ValueRead::MinorUnits => return None,
+    }
+    Some(())
+}
+
+/// A list's elements (nested lists by theirs), else the value; `null` is no element.
+fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|item| leaves(item, out)),
+        Value::Null => {}
+        other => out.push(other),
+    }
+}

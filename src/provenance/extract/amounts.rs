@@ -91,9 +91,16 @@ fn number_starts_at(bytes: &[u8], at: usize) -> bool {
         .is_some_and(u8::is_ascii_digit)
 }
 
+/// The amount `text` is as a whole (`35.50`, `EUR 1,450`, `35,- €`), in hundredths, read as
+/// every text is (invisible characters dropped, NFKC with the `unicode` feature); `None` when it
+/// is not one amount.
+pub(crate) fn amount_of(text: &str) -> Option<Token> {
+    amount_of_text(&super::readable(text, false))
+}
+
 /// The amount `text` is on its own, with or without a currency (`"35.50"`, `"€ 1.450"`,
 /// `"35,50 EUR"`); `None` when it is not one amount.
-pub(super) fn amount_of_text(text: &str) -> Option<Token> {
+fn amount_of_text(text: &str) -> Option<Token> {
     let trimmed = text.trim();
     let bytes = trimmed.as_bytes();
     let start = bytes.iter().position(u8::is_ascii_digit)?;

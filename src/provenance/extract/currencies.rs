@@ -174,8 +174,9 @@ fn letter_run<'a>(bytes: impl Iterator<Item = &'a u8>) -> Option<usize> {
 
 /// Whether `text` speaks of money: a currency symbol, code or name, or a word for money
 /// (`€ fifty`, `20 bucks`, `3000円`, `٣٥ €`) anywhere in it, with or without a number that can
-/// be read.
-pub(super) fn mentions_money(text: &str) -> bool {
+/// be read (read as every text is: invisible characters dropped, NFKC with `unicode`).
+pub(crate) fn mentions_money(text: &str) -> bool {
+    let text = super::readable(text, false);
     SYMBOLS
         .iter()
         .chain(&MONEY_SIGNS)

@@ -38,11 +38,9 @@ use addresses::{
     strip_prefix_ignore_case,
 };
 use amounts::AmountScan;
-pub(crate) use amounts::{amount_of_minor_units, amount_of_number};
-use chunks::{
-    HOST_DOTS, chunk_end, chunk_start, is_bare_host, looks_like_link_rest, next_chunk,
-    special_scheme_slashes, trim_trailing,
-};
+pub(crate) use amounts::{amount_of, amount_of_minor_units, amount_of_number};
+use chunks::{HOST_DOTS, chunk_end, chunk_start, looks_like_link_rest, next_chunk, trim_trailing};
+pub(crate) use currencies::mentions_money;
 use numbers::NumberScan;
 pub(crate) use numbers::iban_checks;
 
@@ -292,18 +290,6 @@ fn whole_in_general(trimmed: &str) -> Option<Token> {
     Some(Token::new(Kind::Text, folded_text(trimmed)))
 }
 
-/// The amount `text` is as a whole (`35.50`, `EUR 1,450`, `35,- €`), in hundredths; `None` when
-/// it is not one amount.
-pub(crate) fn amount_of(text: &str) -> Option<Token> {
-    amounts::amount_of_text(&readable(text, false))
-}
-
-/// Whether `text` speaks of money: a currency or a word for money anywhere in it, whether or
-/// not an amount could be read (`1.2k EUR`, `fifty euros`, `20 bucks`).
-pub(crate) fn mentions_money(text: &str) -> bool {
-    currencies::mentions_money(&readable(text, false))
-}
-
 /// The host of `text` read as a link, or as a bare host name.
 pub(crate) fn host_of(text: &str) -> Option<Token> {
     let text = readable(text, false);
@@ -454,6 +440,50 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         return Some(Kind::Path);
     }
     None
+}
+
+/// `chunk` with a special scheme's slashes made `//` (`https:/evil.example`,
+/// `HTTPS:\\\\evil.example`, `https:evil.example`), as browsers read them; `None` when it holds no
+/// such scheme or already reads `scheme://host`.
+fn special_scheme_slashes(chunk: &str) -> Option<String> {
+    const SPECIAL: [&str; 5] = ["https", "http", "wss", "ws", "ftp"];
+    for (colon, _) in chunk.match_indices(':') {
+        let rest = &chunk[colon + 1..];
+        let host = rest.trim_start_matches(['/', '\\']);
+        let already = rest.len() - host.len() == 2 && rest.starts_with("//");
+        if already || !host.starts_with(|c: char| c.is_alphanumeric()) {
+            continue;
+        }
+        // The scheme: the letters and digits before the colon.
+        let start = chunk[..colon]
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !c.is_ascii_alphanumeric())
+            .map_or(0, |(at, c)| at + c.len_utf8());
+        let scheme = &chunk[start..colon];
+        if SPECIAL
+            .iter()
+            .any(|special| special.eq_ignore_ascii_case(scheme))
+        {
+            return Some(format!("{}{scheme}://{host}", &chunk[..start]));
+        }
+    }
+    None
+}
+
+/// Whether `text` is a host name: labels of letters, digits and `-` joined by dots, the last of
+/// 2 to 24 letters (`evil.example`, `docs.corp.example`; not `e.g` or `3.14`).
+fn is_bare_host(text: &str) -> bool {
+    let labels: Vec<&str> = text.split('.').collect();
+    let Some(last) = labels.last() else {
+        return false;
+    };
+    labels.len() >= 2
+        && (2..=24).contains(&last.len())
+        && last.chars().all(|c| c.is_alphabetic())
+        && labels.iter().all(|label| {
+            !label.is_empty() && label.chars().all(|c| c.is_alphanumeric() || c == '-')
+        })
 }
 
 #[cfg(test)]

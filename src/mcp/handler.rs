@@ -95,155 +95,173 @@ impl ServerHandler for McpServer {
         info
     }
 
-    async fn list_tools(
+    fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let specs: Vec<ToolSpec> = self
-            .listed_for(&context)
-            .iter()
-            .filter(|spec| !super::passthrough::is_gate(&spec.name))
-            .cloned()
-            .collect();
-        Ok(wire::list_result(&specs))
+    ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            let specs: Vec<ToolSpec> = self
+                .listed_for(&context)
+                .iter()
+                .filter(|spec| !super::passthrough::is_gate(&spec.name))
+                .cloned()
+                .collect();
+            Ok(wire::list_result(&specs))
+        })
     }
 
-    async fn list_resources(
+    fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let listed = self
-            .serving("resources", |served| served.resources)?
-            .list_resources()
-            .await?;
-        Ok(ListResourcesResult::with_all_items(
-            self.listable(listed, &context),
-        ))
+    ) -> impl Future<Output = Result<ListResourcesResult, ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            let listed = self
+                .serving("resources", |served| served.resources)?
+                .list_resources()
+                .await?;
+            Ok(ListResourcesResult::with_all_items(
+                self.listable(listed, &context),
+            ))
+        })
     }
 
-    async fn list_resource_templates(
+    fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let listed = self
-            .serving("resources", |served| served.resources)?
-            .list_resource_templates()
-            .await?;
-        Ok(ListResourceTemplatesResult::with_all_items(
-            self.listable(listed, &context),
-        ))
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            let listed = self
+                .serving("resources", |served| served.resources)?
+                .list_resource_templates()
+                .await?;
+            Ok(ListResourceTemplatesResult::with_all_items(
+                self.listable(listed, &context),
+            ))
+        })
     }
 
-    async fn read_resource(
+    fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        // A forwarding gate reads the client's cancellation and session from here.
-        let caller = self.caller(&context);
-        super::downstream::within(
-            self,
-            &context,
-            caller.clone(),
-            self.read_resource_gated(request, &context, caller),
-        )
-        .await
-        .map(Into::into)
+    ) -> impl Future<Output = Result<ReadResourceResponse, ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            // A forwarding gate reads the client's cancellation and session from here.
+            let caller = self.caller(&context);
+            super::downstream::within(
+                self,
+                &context,
+                caller.clone(),
+                self.read_resource_gated(request, &context, caller),
+            )
+            .await
+            .map(Into::into)
+        })
     }
 
-    async fn subscribe(
+    fn subscribe(
         &self,
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let passthrough = self.serving("resource subscriptions", |served| served.subscriptions)?;
-        // A resource whose reads the policy denies to every caller is not watched either.
-        let gate = passthrough.resource_gate(&request.uri).await?;
-        let Some(gate) = gate.filter(|gate| self.lists(gate, &context)) else {
-            return Err(ErrorData::invalid_params(
-                "no resource this server serves to you is at this URI; nothing was subscribed",
-                None,
-            ));
-        };
-        // Asked again at each update: a policy that hides the resource from this caller later
-        // stops its updates too.
-        let caller = self.caller(&context);
-        let (controller, principal) = (self.controller.clone(), caller.principal.clone());
-        let watching = super::Watching::new(move || {
-            controller
-                .listed_specs_for(principal.as_deref())
-                .iter()
-                .any(|spec| spec.name == gate)
-        });
-        passthrough
-            .subscribe(request.uri, caller, context.peer, watching)
-            .await
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            let passthrough =
+                self.serving("resource subscriptions", |served| served.subscriptions)?;
+            // A resource whose reads the policy denies to every caller is not watched either.
+            let gate = passthrough.resource_gate(&request.uri).await?;
+            let Some(gate) = gate.filter(|gate| self.lists(gate, &context)) else {
+                return Err(ErrorData::invalid_params(
+                    "no resource this server serves to you is at this URI; nothing was subscribed",
+                    None,
+                ));
+            };
+            // Asked again at each update: a policy that hides the resource from this caller later
+            // stops its updates too.
+            let caller = self.caller(&context);
+            let (controller, principal) = (self.controller.clone(), caller.principal.clone());
+            let watching = super::Watching::new(move || {
+                controller
+                    .listed_specs_for(principal.as_deref())
+                    .iter()
+                    .any(|spec| spec.name == gate)
+            });
+            passthrough
+                .subscribe(request.uri, caller, context.peer, watching)
+                .await
+        })
     }
 
-    async fn unsubscribe(
+    fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.serving("resource subscriptions", |served| served.subscriptions)?
-            .unsubscribe(request.uri, self.caller(&context))
-            .await
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            self.serving("resource subscriptions", |served| served.subscriptions)?
+                .unsubscribe(request.uri, self.caller(&context))
+                .await
+        })
     }
 
-    async fn list_prompts(
+    fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        let listed = self
-            .serving("prompts", |served| served.prompts)?
-            .list_prompts()
-            .await?;
-        Ok(ListPromptsResult::with_all_items(
-            self.listable(listed, &context),
-        ))
+    ) -> impl Future<Output = Result<ListPromptsResult, ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            let listed = self
+                .serving("prompts", |served| served.prompts)?
+                .list_prompts()
+                .await?;
+            Ok(ListPromptsResult::with_all_items(
+                self.listable(listed, &context),
+            ))
+        })
     }
 
-    async fn get_prompt(
+    fn get_prompt(
         &self,
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        let caller = self.caller(&context);
-        super::downstream::within(
-            self,
-            &context,
-            caller.clone(),
-            self.get_prompt_gated(request, &context, caller),
-        )
-        .await
-        .map(Into::into)
+    ) -> impl Future<Output = Result<GetPromptResponse, ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            let caller = self.caller(&context);
+            super::downstream::within(
+                self,
+                &context,
+                caller.clone(),
+                self.get_prompt_gated(request, &context, caller),
+            )
+            .await
+            .map(Into::into)
+        })
     }
 
-    async fn complete(
+    fn complete(
         &self,
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        let passthrough = self.serving("completions", |served| served.completions)?;
-        // What the policy hides from every caller is not completed either: a completion runs the
-        // upstream's code on the client's input, and can list what the lists leave out.
-        let gate = match &request.r#ref {
-            Reference::Prompt(prompt) => passthrough.prompt_gate(&prompt.name),
-            Reference::Resource(template) => passthrough.resource_gate(&template.uri).await?,
-            _ => None,
-        };
-        if !gate.is_some_and(|gate| self.lists(&gate, &context)) {
-            return Err(ErrorData::invalid_params(
-                "nothing this server serves to you has that name; nothing was completed",
-                None,
-            ));
-        }
-        let completed = passthrough.complete(request).await?;
-        let completed = serde_json::to_value(completed)
+    ) -> impl Future<Output = Result<CompleteResult, ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            let passthrough = self.serving("completions", |served| served.completions)?;
+            // What the policy hides from every caller is not completed either: a completion runs the
+            // upstream's code on the client's input, and can list what the lists leave out.
+            let gate = match &request.r#ref {
+                Reference::Prompt(prompt) => passthrough.prompt_gate(&prompt.name),
+                Reference::Resource(template) => passthrough.resource_gate(&template.uri).await?,
+                _ => None,
+            };
+            if !gate.is_some_and(|gate| self.lists(&gate, &context)) {
+                return Err(ErrorData::invalid_params(
+                    "nothing this server serves to you has that name; nothing was completed",
+                    None,
+                ));
+            }
+            let completed = passthrough.complete(request).await?;
+            let completed = serde_json::to_value(completed)
             .map(super::gated::without_reserved_meta)
             .and_then(serde_json::from_value)
             .map_err(|_| {
@@ -252,110 +270,118 @@ impl ServerHandler for McpServer {
                     None,
                 )
             })?;
-        Ok(completed)
+            Ok(completed)
+        })
     }
 
     #[expect(
         deprecated,
         reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
     )]
-    async fn set_level(
+    fn set_level(
         &self,
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let passthrough = self.serving("logging", |served| served.logging)?;
-        let session = self.caller(&context).session.unwrap_or_default();
-        {
-            let mut levels = self
-                .log_levels
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // A preference, bounded: past the bound a new session's level is not kept (it is
-            // sent every message, as before it asked).
-            if levels.len() < super::downstream::MAX_LOG_LEVELS || levels.contains_key(&session) {
-                levels.insert(session, request.level as u8);
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            let passthrough = self.serving("logging", |served| served.logging)?;
+            let session = self.caller(&context).session.unwrap_or_default();
+            {
+                let mut levels = self
+                    .log_levels
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // A preference, bounded: past the bound a new session's level is not kept (it is
+                // sent every message, as before it asked).
+                if levels.len() < super::downstream::MAX_LOG_LEVELS || levels.contains_key(&session)
+                {
+                    levels.insert(session, request.level as u8);
+                }
             }
-        }
-        passthrough.set_level(request.level, context.peer).await
+            passthrough.set_level(request.level, context.peer).await
+        })
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        // A forwarding handler reads the client's progress token and cancellation from here.
-        // The caller read once: the request's and the handler's.
-        let caller = self.caller(&context);
-        // The whole request — a call, a held call asked about and run, a retry answering one —
-        // runs in its span, when one is made.
-        #[cfg(feature = "tracing")]
-        let span = self.call_span_for(&caller, [request.meta.as_ref(), Some(&context.meta)]);
-        let call = self.call(request, &context, caller.clone());
-        #[cfg(feature = "tracing")]
-        let call = tracing::Instrument::instrument(call, span);
-        super::downstream::within(self, &context, caller, call).await
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            // A forwarding handler reads the client's progress token and cancellation from here.
+            // The caller read once: the request's and the handler's.
+            let caller = self.caller(&context);
+            // The whole request — a call, a held call asked about and run, a retry answering one —
+            // runs in its span, when one is made.
+            #[cfg(feature = "tracing")]
+            let span = self.call_span_for(&caller, [request.meta.as_ref(), Some(&context.meta)]);
+            let call = self.call(request, &context, caller.clone());
+            #[cfg(feature = "tracing")]
+            let call = tracing::Instrument::instrument(call, span);
+            super::downstream::within(self, &context, caller, call).await
+        })
     }
 
     /// The SDK's handshake, plus a watcher that sends `notifications/tools/list_changed` to this
     /// session when the controller's generation moves. The generation is read here, before the
     /// client has the result, so a replacement right after the handshake is not missed.
-    async fn initialize(
+    fn initialize(
         &self,
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        context.peer.set_peer_info(request.clone());
-        let server = self.clone();
-        let peer = context.peer;
-        let listings = |server: &Self| {
-            server
-                .passthrough
-                .as_ref()
-                .map(|passthrough| (passthrough.served(), passthrough.listings_generation()))
-        };
-        let mut seen = server.controller.generation();
-        let mut seen_listings = listings(&server).map(|(_, generation)| generation);
-        tokio::spawn(async move {
-            // Checks the transport on every tick, so the task ends with the session.
-            while !peer.is_transport_closed() {
-                tokio::time::sleep(server.change_poll).await;
-                let now = server.controller.generation();
-                // A new policy may show or hide resources and prompts as it does tools.
-                let policy_moved = now != seen;
-                if policy_moved {
-                    seen = now;
-                    if peer.notify_tool_list_changed().await.is_err() {
-                        return;
+    ) -> impl Future<Output = Result<InitializeResult, ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            context.peer.set_peer_info(request.clone());
+            let server = self.clone();
+            let peer = context.peer;
+            let listings = |server: &Self| {
+                server
+                    .passthrough
+                    .as_ref()
+                    .map(|passthrough| (passthrough.served(), passthrough.listings_generation()))
+            };
+            let mut seen = server.controller.generation();
+            let mut seen_listings = listings(&server).map(|(_, generation)| generation);
+            tokio::spawn(async move {
+                // Checks the transport on every tick, so the task ends with the session.
+                while !peer.is_transport_closed() {
+                    tokio::time::sleep(server.change_poll).await;
+                    let now = server.controller.generation();
+                    // A new policy may show or hide resources and prompts as it does tools.
+                    let policy_moved = now != seen;
+                    if policy_moved {
+                        seen = now;
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            return;
+                        }
+                    }
+                    let Some((served, generation)) = listings(&server) else {
+                        continue;
+                    };
+                    if policy_moved || seen_listings != Some(generation) {
+                        seen_listings = Some(generation);
+                        let resources = async {
+                            if served.resources {
+                                peer.notify_resource_list_changed().await
+                            } else {
+                                Ok(())
+                            }
+                        };
+                        let prompts = async {
+                            if served.prompts {
+                                peer.notify_prompt_list_changed().await
+                            } else {
+                                Ok(())
+                            }
+                        };
+                        if resources.await.is_err() || prompts.await.is_err() {
+                            return;
+                        }
                     }
                 }
-                let Some((served, generation)) = listings(&server) else {
-                    continue;
-                };
-                if policy_moved || seen_listings != Some(generation) {
-                    seen_listings = Some(generation);
-                    let resources = async {
-                        if served.resources {
-                            peer.notify_resource_list_changed().await
-                        } else {
-                            Ok(())
-                        }
-                    };
-                    let prompts = async {
-                        if served.prompts {
-                            peer.notify_prompt_list_changed().await
-                        } else {
-                            Ok(())
-                        }
-                    };
-                    if resources.await.is_err() || prompts.await.is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-        self.negotiate_initialize(&request)
+            });
+            self.negotiate_initialize(&request)
+        })
     }
 
     fn accepted_subscription_filter(
@@ -365,21 +391,26 @@ impl ServerHandler for McpServer {
         Some(SubscriptionFilter::builder().tools_list_changed().build())
     }
 
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        if context.accepted().tools_list_changed != Some(true) {
-            context.cancelled().await;
-            return Ok(());
-        }
-        let mut seen = self.controller.generation();
-        loop {
-            tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                () = self.next_change(&mut seen) => {
-                    if context.sink().notify_tool_list_changed().await.is_err() {
-                        return Ok(());
+    fn listen(
+        &self,
+        context: SubscriptionContext,
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        Box::pin(async move {
+            if context.accepted().tools_list_changed != Some(true) {
+                context.cancelled().await;
+                return Ok(());
+            }
+            let mut seen = self.controller.generation();
+            loop {
+                tokio::select! {
+                    () = context.cancelled() => return Ok(()),
+                    () = self.next_change(&mut seen) => {
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
                     }
                 }
             }
-        }
+        })
     }
 }

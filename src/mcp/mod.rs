@@ -38,6 +38,8 @@ mod downstream;
 pub mod frames;
 mod gated;
 mod handler;
+#[cfg(test)]
+mod handler_size_tests;
 mod listing;
 pub mod passthrough;
 mod person;

@@ -17,6 +17,10 @@
 //! cargo bench -p toolgate-gateway --bench proxy_cost -- 16 3          # concurrency, seconds a round
 //! cargo bench -p toolgate-gateway --bench proxy_cost -- --audit       # the gateway with a JSONL audit log too
 //! ```
+//!
+//! `proxy_cost --calls URL CALLS [KEY]` (the built bench binary) makes a fixed number of calls, 8
+//! in flight over 8 sessions, against one endpoint: for counting a hop's instructions under
+//! `valgrind --tool=callgrind` (the gateway's README says how).
 
 mod cpu;
 mod echo;
@@ -362,6 +366,35 @@ async fn stdio(dir: &Path, concurrency: usize, length: Duration, audit: bool) {
     }
 }
 
+async fn fixed_calls(url: &str, calls: usize, key: Option<&str>) {
+    let services = http_clients(url, key, 8).await;
+    let peers: Vec<_> = services
+        .iter()
+        .map(|service| service.peer().clone())
+        .collect();
+    let mut tasks = Vec::new();
+    for (index, peer) in peers.into_iter().enumerate() {
+        let share = calls / 8 + usize::from(index < calls % 8);
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..share {
+                let arguments = serde_json::json!({"text": "hello"})
+                    .as_object()
+                    .cloned()
+                    .expect("object");
+                let request = CallToolRequestParams::new("echo").with_arguments(arguments);
+                let result = peer.call_tool(request).await.expect("call");
+                assert_ne!(result.is_error, Some(true), "the echo call failed");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("client");
+    }
+    for service in services {
+        let _ = service.cancel().await;
+    }
+}
+
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args: Vec<String> = std::env::args().collect();
@@ -374,6 +407,15 @@ fn main() {
         Some("--proxy-stdio") => return runtime.block_on(proxy::stdio(&args[2..])),
         Some("--proxy-http") => {
             return runtime.block_on(proxy::http(args[2].parse().expect("port"), &args[3]));
+        }
+        // A fixed number of calls against one endpoint, for instruction counts of a hop run
+        // under a profiler: `--calls URL CALLS [KEY]`, 8 in flight over 8 sessions.
+        Some("--calls") => {
+            return runtime.block_on(fixed_calls(
+                &args[2],
+                args[3].parse().expect("calls"),
+                args.get(4).map(String::as_str),
+            ));
         }
         _ => {}
     }

@@ -15,6 +15,7 @@
 //! ```text
 //! cargo bench -p toolgate-gateway --bench proxy_cost                  # 8 concurrent calls, 7 rounds of 2 s
 //! cargo bench -p toolgate-gateway --bench proxy_cost -- 16 3          # concurrency, seconds a round
+//! cargo bench -p toolgate-gateway --bench proxy_cost -- --rate 2000   # every path at 2,000 calls a second
 //! cargo bench -p toolgate-gateway --bench proxy_cost -- --audit       # the gateway with a JSONL audit log too
 //! ```
 //!
@@ -150,13 +151,38 @@ fn path(label: &'static str, pid: u32, services: Vec<RunningService<RoleClient, 
     }
 }
 
-/// Calls `echo` on every peer, `concurrency` at a time in all, back to back for `length`: the
-/// calls made and each one's latency.
-async fn run(peers: &[Peer<RoleClient>], concurrency: usize, length: Duration) -> Vec<Duration> {
+/// How each path is driven: `concurrency` callers, each calling back to back, or — with a
+/// rate — each at its share of `rate` calls a second (a caller behind its schedule skips the
+/// calls it missed rather than bunching them).
+#[derive(Clone, Copy)]
+struct Load {
+    concurrency: usize,
+    length: Duration,
+    rate: Option<f64>,
+}
+
+impl Load {
+    fn describe(&self) -> String {
+        match self.rate {
+            Some(rate) => format!("{rate} calls a second from {} callers", self.concurrency),
+            None => format!("{} calls in flight", self.concurrency),
+        }
+    }
+}
+
+/// Calls `echo` on every peer as `load` says, for `length`: the calls made and each one's
+/// latency.
+async fn run(peers: &[Peer<RoleClient>], load: Load, length: Duration) -> Vec<Duration> {
     let until = Instant::now() + length;
     let mut tasks = Vec::new();
-    for index in 0..concurrency {
+    for index in 0..load.concurrency {
         let peer = peers[index % peers.len()].clone();
+        let mut pace = load.rate.map(|rate| {
+            let mut pace =
+                tokio::time::interval(Duration::from_secs_f64(load.concurrency as f64 / rate));
+            pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            pace
+        });
         tasks.push(tokio::spawn(async move {
             let mut times = Vec::new();
             let arguments = serde_json::json!({"text": "hello"})
@@ -164,6 +190,9 @@ async fn run(peers: &[Peer<RoleClient>], concurrency: usize, length: Duration) -
                 .cloned()
                 .expect("object");
             while Instant::now() < until {
+                if let Some(pace) = &mut pace {
+                    pace.tick().await;
+                }
                 let request = CallToolRequestParams::new("echo").with_arguments(arguments.clone());
                 let at = Instant::now();
                 let result = peer.call_tool(request).await.expect("call");
@@ -181,20 +210,16 @@ async fn run(peers: &[Peer<RoleClient>], concurrency: usize, length: Duration) -
 }
 
 /// CPU per call (µs) and latencies of each path, rounds alternating; medians per path.
-async fn measure(
-    paths: &[Path3],
-    concurrency: usize,
-    length: Duration,
-) -> Vec<(f64, Vec<Duration>)> {
+async fn measure(paths: &[Path3], load: Load) -> Vec<(f64, Vec<Duration>)> {
     let mut cpu = vec![Vec::new(); paths.len()];
     let mut latency = vec![Vec::new(); paths.len()];
     for path in paths {
-        run(&path.peers, concurrency, length / 4).await; // warm-up
+        run(&path.peers, load, load.length / 4).await; // warm-up
     }
     for _ in 0..ROUNDS {
         for (index, path) in paths.iter().enumerate() {
             let before = cpu::of(path.pid);
-            let times = run(&path.peers, concurrency, length).await;
+            let times = run(&path.peers, load, load.length).await;
             let used = cpu::of(path.pid) - before;
             cpu[index].push(used.as_secs_f64() * 1e6 / times.len() as f64);
             latency[index].extend(times);
@@ -230,7 +255,7 @@ fn report(title: &str, paths: &[Path3], figures: &mut [(f64, Vec<Duration>)]) {
     }
 }
 
-async fn http(dir: &Path, concurrency: usize, length: Duration, audit: bool) {
+async fn http(dir: &Path, load: Load, audit: bool) {
     let me = std::env::current_exe().expect("exe");
     let (upstream_port, proxy_port, gateway_port) = (free_port(), free_port(), free_port());
     let upstream = Running(
@@ -263,7 +288,7 @@ async fn http(dir: &Path, concurrency: usize, length: Duration, audit: bool) {
     );
     listening(proxy_port, "the proxy").await;
     listening(gateway_port, "the gateway").await;
-    let clients = concurrency.min(8);
+    let clients = load.concurrency.min(8);
     let paths = [
         path(
             "upstream alone",
@@ -290,10 +315,12 @@ async fn http(dir: &Path, concurrency: usize, length: Duration, audit: bool) {
             .await,
         ),
     ];
-    let mut figures = measure(&paths, concurrency, length).await;
+    let mut figures = measure(&paths, load).await;
     report(
         &format!(
-            "Streamable HTTP, {concurrency} calls in flight over {clients} sessions, {ROUNDS} rounds of {length:?}:"
+            "Streamable HTTP, {} over {clients} sessions, {ROUNDS} rounds of {:?}:",
+            load.describe(),
+            load.length
         ),
         &paths,
         &mut figures,
@@ -305,7 +332,7 @@ async fn http(dir: &Path, concurrency: usize, length: Duration, audit: bool) {
     }
 }
 
-async fn stdio(dir: &Path, concurrency: usize, length: Duration, audit: bool) {
+async fn stdio(dir: &Path, load: Load, audit: bool) {
     let me = std::env::current_exe().expect("exe");
     let spawn = |command: tokio::process::Command| async move {
         let child = TokioChildProcess::new(command).expect("spawn");
@@ -351,10 +378,12 @@ async fn stdio(dir: &Path, concurrency: usize, length: Duration, audit: bool) {
             vec![gateway.1],
         ),
     ];
-    let mut figures = measure(&paths, concurrency, length).await;
+    let mut figures = measure(&paths, load).await;
     report(
         &format!(
-            "stdio, {concurrency} calls in flight on one session, {ROUNDS} rounds of {length:?}:"
+            "stdio, {} on one session, {ROUNDS} rounds of {:?}:",
+            load.describe(),
+            load.length
         ),
         &paths,
         &mut figures,
@@ -419,15 +448,25 @@ fn main() {
         }
         _ => {}
     }
-    let numbers: Vec<usize> = args.iter().filter_map(|arg| arg.parse().ok()).collect();
-    let concurrency = numbers.first().copied().unwrap_or(8);
-    let length = Duration::from_secs(numbers.get(1).copied().unwrap_or(2) as u64);
+    let rate_at = args.iter().position(|arg| arg == "--rate").map(|at| at + 1);
+    let rate = rate_at.map(|at| args[at].parse::<f64>().expect("--rate CALLS_A_SECOND"));
+    let numbers: Vec<usize> = args
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| Some(*at) != rate_at)
+        .filter_map(|(_, arg)| arg.parse().ok())
+        .collect();
+    let load = Load {
+        concurrency: numbers.first().copied().unwrap_or(8),
+        length: Duration::from_secs(numbers.get(1).copied().unwrap_or(2) as u64),
+        rate,
+    };
     let audit = args.iter().any(|arg| arg == "--audit");
     runtime.block_on(async {
         let dir = std::env::temp_dir().join(format!("toolgate-proxy-cost-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        http(&dir, concurrency, length, audit).await;
-        stdio(&dir, concurrency, length, audit).await;
+        http(&dir, load, audit).await;
+        stdio(&dir, load, audit).await;
         let _ = std::fs::remove_dir_all(&dir);
     });
 }

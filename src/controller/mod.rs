@@ -8,6 +8,7 @@ mod answering;
 mod gate;
 mod limit;
 mod listing;
+mod lookups;
 #[cfg(feature = "tracing")]
 mod observe;
 mod provenance;

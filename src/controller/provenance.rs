@@ -114,6 +114,9 @@ impl ToolController {
         ) {
             Ok((_, digests)) => {
                 self.seen_at.note(&scope, &digests, tool, &result.call_id);
+                if sources.lookup {
+                    self.name_through_lookup(&scope, &result);
+                }
                 result
             }
             Err(error) => ToolResult::error(
@@ -205,7 +208,7 @@ impl LostRequests {
 impl Recorder {
     /// Keeps `values` in every source of `sources` for `scope`, counting them against the
     /// session's bound; past a bound, marks the scope overflowed.
-    fn record(
+    pub(super) fn record(
         &self,
         counters: &dyn RateCounters,
         now_ms: u64,

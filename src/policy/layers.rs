@@ -211,7 +211,8 @@ impl Policy for Layers {
 
     /// What every layer reading provenance says, together: the named sources of all, and
     /// trusted only if every layer that classifies tools (has `sources`) says so — untrusted if
-    /// one says otherwise, or if none classifies; `None` when no layer reads provenance.
+    /// one says otherwise, or if none classifies — and a directory (`lookups`) only if every
+    /// one of them says that too; `None` when no layer reads provenance.
     fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
         use crate::provenance::Trust;
         let mut combined: Option<crate::provenance::ResultSources> = None;
@@ -221,7 +222,7 @@ impl Policy for Layers {
                 continue;
             };
             if sources.classified {
-                classifying.push(sources.trust);
+                classifying.push((sources.trust, sources.lookup));
             }
             match &mut combined {
                 None => combined = Some(sources),
@@ -235,8 +236,13 @@ impl Policy for Layers {
             }
         }
         let mut combined = combined?;
-        let trusted =
-            !classifying.is_empty() && classifying.iter().all(|trust| *trust == Trust::Trusted);
+        let trusted = !classifying.is_empty()
+            && classifying
+                .iter()
+                .all(|(trust, _)| *trust == Trust::Trusted);
+        // A directory read against the person's words only where every classifying layer
+        // says so: it names values for the person, which loosens the rules that read `person`.
+        combined.lookup = trusted && classifying.iter().all(|(_, lookup)| *lookup);
         combined.trust = if trusted {
             Trust::Trusted
         } else {

@@ -16,6 +16,10 @@
 //! - **what the person asked** ([`ToolController::record_person_request`](crate::ToolController::record_person_request)), through a channel
 //!   the model cannot write: the values of the person's own words — as a result's, and also each
 //!   word and each run of up to four words (`Bob`, `AZ405`, `Hotel Aurora`) — as `person`.
+//! - **what a directory says the person named** (`sources.lookups`): a record of a trusted
+//!   directory's result — a line, an element of a list — holding a word the person said that no
+//!   other record of it holds counts as the person's too, so "DM it to Ana" names `ana.silva`
+//!   on the line `ana.silva - Ana Silva` (read when the directory's result is, after the request).
 //!
 //! A flow rule's `provenance` condition then asks of a call's argument where its value was seen:
 //! "a payee seen in untrusted results and never named by the person is asked".
@@ -46,6 +50,7 @@
 mod descriptions;
 pub mod extract;
 pub(crate) mod keyed;
+pub(crate) mod lookups;
 mod seen_at;
 mod values;
 
@@ -107,6 +112,9 @@ pub struct ResultSources {
     /// Whether the policy classified its tools (has `sources`); `trust` is otherwise the
     /// default, which a stack of layers lets a classifying layer decide.
     pub classified: bool,
+    /// Whether the tool is a trusted directory (`sources.lookups`): a record of its result
+    /// holding a name the person said names the record's values for the person.
+    pub lookup: bool,
 }
 
 impl ResultSources {
@@ -116,6 +124,7 @@ impl ResultSources {
             trust,
             named: Vec::new(),
             classified: false,
+            lookup: false,
         }
     }
 }

@@ -103,7 +103,8 @@ pub(crate) fn values_of_result(result: &ToolResult) -> Vec<Token> {
 
 /// The distinct values of a person's words: what a result's values are, and also each word
 /// and each run of up to [`MAX_NAME_WORDS`] words (a person names `Bob`, `AZ405` or `Hotel
-/// Aurora` in a sentence; a result names them in a field or a line of their own).
+/// Aurora` in a sentence; a result names them in a field or a line of their own), and a word
+/// said as a possessive without its `'s` (`Ana's` names `Ana`).
 pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     let mut out = Vec::new();
     text_values(text, &mut out);
@@ -111,6 +112,15 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
         .split_whitespace()
         .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
         .collect();
+    // A name said as a possessive (`Ana's`) names its owner too, as a directory spells it.
+    for word in &words {
+        let stem = super::lookups::without_possessive(word);
+        if stem.len() < word.len()
+            && let Some(token) = extract::whole(stem)
+        {
+            out.push(token);
+        }
+    }
     for (start, _) in words.iter().enumerate() {
         for length in 1..=MAX_NAME_WORDS.min(words.len() - start) {
             let run = &words[start..start + length];

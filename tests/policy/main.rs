@@ -29,6 +29,7 @@ mod groups;
 mod injection_catalogue;
 mod layers;
 mod listing;
+mod lookups;
 mod principals;
 mod provenance;
 mod provenance_bounds;

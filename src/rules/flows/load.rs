@@ -34,6 +34,9 @@ impl Flows {
             classes: sources::Classes::new(sources.cloned()),
             ..Self::default()
         };
+        if let Some(sources) = sources {
+            check_lookups(sources, &out.classes, registry, &mut push);
+        }
         let context = Context {
             registry,
             paths,
@@ -199,6 +202,33 @@ struct Loading<'a> {
 }
 
 /// Each label names something and covers some tool of the registry.
+/// A directory read against the person's words names values for the person, which loosens every
+/// rule reading `person`: a tool `lookups` names must be one the policy trusts.
+fn check_lookups(
+    sources: &SourcesConfig,
+    classes: &sources::Classes,
+    registry: &ToolRegistry,
+    push: &mut dyn FnMut(String, String),
+) {
+    for (index, pattern) in sources.lookups.iter().enumerate() {
+        let name = crate::rules::groups::ToolName::new(pattern);
+        for spec in registry.specs().filter(|spec| name.matches(&spec.name)) {
+            let trusted = classes
+                .of(&spec.name, true)
+                .is_some_and(|class| class.trust == crate::provenance::Trust::Trusted);
+            if !trusted {
+                push(
+                    format!("sources.lookups[{index}]"),
+                    format!(
+                        "{pattern:?} names tool {:?}, which this policy's sources do not trust: a directory names values for the person, so list it under \"trusted\" too (and not under \"untrusted\")",
+                        spec.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
 fn check_labels(
     labels: &BTreeMap<String, Vec<String>>,
     registry: &ToolRegistry,

@@ -16,6 +16,12 @@ use crate::rules::groups::ToolName;
 /// ```
 ///
 /// A tool both lists name is untrusted; a tool neither names is `default` (untrusted unless set).
+///
+/// `lookups` names trusted tools whose results are directories (`chat__list_users`,
+/// `contacts__list`): a record of one — a line of its text, an element of a list in its
+/// structured content — holding a name the person said makes the record's values named by the
+/// person, so "Ana" in the person's request names `ana.silva` on the directory's line
+/// `ana.silva - Ana Silva`. See [`crate::provenance`] for what counts as a name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
@@ -29,6 +35,10 @@ pub struct SourcesConfig {
     /// The class of every other tool.
     #[serde(default)]
     pub default: Trust,
+    /// Trusted tools (exact names or patterns) whose results are directories, read against what
+    /// the person asked; a tool these name that the policy does not trust is refused at load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lookups: Vec<String>,
 }
 
 /// The trust classes of tools and the named sources results are recorded under.
@@ -36,13 +46,20 @@ pub struct SourcesConfig {
 pub(super) struct Classes {
     // The policy's `sources`, compiled: untrusted, trusted, the default; `None` without one.
     configured: Option<(Vec<ToolName>, Vec<ToolName>, Trust)>,
+    // Its `lookups`, compiled.
+    lookups: Vec<ToolName>,
     pub(super) named: Vec<(Arc<str>, Covers)>,
 }
 
 impl Classes {
     pub(super) fn new(configured: Option<SourcesConfig>) -> Self {
         let compile = |tools: &[String]| tools.iter().map(|tool| ToolName::new(tool)).collect();
+        let lookups = configured
+            .as_ref()
+            .map(|config| compile(&config.lookups))
+            .unwrap_or_default();
         Self {
+            lookups,
             configured: configured.map(|config| {
                 (
                     compile(&config.untrusted),
@@ -68,6 +85,7 @@ impl Classes {
         };
         let mut sources = ResultSources::new(trust);
         sources.classified = self.configured.is_some();
+        sources.lookup = trust == Trust::Trusted && names(&self.lookups);
         sources.named = self
             .named
             .iter()

@@ -1,0 +1,278 @@
+//! Directories read against what the person asked (`sources.lookups`): the records of a
+//! directory's result, and the words of a record that may be a name the person said.
+//!
+//! The person says "Ana"; the directory's line `ana.silva - Ana Silva, Product designer` holds
+//! the name, so its values (`ana.silva`, the line, its words) count as named by the person. The
+//! person's words are recorded before; a record is read when the directory's result is.
+
+use serde_json::Value;
+
+use super::extract::{self, Kind, Token};
+use crate::contract::ToolResult;
+
+/// The most records of one result read against the person's words; later ones are not, so
+/// their values stay unnamed (which only restricts).
+pub(crate) const MAX_RECORDS: usize = 512;
+
+/// The most names of one record read.
+pub(crate) const MAX_NAMES_PER_RECORD: usize = 16;
+
+/// The most names of one result read, all records together.
+pub(crate) const MAX_NAMES: usize = 4096;
+
+/// How deep structured content is followed for records.
+const MAX_DEPTH: usize = 16;
+
+/// The fewest characters of a name.
+const MIN_NAME_CHARS: usize = 3;
+
+/// Words a request or a title holds far more often than they name anyone: a record holding one
+/// is not picked by the person's saying it.
+const NOT_NAMES: &[&str] = &[
+    "about", "after", "all", "also", "and", "any", "are", "ask", "before", "but", "can", "could",
+    "dear", "email", "for", "forward", "from", "get", "had", "has", "have", "hello", "her", "here",
+    "him", "his", "how", "into", "its", "just", "mail", "may", "message", "must", "new", "not",
+    "now", "off", "our", "ours", "out", "over", "per", "please", "reply", "send", "share", "she",
+    "should", "tell", "than", "thanks", "that", "the", "their", "them", "then", "there", "these",
+    "they", "this", "those", "under", "via", "was", "were", "what", "when", "where", "which",
+    "who", "why", "will", "with", "would", "you", "your", "yours",
+];
+
+/// The records of a directory's result, each as text: each element of a list in its structured
+/// content (its one-line strings, a line each; each line of a longer string a record of its
+/// own; structured content without a list is one record the same way), or without structured
+/// content each non-empty line of its text (its text blocks, joined). Never both: the text of a
+/// result with structured content is that content written out, and a record read twice would
+/// share all its words with itself. At most [`MAX_RECORDS`].
+pub(crate) fn records_of(result: &ToolResult) -> Vec<String> {
+    let mut records = Vec::new();
+    match &result.structured {
+        Some(structured) => records_in(structured, &mut records, 0),
+        None => lines_of(&result.content, &mut records),
+    }
+    records.truncate(MAX_RECORDS);
+    records
+}
+
+fn lines_of(text: &str, records: &mut Vec<String>) {
+    for line in text.lines().filter(|line| !line.trim().is_empty()) {
+        if records.len() >= MAX_RECORDS {
+            return;
+        }
+        records.push(line.to_owned());
+    }
+}
+
+fn records_in(value: &Value, records: &mut Vec<String>, depth: usize) {
+    if depth > MAX_DEPTH || records.len() >= MAX_RECORDS {
+        return;
+    }
+    match value {
+        Value::Array(items) => {
+            for item in items {
+                if records.len() >= MAX_RECORDS {
+                    return;
+                }
+                record_of(item, records, depth + 1);
+            }
+        }
+        Value::Object(map) if map.values().any(|item| holds_list(item, depth + 1)) => {
+            for item in map.values() {
+                records_in(item, records, depth + 1);
+            }
+        }
+        Value::Object(_) => record_of(value, records, depth),
+        Value::String(text) => lines_of(text, records),
+        _ => {}
+    }
+}
+
+fn holds_list(value: &Value, depth: usize) -> bool {
+    match value {
+        _ if depth > MAX_DEPTH => false,
+        Value::Array(_) => true,
+        Value::Object(map) => map.values().any(|item| holds_list(item, depth + 1)),
+        _ => false,
+    }
+}
+
+/// The record `value` is: its one-line strings, a line each. A string of several lines is a
+/// text, whose lines are records of their own — a directory sent as one text field is read
+/// line by line, never as one record naming everyone in it.
+fn record_of(value: &Value, records: &mut Vec<String>, depth: usize) {
+    let mut record = String::new();
+    strings_of(value, &mut record, records, depth);
+    if !record.trim().is_empty() && records.len() < MAX_RECORDS {
+        records.push(record);
+    }
+}
+
+fn strings_of(value: &Value, record: &mut String, records: &mut Vec<String>, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match value {
+        Value::String(text) if text.lines().nth(1).is_some() => lines_of(text, records),
+        Value::String(text) => {
+            record.push_str(text);
+            record.push('\n');
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| strings_of(item, record, records, depth + 1)),
+        Value::Object(map) => map
+            .values()
+            .for_each(|item| strings_of(item, record, records, depth + 1)),
+        _ => {}
+    }
+}
+
+/// The names of each record: its words that are no common word ([`NOT_NAMES`]), of at least
+/// three characters with a letter among them, read as the person's words are (case aside;
+/// `Ana's` is `Ana`; no link, address or number; a handle is one) — and that no other record holds: a word several records share (`manager`
+/// on two lines, two colleagues called Bob) names none of them. At most
+/// [`MAX_NAMES_PER_RECORD`] a record.
+pub(crate) fn names_by_record(records: &[String]) -> Vec<Vec<Token>> {
+    let candidates: Vec<Vec<Token>> = records.iter().map(|record| words_of(record)).collect();
+    let mut holders: std::collections::HashMap<&Token, usize> = std::collections::HashMap::new();
+    for words in &candidates {
+        for word in words {
+            *holders.entry(word).or_default() += 1;
+        }
+    }
+    candidates
+        .iter()
+        .map(|words| {
+            words
+                .iter()
+                .filter(|word| holders.get(word) == Some(&1))
+                .take(MAX_NAMES_PER_RECORD)
+                .cloned()
+                .collect()
+        })
+        .collect()
+}
+
+/// The distinct words of `record` that may be a name, before any is compared with the others'.
+fn words_of(record: &str) -> Vec<Token> {
+    let mut words: Vec<Token> = Vec::new();
+    for word in record.split_whitespace() {
+        let word = without_possessive(word.trim_matches(|c: char| !c.is_alphanumeric()));
+        if word.chars().count() < MIN_NAME_CHARS
+            || !word.chars().any(char::is_alphabetic)
+            || NOT_NAMES.contains(&word.to_lowercase().as_str())
+        {
+            continue;
+        }
+        if let Some(token) = extract::whole(word).filter(|token| token.kind == Kind::Text)
+            && !words.contains(&token)
+        {
+            words.push(token);
+        }
+    }
+    words
+}
+
+/// `word` without a possessive `'s` (either apostrophe): `Ana's` is `Ana`.
+pub(crate) fn without_possessive(word: &str) -> &str {
+    for suffix in ["'s", "'S", "\u{2019}s", "\u{2019}S"] {
+        if let Some(stem) = word.strip_suffix(suffix)
+            && !stem.is_empty()
+        {
+            return stem;
+        }
+    }
+    word
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(records: &[&str]) -> Vec<Vec<String>> {
+        let records: Vec<String> = records.iter().map(|record| (*record).to_owned()).collect();
+        names_by_record(&records)
+            .into_iter()
+            .map(|names| names.into_iter().map(|name| name.canonical).collect())
+            .collect()
+    }
+
+    #[test]
+    fn names_are_words_of_three_characters_or_more_that_are_no_common_word() {
+        assert_eq!(
+            names(&["ana.silva - Ana Silva, Product designer (the team) Al ID: 4711 a@b.example"]),
+            [["ana", "silva", "product", "designer", "team"]]
+        );
+        assert_eq!(
+            names(&["Ana's and Jonas\u{2019}s mockups"]),
+            [["ana", "jonas", "mockups"]]
+        );
+        assert_eq!(names(&["please send this to them"]), [Vec::<String>::new()]);
+    }
+
+    #[test]
+    fn a_word_several_records_hold_names_none_of_them() {
+        assert_eq!(
+            names(&[
+                "marco - Marco Bianchi, Release manager",
+                "hannah - Hannah Cole, Engineering manager",
+                "bob - Bob Diaz",
+                "bob.k - Bob Kim",
+            ]),
+            [
+                vec!["marco", "bianchi", "release"],
+                vec!["hannah", "cole", "engineering"],
+                vec!["diaz"],
+                vec!["bob.k", "kim"],
+            ]
+        );
+    }
+
+    #[test]
+    fn a_record_reads_at_most_sixteen_names() {
+        let many: Vec<String> = (0..40).map(|at| format!("Name{at}x")).collect();
+        assert_eq!(names(&[&many.join(" ")])[0].len(), MAX_NAMES_PER_RECORD);
+    }
+
+    #[test]
+    fn records_are_lines_and_list_elements() {
+        let text = ToolResult::ok("c1", "ana.silva - Ana Silva\n\n  \njonas.weber - Jonas");
+        assert_eq!(
+            records_of(&text),
+            ["ana.silva - Ana Silva", "jonas.weber - Jonas"]
+        );
+        let mut result = ToolResult::ok("c1", "{\"users\": \"everyone in one line\"}");
+        result.structured = Some(serde_json::json!({
+            "users": [
+                {"handle": "alice", "name": "Alice Chen", "teams": ["Core"]},
+                {"handle": "bob", "name": "Bob Diaz"},
+                "carol - Carol Jones",
+                7
+            ],
+            "count": 3
+        }));
+        assert_eq!(
+            records_of(&result),
+            [
+                "alice\nAlice Chen\nCore\n",
+                "bob\nBob Diaz\n",
+                "carol - Carol Jones\n",
+            ]
+        );
+        let mut text_field = ToolResult::ok("c3", "");
+        text_field.structured = Some(serde_json::json!({"text": "ana - Ana\njonas - Jonas"}));
+        assert_eq!(records_of(&text_field), ["ana - Ana", "jonas - Jonas"]);
+        let mut one = ToolResult::ok("c2", "");
+        one.structured = Some(serde_json::json!({"handle": "dave", "name": "Dave Kim"}));
+        assert_eq!(records_of(&one), ["dave\nDave Kim\n"]);
+    }
+
+    #[test]
+    fn a_result_gives_at_most_its_bound_of_records() {
+        let lines: Vec<String> = (0..MAX_RECORDS + 50)
+            .map(|at| format!("u{at} - User"))
+            .collect();
+        let result = ToolResult::ok("c1", lines.join("\n"));
+        assert_eq!(records_of(&result).len(), MAX_RECORDS);
+    }
+}

@@ -7,7 +7,7 @@ use crate::contract::ToolResult;
 use crate::decision::Refuses;
 use crate::limits::{Take, Taken};
 use crate::provenance::extract::Kind;
-use crate::provenance::lookups::{MAX_NAMES, names_by_record, records_of};
+use crate::provenance::lookups::{MAX_NAMED_RECORDS, MAX_NAMES, names_by_record, records_of};
 use crate::provenance::{Bound, KEPT_FOR_MS, Scope, source, values_of_person};
 
 impl ToolController {
@@ -30,10 +30,11 @@ impl ToolController {
         let counters = self.counters.as_ref();
         let now_ms = self.clock.now_ms();
         let mut named = Vec::new();
-        // Each round finds one record holding a name the person said (the store answers with the
-        // first look that holds), and drops its other names: as many rounds as records named,
-        // plus one.
-        while !looks.is_empty() {
+        // Each round finds the first record holding a name the person said (the store answers
+        // with the first look that holds: every look before it held nothing) and goes on after
+        // it: at most one round per record named, plus one, each reading only the records after
+        // the last one named.
+        while !looks.is_empty() && named.len() < MAX_NAMED_RECORDS {
             let takes: Vec<Take<'_>> = looks
                 .iter()
                 .map(|(_, bucket)| Take {
@@ -47,7 +48,8 @@ impl ToolController {
             };
             let record = looks[index].0;
             named.push(record);
-            looks.retain(|(at, _)| *at != record);
+            // A store answering with a later look than the first only leaves records unnamed.
+            looks.retain(|(at, _)| *at > record);
         }
         if named.is_empty() {
             return;

@@ -20,6 +20,10 @@ pub(crate) const MAX_NAMES_PER_RECORD: usize = 16;
 /// The most names of one result read, all records together.
 pub(crate) const MAX_NAMES: usize = 4096;
 
+/// The most records of one result a request names; past them the rest stay unnamed. A person
+/// names a few people; the bound keeps reading a directory to a few store round trips.
+pub(crate) const MAX_NAMED_RECORDS: usize = 64;
+
 /// How deep structured content is followed for records.
 const MAX_DEPTH: usize = 16;
 

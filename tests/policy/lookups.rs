@@ -310,3 +310,35 @@ fn the_analysis_tells_policies_apart_by_their_lookups() {
     let dm = diffs.iter().find(|diff| diff.tool() == "dm").unwrap();
     assert!(!matches!(dm, ToolDiff::Same { .. }), "{dm:?}");
 }
+
+/// One result names at most 64 records: past them the rest stay unnamed (asked), which keeps
+/// reading a directory to a few round trips to the store however many names the person said.
+#[test]
+fn one_directory_names_at_most_sixty_four_records() {
+    let lines: Vec<String> = (0..100)
+        .map(|at| format!("user{at} - Person{at}x"))
+        .collect();
+    let said: Vec<String> = (0..100).map(|at| format!("Person{at}x")).collect();
+    let users = Arc::new(Mutex::new(lines.join("\n")));
+    let done = Arc::new(Mutex::new("sent".to_owned()));
+    let registry = ToolRegistry::new([
+        returning("list_users", &users),
+        returning_with(
+            "dm",
+            schema_of(json!({"user": {"type": "string"}, "body": {"type": "string"}})),
+            &done,
+        ),
+    ])
+    .unwrap();
+    let policy = RulePolicy::from_json(&policy(LOOKUPS), &registry).unwrap();
+    let controller = ToolController::try_new(registry, policy)
+        .unwrap()
+        .with_provenance_key(ProvenanceKey::new([7; 32]));
+    let world = World { controller };
+    ask_person(&world, &format!("Ask {}.", said.join(" and ")));
+    read(&world, "list_users");
+    assert_eq!(dm(&world, "user0"), "allow");
+    assert_eq!(dm(&world, "user63"), "allow");
+    assert_eq!(dm(&world, "user64"), "ask");
+    assert_eq!(dm(&world, "user99"), "ask");
+}

@@ -6,17 +6,27 @@ use super::ToolController;
 use crate::contract::ToolResult;
 use crate::decision::Refuses;
 use crate::limits::{Take, Taken};
-use crate::provenance::extract::Kind;
+use crate::provenance::extract::{Kind, Token};
 use crate::provenance::lookups::{MAX_NAMED_RECORDS, MAX_NAMES, names_by_record, records_of};
 use crate::provenance::{Bound, KEPT_FOR_MS, Scope, source, values_of_person};
 
+/// The looks one round asks the store, at first and after a record is named; a round that finds
+/// nothing doubles it, up to [`MOST_LOOKS_PER_ROUND`]. A directory read costs at most twice its
+/// looks plus this many for each record named.
+const FIRST_LOOKS_PER_ROUND: usize = 16;
+
+/// The most looks one round asks the store.
+const MOST_LOOKS_PER_ROUND: usize = 256;
+
 impl ToolController {
     /// Records, as named by the person in `scope`, the values of every record of the directory's
-    /// `result` that holds a name the person said before. What cannot be read or recorded stays
-    /// unnamed, which only restricts: a rule reading `person` then asks as it would have.
-    pub(super) fn name_through_lookup(&self, scope: &Scope, result: &ToolResult) {
+    /// `result` that holds a name the person said before — save the values of the call's own
+    /// arguments (`echoed`), which a directory answering "no user matches …" writes back and
+    /// which are the model's. What cannot be read or recorded stays unnamed, which only
+    /// restricts: a rule reading `person` then asks as it would have.
+    pub(super) fn name_through_lookup(&self, scope: &Scope, result: &ToolResult, echoed: &[Token]) {
         let records = records_of(result);
-        // The person's words each record's names would be, as the counters that hold them.
+        // The person's own words each record's names would be, as the counters holding them.
         let mut looks: Vec<(usize, String)> = Vec::new();
         'records: for (at, names) in names_by_record(&records).into_iter().enumerate() {
             for name in names {
@@ -24,18 +34,18 @@ impl ToolController {
                     break 'records;
                 }
                 let digest = self.recorder.key.digest_bytes(&name);
-                looks.push((at, scope.bucket_of_digest(source::PERSON, &digest)));
+                looks.push((at, scope.bucket_of_digest(source::SAID, &digest)));
             }
         }
         let counters = self.counters.as_ref();
         let now_ms = self.clock.now_ms();
         let mut named = Vec::new();
-        // Each round finds the first record holding a name the person said (the store answers
-        // with the first look that holds: every look before it held nothing) and goes on after
-        // it: at most one round per record named, plus one, each reading only the records after
-        // the last one named.
-        while !looks.is_empty() && named.len() < MAX_NAMED_RECORDS {
-            let takes: Vec<Take<'_>> = looks
+        // The store answers with the first look that holds: every look before it held nothing,
+        // so each round reads on from there, a window at a time.
+        let (mut from, mut round) = (0, FIRST_LOOKS_PER_ROUND);
+        while from < looks.len() && named.len() < MAX_NAMED_RECORDS {
+            let window = &looks[from..looks.len().min(from + round)];
+            let takes: Vec<Take<'_>> = window
                 .iter()
                 .map(|(_, bucket)| Take {
                     weight: 0,
@@ -43,22 +53,34 @@ impl ToolController {
                     ..Take::limit(bucket, KEPT_FOR_MS, 0)
                 })
                 .collect();
-            let Ok(Taken::Full(index)) = counters.take(&takes, now_ms) else {
-                break;
-            };
-            let record = looks[index].0;
-            named.push(record);
-            // A store answering with a later look than the first only leaves records unnamed.
-            looks.retain(|(at, _)| *at > record);
+            match counters.take(&takes, now_ms) {
+                Ok(Taken::All) => {
+                    from += window.len();
+                    round = (round * 2).min(MOST_LOOKS_PER_ROUND);
+                }
+                Ok(Taken::Full(index)) => {
+                    let record = window[index].0;
+                    named.push(record);
+                    // On after the record's other names (a store answering with a later look
+                    // than the first only leaves the records between unnamed).
+                    from += index + 1;
+                    while looks.get(from).is_some_and(|(at, _)| *at == record) {
+                        from += 1;
+                    }
+                    round = FIRST_LOOKS_PER_ROUND;
+                }
+                Err(_) => break,
+            }
         }
         if named.is_empty() {
             return;
         }
-        // The record as if the person had said it; which kinds the person named stays theirs.
-        let mut values: Vec<_> = named
+        // The record as if the person had said it, but what the call wrote into it; which kinds
+        // the person named stays theirs.
+        let mut values: Vec<Token> = named
             .iter()
             .flat_map(|&at| values_of_person(&records[at]))
-            .filter(|token| token.kind != Kind::AnyOf)
+            .filter(|token| token.kind != Kind::AnyOf && echoed.binary_search(token).is_err())
             .collect();
         values.sort_unstable();
         values.dedup();

@@ -61,7 +61,9 @@ impl ToolController {
             counters,
             now_ms,
             &scope,
-            &[source::PERSON],
+            // `said`: the person's own words alone, which directories are read against (what
+            // a directory names for the person is `person` only, and names nothing further).
+            &[source::PERSON, source::SAID],
             values,
             Bound::PERSON,
         ) {
@@ -89,7 +91,7 @@ impl ToolController {
         &self,
         sources: &ResultSources,
         principal: Option<&Principal>,
-        tool: &str,
+        (tool, echoed): (&str, &[Token]),
         result: ToolResult,
     ) -> ToolResult {
         let values = values_of_result(&result);
@@ -115,7 +117,7 @@ impl ToolController {
             Ok((_, digests)) => {
                 self.seen_at.note(&scope, &digests, tool, &result.call_id);
                 if sources.lookup {
-                    self.name_through_lookup(&scope, &result);
+                    self.name_through_lookup(&scope, &result, echoed);
                 }
                 result
             }

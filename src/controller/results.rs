@@ -20,6 +20,9 @@ pub(super) struct Observing {
     principal: Option<Arc<Principal>>,
     judges: bool,
     sources: Option<ResultSources>,
+    /// A directory's call: the values of its own arguments, which its result may echo and which
+    /// are then none of the directory's (see `name_through_lookup`).
+    echoed: Vec<crate::provenance::extract::Token>,
 }
 
 impl ToolController {
@@ -44,12 +47,18 @@ impl ToolController {
         if !judges && sources.is_none() {
             return None;
         }
+        let echoed = if sources.as_ref().is_some_and(|sources| sources.lookup) {
+            crate::provenance::lookups::values_of_arguments(call.arguments())
+        } else {
+            Vec::new()
+        };
         Some(Observing {
             policy: Arc::clone(policy),
             tool: tool.to_owned(),
             principal: call.call().principal.clone(),
             judges,
             sources,
+            echoed,
         })
     }
 
@@ -101,7 +110,7 @@ impl ToolController {
             Some(sources) => self.record_values(
                 sources,
                 observing.principal.as_deref(),
-                &observing.tool,
+                (&observing.tool, &observing.echoed),
                 result,
             ),
             None => result,

@@ -212,18 +212,23 @@ impl Policy for Layers {
     /// What every layer reading provenance says, together: the named sources of all, and
     /// trusted only if every layer that classifies tools (has `sources`) says so — untrusted if
     /// one says otherwise, or if none classifies — and a directory (`lookups`) only if every
-    /// one of them says that too; `None` when no layer reads provenance.
+    /// layer reading provenance lists it; `None` when no layer reads provenance.
     fn result_sources(&self, tool_name: &str) -> Option<crate::provenance::ResultSources> {
         use crate::provenance::Trust;
         let mut combined: Option<crate::provenance::ResultSources> = None;
+        let mut lookup = true;
         let mut classifying = Vec::new();
         for (_, policy) in &self.layers {
             let Some(sources) = policy.result_sources(tool_name) else {
                 continue;
             };
             if sources.classified {
-                classifying.push((sources.trust, sources.lookup));
+                classifying.push(sources.trust);
             }
+            // Every layer reading provenance must list the directory, whether it classifies
+            // tools or not: a layer whose rule reads `person` and that lists no lookups keeps
+            // its `person` the person's own words.
+            lookup &= sources.lookup;
             match &mut combined {
                 None => combined = Some(sources),
                 Some(so_far) => {
@@ -236,13 +241,10 @@ impl Policy for Layers {
             }
         }
         let mut combined = combined?;
-        let trusted = !classifying.is_empty()
-            && classifying
-                .iter()
-                .all(|(trust, _)| *trust == Trust::Trusted);
-        // A directory read against the person's words only where every classifying layer
-        // says so: it names values for the person, which loosens the rules that read `person`.
-        combined.lookup = trusted && classifying.iter().all(|(_, lookup)| *lookup);
+        let trusted =
+            !classifying.is_empty() && classifying.iter().all(|trust| *trust == Trust::Trusted);
+        // A directory names values for the person, which loosens the rules that read `person`.
+        combined.lookup = trusted && lookup;
         combined.trust = if trusted {
             Trust::Trusted
         } else {

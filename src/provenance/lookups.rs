@@ -36,31 +36,37 @@ const NOT_NAMES: &[&str] = &[
     "about", "after", "all", "also", "and", "any", "are", "ask", "before", "but", "can", "could",
     "dear", "email", "for", "forward", "from", "get", "had", "has", "have", "hello", "her", "here",
     "him", "his", "how", "into", "its", "just", "mail", "may", "message", "must", "new", "not",
-    "now", "off", "our", "ours", "out", "over", "per", "please", "reply", "send", "share", "she",
-    "should", "tell", "than", "thanks", "that", "the", "their", "them", "then", "there", "these",
-    "they", "this", "those", "under", "via", "was", "were", "what", "when", "where", "which",
-    "who", "why", "will", "with", "would", "you", "your", "yours",
+    "now", "off", "our", "ours", "out", "over", "per", "please", "let", "reply", "send", "share",
+    "she", "should", "tell", "than", "thanks", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "those", "under", "via", "was", "were", "what", "when", "where",
+    "which", "who", "why", "will", "with", "would", "you", "your", "yours",
 ];
 
-/// The records of a directory's result, each as text: each element of a list in its structured
-/// content (its one-line strings, a line each; each line of a longer string a record of its
-/// own; structured content without a list is one record the same way), or without structured
-/// content each non-empty line of its text (its text blocks, joined). Never both: the text of a
-/// result with structured content is that content written out, and a record read twice would
-/// share all its words with itself. At most [`MAX_RECORDS`].
+/// The records of a directory's result, each as text: with structured content, each element of
+/// a list in it (its one-line strings, a line each), each line of a longer string, and the
+/// one-line strings outside any list together; without, each non-empty line of its text (its
+/// text blocks, joined). Never both: the text of a result with structured
+/// content is that content written out, and a record read twice would share all its words with
+/// itself. A result of more than [`MAX_RECORDS`] records gives none: which names are unique is
+/// known only over all of them.
 pub(crate) fn records_of(result: &ToolResult) -> Vec<String> {
     let mut records = Vec::new();
     match &result.structured {
         Some(structured) => records_in(structured, &mut records, 0),
         None => lines_of(&result.content, &mut records),
     }
-    records.truncate(MAX_RECORDS);
+    if records.len() > MAX_RECORDS {
+        records.clear();
+    }
     records
 }
 
+/// One more than the records a result may have: reading stops there.
+const RECORDS_READ: usize = MAX_RECORDS + 1;
+
 fn lines_of(text: &str, records: &mut Vec<String>) {
     for line in text.lines().filter(|line| !line.trim().is_empty()) {
-        if records.len() >= MAX_RECORDS {
+        if records.len() >= RECORDS_READ {
             return;
         }
         records.push(line.to_owned());
@@ -68,51 +74,26 @@ fn lines_of(text: &str, records: &mut Vec<String>) {
 }
 
 fn records_in(value: &Value, records: &mut Vec<String>, depth: usize) {
-    if depth > MAX_DEPTH || records.len() >= MAX_RECORDS {
-        return;
-    }
     match value {
-        Value::Array(items) => {
-            for item in items {
-                if records.len() >= MAX_RECORDS {
-                    return;
-                }
-                record_of(item, records, depth + 1);
-            }
-        }
-        Value::Object(map) if map.values().any(|item| holds_list(item, depth + 1)) => {
-            for item in map.values() {
-                records_in(item, records, depth + 1);
-            }
-        }
-        Value::Object(_) => record_of(value, records, depth),
         Value::String(text) => lines_of(text, records),
-        _ => {}
-    }
-}
-
-fn holds_list(value: &Value, depth: usize) -> bool {
-    match value {
-        _ if depth > MAX_DEPTH => false,
-        Value::Array(_) => true,
-        Value::Object(map) => map.values().any(|item| holds_list(item, depth + 1)),
-        _ => false,
+        _ => record_of(value, records, depth),
     }
 }
 
 /// The record `value` is: its one-line strings, a line each. A string of several lines is a
 /// text, whose lines are records of their own — a directory sent as one text field is read
-/// line by line, never as one record naming everyone in it.
+/// line by line, never as one record naming everyone in it —, and each element of a list in it
+/// is a record of its own — groups and their members, never the group whole.
 fn record_of(value: &Value, records: &mut Vec<String>, depth: usize) {
     let mut record = String::new();
     strings_of(value, &mut record, records, depth);
-    if !record.trim().is_empty() && records.len() < MAX_RECORDS {
+    if !record.trim().is_empty() && records.len() < RECORDS_READ {
         records.push(record);
     }
 }
 
 fn strings_of(value: &Value, record: &mut String, records: &mut Vec<String>, depth: usize) {
-    if depth > MAX_DEPTH {
+    if depth > MAX_DEPTH || records.len() >= RECORDS_READ {
         return;
     }
     match value {
@@ -121,9 +102,14 @@ fn strings_of(value: &Value, record: &mut String, records: &mut Vec<String>, dep
             record.push_str(text);
             record.push('\n');
         }
-        Value::Array(items) => items
-            .iter()
-            .for_each(|item| strings_of(item, record, records, depth + 1)),
+        Value::Array(items) => {
+            for item in items {
+                match item {
+                    Value::String(text) => lines_of(text, records),
+                    _ => record_of(item, records, depth + 1),
+                }
+            }
+        }
         Value::Object(map) => map
             .values()
             .for_each(|item| strings_of(item, record, records, depth + 1)),
@@ -158,23 +144,73 @@ pub(crate) fn names_by_record(records: &[String]) -> Vec<Vec<Token>> {
 }
 
 /// The distinct words of `record` that may be a name, before any is compared with the others'.
+/// Every check reads the word as it is compared — invisible characters dropped, NFKC, case
+/// folded —, so `t\u{200B}he` or a fullwidth `ｔｈｅ` is the common word `the`, not a name.
 fn words_of(record: &str) -> Vec<Token> {
     let mut words: Vec<Token> = Vec::new();
     for word in record.split_whitespace() {
-        let word = without_possessive(word.trim_matches(|c: char| !c.is_alphanumeric()));
-        if word.chars().count() < MIN_NAME_CHARS
-            || !word.chars().any(char::is_alphabetic)
-            || NOT_NAMES.contains(&word.to_lowercase().as_str())
+        let Some(token) = name_of(word) else {
+            continue;
+        };
+        let name = token.canonical.as_str();
+        if name.chars().count() < MIN_NAME_CHARS
+            || !name.chars().any(char::is_alphabetic)
+            || NOT_NAMES.contains(&name)
         {
             continue;
         }
-        if let Some(token) = extract::whole(word).filter(|token| token.kind == Kind::Text)
-            && !words.contains(&token)
-        {
+        if !words.contains(&token) {
             words.push(token);
         }
     }
     words
+}
+
+/// `word` read as a name, as the person's words are read: a plain text (no link, address or
+/// number), without a possessive `'s`.
+pub(crate) fn name_of(word: &str) -> Option<Token> {
+    let word = word.trim_matches(|c: char| !c.is_alphanumeric());
+    let token = extract::whole(word).filter(|token| token.kind == Kind::Text)?;
+    let stem = without_possessive(&token.canonical);
+    if stem.len() == token.canonical.len() {
+        return Some(token);
+    }
+    Some(Token {
+        kind: Kind::Text,
+        canonical: stem.to_owned(),
+    })
+}
+
+/// The values a directory call's arguments carry, read as the person's words would be (each
+/// string's values, words and runs of words; each number), sorted: what the directory's result
+/// may echo back, which is the model's and never counts as the directory's.
+pub(crate) fn values_of_arguments(arguments: &Value) -> Vec<Token> {
+    let mut values = Vec::new();
+    arguments_in(arguments, &mut values, 0);
+    values.sort_unstable();
+    values.dedup();
+    values
+}
+
+fn arguments_in(value: &Value, values: &mut Vec<Token>, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match value {
+        Value::String(text) => values.extend(
+            super::values_of_person(text)
+                .into_iter()
+                .filter(|token| token.kind != Kind::AnyOf),
+        ),
+        Value::Number(number) => values.extend(extract::whole(&number.to_string())),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| arguments_in(item, values, depth + 1)),
+        Value::Object(map) => map
+            .values()
+            .for_each(|item| arguments_in(item, values, depth + 1)),
+        _ => {}
+    }
 }
 
 /// `word` without a possessive `'s` (either apostrophe): `Ana's` is `Ana`.
@@ -248,19 +284,24 @@ mod tests {
         let mut result = ToolResult::ok("c1", "{\"users\": \"everyone in one line\"}");
         result.structured = Some(serde_json::json!({
             "users": [
-                {"handle": "alice", "name": "Alice Chen", "teams": ["Core"]},
+                {"handle": "alice", "name": "Alice Chen", "teams": [{"team": "Core"}, "Web"]},
                 {"handle": "bob", "name": "Bob Diaz"},
                 "carol - Carol Jones",
                 7
             ],
-            "count": 3
+            "count": 3,
+            "query": "everyone"
         }));
+        // A list inside an element: its elements are records of their own, never the element's.
         assert_eq!(
             records_of(&result),
             [
-                "alice\nAlice Chen\nCore\n",
+                "Core\n",
+                "Web",
+                "alice\nAlice Chen\n",
                 "bob\nBob Diaz\n",
-                "carol - Carol Jones\n",
+                "carol - Carol Jones",
+                "everyone\n",
             ]
         );
         let mut text_field = ToolResult::ok("c3", "");
@@ -272,11 +313,33 @@ mod tests {
     }
 
     #[test]
-    fn a_result_gives_at_most_its_bound_of_records() {
-        let lines: Vec<String> = (0..MAX_RECORDS + 50)
-            .map(|at| format!("u{at} - User"))
+    fn structured_content_is_followed_sixteen_levels_deep() {
+        let nested = |levels: usize| {
+            let mut value = serde_json::json!({"users": ["xavier - Xavier Ruiz"]});
+            for _ in 0..levels {
+                value = serde_json::json!({ "inner": value });
+            }
+            let mut result = ToolResult::ok("c1", "");
+            result.structured = Some(value);
+            records_of(&result)
+        };
+        assert_eq!(nested(MAX_DEPTH - 2), ["xavier - Xavier Ruiz"]);
+        assert!(nested(MAX_DEPTH).is_empty());
+    }
+
+    #[test]
+    fn a_result_of_more_records_than_its_bound_gives_none() {
+        let lines = |count: usize| -> Vec<String> {
+            let lines: Vec<String> = (0..count).map(|at| format!("u{at} - User")).collect();
+            records_of(&ToolResult::ok("c1", lines.join("\n")))
+        };
+        assert_eq!(lines(MAX_RECORDS).len(), MAX_RECORDS);
+        assert!(lines(MAX_RECORDS + 1).is_empty());
+        let mut many = ToolResult::ok("c2", "");
+        let people: Vec<serde_json::Value> = (0..MAX_RECORDS + 1)
+            .map(|at| serde_json::json!({"handle": format!("u{at}")}))
             .collect();
-        let result = ToolResult::ok("c1", lines.join("\n"));
-        assert_eq!(records_of(&result).len(), MAX_RECORDS);
+        many.structured = Some(serde_json::json!({ "users": people }));
+        assert!(records_of(&many).is_empty());
     }
 }

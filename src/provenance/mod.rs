@@ -200,4 +200,7 @@ pub(crate) mod source {
     pub(crate) const TRUSTED: &str = "t";
     /// The person's requests.
     pub(crate) const PERSON: &str = "p";
+    /// The person's own words, without what directories named for them: what a directory's
+    /// records are read against.
+    pub(crate) const SAID: &str = "s";
 }

@@ -114,11 +114,9 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
         .collect();
     // A name said as a possessive (`Ana's`) names its owner too, as a directory spells it.
     for word in &words {
-        let stem = super::lookups::without_possessive(word);
-        if stem.len() < word.len()
-            && let Some(token) = extract::whole(stem)
-        {
-            out.push(token);
+        // A plain text only: `evil.example's` names no link.
+        if let Some(name) = super::lookups::name_of(word) {
+            out.push(name);
         }
     }
     for (start, _) in words.iter().enumerate() {

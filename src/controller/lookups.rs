@@ -20,11 +20,10 @@ const MOST_LOOKS_PER_ROUND: usize = 256;
 
 impl ToolController {
     /// Records, as named by the person in `scope`, the values of every record of the directory's
-    /// `result` that holds a name the person said before — save the values of the call's own
-    /// arguments (`echoed`), which a directory answering "no user matches …" writes back and
-    /// which are the model's. What cannot be read or recorded stays unnamed, which only
-    /// restricts: a rule reading `person` then asks as it would have.
-    pub(super) fn name_through_lookup(&self, scope: &Scope, result: &ToolResult, echoed: &[Token]) {
+    /// `result` (of a call without arguments: see `observing`) that holds a name the person said
+    /// before. What cannot be read or recorded stays unnamed, which only restricts: a rule
+    /// reading `person` then asks as it would have.
+    pub(super) fn name_through_lookup(&self, scope: &Scope, result: &ToolResult) {
         let records = records_of(result);
         // The person's own words each record's names would be, as the counters holding them.
         let mut looks: Vec<(usize, String)> = Vec::new();
@@ -75,12 +74,11 @@ impl ToolController {
         if named.is_empty() {
             return;
         }
-        // The record as if the person had said it, but what the call wrote into it; which kinds
-        // the person named stays theirs.
+        // The record as if the person had said it; which kinds the person named stays theirs.
         let mut values: Vec<Token> = named
             .iter()
             .flat_map(|&at| values_of_person(&records[at]))
-            .filter(|token| token.kind != Kind::AnyOf && echoed.binary_search(token).is_err())
+            .filter(|token| token.kind != Kind::AnyOf)
             .collect();
         values.sort_unstable();
         values.dedup();

@@ -91,7 +91,7 @@ impl ToolController {
         &self,
         sources: &ResultSources,
         principal: Option<&Principal>,
-        (tool, echoed): (&str, &[Token]),
+        tool: &str,
         result: ToolResult,
     ) -> ToolResult {
         let values = values_of_result(&result);
@@ -117,7 +117,7 @@ impl ToolController {
             Ok((_, digests)) => {
                 self.seen_at.note(&scope, &digests, tool, &result.call_id);
                 if sources.lookup {
-                    self.name_through_lookup(&scope, &result, echoed);
+                    self.name_through_lookup(&scope, &result);
                 }
                 result
             }

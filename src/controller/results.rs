@@ -20,9 +20,6 @@ pub(super) struct Observing {
     principal: Option<Arc<Principal>>,
     judges: bool,
     sources: Option<ResultSources>,
-    /// A directory's call: the values of its own arguments, which its result may echo and which
-    /// are then none of the directory's (see `name_through_lookup`).
-    echoed: Vec<crate::provenance::extract::Token>,
 }
 
 impl ToolController {
@@ -43,22 +40,27 @@ impl ToolController {
         let policy = &gate.policy;
         let tool = call.tool_name();
         let judges = policy.judges_results(tool);
-        let sources = policy.result_sources(tool);
+        let mut sources = policy.result_sources(tool);
+        if let Some(sources) = sources.as_mut().filter(|sources| sources.lookup) {
+            // A directory is read only whole: a call with arguments (a search, a page, one user)
+            // chooses which records come back — a word shared with the records left out would
+            // look unique — and may write itself into them.
+            let whole = match call.arguments() {
+                serde_json::Value::Object(arguments) => arguments.is_empty(),
+                serde_json::Value::Null => true,
+                _ => false,
+            };
+            sources.lookup = whole;
+        }
         if !judges && sources.is_none() {
             return None;
         }
-        let echoed = if sources.as_ref().is_some_and(|sources| sources.lookup) {
-            crate::provenance::lookups::values_of_arguments(call.arguments())
-        } else {
-            Vec::new()
-        };
         Some(Observing {
             policy: Arc::clone(policy),
             tool: tool.to_owned(),
             principal: call.call().principal.clone(),
             judges,
             sources,
-            echoed,
         })
     }
 
@@ -110,7 +112,7 @@ impl ToolController {
             Some(sources) => self.record_values(
                 sources,
                 observing.principal.as_deref(),
-                (&observing.tool, &observing.echoed),
+                &observing.tool,
                 result,
             ),
             None => result,

@@ -42,79 +42,95 @@ const NOT_NAMES: &[&str] = &[
     "which", "who", "why", "will", "with", "would", "you", "your", "yours",
 ];
 
-/// The records of a directory's result, each as text: with structured content, each element of
-/// a list in it (its one-line strings, a line each), each line of a longer string, and the
-/// one-line strings outside any list together; without, each non-empty line of its text (its
-/// text blocks, joined). Never both: the text of a result with structured
+/// The records of a directory's result, each as text: with structured content, each object in
+/// it (its own one-line strings, a line each — an object or a list inside it gives records of its
+/// own: a group's members, a user's manager, the values of a map keyed by id), each one-line
+/// string in a list, and each line of a longer string; without, each non-empty line of its text
+/// (its text blocks, joined; any line break). Never both: the text of a result with structured
 /// content is that content written out, and a record read twice would share all its words with
-/// itself. A result of more than [`MAX_RECORDS`] records gives none: which names are unique is
-/// known only over all of them.
+/// itself. A result of more than [`MAX_RECORDS`] records, or nested deeper than [`MAX_DEPTH`],
+/// gives none: which names are unique is known only over all of its records.
 pub(crate) fn records_of(result: &ToolResult) -> Vec<String> {
-    let mut records = Vec::new();
+    let mut reading = Reading::default();
     match &result.structured {
-        Some(structured) => records_in(structured, &mut records, 0),
-        None => lines_of(&result.content, &mut records),
+        Some(structured) => reading.value(structured, 0),
+        None => reading.lines(&result.content),
     }
-    if records.len() > MAX_RECORDS {
-        records.clear();
+    if reading.cut || reading.records.len() > MAX_RECORDS {
+        return Vec::new();
     }
-    records
+    reading.records
 }
 
-/// One more than the records a result may have: reading stops there.
-const RECORDS_READ: usize = MAX_RECORDS + 1;
-
-fn lines_of(text: &str, records: &mut Vec<String>) {
-    for line in text.lines().filter(|line| !line.trim().is_empty()) {
-        if records.len() >= RECORDS_READ {
-            return;
-        }
-        records.push(line.to_owned());
-    }
+/// Records read so far, and whether any part of the result was left unread.
+#[derive(Default)]
+struct Reading {
+    records: Vec<String>,
+    cut: bool,
 }
 
-fn records_in(value: &Value, records: &mut Vec<String>, depth: usize) {
-    match value {
-        Value::String(text) => lines_of(text, records),
-        _ => record_of(value, records, depth),
+impl Reading {
+    /// Whether reading stops: past the records a result may have, or something left unread.
+    fn full(&self) -> bool {
+        self.cut || self.records.len() > MAX_RECORDS
     }
-}
 
-/// The record `value` is: its one-line strings, a line each. A string of several lines is a
-/// text, whose lines are records of their own — a directory sent as one text field is read
-/// line by line, never as one record naming everyone in it —, and each element of a list in it
-/// is a record of its own — groups and their members, never the group whole.
-fn record_of(value: &Value, records: &mut Vec<String>, depth: usize) {
-    let mut record = String::new();
-    strings_of(value, &mut record, records, depth);
-    if !record.trim().is_empty() && records.len() < RECORDS_READ {
-        records.push(record);
-    }
-}
-
-fn strings_of(value: &Value, record: &mut String, records: &mut Vec<String>, depth: usize) {
-    if depth > MAX_DEPTH || records.len() >= RECORDS_READ {
-        return;
-    }
-    match value {
-        Value::String(text) if text.lines().nth(1).is_some() => lines_of(text, records),
-        Value::String(text) => {
-            record.push_str(text);
-            record.push('\n');
-        }
-        Value::Array(items) => {
-            for item in items {
-                match item {
-                    Value::String(text) => lines_of(text, records),
-                    _ => record_of(item, records, depth + 1),
-                }
+    /// Each non-empty line of `text` a record, at every line break a reader may show.
+    fn lines(&mut self, text: &str) {
+        for line in text.split(is_line_break) {
+            if self.full() {
+                return;
+            }
+            if !line.trim().is_empty() {
+                self.records.push(line.to_owned());
             }
         }
-        Value::Object(map) => map
-            .values()
-            .for_each(|item| strings_of(item, record, records, depth + 1)),
-        _ => {}
     }
+
+    /// `value` as records: a string's lines, an object's record (see [`Self::object`]), a
+    /// list's elements.
+    fn value(&mut self, value: &Value, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.cut = true;
+            return;
+        }
+        match value {
+            Value::String(text) => self.lines(text),
+            Value::Array(items) => {
+                for item in items {
+                    if self.full() {
+                        return;
+                    }
+                    self.value(item, depth + 1);
+                }
+            }
+            Value::Object(map) => {
+                let mut record = String::new();
+                for item in map.values() {
+                    match item {
+                        Value::String(text) if !text.contains(is_line_break) => {
+                            record.push_str(text);
+                            record.push('\n');
+                        }
+                        _ => self.value(item, depth + 1),
+                    }
+                }
+                if !record.trim().is_empty() && !self.full() {
+                    self.records.push(record);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A line break: `\n`, `\r`, a vertical tab, a form feed, NEL, or the Unicode line and paragraph
+/// separators — where a reader shows a new line, a record ends.
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
 }
 
 /// The names of each record: its words that are no common word ([`NOT_NAMES`]), of at least
@@ -143,12 +159,22 @@ pub(crate) fn names_by_record(records: &[String]) -> Vec<Vec<Token>> {
         .collect()
 }
 
-/// The distinct words of `record` that may be a name, before any is compared with the others'.
+/// The distinct words of `record` and runs of letters and digits in them that may be a name,
+/// before any is compared with the others'.
 /// Every check reads the word as it is compared — invisible characters dropped, NFKC, case
 /// folded —, so `t\u{200B}he` or a fullwidth `ｔｈｅ` is the common word `the`, not a name.
 fn words_of(record: &str) -> Vec<Token> {
     let mut words: Vec<Token> = Vec::new();
-    for word in record.split_whitespace() {
+    // Each word, and each run of letters and digits in it: `Silva,Ana` holds `ana`, and so
+    // does `ana.silva`, for counting who holds a name as for naming.
+    let runs = record.split_whitespace().flat_map(|word| {
+        let parts: Vec<&str> = word
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|part| !part.is_empty() && part.len() < word.len())
+            .collect();
+        std::iter::once(word).chain(parts)
+    });
+    for word in runs {
         let Some(token) = name_of(word) else {
             continue;
         };
@@ -181,38 +207,6 @@ pub(crate) fn name_of(word: &str) -> Option<Token> {
     })
 }
 
-/// The values a directory call's arguments carry, read as the person's words would be (each
-/// string's values, words and runs of words; each number), sorted: what the directory's result
-/// may echo back, which is the model's and never counts as the directory's.
-pub(crate) fn values_of_arguments(arguments: &Value) -> Vec<Token> {
-    let mut values = Vec::new();
-    arguments_in(arguments, &mut values, 0);
-    values.sort_unstable();
-    values.dedup();
-    values
-}
-
-fn arguments_in(value: &Value, values: &mut Vec<Token>, depth: usize) {
-    if depth > MAX_DEPTH {
-        return;
-    }
-    match value {
-        Value::String(text) => values.extend(
-            super::values_of_person(text)
-                .into_iter()
-                .filter(|token| token.kind != Kind::AnyOf),
-        ),
-        Value::Number(number) => values.extend(extract::whole(&number.to_string())),
-        Value::Array(items) => items
-            .iter()
-            .for_each(|item| arguments_in(item, values, depth + 1)),
-        Value::Object(map) => map
-            .values()
-            .for_each(|item| arguments_in(item, values, depth + 1)),
-        _ => {}
-    }
-}
-
 /// `word` without a possessive `'s` (either apostrophe): `Ana's` is `Ana`.
 pub(crate) fn without_possessive(word: &str) -> &str {
     for suffix in ["'s", "'S", "\u{2019}s", "\u{2019}S"] {
@@ -241,7 +235,7 @@ mod tests {
     fn names_are_words_of_three_characters_or_more_that_are_no_common_word() {
         assert_eq!(
             names(&["ana.silva - Ana Silva, Product designer (the team) Al ID: 4711 a@b.example"]),
-            [["ana", "silva", "product", "designer", "team"]]
+            [["ana", "silva", "product", "designer", "team", "example"]]
         );
         assert_eq!(
             names(&["Ana's and Jonas\u{2019}s mockups"]),

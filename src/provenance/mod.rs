@@ -17,8 +17,8 @@
 //!   the model cannot write: the values of the person's own words — as a result's, and also each
 //!   word and each run of up to four words (`Bob`, `AZ405`, `Hotel Aurora`) — as `person`.
 //! - **what a directory says the person named** (`sources.lookups`): a record of a trusted
-//!   directory's result — a line, an element of a list — holding a word the person said that no
-//!   other record of it holds counts as the person's too, so "DM it to Ana" names `ana.silva`
+//!   directory's result (called without arguments) — a line, an object — holding a word the
+//!   person said that no other record of it holds counts as the person's too, so "DM it to Ana" names `ana.silva`
 //!   on the line `ana.silva - Ana Silva` (read when the directory's result is, after the request).
 //!
 //! A flow rule's `provenance` condition then asks of a call's argument where its value was seen:

@@ -18,9 +18,9 @@ use crate::rules::groups::ToolName;
 /// A tool both lists name is untrusted; a tool neither names is `default` (untrusted unless set).
 ///
 /// `lookups` names trusted tools whose results are directories (`chat__list_users`,
-/// `contacts__list`): a record of one — a line of its text, an element of a list in its
-/// structured content — holding a name the person said makes the record's values named by the
-/// person, so "Ana" in the person's request names `ana.silva` on the directory's line
+/// `contacts__list`): called without arguments, a record of one — a line of its text, an object
+/// in its structured content — holding a name the person said makes the record's values named
+/// by the person, so "Ana" in the person's request names `ana.silva` on the directory's line
 /// `ana.silva - Ana Silva`. See [`crate::provenance`] for what counts as a name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

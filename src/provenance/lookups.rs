@@ -319,6 +319,18 @@ mod tests {
         };
         assert_eq!(nested(MAX_DEPTH - 2), ["xavier - Xavier Ruiz"]);
         assert!(nested(MAX_DEPTH).is_empty());
+        // Lists count as levels too.
+        let listed = |levels: usize| {
+            let mut value = serde_json::json!("xavier - Xavier Ruiz");
+            for _ in 0..levels {
+                value = serde_json::json!([value]);
+            }
+            let mut result = ToolResult::ok("c2", "");
+            result.structured = Some(serde_json::json!({ "users": value }));
+            records_of(&result)
+        };
+        assert_eq!(listed(MAX_DEPTH - 2), ["xavier - Xavier Ruiz"]);
+        assert!(listed(MAX_DEPTH + 1).is_empty());
     }
 
     #[test]

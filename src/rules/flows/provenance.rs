@@ -9,6 +9,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::load::Context;
+pub use super::reading::{TokenKind, ValueRead};
 use super::{Covers, PerTool};
 use crate::canonical::{canonical_json, hex_lower};
 use crate::decision::{PolicyAction, RateSlot, Reason, Refuses, SlotKind};
@@ -67,71 +68,6 @@ pub struct ValueProvenance {
     /// person named one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub if_person_named: bool,
-}
-
-/// How a provenance condition reads an argument.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ValueRead {
-    /// The whole value, in the canonical form of what it is (a link, an address, an IBAN, …).
-    #[default]
-    Value,
-    /// Every value inside a text (links, hosts, addresses, IBANs, numbers, paths, handles): the
-    /// rule holds if it holds for any of them; a text carrying none passes.
-    Tokens,
-    /// The host of a link (or a bare host name); a value that is neither cannot be judged, and
-    /// the rule takes its action.
-    Host,
-    /// An amount of money in its currency's unit: a number (`35.5`, at most two decimals) or a
-    /// text (`"35.50"`, `"EUR 1,450"`), compared in hundredths with the amounts results and the
-    /// person named (`EUR 35.50` in a mail); anything else cannot be judged.
-    Amount,
-    /// An amount of money as a whole number of hundredths (a `cents` argument: `3550` is
-    /// `EUR 35.50` in a mail); anything else — a fraction, a negative number, a text — cannot
-    /// be judged.
-    MinorUnits,
-}
-
-impl ValueRead {
-    fn is_value(&self) -> bool {
-        *self == Self::Value
-    }
-}
-
-/// A kind of value inside a text, for a `tokens` reading's `kinds`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TokenKind {
-    /// A link (with or without a scheme) and its host.
-    Link,
-    /// An e-mail address.
-    Email,
-    /// An IBAN whose check digits hold.
-    Iban,
-    /// A number of 6 digits or more.
-    Number,
-    /// A file path.
-    Path,
-    /// A handle (`@bob`, `#team`).
-    Handle,
-    /// An amount of money with its currency (`EUR 35.50`, `$1,200`).
-    Amount,
-}
-
-impl TokenKind {
-    pub(super) fn of(token: &Token) -> Option<Self> {
-        Some(match token.kind {
-            extract::Kind::Url | extract::Kind::Host => Self::Link,
-            extract::Kind::Email => Self::Email,
-            extract::Kind::Iban => Self::Iban,
-            extract::Kind::Number => Self::Number,
-            extract::Kind::Path => Self::Path,
-            // Inside a text, the only text values are handles.
-            extract::Kind::Text => Self::Handle,
-            extract::Kind::Amount => Self::Amount,
-            extract::Kind::AnyOf => return None,
-        })
-    }
 }
 
 /// Where a value may have been seen.

@@ -239,6 +239,21 @@ fn a_directory_the_policy_does_not_trust_is_refused_at_load() {
     RulePolicy::from_json(&policy(r#"["list_*"]"#), &registry).unwrap();
 }
 
+/// Reading a directory only looks: its names are not the person's words afterwards, so reading
+/// it again names no one more.
+#[test]
+fn reading_a_directory_again_names_no_one_more() {
+    for world in worlds("again", LOOKUPS) {
+        ask_person(&world, "DM Priya the notes.");
+        read(&world, "list_users");
+        read(&world, "list_users");
+        assert_eq!(dm(&world, "priya.nair"), "allow");
+        for other in ["ana.silva", "jonas.weber", "marco.bianchi", "hannah.cole"] {
+            assert_eq!(dm(&world, other), "ask", "{other}");
+        }
+    }
+}
+
 /// In structured content each element of a list is a record: its strings together.
 #[test]
 fn each_element_of_a_list_in_structured_content_is_a_record() {

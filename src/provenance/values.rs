@@ -112,9 +112,12 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
         .split_whitespace()
         .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
         .collect();
-    // A name said as a possessive (`Ana's`) names its owner too, as a directory spells it.
-    for word in &words {
-        // A plain text only: `evil.example's` names no link.
+    // A name said as a possessive (`Ana's`) names its owner too, as a directory spells it: a
+    // plain text only (`evil.example's` names no link); other words are read below.
+    for word in words
+        .iter()
+        .filter(|word| word.contains(['\'', '\u{2019}']))
+    {
         if let Some(name) = super::lookups::name_of(word) {
             out.push(name);
         }

@@ -239,6 +239,40 @@ fn a_directory_the_policy_does_not_trust_is_refused_at_load() {
     RulePolicy::from_json(&policy(r#"["list_*"]"#), &registry).unwrap();
 }
 
+/// One result's names are read up to 4,096: a name past them (here on the last of 300 lines of
+/// 16 names each) names nothing, one before them does.
+#[test]
+fn names_past_the_four_thousand_ninety_sixth_name_the_person_said_name_nothing() {
+    let lines: Vec<String> = (0..300)
+        .map(|line| {
+            let names: Vec<String> = (0..16).map(|at| format!("N{line}x{at}q")).collect();
+            format!("user{line} - {}", names.join(" "))
+        })
+        .collect();
+    let users = Arc::new(Mutex::new(lines.join("\n")));
+    let done = Arc::new(Mutex::new("sent".to_owned()));
+    let registry = ToolRegistry::new([
+        returning("list_users", &users),
+        returning_with(
+            "dm",
+            schema_of(json!({"user": {"type": "string"}, "body": {"type": "string"}})),
+            &done,
+        ),
+    ])
+    .unwrap();
+    let policy = RulePolicy::from_json(&policy(LOOKUPS), &registry).unwrap();
+    let world = World {
+        controller: ToolController::try_new(registry, policy)
+            .unwrap()
+            .with_provenance_key(ProvenanceKey::new([7; 32])),
+    };
+    // Line 255's names are the 4,081st to 4,096th; line 256's come after.
+    ask_person(&world, "Ask N255x0q and N256x0q.");
+    read(&world, "list_users");
+    assert_eq!(dm(&world, "user255"), "allow");
+    assert_eq!(dm(&world, "user256"), "ask");
+}
+
 /// Reading a directory only looks: its names are not the person's words afterwards, so reading
 /// it again names no one more.
 #[test]

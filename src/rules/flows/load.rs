@@ -201,7 +201,6 @@ struct Loading<'a> {
     result_labels: std::collections::BTreeSet<String>,
 }
 
-/// Each label names something and covers some tool of the registry.
 /// A directory read against the person's words names values for the person, which loosens every
 /// rule reading `person`: a tool `lookups` names must be one the policy trusts.
 fn check_lookups(
@@ -229,6 +228,7 @@ fn check_lookups(
     }
 }
 
+/// Each label names something and covers some tool of the registry.
 fn check_labels(
     labels: &BTreeMap<String, Vec<String>>,
     registry: &ToolRegistry,

@@ -58,8 +58,11 @@ mod results;
 pub mod stream;
 mod strict;
 #[cfg(feature = "mcp")]
-pub(crate) use strict::check_unique_keys;
 pub(crate) use strict::parse as strict_parse;
+#[cfg(feature = "mcp")]
+mod unique_keys;
+#[cfg(feature = "mcp")]
+pub(crate) use unique_keys::check_unique_keys;
 pub mod strict_schema;
 mod turn;
 

@@ -3,13 +3,15 @@
 //!
 //! - directly (the upstream's own CPU per call),
 //! - through an rmcp-only pass-through proxy (this program, `proxy.rs`: the SDK's client and
-//!   server and nothing else — no lookup, validation, policy or result checks), and
+//!   server and nothing else — no lookup, validation, policy or result checks),
 //! - through `toolgate-mcp-gateway` (one upstream under its own names, one allow rule, no audit
-//!   sink; the audit log's cost is measured apart, with `--audit`),
+//!   sink; the audit log's cost is measured apart, with `--audit`), and
+//! - over Streamable HTTP only, through a design measured and not shipped (`rawcall.rs`): rmcp
+//!   for the protocol's state, each `tools/call` gated by toolgate outside the SDK's request path,
 //!
 //! over Streamable HTTP and over stdio. Each hop's CPU is read from `/proc/PID/stat` (user and
 //! system time of every thread of that process alone, not of its children) before and after each
-//! round; rounds alternate the three paths so a neighbour's load on the shared machine falls on
+//! round; rounds alternate the paths so a neighbour's load on the shared machine falls on
 //! all alike; the figures are the medians of the rounds.
 //!
 //! ```text
@@ -26,6 +28,7 @@
 mod cpu;
 mod echo;
 mod proxy;
+mod rawcall;
 // The overhead bench's `echo` server; its in-process HTTP upstream is not used here.
 #[allow(
     dead_code,
@@ -247,17 +250,24 @@ fn report(title: &str, paths: &[Path3], figures: &mut [(f64, Vec<Duration>)]) {
             times.len()
         );
     }
-    if let [_, (proxy, _), (gateway, _), ..] = figures {
+    if let [_, (proxy, _), (gateway, _), rest @ ..] = figures {
         println!(
             "  gateway CPU / rmcp-only proxy CPU: {:.2}×",
             *gateway / *proxy
         );
+        if let [(prototype, _)] = rest {
+            println!(
+                "  raw-call prototype CPU / rmcp-only proxy CPU: {:.2}×",
+                *prototype / *proxy
+            );
+        }
     }
 }
 
 async fn http(dir: &Path, load: Load, audit: bool) {
     let me = std::env::current_exe().expect("exe");
-    let (upstream_port, proxy_port, gateway_port) = (free_port(), free_port(), free_port());
+    let (upstream_port, proxy_port, gateway_port, rawcall_port) =
+        (free_port(), free_port(), free_port(), free_port());
     let upstream = Running(
         std::process::Command::new(&me)
             .args(["--upstream-http", &upstream_port.to_string()])
@@ -286,8 +296,15 @@ async fn http(dir: &Path, load: Load, audit: bool) {
             .spawn()
             .expect("gateway"),
     );
+    let rawcall = Running(
+        std::process::Command::new(&me)
+            .args(["--rawcall-http", &rawcall_port.to_string(), &upstream_url])
+            .spawn()
+            .expect("raw-call prototype"),
+    );
     listening(proxy_port, "the proxy").await;
     listening(gateway_port, "the gateway").await;
+    listening(rawcall_port, "the raw-call prototype").await;
     let clients = load.concurrency.min(8);
     let paths = [
         path(
@@ -309,6 +326,16 @@ async fn http(dir: &Path, load: Load, audit: bool) {
             gateway.0.id(),
             http_clients(
                 &format!("http://127.0.0.1:{gateway_port}/mcp"),
+                Some(KEY),
+                clients,
+            )
+            .await,
+        ),
+        path(
+            "raw-call prototype",
+            rawcall.0.id(),
+            http_clients(
+                &format!("http://127.0.0.1:{rawcall_port}/mcp"),
                 Some(KEY),
                 clients,
             )
@@ -436,6 +463,9 @@ fn main() {
         Some("--proxy-stdio") => return runtime.block_on(proxy::stdio(&args[2..])),
         Some("--proxy-http") => {
             return runtime.block_on(proxy::http(args[2].parse().expect("port"), &args[3]));
+        }
+        Some("--rawcall-http") => {
+            return runtime.block_on(rawcall::http(args[2].parse().expect("port"), &args[3], KEY));
         }
         // A fixed number of calls against one endpoint, for instruction counts of a hop run
         // under a profiler: `--calls URL CALLS [KEY]`, 8 in flight over 8 sessions.

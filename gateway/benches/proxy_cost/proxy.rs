@@ -9,7 +9,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{Peer, RequestContext, RoleClient, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleClient, RoleServer, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -17,8 +17,14 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ErrorData, ServerHandler, ServiceExt as _};
 
 #[derive(Clone)]
-struct Proxy {
+pub struct Proxy {
     upstream: Peer<RoleClient>,
+}
+
+impl Proxy {
+    pub fn new(upstream: Peer<RoleClient>) -> Self {
+        Self { upstream }
+    }
 }
 
 fn failed(error: rmcp::ServiceError) -> ErrorData {
@@ -74,16 +80,7 @@ pub async fn stdio(command: &[String]) {
 /// Serves Streamable HTTP at `127.0.0.1:PORT/mcp`, forwarding to the upstream at `url` over one
 /// kept-alive client (as the gateway does).
 pub async fn http(port: u16, url: &str) {
-    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
-    let client = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .build()
-        .expect("client");
-    let upstream =
-        ().serve(StreamableHttpClientTransport::with_client(client, config))
-            .await
-            .expect("upstream handshake");
-    let peer = upstream.peer().clone();
+    let (upstream, peer) = upstream_peer(url).await;
     let service = StreamableHttpService::new(
         move || {
             Ok(Proxy {
@@ -95,6 +92,21 @@ pub async fn http(port: u16, url: &str) {
     );
     serve_router(port, axum::Router::new().nest_service("/mcp", service)).await;
     drop(upstream);
+}
+
+/// An rmcp client of the upstream at `url` over one kept-alive HTTP client, and its peer.
+pub async fn upstream_peer(url: &str) -> (RunningService<RoleClient, ()>, Peer<RoleClient>) {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .expect("client");
+    let upstream =
+        ().serve(StreamableHttpClientTransport::with_client(client, config))
+            .await
+            .expect("upstream handshake");
+    let peer = upstream.peer().clone();
+    (upstream, peer)
 }
 
 /// Serves `router` on `127.0.0.1:PORT` with `TCP_NODELAY`, until killed.

@@ -255,10 +255,14 @@ fn report(title: &str, paths: &[Path3], figures: &mut [(f64, Vec<Duration>)]) {
             "  gateway CPU / rmcp-only proxy CPU: {:.2}×",
             *gateway / *proxy
         );
-        if let [(prototype, _)] = rest {
+        if let [(prototype, _), (kept, _)] = rest {
             println!(
                 "  raw-call prototype CPU / rmcp-only proxy CPU: {:.2}×",
                 *prototype / *proxy
+            );
+            println!(
+                "  rmcp server + client transport CPU / rmcp-only proxy CPU: {:.2}×",
+                *kept / *proxy
             );
         }
     }
@@ -266,8 +270,13 @@ fn report(title: &str, paths: &[Path3], figures: &mut [(f64, Vec<Duration>)]) {
 
 async fn http(dir: &Path, load: Load, audit: bool) {
     let me = std::env::current_exe().expect("exe");
-    let (upstream_port, proxy_port, gateway_port, rawcall_port) =
-        (free_port(), free_port(), free_port(), free_port());
+    let (upstream_port, proxy_port, gateway_port, rawcall_port, kept_port) = (
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+    );
     let upstream = Running(
         std::process::Command::new(&me)
             .args(["--upstream-http", &upstream_port.to_string()])
@@ -304,7 +313,14 @@ async fn http(dir: &Path, load: Load, audit: bool) {
     );
     listening(proxy_port, "the proxy").await;
     listening(gateway_port, "the gateway").await;
+    let kept = Running(
+        std::process::Command::new(&me)
+            .args(["--server-kept-http", &kept_port.to_string(), &upstream_url])
+            .spawn()
+            .expect("server-kept prototype"),
+    );
     listening(rawcall_port, "the raw-call prototype").await;
+    listening(kept_port, "the server-kept prototype").await;
     let clients = load.concurrency.min(8);
     let paths = [
         path(
@@ -336,6 +352,16 @@ async fn http(dir: &Path, load: Load, audit: bool) {
             rawcall.0.id(),
             http_clients(
                 &format!("http://127.0.0.1:{rawcall_port}/mcp"),
+                Some(KEY),
+                clients,
+            )
+            .await,
+        ),
+        path(
+            "rmcp server + client transport",
+            kept.0.id(),
+            http_clients(
+                &format!("http://127.0.0.1:{kept_port}/mcp"),
                 Some(KEY),
                 clients,
             )
@@ -463,6 +489,13 @@ fn main() {
         Some("--proxy-stdio") => return runtime.block_on(proxy::stdio(&args[2..])),
         Some("--proxy-http") => {
             return runtime.block_on(proxy::http(args[2].parse().expect("port"), &args[3]));
+        }
+        Some("--server-kept-http") => {
+            return runtime.block_on(rawcall::http_server_kept(
+                args[2].parse().expect("port"),
+                &args[3],
+                KEY,
+            ));
         }
         Some("--rawcall-http") => {
             return runtime.block_on(rawcall::http(args[2].parse().expect("port"), &args[3], KEY));

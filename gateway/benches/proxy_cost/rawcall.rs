@@ -213,7 +213,12 @@ async fn registry(upstream: &Arc<Upstream>) -> ToolRegistry {
 
 /// The JSON-RPC answer to a gated call: the result as MCP spells it.
 fn answer(id: Value, outcome: Outcome) -> Value {
-    let result = match outcome {
+    json!({"jsonrpc": "2.0", "id": id, "result": result_of(outcome)})
+}
+
+/// An outcome as MCP's `CallToolResult` object.
+fn result_of(outcome: Outcome) -> Value {
+    match outcome {
         Outcome::Completed(result) => {
             let mut out = serde_json::Map::new();
             let content = match result.blocks {
@@ -230,8 +235,7 @@ fn answer(id: Value, outcome: Outcome) -> Value {
         Outcome::PendingApproval(_) => {
             json!({"content": [{"type": "text", "text": "held for approval: not in this prototype"}], "isError": true})
         }
-    };
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+    }
 }
 
 fn authorized(headers: &HeaderMap, key: &str) -> bool {
@@ -292,15 +296,89 @@ async fn intercept(State(gate): State<Arc<Gate>>, request: Request, next: Next) 
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// Serves Streamable HTTP at `127.0.0.1:PORT/mcp` for callers holding `key`, in front of the
-/// upstream at `url`: rmcp's service (the rmcp-only proxy's handler) for everything but calls.
-pub async fn http(port: u16, url: &str, key: &str) {
+/// The gate: the upstream at `url` reached through rmcp's client transport, `echo` allowed.
+async fn controller(url: &str) -> ToolController {
     let upstream = Arc::new(Upstream::open(url).await);
     let policy =
         r#"{"rules": [{"id": "echo", "tool": "echo", "action": "allow", "reason": "benchmark"}]}"#;
     let registry = registry(&upstream).await;
     let policy = RulePolicy::from_json(policy, &registry).expect("policy");
-    let controller = ToolController::try_new(registry, policy).expect("controller");
+    ToolController::try_new(registry, policy).expect("controller")
+}
+
+/// The second design measured: rmcp's server service whole (sessions, streams, progress,
+/// cancellation as the SDK does them), its `call_tool` gated by toolgate and sent through
+/// rmcp's client transport instead of its client service.
+#[derive(Clone)]
+struct GatedServer {
+    controller: Arc<ToolController>,
+    lists: rmcp::service::Peer<rmcp::service::RoleClient>,
+    key: Arc<str>,
+}
+
+impl rmcp::ServerHandler for GatedServer {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<rmcp::model::PaginatedRequestParams>,
+        _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        self.lists
+            .list_tools(request)
+            .await
+            .map_err(|error| rmcp::ErrorData::internal_error(error.to_string(), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        // The gateway's key check, made here from the HTTP request rmcp hands the handler.
+        let parts = context.extensions.get::<http::request::Parts>();
+        if !parts.is_some_and(|parts| authorized(&parts.headers, &self.key)) {
+            return Err(rmcp::ErrorData::invalid_request("no key", None));
+        }
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let call = ToolCall::new(context.id.to_string(), request.name, arguments);
+        let outcome = self.controller.handle_async(call).await;
+        serde_json::from_value::<rmcp::model::CallToolResult>(result_of(outcome))
+            .map(Into::into)
+            .map_err(|error| rmcp::ErrorData::internal_error(error.to_string(), None))
+    }
+}
+
+/// Serves Streamable HTTP at `127.0.0.1:PORT/mcp` with [`GatedServer`].
+pub async fn http_server_kept(port: u16, url: &str, key: &str) {
+    let controller = Arc::new(controller(url).await);
+    let (state_service, lists) = crate::proxy::upstream_peer(url).await;
+    let key: Arc<str> = Arc::from(key);
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(GatedServer {
+                controller: Arc::clone(&controller),
+                lists: lists.clone(),
+                key: Arc::clone(&key),
+            })
+        },
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_json_response(true),
+    );
+    crate::proxy::serve_router(port, axum::Router::new().nest_service("/mcp", service)).await;
+    drop(state_service);
+}
+
+/// Serves Streamable HTTP at `127.0.0.1:PORT/mcp` for callers holding `key`, in front of the
+/// upstream at `url`: rmcp's service (the rmcp-only proxy's handler) for everything but calls.
+pub async fn http(port: u16, url: &str, key: &str) {
+    let controller = controller(url).await;
     let sessions = Arc::new(LocalSessionManager::default());
     let (state_service, lists) = crate::proxy::upstream_peer(url).await;
     let service = StreamableHttpService::new(

@@ -126,6 +126,10 @@ pub(crate) fn failed(upstream: &str, failure: CallFailure) -> ToolError {
             "upstream `{upstream}` refused the call (code {code}): {}",
             bounded(&message)
         ),
+        CallFailure::Malformed { detail } => format!(
+            "upstream `{upstream}` answered the call, but {}; the call may have taken effect",
+            detail.replacen("the upstream's ", "its ", 1)
+        ),
         CallFailure::Unreadable => format!(
             "upstream `{upstream}` answered the call with a result the gateway cannot read (a content type or field its MCP SDK does not know); the call may have taken effect, and nothing of the answer was passed on"
         ),

@@ -4,7 +4,7 @@
 
 use rmcp::service::ServiceError;
 
-use super::frames::OVERSIZED_REPLY_CODE;
+use super::frames::{MALFORMED_REPLY_CODE, OVERSIZED_REPLY_CODE};
 
 /// Why an upstream call ended without a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +14,13 @@ pub enum CallFailure {
     /// streamed by; `detail` is the bounded reader's message.
     Oversized {
         /// What the reader said (the size and the bound).
+        detail: String,
+    },
+    /// The upstream answered, but with a reply that is not one readable message (a lone
+    /// surrogate escape in a string, a result and an error at once): the call may have taken
+    /// effect, and nothing of the answer was passed on; `detail` says what was wrong.
+    Malformed {
+        /// What the reader said.
         detail: String,
     },
     /// The upstream answered with a JSON-RPC error.
@@ -49,6 +56,11 @@ impl CallFailure {
         match error {
             ServiceError::McpError(error) if error.code.0 == OVERSIZED_REPLY_CODE => {
                 Self::Oversized {
+                    detail: error.message.into_owned(),
+                }
+            }
+            ServiceError::McpError(error) if error.code.0 == MALFORMED_REPLY_CODE => {
+                Self::Malformed {
                     detail: error.message.into_owned(),
                 }
             }

@@ -1,13 +1,21 @@
 //! The upstream's stdout, bounded: every newline-delimited message passes through whole up to a
 //! size; a larger one is dropped as it streams by (never buffered) and, if it answers a request,
 //! replaced by a JSON-RPC error for that request id, so the call waiting for it ends at once
-//! instead of hanging (the SDK would drop it silently past its own 16 MiB line limit).
+//! instead of hanging (the SDK would drop it silently past its own 16 MiB line limit). So is a
+//! reply the SDK cannot read as one message — a string holding a lone UTF-16 surrogate escape
+//! (`"\udcff"`, which Python's `json` writes for an undecodable file name and JavaScript for a
+//! string cut inside an emoji, and which Rust's JSON reader refuses), or a result and an error
+//! at once: the SDK would drop it without a word, and the call would wait out its time bound.
 
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
 
 /// The JSON-RPC error code an oversized reply is replaced with (implementation-defined range): a
 /// request that gets it was received and answered by the upstream — a call it ran.
 pub const OVERSIZED_REPLY_CODE: i32 = -32_090;
+
+/// The JSON-RPC error code a reply the SDK cannot read as one message is replaced with: the
+/// upstream received the request and answered it — a call it ran.
+pub const MALFORMED_REPLY_CODE: i32 = -32_091;
 
 /// Copies newline-delimited messages from `from` to `to` until `from` ends or `to` is closed; a
 /// message over `max` bytes is dropped (a reply: replaced by an error with
@@ -46,6 +54,8 @@ pub async fn pump(from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin,
                 Some(id) => to.write_all(oversized_error(&id, max).as_bytes()).await,
                 None => Ok(()),
             }
+        } else if let Some((id, why)) = malformed_reply(&frame) {
+            to.write_all(malformed_error(&id, why).as_bytes()).await
         } else {
             to.write_all(&frame).await
         };
@@ -69,6 +79,61 @@ fn oversized_error(id: &str, max: usize) -> String {
     )
 }
 
+/// The id of `frame` and what is wrong with it, when it is a reply the SDK cannot read as one
+/// message. Looked at closely only where one pass over its bytes finds a reason to (a surrogate
+/// escape; both `"result"` and `"error"`).
+fn malformed_reply(frame: &[u8]) -> Option<(String, &'static str)> {
+    let (mut surrogate, mut result, mut error) = (false, false, false);
+    for (at, &byte) in frame.iter().enumerate() {
+        let rest = &frame[at..];
+        match byte {
+            b'\\' => {
+                surrogate |= rest.len() >= 4
+                    && rest[1] == b'u'
+                    && rest[2].eq_ignore_ascii_case(&b'd')
+                    && matches!(rest[3].to_ascii_lowercase(), b'8'..=b'9' | b'a'..=b'f');
+            }
+            b'"' => {
+                result |= rest.starts_with(b"\"result\"");
+                error |= rest.starts_with(b"\"error\"");
+            }
+            _ => {}
+        }
+    }
+    if !(surrogate || result && error) {
+        return None;
+    }
+    let mut scan = TopLevel::default();
+    frame.iter().for_each(|&byte| scan.feed(byte));
+    let both = scan.has_result && scan.has_error;
+    let id = scan.reply_id()?;
+    if both {
+        return Some((id, "it holds a result and an error at once"));
+    }
+    // A surrogate escape is fine in a pair (an emoji); alone, the reader refuses the message
+    // (read as values: skipping a string, as `IgnoredAny` does, decodes no escape).
+    match serde_json::from_slice::<serde_json::Value>(frame) {
+        Ok(_) => None,
+        Err(_) => Some((
+            id,
+            "a string in it holds a lone UTF-16 surrogate escape, which is not text",
+        )),
+    }
+}
+
+fn malformed_error(id: &str, why: &str) -> String {
+    let message =
+        format!("the upstream's reply could not be read as one message and was dropped: {why}");
+    format!(
+        "{}\n",
+        serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": serde_json::from_str::<serde_json::Value>(id).unwrap_or_default(),
+            "error": {"code": MALFORMED_REPLY_CODE, "message": message},
+        })
+    )
+}
+
 /// Finds the top-level `"id"` of a JSON object streamed byte by byte, in constant memory, and
 /// whether it has a top-level `"method"` (then it is a request or notification, not a reply).
 #[derive(Debug, Default)]
@@ -84,6 +149,8 @@ struct TopLevel {
     id: Vec<u8>,
     id_done: bool,
     has_method: bool,
+    has_result: bool,
+    has_error: bool,
 }
 
 /// An id longer than this is not one the gateway sent (it sends integers).
@@ -108,6 +175,8 @@ impl TopLevel {
                 if self.reading_key {
                     self.reading_key = false;
                     self.has_method |= self.key == b"method";
+                    self.has_result |= self.key == b"result";
+                    self.has_error |= self.key == b"error";
                 } else if self.capturing_id {
                     self.finish_id();
                 }
@@ -244,6 +313,70 @@ mod tests {
         assert_eq!(lines[1]["id"], 4);
         assert_eq!(lines[1]["error"]["code"], OVERSIZED_REPLY_CODE);
         assert_eq!(lines[2], serde_json::json!({"id": 5, "result": 2}));
+    }
+
+    /// Each line through the pump with a generous bound, as JSON values.
+    async fn pumped(input: &str) -> Vec<serde_json::Value> {
+        let mut output = Vec::new();
+        pump(input.as_bytes(), &mut output, 1 << 20).await;
+        String::from_utf8(output)
+            .expect("utf-8")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("every line passed on is JSON"))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_reply_with_a_lone_surrogate_escape_becomes_an_error_for_its_id() {
+        // What Python's `json.dumps` writes for a file name it could not decode, in any case.
+        for escape in [r"\udcff", r"\uDCFF", r"\ud83d"] {
+            let input = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"a{escape}b\"}}]}}}}\n"
+            );
+            let lines = pumped(&input).await;
+            assert_eq!(lines.len(), 1, "{escape}: {lines:?}");
+            assert_eq!(lines[0]["id"], 9);
+            assert_eq!(lines[0]["error"]["code"], MALFORMED_REPLY_CODE);
+            let message = lines[0]["error"]["message"].as_str().unwrap();
+            assert!(message.contains("lone UTF-16 surrogate"), "{message}");
+            assert!(
+                !message.contains("a\\"),
+                "the reply's text is not quoted: {message}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_surrogate_pair_and_a_request_with_a_lone_one_pass_unchanged() {
+        let pair = "{\"id\":1,\"result\":{\"text\":\"\\ud83d\\ude00\"}}\n";
+        let mut output = Vec::new();
+        pump(pair.as_bytes(), &mut output, 1 << 20).await;
+        assert_eq!(
+            output,
+            pair.as_bytes(),
+            "an emoji spelled as a pair is text"
+        );
+        // A request or notification answers nothing: no call waits for it, it goes on as sent.
+        let request = "{\"id\":2,\"method\":\"x\",\"params\":{\"t\":\"\\udcff\"}}\n";
+        let mut output = Vec::new();
+        pump(request.as_bytes(), &mut output, 1 << 20).await;
+        assert_eq!(output, request.as_bytes());
+    }
+
+    #[tokio::test]
+    async fn a_reply_with_a_result_and_an_error_becomes_an_error_for_its_id() {
+        let lines = pumped(
+            "{\"jsonrpc\":\"2.0\",\"id\":\"c-3\",\"result\":{\"content\":[]},\"error\":{\"code\":1,\"message\":\"m\"}}\n",
+        )
+        .await;
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0]["id"], "c-3");
+        assert_eq!(lines[0]["error"]["code"], MALFORMED_REPLY_CODE);
+        // The words inside a result are not its keys.
+        let inner = "{\"id\":4,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"structuredContent\":{\"error\":1,\"result\":2}}}\n";
+        let mut output = Vec::new();
+        pump(inner.as_bytes(), &mut output, 1 << 20).await;
+        assert_eq!(output, inner.as_bytes());
     }
 
     #[tokio::test]

@@ -260,6 +260,10 @@ async fn forward(
                 .to_owned()
         }
         CallFailure::Unreadable => "the upstream server answered the call with a result this client cannot read (a content type or field it does not know); the call may have taken effect, and nothing of the answer was passed on".to_owned(),
+        CallFailure::Malformed { detail } => format!(
+            "the upstream server answered the call, but {}; the call may have taken effect",
+            detail.replacen("the upstream's ", "its ", 1)
+        ),
         CallFailure::NoAnswer => "the upstream server did not answer (it may have stopped); whether the call took effect is unknown".to_owned(),
     }))
 }

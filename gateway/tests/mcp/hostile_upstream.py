@@ -26,6 +26,9 @@ resources/list, resources/templates/list and prompts/list with one entry and a n
 With RECORD_FILE.list-once present, a process answers its first tools/list and fails every later
 one (an upstream whose list cannot be checked after a restart).
 
+`echo` of `lone-surrogate` answers with a text holding a lone surrogate escape (`\udcff`, as
+Python writes an undecodable file name); of `result-and-error`, with a result and an error at once.
+
 Every tools/call received is appended to RECORD_FILE as one JSON line before it is answered.
 """
 
@@ -182,6 +185,15 @@ for line in sys.stdin:
             continue
         if name == "video":
             send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "video", "data": "SECRET"}]}})
+            continue
+        text_asked = str(message["params"].get("arguments", {}).get("text"))
+        if name == "echo" and text_asked == "lone-surrogate":
+            # What json.dumps writes for a file name Python could not decode: a lone surrogate.
+            send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "a\udcffb"}]}})
+            continue
+        if name == "echo" and text_asked == "result-and-error":
+            send({"jsonrpc": "2.0", "id": ident, "result": {"content": []},
+                  "error": {"code": -32000, "message": "both"}})
             continue
         if name == "huge":
             # 16 MiB unless the call names another size.

@@ -156,6 +156,37 @@ async fn an_oversized_reply_ends_that_call_with_an_error_and_the_gateway_keeps_s
     assert_eq!(work.recorded(), ["huge", "echo", "huge", "huge"]);
 }
 
+/// A reply the SDK cannot read as one message (a lone surrogate escape, a result and an error at
+/// once) ends its call at once with an error saying the upstream answered — not after the call's
+/// time bound with "did not answer" — and the gateway keeps serving.
+#[tokio::test]
+async fn an_unreadable_reply_ends_that_call_at_once_saying_the_upstream_answered() {
+    let work = Work::new("health-malformed");
+    let config = work.hostile_config("serve", "[limits]\ncall_timeout_ms = 20000\n");
+    let client = serve(&config).await;
+    for (text, why) in [
+        ("lone-surrogate", "lone UTF-16 surrogate escape"),
+        ("result-and-error", "a result and an error at once"),
+    ] {
+        let asked = Instant::now();
+        let (message, is_error) = call(&client, "h__echo", json!({"text": text})).await;
+        assert!(is_error, "{message}");
+        assert!(
+            message.starts_with("upstream `h` answered the call, but its reply could not be read")
+                && message.contains(why)
+                && message.ends_with("the call may have taken effect"),
+            "{message}"
+        );
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "answered after {:?}",
+            asked.elapsed()
+        );
+    }
+    let (message, is_error) = call(&client, "h__echo", json!({"text": "after"})).await;
+    assert!(!is_error && message == "echo: after", "{message}");
+}
+
 /// `limits.max_message_bytes` set lower bounds a reply there too, and the refusal says the
 /// upstream ran the call.
 #[tokio::test]

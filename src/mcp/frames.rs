@@ -79,6 +79,14 @@ fn oversized_error(id: &str, max: usize) -> String {
     )
 }
 
+/// The JSON-RPC error (one line, no newline) that takes the place of `message` when it is a reply
+/// the SDK cannot read as one message (see the module's description), with
+/// [`MALFORMED_REPLY_CODE`] and the reply's id; `None` for any other message. For readers of
+/// other framings (an SSE event's data) than this module's newline-delimited one.
+pub fn malformed_reply_error(message: &[u8]) -> Option<String> {
+    malformed_reply(message).map(|(id, why)| malformed_error(&id, why).trim_end().to_owned())
+}
+
 /// The id of `frame` and what is wrong with it, when it is a reply the SDK cannot read as one
 /// message. Looked at closely only where one pass over its bytes finds a reason to (a surrogate
 /// escape; both `"result"` and `"error"`).

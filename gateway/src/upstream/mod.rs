@@ -5,6 +5,7 @@ mod child;
 mod client;
 mod ordered;
 mod progress;
+mod readable_replies;
 mod remote;
 mod started;
 mod subscriptions;

@@ -1,7 +1,8 @@
 //! The HTTP client of a remote upstream, passing the trace on: a `tools/call` whose `_meta`
 //! carries a `traceparent` (the gateway sets it when tracing, see `traces`) is sent with the same
 //! value as its W3C `traceparent` header, for upstreams and proxies that read the header. Every
-//! other request, and every bound the SDK's client enforces, is as the SDK's client sends it.
+//! other request, and every bound the SDK's client enforces, is as the SDK's client sends it; a
+//! reply the client cannot read is made an error for its call ([`readable_replies`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,6 +16,8 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 use toolgate::mcp::TRACE_PARENT_META;
+
+use super::readable_replies;
 
 /// The SDK's reqwest client, adding the `traceparent` header a traced call carries.
 #[derive(Clone, Debug)]
@@ -61,9 +64,12 @@ impl StreamableHttpClient for TracedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let headers = with_traceparent(&message, custom_headers);
-        self.0
+        let id = readable_replies::request_id(&message);
+        let answer = self
+            .0
             .post_message(uri, message, session_id, auth_header, headers)
-            .await
+            .await;
+        readable_replies::readable(id, answer)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -76,7 +82,9 @@ impl StreamableHttpClient for TracedClient {
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let headers = with_traceparent(&message, custom_headers);
-        self.0
+        let id = readable_replies::request_id(&message);
+        let answer = self
+            .0
             .post_message_with_max_sse_event_size(
                 uri,
                 message,
@@ -85,7 +93,8 @@ impl StreamableHttpClient for TracedClient {
                 headers,
                 max_sse_event_size,
             )
-            .await
+            .await;
+        readable_replies::readable(id, answer)
     }
 
     async fn post_message_with_response_limits(
@@ -98,7 +107,9 @@ impl StreamableHttpClient for TracedClient {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let headers = with_traceparent(&message, custom_headers);
-        self.0
+        let id = readable_replies::request_id(&message);
+        let answer = self
+            .0
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -107,7 +118,8 @@ impl StreamableHttpClient for TracedClient {
                 headers,
                 limits,
             )
-            .await
+            .await;
+        readable_replies::readable(id, answer)
     }
 
     async fn delete_session(
@@ -133,6 +145,7 @@ impl StreamableHttpClient for TracedClient {
         self.0
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
+            .map(readable_replies::readable_events)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -154,5 +167,6 @@ impl StreamableHttpClient for TracedClient {
                 max_sse_event_size,
             )
             .await
+            .map(readable_replies::readable_events)
     }
 }

@@ -123,6 +123,76 @@ async fn a_remote_upstream_with_a_token_from_the_environment_is_served_gated() {
     assert!(parts[1].chars().any(|digit| digit != '0'), "{sent:?}");
 }
 
+/// A remote upstream's reply the SDK's client cannot read — a lone surrogate escape, a result and
+/// an error at once — as an SSE event or as a JSON body: the call ends at once saying the upstream
+/// answered. (Unchanged, the client reported a JSON body as "could not be sent the call; nothing
+/// ran" — false, for a call that ran — and an event as "stopped before answering".)
+#[tokio::test]
+async fn an_unreadable_reply_over_http_says_the_upstream_answered() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/raw_http_upstream.py");
+    for framing in ["sse", "json"] {
+        let work = Work::new(&format!("remote-unreadable-{framing}"));
+        let port = free_port();
+        let _upstream = Killed(
+            Command::new("python3")
+                .arg(&script)
+                .args([&port.to_string(), framing])
+                .stdin(Stdio::null())
+                .spawn()
+                .expect("the upstream starts"),
+        );
+        wait_for_port(port);
+        work.write(
+            "policy.json",
+            r#"{"rules": [{"id": "echo", "tool": "r__echo", "action": "allow", "reason": "test"}]}"#,
+        );
+        let config = work.write(
+            "gateway.toml",
+            &format!(
+                "[upstreams.r]\nurl = \"http://127.0.0.1:{port}/mcp\"\n[policy]\nlayers = [\"policy.json\"]\n\
+                 [limits]\ncall_timeout_ms = 20000\n"
+            ),
+        );
+        let client = serve(&config).await;
+        for (text, why) in [
+            (
+                "lone-surrogate",
+                if framing == "sse" {
+                    "lone UTF-16 surrogate escape"
+                } else {
+                    "not a JSON-RPC message"
+                },
+            ),
+            (
+                "result-and-error",
+                if framing == "sse" {
+                    "a result and an error at once"
+                } else {
+                    "not a JSON-RPC message"
+                },
+            ),
+        ] {
+            let asked = std::time::Instant::now();
+            let (message, is_error) = call(&client, "r__echo", json!({"text": text})).await;
+            assert!(is_error, "{framing} {text}: {message}");
+            assert!(
+                message
+                    .starts_with("upstream `r` answered the call, but its reply could not be read")
+                    && message.contains(why)
+                    && message.ends_with("the call may have taken effect"),
+                "{framing} {text}: {message}"
+            );
+            assert!(asked.elapsed() < std::time::Duration::from_secs(10));
+        }
+        let (message, is_error) = call(&client, "r__echo", json!({"text": "after"})).await;
+        assert_eq!(
+            (message.as_str(), is_error),
+            ("echo: after", false),
+            "{framing}"
+        );
+    }
+}
+
 /// A loopback HTTP server on a free port answering every request with `answer`, counting them.
 async fn counting_server(
     answer: impl Fn() -> axum::response::Response + Clone + Send + Sync + 'static,

@@ -133,9 +133,25 @@ impl Building<'_> {
             .into_iter()
             .map(|(tool, digest)| (tool.name.to_string(), (tool, digest)))
             .collect();
-        for tool in tools {
+        // Which of two look-alike names is served must not hang on the order the upstream lists
+        // them in: a pinned tool claims its name first, then an ASCII one (`delete` before a
+        // fullwidth or Cyrillic look-alike), then the rest; served, they keep the upstream's order.
+        let mut place = HashMap::new();
+        for (at, tool) in tools.iter().enumerate() {
+            place.entry(tool.name.to_string()).or_insert(at);
+        }
+        let mut claiming = tools;
+        claiming.sort_by_key(|tool| {
+            (
+                !pinned.contains_key(tool.name.as_ref()),
+                !tool.name.is_ascii(),
+            )
+        });
+        let first = self.catalog.served.len();
+        for tool in claiming {
             self.tool(link, &pinned, &mut own, tool)?;
         }
+        self.in_listed_order(first, &place);
         // Pinned, and no longer listed.
         for gone in pinned.keys().filter(|name| !own.contains(*name)) {
             let why = "its upstream no longer lists it; not served until its upstream lists it as pinned, or `toolgate-mcp-gateway pin --config FILE` accepts the list without it".to_owned();
@@ -143,6 +159,22 @@ impl Building<'_> {
             self.catalog.stand_ins.extend(stand_in);
         }
         Ok(())
+    }
+
+    /// Puts the served tools from `first` on (with their definitions) in the order their upstream
+    /// listed them: `place` holds each name's first place in its upstream's list.
+    fn in_listed_order(&mut self, first: usize, place: &HashMap<String, usize>) {
+        let catalog = &mut self.catalog;
+        let mut tools: Vec<(Served, ToolDefinition)> = catalog
+            .served
+            .drain(first..)
+            .zip(catalog.definitions.drain(first..))
+            .collect();
+        tools.sort_by_key(|(served, _)| place.get(served.tool.name.as_ref()).copied());
+        for (served, definition) in tools {
+            catalog.served.push(served);
+            catalog.definitions.push(definition);
+        }
     }
 
     /// One tool of `link`'s upstream, served or left out; `own` holds the names its upstream
@@ -175,12 +207,15 @@ impl Building<'_> {
             }
         };
         let digest = definition.digest().to_owned();
-        if !self.pinned_or_first_seen(link, pinned, &tool, &digest) {
-            return Ok(());
-        }
-        // Only a tool that will be served claims its name against look-alikes.
+        // A look-alike of a name claimed before is left out as one, whatever its pin says (said
+        // as "new; pin it", it would stay out after `pin` — which pins only tools served — and
+        // send the operator round again). Pinned tools claim first, so a new look-alike never
+        // takes a pinned tool's place.
         if let Err(error) = self.names.check(&name) {
             self.leave(link, &tool, error.to_string());
+            return Ok(());
+        }
+        if !self.pinned_or_first_seen(link, pinned, &tool, &digest) {
             return Ok(());
         }
         self.owners.insert(name, link.name().to_owned());

@@ -130,6 +130,71 @@ fn tools_prints_served_names_and_argument_fields_as_json() {
     );
 }
 
+/// The served tools, and each left-out tool (its name quoted) with why, of `tools --config CONFIG`
+/// for upstream `h`.
+fn served_and_left_out(config: &std::path::Path) -> (Vec<String>, Vec<(String, String)>) {
+    let output = run(&["tools", "--config", config.to_str().unwrap()]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let listing: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    let upstream = &listing["upstreams"][0];
+    let served = upstream["tools"].as_array().unwrap().iter();
+    let left = upstream["left_out"].as_array().unwrap().iter();
+    (
+        served
+            .map(|tool| tool["served_as"].as_str().unwrap().to_owned())
+            .collect(),
+        left.map(|tool| {
+            let field = |key: &str| tool[key].as_str().unwrap_or_default().to_owned();
+            (field("name"), field("why"))
+        })
+        .collect(),
+    )
+}
+
+/// A look-alike listed before the ASCII name it resembles does not push that tool out, and one
+/// that appears after the ASCII tool was pinned is left out as a look-alike — not as "new", which
+/// `pin` would never cure (it pins only tools served) — and `pin` keeps the ASCII tool's pin.
+#[test]
+fn a_fullwidth_look_alike_listed_first_leaves_the_ascii_tool_served_and_pinned() {
+    let work = Work::new("health-fullwidth");
+    let config = work.hostile_config("serve", "");
+    std::fs::write(work.path("record.jsonl.fullwidth"), "").unwrap();
+    let (served, left) = served_and_left_out(&config);
+    assert!(served.contains(&"h__echo".to_owned()), "{served:?}");
+    assert!(
+        !served.iter().any(|name| name.contains('\u{ff45}')),
+        "{served:?}"
+    );
+    let look_alike = left
+        .iter()
+        .find(|(tool, _)| tool.contains('\u{ff45}'))
+        .unwrap_or_else(|| panic!("the fullwidth tool is left out: {left:?}"));
+    assert!(look_alike.1.contains("look alike"), "{look_alike:?}");
+
+    // Pinned without the look-alike, then listed with it first.
+    let work = Work::new("health-fullwidth-pinned");
+    let config = work.hostile_config("serve", "");
+    let output = run(&["pin", "--config", config.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output).1);
+    std::fs::write(work.path("record.jsonl.fullwidth"), "").unwrap();
+    for _ in 0..2 {
+        let (served, left) = served_and_left_out(&config);
+        assert!(served.contains(&"h__echo".to_owned()), "{served:?}");
+        let look_alike = left.iter().find(|(tool, _)| tool.contains('\u{ff45}'));
+        let look_alike = look_alike.expect("the fullwidth tool is left out");
+        assert!(
+            look_alike.1.contains("look alike") && !look_alike.1.contains("new since"),
+            "{look_alike:?}"
+        );
+        // Accepting the upstream's list again changes nothing: echo stays pinned and served.
+        let output = run(&["pin", "--config", config.to_str().unwrap()]);
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        assert!(!stdout.contains('\u{ff45}'), "{stdout}");
+    }
+}
+
 #[tokio::test]
 async fn an_oversized_reply_ends_that_call_with_an_error_and_the_gateway_keeps_serving() {
     let work = Work::new("health-huge");

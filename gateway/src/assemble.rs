@@ -231,7 +231,10 @@ fn registry_and_policy(
         Err(errors) => errors,
     };
     // A rule naming a tool that is not served: say why it is not.
-    let mut problems: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let mut problems: Vec<String> = errors
+        .iter()
+        .map(|error| format!("{}: {error}", config.file.display()))
+        .collect();
     problems.extend(started.left.iter().map(|left| {
         format!(
             "upstream `{}`: {} is not served: {}",

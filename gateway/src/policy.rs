@@ -29,10 +29,12 @@ pub fn spec_registry(specs: Vec<toolgate::ToolSpec>) -> Result<ToolRegistry, Str
     ToolRegistry::new(definitions).map_err(|error| error.to_string())
 }
 
-/// A policy layer that did not load.
+/// A policy layer that did not load: the config key naming it, its file, why.
 #[derive(Debug, thiserror::Error)]
-#[error("policy {}: {error}", path.display())]
+#[error("{key}: policy {}: {error}", path.display())]
 pub struct LayerLoadError {
+    /// `policy.layers[N]` or `tool_sets.NAME.policy`.
+    pub key: String,
     pub path: PathBuf,
     #[source]
     pub error: PolicyLoadError,
@@ -102,11 +104,15 @@ pub fn load(
     let mut problems = Vec::new();
     // The main layers in order, then the sets in name order (a set without a file of its own
     // is a layer all the same: it denies what is outside it).
-    let files = paths.iter().map(|path| (Some(path), None)).chain(
-        sets.iter()
-            .map(|set| (set.policy.as_ref(), Some(Arc::new(set.clone())))),
-    );
-    for (path, set) in files {
+    let files = paths
+        .iter()
+        .enumerate()
+        .map(|(at, path)| (Some(path), None, format!("policy.layers[{at}]")))
+        .chain(sets.iter().map(|set| {
+            let key = format!("tool_sets.{}.policy", set.name);
+            (set.policy.as_ref(), Some(Arc::new(set.clone())), key)
+        }));
+    for (path, set, key) in files {
         let Some(path) = path else {
             let set = set.expect("only a set has no file");
             layers = layers
@@ -135,6 +141,7 @@ pub fn load(
                     .expect("config paths and set names are unique");
             }
             Err(error) => problems.push(LayerLoadError {
+                key,
                 path: path.clone(),
                 error,
             }),

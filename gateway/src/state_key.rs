@@ -35,10 +35,18 @@ pub fn keys(config: &Config) -> Result<Option<Vec<Vec<u8>>>, String> {
         StateKeySource::PerProcess => Ok(None),
         StateKeySource::Env(name) => from_env(config, name).map(|key| Some(vec![key])),
         StateKeySource::File { path, create } => {
+            // The config file, and the key naming the file (none names the default one).
+            let within = |error: String| match create {
+                true => format!(
+                    "{}: the request-state key file made beside it: {error}",
+                    config.file.display()
+                ),
+                false => format!("{}: gateway.state_key_file: {error}", config.file.display()),
+            };
             if *create && !path.exists() {
-                create_file(path)?;
+                create_file(path).map_err(within)?;
             }
-            read(path).map(Some)
+            read(path).map(Some).map_err(within)
         }
     }
 }
@@ -231,7 +239,10 @@ mod tests {
             create: false,
         };
         let error = keys(&config).unwrap_err();
-        assert!(error.contains("cannot read it"), "{error}");
+        assert!(
+            error.contains("gateway.state_key_file: ") && error.contains("cannot read it"),
+            "{error}"
+        );
         assert!(!path.exists());
         config.state_key = StateKeySource::File {
             path: path.clone(),

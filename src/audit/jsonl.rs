@@ -139,7 +139,7 @@ pub struct RecoveredTail {
 pub enum AuditOpenError {
     /// The file (or a side file) could not be opened, read, written or locked: the operator's
     /// storage is at fault.
-    #[error("audit file {}: i/o error", path.display())]
+    #[error("audit file {}: {source}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

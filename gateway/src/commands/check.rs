@@ -27,6 +27,14 @@ pub async fn check(config_path: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // A checkpoint key that does not load fails the check before anything is said to be ok.
+    let signer = match config.checkpoints.as_ref().map(crate::checkpoints::signer) {
+        Some(Err(problem)) => {
+            super::report([format!("{}: {problem}", config.file.display())]);
+            return ExitCode::FAILURE;
+        }
+        signer => signer.and_then(Result::ok),
+    };
     println!("{}: ok", config.file.display());
     for (upstream, listed) in &started.counts {
         let served = started
@@ -68,18 +76,28 @@ pub async fn check(config_path: &Path) -> ExitCode {
             layer.digest
         );
     }
-    if let Some(settings) = &config.checkpoints {
-        match crate::checkpoints::signer(settings) {
-            Ok(signer) => println!(
-                "  signed checkpoints of the audit log: key {}, written to {} every {} s",
-                signer.name(),
-                settings.file.display(),
-                settings.every.as_secs()
-            ),
-            Err(problem) => {
-                super::report([problem]);
-                return ExitCode::FAILURE;
-            }
+    if let (Some(settings), Some(signer)) = (&config.checkpoints, &signer) {
+        println!(
+            "  signed checkpoints of the audit log: key {}, written to {} every {} s",
+            signer.name(),
+            settings.file.display(),
+            settings.every.as_secs()
+        );
+    }
+    // A set that holds no tool serves an empty list: most likely a typo in its patterns.
+    for set in &config.tool_sets {
+        let patterns = set.patterns();
+        if !tools
+            .iter()
+            .chain(&gates)
+            .any(|spec| patterns.hold(&spec.name))
+        {
+            println!(
+                "  warning: tool_sets.{}: its tools ({}) match no tool served; its endpoint {} lists none",
+                set.name,
+                set.tools.join(", "),
+                set.path()
+            );
         }
     }
     // `serve` would serve the rest, degraded; for a check that is a problem to fix — and so is

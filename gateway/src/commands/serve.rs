@@ -194,7 +194,8 @@ impl Checkpoints {
         else {
             return Ok(None);
         };
-        let signer = crate::checkpoints::signer(settings)?;
+        let signer = crate::checkpoints::signer(settings)
+            .map_err(|problem| format!("{}: {problem}", config.file.display()))?;
         tracing::info!(
             file = %settings.file.display(),
             every_s = settings.every.as_secs(),

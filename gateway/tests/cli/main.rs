@@ -1,6 +1,7 @@
 //! The gateway's command line on real files and real upstreams: a held call answered from a shell
 //! (`approvals`) and webhooks, the audit log's `verify --head` and `prove` and signed checkpoints,
-//! `check`, `policy diff` and `policy explain`, `init`, and the systemd unit.
+//! `check` (and its reports of a config's bad files and keys), `policy diff` and `policy explain`,
+//! `init`, and the systemd unit.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -16,6 +17,7 @@ mod raw;
 mod approvals;
 mod audit;
 mod audit_postgres;
+mod config_errors;
 mod init;
 mod policy;
 mod service_unit;

@@ -286,14 +286,36 @@ async fn authenticate(
                 .into_response();
         }
     };
-    if let Err(problem) = toolgate::mcp::check_duplicate_keys(&body) {
+    // One pass: a JSON POST whose body is not JSON gets the protocol's parse error here (the SDK
+    // would answer 415, as if the content type were wrong); one holding a key twice is refused.
+    // Anything else (a GET, a DELETE, another content type) is the SDK's to answer.
+    let says_json = parts.method == http::Method::POST
+        && parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
+    let refused = match toolgate::mcp::check_request_body(&body) {
+        Ok(()) => None,
+        Err(toolgate::mcp::BodyProblem::NotJson(_)) if !says_json => None,
+        Err(toolgate::mcp::BodyProblem::NotJson(problem)) => {
+            Some((-32700, format!("parse error: {problem}. Nothing ran")))
+        }
+        Err(toolgate::mcp::BodyProblem::DuplicateKey(problem)) => Some((
+            -32600,
+            format!(
+                "refused: {problem}; parsers read a key given twice differently, so send each key once. Nothing ran"
+            ),
+        )),
+        Err(_) => Some((
+            -32600,
+            "refused: the request body cannot be read. Nothing ran".to_owned(),
+        )),
+    };
+    if let Some((code, message)) = refused {
         let refusal = serde_json::json!({
             "jsonrpc": "2.0",
             "id": null,
-            "error": {
-                "code": -32600,
-                "message": format!("refused: {problem}; parsers read a key given twice differently, so send each key once. Nothing ran"),
-            },
+            "error": {"code": code, "message": message},
         });
         return (
             StatusCode::BAD_REQUEST,

@@ -60,7 +60,7 @@ pub use passthrough::{Passthrough, Watching};
 pub use person::{MAX_PERSON_REQUEST_BYTES, PERSON_REQUEST_META};
 pub use reload::{PolicyFile, Reload};
 pub use server::McpServer;
-pub use strict_input::check_duplicate_keys;
+pub use strict_input::{BodyProblem, check_duplicate_keys, check_request_body};
 #[cfg(feature = "tracing")]
 pub use trace_context::{CallSpan, TRACE_PARENT_META};
 pub use upstream::{SkipReason, Skipped, Upstream, UpstreamLimits};

@@ -67,7 +67,7 @@ where
 /// Refuses a message body holding a duplicate key in any object — for transports other than
 /// [`McpServer::serve_io`](super::McpServer::serve_io), which checks each line itself (an HTTP
 /// server checks each POST body before the SDK parses it, and answers a refused one without
-/// passing it on). Text that is not JSON passes: the SDK answers it with a parse error.
+/// passing it on). Text that is not JSON passes (see [`check_request_body`] to refuse it too).
 ///
 /// # Errors
 ///
@@ -82,14 +82,55 @@ where
 /// assert!(check_duplicate_keys(b"not json").is_ok());
 /// ```
 pub fn check_duplicate_keys(body: &[u8]) -> Result<(), String> {
+    match check_request_body(body) {
+        Err(BodyProblem::DuplicateKey(problem)) => Err(problem),
+        _ => Ok(()),
+    }
+}
+
+/// What is wrong with a request body an HTTP server is about to hand the SDK.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BodyProblem {
+    /// It is not one JSON value (not UTF-8, a syntax error, text after the value): a JSON-RPC
+    /// parse error (`-32700`). Where, never the text.
+    NotJson(String),
+    /// An object in it holds a key twice. Where, never the text.
+    DuplicateKey(String),
+}
+
+/// Checks a request body in one pass: one JSON value (a leading byte-order mark and surrounding
+/// white space allowed, as the SDK allows them), no object holding a key twice.
+///
+/// # Errors
+///
+/// [`BodyProblem`], saying where.
+///
+/// # Examples
+///
+/// ```
+/// use toolgate::mcp::{BodyProblem, check_request_body};
+/// assert!(check_request_body(br#"{"a":1}"#).is_ok());
+/// assert!(matches!(check_request_body(br#"{"a":1"#), Err(BodyProblem::NotJson(_))));
+/// assert!(matches!(check_request_body(br#"{"a":1,"a":2}"#), Err(BodyProblem::DuplicateKey(_))));
+/// ```
+pub fn check_request_body(body: &[u8]) -> Result<(), BodyProblem> {
     let Ok(text) = std::str::from_utf8(body) else {
-        return Ok(());
+        return Err(BodyProblem::NotJson(
+            "not valid JSON: not UTF-8 text".to_owned(),
+        ));
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text).trim();
     match crate::providers::check_unique_keys(text) {
         Ok(()) => Ok(()),
-        Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() => Ok(()),
-        Err(problem) => Err(problem),
+        Err(problem) => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Err(error) => Err(BodyProblem::NotJson(format!(
+                "not valid JSON: syntax error at line {} column {}",
+                error.line(),
+                error.column()
+            ))),
+            Ok(_) => Err(BodyProblem::DuplicateKey(problem)),
+        },
     }
 }
 
@@ -124,6 +165,24 @@ fn marked(line: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_body_is_one_json_value_with_each_key_once() {
+        assert_eq!(check_request_body(b"\xef\xbb\xbf {\"a\":1}\n"), Ok(()));
+        for body in [&b""[..], b"{\"a\":1", b"{\"a\":1} x", b"\xff{}", b"[1,]"] {
+            assert!(
+                matches!(check_request_body(body), Err(BodyProblem::NotJson(_))),
+                "{body:?}"
+            );
+        }
+        let Err(BodyProblem::DuplicateKey(problem)) =
+            check_request_body(br#"{"params":{"arguments":{"secret":1,"secret":2}}}"#)
+        else {
+            panic!("a duplicate key")
+        };
+        assert!(!problem.contains("secret"), "{problem}");
+        assert!(check_duplicate_keys(b"{\"a\":1").is_ok(), "not JSON is not a duplicate");
+    }
 
     #[test]
     fn only_calls_with_a_duplicate_key_are_marked() {

@@ -84,6 +84,13 @@ async def main() -> None:
     response = await raw_post({"authorization": f"Bearer {alice_key}"}, duplicated)
     check("a body with a duplicate key is refused before the SDK reads it",
           response.status_code == 400 and "duplicate key" in response.text, (response.status_code, response.text))
+    # A JSON body cut short: the protocol's parse error (400, -32700, no id), not the SDK's 415.
+    response = await raw_post({"authorization": f"Bearer {alice_key}"}, duplicated[:40])
+    answer = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
+    check("a body that is not JSON gets a JSON-RPC parse error",
+          response.status_code == 400 and answer.get("error", {}).get("code") == -32700
+          and answer.get("id", "absent") is None and "h__echo" not in response.text,
+          (response.status_code, response.text))
 
     async with client_for(alice_key) as alice, client_for(bob_key) as bob:
         expected = ["2025-11-25"] if mode == "legacy" else [mode]

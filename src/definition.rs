@@ -15,6 +15,7 @@ mod typed;
 mod unions;
 mod violations;
 
+pub(crate) use blocks::text_of;
 pub(crate) use depth::{drop_deep, exceeds_depth};
 
 use std::fmt;

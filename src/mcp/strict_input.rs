@@ -181,7 +181,10 @@ mod tests {
             panic!("a duplicate key")
         };
         assert!(!problem.contains("secret"), "{problem}");
-        assert!(check_duplicate_keys(b"{\"a\":1").is_ok(), "not JSON is not a duplicate");
+        assert!(
+            check_duplicate_keys(b"{\"a\":1").is_ok(),
+            "not JSON is not a duplicate"
+        );
     }
 
     #[test]

@@ -95,6 +95,10 @@ pub(crate) fn values_of_result(result: &ToolResult) -> Vec<Token> {
         for block in &blocks.content {
             block_values(block, &mut out);
         }
+        // The result's `_meta` reaches the client with it.
+        if let Some(meta) = &blocks.meta {
+            map_values(meta, &mut out);
+        }
     }
     out.sort_unstable();
     out.dedup();
@@ -191,7 +195,8 @@ fn block_values(block: &Value, out: &mut Vec<Token>) {
     }
 }
 
-/// The values in a JSON value: each string (and number) whole, and the tokens of each string.
+/// The values in a JSON value: each string (and number) whole, the tokens of each string, and the
+/// tokens of each object key.
 fn leaf_values(value: &Value, out: &mut Vec<Token>) {
     match value {
         Value::String(text) => text_values(text, out),
@@ -201,7 +206,17 @@ fn leaf_values(value: &Value, out: &mut Vec<Token>) {
             }
         }
         Value::Array(items) => items.iter().for_each(|item| leaf_values(item, out)),
-        Value::Object(map) => map.values().for_each(|item| leaf_values(item, out)),
+        Value::Object(map) => map_values(map, out),
         Value::Bool(_) | Value::Null => {}
+    }
+}
+
+/// The values of an object: its values', and the tokens of its keys (a map keyed by IBAN or by
+/// link names them as surely as a field does; a key is a name, not a value, so it is not read
+/// whole).
+fn map_values(map: &serde_json::Map<String, Value>, out: &mut Vec<Token>) {
+    for (key, item) in map {
+        extract::tokens(key, out);
+        leaf_values(item, out);
     }
 }

@@ -38,6 +38,7 @@ mod rate_limits;
 mod rate_limits_shared;
 mod reasons;
 mod result_rules;
+mod return_path_review;
 mod rule_index;
 mod rules;
 mod shadow;

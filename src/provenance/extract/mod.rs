@@ -163,6 +163,21 @@ fn scan(text: &str, out: &mut Vec<Token>) {
         let at = next + skipped;
         next = at + 1;
         let class = BYTE_CLASS[usize::from(bytes[at])];
+        // A host's dot spelled as an ideographic, fullwidth or halfwidth full stop (see
+        // `HOST_DOTS`) starts a chunk as `.` does; other characters of those blocks do not.
+        if class == FULL_STOP_LEAD {
+            let full_stop = matches!(
+                bytes.get(at..at + 3),
+                Some([0xE3, 0x80, 0x82] | [0xEF, 0xBC, 0x8E] | [0xEF, 0xBD, 0xA1])
+            );
+            // Between two ASCII letters or digits, as `separates_at` reads a host's dot.
+            let in_host = at > 0
+                && bytes[at - 1].is_ascii_alphanumeric()
+                && bytes.get(at + 3).is_some_and(u8::is_ascii_alphanumeric);
+            if !(full_stop && in_host) {
+                continue;
+            }
+        }
         if class == DIGIT {
             numbers.at_digit(bytes, at, out);
             amounts.at_digit(bytes, at, out);
@@ -188,7 +203,9 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
             chunk_tokens(&joined, out);
         }
     }
-    end.max(inside + 1)
+    // Past the character at `inside` at least (a full stop of `HOST_DOTS` is three bytes).
+    let after = inside + text[inside..].chars().next().map_or(1, char::len_utf8);
+    end.max(after)
 }
 
 /// A byte's class for the scan: a digit, one without which a chunk holds no link, address,
@@ -207,10 +224,14 @@ static BYTE_CLASS: [u8; 256] = {
         table[digit as usize] = DIGIT;
         digit += 1;
     }
+    table[0xE3] = FULL_STOP_LEAD;
+    table[0xEF] = FULL_STOP_LEAD;
     table
 };
 const CHUNK: u8 = 1;
 const DIGIT: u8 = 2;
+/// The first byte of U+3002 (ideographic full stop) or of U+FF0E / U+FF61 (fullwidth, halfwidth).
+const FULL_STOP_LEAD: u8 = 3;
 
 /// The whole of `text` as one value: the canonical form of the one link, address, IBAN,
 /// number, path or handle it is, else the text itself (folded, white space collapsed). `None`
@@ -338,12 +359,13 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
             .any(|pair| pair[0] == b'.' && pair[1].is_ascii_alphanumeric())
         || bytes.len() >= 4 && bytes[..4].eq_ignore_ascii_case(b"www.")
         || bytes.len() >= 5 && bytes[1..5].eq_ignore_ascii_case(b"www.");
-    if !may_hold_one {
-        return None;
-    }
-    // A host's dots spelled as CJK or fullwidth full stops are dots (see `HOST_DOTS`).
+    // A host's dots spelled as CJK or fullwidth full stops are dots (see `HOST_DOTS`): read as
+    // dots before the chunk is judged to hold nothing (`evil。example` has no ASCII dot).
     if !chunk.is_ascii() && chunk.contains(HOST_DOTS) {
         return chunk_tokens(&chunk.replace(HOST_DOTS, "."), out);
+    }
+    if !may_hold_one {
+        return None;
     }
     // `https:/host`, `https:host`, `https:\\host`: browsers read a special scheme's slashes and
     // backslashes, however many, as `//`.

@@ -109,6 +109,12 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
             && bytes.get(cursor + 1).is_some_and(u8::is_ascii_alphanumeric)
         {
             cursor += 1;
+        } else if byte == b'\r'
+            && bytes.get(cursor + 1) == Some(&b'\n')
+            && bytes.get(cursor + 2).is_some_and(u8::is_ascii_alphanumeric)
+        {
+            // A line break as mail writes it (CRLF).
+            cursor += 2;
         } else {
             break;
         }

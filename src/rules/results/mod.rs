@@ -228,6 +228,9 @@ impl ResultRules {
         if let Some(rule) = withholding(&rules, &hit) {
             return withhold(result, rule);
         }
+        if let Some(rule) = split_across_blocks(&rules, result) {
+            return withhold(result, rule);
+        }
         let markers: Vec<String> = rules
             .iter()
             .map(|rule| format!("[redacted by result rule {:?}]", &*rule.id))
@@ -271,6 +274,46 @@ fn withholding<'r>(rules: &[&'r Compiled], hit: &[bool]) -> Option<&'r Compiled>
         .map(|(rule, _)| *rule)
 }
 
+/// The first redacting rule with a match in the result's text that runs from one content block
+/// into the next (a key whose first lines end one block): redacting each block alone would leave
+/// the rest of it in the next, so the result is withheld instead.
+fn split_across_blocks<'r>(rules: &[&'r Compiled], result: &ToolResult) -> Option<&'r Compiled> {
+    let blocks = result.blocks.as_ref()?;
+    if blocks.content.len() < 2 {
+        return None;
+    }
+    // Where each block's text stands in the result's text (the blocks' texts, one per line).
+    let texts: Vec<String> = blocks
+        .content
+        .iter()
+        .map(|block| crate::definition::text_of(std::slice::from_ref(block), None))
+        .collect();
+    if texts.join("\n") != result.content {
+        return None;
+    }
+    let mut ends = Vec::with_capacity(texts.len());
+    let mut at = 0;
+    for text in &texts {
+        at += text.len();
+        ends.push(at);
+        at += 1;
+    }
+    rules
+        .iter()
+        .filter(|rule| rule.action == ResultAction::Redact)
+        .find(|rule| {
+            let mut spans = Vec::new();
+            rule.spans(&result.content, &mut spans);
+            spans.iter().any(|&(start, end)| {
+                // The block the match starts in ends before the match does.
+                ends.iter()
+                    .find(|&&block_end| start <= block_end)
+                    .is_some_and(|&block_end| end > block_end)
+            })
+        })
+        .copied()
+}
+
 /// Replaces `result` by an error saying the tool ran and `rule` withheld its result; a withheld
 /// result labels nothing (the model never sees it).
 fn withhold(result: &mut ToolResult, rule: &Compiled) -> Vec<String> {
@@ -308,42 +351,98 @@ fn redact(text: &mut String, rule: &Compiled, marker: &str) -> bool {
     true
 }
 
-/// The bytes of a result: its text, and the JSON of its structured content and blocks.
+/// The bytes of a result: its text, and the JSON of its structured content, blocks and `_meta`.
 fn result_size(result: &ToolResult) -> u64 {
     let json = |value: &Value| serde_json::to_string(value).map_or(0, |text| text.len());
-    let blocks = result
-        .blocks
-        .as_ref()
-        .map_or(0, |blocks| blocks.content.iter().map(json).sum());
+    let blocks = result.blocks.as_ref().map_or(0, |blocks| {
+        let meta = blocks.meta.as_ref().map_or(0, |meta| {
+            serde_json::to_string(meta).map_or(0, |text| text.len())
+        });
+        blocks.content.iter().map(json).sum::<usize>() + meta
+    });
     (result.content.len() + result.structured.as_ref().map_or(0, json) + blocks) as u64
 }
 
-/// Object keys whose strings are not text: a block's type and media type, base64 payloads.
+/// A content block's own fields (and its `resource`'s) whose strings are not text: its type and
+/// media type, base64 payloads. Only there: in structured content, or deeper in a block, a `data`
+/// or `type` key is any other key (`{"data": [...]}` is the commonest envelope of an API).
 const NOT_TEXT: [&str; 4] = ["type", "mimeType", "data", "blob"];
 
-/// Calls `change` on every text of `result`.
+/// Calls `change` on every text of `result`: its text, every string, number and object key of its
+/// structured content, of its content blocks (but a block's own type, media type and payload)
+/// and of its `_meta`. A number or key that `change` rewrites (redacts) becomes the text written.
 fn for_each_text(result: &mut ToolResult, change: &mut dyn FnMut(&mut String)) {
-    fn in_value(value: &mut Value, change: &mut dyn FnMut(&mut String)) {
-        match value {
-            Value::String(text) => change(text),
-            Value::Array(items) => items.iter_mut().for_each(|item| in_value(item, change)),
-            Value::Object(map) => {
-                for (key, item) in map.iter_mut() {
-                    if !NOT_TEXT.contains(&key.as_str()) {
-                        in_value(item, change);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
     change(&mut result.content);
     if let Some(value) = &mut result.structured {
         in_value(value, change);
     }
     if let Some(blocks) = &mut result.blocks {
         for block in &mut blocks.content {
-            in_value(block, change);
+            in_block(block, change);
         }
+        if let Some(meta) = &mut blocks.meta {
+            in_map(meta, change);
+        }
+    }
+}
+
+/// A content block's texts: every field's but its own type, media type and payload, and so for
+/// the `resource` it embeds.
+fn in_block(block: &mut Value, change: &mut dyn FnMut(&mut String)) {
+    let Value::Object(map) = block else {
+        return in_value(block, change);
+    };
+    for (key, item) in map.iter_mut() {
+        if NOT_TEXT.contains(&key.as_str()) {
+            continue;
+        }
+        if key == "resource" {
+            in_block(item, change);
+        } else {
+            in_value(item, change);
+        }
+    }
+}
+
+fn in_value(value: &mut Value, change: &mut dyn FnMut(&mut String)) {
+    match value {
+        Value::String(text) => change(text),
+        Value::Number(number) => {
+            let written = number.to_string();
+            let mut text = written.clone();
+            change(&mut text);
+            if text != written {
+                *value = Value::String(text);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| in_value(item, change)),
+        Value::Object(map) => in_map(map, change),
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+/// A map's keys and values; a key `change` rewrites is replaced (a second key rewritten alike
+/// gets a number after it, so no value is lost).
+fn in_map(map: &mut serde_json::Map<String, Value>, change: &mut dyn FnMut(&mut String)) {
+    let mut renamed = Vec::new();
+    for (key, item) in map.iter_mut() {
+        let mut text = key.clone();
+        change(&mut text);
+        if text != *key {
+            renamed.push((key.clone(), text));
+        }
+        in_value(item, change);
+    }
+    for (key, mut text) in renamed {
+        let Some(item) = map.remove(&key) else {
+            continue;
+        };
+        let base = text.clone();
+        let mut n = 2;
+        while map.contains_key(&text) {
+            text = format!("{base} ({n})");
+            n += 1;
+        }
+        map.insert(text, item);
     }
 }

@@ -318,3 +318,42 @@ fn a_host_spelled_with_an_ideographic_or_halfwidth_full_stop_is_recorded() {
         "allow"
     );
 }
+
+#[test]
+fn a_secret_or_card_number_in_another_spelling_is_found_and_never_shown() {
+    for spelled in [
+        "AKIA\u{ad}IOSFODNN7EXAMPLE",
+        "AKIA\u{200b}IOSFODNN7EXAMPLE",
+        "\u{ff21}\u{ff2b}\u{ff29}\u{ff21}IOSFODNN7EXAMPLE",
+    ] {
+        assert!(
+            labels(ToolOutput::new(vec![text(&format!("key {spelled}"))])),
+            "{spelled:?}"
+        );
+    }
+    for spelled in [
+        "4111\u{a0}1111\u{a0}1111\u{a0}1111",
+        "4111  1111  1111  1111",
+        "\u{ff14}\u{ff11}\u{ff11}\u{ff11} 1111 1111 1111",
+        "4111\u{200b}1111\u{200b}1111\u{200b}1111",
+        "DE89\u{a0}3704\u{a0}0044\u{a0}0532\u{a0}0130\u{a0}00",
+        "DE89  3704  0044  0532  0130  00",
+    ] {
+        let held: Output = Arc::default();
+        let controller = controller(RESULT_POLICY, &held);
+        *held.lock().unwrap() = ToolOutput::new(vec![text(&format!("pay with {spelled} today"))]);
+        let result = completed(run(&controller, "fetch", json!({})));
+        let seen = everything(&result);
+        assert!(result.is_error, "{spelled:?}: {seen}");
+        assert!(
+            result.content.contains("\"payment-data\""),
+            "{}",
+            result.content
+        );
+        assert!(!seen.contains("1111") && !seen.contains("3704"), "{seen}");
+    }
+    // Spaced text without any such value passes as it was.
+    let spaced = "name\tcity\nAna  Lisbon\u{a0}(PT)";
+    assert!(redacted(ToolOutput::new(vec![text(spaced)])).contains("Lisbon"));
+    assert!(!labels(ToolOutput::new(vec![text(spaced)])));
+}

@@ -95,10 +95,14 @@ impl Compiled {
         self.tool.matches(tool)
     }
 
-    fn spans(&self, text: &str, out: &mut Vec<(usize, usize)>) {
+    fn detector_spans(&self, text: &str, out: &mut Vec<(usize, usize)>) {
         for detector in &self.detect {
             detector.find(text, out);
         }
+    }
+
+    fn spans(&self, text: &str, out: &mut Vec<(usize, usize)>) {
+        self.detector_spans(text, out);
         if let Some(pattern) = &self.pattern {
             out.extend(
                 pattern
@@ -236,11 +240,19 @@ impl ResultRules {
             .map(|rule| format!("[redacted by result rule {:?}]", &*rule.id))
             .collect();
         let finds = |rule: &Compiled| !(rule.detect.is_empty() && rule.pattern.is_none());
+        // A redacting rule whose detectors still find something in another spelling of a text
+        // once its matches are redacted (a card number in fullwidth digits or grouped by
+        // no-break spaces): that spelling cannot be redacted in place, so the result is withheld.
+        let mut unredacted = vec![false; rules.len()];
         for_each_text(result, &mut |text| {
+            let other_spelling = respelled(text);
             for (index, rule) in rules.iter().enumerate() {
                 if rule.action != ResultAction::Redact && !hit[index] && finds(rule) {
                     let mut spans = Vec::new();
                     rule.spans(text, &mut spans);
+                    if let Some(other) = &other_spelling {
+                        rule.detector_spans(other, &mut spans);
+                    }
                     hit[index] = !spans.is_empty();
                 }
             }
@@ -248,9 +260,21 @@ impl ResultRules {
                 if rule.action == ResultAction::Redact && redact(text, rule, &markers[index]) {
                     hit[index] = true;
                 }
+                if rule.action == ResultAction::Redact
+                    && !rule.detect.is_empty()
+                    && other_spelling.is_some()
+                    && let Some(left) = respelled(text)
+                {
+                    let mut spans = Vec::new();
+                    rule.detector_spans(&left, &mut spans);
+                    unredacted[index] |= !spans.is_empty();
+                }
             }
         });
         if let Some(rule) = withholding(&rules, &hit) {
+            return withhold(result, rule);
+        }
+        if let Some((rule, _)) = rules.iter().zip(&unredacted).find(|(_, left)| **left) {
             return withhold(result, rule);
         }
         let mut labels: Vec<String> = rules
@@ -263,6 +287,41 @@ impl ResultRules {
         labels.dedup();
         labels
     }
+}
+
+/// `text` as the detectors read it a second time, when that differs: invisible characters
+/// removed, with the `unicode` feature NFKC (fullwidth digits and letters, no-break and other
+/// spaces), and each run of spaces and tabs one space — a card number, IBAN or token a reader
+/// sees whole in a spelling the detectors' patterns do not take. Line breaks are kept: joining
+/// lines would join numbers a list keeps apart.
+fn respelled(text: &str) -> Option<String> {
+    let plain = text.bytes().all(|byte| byte.is_ascii() && byte != b'\t') && !text.contains("  ");
+    if plain {
+        return None;
+    }
+    let visible: String = text
+        .chars()
+        .filter(|c| !crate::text::is_invisible(*c))
+        .collect();
+    #[cfg(feature = "unicode")]
+    let visible: String = {
+        use unicode_normalization::UnicodeNormalization as _;
+        visible.nfkc().collect()
+    };
+    let mut out = String::with_capacity(visible.len());
+    let mut in_space = false;
+    for c in visible.chars() {
+        if c == ' ' || c == '\t' {
+            if !in_space {
+                out.push(' ');
+            }
+            in_space = true;
+        } else {
+            out.push(c);
+            in_space = false;
+        }
+    }
+    (out != text).then_some(out)
 }
 
 /// The first withholding rule that found something.

@@ -74,7 +74,7 @@ fn tokens_verified_against_the_key_set_name_the_principal_and_every_bad_one_gets
     let (stdout, stderr) = text(&output);
     println!("{stdout}");
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("13 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("14 passed, 0 failed"), "{stdout}");
 }
 
 /// The approval page signs people in with the same tokens; a session's cookie and the server's

@@ -357,3 +357,55 @@ fn a_secret_or_card_number_in_another_spelling_is_found_and_never_shown() {
     assert!(redacted(ToolOutput::new(vec![text(spaced)])).contains("Lisbon"));
     assert!(!labels(ToolOutput::new(vec![text(spaced)])));
 }
+
+/// Pinned by surviving mutants of the fixes above.
+mod pinned {
+    use super::*;
+
+    #[test]
+    fn a_split_between_the_last_two_of_three_blocks_withholds_too() {
+        let policy = r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+          "results": [{"id": "no-keys", "tool": "fetch", "detect": ["private_key"],
+                       "action": "redact", "reason": "no keys to the model"}]}"#;
+        let held: Output = Arc::default();
+        let controller = controller(policy, &held);
+        *held.lock().unwrap() = ToolOutput::new(vec![
+            text("a note"),
+            text("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7Zq3"),
+            text("SECRETBODYLINE1\n-----END RSA PRIVATE KEY-----"),
+        ]);
+        let result = completed(run(&controller, "fetch", json!({})));
+        assert!(result.is_error, "{}", everything(&result));
+        assert!(!everything(&result).contains("SECRETBODYLINE1"));
+    }
+
+    #[test]
+    fn an_embedded_resources_own_payload_is_no_text_but_its_other_fields_are() {
+        let resource =
+            |fields: Value| ToolOutput::new(vec![json!({"type": "resource", "resource": fields})]);
+        assert!(!labels(resource(
+            json!({"uri": "file:///k", "mimeType": "application/octet-stream", "blob": AWS})
+        )));
+        assert!(labels(resource(
+            json!({"uri": "file:///k", "text": format!("key {AWS}")})
+        )));
+    }
+
+    #[test]
+    fn keys_redacted_alike_are_numbered_so_no_value_is_lost() {
+        let seen = redacted(with_structured(json!({
+            CARD: "first", IBAN_COMPACT: "second", "5555 5555 5555 4444": "third"
+        })));
+        let marker = "[redacted by result rule \\\"payment-data\\\"]";
+        for key in [
+            format!("\"{marker}\""),
+            format!("\"{marker} (2)\""),
+            format!("\"{marker} (3)\""),
+        ] {
+            assert!(seen.contains(&key), "{key} in {seen}");
+        }
+        for value in ["first", "second", "third"] {
+            assert!(seen.contains(value), "{seen}");
+        }
+    }
+}

@@ -358,6 +358,24 @@ fn a_secret_or_card_number_in_another_spelling_is_found_and_never_shown() {
     assert!(!labels(ToolOutput::new(vec![text(spaced)])));
 }
 
+#[test]
+fn a_private_key_given_as_a_list_of_lines_withholds_the_result() {
+    let policy = r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+      "results": [{"id": "no-keys", "tool": "fetch", "detect": ["private_key"],
+                   "action": "redact", "reason": "no keys to the model"}]}"#;
+    let held: Output = Arc::default();
+    let controller = controller(policy, &held);
+    *held.lock().unwrap() = with_structured(json!({"lines": [
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "MIIEpAIBAAKCAQEA7Zq3SECRETBODYLINE1",
+        "-----END RSA PRIVATE KEY-----"
+    ]}));
+    let result = completed(run(&controller, "fetch", json!({})));
+    assert!(result.is_error, "{}", everything(&result));
+    assert!(result.content.contains("\"no-keys\""), "{}", result.content);
+    assert!(!everything(&result).contains("SECRETBODYLINE1"));
+}
+
 /// Pinned by surviving mutants of the fixes above.
 mod pinned {
     use super::*;

@@ -61,6 +61,16 @@ static IBAN: LazyLock<Regex> = LazyLock::new(|| {
 
 impl Detector {
     /// The byte spans of `text` this detector finds.
+    /// Whether `text` holds the start of a private key that does not end in it (its `-----END`
+    /// line missing): the rest may stand in another text of the result (the next content block,
+    /// the next element of a list of lines), where no detector sees it as a key.
+    pub(crate) fn leaves_a_key_open(self, text: &str) -> bool {
+        self == Self::PrivateKey
+            && PRIVATE_KEY
+                .find_iter(text)
+                .any(|found| !found.as_str().contains("-----END "))
+    }
+
     pub(crate) fn find(self, text: &str, out: &mut Vec<(usize, usize)>) {
         match self {
             Self::PrivateKey => spans(&PRIVATE_KEY, text, out, |_| true),

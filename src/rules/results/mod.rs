@@ -257,6 +257,15 @@ impl ResultRules {
                 }
             }
             for (index, rule) in rules.iter().enumerate() {
+                // A key whose rest stands elsewhere cannot be redacted whole here.
+                if rule.action == ResultAction::Redact
+                    && rule
+                        .detect
+                        .iter()
+                        .any(|detector| detector.leaves_a_key_open(text))
+                {
+                    unredacted[index] = true;
+                }
                 if rule.action == ResultAction::Redact && redact(text, rule, &markers[index]) {
                     hit[index] = true;
                 }

@@ -69,12 +69,18 @@ pub async fn pump(from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin,
 
 fn oversized_error(id: &str, max: usize) -> String {
     let message = format!("the upstream's reply was larger than {max} bytes and was dropped");
+    error_line(id, OVERSIZED_REPLY_CODE, &message)
+}
+
+/// The JSON-RPC error with `code` and `message` answering the request `id` (its JSON text), as
+/// one line ending in a newline.
+fn error_line(id: &str, code: i32, message: &str) -> String {
     format!(
         "{}\n",
         serde_json::json!({
             "jsonrpc": "2.0",
             "id": serde_json::from_str::<serde_json::Value>(id).unwrap_or_default(),
-            "error": {"code": OVERSIZED_REPLY_CODE, "message": message},
+            "error": {"code": code, "message": message},
         })
     )
 }
@@ -132,14 +138,7 @@ fn malformed_reply(frame: &[u8]) -> Option<(String, &'static str)> {
 fn malformed_error(id: &str, why: &str) -> String {
     let message =
         format!("the upstream's reply could not be read as one message and was dropped: {why}");
-    format!(
-        "{}\n",
-        serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": serde_json::from_str::<serde_json::Value>(id).unwrap_or_default(),
-            "error": {"code": MALFORMED_REPLY_CODE, "message": message},
-        })
-    )
+    error_line(id, MALFORMED_REPLY_CODE, &message)
 }
 
 /// Finds the top-level `"id"` of a JSON object streamed byte by byte, in constant memory, and

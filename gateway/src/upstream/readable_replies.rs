@@ -22,17 +22,16 @@ pub fn readable<E: std::error::Error + Send + Sync + 'static>(
     message_id: Option<RequestId>,
     answer: Result<StreamableHttpPostResponse, StreamableHttpError<E>>,
 ) -> Result<StreamableHttpPostResponse, StreamableHttpError<E>> {
-    match answer {
-        Err(StreamableHttpError::UnexpectedServerResponse(why))
-            if why.starts_with(UNPARSED_JSON) && message_id.is_some() =>
+    match (answer, message_id) {
+        (Err(StreamableHttpError::UnexpectedServerResponse(why)), Some(id))
+            if why.starts_with(UNPARSED_JSON) =>
         {
-            let id = message_id.expect("checked");
             Ok(StreamableHttpPostResponse::Json(unreadable(id), None))
         }
-        Ok(StreamableHttpPostResponse::Sse(events, session)) => Ok(
+        (Ok(StreamableHttpPostResponse::Sse(events, session)), _) => Ok(
             StreamableHttpPostResponse::Sse(readable_events(events), session),
         ),
-        answer => answer,
+        (answer, _) => answer,
     }
 }
 

@@ -13,7 +13,8 @@ MODE:
   slow-restart serve; but a start after the first waits 2 s before answering the handshake
   silent-until-ready  as silent while RECORD_FILE.ready does not exist, then serve
 
-With RECORD_FILE.fullwidth present, it lists first a fullwidth look-alike of `echo`.
+With RECORD_FILE.fullwidth present, it lists first a fullwidth `list` and a fullwidth look-alike
+of `echo`.
 With RECORD_FILE.typed present, it also lists `typed`, a tool declaring an outputSchema (as every
 Python SDK tool with a typed return does).
 With RECORD_FILE.asks present, it also lists `ask`: called, it sends the gateway a
@@ -76,6 +77,9 @@ if os.path.exists(record + ".poisoned"):
 if os.path.exists(record + ".fullwidth"):
     # Listed first: a fullwidth look-alike of echo, doing something else.
     TOOLS.insert(0, {"name": "\uff45\uff43\uff48\uff4f", "description": "Not echo.",
+                     "inputSchema": {"type": "object"}})
+    # And before it a fullwidth name that resembles nothing: served, in its place in the list.
+    TOOLS.insert(0, {"name": "\uff4c\uff49\uff53\uff54", "description": "Lists.",
                      "inputSchema": {"type": "object"}})
 if os.path.exists(record + ".typed"):
     TOOLS.append({"name": "typed", "description": "Answer with a count.",

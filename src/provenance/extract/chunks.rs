@@ -26,6 +26,45 @@ static SEPARATES: [bool; 128] = {
     table
 };
 
+/// A byte's class for the scan: a digit, one without which a chunk holds no link, address,
+/// path or handle (what `chunk_tokens` looks for first: a scheme's `:`, `@`, `#`, `/`, `\\`,
+/// `~`, a dot), or neither (0).
+pub(super) static BYTE_CLASS: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut index = 0;
+    let bytes = b":@#/\\~.";
+    while index < bytes.len() {
+        table[bytes[index] as usize] = CHUNK;
+        index += 1;
+    }
+    let mut digit = b'0';
+    while digit <= b'9' {
+        table[digit as usize] = DIGIT;
+        digit += 1;
+    }
+    table[0xE3] = FULL_STOP_LEAD;
+    table[0xEF] = FULL_STOP_LEAD;
+    table
+};
+pub(super) const CHUNK: u8 = 1;
+pub(super) const DIGIT: u8 = 2;
+/// The first byte of U+3002 (ideographic full stop) or of U+FF0E / U+FF61 (fullwidth, halfwidth).
+pub(super) const FULL_STOP_LEAD: u8 = 3;
+
+/// Whether the bytes at `at` are a host's dot spelled as an ideographic, fullwidth or halfwidth
+/// full stop (see [`HOST_DOTS`]) between two ASCII letters or digits, as [`separates_at`] reads
+/// one: it starts a chunk as `.` does.
+pub(super) fn host_full_stop_at(bytes: &[u8], at: usize) -> bool {
+    let full_stop = matches!(
+        bytes.get(at..at + 3),
+        Some([0xE3, 0x80, 0x82] | [0xEF, 0xBC, 0x8E] | [0xEF, 0xBD, 0xA1])
+    );
+    full_stop
+        && at > 0
+        && bytes[at - 1].is_ascii_alphanumeric()
+        && bytes.get(at + 3).is_some_and(u8::is_ascii_alphanumeric)
+}
+
 /// The full stops browsers read as a host's dots (WHATWG URL, after IDNA mapping): the
 /// ideographic, fullwidth and halfwidth ones.
 pub(super) const HOST_DOTS: [char; 3] = ['\u{3002}', '\u{FF0E}', '\u{FF61}'];

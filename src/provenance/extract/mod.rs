@@ -39,7 +39,10 @@ use addresses::{
 };
 use amounts::AmountScan;
 pub(crate) use amounts::{amount_of, amount_of_minor_units, amount_of_number};
-use chunks::{HOST_DOTS, chunk_end, chunk_start, looks_like_link_rest, next_chunk, trim_trailing};
+use chunks::{
+    BYTE_CLASS, DIGIT, FULL_STOP_LEAD, HOST_DOTS, chunk_end, chunk_start, host_full_stop_at,
+    looks_like_link_rest, next_chunk, trim_trailing,
+};
 pub(crate) use currencies::mentions_money;
 use numbers::NumberScan;
 pub(crate) use numbers::iban_checks;
@@ -163,20 +166,9 @@ fn scan(text: &str, out: &mut Vec<Token>) {
         let at = next + skipped;
         next = at + 1;
         let class = BYTE_CLASS[usize::from(bytes[at])];
-        // A host's dot spelled as an ideographic, fullwidth or halfwidth full stop (see
-        // `HOST_DOTS`) starts a chunk as `.` does; other characters of those blocks do not.
-        if class == FULL_STOP_LEAD {
-            let full_stop = matches!(
-                bytes.get(at..at + 3),
-                Some([0xE3, 0x80, 0x82] | [0xEF, 0xBC, 0x8E] | [0xEF, 0xBD, 0xA1])
-            );
-            // Between two ASCII letters or digits, as `separates_at` reads a host's dot.
-            let in_host = at > 0
-                && bytes[at - 1].is_ascii_alphanumeric()
-                && bytes.get(at + 3).is_some_and(u8::is_ascii_alphanumeric);
-            if !(full_stop && in_host) {
-                continue;
-            }
+        // Other characters of the blocks a host's full stop belongs to start nothing.
+        if class == FULL_STOP_LEAD && !host_full_stop_at(bytes, at) {
+            continue;
         }
         if class == DIGIT {
             numbers.at_digit(bytes, at, out);
@@ -207,31 +199,6 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
     let after = inside + text[inside..].chars().next().map_or(1, char::len_utf8);
     end.max(after)
 }
-
-/// A byte's class for the scan: a digit, one without which a chunk holds no link, address,
-/// path or handle (what [`chunk_tokens`] looks for first: a scheme's `:`, `@`, `#`, `/`, `\\`,
-/// `~`, a dot), or neither (0).
-static BYTE_CLASS: [u8; 256] = {
-    let mut table = [0; 256];
-    let mut index = 0;
-    let bytes = b":@#/\\~.";
-    while index < bytes.len() {
-        table[bytes[index] as usize] = CHUNK;
-        index += 1;
-    }
-    let mut digit = b'0';
-    while digit <= b'9' {
-        table[digit as usize] = DIGIT;
-        digit += 1;
-    }
-    table[0xE3] = FULL_STOP_LEAD;
-    table[0xEF] = FULL_STOP_LEAD;
-    table
-};
-const CHUNK: u8 = 1;
-const DIGIT: u8 = 2;
-/// The first byte of U+3002 (ideographic full stop) or of U+FF0E / U+FF61 (fullwidth, halfwidth).
-const FULL_STOP_LEAD: u8 = 3;
 
 /// The whole of `text` as one value: the canonical form of the one link, address, IBAN,
 /// number, path or handle it is, else the text itself (folded, white space collapsed). `None`

@@ -2,6 +2,7 @@
 //! size, a pattern — and labelled (so flow rules restrict what follows), redacted, or withheld.
 
 mod detect;
+mod texts;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use detect::Detector;
+use texts::{for_each_text, respelled};
 
 use crate::contract::ToolResult;
 use crate::decision::Reason;
@@ -244,8 +246,10 @@ impl ResultRules {
         // once its matches are redacted (a card number in fullwidth digits or grouped by
         // no-break spaces): that spelling cannot be redacted in place, so the result is withheld.
         let mut unredacted = vec![false; rules.len()];
+        // The second reading is for the detectors; without any, it would be work for nothing.
+        let detecting = rules.iter().any(|rule| !rule.detect.is_empty());
         for_each_text(result, &mut |text| {
-            let other_spelling = respelled(text);
+            let other_spelling = detecting.then(|| respelled(text)).flatten();
             for (index, rule) in rules.iter().enumerate() {
                 if rule.action != ResultAction::Redact && !hit[index] && finds(rule) {
                     let mut spans = Vec::new();
@@ -296,41 +300,6 @@ impl ResultRules {
         labels.dedup();
         labels
     }
-}
-
-/// `text` as the detectors read it a second time, when that differs: invisible characters
-/// removed, with the `unicode` feature NFKC (fullwidth digits and letters, no-break and other
-/// spaces), and each run of spaces and tabs one space — a card number, IBAN or token a reader
-/// sees whole in a spelling the detectors' patterns do not take. Line breaks are kept: joining
-/// lines would join numbers a list keeps apart.
-fn respelled(text: &str) -> Option<String> {
-    let plain = text.bytes().all(|byte| byte.is_ascii() && byte != b'\t') && !text.contains("  ");
-    if plain {
-        return None;
-    }
-    let visible: String = text
-        .chars()
-        .filter(|c| !crate::text::is_invisible(*c))
-        .collect();
-    #[cfg(feature = "unicode")]
-    let visible: String = {
-        use unicode_normalization::UnicodeNormalization as _;
-        visible.nfkc().collect()
-    };
-    let mut out = String::with_capacity(visible.len());
-    let mut in_space = false;
-    for c in visible.chars() {
-        if c == ' ' || c == '\t' {
-            if !in_space {
-                out.push(' ');
-            }
-            in_space = true;
-        } else {
-            out.push(c);
-            in_space = false;
-        }
-    }
-    (out != text).then_some(out)
 }
 
 /// The first withholding rule that found something.
@@ -429,88 +398,4 @@ fn result_size(result: &ToolResult) -> u64 {
         blocks.content.iter().map(json).sum::<usize>() + meta
     });
     (result.content.len() + result.structured.as_ref().map_or(0, json) + blocks) as u64
-}
-
-/// A content block's own fields (and its `resource`'s) whose strings are not text: its type and
-/// media type, base64 payloads. Only there: in structured content, or deeper in a block, a `data`
-/// or `type` key is any other key (`{"data": [...]}` is the commonest envelope of an API).
-const NOT_TEXT: [&str; 4] = ["type", "mimeType", "data", "blob"];
-
-/// Calls `change` on every text of `result`: its text, every string, number and object key of its
-/// structured content, of its content blocks (but a block's own type, media type and payload)
-/// and of its `_meta`. A number or key that `change` rewrites (redacts) becomes the text written.
-fn for_each_text(result: &mut ToolResult, change: &mut dyn FnMut(&mut String)) {
-    change(&mut result.content);
-    if let Some(value) = &mut result.structured {
-        in_value(value, change);
-    }
-    if let Some(blocks) = &mut result.blocks {
-        for block in &mut blocks.content {
-            in_block(block, change);
-        }
-        if let Some(meta) = &mut blocks.meta {
-            in_map(meta, change);
-        }
-    }
-}
-
-/// A content block's texts: every field's but its own type, media type and payload, and so for
-/// the `resource` it embeds.
-fn in_block(block: &mut Value, change: &mut dyn FnMut(&mut String)) {
-    let Value::Object(map) = block else {
-        return in_value(block, change);
-    };
-    for (key, item) in map.iter_mut() {
-        if NOT_TEXT.contains(&key.as_str()) {
-            continue;
-        }
-        if key == "resource" {
-            in_block(item, change);
-        } else {
-            in_value(item, change);
-        }
-    }
-}
-
-fn in_value(value: &mut Value, change: &mut dyn FnMut(&mut String)) {
-    match value {
-        Value::String(text) => change(text),
-        Value::Number(number) => {
-            let written = number.to_string();
-            let mut text = written.clone();
-            change(&mut text);
-            if text != written {
-                *value = Value::String(text);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|item| in_value(item, change)),
-        Value::Object(map) => in_map(map, change),
-        Value::Bool(_) | Value::Null => {}
-    }
-}
-
-/// A map's keys and values; a key `change` rewrites is replaced (a second key rewritten alike
-/// gets a number after it, so no value is lost).
-fn in_map(map: &mut serde_json::Map<String, Value>, change: &mut dyn FnMut(&mut String)) {
-    let mut renamed = Vec::new();
-    for (key, item) in map.iter_mut() {
-        let mut text = key.clone();
-        change(&mut text);
-        if text != *key {
-            renamed.push((key.clone(), text));
-        }
-        in_value(item, change);
-    }
-    for (key, mut text) in renamed {
-        let Some(item) = map.remove(&key) else {
-            continue;
-        };
-        let base = text.clone();
-        let mut n = 2;
-        while map.contains_key(&text) {
-            text = format!("{base} ({n})");
-            n += 1;
-        }
-        map.insert(text, item);
-    }
 }

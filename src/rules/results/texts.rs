@@ -1,0 +1,126 @@
+//! The texts of a result as result rules read them: where they stand (every string, number and
+//! object key of structured content, a content block's fields but its own type and payload, the
+//! result's `_meta`), and the second spelling the detectors read each one in.
+
+use serde_json::Value;
+
+use crate::contract::ToolResult;
+
+/// A content block's own fields (and its `resource`'s) whose strings are not text: its type and
+/// media type, base64 payloads. Only there: in structured content, or deeper in a block, a `data`
+/// or `type` key is any other key (`{"data": [...]}` is the commonest envelope of an API).
+const NOT_TEXT: [&str; 4] = ["type", "mimeType", "data", "blob"];
+
+/// Calls `change` on every text of `result`: its text, every string, number and object key of its
+/// structured content, of its content blocks (but a block's own type, media type and payload)
+/// and of its `_meta`. A number or key that `change` rewrites (redacts) becomes the text written.
+pub(super) fn for_each_text(result: &mut ToolResult, change: &mut dyn FnMut(&mut String)) {
+    change(&mut result.content);
+    if let Some(value) = &mut result.structured {
+        in_value(value, change);
+    }
+    if let Some(blocks) = &mut result.blocks {
+        for block in &mut blocks.content {
+            in_block(block, change);
+        }
+        if let Some(meta) = &mut blocks.meta {
+            in_map(meta, change);
+        }
+    }
+}
+
+/// A content block's texts: every field's but its own type, media type and payload, and so for
+/// the `resource` it embeds.
+fn in_block(block: &mut Value, change: &mut dyn FnMut(&mut String)) {
+    let Value::Object(map) = block else {
+        return in_value(block, change);
+    };
+    for (key, item) in map.iter_mut() {
+        if NOT_TEXT.contains(&key.as_str()) {
+            continue;
+        }
+        if key == "resource" {
+            in_block(item, change);
+        } else {
+            in_value(item, change);
+        }
+    }
+}
+
+fn in_value(value: &mut Value, change: &mut dyn FnMut(&mut String)) {
+    match value {
+        Value::String(text) => change(text),
+        Value::Number(number) => {
+            let written = number.to_string();
+            let mut text = written.clone();
+            change(&mut text);
+            if text != written {
+                *value = Value::String(text);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| in_value(item, change)),
+        Value::Object(map) => in_map(map, change),
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+/// A map's keys and values; a key `change` rewrites is replaced (a second key rewritten alike
+/// gets a number after it, so no value is lost).
+fn in_map(map: &mut serde_json::Map<String, Value>, change: &mut dyn FnMut(&mut String)) {
+    let mut renamed = Vec::new();
+    for (key, item) in map.iter_mut() {
+        let mut text = key.clone();
+        change(&mut text);
+        if text != *key {
+            renamed.push((key.clone(), text));
+        }
+        in_value(item, change);
+    }
+    for (key, mut text) in renamed {
+        let Some(item) = map.remove(&key) else {
+            continue;
+        };
+        let base = text.clone();
+        let mut n = 2;
+        while map.contains_key(&text) {
+            text = format!("{base} ({n})");
+            n += 1;
+        }
+        map.insert(text, item);
+    }
+}
+
+/// `text` as the detectors read it a second time, when that differs: invisible characters
+/// removed, with the `unicode` feature NFKC (fullwidth digits and letters, no-break and other
+/// spaces), and each run of spaces and tabs one space — a card number, IBAN or token a reader
+/// sees whole in a spelling the detectors' patterns do not take. Line breaks are kept: joining
+/// lines would join numbers a list keeps apart.
+pub(super) fn respelled(text: &str) -> Option<String> {
+    let plain = text.bytes().all(|byte| byte.is_ascii() && byte != b'\t') && !text.contains("  ");
+    if plain {
+        return None;
+    }
+    let visible: String = text
+        .chars()
+        .filter(|c| !crate::text::is_invisible(*c))
+        .collect();
+    #[cfg(feature = "unicode")]
+    let visible: String = {
+        use unicode_normalization::UnicodeNormalization as _;
+        visible.nfkc().collect()
+    };
+    let mut out = String::with_capacity(visible.len());
+    let mut in_space = false;
+    for c in visible.chars() {
+        if c == ' ' || c == '\t' {
+            if !in_space {
+                out.push(' ');
+            }
+            in_space = true;
+        } else {
+            out.push(c);
+            in_space = false;
+        }
+    }
+    (out != text).then_some(out)
+}

@@ -232,25 +232,30 @@ impl Recorder {
             .iter()
             .map(|token| self.key.digest_bytes(token))
             .collect();
-        let buckets: Vec<String> = digests
-            .iter()
-            .flat_map(|digest| {
-                sources
-                    .iter()
-                    .map(|source| scope.bucket_of_digest(source, digest))
-            })
-            .collect();
+        // Every counter's name in one string, each ending where `ends` says.
+        let longest_source = sources.iter().map(|source| source.len()).max().unwrap_or(0);
+        let mut names = String::with_capacity(
+            digests.len() * sources.len() * (8 + longest_source + scope.as_str().len() + 32),
+        );
+        let mut ends = Vec::with_capacity(digests.len() * sources.len());
+        for digest in &digests {
+            for source in sources {
+                scope.push_bucket_of_digest(&mut names, source, digest);
+                ends.push(names.len());
+            }
+        }
         let count = scope.count();
-        let mut takes = Vec::with_capacity(buckets.len() + 1);
+        let mut takes = Vec::with_capacity(ends.len() + 1);
         takes.push(Take {
             weight: digests.len() as u64,
             refuses: Refuses::Above(MAX_VALUES_PER_SESSION),
             ..Take::limit(&count, KEPT_FOR_MS, 0)
         });
-        takes.extend(buckets.iter().map(|bucket| Take {
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        takes.extend(starts.zip(&ends).map(|(start, &end)| Take {
             refuses: Refuses::Never,
             replaces: true,
-            ..Take::limit(bucket, KEPT_FOR_MS, 0)
+            ..Take::limit(&names[start..end], KEPT_FOR_MS, 0)
         }));
         let kept = match counters.take(&takes, now_ms)? {
             Taken::All => digests.len(),

@@ -26,9 +26,9 @@
 //!
 //! # Guarantees
 //!
-//! - **Never a value.** Values are kept only as keyed digests (HMAC-SHA-256 under the
-//!   [`ProvenanceKey`], truncated to 128 bits): a store's reader learns nothing of a value without
-//!   the key, and cannot test guesses. No value appears in an error, a reason or the audit log.
+//! - **Never a value.** Values are kept only as keyed digests (SipHash-2-4 under two 128-bit
+//!   keys derived from the [`ProvenanceKey`], 128 bits): a store's reader learns nothing of a
+//!   value without the key, and cannot test guesses. No value appears in an error, a reason or the audit log.
 //! - **In the counters' store.** Records are kept where flow rules keep their history
 //!   ([`RateCounters`](crate::limits::RateCounters): memory, SQLite or PostgreSQL, shared by the
 //!   instances of one deployment when they share the key), for a day (a value seen longer ago

@@ -34,11 +34,17 @@ impl Scope {
     /// written in place (`format!` cost ~10× as much, twice a value).
     pub(crate) fn bucket_of_digest(&self, source: &str, digest: &Digest) -> String {
         let mut bucket = String::with_capacity(8 + source.len() + self.0.len() + 32);
-        for part in ["prov:", source, ":", &self.0, ":"] {
-            bucket.push_str(part);
-        }
-        crate::canonical::push_hex(&mut bucket, digest);
+        self.push_bucket_of_digest(&mut bucket, source, digest);
         bucket
+    }
+
+    /// [`bucket_of_digest`](Self::bucket_of_digest) written at the end of `out`: a result's
+    /// hundred counters named in one allocation.
+    pub(crate) fn push_bucket_of_digest(&self, out: &mut String, source: &str, digest: &Digest) {
+        for part in ["prov:", source, ":", &self.0, ":"] {
+            out.push_str(part);
+        }
+        crate::canonical::push_hex(out, digest);
     }
 
     /// The scope as text: a digest of the principal's id, or `-`.

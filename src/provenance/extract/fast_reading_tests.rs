@@ -126,3 +126,33 @@ fn a_plain_word_is_read_whole_as_the_general_reading_reads_it() {
         );
     }
 }
+
+mod sentence_ends {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Text built of what decides whether a full stop's chunk holds a value: dots before
+    /// letters, digits, spaces and the end, `www`, every other byte a chunk is read for, the
+    /// punctuation trimmed off a value, and non-ASCII full stops.
+    fn prose() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            "a", "Ex", "ample", "9", "42", ".", ". ", ".\n", "..", "www", "WwW", "http", "s", ":",
+            "//", "/", "@", "#", "\\", "~", ",", ")", "(", "[", "](", "\"", "'", " ", "-", "e.g.",
+            "mailto:", "\u{3002}", "\u{FF0E}", "é", "=", "?", "&", "%2F",
+        ]);
+        prop::collection::vec(pieces, 0..30).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn skipping_the_full_stops_that_end_sentences_reads_the_same_values(text in prose()) {
+            let (mut skipping, mut every) = (Vec::new(), Vec::new());
+            scan_skipping(&text, &mut skipping, true);
+            scan_skipping(&text, &mut every, false);
+            skipping.sort_unstable();
+            every.sort_unstable();
+            prop_assert_eq!(skipping, every, "{:?}", text);
+        }
+    }
+}

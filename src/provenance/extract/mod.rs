@@ -145,15 +145,23 @@ pub(crate) fn tokens(text: &str, out: &mut Vec<Token>) {
 }
 
 fn scan(text: &str, out: &mut Vec<Token>) {
+    scan_skipping(text, out, true);
+}
+
+/// [`scan`], skipping the chunks of full stops that end sentences when `skip_sentence_ends`
+/// (the tests read every chunk, to hold the skip to reading the same values).
+fn scan_skipping(text: &str, out: &mut Vec<Token>, skip_sentence_ends: bool) {
     // JSON written with escaped slashes (`https:\/\/evil.example\/pay`) read as written.
     if text.contains("\\/") {
         let unescaped = text.replace("\\/", "/");
-        return scan(&unescaped, out);
+        return scan_skipping(&unescaped, out, skip_sentence_ends);
     }
     // One pass over the bytes, a table lookup each: only chunks holding a byte a link,
     // address, path or handle needs are read (most chunks are words), and only digits start a
     // number or an IBAN's check digits.
     let bytes = text.as_bytes();
+    // In ASCII text no full stop of `HOST_DOTS` can make a chunk hold a host.
+    let ascii = skip_sentence_ends && text.is_ascii();
     let mut numbers = NumberScan::default();
     let mut amounts = AmountScan::default();
     let mut chunks_from = 0;
@@ -173,10 +181,20 @@ fn scan(text: &str, out: &mut Vec<Token>) {
         if class == DIGIT {
             numbers.at_digit(bytes, at, out);
             amounts.at_digit(bytes, at, out);
-        } else if at >= chunks_from {
+        } else if at >= chunks_from && !(ascii && ends_a_sentence(bytes, at)) {
             chunks_from = chunk_at(text, chunks_from, at, out);
         }
     }
+}
+
+/// Whether the byte at `at` is a `.` that alone would not make its chunk worth reading: no
+/// letter or digit follows it (the end of a sentence, `e.g.`), and it ends no `www`. A chunk
+/// holding anything else `chunk_tokens` looks for holds a byte that starts a read itself — but
+/// for a host's dots spelled as other full stops, which only non-ASCII text holds.
+fn ends_a_sentence(bytes: &[u8], at: usize) -> bool {
+    bytes[at] == b'.'
+        && !bytes.get(at + 1).is_some_and(u8::is_ascii_alphanumeric)
+        && !(at >= 3 && bytes[at - 3..at].eq_ignore_ascii_case(b"www"))
 }
 
 /// Reads the chunk holding byte `inside` (not starting before `floor`); where it ends.

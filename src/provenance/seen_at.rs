@@ -22,7 +22,8 @@ type Call = (Arc<str>, Arc<str>);
 
 #[derive(Debug, Default)]
 struct Inner {
-    scopes: HashMap<Arc<str>, HashMap<Digest, Call, DigestHasher>>,
+    // One shared call for every value of a result: a clone per value, not two.
+    scopes: HashMap<Arc<str>, HashMap<Digest, Arc<Call>, DigestHasher>>,
     order: VecDeque<(Arc<str>, Digest)>,
 }
 
@@ -54,7 +55,7 @@ impl SeenAt {
         if digests.is_empty() {
             return;
         }
-        let (tool, call_id): Call = (Arc::from(tool), Arc::from(call_id));
+        let call: Arc<Call> = Arc::new((Arc::from(tool), Arc::from(call_id)));
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let Inner { scopes, order } = &mut *inner;
         let scope = match scopes.get_key_value(scope.as_str()) {
@@ -63,9 +64,7 @@ impl SeenAt {
         };
         let calls = scopes.entry(Arc::clone(&scope)).or_default();
         for digest in digests {
-            let fresh = calls
-                .insert(*digest, (Arc::clone(&tool), Arc::clone(&call_id)))
-                .is_none();
+            let fresh = calls.insert(*digest, Arc::clone(&call)).is_none();
             if fresh {
                 order.push_back((Arc::clone(&scope), *digest));
             }
@@ -86,7 +85,11 @@ impl SeenAt {
     /// The tool and call id that last returned the value `digest` in `scope`.
     pub(crate) fn get(&self, scope: &Scope, digest: &Digest) -> Option<Call> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        inner.scopes.get(scope.as_str())?.get(digest).cloned()
+        inner
+            .scopes
+            .get(scope.as_str())?
+            .get(digest)
+            .map(|call| Call::clone(call))
     }
 }
 

@@ -174,10 +174,11 @@ fn text_values(text: &str, out: &mut Vec<Token>) {
         return;
     }
     extract::tokens(text, out);
+    const MAX: usize = extract::MAX_WHOLE_VALUE_CHARS;
     for line in text.lines() {
-        if line.chars().count() <= extract::MAX_WHOLE_VALUE_CHARS
-            && let Some(token) = extract::whole(line)
-        {
+        // A character is 1 to 4 bytes: most lines are decided by their length alone.
+        let short = line.len() <= MAX || (line.len() <= 4 * MAX && line.chars().count() <= MAX);
+        if short && let Some(token) = extract::whole(line) {
             out.push(token);
         }
     }

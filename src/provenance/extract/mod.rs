@@ -385,7 +385,11 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
             out.push(Token::new(Kind::Host, host));
             // A link inside this one (a redirector's `?q=https://…`, escaped or not).
             let rest = link.split_once("://").map_or("", |(_, rest)| rest);
-            let nested = rest.contains("://") || rest.to_ascii_lowercase().contains("%3a%2f%2f");
+            let nested = rest.contains("://")
+                || rest
+                    .as_bytes()
+                    .windows(9)
+                    .any(|nine| nine.eq_ignore_ascii_case(b"%3a%2f%2f"));
             if nested {
                 let decoded = percent_decoded(rest, |_| true);
                 if let Some(inner) = scheme_start_within(&decoded) {

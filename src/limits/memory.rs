@@ -4,7 +4,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 
 use super::{CounterError, RateCounters, Take, Taken};
-use crate::decision::Refuses;
 
 /// How many call times [`MemoryRateCounters::default`] holds: 2^20 (8 MiB of times).
 const DEFAULT_CAPACITY: usize = 1 << 20;
@@ -140,12 +139,6 @@ impl RateCounters for MemoryRateCounters {
         let State { counters, held } = &mut *state;
         let mut totals = Vec::with_capacity(takes.len());
         for take in takes {
-            // A take that cannot refuse is not looked up: its total decides nothing (a result's
-            // values are recorded this way, a hundred or more at once).
-            if !take.enforce || matches!(take.refuses, Refuses::Never) {
-                totals.push(0);
-                continue;
-            }
             let total = match counters.get_mut(take.bucket) {
                 Some(counter) => {
                     // Counted by the window in force now; kept for the longest one seen.
@@ -181,9 +174,6 @@ impl RateCounters for MemoryRateCounters {
         for take in takes.iter().filter(|take| take.weight > 0) {
             // A counter held already is found without copying its name.
             if let Some(counter) = counters.get_mut(take.bucket) {
-                // Expired here too for the takes the look above skipped (a second expiry drops
-                // nothing).
-                *held -= counter.expire(now_ms);
                 *held -= counter.record(take, now_ms);
             } else {
                 let mut counter = Counter {

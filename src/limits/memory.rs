@@ -349,4 +349,46 @@ mod tests {
         assert_eq!(counters.take(&minute, 100_000).unwrap(), Taken::All);
         assert_eq!(counters.take(&minute, 10_000).unwrap(), Taken::Full(0));
     }
+
+    #[test]
+    fn a_longer_window_named_by_a_take_that_cannot_refuse_keeps_the_times_it_covers() {
+        // A limit widened from a minute to an hour keeps its counter; the call approved past it
+        // is counted unenforced. Its hour must keep the first call, or a third call in the hour
+        // passes a max of 2 (what skipping unenforced takes in the first phase once did).
+        let counters = MemoryRateCounters::default();
+        let minute = take("l", Some(60_000), 2);
+        let hour = take("l", Some(3_600_000), 2);
+        let approved = Take {
+            enforce: false,
+            ..hour
+        };
+        assert_eq!(counters.take(&[minute], 0).unwrap(), Taken::All);
+        assert_eq!(counters.take(&[approved], 90_000).unwrap(), Taken::All);
+        assert_eq!(counters.take(&[hour], 100_000).unwrap(), Taken::Full(0));
+        // A look of the whole session, unenforced, keeps a record a minute's would drop.
+        let counters = MemoryRateCounters::default();
+        let seen = |window_ms, enforce| Take {
+            weight: 0,
+            enforce,
+            refuses: Refuses::AnyCounted,
+            ..take("f", window_ms, 0)
+        };
+        let record = Take {
+            refuses: Refuses::Never,
+            ..take("f", Some(1_000), 0)
+        };
+        assert_eq!(counters.take(&[record], 0).unwrap(), Taken::All);
+        assert_eq!(
+            counters.take(&[seen(None, false)], 5_000).unwrap(),
+            Taken::All
+        );
+        assert_eq!(
+            counters.take(&[seen(Some(1_000), true)], 5_000).unwrap(),
+            Taken::All
+        );
+        assert_eq!(
+            counters.take(&[seen(None, true)], 6_000).unwrap(),
+            Taken::Full(0)
+        );
+    }
 }

@@ -23,16 +23,16 @@ use toolgate::provenance::ProvenanceKey;
 use toolgate::*;
 
 /// What each tool returns in the trace running now.
-type Results = Arc<Mutex<BTreeMap<String, Value>>>;
+pub(crate) type Results = Arc<Mutex<BTreeMap<String, Value>>>;
 
-fn domain(name: &str) -> Value {
+pub(crate) fn domain(name: &str) -> Value {
     let path = format!("{}/tests/injection/{name}.json", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
 /// The domain's tools, each returning what `results` holds for it (`"ok"` if nothing): text, or
 /// structured content for a tool some scenario gives an object.
-fn registry(domain: &Value, results: &Results) -> ToolRegistry {
+pub(crate) fn registry(domain: &Value, results: &Results) -> ToolRegistry {
     let structured: Vec<&str> = domain["scenarios"]
         .as_array()
         .unwrap()
@@ -86,7 +86,12 @@ fn registry(domain: &Value, results: &Results) -> ToolRegistry {
 }
 
 /// How each call of a trace ended: `true` for a call that ran.
-fn run(domain: &Value, policy: &Value, scenario: &Value, attacked: bool) -> Vec<(bool, bool)> {
+pub(crate) fn run(
+    domain: &Value,
+    policy: &Value,
+    scenario: &Value,
+    attacked: bool,
+) -> Vec<(bool, bool)> {
     let results: Results = Arc::default();
     let registry = registry(domain, &results);
     let policy = RulePolicy::from_json(&policy.to_string(), &registry)

@@ -64,7 +64,6 @@ fn directives(requested: Option<&str>) -> String {
 
 /// Installs the log for this process, and the traces exporter's layer when one was started.
 pub fn init(traces: Option<crate::traces::TracesLayer>) {
-    use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     let requested = std::env::var("TOOLGATE_LOG").ok();
@@ -76,18 +75,41 @@ pub fn init(traces: Option<crate::traces::TracesLayer>) {
             tracing_subscriber::EnvFilter::new(directives(None))
         });
     let json = std::env::var("TOOLGATE_LOG_FORMAT").is_ok_and(|format| format == "json");
+    // Without an exporter there is no traces layer at all: an absent (`None`) layer declares an
+    // interest in every callsite, so every span and every debug event of the SDK beneath would
+    // be built and filtered on each call, for nothing.
+    match traces {
+        Some(traces) => tracing_subscriber::registry()
+            .with(traces)
+            .with(lines(json, filter))
+            .init(),
+        None => tracing_subscriber::registry()
+            .with(lines(json, filter))
+            .init(),
+    }
+}
+
+/// The log's lines on stderr, as `filter` lets through: JSON when `json`, else text (coloured
+/// on a terminal).
+fn lines<S>(
+    json: bool,
+    filter: tracing_subscriber::EnvFilter,
+) -> Box<dyn tracing_subscriber::Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::Layer as _;
     let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false);
-    let lines = if json {
-        lines.json().with_ansi(false).boxed()
+    if json {
+        lines.json().with_ansi(false).with_filter(filter).boxed()
     } else {
-        lines.with_ansi(std::io::stderr().is_terminal()).boxed()
-    };
-    tracing_subscriber::registry()
-        .with(traces)
-        .with(lines.with_filter(filter))
-        .init();
+        lines
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter)
+            .boxed()
+    }
 }
 
 #[cfg(test)]

@@ -35,3 +35,116 @@ fn a_session_overflows_past_its_bound_counted_per_value() {
     read_mail(&world, &page);
     assert_eq!(memo(), "ask");
 }
+
+/// A page of `count` distinct long numbers on one line (too long to be a value of its own):
+/// `count` values.
+fn numbers(count: usize) -> String {
+    (0..count)
+        .map(|n| format!("{}, ", 20_000_000 + n))
+        .collect()
+}
+
+/// The memo probe of the test above: allowed unless the session is overflowed.
+fn memo(world: &crate::amounts::World) -> &'static str {
+    call(
+        world,
+        "send_money",
+        json!({"iban": GYM, "cents": 2000, "memo": "gym, EUR 5"}),
+    )
+}
+
+#[test]
+fn a_result_of_exactly_the_bound_in_values_records_them_one_more_overflows() {
+    let bound = toolgate::provenance::MAX_VALUES_PER_RESULT;
+    let at_bound = world(MemoryRateCounters::default());
+    read_mail(&at_bound, &numbers(bound));
+    assert_eq!(memo(&at_bound), "allow");
+    let past = world(MemoryRateCounters::default());
+    read_mail(&past, &numbers(bound + 1));
+    assert_eq!(memo(&past), "ask");
+}
+
+#[test]
+fn a_value_recorded_again_holds_one_time_and_so_does_the_overflow_mark() {
+    // Each value's counter, and the overflow mark, replace their time: reading a result again
+    // adds one time in all (the session's count of values), however many values it carries.
+    let counters = std::sync::Arc::new(MemoryRateCounters::default());
+    let world = world(std::sync::Arc::clone(&counters));
+    read_mail(&world, &numbers(100));
+    let once = counters.held();
+    read_mail(&world, &numbers(100));
+    assert_eq!(counters.held(), once + 1);
+    let past = toolgate::provenance::MAX_VALUES_PER_RESULT + 1;
+    read_mail(&world, &numbers(past));
+    let overflowed = counters.held();
+    read_mail(&world, &numbers(past));
+    assert_eq!(counters.held(), overflowed + 1);
+    assert_eq!(memo(&world), "ask");
+}
+
+#[test]
+fn a_request_naming_nothing_marks_nothing_and_a_request_counts_its_values_not_its_kinds() {
+    let world = world(MemoryRateCounters::default());
+    let empty = world.controller.record_person_request(None, "").unwrap();
+    assert_eq!((empty.values, empty.overflowed), (0, false));
+    assert_eq!(memo(&world), "allow");
+    // One word: one value (the word), beside the marker that some text was named.
+    let hello = world
+        .controller
+        .record_person_request(None, "hello")
+        .unwrap();
+    assert_eq!(hello.values, 1);
+}
+
+/// Whole lines of a result are values up to 200 characters — characters, not bytes.
+#[test]
+fn a_line_is_a_value_of_its_own_up_to_two_hundred_characters_of_any_width() {
+    use toolgate::{
+        Outcome, RulePolicy, ToolCall, ToolController, ToolDefinition, ToolError, ToolRegistry,
+        ToolSpec,
+    };
+    let page = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let shown = std::sync::Arc::clone(&page);
+    let registry = ToolRegistry::new([
+        ToolDefinition::new(
+            ToolSpec::new("read_page", "A page.", json!({"type": "object"})),
+            move |_: &serde_json::Value| -> Result<String, ToolError> {
+                Ok(shown.lock().unwrap().clone())
+            },
+        )
+        .unwrap(),
+        ToolDefinition::new(
+            ToolSpec::new(
+                "note",
+                "Keeps a note.",
+                json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            ),
+            |_: &serde_json::Value| -> Result<String, ToolError> { Ok("kept".to_owned()) },
+        )
+        .unwrap(),
+    ])
+    .unwrap();
+    let policy = RulePolicy::from_json(
+        r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "test"}],
+            "flows": [{"id": "from-pages", "tool": "note", "action": "ask", "reason": "a page's line",
+                       "provenance": {"pointer": "/text", "seen_in": ["untrusted"]}}]}"#,
+        &registry,
+    )
+    .unwrap();
+    let controller = ToolController::try_new(registry, policy).unwrap();
+    let seen = |line: &str| {
+        *page.lock().unwrap() = format!("intro\n{line}\noutro");
+        let read = controller.handle(ToolCall::new("r", "read_page", json!({})));
+        assert!(matches!(read, Outcome::Completed(_)));
+        let noted = controller.handle(ToolCall::new("n", "note", json!({"text": line})));
+        matches!(noted, Outcome::PendingApproval(_))
+    };
+    // 200 and 150 characters of two bytes each (400 and 300 bytes): values of their own.
+    assert!(seen(&"é".repeat(200)));
+    assert!(seen(&"ü".repeat(150)));
+    // 201 characters, ASCII or not, and 300 ASCII ones: not.
+    assert!(!seen(&"a".repeat(201)));
+    assert!(!seen(&"ö".repeat(201)));
+    assert!(!seen(&"b".repeat(300)));
+    assert!(seen(&"c".repeat(200)));
+}

@@ -144,6 +144,35 @@ mod sentence_ends {
         prop::collection::vec(pieces, 0..30).prop_map(|pieces| pieces.concat())
     }
 
+    #[test]
+    fn a_full_stop_ending_www_is_read_as_every_other_spelling_of_it() {
+        // `www.` with no letter after it is read as a link's start; its full stop is never
+        // skipped, however it is cased or wherever it stands.
+        for text in [
+            "www.",
+            "WWW.",
+            "wWw.)",
+            "see www., then",
+            "(www.)",
+            "www..,a",
+            "x www. y",
+            "awww.",
+            "a.www.",
+            "ww.",
+            "www.\n",
+            "www.-evil",
+            "WWW.-a-b",
+            "(www._x)",
+        ] {
+            let (mut skipping, mut every) = (Vec::new(), Vec::new());
+            scan_skipping(text, &mut skipping, true);
+            scan_skipping(text, &mut every, false);
+            skipping.sort_unstable();
+            every.sort_unstable();
+            assert_eq!(skipping, every, "{text:?}");
+        }
+    }
+
     proptest! {
         #[test]
         fn skipping_the_full_stops_that_end_sentences_reads_the_same_values(text in prose()) {

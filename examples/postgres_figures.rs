@@ -1,7 +1,8 @@
 //! Figures for approvals and the audit log over PostgreSQL on this machine: the round trip of one
 //! approval (hold, approve, run, record), answers per second with three processes answering the
 //! same requests — each with and without the shared audit chain — and audited calls per second
-//! from four processes, beside a baseline sink that inserts each event with a commit of its own.
+//! from four processes, beside a baseline sink that inserts each event with a commit of its own;
+//! and what provenance costs there: a 10 KB result's values recorded, a payee looked up.
 //!
 //! Run it with `.ci/postgres cargo run --release --features postgres --example postgres_figures`
 //! (it needs `TOOLGATE_PG_URL`). It runs itself again as the three answering processes.
@@ -17,6 +18,14 @@ use toolgate::{
     ApprovalResponse, Outcome, ToolCall, ToolController, ToolDefinition, ToolError, ToolPolicy,
     ToolRegistry, ToolSpec,
 };
+
+// The 10 KB page and the provenance policy of `benches/provenance.rs`.
+#[allow(
+    dead_code,
+    reason = "the benchmark's flow rule and sessions are not measured here"
+)]
+#[path = "../benches/shapes/provenance.rs"]
+mod provenance;
 
 const REQUESTS: usize = 200;
 const PROCESSES: usize = 3;
@@ -272,6 +281,40 @@ fn calls_per_second(base: &str, sink: &str) -> Result<f64, Box<dyn std::error::E
     Ok(per_second)
 }
 
+/// The median time to record the values of a 10 KB result (121 values), and to decide a call
+/// by one provenance condition, with the counters in PostgreSQL.
+fn provenance_figures(base: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let url = fresh_schema(base, "provenance")?;
+    let controller = provenance::controller(provenance::PROVENANCE).with_rate_counters(
+        toolgate::limits::PostgresRateCounters::connect(&url, "figures")?,
+    );
+    let median = |run: &dyn Fn()| {
+        let mut micros: Vec<u128> = (0..50)
+            .map(|_| {
+                let started = Instant::now();
+                run();
+                started.elapsed().as_micros()
+            })
+            .collect();
+        micros.sort_unstable();
+        micros[micros.len() / 2] as f64 / 1000.0
+    };
+    let recording = median(&|| provenance::allowed(&controller, "read_page", json!({})));
+    controller.record_person_request(None, &format!("pay {}", provenance::PAYEE))?;
+    let deciding = median(&|| {
+        provenance::allowed(
+            &controller,
+            "send_money",
+            json!({"iban": provenance::PAYEE}),
+        );
+    });
+    println!(
+        "provenance in PostgreSQL: a 10 KB result's 121 values recorded in a median {recording:.2} ms; \
+         a payment decided by one provenance condition in {deciding:.2} ms"
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Ok(kind) = std::env::var("FIGURES_CHILD") {
         return child(&std::env::var("FIGURES_URL")?, kind == "audit");
@@ -281,6 +324,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let base = std::env::var("TOOLGATE_PG_URL")
         .map_err(|_| "set TOOLGATE_PG_URL, or run under .ci/postgres")?;
+    provenance_figures(&base)?;
     round_trips(&base, false)?;
     round_trips(&base, true)?;
     three_processes(&base, false)?;

@@ -1,5 +1,5 @@
 //! The durable stores against real databases and real processes: the SQLite approval ledger
-//! (feature `sqlite`), and the PostgreSQL approval store, change feed and audit sink (feature
+//! (feature `sqlite`), and the PostgreSQL approval store, change feed, audit sink and counters (feature
 //! `postgres`; a server from `TOOLGATE_PG_URL`, else each PostgreSQL test prints a note and
 //! passes). The process tests run this binary again as children (`--exact
 //! sqlite_ledger::child_process_role`).
@@ -10,5 +10,6 @@ mod common;
 #[path = "../support/postgres.rs"]
 mod postgres_support;
 
+mod postgres_counters;
 mod postgres_store;
 mod sqlite_ledger;

@@ -146,9 +146,14 @@ impl RateCounters for PostgresRateCounters {
                 }
             }
             // Every counter's passed times, not only these: a counter never taken again is
-            // emptied too. Deleting a passed time changes no count, so no lock is needed for it.
+            // emptied too. Deleting a passed time changes no count, so no lock is needed for it
+            // — and none is waited for: a passed time another take holds (replacing its
+            // counter) is left to a later take, where waiting for it could close a circle with
+            // that take (PostgreSQL: `deadlock detected`, the call denied).
             transaction.execute(
-                "DELETE FROM toolgate_rate_events WHERE expires_ms <= $1",
+                "DELETE FROM toolgate_rate_events WHERE ctid IN (
+                     SELECT ctid FROM toolgate_rate_events WHERE expires_ms <= $1
+                     FOR UPDATE SKIP LOCKED)",
                 &[&now],
             )?;
             let totals = totals(&mut transaction, takes, &buckets, now_ms)?;

@@ -167,3 +167,55 @@ fn counters_recorded_together_replace_their_own_records_and_keep_the_others() {
         assert_eq!(counters.take(&looks, 61_002).unwrap(), Taken::All);
     }
 }
+
+#[test]
+fn clearing_passed_times_never_waits_for_a_row_another_take_holds() {
+    // Take A replaces a counter whose old record has passed; take B, later, clears every
+    // passed record. Had B waited for a row A holds while A waits for one B deleted, PostgreSQL
+    // would end one of them (`deadlock detected`) and its call would be denied.
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "counters_expiry");
+    drop(PostgresRateCounters::connect(&db.url("setup"), "setup").unwrap());
+    let mut holder = crate::postgres_support::admin(&db.url("holder"));
+    // In this heap order, a sequential scan meets X (A's) before Z and W.
+    holder
+        .batch_execute(
+            "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms, weight)
+                 VALUES ('*/X', 0, 150, 1), ('*/Z', 0, 100, 1), ('*/W', 0, 110, 1)",
+        )
+        .unwrap();
+    let first = PostgresRateCounters::connect(&db.url("first"), "a").unwrap();
+    let second = PostgresRateCounters::connect(&db.url("second"), "b").unwrap();
+    // A third party holds W's row, so both takes reach it in a known order.
+    let mut holding = holder.transaction().unwrap();
+    holding
+        .query(
+            "SELECT 1 FROM toolgate_rate_events WHERE bucket = '*/W' FOR UPDATE",
+            &[],
+        )
+        .unwrap();
+    let replacing = std::thread::spawn(move || {
+        let takes: Vec<Take<'_>> = ["X", "p1", "p2", "p3", "p4", "p5"]
+            .into_iter()
+            .map(|bucket| Take {
+                refuses: Refuses::Never,
+                replaces: true,
+                across_sessions: true,
+                ..Take::limit(bucket, Some(1_000), 0)
+            })
+            .collect();
+        first
+            .take(&takes, 120)
+            .map_err(|error| format!("{error:?}"))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let clearing = std::thread::spawn(move || {
+        second
+            .take(&[Take::limit("Y", Some(1_000), 5)], 200)
+            .map_err(|error| format!("{error:?}"))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    holding.commit().unwrap();
+    assert_eq!(replacing.join().unwrap(), Ok(Taken::All));
+    assert_eq!(clearing.join().unwrap(), Ok(Taken::All));
+}

@@ -164,6 +164,12 @@ pub struct ToolResult {
     pub blocks: Option<Box<ResultBlocks>>,
 }
 
+/// A content block's own fields (and its `resource`'s) whose strings are not text a person or a
+/// model reads: its type and media type, and base64 payloads. Only there: in structured content,
+/// or deeper in a block, a `data` or `type` key is any other key (`{"data": [...]}` is the
+/// commonest envelope of an API). Result rules and provenance skip the same fields.
+pub(crate) const BLOCK_FIELDS_NOT_TEXT: [&str; 4] = ["type", "mimeType", "data", "blob"];
+
 /// The content blocks of a [`ToolResult`] and its `_meta`, in MCP's shape, as the tool sent them.
 ///
 /// Each block is a JSON object with a string `"type"` (`text`, `image`, `audio`,

@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::extract::{self, Kind, Token};
 use super::keyed::Digest;
 use super::{MAX_VALUES_PER_RESULT, ProvenanceKey};
-use crate::contract::{Principal, ToolResult};
+use crate::contract::{BLOCK_FIELDS_NOT_TEXT, Principal, ToolResult};
 
 /// Whose records: a keyed digest of the principal's id, or `-` for calls without one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,10 +85,6 @@ impl Bound {
 
 /// The longest run of a person's words recorded as one value (a name of up to four words).
 const MAX_NAME_WORDS: usize = 4;
-
-/// Object keys whose strings are never values a model copies: a block's type and media type,
-/// and base64 payloads of images, audio and binary resources.
-const NOT_VALUES: [&str; 4] = ["type", "mimeType", "data", "blob"];
 
 /// The distinct values `result` carried.
 pub(crate) fn values_of_result(result: &ToolResult) -> Vec<Token> {
@@ -191,7 +187,7 @@ fn block_values(block: &Value, out: &mut Vec<Token>) {
         return leaf_values(block, out);
     };
     for (key, item) in map {
-        if NOT_VALUES.contains(&key.as_str()) {
+        if BLOCK_FIELDS_NOT_TEXT.contains(&key.as_str()) {
             continue;
         }
         if key == "resource" {

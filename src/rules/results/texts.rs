@@ -4,12 +4,7 @@
 
 use serde_json::Value;
 
-use crate::contract::ToolResult;
-
-/// A content block's own fields (and its `resource`'s) whose strings are not text: its type and
-/// media type, base64 payloads. Only there: in structured content, or deeper in a block, a `data`
-/// or `type` key is any other key (`{"data": [...]}` is the commonest envelope of an API).
-const NOT_TEXT: [&str; 4] = ["type", "mimeType", "data", "blob"];
+use crate::contract::{BLOCK_FIELDS_NOT_TEXT, ToolResult};
 
 /// Calls `change` on every text of `result`: its text, every string, number and object key of its
 /// structured content, of its content blocks (but a block's own type, media type and payload)
@@ -36,7 +31,7 @@ fn in_block(block: &mut Value, change: &mut dyn FnMut(&mut String)) {
         return in_value(block, change);
     };
     for (key, item) in map.iter_mut() {
-        if NOT_TEXT.contains(&key.as_str()) {
+        if BLOCK_FIELDS_NOT_TEXT.contains(&key.as_str()) {
             continue;
         }
         if key == "resource" {

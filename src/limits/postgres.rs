@@ -196,11 +196,7 @@ fn totals(
     }
     if judged.len() <= FEW {
         for index in judged {
-            // Counted by the window in force now (a replaced policy may have changed it); a
-            // time's own expiry only decides when it is deleted.
-            let since = takes[index]
-                .window_ms
-                .map(|window| as_sql(now_ms.saturating_sub(window)));
+            let since = since_ms(&takes[index], now_ms);
             let total: i64 = transaction
                 .query_one(
                     "SELECT COALESCE(SUM(weight), 0)::BIGINT FROM toolgate_rate_events
@@ -216,15 +212,9 @@ fn totals(
         .iter()
         .map(|&index| buckets[index].as_str())
         .collect();
-    // Counted by the window in force now (a replaced policy may have changed it); a time's own
-    // expiry only decides when it is deleted.
     let since: Vec<Option<i64>> = judged
         .iter()
-        .map(|&index| {
-            takes[index]
-                .window_ms
-                .map(|window| as_sql(now_ms.saturating_sub(window)))
-        })
+        .map(|&index| since_ms(&takes[index], now_ms))
         .collect();
     let rows = transaction.query(
         "SELECT asked.position, COALESCE(SUM(event.weight), 0)::BIGINT
@@ -313,6 +303,14 @@ const REPLACE_ALL: &str = "WITH written AS (
 const ADD_ALL: &str = "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms, weight)
      SELECT bucket, $4::BIGINT, expires_ms, weight
      FROM unnest($1::TEXT[], $2::BIGINT[], $3::BIGINT[]) AS written(bucket, expires_ms, weight)";
+
+/// After when a record counts for `take` at `now_ms`: counted by the window in force now (a
+/// replaced policy may have changed it; a time's own expiry only decides when it is deleted);
+/// `None` for a session's, which counts every record.
+fn since_ms(take: &Take<'_>, now_ms: u64) -> Option<i64> {
+    take.window_ms
+        .map(|window| as_sql(now_ms.saturating_sub(window)))
+}
 
 /// When a record of `take` made at `now_ms` is deleted: kept for the longest window, whatever
 /// this one (see `LONGEST_WINDOW_MS`); never, for a session's.

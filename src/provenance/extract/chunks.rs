@@ -83,6 +83,16 @@ pub(super) fn separates_at(text: &str, at: usize, c: char) -> bool {
         && after.is_some_and(|a| a.is_ascii_alphanumeric()))
 }
 
+/// Whether the byte at `at` is a `.` that alone would not make its chunk worth reading: no
+/// letter or digit follows it (the end of a sentence, `e.g.`), and it ends no `www`. A chunk
+/// holding anything else `chunk_tokens` looks for holds a byte that starts a read itself — but
+/// for a host's dots spelled as other full stops, which only non-ASCII text holds.
+pub(super) fn ends_a_sentence(bytes: &[u8], at: usize) -> bool {
+    bytes[at] == b'.'
+        && !bytes.get(at + 1).is_some_and(u8::is_ascii_alphanumeric)
+        && !(at >= 3 && bytes[at - 3..at].eq_ignore_ascii_case(b"www"))
+}
+
 /// Where the chunk holding byte `inside` starts: after the last separator before it, and not
 /// before `floor`.
 pub(super) fn chunk_start(text: &str, floor: usize, inside: usize) -> usize {

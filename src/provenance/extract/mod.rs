@@ -40,8 +40,8 @@ use addresses::{
 use amounts::AmountScan;
 pub(crate) use amounts::{amount_of, amount_of_minor_units, amount_of_number};
 use chunks::{
-    BYTE_CLASS, DIGIT, FULL_STOP_LEAD, HOST_DOTS, chunk_end, chunk_start, host_full_stop_at,
-    looks_like_link_rest, next_chunk, trim_trailing,
+    BYTE_CLASS, DIGIT, FULL_STOP_LEAD, HOST_DOTS, chunk_end, chunk_start, ends_a_sentence,
+    host_full_stop_at, looks_like_link_rest, next_chunk, trim_trailing,
 };
 pub(crate) use currencies::mentions_money;
 use numbers::NumberScan;
@@ -185,16 +185,6 @@ fn scan_skipping(text: &str, out: &mut Vec<Token>, skip_sentence_ends: bool) {
             chunks_from = chunk_at(text, chunks_from, at, out);
         }
     }
-}
-
-/// Whether the byte at `at` is a `.` that alone would not make its chunk worth reading: no
-/// letter or digit follows it (the end of a sentence, `e.g.`), and it ends no `www`. A chunk
-/// holding anything else `chunk_tokens` looks for holds a byte that starts a read itself — but
-/// for a host's dots spelled as other full stops, which only non-ASCII text holds.
-fn ends_a_sentence(bytes: &[u8], at: usize) -> bool {
-    bytes[at] == b'.'
-        && !bytes.get(at + 1).is_some_and(u8::is_ascii_alphanumeric)
-        && !(at >= 3 && bytes[at - 3..at].eq_ignore_ascii_case(b"www"))
 }
 
 /// Reads the chunk holding byte `inside` (not starting before `floor`); where it ends.

@@ -99,6 +99,15 @@ impl ToolController {
             // Nothing to keep: `record` would keep nothing and mark nothing.
             return result;
         }
+        // Told apart by their digests: sixteen bytes compare faster than the values' text,
+        // and a value read twice (a page's host, once a link) is keyed twice, not compared.
+        let mut digests: Vec<Digest> = values
+            .iter()
+            .map(|token| self.recorder.key.digest_bytes(token))
+            .collect();
+        drop(values);
+        digests.sort_unstable();
+        digests.dedup();
         let scope = Scope::of(principal, &self.recorder.key);
         let class = match sources.trust {
             Trust::Untrusted => source::UNTRUSTED,
@@ -106,12 +115,12 @@ impl ToolController {
         };
         let mut names: Vec<&str> = vec![class];
         names.extend(sources.named.iter().map(Arc::as_ref));
-        match self.recorder.record(
+        match self.recorder.record_digests(
             self.counters.as_ref(),
             self.clock.now_ms(),
             &scope,
             &names,
-            values,
+            digests,
             Bound::RESULT,
         ) {
             Ok((_, digests)) => {
@@ -216,22 +225,37 @@ impl Recorder {
         now_ms: u64,
         scope: &Scope,
         sources: &[&str],
-        mut values: Vec<Token>,
+        values: Vec<Token>,
         bound: Bound,
     ) -> Result<(Recorded, Vec<Digest>), CounterError> {
-        let too_many = values.len() > bound.most;
-        values.truncate(bound.most);
-        if values.is_empty() || sources.is_empty() {
+        // Digested in order: a bound keeps the front of the values (a request's markers first).
+        let digests = values
+            .iter()
+            .take(bound.most.saturating_add(1))
+            .map(|token| self.key.digest_bytes(token))
+            .collect();
+        self.record_digests(counters, now_ms, scope, sources, digests, bound)
+    }
+
+    /// [`record`](Self::record) of distinct values by their digests, the first `bound.most` kept.
+    pub(super) fn record_digests(
+        &self,
+        counters: &dyn RateCounters,
+        now_ms: u64,
+        scope: &Scope,
+        sources: &[&str],
+        mut digests: Vec<Digest>,
+        bound: Bound,
+    ) -> Result<(Recorded, Vec<Digest>), CounterError> {
+        let too_many = digests.len() > bound.most;
+        digests.truncate(bound.most);
+        if digests.is_empty() || sources.is_empty() {
             let none = Recorded {
                 values: 0,
                 overflowed: false,
             };
             return Ok((none, Vec::new()));
         }
-        let digests: Vec<Digest> = values
-            .iter()
-            .map(|token| self.key.digest_bytes(token))
-            .collect();
         // Every counter's name in one string, each ending where `ends` says.
         let longest_source = sources.iter().map(|source| source.len()).max().unwrap_or(0);
         let mut names = String::with_capacity(

@@ -8,7 +8,6 @@
 //! extensions in use), the largest single cost of recording a page.
 
 use std::fmt;
-use std::hash::Hasher as _;
 
 use hmac::{KeyInit as _, Mac as _};
 use sha2::Sha256;
@@ -27,8 +26,9 @@ const KEYS_LABEL: &[u8] = b"toolgate provenance digests: two SipHash-2-4 keys";
 /// or each reads only its own records; it never leaves the process (its `Debug` shows nothing).
 #[derive(Clone)]
 pub struct ProvenanceKey {
-    /// Two 128-bit SipHash keys: the first 32 bytes of HMAC-SHA-256(secret, [`KEYS_LABEL`]).
-    halves: [[u8; 16]; 2],
+    /// SipHash-2-4 under each of two 128-bit keys: the first 32 bytes of
+    /// HMAC-SHA-256(secret, [`KEYS_LABEL`]).
+    hashers: [SipHasher24; 2],
 }
 
 impl ProvenanceKey {
@@ -38,11 +38,14 @@ impl ProvenanceKey {
             .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
         derive.update(KEYS_LABEL);
         let derived = derive.finalize().into_bytes();
-        let mut halves = [[0; 16]; 2];
-        for (half, bytes) in halves.iter_mut().zip(derived.chunks_exact(16)) {
+        let key = |bytes: &[u8]| {
+            let mut half = [0; 16];
             half.copy_from_slice(bytes);
+            SipHasher24::new_with_key(&half)
+        };
+        Self {
+            hashers: [key(&derived[..16]), key(&derived[16..32])],
         }
-        Self { halves }
     }
 
     /// A key from the operating system's randomness: records are readable by this process only.
@@ -64,13 +67,25 @@ impl ProvenanceKey {
     /// The digest of `token` as bytes: SipHash-2-4 of `kind:canonical` under each key, each
     /// output's eight bytes little-endian, as SipHash's reference writes them.
     pub(crate) fn digest_bytes(&self, token: &Token) -> Digest {
+        // The input laid out whole, so SipHash reads it in one pass (its streaming writes cost
+        // more than its rounds for inputs this short); on the stack for most values.
+        let tag = token.kind.tag().as_bytes();
+        let canonical = token.canonical.as_bytes();
+        let length = tag.len() + 1 + canonical.len();
+        let mut stack = [0_u8; 128];
+        let mut heap = Vec::new();
+        let input: &mut [u8] = if length <= stack.len() {
+            &mut stack[..length]
+        } else {
+            heap.resize(length, 0);
+            &mut heap
+        };
+        input[..tag.len()].copy_from_slice(tag);
+        input[tag.len()] = b':';
+        input[tag.len() + 1..].copy_from_slice(canonical);
         let mut digest = [0; 16];
-        for (out, key) in digest.chunks_exact_mut(8).zip(&self.halves) {
-            let mut hasher = SipHasher24::new_with_key(key);
-            hasher.write(token.kind.tag().as_bytes());
-            hasher.write(b":");
-            hasher.write(token.canonical.as_bytes());
-            out.copy_from_slice(&hasher.finish().to_le_bytes());
+        for (out, hasher) in digest.chunks_exact_mut(8).zip(&self.hashers) {
+            out.copy_from_slice(&hasher.hash(input).to_le_bytes());
         }
         digest
     }
@@ -146,9 +161,32 @@ mod tests {
         let digest = key.digest_bytes(&value);
         assert_ne!(digest[..8], digest[8..]);
         let mut swapped = key.clone();
-        swapped.halves.swap(0, 1);
+        swapped.hashers.swap(0, 1);
         let other = swapped.digest_bytes(&value);
         assert_eq!((&digest[..8], &digest[8..]), (&other[8..], &other[..8]));
+    }
+
+    #[test]
+    fn values_of_every_length_are_digested_as_siphash_reads_them_written_in_parts() {
+        // The input is laid out on the stack up to 128 bytes, on the heap past it: both must be
+        // SipHash of `kind:canonical` as a streaming hasher reads it.
+        use std::hash::Hasher as _;
+        let key = ProvenanceKey::new([9; 32]);
+        for length in [0, 1, 7, 8, 118, 123, 124, 125, 126, 200, 4_000] {
+            let token = Token {
+                kind: Kind::Url,
+                canonical: "x".repeat(length),
+            };
+            let mut expected = [0; 16];
+            for (out, hasher) in expected.chunks_exact_mut(8).zip(&key.hashers) {
+                let mut streaming = *hasher;
+                streaming.write(b"url");
+                streaming.write(b":");
+                streaming.write(token.canonical.as_bytes());
+                out.copy_from_slice(&streaming.finish().to_le_bytes());
+            }
+            assert_eq!(key.digest_bytes(&token), expected, "{length} bytes");
+        }
     }
 
     #[test]

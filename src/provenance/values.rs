@@ -86,7 +86,8 @@ impl Bound {
 /// The longest run of a person's words recorded as one value (a name of up to four words).
 const MAX_NAME_WORDS: usize = 4;
 
-/// The distinct values `result` carried.
+/// The values `result` carried, a value read twice listed twice (the recorder tells them apart
+/// by their digests).
 pub(crate) fn values_of_result(result: &ToolResult) -> Vec<Token> {
     let mut out = Vec::new();
     text_values(&result.content, &mut out);
@@ -102,8 +103,6 @@ pub(crate) fn values_of_result(result: &ToolResult) -> Vec<Token> {
             map_values(meta, &mut out);
         }
     }
-    out.sort_unstable();
-    out.dedup();
     out
 }
 

@@ -65,6 +65,31 @@ fn a_result_of_exactly_the_bound_in_values_records_them_one_more_overflows() {
 }
 
 #[test]
+fn a_value_a_result_carries_many_times_counts_once_against_the_bound() {
+    // The bound is on distinct values: the same values repeated past it, in text and as
+    // spellings that read alike (`1234-5678` is `12345678`), keep the session within it.
+    let bound = toolgate::provenance::MAX_VALUES_PER_RESULT;
+    let counters = std::sync::Arc::new(MemoryRateCounters::default());
+    let world = world(std::sync::Arc::clone(&counters));
+    let repeated: String = (0..3)
+        .map(|_| numbers(bound))
+        .chain((0..bound).map(|n| {
+            let value = 20_000_000 + n;
+            format!("{}-{:04}, ", value / 10_000, value % 10_000)
+        }))
+        .collect();
+    read_mail(&world, &repeated);
+    // Each value recorded once: as many times held as for the values read once.
+    let once = std::sync::Arc::new(MemoryRateCounters::default());
+    read_mail(
+        &crate::amounts::world(std::sync::Arc::clone(&once)),
+        &numbers(bound),
+    );
+    assert_eq!(counters.held(), once.held());
+    assert_eq!(memo(&world), "allow");
+}
+
+#[test]
 fn a_value_recorded_again_holds_one_time_and_so_does_the_overflow_mark() {
     // Each value's counter, and the overflow mark, replace their time: reading a result again
     // adds one time in all (the session's count of values), however many values it carries.

@@ -133,11 +133,13 @@ impl RateCounters for SqliteRateCounters {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(CounterError::store)?;
         let now = as_sql(now_ms);
+        // Each statement prepared once a connection (`prepare_cached`): a result's hundred
+        // values are three statements each, and parsing them cost more than running them.
         transaction
-            .execute(
+            .prepare_cached(
                 "DELETE FROM toolgate_rate_events WHERE expires_ms IS NOT NULL AND expires_ms <= ?1",
-                [now],
             )
+            .and_then(|mut statement| statement.execute([now]))
             .map_err(CounterError::store)?;
         let prefix = self.prefix();
         let buckets: Vec<String> = takes
@@ -156,12 +158,13 @@ impl RateCounters for SqliteRateCounters {
                 .window_ms
                 .map(|window| as_sql(now_ms.saturating_sub(window)));
             let total: i64 = transaction
-                .query_row(
+                .prepare_cached(
                     "SELECT COALESCE(SUM(weight), 0) FROM toolgate_rate_events
                      WHERE bucket = ?1 AND (?2 IS NULL OR at_ms > ?2)",
-                    params![bucket, since],
-                    |row| row.get(0),
                 )
+                .and_then(|mut statement| {
+                    statement.query_row(params![bucket, since], |row| row.get(0))
+                })
                 .map_err(CounterError::store)?;
             totals.push(u64::try_from(total).unwrap_or(0));
         }
@@ -177,18 +180,13 @@ impl RateCounters for SqliteRateCounters {
             if take.replaces {
                 // The later of the two times: a clock stepped back never shortens a window.
                 let last: Option<i64> = transaction
-                    .query_row(
-                        "SELECT MAX(at_ms) FROM toolgate_rate_events WHERE bucket = ?1",
-                        [bucket],
-                        |row| row.get(0),
-                    )
+                    .prepare_cached("SELECT MAX(at_ms) FROM toolgate_rate_events WHERE bucket = ?1")
+                    .and_then(|mut statement| statement.query_row([bucket], |row| row.get(0)))
                     .map_err(CounterError::store)?;
                 at = last.map_or(now, |last| last.max(now));
                 transaction
-                    .execute(
-                        "DELETE FROM toolgate_rate_events WHERE bucket = ?1",
-                        [bucket],
-                    )
+                    .prepare_cached("DELETE FROM toolgate_rate_events WHERE bucket = ?1")
+                    .and_then(|mut statement| statement.execute([bucket]))
                     .map_err(CounterError::store)?;
             }
             // Kept for the longest window, whatever this one: see `LONGEST_WINDOW_MS`.
@@ -196,11 +194,13 @@ impl RateCounters for SqliteRateCounters {
                 .window_ms
                 .map(|_| as_sql(now_ms.saturating_add(super::LONGEST_WINDOW_MS)));
             transaction
-                .execute(
+                .prepare_cached(
                     "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms, weight)
                      VALUES (?1, ?2, ?3, ?4)",
-                    params![bucket, at, expires, as_sql(take.weight)],
                 )
+                .and_then(|mut statement| {
+                    statement.execute(params![bucket, at, expires, as_sql(take.weight)])
+                })
                 .map_err(CounterError::store)?;
         }
         transaction.commit().map_err(CounterError::store)?;

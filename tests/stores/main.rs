@@ -10,6 +10,8 @@ mod common;
 #[path = "../support/postgres.rs"]
 mod postgres_support;
 
+mod counters_agree;
 mod postgres_counters;
 mod postgres_store;
+mod sqlite_counters;
 mod sqlite_ledger;

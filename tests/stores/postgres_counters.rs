@@ -10,86 +10,8 @@ use proptest::prelude::*;
 use toolgate::decision::Refuses;
 use toolgate::limits::{MemoryRateCounters, PostgresRateCounters, RateCounters, Take, Taken};
 
+use crate::counters_agree::{run, steps};
 use crate::postgres_support::{Db, server_url};
-
-/// Twelve counters, each always taken with its own window: a second, a minute, five seconds,
-/// the session. Takes name up to nine at once, so both ways the store writes are taken: a few
-/// counters a statement each, many (each once) in one statement.
-const COUNTERS: [(&str, Option<u64>); 12] = [
-    ("a", Some(1_000)),
-    ("b", Some(60_000)),
-    ("c", Some(5_000)),
-    ("d", None),
-    ("e", Some(1_000)),
-    ("f", Some(60_000)),
-    ("g", Some(5_000)),
-    ("h", None),
-    ("i", Some(1_000)),
-    ("j", Some(60_000)),
-    ("k", Some(5_000)),
-    ("l", None),
-];
-
-#[derive(Debug, Clone)]
-struct Step {
-    advance_ms: u64,
-    takes: Vec<(usize, u64, u8, bool, bool, Option<u32>)>,
-}
-
-fn refuses(pick: u8) -> Refuses {
-    match pick % 7 {
-        0 => Refuses::Above(0),
-        1 => Refuses::Above(1),
-        2 => Refuses::Above(3),
-        3 => Refuses::AnyCounted,
-        4 => Refuses::NothingCounted,
-        5 => Refuses::Never,
-        _ => Refuses::Always,
-    }
-}
-
-fn steps() -> impl Strategy<Value = Vec<Step>> {
-    let take = (
-        0..COUNTERS.len(),
-        0_u64..3,
-        any::<u8>(),
-        any::<bool>(),
-        prop::bool::weighted(0.8),
-        prop::option::weighted(0.3, 0_u32..2),
-    );
-    let step = (
-        prop::sample::select(vec![0_u64, 1, 400, 999, 1_000, 4_000, 70_000]),
-        prop::collection::vec(take, 1..10),
-    )
-        .prop_map(|(advance_ms, takes)| Step { advance_ms, takes });
-    prop::collection::vec(step, 1..14)
-}
-
-fn run(counters: &dyn RateCounters, steps: &[Step]) -> Vec<String> {
-    let mut now = 1_000_000;
-    steps
-        .iter()
-        .map(|step| {
-            now += step.advance_ms;
-            let takes: Vec<Take<'_>> = step
-                .takes
-                .iter()
-                .map(|&(counter, weight, refusal, replaces, enforce, group)| {
-                    let (bucket, window_ms) = COUNTERS[counter];
-                    Take {
-                        weight,
-                        refuses: refuses(refusal),
-                        replaces,
-                        enforce,
-                        group,
-                        ..Take::limit(bucket, window_ms, 0)
-                    }
-                })
-                .collect();
-            format!("{:?}", counters.take(&takes, now))
-        })
-        .collect()
-}
 
 #[test]
 fn postgres_counters_decide_every_take_as_memory_counters_do() {
@@ -112,60 +34,10 @@ fn postgres_counters_decide_every_take_as_memory_counters_do() {
 
 #[test]
 fn counters_recorded_together_replace_their_own_records_and_keep_the_others() {
-    // What a result's values do: many counters recorded by one take list, each replacing its
-    // record, beside one that adds (the session's count); then looks that tell one record from
-    // three, and an added record from a replaced one.
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "counters_together");
     let postgres = PostgresRateCounters::connect(&db.url("counters"), "together").unwrap();
-    let memory = MemoryRateCounters::default();
-    let record = |bucket, replaces| Take {
-        refuses: Refuses::Never,
-        replaces,
-        ..Take::limit(bucket, Some(60_000), 0)
-    };
-    let look = |bucket, most| Take {
-        weight: 0,
-        refuses: Refuses::Above(most),
-        ..Take::limit(bucket, Some(60_000), 0)
-    };
-    for counters in [&postgres as &dyn RateCounters, &memory] {
-        for at in 0..3 {
-            // More than a few counters, each once: written together.
-            let together = [
-                record("v1", true),
-                record("v2", true),
-                record("v3", true),
-                record("v4", true),
-                record("v5", true),
-                record("v6", true),
-                Take {
-                    weight: 2,
-                    ..record("count", false)
-                },
-            ];
-            assert_eq!(counters.take(&together, 1_000 + at).unwrap(), Taken::All);
-        }
-        // One record in each value's counter, three of weight 2 in the count.
-        assert_eq!(
-            counters.take(&[look("v2", 0)], 2_000).unwrap(),
-            Taken::Full(0)
-        );
-        assert_eq!(counters.take(&[look("v2", 1)], 2_000).unwrap(), Taken::All);
-        assert_eq!(
-            counters.take(&[look("count", 5)], 2_000).unwrap(),
-            Taken::Full(0)
-        );
-        assert_eq!(
-            counters.take(&[look("count", 6)], 2_000).unwrap(),
-            Taken::All
-        );
-        // More than a few looks, read together: a record leaves a window exactly when the
-        // window has passed since it (the replaced ones were last written at 1,002).
-        let looks = ["v1", "v2", "v3", "v4", "v5", "v6"].map(|bucket| look(bucket, 0));
-        assert_eq!(counters.take(&looks, 61_001).unwrap(), Taken::Full(0));
-        assert_eq!(counters.take(&looks, 61_002).unwrap(), Taken::All);
-    }
+    crate::counters_agree::recorded_together(&postgres);
 }
 
 #[test]

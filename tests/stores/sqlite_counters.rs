@@ -1,0 +1,118 @@
+//! The SQLite counters decide every take as the memory counters do (the random sequences of
+//! `counters_agree`), whether a take writes its counters one by one or, more than a few each once,
+//! together; and a name of any spelling is counted as itself both ways.
+#![cfg(feature = "sqlite")]
+
+use proptest::prelude::*;
+use toolgate::decision::Refuses;
+use toolgate::limits::{MemoryRateCounters, RateCounters, SqliteRateCounters, Take};
+
+use crate::counters_agree::{recorded_together, run, steps};
+
+/// A directory of one test's counters file, removed afterwards.
+struct Dir(std::path::PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("toolgate-counters-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn store(dir: &Dir, session: &str) -> SqliteRateCounters {
+    SqliteRateCounters::open(dir.0.join("counters.db"), session).unwrap()
+}
+
+#[test]
+fn sqlite_counters_decide_every_take_as_memory_counters_do() {
+    let dir = Dir::new("agree");
+    let cases = std::sync::atomic::AtomicUsize::new(0);
+    let config = ProptestConfig {
+        cases: 160,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(steps in steps())| {
+        let memory = MemoryRateCounters::default();
+        // A session of its own for each case: nothing carries over from the one before.
+        let case = cases.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sqlite = store(&dir, &format!("case-{case}"));
+        prop_assert_eq!(run(&sqlite, &steps), run(&memory, &steps));
+    });
+}
+
+#[test]
+fn counters_recorded_together_replace_their_own_records_and_keep_the_others() {
+    let dir = Dir::new("together");
+    recorded_together(&store(&dir, "together"));
+}
+
+#[test]
+fn names_of_any_spelling_are_counted_as_the_memory_counters_count_them() {
+    // A counter's name holds the names a policy gives its limits, layers and sources, which may
+    // be spelled any way: JSON's escapes, quotes, other scripts, a NUL. Each name recorded with
+    // others (replacing its record, through JSON) and alone (adding to it) must count as itself.
+    let names = [
+        "plain",
+        "a\u{0}b",
+        "a",
+        "\"quoted\"",
+        "back\\slash",
+        "é",
+        "\u{1F600}",
+        "tab\there",
+        "line\nbreak",
+        "[1,2]",
+        "\u{2028}",
+    ];
+    let dir = Dir::new("names");
+    let sqlite = store(&dir, "names");
+    let memory = MemoryRateCounters::default();
+    let record = |bucket, replaces| Take {
+        refuses: Refuses::Never,
+        replaces,
+        ..Take::limit(bucket, Some(60_000), 0)
+    };
+    let look = |bucket, most| Take {
+        weight: 0,
+        refuses: Refuses::Above(most),
+        ..Take::limit(bucket, Some(60_000), 0)
+    };
+    // Each group of five or more names, each once, is written together unless a name holds a
+    // control character.
+    let groups: Vec<Vec<&str>> = vec![
+        names
+            .iter()
+            .copied()
+            .filter(|name| !name.chars().any(char::is_control))
+            .collect(),
+        names.to_vec(),
+    ];
+    for counters in [&sqlite as &dyn RateCounters, &memory] {
+        for (at, group) in groups.iter().enumerate() {
+            let takes: Vec<Take<'_>> = group.iter().map(|name| record(name, true)).collect();
+            counters.take(&takes, 1_000 + at as u64).unwrap();
+        }
+        for name in names {
+            counters.take(&[record(name, false)], 2_000).unwrap();
+        }
+    }
+    for name in names {
+        for most in 0..3 {
+            assert_eq!(
+                sqlite.take(&[look(name, most)], 3_000).unwrap(),
+                memory.take(&[look(name, most)], 3_000).unwrap(),
+                "{name:?}, at most {most}"
+            );
+        }
+    }
+}

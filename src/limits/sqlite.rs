@@ -283,10 +283,8 @@ fn record_together(
     let rows: Vec<serde_json::Value> = recorded
         .iter()
         .map(|&(take, bucket)| {
-            let at = match last.get(bucket) {
-                Some(&last) if take.replaces => last.max(now),
-                _ => now,
-            };
+            // Only replaced counters have a last time read (each counter is taken once here).
+            let at = last.get(bucket).map_or(now, |&last| last.max(now));
             serde_json::json!([bucket, at, expires(take, now_ms), as_sql(take.weight)])
         })
         .collect();

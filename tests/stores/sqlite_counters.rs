@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use toolgate::decision::Refuses;
-use toolgate::limits::{MemoryRateCounters, RateCounters, SqliteRateCounters, Take};
+use toolgate::limits::{MemoryRateCounters, RateCounters, SqliteRateCounters, Take, Taken};
 
 use crate::counters_agree::{recorded_together, run, steps};
 
@@ -115,4 +115,78 @@ fn names_of_any_spelling_are_counted_as_the_memory_counters_count_them() {
             );
         }
     }
+}
+
+#[test]
+fn a_counter_taken_twice_in_a_long_take_list_replaces_its_record_in_order() {
+    // Counters written together must each be taken once: a counter replacing its record twice
+    // in one list keeps one record, as one by one.
+    let dir = Dir::new("twice");
+    let sqlite = store(&dir, "twice");
+    let memory = MemoryRateCounters::default();
+    let record = |bucket| Take {
+        refuses: Refuses::Never,
+        replaces: true,
+        ..Take::limit(bucket, Some(60_000), 0)
+    };
+    let look = |bucket, most| Take {
+        weight: 0,
+        refuses: Refuses::Above(most),
+        ..Take::limit(bucket, Some(60_000), 0)
+    };
+    let lists = [
+        vec![
+            record("v1"),
+            record("v2"),
+            record("v1"),
+            record("v3"),
+            record("v4"),
+            record("v5"),
+        ],
+        vec![record("w"); 6],
+    ];
+    for counters in [&sqlite as &dyn RateCounters, &memory] {
+        for list in &lists {
+            assert_eq!(counters.take(list, 1_000).unwrap(), Taken::All);
+        }
+        for bucket in ["v1", "w"] {
+            assert_eq!(
+                counters.take(&[look(bucket, 0)], 2_000).unwrap(),
+                Taken::Full(0)
+            );
+            assert_eq!(
+                counters.take(&[look(bucket, 1)], 2_000).unwrap(),
+                Taken::All,
+                "{bucket}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_time_is_deleted_a_day_after_it_was_taken_written_together_or_alone() {
+    // A look over the whole session counts what the store still holds: a time taken under a
+    // second's window is gone a day later (the memory counters keep it for its window alone).
+    const DAY_MS: u64 = 86_400_000;
+    let dir = Dir::new("expiry");
+    let sqlite = store(&dir, "expiry");
+    let record = |bucket| Take {
+        refuses: Refuses::Never,
+        ..Take::limit(bucket, Some(1_000), 0)
+    };
+    let together: Vec<Take<'_>> = ["a", "b", "c", "d", "e"].into_iter().map(record).collect();
+    sqlite.take(&together, 0).unwrap();
+    sqlite.take(&[record("alone")], 0).unwrap();
+    let held = |at| {
+        ["a", "e", "alone"].map(|bucket| {
+            let look = Take {
+                weight: 0,
+                refuses: Refuses::AnyCounted,
+                ..Take::limit(bucket, None, 0)
+            };
+            sqlite.take(&[look], at).unwrap() == Taken::Full(0)
+        })
+    };
+    assert_eq!(held(DAY_MS - 1), [true; 3]);
+    assert_eq!(held(DAY_MS), [false; 3]);
 }

@@ -105,9 +105,21 @@ impl ToolController {
             .iter()
             .map(|token| self.recorder.key.digest_bytes(token))
             .collect();
-        drop(values);
         digests.sort_unstable();
         digests.dedup();
+        if digests.len() > Bound::RESULT.most {
+            // Past the bound, the values kept are the first in their own order (links, hosts,
+            // addresses, IBANs, numbers …), as they always were: which ones must not hang on
+            // the key, or a call asked in one process would run in the next.
+            let mut values = values;
+            values.sort_unstable();
+            values.dedup();
+            digests = values
+                .iter()
+                .take(Bound::RESULT.most + 1)
+                .map(|token| self.recorder.key.digest_bytes(token))
+                .collect();
+        }
         let scope = Scope::of(principal, &self.recorder.key);
         let class = match sources.trust {
             Trust::Untrusted => source::UNTRUSTED,

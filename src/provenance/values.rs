@@ -87,7 +87,7 @@ impl Bound {
 const MAX_NAME_WORDS: usize = 4;
 
 /// The values `result` carried, a value read twice listed twice (the recorder tells them apart
-/// by their digests).
+/// by their digests, and past [`MAX_VALUES_PER_RESULT`] keeps the first in their order).
 pub(crate) fn values_of_result(result: &ToolResult) -> Vec<Token> {
     let mut out = Vec::new();
     text_values(&result.content, &mut out);

@@ -173,3 +173,61 @@ fn a_line_is_a_value_of_its_own_up_to_two_hundred_characters_of_any_width() {
     assert!(!seen(&"b".repeat(300)));
     assert!(seen(&"c".repeat(200)));
 }
+
+#[test]
+fn past_the_bound_the_values_kept_are_the_first_in_their_order_whatever_the_key() {
+    // A result of 300 addresses and 300 long numbers, 600 values: 512 are kept, the first in
+    // the values' own order (addresses before numbers, numbers in order), the same under any
+    // key — or a payment asked in one process would run in the next, under a new random key.
+    use toolgate::provenance::ProvenanceKey;
+    use toolgate::*;
+    let page: String = (0..300)
+        .map(|n| format!("a{n}@x.example, {}, ", 30_000_000 + n))
+        .collect();
+    let allowed_under = |key: [u8; 32]| {
+        let page = page.clone();
+        let read = move |_: &serde_json::Value| -> Result<String, ToolError> { Ok(page.clone()) };
+        let noop = |_: &serde_json::Value| -> Result<String, ToolError> { Ok(String::new()) };
+        let to = json!({"type": "object", "properties": {"to": {"type": "string"}}});
+        let registry = ToolRegistry::new([
+            ToolDefinition::new(ToolSpec::new("read", "r", json!({"type": "object"})), read)
+                .unwrap(),
+            ToolDefinition::new(ToolSpec::new("pay", "p", to), noop).unwrap(),
+        ])
+        .unwrap();
+        let policy = RulePolicy::from_json(
+            r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+                "flows": [{"id": "unseen", "tool": "pay", "action": "ask", "reason": "r",
+                           "provenance": {"pointer": "/to", "not_seen_in": ["untrusted"]}}]}"#,
+            &registry,
+        )
+        .unwrap();
+        let controller = ToolController::try_new(registry, policy)
+            .unwrap()
+            .with_provenance_key(ProvenanceKey::new(key));
+        let read = controller.handle(ToolCall::new("r", "read", json!({})));
+        assert!(matches!(read, Outcome::Completed(ref result) if !result.is_error));
+        let runs = |to: String| {
+            matches!(
+                controller.handle(ToolCall::new("p", "pay", json!({ "to": to }))),
+                Outcome::Completed(_)
+            )
+        };
+        let addresses: Vec<bool> = (0..300).map(|n| runs(format!("a{n}@x.example"))).collect();
+        let numbers: Vec<bool> = (0..300)
+            .map(|n| runs((30_000_000 + n).to_string()))
+            .collect();
+        (addresses, numbers)
+    };
+    let (addresses, numbers) = allowed_under([1; 32]);
+    assert!(addresses.iter().all(|&ran| ran), "every address was kept");
+    let kept = numbers.iter().take_while(|&&ran| ran).count();
+    assert!(kept < 300, "the bound was passed");
+    assert!(
+        numbers[kept..].iter().all(|&ran| !ran),
+        "the first {kept} numbers were kept"
+    );
+    for key in [[2; 32], [77; 32], [200; 32]] {
+        assert_eq!(allowed_under(key), (addresses.clone(), numbers.clone()));
+    }
+}

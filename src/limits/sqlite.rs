@@ -76,10 +76,14 @@ impl SqliteRateCounters {
             .connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        // Compared as bytes: `substr` of text counts characters (and a NUL ends it), so a
+        // session named `é` would have deleted nothing.
+        let prefix = self.prefix();
         connection
             .execute(
-                "DELETE FROM toolgate_rate_events WHERE substr(bucket, 1, ?2) = ?1",
-                params![self.prefix(), as_sql(self.prefix().len() as u64)],
+                "DELETE FROM toolgate_rate_events
+                 WHERE substr(CAST(bucket AS BLOB), 1, ?2) = CAST(?1 AS BLOB)",
+                params![prefix, as_sql(prefix.len() as u64)],
             )
             .map_err(CounterError::store)?;
         Ok(())

@@ -87,20 +87,11 @@ fn names_of_any_spelling_are_counted_as_the_memory_counters_count_them() {
         refuses: Refuses::Above(most),
         ..Take::limit(bucket, Some(60_000), 0)
     };
-    // Each group of five or more names, each once, is written together unless a name holds a
-    // control character.
-    let groups: Vec<Vec<&str>> = vec![
-        names
-            .iter()
-            .copied()
-            .filter(|name| !name.chars().any(char::is_control))
-            .collect(),
-        names.to_vec(),
-    ];
+    // Eleven names, each once: written together, through JSON, twice.
     for counters in [&sqlite as &dyn RateCounters, &memory] {
-        for (at, group) in groups.iter().enumerate() {
-            let takes: Vec<Take<'_>> = group.iter().map(|name| record(name, true)).collect();
-            counters.take(&takes, 1_000 + at as u64).unwrap();
+        for at in 0..2 {
+            let takes: Vec<Take<'_>> = names.iter().map(|name| record(name, true)).collect();
+            counters.take(&takes, 1_000 + at).unwrap();
         }
         for name in names {
             counters.take(&[record(name, false)], 2_000).unwrap();
@@ -189,4 +180,43 @@ fn a_time_is_deleted_a_day_after_it_was_taken_written_together_or_alone() {
     };
     assert_eq!(held(DAY_MS - 1), [true; 3]);
     assert_eq!(held(DAY_MS), [false; 3]);
+}
+
+#[test]
+fn forgetting_a_session_of_any_name_forgets_its_counts_and_no_others() {
+    // Sessions named in other scripts, with a NUL, or as a prefix of another's name: each
+    // forgets its own counts, and the others keep theirs.
+    let dir = Dir::new("forget");
+    let sessions = ["s", "é", "😀x", "a\u{0}", "a", "ab"];
+    let take = |bucket| Take::limit(bucket, None, 10);
+    let look = |bucket| Take {
+        weight: 0,
+        refuses: Refuses::AnyCounted,
+        ..Take::limit(bucket, None, 0)
+    };
+    for forgotten in sessions {
+        let stores: Vec<(&str, SqliteRateCounters)> = sessions
+            .iter()
+            .map(|&session| (session, store(&dir, session)))
+            .collect();
+        for (_, counters) in &stores {
+            let takes: Vec<Take<'_>> = ["a", "b", "c", "d", "e"].into_iter().map(take).collect();
+            assert_eq!(counters.take(&takes, 1_000).unwrap(), Taken::All);
+        }
+        let (_, forgetting) = stores
+            .iter()
+            .find(|(session, _)| *session == forgotten)
+            .unwrap();
+        forgetting.forget_session().unwrap();
+        for (session, counters) in &stores {
+            let held = counters.take(&[look("a")], 2_000).unwrap() == Taken::Full(0);
+            assert_eq!(
+                held,
+                *session != forgotten,
+                "{session:?} after {forgotten:?} forgot"
+            );
+            // Cleared for the next round.
+            counters.forget_session().unwrap();
+        }
+    }
 }

@@ -93,6 +93,14 @@ pub(super) fn ends_a_sentence(bytes: &[u8], at: usize) -> bool {
         && !(at >= 3 && bytes[at - 3..at].eq_ignore_ascii_case(b"www"))
 }
 
+/// Whether the byte at `at` is a `:` ending its chunk (white space or the text's end after it):
+/// a label's (`Paragraph 12:`, `Note:`), which alone makes no chunk worth reading — a scheme or a
+/// port needs something after it, and the chunk's other bytes that `chunk_tokens` looks for
+/// start a read themselves (in ASCII text).
+pub(super) fn ends_a_label(bytes: &[u8], at: usize) -> bool {
+    bytes[at] == b':' && bytes.get(at + 1).is_none_or(u8::is_ascii_whitespace)
+}
+
 /// Where the chunk holding byte `inside` starts: after the last separator before it, and not
 /// before `floor`.
 pub(super) fn chunk_start(text: &str, floor: usize, inside: usize) -> usize {

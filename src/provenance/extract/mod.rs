@@ -40,8 +40,8 @@ use addresses::{
 use amounts::AmountScan;
 pub(crate) use amounts::{amount_of, amount_of_minor_units, amount_of_number};
 use chunks::{
-    BYTE_CLASS, DIGIT, FULL_STOP_LEAD, HOST_DOTS, chunk_end, chunk_start, ends_a_sentence,
-    host_full_stop_at, looks_like_link_rest, next_chunk, trim_trailing,
+    BYTE_CLASS, DIGIT, FULL_STOP_LEAD, HOST_DOTS, chunk_end, chunk_start, ends_a_label,
+    ends_a_sentence, host_full_stop_at, looks_like_link_rest, next_chunk, trim_trailing,
 };
 pub(crate) use currencies::mentions_money;
 use numbers::NumberScan;
@@ -148,8 +148,9 @@ fn scan(text: &str, out: &mut Vec<Token>) {
     scan_skipping(text, out, true);
 }
 
-/// [`scan`], skipping the chunks of full stops that end sentences when `skip_sentence_ends`
-/// (the tests read every chunk, to hold the skip to reading the same values).
+/// [`scan`], skipping the chunks of full stops that end sentences and of colons that end labels
+/// when `skip_sentence_ends` (the tests read every chunk, to hold the skip to reading the same
+/// values).
 fn scan_skipping(text: &str, out: &mut Vec<Token>, skip_sentence_ends: bool) {
     // JSON written with escaped slashes (`https:\/\/evil.example\/pay`) read as written.
     if text.contains("\\/") {
@@ -181,7 +182,9 @@ fn scan_skipping(text: &str, out: &mut Vec<Token>, skip_sentence_ends: bool) {
         if class == DIGIT {
             numbers.at_digit(bytes, at, out);
             amounts.at_digit(bytes, at, out);
-        } else if at >= chunks_from && !(ascii && ends_a_sentence(bytes, at)) {
+        } else if at >= chunks_from
+            && !(ascii && (ends_a_sentence(bytes, at) || ends_a_label(bytes, at)))
+        {
             chunks_from = chunk_at(text, chunks_from, at, out);
         }
     }

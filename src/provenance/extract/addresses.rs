@@ -9,6 +9,27 @@ pub(super) fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Optio
         .then(|| &text[prefix.len()..])
 }
 
+/// Where the first `://` of `text` starts: found by its colon, without the setup of a substring
+/// search (`str::find` builds a searcher each call, which cost more than the search in a link).
+pub(super) fn scheme_separator(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(colon) = bytes[from..].iter().position(|&byte| byte == b':') {
+        let at = from + colon;
+        if bytes[at + 1..].starts_with(b"//") {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// `link` split at its first `://`, as `split_once("://")` splits it.
+pub(super) fn split_scheme(link: &str) -> Option<(&str, &str)> {
+    let at = scheme_separator(link)?;
+    Some((&link[..at], &link[at + 3..]))
+}
+
 /// Where a link's scheme starts in `chunk` (`see:https://…` starts at `https`), if it holds one.
 pub(super) fn scheme_start(chunk: &str) -> Option<usize> {
     if let Some(rest) = strip_prefix_ignore_case(chunk, "mailto:")
@@ -16,10 +37,7 @@ pub(super) fn scheme_start(chunk: &str) -> Option<usize> {
     {
         return Some(0);
     }
-    let separator = chunk
-        .as_bytes()
-        .windows(3)
-        .position(|window| window == b"://")?;
+    let separator = scheme_separator(chunk)?;
     let scheme_from = chunk[..separator]
         .char_indices()
         .rfind(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
@@ -31,10 +49,7 @@ pub(super) fn scheme_start(chunk: &str) -> Option<usize> {
 
 /// Where a further link starts inside `text` (the rest of a link after its scheme).
 pub(super) fn scheme_start_within(text: &str) -> Option<usize> {
-    let separator = text
-        .as_bytes()
-        .windows(3)
-        .position(|window| window == b"://")?;
+    let separator = scheme_separator(text)?;
     let start = text[..separator]
         .char_indices()
         .rfind(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
@@ -124,7 +139,7 @@ pub(super) fn canonical_url(link: &str) -> Option<(String, String)> {
 /// `/` for an empty path), without the allocations of [`respelled_url`]. `None` for any other
 /// link; the two agree wherever this one answers (a property test holds them to it).
 fn plain_url(link: &str) -> Option<(String, String)> {
-    let (scheme, rest) = link.split_once("://")?;
+    let (scheme, rest) = split_scheme(link)?;
     let plain_scheme = !scheme.is_empty()
         && scheme.bytes().all(|byte| {
             byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'+' | b'-' | b'.')
@@ -168,7 +183,7 @@ fn plain_url(link: &str) -> Option<(String, String)> {
 
 /// The canonical form of any link (see the module's table of spellings).
 fn respelled_url(link: &str) -> Option<(String, String)> {
-    let (scheme, rest) = link.split_once("://")?;
+    let (scheme, rest) = split_scheme(link)?;
     let scheme = scheme.to_ascii_lowercase();
     let rest = rest.split('#').next().unwrap_or("");
     // A backslash ends the authority as `/` does: browsers and WHATWG parsers read it so, and
@@ -330,6 +345,26 @@ mod tests {
             "https://a.example./",
         ] {
             assert_eq!(plain_url(respelled), None, "{respelled}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod scheme_separator_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn the_separator_is_where_a_substring_search_finds_it(
+            text in prop::collection::vec(
+                prop::sample::select(vec![":", "/", "//", "://", "a", "é", ":/", " "]),
+                0..16,
+            ).prop_map(|pieces| pieces.concat()),
+        ) {
+            prop_assert_eq!(scheme_separator(&text), text.find("://"));
+            prop_assert_eq!(split_scheme(&text), text.split_once("://"));
         }
     }
 }

@@ -34,8 +34,8 @@ mod numbers;
 use std::borrow::Cow;
 
 use addresses::{
-    canonical_path, canonical_url, percent_decoded, push_email, scheme_start, scheme_start_within,
-    strip_prefix_ignore_case,
+    canonical_path, canonical_url, percent_decoded, push_email, scheme_separator, scheme_start,
+    scheme_start_within, split_scheme, strip_prefix_ignore_case,
 };
 use amounts::AmountScan;
 pub(crate) use amounts::{amount_of, amount_of_minor_units, amount_of_number};
@@ -377,8 +377,8 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
             out.push(Token::new(Kind::Url, url));
             out.push(Token::new(Kind::Host, host));
             // A link inside this one (a redirector's `?q=https://…`, escaped or not).
-            let rest = link.split_once("://").map_or("", |(_, rest)| rest);
-            let nested = rest.contains("://")
+            let rest = split_scheme(link).map_or("", |(_, rest)| rest);
+            let nested = scheme_separator(rest).is_some()
                 || rest
                     .as_bytes()
                     .windows(9)

@@ -24,6 +24,27 @@ pub(super) fn scheme_separator(text: &str) -> Option<usize> {
     None
 }
 
+/// `text` split at the first `byte` (ASCII), as `split_once(char)` splits it: a loop over the
+/// bytes, where the library's search for one character is tuned for long texts and costs more
+/// than the search in a link or an address.
+pub(super) fn split_at_byte(text: &str, byte: u8) -> Option<(&str, &str)> {
+    debug_assert!(byte.is_ascii());
+    let at = text.bytes().position(|here| here == byte)?;
+    Some((&text[..at], &text[at + 1..]))
+}
+
+/// `text` split at the last `byte` (ASCII), as `rsplit_once(char)` splits it.
+pub(super) fn rsplit_at_byte(text: &str, byte: u8) -> Option<(&str, &str)> {
+    debug_assert!(byte.is_ascii());
+    let at = text.bytes().rposition(|here| here == byte)?;
+    Some((&text[..at], &text[at + 1..]))
+}
+
+/// Whether `text` holds `byte` (ASCII).
+pub(super) fn holds_byte(text: &str, byte: u8) -> bool {
+    text.bytes().any(|here| here == byte)
+}
+
 /// `link` split at its first `://`, as `split_once("://")` splits it.
 pub(super) fn split_scheme(link: &str) -> Option<(&str, &str)> {
     let at = scheme_separator(link)?;
@@ -60,7 +81,7 @@ pub(super) fn scheme_start_within(text: &str) -> Option<usize> {
 /// An e-mail address in `text`, lower-cased, if `text` is one.
 pub(super) fn push_email(text: &str, out: &mut Vec<Token>) -> bool {
     let text = trim_trailing(text.trim_start_matches(['(', '[', '<']));
-    let Some((local, domain)) = text.rsplit_once('@') else {
+    let Some((local, domain)) = rsplit_at_byte(text, b'@') else {
         return false;
     };
     let domain = domain.trim_end_matches('.');
@@ -74,7 +95,7 @@ pub(super) fn push_email(text: &str, out: &mut Vec<Token>) -> bool {
         .map_or(local.len(), |(at, _)| at);
     let local = local[local_start..].trim_start_matches('.');
     let local_ok = !local.is_empty();
-    let domain_ok = domain.contains('.')
+    let domain_ok = holds_byte(domain, b'.')
         && !domain.starts_with('.')
         && domain
             .chars()
@@ -157,7 +178,7 @@ fn plain_url(link: &str) -> Option<(String, String)> {
         && host.bytes().all(|byte| {
             byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'-' | b'.')
         });
-    let (path, query) = match tail.split_once('?') {
+    let (path, query) = match split_at_byte(tail, b'?') {
         Some((path, query)) => (path, Some(query)),
         None => (tail, None),
     };
@@ -350,14 +371,14 @@ mod tests {
 }
 
 #[cfg(test)]
-mod scheme_separator_tests {
+mod byte_search_tests {
     use proptest::prelude::*;
 
     use super::*;
 
     proptest! {
         #[test]
-        fn the_separator_is_where_a_substring_search_finds_it(
+        fn the_byte_searches_find_what_the_library_searches_find(
             text in prop::collection::vec(
                 prop::sample::select(vec![":", "/", "//", "://", "a", "é", ":/", " "]),
                 0..16,
@@ -365,6 +386,12 @@ mod scheme_separator_tests {
         ) {
             prop_assert_eq!(scheme_separator(&text), text.find("://"));
             prop_assert_eq!(split_scheme(&text), text.split_once("://"));
+            for byte in [b':', b'/', b'a'] {
+                let c = char::from(byte);
+                prop_assert_eq!(split_at_byte(&text, byte), text.split_once(c));
+                prop_assert_eq!(rsplit_at_byte(&text, byte), text.rsplit_once(c));
+                prop_assert_eq!(holds_byte(&text, byte), text.contains(c));
+            }
         }
     }
 }

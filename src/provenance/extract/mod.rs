@@ -34,8 +34,8 @@ mod numbers;
 use std::borrow::Cow;
 
 use addresses::{
-    canonical_path, canonical_url, percent_decoded, push_email, scheme_separator, scheme_start,
-    scheme_start_within, split_scheme, strip_prefix_ignore_case,
+    canonical_path, canonical_url, holds_byte, percent_decoded, push_email, scheme_separator,
+    scheme_start, scheme_start_within, split_scheme, strip_prefix_ignore_case,
 };
 use amounts::AmountScan;
 pub(crate) use amounts::{amount_of, amount_of_minor_units, amount_of_number};
@@ -421,7 +421,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         .rsplit_once(':')
         .filter(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
         .map_or(authority, |(host, _)| host);
-    if !host.contains('@')
+    if !holds_byte(host, b'@')
         && is_bare_host(host)
         && let Some((url, host)) = canonical_url(&format!("http://{bare}"))
     {
@@ -429,7 +429,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         out.push(Token::new(Kind::Host, host));
         return Some(Kind::Url);
     }
-    if chunk.contains('@') {
+    if holds_byte(chunk, b'@') {
         // A list of addresses (`a@x.example,b@y.example`): each.
         let mut found = false;
         for part in chunk.split([',', ';']) {
@@ -451,7 +451,12 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
 /// such scheme or already reads `scheme://host`.
 fn special_scheme_slashes(chunk: &str) -> Option<String> {
     const SPECIAL: [&str; 5] = ["https", "http", "wss", "ws", "ftp"];
-    for (colon, _) in chunk.match_indices(':') {
+    let colons = chunk
+        .bytes()
+        .enumerate()
+        .filter(|&(_, byte)| byte == b':')
+        .map(|(at, _)| at);
+    for colon in colons {
         let rest = &chunk[colon + 1..];
         let host = rest.trim_start_matches(['/', '\\']);
         let already = rest.len() - host.len() == 2 && rest.starts_with("//");

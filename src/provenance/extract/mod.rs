@@ -375,7 +375,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         }
         if let Some((url, host)) = canonical_url(link) {
             out.push(Token::new(Kind::Url, url));
-            out.push(Token::new(Kind::Host, host));
+            push_host(out, host);
             // A link inside this one (a redirector's `?q=https://…`, escaped or not).
             let rest = split_scheme(link).map_or("", |(_, rest)| rest);
             let nested = scheme_separator(rest).is_some()
@@ -397,7 +397,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         && let Some((url, host)) = canonical_url(&format!("http://{chunk}"))
     {
         out.push(Token::new(Kind::Url, url));
-        out.push(Token::new(Kind::Host, host));
+        push_host(out, host);
         return Some(Kind::Url);
     }
     if let Some(name) = chunk.strip_prefix(['@', '#']) {
@@ -426,7 +426,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         && let Some((url, host)) = canonical_url(&format!("http://{bare}"))
     {
         out.push(Token::new(Kind::Url, url));
-        out.push(Token::new(Kind::Host, host));
+        push_host(out, host);
         return Some(Kind::Url);
     }
     if holds_byte(chunk, b'@') {
@@ -444,6 +444,19 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         return Some(Kind::Path);
     }
     None
+}
+
+/// Pushes `host`, a link's, unless one of the last few values is that host: a page's links share
+/// a few hosts, and each value pushed is keyed before it is told apart from the others.
+fn push_host(out: &mut Vec<Token>, host: String) {
+    let again = out
+        .iter()
+        .rev()
+        .take(4)
+        .any(|token| token.kind == Kind::Host && token.canonical == host);
+    if !again {
+        out.push(Token::new(Kind::Host, host));
+    }
 }
 
 /// `chunk` with a special scheme's slashes made `//` (`https:/evil.example`,

@@ -171,8 +171,10 @@ fn text_values(text: &str, out: &mut Vec<Token>) {
     extract::tokens(text, out);
     const MAX: usize = extract::MAX_WHOLE_VALUE_CHARS;
     for line in text.lines() {
-        // A character is 1 to 4 bytes: most lines are decided by their length alone.
-        let short = line.len() <= MAX || (line.len() <= 4 * MAX && line.chars().count() <= MAX);
+        // A character is 1 to 4 bytes: most lines are decided by their length alone, and an
+        // ASCII line longer than the most has as many characters as bytes.
+        let short = line.len() <= MAX
+            || (line.len() <= 4 * MAX && !line.is_ascii() && line.chars().count() <= MAX);
         if short && let Some(token) = extract::whole(line) {
             out.push(token);
         }

@@ -428,3 +428,24 @@ fn spellings_a_browser_reads_as_one_link_are_found() {
     ));
     assert!(!host("https:"), "a scheme alone is no link");
 }
+
+#[test]
+fn a_host_is_listed_after_a_value_of_another_kind_spelled_alike() {
+    // A link's host is left out only when the same host was just listed: a handle, a line or a
+    // path spelled as the host just before it is another kind of value, and the host is still
+    // listed (a rule reading hosts would otherwise never see it).
+    for text in [
+        "@evil.example https://evil.example/pay",
+        "#evil.example see https://evil.example/",
+        "evil.example\nhttps://evil.example/x",
+    ] {
+        assert!(has(text, Kind::Host, "evil.example"), "{text:?}");
+    }
+    // Listed once when it comes again right after.
+    let text = "https://evil.example/a https://evil.example/b";
+    let hosts = all(text)
+        .into_iter()
+        .filter(|(kind, _)| *kind == Kind::Host)
+        .count();
+    assert_eq!(hosts, 1);
+}

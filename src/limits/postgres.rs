@@ -6,6 +6,7 @@ use std::sync::{Mutex, PoisonError};
 
 use postgres::{Client, Config, NoTls};
 
+use super::sql::{FEW, as_sql, expires_ms, since_ms, written_together};
 use super::{CounterError, RateCounters, Refuses, Take, Taken};
 
 /// Counts kept in PostgreSQL, shared by every process that connects with the same session.
@@ -114,11 +115,6 @@ impl PostgresRateCounters {
     }
 }
 
-/// Times past `i64::MAX` ms are clamped (PostgreSQL's `BIGINT` is signed).
-fn as_sql(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
 impl RateCounters for PostgresRateCounters {
     fn take(&self, takes: &[Take<'_>], now_ms: u64) -> Result<Taken, CounterError> {
         let prefix = self.prefix();
@@ -167,11 +163,6 @@ impl RateCounters for PostgresRateCounters {
         })
     }
 }
-
-/// Up to how many counters a take locks, reads or writes with a statement each: fewer statements
-/// over arrays cost more to plan than these save (a decision's two or three looks took 0.63 ms
-/// one by one, 0.92 ms over arrays), more save a round trip each.
-const FEW: usize = 4;
 
 /// Locks each counter of `$1` (sorted), in the array's order: volatile functions are evaluated
 /// after the sort that `ORDER BY` names.
@@ -246,13 +237,7 @@ fn record(
     let written: Vec<usize> = (0..takes.len())
         .filter(|&index| takes[index].weight > 0)
         .collect();
-    let mut names: Vec<&str> = written
-        .iter()
-        .map(|&index| buckets[index].as_str())
-        .collect();
-    names.sort_unstable();
-    let each_once = names.windows(2).all(|pair| pair[0] != pair[1]);
-    if !each_once || written.len() <= FEW {
+    if !written_together(written.iter().map(|&index| buckets[index].as_str())) {
         for &index in &written {
             record_one(transaction, &takes[index], &buckets[index], now_ms)?;
         }
@@ -303,21 +288,6 @@ const REPLACE_ALL: &str = "WITH written AS (
 const ADD_ALL: &str = "INSERT INTO toolgate_rate_events (bucket, at_ms, expires_ms, weight)
      SELECT bucket, $4::BIGINT, expires_ms, weight
      FROM unnest($1::TEXT[], $2::BIGINT[], $3::BIGINT[]) AS written(bucket, expires_ms, weight)";
-
-/// After when a record counts for `take` at `now_ms`: counted by the window in force now (a
-/// replaced policy may have changed it; a time's own expiry only decides when it is deleted);
-/// `None` for a session's, which counts every record.
-fn since_ms(take: &Take<'_>, now_ms: u64) -> Option<i64> {
-    take.window_ms
-        .map(|window| as_sql(now_ms.saturating_sub(window)))
-}
-
-/// When a record of `take` made at `now_ms` is deleted: kept for the longest window, whatever
-/// this one (see `LONGEST_WINDOW_MS`); never, for a session's.
-fn expires_ms(take: &Take<'_>, now_ms: u64) -> Option<i64> {
-    take.window_ms
-        .map(|_| as_sql(now_ms.saturating_add(super::LONGEST_WINDOW_MS)))
-}
 
 /// Records `take` alone (what [`record`] does when a counter is written twice in one call).
 fn record_one(

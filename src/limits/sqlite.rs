@@ -7,6 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
+use super::sql::{as_sql, expires_ms, since_ms, written_together};
 use super::{CounterError, RateCounters, Refuses, Take, Taken};
 
 /// Counts kept in a SQLite file, shared by every process that opens it with the same session.
@@ -125,11 +126,6 @@ fn create(connection: &mut Connection) -> rusqlite::Result<()> {
     transaction.commit()
 }
 
-/// SQLite integers are signed; times past `i64::MAX` ms (292 million years) are clamped.
-fn as_sql(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
 impl RateCounters for SqliteRateCounters {
     fn take(&self, takes: &[Take<'_>], now_ms: u64) -> Result<Taken, CounterError> {
         let mut connection = self
@@ -159,11 +155,7 @@ impl RateCounters for SqliteRateCounters {
                 totals.push(0);
                 continue;
             }
-            // Counted by the window in force now (a replaced policy may have changed it); a
-            // time's own expiry only decides when it is deleted.
-            let since = take
-                .window_ms
-                .map(|window| as_sql(now_ms.saturating_sub(window)));
+            let since = since_ms(take, now_ms);
             let total: i64 = transaction
                 .prepare_cached(
                     "SELECT COALESCE(SUM(weight), 0) FROM toolgate_rate_events
@@ -185,7 +177,7 @@ impl RateCounters for SqliteRateCounters {
             .filter(|(take, _)| take.weight > 0)
             .map(|(take, bucket)| (take, bucket.as_str()))
             .collect();
-        if recorded.len() > FEW && batchable(&recorded) {
+        if written_together(recorded.iter().map(|&(_, bucket)| bucket)) {
             record_together(&transaction, &recorded, now_ms).map_err(CounterError::store)?;
         } else {
             for &(take, bucket) in &recorded {
@@ -195,26 +187,6 @@ impl RateCounters for SqliteRateCounters {
         transaction.commit().map_err(CounterError::store)?;
         Ok(Taken::All)
     }
-}
-
-/// Takes recording more counters than this, each once, write them together (a result's values:
-/// a hundred counters and more) — three statements in all instead of up to three a counter.
-const FEW: usize = 4;
-
-/// Whether `recorded` can be written together: each counter once (a counter twice in one take
-/// list is written in order, the second seeing the first). Any name can: JSON carries every
-/// character, a NUL included (a test writes names of every kind both ways).
-fn batchable(recorded: &[(&Take<'_>, &str)]) -> bool {
-    let mut names: Vec<&str> = recorded.iter().map(|&(_, bucket)| bucket).collect();
-    names.sort_unstable();
-    names.windows(2).all(|pair| pair[0] != pair[1])
-}
-
-/// When a counter's time expires: kept for the longest window, whatever this one (see
-/// `LONGEST_WINDOW_MS`); a session's time never.
-fn expires(take: &Take<'_>, now_ms: u64) -> Option<i64> {
-    take.window_ms
-        .map(|_| as_sql(now_ms.saturating_add(super::LONGEST_WINDOW_MS)))
 }
 
 /// Records `take` in `bucket`: a time, or the one time of a counter that replaces its records.
@@ -244,7 +216,7 @@ fn record_one(
         .execute(params![
             bucket,
             at,
-            expires(take, now_ms),
+            expires_ms(take, now_ms),
             as_sql(take.weight)
         ])?;
     Ok(())
@@ -252,7 +224,8 @@ fn record_one(
 
 /// [`record_one`] of every take of `recorded` (each counter once), in three statements over
 /// JSON arrays: the replaced counters' last times read, their records deleted, every record
-/// inserted.
+/// inserted. JSON carries every name unchanged, a NUL included (a test writes names of every
+/// kind both ways).
 fn record_together(
     transaction: &Transaction<'_>,
     recorded: &[(&Take<'_>, &str)],
@@ -288,7 +261,7 @@ fn record_together(
         .map(|&(take, bucket)| {
             // Only replaced counters have a last time read (each counter is taken once here).
             let at = last.get(bucket).map_or(now, |&last| last.max(now));
-            serde_json::json!([bucket, at, expires(take, now_ms), as_sql(take.weight)])
+            serde_json::json!([bucket, at, expires_ms(take, now_ms), as_sql(take.weight)])
         })
         .collect();
     transaction

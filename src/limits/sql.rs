@@ -1,0 +1,40 @@
+//! What the SQL stores (SQLite, PostgreSQL) share: how a take's times are written as SQL
+//! integers, when a record counts and when it is deleted, and when a take's counters are written
+//! together.
+
+use super::{LONGEST_WINDOW_MS, Take};
+
+/// Up to how many counters a take records with statements of their own; more, each once, are
+/// written together over arrays (a result's values: a hundred counters and more). A decision's
+/// few looks cost less one by one than planning statements over arrays.
+pub(super) const FEW: usize = 4;
+
+/// SQL integers are signed; times and weights past `i64::MAX` (292 million years in ms) are
+/// clamped.
+pub(super) fn as_sql(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// After when a record counts for `take` at `now_ms`: counted by the window in force now (a
+/// replaced policy may have changed it; a time's own expiry only decides when it is deleted);
+/// `None` for a session's, which counts every record.
+pub(super) fn since_ms(take: &Take<'_>, now_ms: u64) -> Option<i64> {
+    take.window_ms
+        .map(|window| as_sql(now_ms.saturating_sub(window)))
+}
+
+/// When a record of `take` made at `now_ms` is deleted: kept for the longest window, whatever
+/// this one (see [`LONGEST_WINDOW_MS`]); never, for a session's.
+pub(super) fn expires_ms(take: &Take<'_>, now_ms: u64) -> Option<i64> {
+    take.window_ms
+        .map(|_| as_sql(now_ms.saturating_add(LONGEST_WINDOW_MS)))
+}
+
+/// Whether the takes of `buckets` (the ones that record) can be written together: more than
+/// [`FEW`], and each counter once — a counter twice in one take list is written in order, the
+/// second seeing the first.
+pub(super) fn written_together<'a>(buckets: impl Iterator<Item = &'a str>) -> bool {
+    let mut names: Vec<&str> = buckets.collect();
+    names.sort_unstable();
+    names.len() > FEW && names.windows(2).all(|pair| pair[0] != pair[1])
+}

@@ -34,8 +34,9 @@ mod numbers;
 use std::borrow::Cow;
 
 use addresses::{
-    canonical_path, canonical_url, holds_byte, percent_decoded, push_email, scheme_separator,
-    scheme_start, scheme_start_within, split_scheme, strip_prefix_ignore_case,
+    canonical_path, canonical_url, holds_byte, is_bare_host, percent_decoded, push_email,
+    scheme_separator, scheme_start, scheme_start_within, special_scheme_slashes, split_scheme,
+    strip_prefix_ignore_case,
 };
 use amounts::AmountScan;
 pub(crate) use amounts::{amount_of, amount_of_minor_units, amount_of_number};
@@ -457,55 +458,6 @@ fn push_host(out: &mut Vec<Token>, host: String) {
     if !again {
         out.push(Token::new(Kind::Host, host));
     }
-}
-
-/// `chunk` with a special scheme's slashes made `//` (`https:/evil.example`,
-/// `HTTPS:\\\\evil.example`, `https:evil.example`), as browsers read them; `None` when it holds no
-/// such scheme or already reads `scheme://host`.
-fn special_scheme_slashes(chunk: &str) -> Option<String> {
-    const SPECIAL: [&str; 5] = ["https", "http", "wss", "ws", "ftp"];
-    let colons = chunk
-        .bytes()
-        .enumerate()
-        .filter(|&(_, byte)| byte == b':')
-        .map(|(at, _)| at);
-    for colon in colons {
-        let rest = &chunk[colon + 1..];
-        let host = rest.trim_start_matches(['/', '\\']);
-        let already = rest.len() - host.len() == 2 && rest.starts_with("//");
-        if already || !host.starts_with(|c: char| c.is_alphanumeric()) {
-            continue;
-        }
-        // The scheme: the letters and digits before the colon.
-        let start = chunk[..colon]
-            .char_indices()
-            .rev()
-            .find(|(_, c)| !c.is_ascii_alphanumeric())
-            .map_or(0, |(at, c)| at + c.len_utf8());
-        let scheme = &chunk[start..colon];
-        if SPECIAL
-            .iter()
-            .any(|special| special.eq_ignore_ascii_case(scheme))
-        {
-            return Some(format!("{}{scheme}://{host}", &chunk[..start]));
-        }
-    }
-    None
-}
-
-/// Whether `text` is a host name: labels of letters, digits and `-` joined by dots, the last of
-/// 2 to 24 letters (`evil.example`, `docs.corp.example`; not `e.g` or `3.14`).
-fn is_bare_host(text: &str) -> bool {
-    let labels: Vec<&str> = text.split('.').collect();
-    let Some(last) = labels.last() else {
-        return false;
-    };
-    labels.len() >= 2
-        && (2..=24).contains(&last.len())
-        && last.chars().all(|c| c.is_alphabetic())
-        && labels.iter().all(|label| {
-            !label.is_empty() && label.chars().all(|c| c.is_alphanumeric() || c == '-')
-        })
 }
 
 #[cfg(test)]

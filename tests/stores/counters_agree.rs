@@ -93,16 +93,6 @@ pub(crate) fn run(counters: &dyn RateCounters, steps: &[Step]) -> Vec<String> {
 /// count); then looks that tell one record from three, and an added record from a replaced one.
 pub(crate) fn recorded_together(store: &dyn RateCounters) {
     let memory = MemoryRateCounters::default();
-    let record = |bucket, replaces| Take {
-        refuses: Refuses::Never,
-        replaces,
-        ..Take::limit(bucket, Some(60_000), 0)
-    };
-    let look = |bucket, most| Take {
-        weight: 0,
-        refuses: Refuses::Above(most),
-        ..Take::limit(bucket, Some(60_000), 0)
-    };
     for counters in [store, &memory] {
         for at in 0..3 {
             // More than a few counters, each once: written together.
@@ -146,4 +136,39 @@ pub(crate) fn recorded_together(store: &dyn RateCounters) {
         assert_eq!(counters.take(&looks, 61_001).unwrap(), Taken::Full(0));
         assert_eq!(counters.take(&looks, 61_002).unwrap(), Taken::All);
     }
+}
+
+/// A record in `bucket` under a minute's window that never refuses: replacing the counter's
+/// records when `replaces` (a value's), else added to them.
+pub(crate) fn record(bucket: &str, replaces: bool) -> Take<'_> {
+    Take {
+        refuses: Refuses::Never,
+        replaces,
+        ..Take::limit(bucket, Some(60_000), 0)
+    }
+}
+
+/// A look at `bucket` under a minute's window, refused past `most`.
+pub(crate) fn look(bucket: &str, most: u64) -> Take<'_> {
+    Take {
+        weight: 0,
+        refuses: Refuses::Above(most),
+        ..Take::limit(bucket, Some(60_000), 0)
+    }
+}
+
+/// The differential test: `open(case)` a store of a session of its own for each case, held to
+/// the memory counters' answers step by step over 160 random sequences.
+pub(crate) fn agrees_with_memory<S: RateCounters>(open: impl Fn(usize) -> S) {
+    let cases = std::sync::atomic::AtomicUsize::new(0);
+    let config = ProptestConfig {
+        cases: 160,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(steps in steps())| {
+        let memory = MemoryRateCounters::default();
+        let store = open(cases.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        prop_assert_eq!(run(&store, &steps), run(&memory, &steps));
+    });
 }

@@ -6,29 +6,18 @@
 //! any policy may name). Without `TOOLGATE_PG_URL` the test prints a note and passes.
 #![cfg(feature = "postgres")]
 
-use proptest::prelude::*;
 use toolgate::decision::Refuses;
-use toolgate::limits::{MemoryRateCounters, PostgresRateCounters, RateCounters, Take, Taken};
+use toolgate::limits::{PostgresRateCounters, RateCounters, Take, Taken};
 
-use crate::counters_agree::{run, steps};
+use crate::counters_agree::agrees_with_memory;
 use crate::postgres_support::{Db, server_url};
 
 #[test]
 fn postgres_counters_decide_every_take_as_memory_counters_do() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "counters_agree");
-    let cases = std::sync::atomic::AtomicUsize::new(0);
-    let config = ProptestConfig {
-        cases: 160,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    proptest!(config, |(steps in steps())| {
-        let memory = MemoryRateCounters::default();
-        // A session of its own for each case: nothing carries over from the one before.
-        let case = cases.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let postgres = PostgresRateCounters::connect(&db.url("counters"), format!("case-{case}")).unwrap();
-        prop_assert_eq!(run(&postgres, &steps), run(&memory, &steps));
+    agrees_with_memory(|case| {
+        PostgresRateCounters::connect(&db.url("counters"), format!("case-{case}")).unwrap()
     });
 }
 

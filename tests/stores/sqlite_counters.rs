@@ -3,11 +3,10 @@
 //! together; and a name of any spelling is counted as itself both ways.
 #![cfg(feature = "sqlite")]
 
-use proptest::prelude::*;
 use toolgate::decision::Refuses;
 use toolgate::limits::{MemoryRateCounters, RateCounters, SqliteRateCounters, Take, Taken};
 
-use crate::counters_agree::{recorded_together, run, steps};
+use crate::counters_agree::{agrees_with_memory, look, record, recorded_together};
 
 /// A directory of one test's counters file, removed afterwards.
 struct Dir(std::path::PathBuf);
@@ -35,19 +34,7 @@ fn store(dir: &Dir, session: &str) -> SqliteRateCounters {
 #[test]
 fn sqlite_counters_decide_every_take_as_memory_counters_do() {
     let dir = Dir::new("agree");
-    let cases = std::sync::atomic::AtomicUsize::new(0);
-    let config = ProptestConfig {
-        cases: 160,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    proptest!(config, |(steps in steps())| {
-        let memory = MemoryRateCounters::default();
-        // A session of its own for each case: nothing carries over from the one before.
-        let case = cases.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let sqlite = store(&dir, &format!("case-{case}"));
-        prop_assert_eq!(run(&sqlite, &steps), run(&memory, &steps));
-    });
+    agrees_with_memory(|case| store(&dir, &format!("case-{case}")));
 }
 
 #[test]
@@ -77,16 +64,6 @@ fn names_of_any_spelling_are_counted_as_the_memory_counters_count_them() {
     let dir = Dir::new("names");
     let sqlite = store(&dir, "names");
     let memory = MemoryRateCounters::default();
-    let record = |bucket, replaces| Take {
-        refuses: Refuses::Never,
-        replaces,
-        ..Take::limit(bucket, Some(60_000), 0)
-    };
-    let look = |bucket, most| Take {
-        weight: 0,
-        refuses: Refuses::Above(most),
-        ..Take::limit(bucket, Some(60_000), 0)
-    };
     // Eleven names, each once: written together, through JSON, twice.
     for counters in [&sqlite as &dyn RateCounters, &memory] {
         for at in 0..2 {
@@ -115,26 +92,16 @@ fn a_counter_taken_twice_in_a_long_take_list_replaces_its_record_in_order() {
     let dir = Dir::new("twice");
     let sqlite = store(&dir, "twice");
     let memory = MemoryRateCounters::default();
-    let record = |bucket| Take {
-        refuses: Refuses::Never,
-        replaces: true,
-        ..Take::limit(bucket, Some(60_000), 0)
-    };
-    let look = |bucket, most| Take {
-        weight: 0,
-        refuses: Refuses::Above(most),
-        ..Take::limit(bucket, Some(60_000), 0)
-    };
     let lists = [
         vec![
-            record("v1"),
-            record("v2"),
-            record("v1"),
-            record("v3"),
-            record("v4"),
-            record("v5"),
+            record("v1", true),
+            record("v2", true),
+            record("v1", true),
+            record("v3", true),
+            record("v4", true),
+            record("v5", true),
         ],
-        vec![record("w"); 6],
+        vec![record("w", true); 6],
     ];
     for counters in [&sqlite as &dyn RateCounters, &memory] {
         for list in &lists {

@@ -7,39 +7,21 @@ use toolgate::decision::Refuses;
 use toolgate::limits::{MemoryRateCounters, RateCounters, SqliteRateCounters, Take, Taken};
 
 use crate::counters_agree::{agrees_with_memory, look, record, recorded_together};
+use crate::sqlite_ledger::Scratch;
 
-/// A directory of one test's counters file, removed afterwards.
-struct Dir(std::path::PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("toolgate-counters-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn store(dir: &Dir, session: &str) -> SqliteRateCounters {
+fn store(dir: &Scratch, session: &str) -> SqliteRateCounters {
     SqliteRateCounters::open(dir.0.join("counters.db"), session).unwrap()
 }
 
 #[test]
 fn sqlite_counters_decide_every_take_as_memory_counters_do() {
-    let dir = Dir::new("agree");
+    let dir = Scratch::new("counters-agree");
     agrees_with_memory(|case| store(&dir, &format!("case-{case}")));
 }
 
 #[test]
 fn counters_recorded_together_replace_their_own_records_and_keep_the_others() {
-    let dir = Dir::new("together");
+    let dir = Scratch::new("counters-together");
     recorded_together(&store(&dir, "together"));
 }
 
@@ -61,7 +43,7 @@ fn names_of_any_spelling_are_counted_as_the_memory_counters_count_them() {
         "[1,2]",
         "\u{2028}",
     ];
-    let dir = Dir::new("names");
+    let dir = Scratch::new("counters-names");
     let sqlite = store(&dir, "names");
     let memory = MemoryRateCounters::default();
     // Eleven names, each once: written together, through JSON, twice.
@@ -89,7 +71,7 @@ fn names_of_any_spelling_are_counted_as_the_memory_counters_count_them() {
 fn a_counter_taken_twice_in_a_long_take_list_replaces_its_record_in_order() {
     // Counters written together must each be taken once: a counter replacing its record twice
     // in one list keeps one record, as one by one.
-    let dir = Dir::new("twice");
+    let dir = Scratch::new("counters-twice");
     let sqlite = store(&dir, "twice");
     let memory = MemoryRateCounters::default();
     let lists = [
@@ -126,7 +108,7 @@ fn a_time_is_deleted_a_day_after_it_was_taken_written_together_or_alone() {
     // A look over the whole session counts what the store still holds: a time taken under a
     // second's window is gone a day later (the memory counters keep it for its window alone).
     const DAY_MS: u64 = 86_400_000;
-    let dir = Dir::new("expiry");
+    let dir = Scratch::new("counters-expiry");
     let sqlite = store(&dir, "expiry");
     let record = |bucket| Take {
         refuses: Refuses::Never,
@@ -153,7 +135,7 @@ fn a_time_is_deleted_a_day_after_it_was_taken_written_together_or_alone() {
 fn forgetting_a_session_of_any_name_forgets_its_counts_and_no_others() {
     // Sessions named in other scripts, with a NUL, or as a prefix of another's name: each
     // forgets its own counts, and the others keep theirs.
-    let dir = Dir::new("forget");
+    let dir = Scratch::new("counters-forget");
     let sessions = ["s", "é", "😀x", "a\u{0}", "a", "ab"];
     let take = |bucket| Take::limit(bucket, None, 10);
     let look = |bucket| Take {

@@ -17,11 +17,11 @@ use serde_json::{Value, json};
 use toolgate::approvals::{ApprovalLimits, ApprovalState, ExecutionOutcome, SqliteApprovalStore};
 use toolgate::*;
 
-/// A directory holding one test's ledger and run log, removed afterwards.
-struct Scratch(PathBuf);
+/// A directory holding one test's files (a ledger and run log, counters), removed afterwards.
+pub(crate) struct Scratch(pub(crate) PathBuf);
 
 impl Scratch {
-    fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         let dir =
             std::env::temp_dir().join(format!("toolgate-ledger-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

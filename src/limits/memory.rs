@@ -1,8 +1,9 @@
 //! Counters in this process's memory: exact sliding windows, bounded by a capacity in call times.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
 
+use super::names::NameMap;
 use super::{CounterError, RateCounters, Take, Taken};
 
 /// How many call times [`MemoryRateCounters::default`] holds: 2^20 (8 MiB of times).
@@ -25,7 +26,7 @@ pub struct MemoryRateCounters {
 
 #[derive(Debug, Default)]
 struct State {
-    counters: HashMap<String, Counter>,
+    counters: NameMap<Counter>,
     // Call times held across all counters.
     held: usize,
 }
@@ -138,8 +139,13 @@ impl RateCounters for MemoryRateCounters {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let State { counters, held } = &mut *state;
         let mut totals = Vec::with_capacity(takes.len());
-        for take in takes {
-            let total = match counters.get_mut(take.bucket) {
+        // Each name hashed once, for finding its counter now and recording it below.
+        let hashes: Vec<u64> = takes
+            .iter()
+            .map(|take| counters.hash(take.bucket))
+            .collect();
+        for (take, &hash) in takes.iter().zip(&hashes) {
+            let total = match counters.get_mut(hash, take.bucket) {
                 Some(counter) => {
                     // Counted by the window in force now; kept for the longest one seen.
                     counter.keep_ms = counter.keep_ms.max(length(take.window_ms));
@@ -147,7 +153,7 @@ impl RateCounters for MemoryRateCounters {
                     let total = counter.total(take.window_ms, now_ms);
                     if counter.times.is_empty() {
                         // An empty counter costs memory the capacity does not count.
-                        counters.remove(take.bucket);
+                        counters.remove(hash, take.bucket);
                     }
                     total
                 }
@@ -161,7 +167,7 @@ impl RateCounters for MemoryRateCounters {
         let recorded = takes.iter().filter(|take| take.weight > 0).count();
         if *held + recorded > self.capacity {
             // Make room from every counter's passed times before refusing.
-            counters.retain(|_, counter| {
+            counters.retain(|counter| {
                 *held -= counter.expire(now_ms);
                 !counter.times.is_empty()
             });
@@ -171,9 +177,12 @@ impl RateCounters for MemoryRateCounters {
                 });
             }
         }
-        for take in takes.iter().filter(|take| take.weight > 0) {
+        for (take, &hash) in takes.iter().zip(&hashes) {
+            if take.weight == 0 {
+                continue;
+            }
             // A counter held already is found without copying its name.
-            if let Some(counter) = counters.get_mut(take.bucket) {
+            if let Some(counter) = counters.get_mut(hash, take.bucket) {
                 *held -= counter.record(take, now_ms);
             } else {
                 let mut counter = Counter {
@@ -183,7 +192,7 @@ impl RateCounters for MemoryRateCounters {
                     dropped: 0,
                 };
                 counter.record(take, now_ms);
-                counters.insert(take.bucket.to_owned(), counter);
+                counters.insert(hash, take.bucket, counter);
             }
             *held += 1;
         }

@@ -39,6 +39,7 @@
 //! [`ManualClock`](crate::clock::ManualClock).
 
 mod memory;
+mod names;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

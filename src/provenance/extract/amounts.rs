@@ -26,6 +26,11 @@ pub(super) struct AmountScan {
 }
 
 impl AmountScan {
+    /// The first byte not read yet: a digit before it starts nothing in this scan.
+    pub(super) fn read_to(&self) -> usize {
+        self.at
+    }
+
     /// Reads the amount that the digit at `digit` may start; called for digits in order.
     #[inline]
     pub(super) fn at_digit(&mut self, bytes: &[u8], digit: usize, out: &mut Vec<Token>) {

@@ -46,6 +46,43 @@ pub(super) static BYTE_CLASS: [u8; 256] = {
     table[0xEF] = FULL_STOP_LEAD;
     table
 };
+/// Where the next byte of a class ([`BYTE_CLASS`] not 0) is, at `from` or after.
+///
+/// Most of a text is words: eight bytes at a time are passed over while each is an ASCII letter,
+/// a space or NUL (none of which has a class), then the bytes of the first word that is not are
+/// looked up one by one.
+#[inline]
+pub(super) fn next_classified(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = ONES * 0x80;
+    let mut at = from;
+    while let Some(eight) = bytes.get(at..at + 8) {
+        let word = u64::from_ne_bytes(eight.try_into().unwrap_or([0xFF; 8]));
+        // Per byte, each sum below 0x100 while the byte is below 0x80, so no carry crosses
+        // bytes: a letter (folded to lower case, `@` becomes `` ` ``) is within `a..=z`,
+        // a space or NUL (folded to a space) is not nonzero after `^ 0x20`.
+        let folded = word | (ONES * 0x20);
+        let at_least_a = folded.wrapping_add(ONES * (0x80 - 0x61));
+        let past_z = folded.wrapping_add(ONES * (0x80 - 0x7B));
+        let letters = at_least_a & !past_z;
+        let not_space = (folded ^ (ONES * 0x20)).wrapping_add(ONES * 0x7F);
+        let plain = (letters | !not_space) & !word & HIGHS;
+        if plain != HIGHS {
+            if let Some(found) = eight
+                .iter()
+                .position(|byte| BYTE_CLASS[usize::from(*byte)] != 0)
+            {
+                return Some(at + found);
+            }
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..)?;
+    rest.iter()
+        .position(|byte| BYTE_CLASS[usize::from(*byte)] != 0)
+        .map(|found| at + found)
+}
+
 pub(super) const CHUNK: u8 = 1;
 pub(super) const DIGIT: u8 = 2;
 /// The first byte of U+3002 (ideographic full stop) or of U+FF0E / U+FF61 (fullwidth, halfwidth).
@@ -252,6 +289,48 @@ mod tests {
             "\u{85}", "\u{200B}",
         ]);
         prop::collection::vec(pieces, 0..40).prop_map(|pieces| pieces.concat())
+    }
+
+    /// Bytes of every kind the word-at-a-time search tells apart: letters of both cases and the
+    /// bytes beside their ranges (`@`, `[`, `` ` ``, `{`), space, NUL, the classed bytes, and
+    /// bytes from 0x80 (lead and continuation bytes, 0xE3 and 0xEF).
+    fn bytes_of_every_kind() -> impl Strategy<Value = Vec<u8>> {
+        let chosen = prop::sample::select(vec![
+            b'a', b'z', b'A', b'Z', b'm', b'@', b'[', b'`', b'{', b' ', 0, b'\n', b',', b'!', b'#',
+            b'.', b'/', b'0', b'9', b':', b'\\', b'~', 0x7F, 0x80, 0xA0, 0xE3, 0xEF, 0xFF, 0x1F,
+            0x21, 0x5C, 0x5F, 0x60, 0x7B, 0xC1, 0xE1,
+        ]);
+        let byte = prop_oneof![chosen, any::<u8>()];
+        prop::collection::vec(byte, 0..48)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(5_000))]
+        #[test]
+        fn the_word_at_a_time_search_finds_the_byte_the_byte_search_finds(
+            bytes in bytes_of_every_kind(),
+            from_pick in any::<prop::sample::Index>(),
+        ) {
+            let from = from_pick.index(bytes.len() + 1);
+            let byte_by_byte = bytes[from..]
+                .iter()
+                .position(|byte| BYTE_CLASS[usize::from(*byte)] != 0)
+                .map(|found| from + found);
+            prop_assert_eq!(next_classified(&bytes, from), byte_by_byte);
+        }
+    }
+
+    #[test]
+    fn the_word_at_a_time_search_stops_at_each_classed_byte_wherever_it_stands() {
+        // Every byte value at every position of a run of letters long enough for three words.
+        for byte in 0..=u8::MAX {
+            for at in 0..24 {
+                let mut bytes = b"abcdefghijklmnopqrstuvwxyzABCD".to_vec();
+                bytes[at] = byte;
+                let expected = (BYTE_CLASS[usize::from(byte)] != 0).then_some(at);
+                assert_eq!(next_classified(&bytes, 0), expected, "{byte:#x} at {at}");
+            }
+        }
     }
 
     proptest! {

@@ -42,7 +42,8 @@ use amounts::AmountScan;
 pub(crate) use amounts::{amount_of, amount_of_minor_units, amount_of_number};
 use chunks::{
     BYTE_CLASS, DIGIT, FULL_STOP_LEAD, HOST_DOTS, chunk_end, chunk_start, ends_a_label,
-    ends_a_sentence, host_full_stop_at, looks_like_link_rest, next_chunk, trim_trailing,
+    ends_a_sentence, host_full_stop_at, looks_like_link_rest, next_chunk, next_classified,
+    trim_trailing,
 };
 pub(crate) use currencies::mentions_money;
 use numbers::NumberScan;
@@ -169,11 +170,7 @@ fn scan_skipping(text: &str, out: &mut Vec<Token>, skip_sentence_ends: bool) {
     let mut chunks_from = 0;
     let mut next = 0;
     // The search for the next byte of a class is its own tight loop: most bytes are letters.
-    while let Some(skipped) = bytes[next..]
-        .iter()
-        .position(|byte| BYTE_CLASS[usize::from(*byte)] != 0)
-    {
-        let at = next + skipped;
+    while let Some(at) = next_classified(bytes, next) {
         next = at + 1;
         let class = BYTE_CLASS[usize::from(bytes[at])];
         // Other characters of the blocks a host's full stop belongs to start nothing.
@@ -183,6 +180,11 @@ fn scan_skipping(text: &str, out: &mut Vec<Token>, skip_sentence_ends: bool) {
         if class == DIGIT {
             numbers.at_digit(bytes, at, out);
             amounts.at_digit(bytes, at, out);
+            // The digits after it that both scans have read past start nothing in either.
+            let read_past = numbers.read_to().min(amounts.read_to());
+            while next < read_past && bytes[next].is_ascii_digit() {
+                next += 1;
+            }
         } else if at >= chunks_from
             && !(ascii && (ends_a_sentence(bytes, at) || ends_a_label(bytes, at)))
         {

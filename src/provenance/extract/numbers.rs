@@ -9,6 +9,11 @@ pub(super) struct NumberScan {
 }
 
 impl NumberScan {
+    /// The first byte not read yet: a digit before it starts nothing in this scan.
+    pub(super) fn read_to(&self) -> usize {
+        self.at
+    }
+
     /// Reads the long number (6 digits or more; spaces, `-` and `.` between digit groups
     /// dropped) or IBAN (check digits holding) that the digit at `digit` may start or be the
     /// check digits of; called for digits in order. Read as bytes: every character either takes

@@ -1,0 +1,193 @@
+//! A map from counter names, each name hashed once per take: the memory store finds a counter when
+//! it reads the totals and again when it records, and a result's hundred values are a hundred
+//! counters — hashing each name twice (three times for a new one) cost a third of the store's work.
+
+use std::borrow::Borrow;
+use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+
+/// Counters by name, found by a hash computed once ([`NameMap::hash`]).
+///
+/// The hash is SipHash under this map's own random key (the standard map's), so names an
+/// attacker chooses — a rate limit's key can be an argument — collide no more often than in a
+/// standard map.
+#[derive(Debug)]
+pub(super) struct NameMap<V> {
+    keys: RandomState,
+    map: HashMap<Named, V, BuildHasherDefault<GivenHash>>,
+}
+
+/// A name and its hash under the map's key.
+#[derive(Debug)]
+struct Named {
+    hash: u64,
+    name: Box<str>,
+}
+
+/// What a name is found by: its hash and its text, owned or borrowed.
+trait NameView {
+    fn hashed(&self) -> u64;
+    fn name(&self) -> &str;
+}
+
+impl NameView for Named {
+    fn hashed(&self) -> u64 {
+        self.hash
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl NameView for (u64, &str) {
+    fn hashed(&self) -> u64 {
+        self.0
+    }
+    fn name(&self) -> &str {
+        self.1
+    }
+}
+
+impl<'a> Borrow<dyn NameView + 'a> for Named {
+    fn borrow(&self) -> &(dyn NameView + 'a) {
+        self
+    }
+}
+
+impl Hash for dyn NameView + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hashed());
+    }
+}
+
+impl PartialEq for dyn NameView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.hashed() == other.hashed() && self.name() == other.name()
+    }
+}
+
+impl Eq for dyn NameView + '_ {}
+
+// A key hashes as its view does, so the map finds an owned name by a borrowed one.
+impl Hash for Named {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl PartialEq for Named {
+    fn eq(&self, other: &Self) -> bool {
+        (self as &dyn NameView) == (other as &dyn NameView)
+    }
+}
+
+impl Eq for Named {}
+
+/// The map's hasher: the one `u64` it is given is the hash (already keyed SipHash). Anything
+/// else written is mixed in whole, so no other use can make every key collide.
+#[derive(Debug, Default)]
+struct GivenHash(u64);
+
+impl Hasher for GivenHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 ^= value;
+    }
+}
+
+impl<V> Default for NameMap<V> {
+    fn default() -> Self {
+        Self {
+            keys: RandomState::new(),
+            map: HashMap::default(),
+        }
+    }
+}
+
+impl<V> NameMap<V> {
+    /// `name`'s hash in this map: computed once, given to each lookup of that name.
+    pub(super) fn hash(&self, name: &str) -> u64 {
+        self.keys.hash_one(name)
+    }
+
+    pub(super) fn get_mut(&mut self, hash: u64, name: &str) -> Option<&mut V> {
+        self.map.get_mut(&(hash, name) as &dyn NameView)
+    }
+
+    pub(super) fn remove(&mut self, hash: u64, name: &str) -> Option<V> {
+        self.map.remove(&(hash, name) as &dyn NameView)
+    }
+
+    /// Adds `name` (hashed by [`hash`](Self::hash)), which the map does not hold.
+    pub(super) fn insert(&mut self, hash: u64, name: &str, value: V) {
+        let name = Named {
+            hash,
+            name: name.into(),
+        };
+        self.map.insert(name, value);
+    }
+
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&mut V) -> bool) {
+        self.map.retain(|_, value| keep(value));
+    }
+
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_found_by_its_hash_and_its_text_and_by_nothing_else() {
+        let mut map = NameMap::default();
+        let names = ["a", "b", "prov:u:-:00ff", "", "é", "a\0", "\0a"];
+        for (value, name) in names.iter().enumerate() {
+            let hash = map.hash(name);
+            assert!(map.get_mut(hash, name).is_none(), "{name:?}");
+            map.insert(hash, name, value);
+        }
+        assert_eq!(map.len(), names.len());
+        for (value, name) in names.iter().enumerate() {
+            let hash = map.hash(name);
+            assert_eq!(map.get_mut(hash, name).copied(), Some(value), "{name:?}");
+            // The same hash with another text, or the right text under another hash, is not it.
+            assert!(map.get_mut(hash, "other").is_none(), "{name:?}");
+            assert!(map.get_mut(hash ^ 1, name).is_none(), "{name:?}");
+        }
+        let hash = map.hash("b");
+        assert_eq!(map.remove(hash, "b"), Some(1));
+        assert_eq!(map.remove(hash, "b"), None);
+        map.retain(|value| *value % 2 == 0);
+        let mut left = Vec::new();
+        for name in names {
+            let hash = map.hash(name);
+            left.extend(map.get_mut(hash, name).copied());
+        }
+        assert_eq!(left, [0, 2, 4, 6]);
+    }
+
+    #[test]
+    fn two_maps_hash_a_name_under_their_own_keys() {
+        // Each store draws its own key: names that collide in one do not in another.
+        let first: NameMap<()> = NameMap::default();
+        let differ = (0..8).any(|n| {
+            let second: NameMap<()> = NameMap::default();
+            first.hash(&n.to_string()) != second.hash(&n.to_string())
+        });
+        assert!(differ);
+    }
+}

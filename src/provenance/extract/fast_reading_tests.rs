@@ -134,13 +134,15 @@ mod sentence_ends {
 
     /// Text built of what decides whether a full stop's or a colon's chunk holds a value: dots
     /// and colons before letters, digits, spaces and the end, `www`, every other byte a chunk is
-    /// read for, the punctuation trimmed off a value, and non-ASCII full stops.
+    /// read for, the punctuation trimmed off a value, and non-ASCII full stops; and what the
+    /// number scans read: amounts and their currencies, IBAN groups, long numbers.
     fn prose() -> impl Strategy<Value = String> {
         let pieces = prop::sample::select(vec![
             "a", "Ex", "ample", "9", "42", ".", ". ", ".\n", "..", "www", "WwW", "http", "s", ":",
             "//", "/", "@", "#", "\\", "~", ",", ")", "(", "[", "](", "\"", "'", " ", "-", "e.g.",
             "mailto:", "\u{3002}", "\u{FF0E}", "é", "=", "?", "&", "%2F", ": ", ":\n", ":\t", "::",
-            "8443",
+            "8443", "1,450.00", "1.450,00", "1'450", "35,-", " EUR ", "€", "$", "USD", " euros",
+            "DE89", "3704", "0044", "0532", "013000", "00095028", "₹",
         ]);
         prop::collection::vec(pieces, 0..30).prop_map(|pieces| pieces.concat())
     }

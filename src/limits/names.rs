@@ -96,7 +96,8 @@ impl Hasher for GivenHash {
 
     fn write(&mut self, bytes: &[u8]) {
         for &byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+            // The ninth bit marks a byte written, so NUL bytes count too.
+            self.0 = self.0.rotate_left(9) ^ (u64::from(byte) | 0x100);
         }
     }
 
@@ -128,13 +129,14 @@ impl<V> NameMap<V> {
         self.map.remove(&(hash, name) as &dyn NameView)
     }
 
-    /// Adds `name` (hashed by [`hash`](Self::hash)), which the map does not hold.
-    pub(super) fn insert(&mut self, hash: u64, name: &str, value: V) {
+    /// Adds `name` (hashed by [`hash`](Self::hash)); a name held already has its value
+    /// replaced, and the old one is returned.
+    pub(super) fn insert(&mut self, hash: u64, name: &str, value: V) -> Option<V> {
         let name = Named {
             hash,
             name: name.into(),
         };
-        self.map.insert(name, value);
+        self.map.insert(name, value)
     }
 
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&mut V) -> bool) {
@@ -178,6 +180,45 @@ mod tests {
             left.extend(map.get_mut(hash, name).copied());
         }
         assert_eq!(left, [0, 2, 4, 6]);
+    }
+
+    #[test]
+    fn a_name_inserted_again_replaces_its_value() {
+        let mut map = NameMap::default();
+        let hash = map.hash("seen");
+        assert_eq!(map.insert(hash, "seen", 1), None);
+        assert_eq!(map.insert(hash, "seen", 2), Some(1));
+        assert_eq!(map.len(), 1);
+        // Another name under the same hash is another key.
+        assert_eq!(map.insert(hash, "other", 3), None);
+        assert_eq!(map.len(), 2);
+        assert_eq!(map.get_mut(hash, "seen").copied(), Some(2));
+    }
+
+    #[test]
+    fn the_map_hashes_a_key_by_the_hash_it_was_given() {
+        // The keyed hash computed once is the hash the map places a key by: were it lost (every
+        // key placed alike), every lookup would walk every key.
+        for value in [0, 1, 0x8000_0000_0000_0000, u64::MAX, 0x0123_4567_89AB_CDEF] {
+            let mut given = GivenHash::default();
+            given.write_u64(value);
+            assert_eq!(given.finish(), value);
+            let named = Named {
+                hash: value,
+                name: "n".into(),
+            };
+            let build = BuildHasherDefault::<GivenHash>::default();
+            assert_eq!(build.hash_one(&named), value);
+            assert_eq!(build.hash_one(&(value, "other") as &dyn NameView), value);
+        }
+        // Bytes, were anything to write them, are mixed in: no two short inputs alike.
+        let mut seen = std::collections::HashSet::new();
+        for bytes in [&b""[..], b"a", b"b", b"ab", b"ba", b"\0", b"\0\0"] {
+            let mut given = GivenHash::default();
+            given.write(bytes);
+            seen.insert(given.finish());
+        }
+        assert_eq!(seen.len(), 7);
     }
 
     #[test]

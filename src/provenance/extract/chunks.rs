@@ -49,25 +49,14 @@ pub(super) static BYTE_CLASS: [u8; 256] = {
 /// Where the next byte of a class ([`BYTE_CLASS`] not 0) is, at `from` or after.
 ///
 /// Most of a text is words: eight bytes at a time are passed over while each is an ASCII letter,
-/// a space or NUL (none of which has a class), then the bytes of the first word that is not are
-/// looked up one by one.
+/// a space or NUL (none of which has a class, see [`is_plain`]), then the bytes of the first
+/// eight that are not are looked up one by one.
 #[inline]
 pub(super) fn next_classified(bytes: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = ONES * 0x80;
     let mut at = from;
     while let Some(eight) = bytes.get(at..at + 8) {
         let word = u64::from_ne_bytes(eight.try_into().unwrap_or([0xFF; 8]));
-        // Per byte, each sum below 0x100 while the byte is below 0x80, so no carry crosses
-        // bytes: a letter (folded to lower case, `@` becomes `` ` ``) is within `a..=z`,
-        // a space or NUL (folded to a space) is not nonzero after `^ 0x20`.
-        let folded = word | (ONES * 0x20);
-        let at_least_a = folded.wrapping_add(ONES * (0x80 - 0x61));
-        let past_z = folded.wrapping_add(ONES * (0x80 - 0x7B));
-        let letters = at_least_a & !past_z;
-        let not_space = (folded ^ (ONES * 0x20)).wrapping_add(ONES * 0x7F);
-        let plain = (letters | !not_space) & !word & HIGHS;
-        if plain != HIGHS {
+        if !is_plain(word) {
             if let Some(found) = eight
                 .iter()
                 .position(|byte| BYTE_CLASS[usize::from(*byte)] != 0)
@@ -81,6 +70,23 @@ pub(super) fn next_classified(bytes: &[u8], from: usize) -> Option<usize> {
     rest.iter()
         .position(|byte| BYTE_CLASS[usize::from(*byte)] != 0)
         .map(|found| at + found)
+}
+
+/// Whether each of the eight bytes of `word` is an ASCII letter, a space or NUL.
+#[inline]
+fn is_plain(word: u64) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = ONES * 0x80;
+    // Per byte, each sum stays below 0x100 while the byte is below 0x80, so no carry crosses
+    // bytes (a byte from 0x80 is not plain whatever its neighbours read): a letter, folded to
+    // lower case (`@` becomes `` ` ``), is within `a..=z`; a space or NUL, folded to a space, is
+    // zero after `^ 0x20`, and only zero stays below 0x80 once 0x7F is added.
+    let folded = word | (ONES * 0x20);
+    let at_least_a = folded.wrapping_add(ONES * (0x80 - 0x61));
+    let past_z = folded.wrapping_add(ONES * (0x80 - 0x7B));
+    let letters = at_least_a & !past_z;
+    let not_space = (folded ^ (ONES * 0x20)).wrapping_add(ONES * 0x7F);
+    (letters | !not_space) & !word & HIGHS == HIGHS
 }
 
 pub(super) const CHUNK: u8 = 1;
@@ -317,6 +323,51 @@ mod tests {
                 .position(|byte| BYTE_CLASS[usize::from(*byte)] != 0)
                 .map(|found| from + found);
             prop_assert_eq!(next_classified(&bytes, from), byte_by_byte);
+        }
+    }
+
+    /// What [`is_plain`] must say of one byte: an ASCII letter, a space or NUL.
+    fn plain_byte(byte: u8) -> bool {
+        byte.is_ascii_alphabetic() || byte == b' ' || byte == 0
+    }
+
+    #[test]
+    fn eight_bytes_are_plain_exactly_when_each_is_a_letter_a_space_or_nul() {
+        // Every byte value, then every pair of byte values, in every lane, among each plain
+        // filler: a rule looser than the one byte's lets a classed byte be passed over; a
+        // stricter one reads every word byte by byte. Words of one byte repeated too.
+        let fillers = [b'a', b'z', b'A', b'Z', b'm', b' ', 0];
+        for byte in 0..=u8::MAX {
+            assert_eq!(
+                is_plain(u64::from_ne_bytes([byte; 8])),
+                plain_byte(byte),
+                "{byte:#x}"
+            );
+            for filler in fillers {
+                for lane in 0..8 {
+                    let mut word = [filler; 8];
+                    word[lane] = byte;
+                    assert_eq!(
+                        is_plain(u64::from_ne_bytes(word)),
+                        plain_byte(byte),
+                        "{byte:#x} in lane {lane} among {filler:#x}"
+                    );
+                }
+            }
+        }
+        for first in 0..=u8::MAX {
+            for second in 0..=u8::MAX {
+                for (one, other) in [(0, 1), (3, 4), (6, 7), (0, 7), (2, 5)] {
+                    let mut word = [b' '; 8];
+                    word[one] = first;
+                    word[other] = second;
+                    assert_eq!(
+                        is_plain(u64::from_ne_bytes(word)),
+                        plain_byte(first) && plain_byte(second),
+                        "{first:#x} in lane {one}, {second:#x} in lane {other}"
+                    );
+                }
+            }
         }
     }
 

@@ -3,11 +3,14 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
 
-use super::names::NameMap;
+use super::names::{NameKeys, NameMap};
 use super::{CounterError, RateCounters, Take, Taken};
 
 /// How many call times [`MemoryRateCounters::default`] holds: 2^20 (8 MiB of times).
 const DEFAULT_CAPACITY: usize = 1 << 20;
+
+/// A take of at most this many counters keeps its hashes and totals on the stack.
+const FEW: usize = 8;
 
 /// Counts in memory, for one process: a controller's default.
 ///
@@ -21,6 +24,7 @@ const DEFAULT_CAPACITY: usize = 1 << 20;
 #[derive(Debug)]
 pub struct MemoryRateCounters {
     state: Mutex<State>,
+    keys: NameKeys,
     capacity: usize,
 }
 
@@ -120,6 +124,7 @@ impl MemoryRateCounters {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             state: Mutex::new(State::default()),
+            keys: NameKeys::default(),
             capacity,
         }
     }
@@ -135,16 +140,34 @@ impl MemoryRateCounters {
 
 impl RateCounters for MemoryRateCounters {
     fn take(&self, takes: &[Take<'_>], now_ms: u64) -> Result<Taken, CounterError> {
+        // Each name hashed at most once, for finding its counter and for recording it (none while
+        // no counter is held: nothing to find); a call's few counters on the stack.
+        let (mut few_hashes, mut many_hashes) = ([None; FEW], Vec::new());
+        let hashes = if takes.len() <= FEW {
+            &mut few_hashes[..takes.len()]
+        } else {
+            many_hashes.resize(takes.len(), None);
+            &mut many_hashes[..]
+        };
+        let hash_of = |hash: &mut Option<u64>, take: &Take<'_>| {
+            *hash.get_or_insert_with(|| self.keys.hash(take.bucket))
+        };
+        let (mut few_totals, mut many_totals) = ([0; FEW], Vec::new());
+        let totals = if takes.len() <= FEW {
+            &mut few_totals[..takes.len()]
+        } else {
+            many_totals.resize(takes.len(), 0);
+            &mut many_totals[..]
+        };
         // The state is consistent after every statement, so a poisoned lock is still usable.
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let State { counters, held } = &mut *state;
-        let mut totals = Vec::with_capacity(takes.len());
-        // Each name hashed once, for finding its counter now and recording it below.
-        let hashes: Vec<u64> = takes
-            .iter()
-            .map(|take| counters.hash(take.bucket))
-            .collect();
-        for (take, &hash) in takes.iter().zip(&hashes) {
+        for ((take, hash), slot) in takes.iter().zip(hashes.iter_mut()).zip(totals.iter_mut()) {
+            if counters.is_empty() {
+                *slot = 0;
+                continue;
+            }
+            let hash = hash_of(hash, take);
             let total = match counters.get_mut(hash, take.bucket) {
                 Some(counter) => {
                     // Counted by the window in force now; kept for the longest one seen.
@@ -159,9 +182,9 @@ impl RateCounters for MemoryRateCounters {
                 }
                 None => 0,
             };
-            totals.push(total);
+            *slot = total;
         }
-        if let Some(index) = super::first_refusal(takes, &totals) {
+        if let Some(index) = super::first_refusal(takes, totals) {
             return Ok(Taken::Full(index));
         }
         let recorded = takes.iter().filter(|take| take.weight > 0).count();
@@ -177,10 +200,11 @@ impl RateCounters for MemoryRateCounters {
                 });
             }
         }
-        for (take, &hash) in takes.iter().zip(&hashes) {
+        for (take, hash) in takes.iter().zip(hashes.iter_mut()) {
             if take.weight == 0 {
                 continue;
             }
+            let hash = hash_of(hash, take);
             // A counter held already is found without copying its name.
             if let Some(counter) = counters.get_mut(hash, take.bucket) {
                 *held -= counter.record(take, now_ms);

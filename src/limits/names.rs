@@ -7,15 +7,26 @@ use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
-/// Counters by name, found by a hash computed once ([`NameMap::hash`]).
-///
-/// The hash is SipHash under this map's own random key (the standard map's), so names an
-/// attacker chooses — a rate limit's key can be an argument — collide no more often than in a
-/// standard map.
+/// Counters by name, found by a hash computed once by [`NameKeys::hash`].
 #[derive(Debug)]
 pub(super) struct NameMap<V> {
-    keys: RandomState,
     map: HashMap<Named, V, BuildHasherDefault<GivenHash>>,
+}
+
+/// How names are hashed for a [`NameMap`]: SipHash under a random key drawn for each store (the
+/// standard map's), so names an attacker chooses — a rate limit's key can be an argument —
+/// collide no more often than in a standard map.
+#[derive(Debug, Default)]
+pub(super) struct NameKeys(RandomState);
+
+impl NameKeys {
+    /// `name`'s hash: computed once, given to each lookup of that name.
+    #[inline]
+    pub(super) fn hash(&self, name: &str) -> u64 {
+        let mut hasher = self.0.build_hasher();
+        hasher.write(name.as_bytes());
+        hasher.finish()
+    }
 }
 
 /// A name and its hash under the map's key.
@@ -109,18 +120,12 @@ impl Hasher for GivenHash {
 impl<V> Default for NameMap<V> {
     fn default() -> Self {
         Self {
-            keys: RandomState::new(),
             map: HashMap::default(),
         }
     }
 }
 
 impl<V> NameMap<V> {
-    /// `name`'s hash in this map: computed once, given to each lookup of that name.
-    pub(super) fn hash(&self, name: &str) -> u64 {
-        self.keys.hash_one(name)
-    }
-
     pub(super) fn get_mut(&mut self, hash: u64, name: &str) -> Option<&mut V> {
         self.map.get_mut(&(hash, name) as &dyn NameView)
     }
@@ -129,7 +134,7 @@ impl<V> NameMap<V> {
         self.map.remove(&(hash, name) as &dyn NameView)
     }
 
-    /// Adds `name` (hashed by [`hash`](Self::hash)); a name held already has its value
+    /// Adds `name` (hashed by [`NameKeys::hash`]); a name held already has its value
     /// replaced, and the old one is returned.
     pub(super) fn insert(&mut self, hash: u64, name: &str, value: V) -> Option<V> {
         let name = Named {
@@ -141,6 +146,10 @@ impl<V> NameMap<V> {
 
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&mut V) -> bool) {
         self.map.retain(|_, value| keep(value));
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
 
     #[cfg(test)]
@@ -155,28 +164,28 @@ mod tests {
 
     #[test]
     fn a_name_is_found_by_its_hash_and_its_text_and_by_nothing_else() {
-        let mut map = NameMap::default();
+        let (keys, mut map) = (NameKeys::default(), NameMap::default());
         let names = ["a", "b", "prov:u:-:00ff", "", "é", "a\0", "\0a"];
         for (value, name) in names.iter().enumerate() {
-            let hash = map.hash(name);
+            let hash = keys.hash(name);
             assert!(map.get_mut(hash, name).is_none(), "{name:?}");
             map.insert(hash, name, value);
         }
         assert_eq!(map.len(), names.len());
         for (value, name) in names.iter().enumerate() {
-            let hash = map.hash(name);
+            let hash = keys.hash(name);
             assert_eq!(map.get_mut(hash, name).copied(), Some(value), "{name:?}");
             // The same hash with another text, or the right text under another hash, is not it.
             assert!(map.get_mut(hash, "other").is_none(), "{name:?}");
             assert!(map.get_mut(hash ^ 1, name).is_none(), "{name:?}");
         }
-        let hash = map.hash("b");
+        let hash = keys.hash("b");
         assert_eq!(map.remove(hash, "b"), Some(1));
         assert_eq!(map.remove(hash, "b"), None);
         map.retain(|value| *value % 2 == 0);
         let mut left = Vec::new();
         for name in names {
-            let hash = map.hash(name);
+            let hash = keys.hash(name);
             left.extend(map.get_mut(hash, name).copied());
         }
         assert_eq!(left, [0, 2, 4, 6]);
@@ -184,8 +193,8 @@ mod tests {
 
     #[test]
     fn a_name_inserted_again_replaces_its_value() {
-        let mut map = NameMap::default();
-        let hash = map.hash("seen");
+        let (keys, mut map) = (NameKeys::default(), NameMap::default());
+        let hash = keys.hash("seen");
         assert_eq!(map.insert(hash, "seen", 1), None);
         assert_eq!(map.insert(hash, "seen", 2), Some(1));
         assert_eq!(map.len(), 1);
@@ -222,11 +231,11 @@ mod tests {
     }
 
     #[test]
-    fn two_maps_hash_a_name_under_their_own_keys() {
+    fn two_stores_hash_a_name_under_their_own_keys() {
         // Each store draws its own key: names that collide in one do not in another.
-        let first: NameMap<()> = NameMap::default();
+        let first = NameKeys::default();
         let differ = (0..8).any(|n| {
-            let second: NameMap<()> = NameMap::default();
+            let second = NameKeys::default();
             first.hash(&n.to_string()) != second.hash(&n.to_string())
         });
         assert!(differ);

@@ -56,13 +56,12 @@ pub(super) fn next_classified(bytes: &[u8], from: usize) -> Option<usize> {
     let mut at = from;
     while let Some(eight) = bytes.get(at..at + 8) {
         let word = u64::from_ne_bytes(eight.try_into().unwrap_or([0xFF; 8]));
-        if !is_plain(word) {
-            if let Some(found) = eight
+        if !is_plain(word)
+            && let Some(found) = eight
                 .iter()
                 .position(|byte| BYTE_CLASS[usize::from(*byte)] != 0)
-            {
-                return Some(at + found);
-            }
+        {
+            return Some(at + found);
         }
         at += 8;
     }

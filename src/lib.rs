@@ -141,6 +141,7 @@ mod names;
 pub mod policy;
 #[cfg(feature = "postgres")]
 mod postgres_error;
+mod prehashed;
 pub mod provenance;
 pub mod providers;
 mod random;

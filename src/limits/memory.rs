@@ -138,27 +138,34 @@ impl MemoryRateCounters {
     }
 }
 
+/// `len` slots filled with `fill`: in `few` when they fit, else in `many`.
+fn scratch<'a, T: Copy>(
+    few: &'a mut [T; FEW],
+    many: &'a mut Vec<T>,
+    len: usize,
+    fill: T,
+) -> &'a mut [T] {
+    if len <= FEW {
+        let slots = &mut few[..len];
+        slots.fill(fill);
+        slots
+    } else {
+        many.resize(len, fill);
+        many
+    }
+}
+
 impl RateCounters for MemoryRateCounters {
     fn take(&self, takes: &[Take<'_>], now_ms: u64) -> Result<Taken, CounterError> {
         // Each name hashed at most once, for finding its counter and for recording it (none while
         // no counter is held: nothing to find); a call's few counters on the stack.
         let (mut few_hashes, mut many_hashes) = ([None; FEW], Vec::new());
-        let hashes = if takes.len() <= FEW {
-            &mut few_hashes[..takes.len()]
-        } else {
-            many_hashes.resize(takes.len(), None);
-            &mut many_hashes[..]
-        };
+        let hashes = scratch(&mut few_hashes, &mut many_hashes, takes.len(), None);
         let hash_of = |hash: &mut Option<u64>, take: &Take<'_>| {
             *hash.get_or_insert_with(|| self.keys.hash(take.bucket))
         };
         let (mut few_totals, mut many_totals) = ([0; FEW], Vec::new());
-        let totals = if takes.len() <= FEW {
-            &mut few_totals[..takes.len()]
-        } else {
-            many_totals.resize(takes.len(), 0);
-            &mut many_totals[..]
-        };
+        let totals = scratch(&mut few_totals, &mut many_totals, takes.len(), 0);
         // The state is consistent after every statement, so a poisoned lock is still usable.
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let State { counters, held } = &mut *state;

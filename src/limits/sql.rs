@@ -35,6 +35,9 @@ pub(super) fn expires_ms(take: &Take<'_>, now_ms: u64) -> Option<i64> {
 /// second seeing the first.
 pub(super) fn written_together<'a>(buckets: impl Iterator<Item = &'a str>) -> bool {
     let mut names: Vec<&str> = buckets.collect();
+    if names.len() <= FEW {
+        return false;
+    }
     names.sort_unstable();
-    names.len() > FEW && names.windows(2).all(|pair| pair[0] != pair[1])
+    names.windows(2).all(|pair| pair[0] != pair[1])
 }

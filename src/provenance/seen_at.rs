@@ -2,8 +2,9 @@
 //! it, so a decision can name the earlier call — never the value.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::prehashed::PrehashedState;
 
 use super::keyed::Digest;
 use super::values::Scope;
@@ -23,30 +24,8 @@ type Call = (Arc<str>, Arc<str>);
 #[derive(Debug, Default)]
 struct Inner {
     // One shared call for every value of a result: a clone per value, not two.
-    scopes: HashMap<Arc<str>, HashMap<Digest, Arc<Call>, DigestHasher>>,
+    scopes: HashMap<Arc<str>, HashMap<Digest, Arc<Call>, PrehashedState>>,
     order: VecDeque<(Arc<str>, Digest)>,
-}
-
-/// Hashes a digest by its first eight bytes: a keyed digest is already uniform, and no one
-/// without the key can choose digests that collide.
-type DigestHasher = BuildHasherDefault<FirstBytes>;
-
-#[derive(Debug, Default)]
-struct FirstBytes(u64);
-
-impl Hasher for FirstBytes {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // A `[u8; 16]` is hashed as its length, then its bytes: the bytes are the last write,
-        // and the hash.
-        let mut first = [0; 8];
-        let taken = bytes.len().min(8);
-        first[..taken].copy_from_slice(&bytes[..taken]);
-        self.0 = u64::from_le_bytes(first);
-    }
 }
 
 impl SeenAt {

@@ -40,11 +40,6 @@ pub(super) fn rsplit_at_byte(text: &str, byte: u8) -> Option<(&str, &str)> {
     Some((&text[..at], &text[at + 1..]))
 }
 
-/// Whether `text` holds `byte` (ASCII).
-pub(super) fn holds_byte(text: &str, byte: u8) -> bool {
-    text.bytes().any(|here| here == byte)
-}
-
 /// `link` split at its first `://`, as `split_once("://")` splits it.
 pub(super) fn split_scheme(link: &str) -> Option<(&str, &str)> {
     let at = scheme_separator(link)?;
@@ -95,7 +90,7 @@ pub(super) fn push_email(text: &str, out: &mut Vec<Token>) -> bool {
         .map_or(local.len(), |(at, _)| at);
     let local = local[local_start..].trim_start_matches('.');
     let local_ok = !local.is_empty();
-    let domain_ok = holds_byte(domain, b'.')
+    let domain_ok = domain.as_bytes().contains(&b'.')
         && !domain.starts_with('.')
         && domain
             .chars()
@@ -316,6 +311,55 @@ pub(super) fn canonical_path(chunk: &str) -> Option<String> {
     })
 }
 
+/// `chunk` with a special scheme's slashes made `//` (`https:/evil.example`,
+/// `HTTPS:\\\\evil.example`, `https:evil.example`), as browsers read them; `None` when it holds no
+/// such scheme or already reads `scheme://host`.
+pub(super) fn special_scheme_slashes(chunk: &str) -> Option<String> {
+    const SPECIAL: [&str; 5] = ["https", "http", "wss", "ws", "ftp"];
+    let colons = chunk
+        .bytes()
+        .enumerate()
+        .filter(|&(_, byte)| byte == b':')
+        .map(|(at, _)| at);
+    for colon in colons {
+        let rest = &chunk[colon + 1..];
+        let host = rest.trim_start_matches(['/', '\\']);
+        let already = rest.len() - host.len() == 2 && rest.starts_with("//");
+        if already || !host.starts_with(|c: char| c.is_alphanumeric()) {
+            continue;
+        }
+        // The scheme: the letters and digits before the colon.
+        let start = chunk[..colon]
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !c.is_ascii_alphanumeric())
+            .map_or(0, |(at, c)| at + c.len_utf8());
+        let scheme = &chunk[start..colon];
+        if SPECIAL
+            .iter()
+            .any(|special| special.eq_ignore_ascii_case(scheme))
+        {
+            return Some(format!("{}{scheme}://{host}", &chunk[..start]));
+        }
+    }
+    None
+}
+
+/// Whether `text` is a host name: labels of letters, digits and `-` joined by dots, the last of
+/// 2 to 24 letters (`evil.example`, `docs.corp.example`; not `e.g` or `3.14`).
+pub(super) fn is_bare_host(text: &str) -> bool {
+    let labels: Vec<&str> = text.split('.').collect();
+    let Some(last) = labels.last() else {
+        return false;
+    };
+    labels.len() >= 2
+        && (2..=24).contains(&last.len())
+        && last.chars().all(|c| c.is_alphabetic())
+        && labels.iter().all(|label| {
+            !label.is_empty() && label.chars().all(|c| c.is_alphanumeric() || c == '-')
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -370,55 +414,6 @@ mod tests {
     }
 }
 
-/// `chunk` with a special scheme's slashes made `//` (`https:/evil.example`,
-/// `HTTPS:\\\\evil.example`, `https:evil.example`), as browsers read them; `None` when it holds no
-/// such scheme or already reads `scheme://host`.
-pub(super) fn special_scheme_slashes(chunk: &str) -> Option<String> {
-    const SPECIAL: [&str; 5] = ["https", "http", "wss", "ws", "ftp"];
-    let colons = chunk
-        .bytes()
-        .enumerate()
-        .filter(|&(_, byte)| byte == b':')
-        .map(|(at, _)| at);
-    for colon in colons {
-        let rest = &chunk[colon + 1..];
-        let host = rest.trim_start_matches(['/', '\\']);
-        let already = rest.len() - host.len() == 2 && rest.starts_with("//");
-        if already || !host.starts_with(|c: char| c.is_alphanumeric()) {
-            continue;
-        }
-        // The scheme: the letters and digits before the colon.
-        let start = chunk[..colon]
-            .char_indices()
-            .rev()
-            .find(|(_, c)| !c.is_ascii_alphanumeric())
-            .map_or(0, |(at, c)| at + c.len_utf8());
-        let scheme = &chunk[start..colon];
-        if SPECIAL
-            .iter()
-            .any(|special| special.eq_ignore_ascii_case(scheme))
-        {
-            return Some(format!("{}{scheme}://{host}", &chunk[..start]));
-        }
-    }
-    None
-}
-
-/// Whether `text` is a host name: labels of letters, digits and `-` joined by dots, the last of
-/// 2 to 24 letters (`evil.example`, `docs.corp.example`; not `e.g` or `3.14`).
-pub(super) fn is_bare_host(text: &str) -> bool {
-    let labels: Vec<&str> = text.split('.').collect();
-    let Some(last) = labels.last() else {
-        return false;
-    };
-    labels.len() >= 2
-        && (2..=24).contains(&last.len())
-        && last.chars().all(|c| c.is_alphabetic())
-        && labels.iter().all(|label| {
-            !label.is_empty() && label.chars().all(|c| c.is_alphanumeric() || c == '-')
-        })
-}
-
 #[cfg(test)]
 mod byte_search_tests {
     use proptest::prelude::*;
@@ -439,7 +434,6 @@ mod byte_search_tests {
                 let c = char::from(byte);
                 prop_assert_eq!(split_at_byte(&text, byte), text.split_once(c));
                 prop_assert_eq!(rsplit_at_byte(&text, byte), text.rsplit_once(c));
-                prop_assert_eq!(holds_byte(&text, byte), text.contains(c));
             }
         }
     }

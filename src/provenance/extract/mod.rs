@@ -34,8 +34,8 @@ mod numbers;
 use std::borrow::Cow;
 
 use addresses::{
-    canonical_path, canonical_url, holds_byte, is_bare_host, percent_decoded, push_email,
-    scheme_separator, scheme_start, scheme_start_within, special_scheme_slashes, split_scheme,
+    canonical_path, canonical_url, is_bare_host, percent_decoded, push_email, scheme_separator,
+    scheme_start, scheme_start_within, special_scheme_slashes, split_scheme,
     strip_prefix_ignore_case,
 };
 use amounts::AmountScan;
@@ -151,20 +151,20 @@ fn scan(text: &str, out: &mut Vec<Token>) {
 }
 
 /// [`scan`], skipping the chunks of full stops that end sentences and of colons that end labels,
-/// and the digits both number scans have read past, when `skip_sentence_ends` (the tests read
+/// and the digits both number scans have read past, when `skip` (the tests read
 /// every chunk and visit every digit, to hold the skips to reading the same values).
-fn scan_skipping(text: &str, out: &mut Vec<Token>, skip_sentence_ends: bool) {
+fn scan_skipping(text: &str, out: &mut Vec<Token>, skip: bool) {
     // JSON written with escaped slashes (`https:\/\/evil.example\/pay`) read as written.
     if text.contains("\\/") {
         let unescaped = text.replace("\\/", "/");
-        return scan_skipping(&unescaped, out, skip_sentence_ends);
+        return scan_skipping(&unescaped, out, skip);
     }
     // One pass over the bytes, a table lookup each: only chunks holding a byte a link,
     // address, path or handle needs are read (most chunks are words), and only digits start a
     // number or an IBAN's check digits.
     let bytes = text.as_bytes();
     // In ASCII text no full stop of `HOST_DOTS` can make a chunk hold a host.
-    let ascii = skip_sentence_ends && text.is_ascii();
+    let ascii = skip && text.is_ascii();
     let mut numbers = NumberScan::default();
     let mut amounts = AmountScan::default();
     let mut chunks_from = 0;
@@ -182,7 +182,7 @@ fn scan_skipping(text: &str, out: &mut Vec<Token>, skip_sentence_ends: bool) {
             amounts.at_digit(bytes, at, out);
             // The digits after it that both scans have read past start nothing in either (the
             // tests visit them, to hold the skip to visiting).
-            if skip_sentence_ends {
+            if skip {
                 let read_past = numbers.read_to().min(amounts.read_to());
                 while next < read_past && bytes[next].is_ascii_digit() {
                     next += 1;
@@ -427,7 +427,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         .rsplit_once(':')
         .filter(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
         .map_or(authority, |(host, _)| host);
-    if !holds_byte(host, b'@')
+    if !host.as_bytes().contains(&b'@')
         && is_bare_host(host)
         && let Some((url, host)) = canonical_url(&format!("http://{bare}"))
     {
@@ -435,7 +435,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         push_host(out, host);
         return Some(Kind::Url);
     }
-    if holds_byte(chunk, b'@') {
+    if chunk.as_bytes().contains(&b'@') {
         // A list of addresses (`a@x.example,b@y.example`): each.
         let mut found = false;
         for part in chunk.split([',', ';']) {

@@ -24,15 +24,6 @@ pub(super) fn scheme_separator(text: &str) -> Option<usize> {
     None
 }
 
-/// `text` split at the first `byte` (ASCII), as `split_once(char)` splits it: a loop over the
-/// bytes, where the library's search for one character is tuned for long texts and costs more
-/// than the search in a link or an address.
-pub(super) fn split_at_byte(text: &str, byte: u8) -> Option<(&str, &str)> {
-    debug_assert!(byte.is_ascii());
-    let at = text.bytes().position(|here| here == byte)?;
-    Some((&text[..at], &text[at + 1..]))
-}
-
 /// `text` split at the last `byte` (ASCII), as `rsplit_once(char)` splits it.
 pub(super) fn rsplit_at_byte(text: &str, byte: u8) -> Option<(&str, &str)> {
     debug_assert!(byte.is_ascii());
@@ -143,62 +134,98 @@ pub(super) fn percent_decoded(text: &str, decode: impl Fn(u8) -> bool) -> String
     String::from_utf8(out).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into())
 }
 
+/// A link in canonical form, and where its host is in it.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Link {
+    pub(super) url: String,
+    host: std::ops::Range<usize>,
+}
+
+impl Link {
+    /// The link's host, as canonical as the link.
+    pub(super) fn host(&self) -> &str {
+        &self.url[self.host.clone()]
+    }
+}
+
 /// A link in canonical form and its host: scheme and host lower-cased, user information and
 /// fragment dropped, the default port dropped, the path's dot segments resolved and its
 /// unreserved characters decoded. `None` when there is no host.
-pub(super) fn canonical_url(link: &str) -> Option<(String, String)> {
+pub(super) fn canonical_url(link: &str) -> Option<Link> {
     plain_url(link).or_else(|| respelled_url(link))
 }
 
 /// The canonical form of a link already in it — lower-case scheme and host, no port, escape,
 /// backslash, fragment, user, empty or dot segment — which is most links: the link itself (and
-/// `/` for an empty path), without the allocations of [`respelled_url`]. `None` for any other
-/// link; the two agree wherever this one answers (a property test holds them to it).
-fn plain_url(link: &str) -> Option<(String, String)> {
-    let (scheme, rest) = split_scheme(link)?;
+/// `/` for an empty path), read in one pass and copied once, without the allocations of
+/// [`respelled_url`]. `None` for any other link; the two agree wherever this one answers (a
+/// property test holds them to it).
+fn plain_url(link: &str) -> Option<Link> {
+    let separator = scheme_separator(link)?;
+    let scheme = &link.as_bytes()[..separator];
     let plain_scheme = !scheme.is_empty()
-        && scheme.bytes().all(|byte| {
+        && scheme.iter().all(|&byte| {
             byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'+' | b'-' | b'.')
         });
-    let plain_rest = rest.bytes().all(|byte| {
-        byte.is_ascii_graphic() && !matches!(byte, b'%' | b'\\' | b'#' | b'@' | b'[' | b']')
-    });
-    if !(plain_scheme && plain_rest) {
+    if !plain_scheme {
         return None;
     }
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (host, tail) = rest.split_at(authority_end);
-    let plain_host = !host.is_empty()
-        && !host.ends_with('.')
-        && host.bytes().all(|byte| {
-            byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'-' | b'.')
+    let host_start = separator + 3;
+    let rest = &link.as_bytes()[host_start..];
+    // The host: up to the first `/` or `?`.
+    let host_len = rest
+        .iter()
+        .position(|&byte| {
+            !(byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'-' | b'.'))
+        })
+        .unwrap_or(rest.len());
+    let (host, tail) = rest.split_at(host_len);
+    if host.is_empty() || host.ends_with(b".") || !matches!(tail.first(), None | Some(b'/' | b'?'))
+    {
+        return None;
+    }
+    // The path and the query: graphic bytes but an escape, backslash, fragment, user or
+    // bracket; in the path (before the first `?`), no empty segment and no `.` or `..` one.
+    let mut in_path = true;
+    let mut segment_start = 0;
+    let mut path_len = tail.len();
+    for (at, &byte) in tail.iter().enumerate() {
+        if !byte.is_ascii_graphic() || matches!(byte, b'%' | b'\\' | b'#' | b'@' | b'[' | b']') {
+            return None;
+        }
+        if in_path && matches!(byte, b'/' | b'?') {
+            // Two slashes in a row make an empty segment; a `?` may end an empty last one.
+            let segment = &tail[segment_start..at];
+            if at > 0 && (matches!(segment, b"." | b"..") || byte == b'/' && segment.is_empty()) {
+                return None;
+            }
+            segment_start = at + 1;
+            if byte == b'?' {
+                in_path = false;
+                path_len = at;
+            }
+        }
+    }
+    if in_path && path_len > 0 && matches!(&tail[segment_start..], b"." | b"..") {
+        return None;
+    }
+    let host = host_start..host_start + host_len;
+    if path_len > 0 {
+        return Some(Link {
+            url: link.to_owned(),
+            host,
         });
-    let (path, query) = match split_at_byte(tail, b'?') {
-        Some((path, query)) => (path, Some(query)),
-        None => (tail, None),
-    };
-    let plain_path = !path.contains("//")
-        && path
-            .split('/')
-            .skip(1)
-            .all(|segment| segment != "." && segment != "..");
-    if !(plain_host && plain_path) {
-        return None;
     }
+    // An empty path is `/`.
     let mut url = String::with_capacity(link.len() + 1);
-    url.push_str(scheme);
-    url.push_str("://");
-    url.push_str(host);
-    url.push_str(if path.is_empty() { "/" } else { path });
-    if let Some(query) = query {
-        url.push('?');
-        url.push_str(query);
-    }
-    Some((url, host.to_owned()))
+    url.push_str(&link[..host.end]);
+    url.push('/');
+    url.push_str(&link[host.end..]);
+    Some(Link { url, host })
 }
 
 /// The canonical form of any link (see the module's table of spellings).
-fn respelled_url(link: &str) -> Option<(String, String)> {
+fn respelled_url(link: &str) -> Option<Link> {
     let (scheme, rest) = split_scheme(link)?;
     let scheme = scheme.to_ascii_lowercase();
     let rest = rest.split('#').next().unwrap_or("");
@@ -249,7 +276,8 @@ fn respelled_url(link: &str) -> Option<(String, String)> {
         url.push('?');
         url.push_str(&percent_decoded(query, is_unreserved));
     }
-    Some((url, host))
+    let host = scheme.len() + 3..scheme.len() + 3 + host.len();
+    Some(Link { url, host })
 }
 
 /// A link's path with `.` and `..` segments resolved; empty is `/`.
@@ -386,17 +414,34 @@ mod tests {
 
     #[test]
     fn the_shortcut_answers_for_plain_links_only() {
-        assert_eq!(
-            plain_url("https://reports.example/12/q3?lang=en"),
-            Some((
-                "https://reports.example/12/q3?lang=en".to_owned(),
-                "reports.example".to_owned()
-            ))
-        );
-        assert_eq!(
-            plain_url("https://a.example"),
-            Some(("https://a.example/".to_owned(), "a.example".to_owned()))
-        );
+        let read = |link| plain_url(link).map(|link| (link.url.clone(), link.host().to_owned()));
+        for (link, url, host) in [
+            (
+                "https://reports.example/12/q3?lang=en",
+                "https://reports.example/12/q3?lang=en",
+                "reports.example",
+            ),
+            ("https://a.example", "https://a.example/", "a.example"),
+            ("https://a.example?q", "https://a.example/?q", "a.example"),
+            ("https://a.example/?q", "https://a.example/?q", "a.example"),
+            (
+                "https://a.example/a/?q=//./..",
+                "https://a.example/a/?q=//./..",
+                "a.example",
+            ),
+            ("https://a.example/a/", "https://a.example/a/", "a.example"),
+            (
+                "https://a.example/.a/a.",
+                "https://a.example/.a/a.",
+                "a.example",
+            ),
+        ] {
+            assert_eq!(
+                read(link),
+                Some((url.to_owned(), host.to_owned())),
+                "{link}"
+            );
+        }
         for respelled in [
             "HTTPS://a.example/",
             "https://A.example/",
@@ -408,6 +453,12 @@ mod tests {
             "https://u@a.example/",
             "https://a.example\\@b.example/",
             "https://a.example./",
+            "https://a.example/a//b",
+            "https://a.example/a/.",
+            "https://a.example/a/..?q",
+            "https://a.example/./",
+            "https://a.example:8443/",
+            "https://a.example x",
         ] {
             assert_eq!(plain_url(respelled), None, "{respelled}");
         }
@@ -432,7 +483,6 @@ mod byte_search_tests {
             prop_assert_eq!(split_scheme(&text), text.split_once("://"));
             for byte in [b':', b'/', b'a'] {
                 let c = char::from(byte);
-                prop_assert_eq!(split_at_byte(&text, byte), text.split_once(c));
                 prop_assert_eq!(rsplit_at_byte(&text, byte), text.rsplit_once(c));
             }
         }

@@ -88,6 +88,60 @@ fn is_plain(word: u64) -> bool {
     (letters | !not_space) & !word & HIGHS == HIGHS
 }
 
+/// Which of the bytes a chunk's readings look for the chunk holds, found in one pass: the later
+/// readings each skip their own search when their byte is absent.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Marks(u8);
+
+impl Marks {
+    /// `:`.
+    pub(super) const COLON: u8 = 1;
+    /// `@`, `#`, `/`, `\\` or `~`.
+    pub(super) const SIGN: u8 = 2;
+    /// `.`.
+    pub(super) const DOT: u8 = 4;
+    /// `]`.
+    pub(super) const CLOSE_BRACKET: u8 = 8;
+    /// `%`.
+    pub(super) const PERCENT: u8 = 16;
+    /// A byte of a character past ASCII.
+    pub(super) const NOT_ASCII: u8 = 32;
+
+    pub(super) fn of(bytes: &[u8]) -> Self {
+        Self(
+            bytes
+                .iter()
+                .fold(0, |marks, &byte| marks | MARKS[usize::from(byte)]),
+        )
+    }
+
+    /// Whether any of `marks` was found.
+    pub(super) fn any(self, marks: u8) -> bool {
+        self.0 & marks != 0
+    }
+}
+
+/// Each byte's [`Marks`].
+static MARKS: [u8; 256] = {
+    let mut table = [0; 256];
+    table[b':' as usize] = Marks::COLON;
+    let signs = b"@#/\\~";
+    let mut index = 0;
+    while index < signs.len() {
+        table[signs[index] as usize] = Marks::SIGN;
+        index += 1;
+    }
+    table[b'.' as usize] = Marks::DOT;
+    table[b']' as usize] = Marks::CLOSE_BRACKET;
+    table[b'%' as usize] = Marks::PERCENT;
+    let mut byte = 0x80;
+    while byte < 0x100 {
+        table[byte] = Marks::NOT_ASCII;
+        byte += 1;
+    }
+    table
+};
+
 pub(super) const CHUNK: u8 = 1;
 pub(super) const DIGIT: u8 = 2;
 /// The first byte of U+3002 (ideographic full stop) or of U+FF0E / U+FF61 (fullwidth, halfwidth).
@@ -381,6 +435,34 @@ mod tests {
                 assert_eq!(next_classified(&bytes, 0), expected, "{byte:#x} at {at}");
             }
         }
+    }
+
+    #[test]
+    fn a_chunk_is_marked_with_the_marks_of_each_byte_it_holds_and_no_other() {
+        let mark_of = |byte: u8| match byte {
+            b':' => Marks::COLON,
+            b'@' | b'#' | b'/' | b'\\' | b'~' => Marks::SIGN,
+            b'.' => Marks::DOT,
+            b']' => Marks::CLOSE_BRACKET,
+            b'%' => Marks::PERCENT,
+            0x80.. => Marks::NOT_ASCII,
+            _ => 0,
+        };
+        for byte in 0..=u8::MAX {
+            for mark in [1, 2, 4, 8, 16, 32] {
+                let bytes = [b'a', byte, b'z'];
+                assert_eq!(
+                    Marks::of(&bytes).any(mark),
+                    mark_of(byte) == mark,
+                    "{byte:#x}, mark {mark}"
+                );
+            }
+        }
+        // The marks of several bytes are each one's.
+        let marks = Marks::of(b"a:b]c");
+        assert!(marks.any(Marks::COLON) && marks.any(Marks::CLOSE_BRACKET));
+        assert!(!marks.any(Marks::DOT | Marks::SIGN | Marks::PERCENT | Marks::NOT_ASCII));
+        assert!(!Marks::of(b"").any(u8::MAX));
     }
 
     proptest! {

@@ -34,14 +34,14 @@ mod numbers;
 use std::borrow::Cow;
 
 use addresses::{
-    canonical_path, canonical_url, is_bare_host, percent_decoded, push_email, scheme_separator,
-    scheme_start, scheme_start_within, special_scheme_slashes, split_scheme,
+    Link, canonical_path, canonical_url, is_bare_host, percent_decoded, push_email,
+    scheme_separator, scheme_start, scheme_start_within, special_scheme_slashes, split_scheme,
     strip_prefix_ignore_case,
 };
 use amounts::AmountScan;
 pub(crate) use amounts::{amount_of, amount_of_minor_units, amount_of_number};
 use chunks::{
-    BYTE_CLASS, DIGIT, FULL_STOP_LEAD, HOST_DOTS, chunk_end, chunk_start, ends_a_label,
+    BYTE_CLASS, DIGIT, FULL_STOP_LEAD, HOST_DOTS, Marks, chunk_end, chunk_start, ends_a_label,
     ends_a_sentence, host_full_stop_at, looks_like_link_rest, next_chunk, next_classified,
     trim_trailing,
 };
@@ -334,18 +334,17 @@ fn fold(text: &str) -> String {
 fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     // Most chunks are words: none of the characters a link, address, path or handle needs.
     let bytes = chunk.as_bytes();
-    let may_hold_one = bytes
-        .iter()
-        .any(|byte| matches!(byte, b':' | b'@' | b'#' | b'/' | b'\\' | b'~'))
+    let marks = Marks::of(bytes);
+    let may_hold_one = marks.any(Marks::COLON | Marks::SIGN)
         // A dot inside (`evil.example`), not one ending a sentence.
-        || bytes
+        || marks.any(Marks::DOT) && bytes
             .windows(2)
             .any(|pair| pair[0] == b'.' && pair[1].is_ascii_alphanumeric())
         || bytes.len() >= 4 && bytes[..4].eq_ignore_ascii_case(b"www.")
         || bytes.len() >= 5 && bytes[1..5].eq_ignore_ascii_case(b"www.");
     // A host's dots spelled as CJK or fullwidth full stops are dots (see `HOST_DOTS`): read as
     // dots before the chunk is judged to hold nothing (`evil。example` has no ASCII dot).
-    if !chunk.is_ascii() && chunk.contains(HOST_DOTS) {
+    if marks.any(Marks::NOT_ASCII) && chunk.contains(HOST_DOTS) {
         return chunk_tokens(&chunk.replace(HOST_DOTS, "."), out);
     }
     if !may_hold_one {
@@ -353,11 +352,15 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     }
     // `https:/host`, `https:host`, `https:\\host`: browsers read a special scheme's slashes and
     // backslashes, however many, as `//`.
-    if let Some(fixed) = special_scheme_slashes(chunk) {
+    if marks.any(Marks::COLON)
+        && let Some(fixed) = special_scheme_slashes(chunk)
+    {
         return chunk_tokens(&fixed, out);
     }
     // A Markdown link, `[text](target)`: its text and its target are values apart.
-    if let Some(at) = bytes.windows(2).position(|pair| pair == b"](") {
+    if marks.any(Marks::CLOSE_BRACKET)
+        && let Some(at) = bytes.windows(2).position(|pair| pair == b"](")
+    {
         let first = chunk_tokens(chunk[..at].trim_start_matches('['), out);
         let second = chunk_tokens(&chunk[at + 2..], out);
         return second.or(first);
@@ -379,16 +382,16 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
             }
             return found.then_some(Kind::Email);
         }
-        if let Some((url, host)) = canonical_url(link) {
-            out.push(Token::new(Kind::Url, url));
-            push_host(out, host);
+        if let Some(found) = canonical_url(link) {
+            push_link(out, found);
             // A link inside this one (a redirector's `?q=https://…`, escaped or not).
             let rest = split_scheme(link).map_or("", |(_, rest)| rest);
             let nested = scheme_separator(rest).is_some()
-                || rest
-                    .as_bytes()
-                    .windows(9)
-                    .any(|nine| nine.eq_ignore_ascii_case(b"%3a%2f%2f"));
+                || marks.any(Marks::PERCENT)
+                    && rest
+                        .as_bytes()
+                        .windows(9)
+                        .any(|nine| nine.eq_ignore_ascii_case(b"%3a%2f%2f"));
             if nested {
                 let decoded = percent_decoded(rest, |_| true);
                 if let Some(inner) = scheme_start_within(&decoded) {
@@ -400,10 +403,9 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         return None;
     }
     if strip_prefix_ignore_case(chunk, "www.").is_some()
-        && let Some((url, host)) = canonical_url(&format!("http://{chunk}"))
+        && let Some(found) = canonical_url(&format!("http://{chunk}"))
     {
-        out.push(Token::new(Kind::Url, url));
-        push_host(out, host);
+        push_link(out, found);
         return Some(Kind::Url);
     }
     if let Some(name) = chunk.strip_prefix(['@', '#']) {
@@ -429,10 +431,9 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
         .map_or(authority, |(host, _)| host);
     if !host.as_bytes().contains(&b'@')
         && is_bare_host(host)
-        && let Some((url, host)) = canonical_url(&format!("http://{bare}"))
+        && let Some(found) = canonical_url(&format!("http://{bare}"))
     {
-        out.push(Token::new(Kind::Url, url));
-        push_host(out, host);
+        push_link(out, found);
         return Some(Kind::Url);
     }
     if chunk.as_bytes().contains(&b'@') {
@@ -452,15 +453,19 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     None
 }
 
-/// Pushes `host`, a link's, unless one of the last few values is that host: a page's links share
-/// a few hosts, and each value pushed is keyed before it is told apart from the others.
-fn push_host(out: &mut Vec<Token>, host: String) {
+/// Pushes a link and its host, the host unless one of the three values before is that host: a page's
+/// links share a few hosts, and each value pushed is keyed before it is told apart from the
+/// others (a host listed again is not even copied).
+fn push_link(out: &mut Vec<Token>, link: Link) {
+    let host = link.host();
     let again = out
         .iter()
         .rev()
-        .take(4)
+        .take(3)
         .any(|token| token.kind == Kind::Host && token.canonical == host);
-    if !again {
+    let host = (!again).then(|| host.to_owned());
+    out.push(Token::new(Kind::Url, link.url));
+    if let Some(host) = host {
         out.push(Token::new(Kind::Host, host));
     }
 }

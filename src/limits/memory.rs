@@ -5,6 +5,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::names::{NameKeys, NameMap};
 use super::{CounterError, RateCounters, Take, Taken};
+use crate::decision::Refuses;
 
 /// How many call times [`MemoryRateCounters::default`] holds: 2^20 (8 MiB of times).
 const DEFAULT_CAPACITY: usize = 1 << 20;
@@ -170,7 +171,10 @@ impl RateCounters for MemoryRateCounters {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let State { counters, held } = &mut *state;
         for ((take, hash), slot) in takes.iter().zip(hashes.iter_mut()).zip(totals.iter_mut()) {
-            if counters.is_empty() {
+            // A record that never refuses needs no total (a provenance value's, a flow rule's
+            // history): recording it below widens its counter's window as finding it here would.
+            let record_only = take.weight > 0 && take.refuses == Refuses::Never;
+            if counters.is_empty() || record_only {
                 *slot = 0;
                 continue;
             }
@@ -430,5 +434,62 @@ mod tests {
             counters.take(&[seen(None, true)], 6_000).unwrap(),
             Taken::Full(0)
         );
+        // So does a look that cannot refuse, though it records nothing.
+        let counters = MemoryRateCounters::default();
+        let never = Take {
+            weight: 0,
+            ..record
+        };
+        assert_eq!(counters.take(&[record], 0).unwrap(), Taken::All);
+        assert_eq!(
+            counters
+                .take(
+                    &[Take {
+                        window_ms: None,
+                        ..never
+                    }],
+                    500
+                )
+                .unwrap(),
+            Taken::All
+        );
+        assert_eq!(
+            counters.take(&[seen(None, true)], 6_000).unwrap(),
+            Taken::Full(0)
+        );
+    }
+
+    #[test]
+    fn records_that_cannot_refuse_are_counted_as_any_record_is() {
+        // They are not looked up before recording: what they hold is still dropped once passed,
+        // replaced, and counted against the capacity.
+        let counters = MemoryRateCounters::with_capacity(2);
+        let record = |bucket, replaces| Take {
+            refuses: Refuses::Never,
+            replaces,
+            ..take(bucket, Some(1_000), 0)
+        };
+        assert_eq!(counters.take(&[record("a", false)], 0).unwrap(), Taken::All);
+        assert_eq!(counters.take(&[record("a", false)], 1).unwrap(), Taken::All);
+        assert_eq!(counters.held(), 2);
+        assert_eq!(
+            counters
+                .take(&[record("b", false)], 2)
+                .unwrap_err()
+                .to_string(),
+            CounterError::Full { capacity: 2 }.to_string()
+        );
+        // Once they passed, they make room.
+        assert_eq!(
+            counters.take(&[record("b", true)], 1_001).unwrap(),
+            Taken::All
+        );
+        assert_eq!(counters.held(), 1);
+        let look = Take {
+            weight: 0,
+            refuses: Refuses::NothingCounted,
+            ..take("a", Some(1_000), 0)
+        };
+        assert_eq!(counters.take(&[look], 1_001).unwrap(), Taken::Full(0));
     }
 }

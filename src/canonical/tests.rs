@@ -205,6 +205,32 @@ fn hex_digests_are_lowercase_pairs_of_every_byte() {
 }
 
 #[test]
+fn hex_is_written_four_bytes_at_a_time_as_byte_by_byte() {
+    // Every byte at each of the four places of a word, among two fillers, then every length
+    // up to 32 bytes (words and a rest).
+    let by_bytes = |bytes: &[u8]| -> String { bytes.iter().map(|b| format!("{b:02x}")).collect() };
+    for byte in 0..=u8::MAX {
+        for at in 0..4 {
+            for filler in [0x00, 0xff, 0x9a] {
+                let mut word = [filler; 4];
+                word[at] = byte;
+                assert_eq!(hex_lower(&word), by_bytes(&word), "{word:?}");
+            }
+        }
+    }
+    let bytes: Vec<u8> = (0..32_u8)
+        .map(|n| n.wrapping_mul(37).wrapping_add(11))
+        .collect();
+    for len in 0..=bytes.len() {
+        assert_eq!(
+            hex_lower(&bytes[..len]),
+            by_bytes(&bytes[..len]),
+            "{len} bytes"
+        );
+    }
+}
+
+#[test]
 fn deep_values_do_not_overflow() {
     let mut value = json!(0);
     for _ in 0..100_000 {

@@ -269,15 +269,20 @@ impl Recorder {
             };
             return Ok((none, Vec::new()));
         }
-        // Every counter's name in one string, each ending where `ends` says.
-        let longest_source = sources.iter().map(|source| source.len()).max().unwrap_or(0);
-        let mut names = String::with_capacity(
-            digests.len() * sources.len() * (8 + longest_source + scope.as_str().len() + 32),
-        );
+        // Every counter's name in one string, each ending where `ends` says: a source's prefix
+        // and a digest's hex.
+        let prefixes: Vec<String> = sources
+            .iter()
+            .map(|source| scope.bucket_prefix(source))
+            .collect();
+        let longest_prefix = prefixes.iter().map(String::len).max().unwrap_or(0);
+        let mut names =
+            String::with_capacity(digests.len() * sources.len() * (longest_prefix + 32));
         let mut ends = Vec::with_capacity(digests.len() * sources.len());
         for digest in &digests {
-            for source in sources {
-                scope.push_bucket_of_digest(&mut names, source, digest);
+            for prefix in &prefixes {
+                names.push_str(prefix);
+                crate::canonical::push_hex(&mut names, digest);
                 ends.push(names.len());
             }
         }

@@ -33,18 +33,19 @@ impl Scope {
     /// The counter holding the digest `digest` as seen in `source`: built by hand, its hex
     /// written in place (`format!` cost ~10× as much, twice a value).
     pub(crate) fn bucket_of_digest(&self, source: &str, digest: &Digest) -> String {
-        let mut bucket = String::with_capacity(8 + source.len() + self.0.len() + 32);
-        self.push_bucket_of_digest(&mut bucket, source, digest);
+        let mut bucket = self.bucket_prefix(source);
+        crate::canonical::push_hex(&mut bucket, digest);
         bucket
     }
 
-    /// [`bucket_of_digest`](Self::bucket_of_digest) written at the end of `out`: a result's
-    /// hundred counters named in one allocation.
-    pub(crate) fn push_bucket_of_digest(&self, out: &mut String, source: &str, digest: &Digest) {
+    /// What the name of each counter of `source` starts with: a digest's hex follows (see
+    /// [`bucket_of_digest`](Self::bucket_of_digest)); written once for a result's hundred values.
+    pub(crate) fn bucket_prefix(&self, source: &str) -> String {
+        let mut prefix = String::with_capacity(8 + source.len() + self.0.len() + 32);
         for part in ["prov:", source, ":", &self.0, ":"] {
-            out.push_str(part);
+            prefix.push_str(part);
         }
-        crate::canonical::push_hex(out, digest);
+        prefix
     }
 
     /// The scope as text: a digest of the principal's id, or `-`.

@@ -24,6 +24,33 @@ pub(super) fn scheme_separator(text: &str) -> Option<usize> {
     None
 }
 
+/// `text` split at each ASCII byte `splits` accepts, as `str::split` splits it at those
+/// characters: a loop over the bytes, where the library's search for a set of characters
+/// decodes each character of an address or a link first.
+pub(super) fn split_at_ascii(
+    text: &str,
+    splits: impl Fn(u8) -> bool,
+) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        // Only an ASCII byte splits: it is a whole character, so both sides stay text.
+        match current
+            .bytes()
+            .position(|byte| byte.is_ascii() && splits(byte))
+        {
+            Some(at) => {
+                rest = Some(&current[at + 1..]);
+                Some(&current[..at])
+            }
+            None => {
+                rest = None;
+                Some(current)
+            }
+        }
+    })
+}
+
 /// `text` split at the last `byte` (ASCII), as `rsplit_once(char)` splits it.
 pub(super) fn rsplit_at_byte(text: &str, byte: u8) -> Option<(&str, &str)> {
     debug_assert!(byte.is_ascii());
@@ -73,19 +100,19 @@ pub(super) fn push_email(text: &str, out: &mut Vec<Token>) -> bool {
     let domain = domain.trim_end_matches('.');
     // The address starts where its local part's characters start: `Contact:m@e`, `请联系m@e`
     // and `<m@e` hold `m@e`.
-    let local_start = local
-        .char_indices()
-        .rev()
-        .take_while(|(_, c)| c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(*c))
-        .last()
-        .map_or(local.len(), |(at, _)| at);
-    let local = local[local_start..].trim_start_matches('.');
+    let local = local[local_part_start(local)..].trim_start_matches('.');
     let local_ok = !local.is_empty();
     let domain_ok = domain.as_bytes().contains(&b'.')
         && !domain.starts_with('.')
-        && domain
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.'));
+        && if domain.is_ascii() {
+            domain
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.'))
+        } else {
+            domain
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.'))
+        };
     if local_ok && domain_ok {
         let mut address = String::with_capacity(local.len() + 1 + domain.len());
         for part in [local, "@", domain] {
@@ -101,6 +128,20 @@ pub(super) fn push_email(text: &str, out: &mut Vec<Token>) -> bool {
     } else {
         false
     }
+}
+
+/// Where the local part ending `text` starts: after the last character that cannot be in one.
+/// Read by bytes: only ASCII bytes are a local part's, and no byte of a longer character is.
+fn local_part_start(text: &str) -> usize {
+    text.bytes()
+        .rposition(|byte| !is_local_part_byte(byte))
+        .map_or(0, |at| at + 1)
+}
+
+/// Whether `byte` may be in an address's local part: a letter, a digit or one of RFC 5322's
+/// `atext` signs, or a dot.
+fn is_local_part_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-/=?^_`{|}~.".contains(&byte)
 }
 
 /// Unreserved characters (RFC 3986 §2.3), which `%XX` must not hide.
@@ -475,7 +516,7 @@ mod byte_search_tests {
         #[test]
         fn the_byte_searches_find_what_the_library_searches_find(
             text in prop::collection::vec(
-                prop::sample::select(vec![":", "/", "//", "://", "a", "é", ":/", " "]),
+                prop::sample::select(vec![":", "/", "//", "://", "a", "é", ":/", " ", "请", "+", "=", "~", ",", "<"]),
                 0..16,
             ).prop_map(|pieces| pieces.concat()),
         ) {
@@ -484,6 +525,17 @@ mod byte_search_tests {
             for byte in [b':', b'/', b'a'] {
                 let c = char::from(byte);
                 prop_assert_eq!(rsplit_at_byte(&text, byte), text.rsplit_once(c));
+                let split: Vec<&str> = split_at_ascii(&text, |b| b == byte || b == b' ').collect();
+                // As the characters were read before: the start of the run of characters a
+                // local part may hold that ends the text.
+                let by_chars = text
+                    .char_indices()
+                    .rev()
+                    .take_while(|(_, c)| c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~.".contains(*c))
+                    .last()
+                    .map_or(text.len(), |(at, _)| at);
+                prop_assert_eq!(local_part_start(&text), by_chars);
+                prop_assert_eq!(split, text.split([c, ' ']).collect::<Vec<_>>());
             }
         }
     }

@@ -34,9 +34,9 @@ mod numbers;
 use std::borrow::Cow;
 
 use addresses::{
-    Link, canonical_path, canonical_url, is_bare_host, percent_decoded, push_email,
-    scheme_separator, scheme_start, scheme_start_within, special_scheme_slashes, split_scheme,
-    strip_prefix_ignore_case,
+    Link, canonical_path, canonical_url, is_bare_host, percent_decoded, push_email, rsplit_at_byte,
+    scheme_separator, scheme_start, scheme_start_within, special_scheme_slashes, split_at_ascii,
+    split_scheme, strip_prefix_ignore_case,
 };
 use amounts::AmountScan;
 pub(crate) use amounts::{amount_of, amount_of_minor_units, amount_of_number};
@@ -424,9 +424,10 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     // `evil.example?pay=1`, `//evil.example/pay`): a chat client shows it as one. Read before
     // an address, so `evil.example/pay?to=a@b.example` is the link it is.
     let bare = chunk.strip_prefix("//").unwrap_or(chunk);
-    let authority = bare.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority
-        .rsplit_once(':')
+    let authority = split_at_ascii(bare, |byte| matches!(byte, b'/' | b'?' | b'#'))
+        .next()
+        .unwrap_or("");
+    let host = rsplit_at_byte(authority, b':')
         .filter(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
         .map_or(authority, |(host, _)| host);
     if !host.as_bytes().contains(&b'@')
@@ -439,7 +440,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     if chunk.as_bytes().contains(&b'@') {
         // A list of addresses (`a@x.example,b@y.example`): each.
         let mut found = false;
-        for part in chunk.split([',', ';']) {
+        for part in split_at_ascii(chunk, |byte| matches!(byte, b',' | b';')) {
             found |= push_email(part, out);
         }
         if found {

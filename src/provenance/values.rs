@@ -169,6 +169,9 @@ fn text_values(text: &str, out: &mut Vec<Token>) {
     if text.is_empty() {
         return;
     }
+    // Room for a value every 64 bytes (a mail or a page holds fewer), so a long result's
+    // values are not moved again and again as the list grows.
+    out.reserve(text.len() / 64);
     extract::tokens(text, out);
     const MAX: usize = extract::MAX_WHOLE_VALUE_CHARS;
     for line in text.lines() {

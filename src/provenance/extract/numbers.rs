@@ -76,11 +76,14 @@ fn number_at(bytes: &[u8], at: usize, out: &mut Vec<Token>) -> usize {
         .get(end)
         .is_none_or(|next| !next.is_ascii_alphanumeric());
     if digits >= 6 && word_end {
-        let digits: String = bytes[at..end]
-            .iter()
-            .filter(|byte| byte.is_ascii_digit())
-            .map(|&byte| char::from(byte))
-            .collect();
+        // Sized at once: a digit at a time, the string grew twice for a long number.
+        let mut digits = String::with_capacity(end - at);
+        digits.extend(
+            bytes[at..end]
+                .iter()
+                .filter(|byte| byte.is_ascii_digit())
+                .map(|&byte| char::from(byte)),
+        );
         out.push(Token::new(Kind::Number, digits));
     }
     end.max(at + 1)

@@ -454,15 +454,19 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     None
 }
 
-/// Pushes a link and its host, the host unless one of the three values before is that host: a page's
-/// links share a few hosts, and each value pushed is keyed before it is told apart from the
-/// others (a host listed again is not even copied).
+/// How far back a link's host is looked for among the values listed before it: a page's
+/// paragraphs each name a few values beside a link to the same site.
+const RECENT_VALUES: usize = 16;
+
+/// Pushes a link and its host, the host unless one of the [`RECENT_VALUES`] values before is that
+/// host: a page's links share a few hosts, and each value pushed is keyed before it is told
+/// apart from the others (a host listed again is not even copied).
 fn push_link(out: &mut Vec<Token>, link: Link) {
     let host = link.host();
     let again = out
         .iter()
         .rev()
-        .take(3)
+        .take(RECENT_VALUES)
         .any(|token| token.kind == Kind::Host && token.canonical == host);
     let host = (!again).then(|| host.to_owned());
     out.push(Token::new(Kind::Url, link.url));

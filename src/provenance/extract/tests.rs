@@ -441,11 +441,21 @@ fn a_host_is_listed_after_a_value_of_another_kind_spelled_alike() {
     ] {
         assert!(has(text, Kind::Host, "evil.example"), "{text:?}");
     }
-    // Listed once when it comes again right after.
-    let text = "https://evil.example/a https://evil.example/b";
-    let hosts = all(text)
-        .into_iter()
-        .filter(|(kind, _)| *kind == Kind::Host)
-        .count();
-    assert_eq!(hosts, 1);
+    // Listed once when it comes again soon after; again when it comes after many other values.
+    let hosts = |text: &str| {
+        all(text)
+            .into_iter()
+            .filter(|(kind, _)| *kind == Kind::Host)
+            .count()
+    };
+    assert_eq!(hosts("https://evil.example/a https://evil.example/b"), 1);
+    let paragraph = |n| format!("https://evil.example/{n} m{n}@corp.example 1234567{n}\n");
+    // Six paragraphs of a link, an address and a number: the first host is 16 values back.
+    let page: String = (0..6).map(paragraph).collect();
+    assert_eq!(hosts(&page), 1, "{:?}", all(&page));
+    let page: String = (0..7).map(paragraph).collect();
+    assert_eq!(hosts(&page), 2, "{:?}", all(&page));
+    let numbers: String = (0..30).map(|n| format!("{:08} and ", n * 7919)).collect();
+    let far = format!("https://evil.example/a {numbers} https://evil.example/b");
+    assert_eq!(hosts(&far), 2);
 }

@@ -174,7 +174,7 @@ fn text_values(text: &str, out: &mut Vec<Token>) {
     out.reserve(text.len() / 64);
     extract::tokens(text, out);
     const MAX: usize = extract::MAX_WHOLE_VALUE_CHARS;
-    for line in text.lines() {
+    for line in extract::lines(text) {
         // A character is 1 to 4 bytes: most lines are decided by their length alone, and an
         // ASCII line longer than the most has as many characters as bytes.
         let short = line.len() <= MAX

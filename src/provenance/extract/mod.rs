@@ -29,6 +29,7 @@ mod addresses;
 mod amounts;
 mod chunks;
 mod currencies;
+mod lines;
 mod numbers;
 
 use std::borrow::Cow;
@@ -46,6 +47,7 @@ use chunks::{
     trim_trailing,
 };
 pub(crate) use currencies::mentions_money;
+pub(crate) use lines::lines;
 use numbers::NumberScan;
 pub(crate) use numbers::iban_checks;
 

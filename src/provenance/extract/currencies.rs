@@ -85,8 +85,28 @@ const fn name_key(word: &[u8]) -> Option<u64> {
     Some(key)
 }
 
+/// The shortest and the longest of [`NAMES`], in letters.
+const NAME_LENGTHS: std::ops::RangeInclusive<usize> = {
+    let (mut shortest, mut longest, mut index) = (usize::MAX, 0, 0);
+    while index < NAMES.len() {
+        let length = NAMES[index].len();
+        if length < shortest {
+            shortest = length;
+        }
+        if length > longest {
+            longest = length;
+        }
+        index += 1;
+    }
+    shortest..=longest
+};
+
 /// Whether the ASCII `word` is a currency code or name.
 fn is_name(word: &[u8]) -> bool {
+    // Most words beside a number are shorter or longer than every name (`is`, `Paragraph`).
+    if !NAME_LENGTHS.contains(&word.len()) {
+        return false;
+    }
     let Some(key) = name_key(word) else {
         return false;
     };
@@ -97,7 +117,9 @@ fn is_name(word: &[u8]) -> bool {
 
 /// Whether `word` (letters, or a symbol) is a currency.
 pub(super) fn is_currency(word: &[u8]) -> bool {
-    SYMBOLS.iter().any(|symbol| symbol.as_bytes() == word)
+    // Every symbol holds a `$` or a character past ASCII: a word of letters is compared with none.
+    let may_be_symbol = word.iter().any(|&byte| byte == b'$' || !byte.is_ascii());
+    may_be_symbol && SYMBOLS.iter().any(|symbol| symbol.as_bytes() == word)
         || is_name(word.strip_suffix(b".").unwrap_or(word))
 }
 
@@ -213,5 +235,31 @@ fn space_after(bytes: &[u8]) -> Option<usize> {
         [0xC2, 0xA0, ..] => Some(2),
         [0xE2, 0x80, 0x89 | 0xAF, ..] => Some(3),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shortcuts_skip_no_currency() {
+        // A symbol is compared only when the word holds a `$` or a byte past ASCII.
+        for symbol in SYMBOLS {
+            assert!(
+                symbol.bytes().any(|byte| byte == b'$' || !byte.is_ascii()),
+                "{symbol}"
+            );
+            assert!(is_currency(symbol.as_bytes()), "{symbol}");
+        }
+        // A name is looked up only when its length is a name's.
+        assert_eq!(NAME_LENGTHS, 3..=7);
+        for name in NAMES {
+            assert!(is_name(name.to_ascii_uppercase().as_bytes()), "{name}");
+            assert!(is_currency(format!("{}.", name.to_ascii_uppercase()).as_bytes()));
+        }
+        for word in ["", "e", "eu", "euross", "dollarss", "Paragraph"] {
+            assert!(!is_name(word.as_bytes()), "{word}");
+        }
     }
 }

@@ -476,6 +476,12 @@ mod tests {
                 "https://a.example/.a/a.",
                 "a.example",
             ),
+            (
+                "svn+ssh://a.example/x",
+                "svn+ssh://a.example/x",
+                "a.example",
+            ),
+            ("h2-x.1://a.example/x", "h2-x.1://a.example/x", "a.example"),
         ] {
             assert_eq!(
                 read(link),

@@ -256,7 +256,9 @@ mod tests {
         assert_eq!(NAME_LENGTHS, 3..=7);
         for name in NAMES {
             assert!(is_name(name.to_ascii_uppercase().as_bytes()), "{name}");
-            assert!(is_currency(format!("{}.", name.to_ascii_uppercase()).as_bytes()));
+            assert!(is_currency(
+                format!("{}.", name.to_ascii_uppercase()).as_bytes()
+            ));
         }
         for word in ["", "e", "eu", "euross", "dollarss", "Paragraph"] {
             assert!(!is_name(word.as_bytes()), "{word}");

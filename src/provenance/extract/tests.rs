@@ -430,6 +430,30 @@ fn spellings_a_browser_reads_as_one_link_are_found() {
 }
 
 #[test]
+fn addresses_with_a_domain_past_ascii_are_read_and_lower_cased_whole() {
+    for (text, address) in [
+        (
+            "write to Joerg@Bücher.example today",
+            "joerg@bücher.example",
+        ),
+        // A local part is ASCII: it starts after the last character past it.
+        ("write to Jörg@Bücher.example today", "rg@bücher.example"),
+        ("请联系m@例子.example", "m@例子.example"),
+        ("a@ünï-cödé.example.", "a@ünï-cödé.example"),
+    ] {
+        assert!(has(text, Kind::Email, address), "{text}: {:?}", all(text));
+    }
+    // A domain past ASCII holding a character no domain holds is no address.
+    for text in ["a@bü!cher.example", "a@bü_cher.example"] {
+        assert!(
+            !all(text).iter().any(|(kind, _)| *kind == Kind::Email),
+            "{text}: {:?}",
+            all(text)
+        );
+    }
+}
+
+#[test]
 fn a_host_is_listed_after_a_value_of_another_kind_spelled_alike() {
     // A link's host is left out only when the same host was just listed: a handle, a line or a
     // path spelled as the host just before it is another kind of value, and the host is still

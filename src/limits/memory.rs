@@ -453,6 +453,11 @@ mod tests {
                 .unwrap(),
             Taken::All
         );
+        // A second's look past the record's second drops nothing the session's look must see.
+        assert_eq!(
+            counters.take(&[seen(Some(1_000), true)], 5_000).unwrap(),
+            Taken::All
+        );
         assert_eq!(
             counters.take(&[seen(None, true)], 6_000).unwrap(),
             Taken::Full(0)

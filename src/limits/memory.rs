@@ -5,7 +5,6 @@ use std::sync::{Mutex, PoisonError};
 
 use super::names::{NameKeys, NameMap};
 use super::{CounterError, RateCounters, Take, Taken};
-use crate::decision::Refuses;
 
 /// How many call times [`MemoryRateCounters::default`] holds: 2^20 (8 MiB of times).
 const DEFAULT_CAPACITY: usize = 1 << 20;
@@ -171,10 +170,10 @@ impl RateCounters for MemoryRateCounters {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let State { counters, held } = &mut *state;
         for ((take, hash), slot) in takes.iter().zip(hashes.iter_mut()).zip(totals.iter_mut()) {
-            // A record that never refuses needs no total (a provenance value's, a flow rule's
-            // history): recording it below widens its counter's window as finding it here would.
-            let record_only = take.weight > 0 && take.refuses == Refuses::Never;
-            if counters.is_empty() || record_only {
+            // Every take is found here, even one that cannot refuse: finding it widens its
+            // counter's window and drops its passed times before any call is refused or the
+            // capacity judged (skipping records that cannot refuse changed both; a test holds it).
+            if counters.is_empty() {
                 *slot = 0;
                 continue;
             }
@@ -465,9 +464,65 @@ mod tests {
     }
 
     #[test]
+    fn a_record_that_cannot_refuse_is_found_before_the_call_is_judged() {
+        // What finding it does — widening its counter's window, dropping its passed times — is
+        // done even when the call is then refused, and before the capacity is judged.
+        let record = |bucket, window| Take {
+            refuses: Refuses::Never,
+            replaces: true,
+            ..take(bucket, Some(window), 0)
+        };
+        let look = |bucket, window| Take {
+            weight: 0,
+            refuses: Refuses::AnyCounted,
+            ..take(bucket, Some(window), 0)
+        };
+        let always = Take {
+            refuses: Refuses::Always,
+            ..take("x", None, 0)
+        };
+        // A refused call still widened the window to the record's second.
+        let counters = MemoryRateCounters::default();
+        assert_eq!(counters.take(&[record("h", 10)], 0).unwrap(), Taken::All);
+        assert_eq!(
+            counters.take(&[always, record("h", 1_000)], 1).unwrap(),
+            Taken::Full(0)
+        );
+        assert_eq!(counters.take(&[look("h", 10)], 20).unwrap(), Taken::All);
+        assert_eq!(
+            counters.take(&[look("h", 1_000)], 30).unwrap(),
+            Taken::Full(0)
+        );
+        // A session's record widens the window before the capacity is judged: the passed time it
+        // would replace still counts.
+        let counters = MemoryRateCounters::with_capacity(1);
+        let counted = Take {
+            refuses: Refuses::AnyCounted,
+            ..take("a", Some(5), 0)
+        };
+        assert_eq!(counters.take(&[counted], 1).unwrap(), Taken::All);
+        let session = Take {
+            window_ms: None,
+            ..record("a", 0)
+        };
+        assert!(matches!(
+            counters.take(&[session], 6),
+            Err(CounterError::Full { capacity: 1 })
+        ));
+        // A refused call dropped the record's passed time, so a clock stepped back finds room.
+        let counters = MemoryRateCounters::with_capacity(1);
+        assert_eq!(counters.take(&[record("a", 10)], 4).unwrap(), Taken::All);
+        assert_eq!(
+            counters.take(&[record("a", 10), always], 18).unwrap(),
+            Taken::Full(1)
+        );
+        assert_eq!(counters.held(), 0);
+        assert_eq!(counters.take(&[record("a", 10)], 13).unwrap(), Taken::All);
+    }
+
+    #[test]
     fn records_that_cannot_refuse_are_counted_as_any_record_is() {
-        // They are not looked up before recording: what they hold is still dropped once passed,
-        // replaced, and counted against the capacity.
+        // What they hold is dropped once passed, replaced, and counted against the capacity.
         let counters = MemoryRateCounters::with_capacity(2);
         let record = |bucket, replaces| Take {
             refuses: Refuses::Never,

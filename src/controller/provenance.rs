@@ -7,7 +7,7 @@ use super::ToolController;
 use crate::contract::{Principal, ToolResult};
 use crate::decision::Refuses;
 use crate::limits::{CounterError, RateCounters, Take, Taken};
-use crate::provenance::extract::Token;
+use crate::provenance::extract::{Kind, Token};
 use crate::provenance::keyed::Digest;
 use crate::provenance::{
     Bound, KEPT_FOR_MS, MAX_VALUES_PER_SESSION, ProvenanceKey, Recorded, ResultSources, Scope,
@@ -94,7 +94,21 @@ impl ToolController {
         tool: &str,
         result: ToolResult,
     ) -> ToolResult {
-        let values = values_of_result(&result);
+        let mut values = values_of_result(&result);
+        // A result nesting values deeper than they are read holds values nobody recorded: the
+        // session overflows (every later `seen_in` of a result source holds), as past the bound.
+        let unread = values.iter().any(|token| token.kind == Kind::Unread);
+        if unread {
+            values.retain(|token| token.kind != Kind::Unread);
+            let scope = Scope::of(principal, &self.recorder.key);
+            let counters = self.counters.as_ref();
+            if let Err(error) = self
+                .recorder
+                .mark_overflowed(counters, self.clock.now_ms(), &scope)
+            {
+                return withheld(result.call_id, &error);
+            }
+        }
         if values.is_empty() {
             // Nothing to keep: `record` would keep nothing and mark nothing.
             return result;
@@ -143,14 +157,19 @@ impl ToolController {
                 }
                 result
             }
-            Err(error) => ToolResult::error(
-                result.call_id,
-                format!(
-                    "the tool ran, but its result is withheld: the values it carried could not be recorded for the provenance rules ({error})"
-                ),
-            ),
+            Err(error) => withheld(result.call_id, &error),
         }
     }
+}
+
+/// The error result in place of a result whose values could not be recorded: it says the tool ran.
+fn withheld(call_id: String, error: &CounterError) -> ToolResult {
+    ToolResult::error(
+        call_id,
+        format!(
+            "the tool ran, but its result is withheld: the values it carried could not be recorded for the provenance rules ({error})"
+        ),
+    )
 }
 
 /// Keys values and keeps them in the counters.

@@ -138,6 +138,8 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
             }
         }
     }
+    // What was nested too deep to read is not named (the request names less, never more).
+    out.retain(|token| token.kind != Kind::Unread);
     out.sort_unstable();
     out.dedup();
     // Which kinds of value the person named (`if_person_named`) — money whenever the words

@@ -66,6 +66,10 @@ pub(crate) enum Kind {
     /// Not a value: "the person named some value of this kind" (its canonical form is the kind's
     /// tag), recorded beside a request's values.
     AnyOf,
+    /// Not a value: "a text nested its values deeper than they are read" ([`MAX_NESTING`]).
+    /// Never recorded: a result holding it overflows its session, a person's request loses what
+    /// was not read (naming less), and an argument holding it cannot be judged (the rule's action).
+    Unread,
 }
 
 impl Kind {
@@ -80,6 +84,7 @@ impl Kind {
             Self::Text => "text",
             Self::Amount => "amount",
             Self::AnyOf => "any-of",
+            Self::Unread => "unread",
         }
     }
 }
@@ -331,9 +336,27 @@ fn fold(text: &str) -> String {
     crate::text::fold_case(text)
 }
 
+/// How deep a chunk's readings may nest (a link inside a link, a Markdown link's target, a
+/// special scheme's slashes made `//`, one reading each): past it the rest is not read and
+/// [`Kind::Unread`] is listed instead, so a result or an argument nesting links without end
+/// neither overflows the stack nor hides a value (see [`Kind::Unread`]).
+const MAX_NESTING: usize = 64;
+
 /// The tokens of one chunk: a link (and its host), an address, a path or a handle; the kind of
 /// the main one found.
 fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
+    chunk_tokens_within(chunk, out, 0)
+}
+
+/// [`chunk_tokens`] of a chunk read inside `depth` others.
+fn chunk_tokens_within(chunk: &str, out: &mut Vec<Token>, depth: usize) -> Option<Kind> {
+    if depth > MAX_NESTING {
+        if out.last().is_none_or(|token| token.kind != Kind::Unread) {
+            out.push(Token::new(Kind::Unread, String::new()));
+        }
+        return None;
+    }
+    let deeper = depth + 1;
     // Most chunks are words: none of the characters a link, address, path or handle needs.
     let bytes = chunk.as_bytes();
     let marks = Marks::of(bytes);
@@ -347,7 +370,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     // A host's dots spelled as CJK or fullwidth full stops are dots (see `HOST_DOTS`): read as
     // dots before the chunk is judged to hold nothing (`evil。example` has no ASCII dot).
     if marks.any(Marks::NOT_ASCII) && chunk.contains(HOST_DOTS) {
-        return chunk_tokens(&chunk.replace(HOST_DOTS, "."), out);
+        return chunk_tokens_within(&chunk.replace(HOST_DOTS, "."), out, deeper);
     }
     if !may_hold_one {
         return None;
@@ -357,14 +380,14 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
     if marks.any(Marks::COLON)
         && let Some(fixed) = special_scheme_slashes(chunk)
     {
-        return chunk_tokens(&fixed, out);
+        return chunk_tokens_within(&fixed, out, deeper);
     }
     // A Markdown link, `[text](target)`: its text and its target are values apart.
     if marks.any(Marks::CLOSE_BRACKET)
         && let Some(at) = bytes.windows(2).position(|pair| pair == b"](")
     {
-        let first = chunk_tokens(chunk[..at].trim_start_matches('['), out);
-        let second = chunk_tokens(&chunk[at + 2..], out);
+        let first = chunk_tokens_within(chunk[..at].trim_start_matches('['), out, deeper);
+        let second = chunk_tokens_within(&chunk[at + 2..], out, deeper);
         return second.or(first);
     }
     let chunk = chunk.trim_start_matches(['(', '[', '{', '\'', '*', '_', '|']);
@@ -380,7 +403,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
             // A link in the mail's subject or body (`?body=https://…`).
             let query = percent_decoded(query, |_| true);
             if let Some(inner) = scheme_start_within(&query) {
-                chunk_tokens(&query[inner..], out);
+                chunk_tokens_within(&query[inner..], out, deeper);
             }
             return found.then_some(Kind::Email);
         }
@@ -397,7 +420,7 @@ fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
             if nested {
                 let decoded = percent_decoded(rest, |_| true);
                 if let Some(inner) = scheme_start_within(&decoded) {
-                    chunk_tokens(&decoded[inner..], out);
+                    chunk_tokens_within(&decoded[inner..], out, deeper);
                 }
             }
             return Some(Kind::Url);

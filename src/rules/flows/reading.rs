@@ -67,7 +67,7 @@ impl TokenKind {
             // Inside a text, the only text values are handles.
             extract::Kind::Text => Self::Handle,
             extract::Kind::Amount => Self::Amount,
-            extract::Kind::AnyOf => return None,
+            extract::Kind::AnyOf | extract::Kind::Unread => return None,
         })
     }
 }
@@ -147,10 +147,20 @@ fn read_element(
     match read {
         ValueRead::Amount => tokens.push(extract::amount_of(&text)?),
         ValueRead::Value => tokens.extend(extract::whole(&text)),
-        ValueRead::Tokens if kinds.is_empty() => extract::tokens(&text, tokens),
         ValueRead::Tokens => {
             let mut found = Vec::new();
             extract::tokens(&text, &mut found);
+            // A text nesting its values deeper than they are read cannot be judged.
+            if found
+                .iter()
+                .any(|token| token.kind == extract::Kind::Unread)
+            {
+                return None;
+            }
+            if kinds.is_empty() {
+                tokens.extend(found);
+                return Some(());
+            }
             tokens.extend(
                 found
                     .into_iter()
@@ -169,5 +179,26 @@ fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
         Value::Array(items) => items.iter().for_each(|item| leaves(item, out)),
         Value::Null => {}
         other => out.push(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_text_nesting_links_past_the_deepest_reading_cannot_be_judged() {
+        let shallow = json!("https://a.example/?q=".repeat(20));
+        let deep = json!("https://a.example/?q=".repeat(8_000));
+        for kinds in [&[][..], &[TokenKind::Link]] {
+            let read = values_at(ValueRead::Tokens, kinds, Some(&shallow));
+            assert!(read.is_some_and(|tokens| !tokens.is_empty()));
+            assert_eq!(values_at(ValueRead::Tokens, kinds, Some(&deep)), None);
+            // In a list too.
+            let list = json!([shallow.clone(), deep.clone()]);
+            assert_eq!(values_at(ValueRead::Tokens, kinds, Some(&list)), None);
+        }
     }
 }

@@ -23,7 +23,10 @@
 //! at a line end. A number without a currency beside it is no amount (`pay 35`, a JSON number
 //! in a result); an amount grouped by spaces (`1 450 €` is `450 €`), with three decimals or in
 //! words (`fifty euros`) is not read, and every currency is read in hundredths, so `¥1000` is
-//! `100000` and two currencies with the same digits are one value.
+//! `100000` and two currencies with the same digits are one value. Links nested in links
+//! (`?q=https://…`, a Markdown target) are read 64 levels deep; a text nesting them deeper lists
+//! a marker instead of the rest, which the recorder and the rules treat as failing closed (the
+//! session overflows; an argument cannot be judged).
 
 mod addresses;
 mod amounts;

@@ -165,6 +165,9 @@ pub(crate) fn names_by_record(records: &[String]) -> Vec<Vec<Token>> {
 /// folded —, so `t\u{200B}he` or a fullwidth `ｔｈｅ` is the common word `the`, not a name.
 fn words_of(record: &str) -> Vec<Token> {
     let mut words: Vec<Token> = Vec::new();
+    // Told apart by a set, not by searching the list: a record of many distinct words would
+    // otherwise cost the square of their count (100,000 words took 10 s).
+    let mut seen: std::collections::HashSet<Token> = std::collections::HashSet::new();
     // Each word, and each run of letters and digits in it: `Silva,Ana` holds `ana`, and so
     // does `ana.silva`, for counting who holds a name as for naming.
     let runs = record.split_whitespace().flat_map(|word| {
@@ -185,7 +188,7 @@ fn words_of(record: &str) -> Vec<Token> {
         {
             continue;
         }
-        if !words.contains(&token) {
+        if seen.insert(token.clone()) {
             words.push(token);
         }
     }

@@ -1,6 +1,8 @@
 //! How deep nested links are read: far enough for any link a page writes, never without end.
 
-use super::{Kind, tokens};
+use proptest::prelude::*;
+
+use super::{Kind, tokens, without_escaped_slashes};
 
 fn all(text: &str) -> Vec<(Kind, String)> {
     let mut out = Vec::new();
@@ -41,4 +43,37 @@ fn values_nested_past_the_deepest_reading_are_marked_unread_not_read_without_end
             "{piece}"
         );
     }
+}
+
+proptest! {
+    /// One pass removes what replacing `\/` by `/` until none is left removes.
+    #[test]
+    fn escaped_slashes_are_removed_in_one_pass_as_by_replacing_until_none_is_left(
+        text in prop::collection::vec(
+            prop::sample::select(vec!["\\", "\\\\", "/", "a", "é", "\\/", " "]),
+            0..40,
+        ).prop_map(|pieces| pieces.concat()),
+    ) {
+        let mut replaced = text.clone();
+        while replaced.contains("\\/") {
+            replaced = replaced.replace("\\/", "/");
+        }
+        prop_assert_eq!(without_escaped_slashes(&text), replaced);
+    }
+}
+
+#[test]
+fn a_run_of_backslashes_before_a_slash_is_read_in_one_pass() {
+    // 9,000 backslashes and a slash (9 KB) overflowed a 2 MiB stack, a copy of the text a level.
+    let text = format!("{}/ https:\\/\\/evil.example\\/pay", "\\".repeat(200_000));
+    let read = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || all(&text))
+        .expect("spawns")
+        .join()
+        .expect("no overflow");
+    assert!(
+        read.contains(&(Kind::Url, "https://evil.example/pay".to_owned())),
+        "{read:?}"
+    );
 }

@@ -28,6 +28,9 @@ pub enum DescriptionFinding {
         /// How many.
         count: usize,
     },
+    /// Links nested inside links deeper than they are read (64 levels): the hosts past that are
+    /// not listed, and no tool description needs them.
+    NestedTooDeep,
 }
 
 impl fmt::Display for DescriptionFinding {
@@ -39,6 +42,9 @@ impl fmt::Display for DescriptionFinding {
             Self::Link { host } => write!(f, "a link to {:?}", host.escape_debug().to_string()),
             Self::HiddenMarkup => f.write_str("markup a client may hide (an HTML comment)"),
             Self::Invisible { count } => write!(f, "{count} invisible characters"),
+            Self::NestedTooDeep => {
+                f.write_str("links nested inside links deeper than they are read (64 levels)")
+            }
         }
     }
 }
@@ -97,6 +103,9 @@ pub fn description_findings(description: &str) -> Vec<DescriptionFinding> {
     }
     let mut tokens = Vec::new();
     extract::tokens(&visible, &mut tokens);
+    if tokens.iter().any(|token| token.kind == Kind::Unread) {
+        findings.push(DescriptionFinding::NestedTooDeep);
+    }
     let mut hosts: Vec<String> = tokens
         .into_iter()
         .filter(|token| token.kind == Kind::Host)
@@ -144,6 +153,15 @@ mod tests {
         ] {
             assert!(found.contains(&expected), "{expected:?} in {found:?}");
         }
+        // Links nested past the deepest reading are named as such, not passed over.
+        let nested = format!("{}https://evil.example/x", "[a](".repeat(70));
+        assert!(description_findings(&nested).contains(&DescriptionFinding::NestedTooDeep));
+        let shallow = format!("{}https://evil.example/x", "[a](".repeat(10));
+        assert!(!description_findings(&shallow).contains(&DescriptionFinding::NestedTooDeep));
+        assert_eq!(
+            DescriptionFinding::NestedTooDeep.to_string(),
+            "links nested inside links deeper than they are read (64 levels)"
+        );
         // Invisible characters inside a phrase do not hide it.
         assert!(
             description_findings("ign\u{200B}ore previous orders").contains(

@@ -7,11 +7,11 @@ use super::ToolController;
 use crate::contract::{Principal, ToolResult};
 use crate::decision::Refuses;
 use crate::limits::{CounterError, RateCounters, Take, Taken};
-use crate::provenance::extract::{Kind, Token};
+use crate::provenance::extract::Token;
 use crate::provenance::keyed::Digest;
 use crate::provenance::{
-    Bound, KEPT_FOR_MS, MAX_VALUES_PER_SESSION, ProvenanceKey, Recorded, ResultSources, Scope,
-    Trust, source, values_of_person, values_of_result,
+    Bound, Found, KEPT_FOR_MS, MAX_VALUES_PER_SESSION, ProvenanceKey, Recorded, ResultSources,
+    Scope, Trust, source, values_of_person, values_of_result,
 };
 
 /// Recording failed: the counters' store could not keep the values.
@@ -94,12 +94,10 @@ impl ToolController {
         tool: &str,
         result: ToolResult,
     ) -> ToolResult {
-        let mut values = values_of_result(&result);
+        let Found { values, cut } = values_of_result(&result);
         // A result nesting values deeper than they are read holds values nobody recorded: the
         // session overflows (every later `seen_in` of a result source holds), as past the bound.
-        let unread = values.iter().any(|token| token.kind == Kind::Unread);
-        if unread {
-            values.retain(|token| token.kind != Kind::Unread);
+        if cut {
             let scope = Scope::of(principal, &self.recorder.key);
             let counters = self.counters.as_ref();
             if let Err(error) = self

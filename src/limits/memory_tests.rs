@@ -172,8 +172,9 @@ fn a_longer_window_named_by_a_take_that_cannot_refuse_keeps_the_times_it_covers(
     assert_eq!(counters.take(&[minute], 0).unwrap(), Taken::All);
     assert_eq!(counters.take(&[approved], 90_000).unwrap(), Taken::All);
     assert_eq!(counters.take(&[hour], 100_000).unwrap(), Taken::Full(0));
-    // A look of the whole session, unenforced, keeps a record a minute's would drop.
-    let counters = MemoryRateCounters::default();
+    // A look of the whole session that cannot refuse — unenforced, or refusing never — keeps a
+    // record a second's look would drop: after it, a second's look past the record's second and
+    // then a session's look still count the record.
     let seen = |window_ms, enforce| Take {
         weight: 0,
         enforce,
@@ -184,47 +185,25 @@ fn a_longer_window_named_by_a_take_that_cannot_refuse_keeps_the_times_it_covers(
         refuses: Refuses::Never,
         ..take("f", Some(1_000), 0)
     };
-    assert_eq!(counters.take(&[record], 0).unwrap(), Taken::All);
-    assert_eq!(
-        counters.take(&[seen(None, false)], 5_000).unwrap(),
-        Taken::All
-    );
-    assert_eq!(
-        counters.take(&[seen(Some(1_000), true)], 5_000).unwrap(),
-        Taken::All
-    );
-    assert_eq!(
-        counters.take(&[seen(None, true)], 6_000).unwrap(),
-        Taken::Full(0)
-    );
-    // So does a look that cannot refuse, though it records nothing.
-    let counters = MemoryRateCounters::default();
     let never = Take {
         weight: 0,
+        window_ms: None,
         ..record
     };
-    assert_eq!(counters.take(&[record], 0).unwrap(), Taken::All);
-    assert_eq!(
-        counters
-            .take(
-                &[Take {
-                    window_ms: None,
-                    ..never
-                }],
-                500
-            )
-            .unwrap(),
-        Taken::All
-    );
-    // A second's look past the record's second drops nothing the session's look must see.
-    assert_eq!(
-        counters.take(&[seen(Some(1_000), true)], 5_000).unwrap(),
-        Taken::All
-    );
-    assert_eq!(
-        counters.take(&[seen(None, true)], 6_000).unwrap(),
-        Taken::Full(0)
-    );
+    for (widening, at) in [(seen(None, false), 5_000), (never, 500)] {
+        let counters = MemoryRateCounters::default();
+        assert_eq!(counters.take(&[record], 0).unwrap(), Taken::All);
+        assert_eq!(counters.take(&[widening], at).unwrap(), Taken::All);
+        assert_eq!(
+            counters.take(&[seen(Some(1_000), true)], 5_000).unwrap(),
+            Taken::All
+        );
+        assert_eq!(
+            counters.take(&[seen(None, true)], 6_000).unwrap(),
+            Taken::Full(0),
+            "{widening:?}"
+        );
+    }
 }
 
 #[test]

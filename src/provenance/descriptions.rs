@@ -102,8 +102,7 @@ pub fn description_findings(description: &str) -> Vec<DescriptionFinding> {
         findings.push(DescriptionFinding::HiddenMarkup);
     }
     let mut tokens = Vec::new();
-    extract::tokens(&visible, &mut tokens);
-    if tokens.iter().any(|token| token.kind == Kind::Unread) {
+    if extract::tokens(&visible, &mut tokens).is_cut() {
         findings.push(DescriptionFinding::NestedTooDeep);
     }
     let mut hosts: Vec<String> = tokens

@@ -61,7 +61,7 @@ use serde::{Deserialize, Serialize};
 pub use descriptions::{DescriptionFinding, INSTRUCTION_PHRASES, description_findings};
 pub use keyed::ProvenanceKey;
 pub(crate) use seen_at::SeenAt;
-pub(crate) use values::{Bound, Scope, values_of_person, values_of_result};
+pub(crate) use values::{Bound, Found, Scope, values_of_person, values_of_result};
 
 /// How long a record is kept and read: a day. A value seen longer ago counts as never seen, and
 /// a session overflowed a day ago no longer is — so records never pile up in a store that lives

@@ -89,8 +89,8 @@ const MAX_NAME_WORDS: usize = 4;
 
 /// The values `result` carried, a value read twice listed twice (the recorder tells them apart
 /// by their digests, and past [`MAX_VALUES_PER_RESULT`] keeps the first in their order).
-pub(crate) fn values_of_result(result: &ToolResult) -> Vec<Token> {
-    let mut out = Vec::new();
+pub(crate) fn values_of_result(result: &ToolResult) -> Found {
+    let mut out = Found::default();
     text_values(&result.content, &mut out);
     if let Some(structured) = &result.structured {
         leaf_values(structured, &mut out);
@@ -112,8 +112,10 @@ pub(crate) fn values_of_result(result: &ToolResult) -> Vec<Token> {
 /// Aurora` in a sentence; a result names them in a field or a line of their own), and a word
 /// said as a possessive without its `'s` (`Ana's` names `Ana`).
 pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
-    let mut out = Vec::new();
-    text_values(text, &mut out);
+    // What was nested too deep to read is not named: the request names less, never more.
+    let mut found = Found::default();
+    text_values(text, &mut found);
+    let mut out = found.values;
     let words: Vec<&str> = text
         .split_whitespace()
         .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -138,8 +140,6 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
             }
         }
     }
-    // What was nested too deep to read is not named (the request names less, never more).
-    out.retain(|token| token.kind != Kind::Unread);
     out.sort_unstable();
     out.dedup();
     // Which kinds of value the person named (`if_person_named`) — money whenever the words
@@ -166,15 +166,24 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     named
 }
 
+/// What a result or a text was read for: its values, and whether a part of it nested links
+/// deeper than they are read (its values then are not all it holds).
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    pub(crate) values: Vec<Token>,
+    pub(crate) cut: bool,
+}
+
 /// The values in a text: its tokens, and each short line whole.
-fn text_values(text: &str, out: &mut Vec<Token>) {
+fn text_values(text: &str, found: &mut Found) {
     if text.is_empty() {
         return;
     }
+    let out = &mut found.values;
     // Room for a value every 64 bytes (a mail or a page holds fewer), so a long result's
     // values are not moved again and again as the list grows.
     out.reserve(text.len() / 64);
-    extract::tokens(text, out);
+    found.cut |= extract::tokens(text, out).is_cut();
     const MAX: usize = extract::MAX_WHOLE_VALUE_CHARS;
     for line in extract::lines(text) {
         // A character is 1 to 4 bytes: most lines are decided by their length alone, and an
@@ -189,7 +198,7 @@ fn text_values(text: &str, out: &mut Vec<Token>) {
 
 /// The values of a content block: each of its fields' but the block's own type, media type
 /// and base64 payload (at its top and in its `resource`) — the keys mean that only there.
-fn block_values(block: &Value, out: &mut Vec<Token>) {
+fn block_values(block: &Value, out: &mut Found) {
     let Value::Object(map) = block else {
         return leaf_values(block, out);
     };
@@ -207,12 +216,12 @@ fn block_values(block: &Value, out: &mut Vec<Token>) {
 
 /// The values in a JSON value: each string (and number) whole, the tokens of each string, and the
 /// tokens of each object key.
-fn leaf_values(value: &Value, out: &mut Vec<Token>) {
+fn leaf_values(value: &Value, out: &mut Found) {
     match value {
         Value::String(text) => text_values(text, out),
         Value::Number(number) => {
             if let Some(token) = extract::whole(&number.to_string()) {
-                out.push(token);
+                out.values.push(token);
             }
         }
         Value::Array(items) => items.iter().for_each(|item| leaf_values(item, out)),
@@ -224,9 +233,9 @@ fn leaf_values(value: &Value, out: &mut Vec<Token>) {
 /// The values of an object: its values', and the tokens of its keys (a map keyed by IBAN or by
 /// link names them as surely as a field does; a key is a name, not a value, so it is not read
 /// whole).
-fn map_values(map: &serde_json::Map<String, Value>, out: &mut Vec<Token>) {
+fn map_values(map: &serde_json::Map<String, Value>, out: &mut Found) {
     for (key, item) in map {
-        extract::tokens(key, out);
+        out.cut |= extract::tokens(key, &mut out.values).is_cut();
         leaf_values(item, out);
     }
 }

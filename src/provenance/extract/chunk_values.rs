@@ -12,7 +12,7 @@ use super::{Kind, Token, fold};
 /// How deep a chunk's readings may nest (a link inside a link, a Markdown link's target, a
 /// special scheme's slashes made `//`, one reading each): past it the rest is not read and
 /// [`Kind::Unread`] is listed instead, so a result or an argument nesting links without end
-/// neither overflows the stack nor hides a value (see [`Kind::Unread`]).
+/// neither overflows the stack nor hides a value (see [`super::Reading`]).
 const MAX_NESTING: usize = 64;
 
 /// The tokens of one chunk: a link (and its host), an address, a path or a handle; the kind of

@@ -65,10 +65,9 @@ pub(crate) enum Kind {
     /// Not a value: "the person named some value of this kind" (its canonical form is the kind's
     /// tag), recorded beside a request's values.
     AnyOf,
-    /// Not a value: "a text nested its values deeper than they are read" (64 levels, see
-    /// `chunk_values::MAX_NESTING`).
-    /// Never recorded: a result holding it overflows its session, a person's request loses what
-    /// was not read (naming less), and an argument holding it cannot be judged (the rule's action).
+    /// Not a value: where the chunk reader stopped, links nesting deeper than they are read (64
+    /// levels, see `chunk_values::MAX_NESTING`). It never leaves this module: [`tokens`] turns
+    /// it into [`Reading::Cut`], and the other readings keep only the kinds they return.
     Unread,
 }
 
@@ -143,14 +142,37 @@ fn readable(text: &str, join_soft_breaks: bool) -> Cow<'_, str> {
     Cow::Owned(text)
 }
 
+/// How far [`tokens`] read a text: whole, or cut where links nested deeper than they are read
+/// (64 levels). What reads a cut text must not take it for all the text holds: a result then
+/// overflows its session, an argument cannot be judged, a request names only what was read.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    Whole,
+    Cut,
+}
+
+impl Reading {
+    pub(crate) fn is_cut(self) -> bool {
+        self == Self::Cut
+    }
+}
+
 /// Every value `text` carries, each once: links (and their hosts), e-mail addresses, IBANs,
-/// long numbers, paths and handles.
-pub(crate) fn tokens(text: &str, out: &mut Vec<Token>) {
+/// long numbers, paths and handles; and whether the text was read whole.
+pub(crate) fn tokens(text: &str, out: &mut Vec<Token>) -> Reading {
+    let from = out.len();
     // A line ending in `=` is read both as it is and as a quoted-printable soft break.
     if has_soft_breaks(text) {
         scan(&readable(text, true), out);
     }
     scan(&readable(text, false), out);
+    // The chunk reader marks where it stopped; the mark is no value, and leaves no list.
+    if out[from..].iter().any(|token| token.kind == Kind::Unread) {
+        out.retain(|token| token.kind != Kind::Unread);
+        return Reading::Cut;
+    }
+    Reading::Whole
 }
 
 fn scan(text: &str, out: &mut Vec<Token>) {

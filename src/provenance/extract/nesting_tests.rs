@@ -2,18 +2,11 @@
 
 use proptest::prelude::*;
 
-use super::{Kind, tokens, without_escaped_slashes};
-
-fn all(text: &str) -> Vec<(Kind, String)> {
-    let mut out = Vec::new();
-    tokens(text, &mut out);
-    out.into_iter()
-        .map(|token| (token.kind, token.canonical))
-        .collect()
-}
+use super::tests::read;
+use super::{Kind, Reading, host_of, whole, without_escaped_slashes};
 
 #[test]
-fn values_nested_past_the_deepest_reading_are_marked_unread_not_read_without_end() {
+fn values_nested_past_the_deepest_reading_cut_the_reading_not_read_without_end() {
     // Each piece nests the next one reading deeper; 8,000 levels overflowed the stack before.
     for piece in [
         "https://a.example/",
@@ -22,17 +15,32 @@ fn values_nested_past_the_deepest_reading_are_marked_unread_not_read_without_end
         "https:/a.example,",
         "mailto:m@a.example?body=https://a.example/?q=",
     ] {
-        let shallow = all(&piece.repeat(20));
+        let (reading, shallow) = read(&piece.repeat(20));
+        assert_eq!(reading, Reading::Whole, "{piece}: {shallow:?}");
+        let (reading, deep) = read(&piece.repeat(8_000));
+        assert_eq!(reading, Reading::Cut, "{piece}");
+        // The mark where the reader stopped is no value, in any reading.
         assert!(
-            !shallow.iter().any(|(kind, _)| *kind == Kind::Unread),
-            "{piece}: {shallow:?}"
+            deep.iter().all(|(kind, _)| *kind != Kind::Unread),
+            "{piece}"
         );
-        let deep = all(&piece.repeat(8_000));
-        let unread = deep
-            .iter()
-            .filter(|(kind, _)| *kind == Kind::Unread)
-            .count();
-        assert_eq!(unread, 1, "{piece}");
+        let text = piece.repeat(8_000);
+        for token in [whole(&text), host_of(&text)].into_iter().flatten() {
+            assert_ne!(token.kind, Kind::Unread, "{piece}");
+        }
+        // A person's request nesting past the deepest reading names what was read, and no mark.
+        let request = format!("pay https://named.example/x {}", piece.repeat(200));
+        let named = crate::provenance::values_of_person(&request);
+        assert!(
+            named.iter().all(|token| token.kind != Kind::Unread),
+            "{piece}"
+        );
+        assert!(
+            named.iter().any(
+                |token| token.kind == Kind::Url && token.canonical == "https://named.example/x"
+            ),
+            "{piece}"
+        );
         // What is within reach is still read — but where each level's slashes are made `//`
         // before its link is read, and the 65th level is reached first.
         assert!(
@@ -66,14 +74,15 @@ proptest! {
 fn a_run_of_backslashes_before_a_slash_is_read_in_one_pass() {
     // 9,000 backslashes and a slash (9 KB) overflowed a 2 MiB stack, a copy of the text a level.
     let text = format!("{}/ https:\\/\\/evil.example\\/pay", "\\".repeat(200_000));
-    let read = std::thread::Builder::new()
+    let (reading, values) = std::thread::Builder::new()
         .stack_size(256 * 1024)
-        .spawn(move || all(&text))
+        .spawn(move || read(&text))
         .expect("spawns")
         .join()
         .expect("no overflow");
+    assert_eq!(reading, Reading::Whole);
     assert!(
-        read.contains(&(Kind::Url, "https://evil.example/pay".to_owned())),
-        "{read:?}"
+        values.contains(&(Kind::Url, "https://evil.example/pay".to_owned())),
+        "{values:?}"
     );
 }

@@ -1,11 +1,18 @@
 use super::*;
 
-fn all(text: &str) -> Vec<(Kind, String)> {
+/// How far `text` was read, and every value it carries as its kind and canonical form.
+pub(super) fn read(text: &str) -> (Reading, Vec<(Kind, String)>) {
     let mut out = Vec::new();
-    tokens(text, &mut out);
-    out.into_iter()
+    let reading = tokens(text, &mut out);
+    let values = out
+        .into_iter()
         .map(|token| (token.kind, token.canonical))
-        .collect()
+        .collect();
+    (reading, values)
+}
+
+fn all(text: &str) -> Vec<(Kind, String)> {
+    read(text).1
 }
 
 fn has(text: &str, kind: Kind, canonical: &str) -> bool {

@@ -149,12 +149,8 @@ fn read_element(
         ValueRead::Value => tokens.extend(extract::whole(&text)),
         ValueRead::Tokens => {
             let mut found = Vec::new();
-            extract::tokens(&text, &mut found);
             // A text nesting its values deeper than they are read cannot be judged.
-            if found
-                .iter()
-                .any(|token| token.kind == extract::Kind::Unread)
-            {
+            if extract::tokens(&text, &mut found).is_cut() {
                 return None;
             }
             if kinds.is_empty() {

@@ -26,8 +26,8 @@
 //!
 //! # Guarantees
 //!
-//! - **Never a value.** Values are kept only as keyed digests (SipHash-2-4 under two 128-bit
-//!   keys derived from the [`ProvenanceKey`], 128 bits): a store's reader learns nothing of a
+//! - **Never a value.** Values are kept only as keyed digests (SipHash-2-4-128 under a 128-bit
+//!   key derived from the [`ProvenanceKey`]): a store's reader learns nothing of a
 //!   value without the key, and cannot test guesses. No value appears in an error, a reason or the audit log.
 //! - **In the counters' store.** Records are kept where flow rules keep their history
 //!   ([`RateCounters`](crate::limits::RateCounters): memory, SQLite or PostgreSQL, shared by the

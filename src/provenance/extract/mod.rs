@@ -167,12 +167,19 @@ pub(crate) fn tokens(text: &str, out: &mut Vec<Token>) -> Reading {
         scan(&readable(text, true), out);
     }
     scan(&readable(text, false), out);
-    // The chunk reader marks where it stopped; the mark is no value, and leaves no list.
-    if out[from..].iter().any(|token| token.kind == Kind::Unread) {
-        out.retain(|token| token.kind != Kind::Unread);
-        return Reading::Cut;
+    // The chunk reader marks where it stopped; the mark is no value, and leaves no list. Only
+    // this text's values are looked at: the list may hold a whole result's values before them,
+    // and a result of many cut strings would go over those again for each.
+    let mut kept = from;
+    for at in from..out.len() {
+        if out[at].kind != Kind::Unread {
+            out.swap(kept, at);
+            kept += 1;
+        }
     }
-    Reading::Whole
+    let cut = kept < out.len();
+    out.truncate(kept);
+    if cut { Reading::Cut } else { Reading::Whole }
 }
 
 fn scan(text: &str, out: &mut Vec<Token>) {

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 
 use super::tests::read;
-use super::{Kind, Reading, host_of, whole, without_escaped_slashes};
+use super::{Kind, Reading, Token, host_of, tokens, whole, without_escaped_slashes};
 
 #[test]
 fn values_nested_past_the_deepest_reading_cut_the_reading_not_read_without_end() {
@@ -84,5 +84,33 @@ fn a_run_of_backslashes_before_a_slash_is_read_in_one_pass() {
     assert!(
         values.contains(&(Kind::Url, "https://evil.example/pay".to_owned())),
         "{values:?}"
+    );
+}
+
+#[test]
+fn a_cut_reading_leaves_the_values_listed_before_it_and_keeps_its_own_in_order() {
+    // A result's texts share one list: the mark is taken out of this text's values only (going
+    // over the whole list for each cut text made a result of many quadratic).
+    let before = vec![
+        Token::new(Kind::Text, "before".to_owned()),
+        Token::new(Kind::Unread, String::new()),
+        Token::new(Kind::Url, "https://x.example/".to_owned()),
+    ];
+    let text = format!(
+        "https://kept.example/a {}/ mail@kept.example 12345678",
+        "](".repeat(70)
+    );
+    let mut out = before.clone();
+    assert_eq!(tokens(&text, &mut out), Reading::Cut);
+    assert_eq!(out[..3], before[..]);
+    let mut alone = Vec::new();
+    assert_eq!(tokens(&text, &mut alone), Reading::Cut);
+    assert_eq!(out[3..], alone[..]);
+    assert!(alone.iter().all(|token| token.kind != Kind::Unread));
+    let kinds: Vec<Kind> = alone.iter().map(|token| token.kind).collect();
+    assert_eq!(
+        kinds,
+        [Kind::Url, Kind::Host, Kind::Email, Kind::Number],
+        "{alone:?}"
     );
 }

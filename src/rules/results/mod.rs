@@ -342,10 +342,11 @@ fn split_across_blocks<'r>(rules: &[&'r Compiled], result: &ToolResult) -> Optio
             let mut spans = Vec::new();
             rule.spans(&result.content, &mut spans);
             spans.iter().any(|&(start, end)| {
-                // The block the match starts in ends before the match does.
-                ends.iter()
-                    .find(|&&block_end| start <= block_end)
-                    .is_some_and(|&block_end| end > block_end)
+                // The block the match starts in (the first ending at or after its start, found
+                // by halving: a result of many blocks has as many matches) ends before the
+                // match does.
+                let block = ends.partition_point(|&block_end| block_end < start);
+                ends.get(block).is_some_and(|&block_end| end > block_end)
             })
         })
         .copied()

@@ -15,19 +15,40 @@ use super::{Kind, Token, fold};
 /// neither overflows the stack nor hides a value (see [`super::Reading`]).
 const MAX_NESTING: usize = 64;
 
+/// How many bytes the readings nested in one chunk may read in all, beside [`MAX_NESTING`]:
+/// eight times the chunk, and 256 bytes more (a short chunk nesting a link or two). Each nested
+/// reading reads a copy of what it nests (decoded, its slashes made `//`) and lists the link it
+/// is, so a chunk nesting links level after level to its end (`http://http://…`) listed 64
+/// copies of itself: an 8 MB result held 1.0–1.5 GB while it was read (an independent attack).
+/// Past the budget the rest is not read, as past the deepest level. A redirector's link inside a
+/// tracker's inside a mail client's reads about three times its chunk; a chunk of five links
+/// each nesting the rest of it (each read twice where its slashes are made `//`) about seven.
+fn nesting_budget(chunk: &str) -> usize {
+    8 * chunk.len() + 256
+}
+
 /// The tokens of one chunk: a link (and its host), an address, a path or a handle; the kind of
 /// the main one found.
 pub(super) fn chunk_tokens(chunk: &str, out: &mut Vec<Token>) -> Option<Kind> {
-    chunk_tokens_within(chunk, out, 0)
+    chunk_tokens_within(chunk, out, 0, &mut nesting_budget(chunk))
 }
 
-/// [`chunk_tokens`] of a chunk read inside `depth` others.
-fn chunk_tokens_within(chunk: &str, out: &mut Vec<Token>, depth: usize) -> Option<Kind> {
-    if depth > MAX_NESTING {
-        if out.last().is_none_or(|token| token.kind != Kind::Unread) {
-            out.push(Token::new(Kind::Unread, String::new()));
+/// [`chunk_tokens`] of a chunk read inside `depth` others, the readings nested in the outermost
+/// having `left` bytes to read.
+fn chunk_tokens_within(
+    chunk: &str,
+    out: &mut Vec<Token>,
+    depth: usize,
+    left: &mut usize,
+) -> Option<Kind> {
+    if depth > 0 {
+        if depth > MAX_NESTING || chunk.len() > *left {
+            if out.last().is_none_or(|token| token.kind != Kind::Unread) {
+                out.push(Token::new(Kind::Unread, String::new()));
+            }
+            return None;
         }
-        return None;
+        *left -= chunk.len();
     }
     let deeper = depth + 1;
     // Most chunks are words: none of the characters a link, address, path or handle needs.
@@ -43,7 +64,7 @@ fn chunk_tokens_within(chunk: &str, out: &mut Vec<Token>, depth: usize) -> Optio
     // A host's dots spelled as CJK or fullwidth full stops are dots (see `HOST_DOTS`): read as
     // dots before the chunk is judged to hold nothing (`evil。example` has no ASCII dot).
     if marks.any(Marks::NOT_ASCII) && chunk.contains(HOST_DOTS) {
-        return chunk_tokens_within(&chunk.replace(HOST_DOTS, "."), out, deeper);
+        return chunk_tokens_within(&chunk.replace(HOST_DOTS, "."), out, deeper, left);
     }
     if !may_hold_one {
         return None;
@@ -53,14 +74,14 @@ fn chunk_tokens_within(chunk: &str, out: &mut Vec<Token>, depth: usize) -> Optio
     if marks.any(Marks::COLON)
         && let Some(fixed) = special_scheme_slashes(chunk)
     {
-        return chunk_tokens_within(&fixed, out, deeper);
+        return chunk_tokens_within(&fixed, out, deeper, left);
     }
     // A Markdown link, `[text](target)`: its text and its target are values apart.
     if marks.any(Marks::CLOSE_BRACKET)
         && let Some(at) = bytes.windows(2).position(|pair| pair == b"](")
     {
-        let first = chunk_tokens_within(chunk[..at].trim_start_matches('['), out, deeper);
-        let second = chunk_tokens_within(&chunk[at + 2..], out, deeper);
+        let first = chunk_tokens_within(chunk[..at].trim_start_matches('['), out, deeper, left);
+        let second = chunk_tokens_within(&chunk[at + 2..], out, deeper, left);
         return second.or(first);
     }
     let chunk = chunk.trim_start_matches(['(', '[', '{', '\'', '*', '_', '|']);
@@ -76,7 +97,7 @@ fn chunk_tokens_within(chunk: &str, out: &mut Vec<Token>, depth: usize) -> Optio
             // A link in the mail's subject or body (`?body=https://…`).
             let query = percent_decoded(query, |_| true);
             if let Some(inner) = scheme_start_within(&query) {
-                chunk_tokens_within(&query[inner..], out, deeper);
+                chunk_tokens_within(&query[inner..], out, deeper, left);
             }
             return found.then_some(Kind::Email);
         }
@@ -93,7 +114,7 @@ fn chunk_tokens_within(chunk: &str, out: &mut Vec<Token>, depth: usize) -> Optio
             if nested {
                 let decoded = percent_decoded(rest, |_| true);
                 if let Some(inner) = scheme_start_within(&decoded) {
-                    chunk_tokens_within(&decoded[inner..], out, deeper);
+                    chunk_tokens_within(&decoded[inner..], out, deeper, left);
                 }
             }
             return Some(Kind::Url);

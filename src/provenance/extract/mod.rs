@@ -24,9 +24,10 @@
 //! in a result); an amount grouped by spaces (`1 450 €` is `450 €`), with three decimals or in
 //! words (`fifty euros`) is not read, and every currency is read in hundredths, so `¥1000` is
 //! `100000` and two currencies with the same digits are one value. Links nested in links
-//! (`?q=https://…`, a Markdown target) are read 64 levels deep; a text nesting them deeper lists
-//! a marker instead of the rest, which the recorder and the rules treat as failing closed (the
-//! session overflows; an argument cannot be judged).
+//! (`?q=https://…`, a Markdown target) are read 64 levels deep, and the nested readings of one
+//! chunk read at most eight times the chunk (and 256 bytes); a text nesting them deeper or longer
+//! is read as cut ([`Reading::Cut`]), which the recorder and the rules treat as failing closed
+//! (the session overflows; an argument cannot be judged).
 
 mod addresses;
 mod amounts;
@@ -65,8 +66,9 @@ pub(crate) enum Kind {
     /// Not a value: "the person named some value of this kind" (its canonical form is the kind's
     /// tag), recorded beside a request's values.
     AnyOf,
-    /// Not a value: where the chunk reader stopped, links nesting deeper than they are read (64
-    /// levels, see `chunk_values::MAX_NESTING`). It never leaves this module: [`tokens`] turns
+    /// Not a value: where the chunk reader stopped, links nesting deeper or longer than they are
+    /// read (64 levels, eight times their chunk: see `chunk_values::MAX_NESTING` and
+    /// `nesting_budget`). It never leaves this module: [`tokens`] turns
     /// it into [`Reading::Cut`], and the other readings keep only the kinds they return.
     Unread,
 }
@@ -142,8 +144,8 @@ fn readable(text: &str, join_soft_breaks: bool) -> Cow<'_, str> {
     Cow::Owned(text)
 }
 
-/// How far [`tokens`] read a text: whole, or cut where links nested deeper than they are read
-/// (64 levels). What reads a cut text must not take it for all the text holds: a result then
+/// How far [`tokens`] read a text: whole, or cut where links nested deeper or longer than they
+/// are read (64 levels, eight times their chunk). What reads a cut text must not take it for all the text holds: a result then
 /// overflows its session, an argument cannot be judged, a request names only what was read.
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,8 @@ fn values_nested_past_the_deepest_reading_cut_the_reading_not_read_without_end()
         "https:/a.example,",
         "mailto:m@a.example?body=https://a.example/?q=",
     ] {
-        let (reading, shallow) = read(&piece.repeat(20));
+        // Five levels are read whole (each of these nests the whole rest of its chunk).
+        let (reading, shallow) = read(&piece.repeat(5));
         assert_eq!(reading, Reading::Whole, "{piece}: {shallow:?}");
         let (reading, deep) = read(&piece.repeat(8_000));
         assert_eq!(reading, Reading::Cut, "{piece}");
@@ -113,4 +114,28 @@ fn a_cut_reading_leaves_the_values_listed_before_it_and_keeps_its_own_in_order()
         [Kind::Url, Kind::Host, Kind::Email, Kind::Number],
         "{alone:?}"
     );
+}
+
+#[test]
+fn what_the_readings_nested_in_a_chunk_list_is_bounded_by_the_chunk() {
+    // Each nested level read a copy of the rest of its chunk and listed it: a chunk nesting links
+    // to its end listed 64 copies of itself (an 8 MB result held 1.0–1.5 GB). Read within eight
+    // times the chunk, it lists at most nine (the chunk's own reading, then the nested ones').
+    for piece in [
+        "http://",
+        "a://",
+        "https:/a.example,",
+        "[a](https://a.example/",
+        "https://a.example/?q=",
+    ] {
+        let text = piece.repeat(10_000);
+        let (reading, values) = read(&text);
+        assert_eq!(reading, Reading::Cut, "{piece}");
+        let listed: usize = values.iter().map(|(_, value)| value.len()).sum();
+        assert!(
+            listed <= 9 * text.len() + 256,
+            "{piece}: {listed} bytes listed for {}",
+            text.len()
+        );
+    }
 }

@@ -126,11 +126,18 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
         .iter()
         .filter(|word| word.contains(['\'', '\u{2019}']))
     {
+        if out.len() >= extract::MAX_VALUES_READ {
+            break;
+        }
         if let Some(name) = super::lookups::name_of(word) {
             out.push(name);
         }
     }
     for (start, _) in words.iter().enumerate() {
+        // A request of more words than values are read for names only the first (less).
+        if out.len() >= extract::MAX_VALUES_READ {
+            break;
+        }
         for length in 1..=MAX_NAME_WORDS.min(words.len() - start) {
             let run = &words[start..start + length];
             if run.iter().all(|word| !word.is_empty())
@@ -174,9 +181,19 @@ pub(crate) struct Found {
     pub(crate) cut: bool,
 }
 
+impl Found {
+    /// Whether [`extract::MAX_VALUES_READ`] values were read: nothing more is, and the reading
+    /// is cut.
+    fn full(&mut self) -> bool {
+        let full = self.values.len() >= extract::MAX_VALUES_READ;
+        self.cut |= full;
+        full
+    }
+}
+
 /// The values in a text: its tokens, and each short line whole.
 fn text_values(text: &str, found: &mut Found) {
-    if text.is_empty() {
+    if text.is_empty() || found.full() {
         return;
     }
     let out = &mut found.values;
@@ -191,6 +208,10 @@ fn text_values(text: &str, found: &mut Found) {
         let short = line.len() <= MAX
             || (line.len() <= 4 * MAX && !line.is_ascii() && line.chars().count() <= MAX);
         if short && let Some(token) = extract::whole(line) {
+            if out.len() >= extract::MAX_VALUES_READ {
+                found.cut = true;
+                return;
+            }
             out.push(token);
         }
     }
@@ -220,7 +241,9 @@ fn leaf_values(value: &Value, out: &mut Found) {
     match value {
         Value::String(text) => text_values(text, out),
         Value::Number(number) => {
-            if let Some(token) = extract::whole(&number.to_string()) {
+            if !out.full()
+                && let Some(token) = extract::whole(&number.to_string())
+            {
                 out.values.push(token);
             }
         }
@@ -235,6 +258,9 @@ fn leaf_values(value: &Value, out: &mut Found) {
 /// whole).
 fn map_values(map: &serde_json::Map<String, Value>, out: &mut Found) {
     for (key, item) in map {
+        if out.full() {
+            return;
+        }
         out.cut |= extract::tokens(key, &mut out.values).is_cut();
         leaf_values(item, out);
     }

@@ -26,7 +26,7 @@
 //! `100000` and two currencies with the same digits are one value. Links nested in links
 //! (`?q=https://…`, a Markdown target) are read 64 levels deep, and the nested readings of one
 //! chunk read at most eight times the chunk (and 256 bytes); a text nesting them deeper or longer
-//! is read as cut ([`Reading::Cut`]), which the recorder and the rules treat as failing closed
+//! is read as cut (`Reading::Cut`), which the recorder and the rules treat as failing closed
 //! (the session overflows; an argument cannot be judged).
 
 mod addresses;
@@ -108,6 +108,13 @@ impl Token {
 
 /// The longest text whose whole spelling is recorded as one value (a name, an id, a line).
 pub(crate) const MAX_WHOLE_VALUE_CHARS: usize = 200;
+
+/// The most values a text (and a result, all its texts together) is read for: past it the
+/// reading is cut ([`Reading::Cut`]), failing closed as past the deepest nesting. A result records
+/// at most 512 distinct values, and one holding more overflows its session anyway; this bounds
+/// what reading it holds first — a value for each line of `x\n` repeated held 35 times the text
+/// (8 MB: 283 MB; an independent attack).
+pub(crate) const MAX_VALUES_READ: usize = 65_536;
 
 /// Whether `text` holds what may be a quoted-printable soft line break (`=` ending a line).
 fn has_soft_breaks(text: &str) -> bool {
@@ -206,8 +213,13 @@ fn scan_skipping(text: &str, out: &mut Vec<Token>, skip: bool) {
     let mut amounts = AmountScan::default();
     let mut chunks_from = 0;
     let mut next = 0;
+    let most = out.len().saturating_add(MAX_VALUES_READ);
     // The search for the next byte of a class is its own tight loop: most bytes are letters.
     while let Some(at) = next_classified(bytes, next) {
+        if out.len() >= most {
+            out.push(Token::new(Kind::Unread, String::new()));
+            return;
+        }
         next = at + 1;
         let class = BYTE_CLASS[usize::from(bytes[at])];
         // Other characters of the blocks a host's full stop belongs to start nothing.

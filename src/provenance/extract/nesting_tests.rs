@@ -144,11 +144,8 @@ fn what_the_readings_nested_in_a_chunk_list_is_bounded_by_the_chunk() {
 fn a_text_of_more_values_than_are_read_is_cut_and_lists_no_more() {
     // A value a line or a word (`x\n` repeated) held 35 times the text while it was read.
     let most = super::MAX_VALUES_READ;
-    let numbers = |count: usize| -> String {
-        (0..count)
-            .map(|n| format!("{}, ", 1_000_000 + n))
-            .collect()
-    };
+    let numbers =
+        |count: usize| -> String { (0..count).map(|n| format!("{}, ", 1_000_000 + n)).collect() };
     let (reading, values) = read(&numbers(most + 1_000));
     assert_eq!(reading, Reading::Cut);
     assert_eq!(values.len(), most);

@@ -28,9 +28,9 @@ pub enum DescriptionFinding {
         /// How many.
         count: usize,
     },
-    /// Links nested inside links deeper or longer than they are read (64 levels, or nested
-    /// readings of eight times their chunk): the hosts past that are not listed, and no tool
-    /// description needs them.
+    /// More than is read: links nested inside links deeper or longer than they are read (64
+    /// levels, or nested readings of eight times their chunk), or more than 65,536 values: the
+    /// hosts past that are not listed, and no tool description needs them.
     NestedTooDeep,
 }
 
@@ -44,7 +44,7 @@ impl fmt::Display for DescriptionFinding {
             Self::HiddenMarkup => f.write_str("markup a client may hide (an HTML comment)"),
             Self::Invisible { count } => write!(f, "{count} invisible characters"),
             Self::NestedTooDeep => {
-                f.write_str("links nested inside links deeper than they are read (64 levels, or eight times their text)")
+                f.write_str("more than is read: links nested inside links past 64 levels or eight times their text, or more than 65,536 values")
             }
         }
     }
@@ -160,7 +160,7 @@ mod tests {
         assert!(!description_findings(&shallow).contains(&DescriptionFinding::NestedTooDeep));
         assert_eq!(
             DescriptionFinding::NestedTooDeep.to_string(),
-            "links nested inside links deeper than they are read (64 levels, or eight times their text)"
+            "more than is read: links nested inside links past 64 levels or eight times their text, or more than 65,536 values"
         );
         // Invisible characters inside a phrase do not hide it.
         assert!(

@@ -115,6 +115,7 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     // What was nested too deep to read is not named: the request names less, never more.
     let mut found = Found::default();
     text_values(text, &mut found);
+    let mut cut = found.cut;
     let mut out = found.values;
     let words: Vec<&str> = text
         .split_whitespace()
@@ -127,6 +128,7 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
         .filter(|word| word.contains(['\'', '\u{2019}']))
     {
         if out.len() >= extract::MAX_VALUES_READ {
+            cut = true;
             break;
         }
         if let Some(name) = super::lookups::name_of(word) {
@@ -136,14 +138,15 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     for (start, _) in words.iter().enumerate() {
         // A request of more words than values are read for names only the first (less).
         if out.len() >= extract::MAX_VALUES_READ {
+            cut = true;
             break;
         }
         for length in 1..=MAX_NAME_WORDS.min(words.len() - start) {
             let run = &words[start..start + length];
-            if run.iter().all(|word| !word.is_empty())
-                && let Some(token) = extract::whole(&run.join(" "))
-            {
-                out.push(token);
+            if run.iter().all(|word| !word.is_empty()) {
+                let (token, reading) = extract::whole_reading(&run.join(" "));
+                cut |= reading.is_cut();
+                out.extend(token);
             }
         }
     }
@@ -154,6 +157,12 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     let mut kinds: Vec<Kind> = out.iter().map(|token| token.kind).collect();
     if extract::mentions_money(text) {
         kinds.push(Kind::Amount);
+    }
+    // A request read cut names less, but may have named a value of any kind in what was not
+    // read: every kind counts as named, so no rule it narrows turns off (an independent attack
+    // turned a payee rule off with a pasted statement of 65,536 numbers before the payee).
+    if cut {
+        kinds.extend(Kind::NAMEABLE);
     }
     kinds.sort_unstable();
     kinds.dedup();
@@ -207,12 +216,16 @@ fn text_values(text: &str, found: &mut Found) {
         // ASCII line longer than the most has as many characters as bytes.
         let short = line.len() <= MAX
             || (line.len() <= 4 * MAX && !line.is_ascii() && line.chars().count() <= MAX);
-        if short && let Some(token) = extract::whole(line) {
-            if out.len() >= extract::MAX_VALUES_READ {
-                found.cut = true;
-                return;
+        if short {
+            let (token, reading) = extract::whole_reading(line);
+            found.cut |= reading.is_cut();
+            if let Some(token) = token {
+                if out.len() >= extract::MAX_VALUES_READ {
+                    found.cut = true;
+                    return;
+                }
+                out.push(token);
             }
-            out.push(token);
         }
     }
 }

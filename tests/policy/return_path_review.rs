@@ -432,3 +432,7 @@ mod pinned {
 /// helpers.
 #[path = "return_path_sizes.rs"]
 mod sizes;
+
+/// The third attack's cut readings, in a file of their own.
+#[path = "return_path_cuts.rs"]
+mod cuts;

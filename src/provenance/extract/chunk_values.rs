@@ -76,13 +76,16 @@ fn chunk_tokens_within(
     {
         return chunk_tokens_within(&fixed, out, deeper, left);
     }
-    // A Markdown link, `[text](target)`: its text and its target are values apart.
+    // A Markdown link, `[text](target)`: its text and its target are values apart. The target
+    // is read first: it is where the link goes, the first value of its kind (the one `whole`
+    // and `host_of` take; read after the text, `[good.example](https://evil.example/)` was
+    // judged by `good.example`), and the text cannot use up the reading before it.
     if marks.any(Marks::CLOSE_BRACKET)
         && let Some(at) = bytes.windows(2).position(|pair| pair == b"](")
     {
-        let first = chunk_tokens_within(chunk[..at].trim_start_matches('['), out, deeper, left);
-        let second = chunk_tokens_within(&chunk[at + 2..], out, deeper, left);
-        return second.or(first);
+        let target = chunk_tokens_within(&chunk[at + 2..], out, deeper, left);
+        let text = chunk_tokens_within(chunk[..at].trim_start_matches('['), out, deeper, left);
+        return target.or(text);
     }
     let chunk = chunk.trim_start_matches(['(', '[', '{', '\'', '*', '_', '|']);
     let chunk = trim_trailing(chunk);

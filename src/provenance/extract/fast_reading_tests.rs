@@ -117,7 +117,9 @@ fn a_plain_word_is_read_whole_as_the_general_reading_reads_it() {
         words.push(word);
     }
     for word in &words {
-        let general = whole_in_general(word).map(|token| (token.kind, token.canonical));
+        let general = whole_in_general(word)
+            .0
+            .map(|token| (token.kind, token.canonical));
         let fast = Some(whole_word(word)).map(|token| (token.kind, token.canonical));
         assert_eq!(fast, general, "{word:?}");
         assert_eq!(

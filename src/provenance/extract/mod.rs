@@ -74,6 +74,18 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// The kinds of value a text can name (not the markers).
+    pub(crate) const NAMEABLE: [Self; 8] = [
+        Self::Url,
+        Self::Host,
+        Self::Email,
+        Self::Iban,
+        Self::Number,
+        Self::Path,
+        Self::Text,
+        Self::Amount,
+    ];
+
     pub(crate) fn tag(self) -> &'static str {
         match self {
             Self::Url => "url",
@@ -300,15 +312,28 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
 /// for empty text. (Results record only values of at most [`MAX_WHOLE_VALUE_CHARS`] whole; a
 /// longer argument is still read, and was never seen.)
 pub(crate) fn whole(text: &str) -> Option<Token> {
+    whole_reading(text).0
+}
+
+/// [`whole`], and how far `text` was read: where it nests links deeper or longer than they are
+/// read, or holds more values than are read, the value found may not be the one it is (a
+/// Markdown link whose text used up the reading before its target), so an argument read cut
+/// cannot be judged.
+pub(crate) fn whole_reading(text: &str) -> (Option<Token>, Reading) {
     let text = readable(text, false);
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return None;
+        return (None, Reading::Whole);
     }
     if trimmed.bytes().all(|byte| byte.is_ascii_alphanumeric()) {
-        return Some(whole_word(trimmed));
+        return (Some(whole_word(trimmed)), Reading::Whole);
     }
     whole_in_general(trimmed)
+}
+
+/// Whether a reading listed the mark of where it stopped.
+fn holds_mark(tokens: &[Token]) -> bool {
+    tokens.iter().any(|token| token.kind == Kind::Unread)
 }
 
 /// [`whole`] of one ASCII word of letters and digits, without a scan: what the scan finds in
@@ -332,19 +357,31 @@ fn whole_word(word: &str) -> Token {
     Token::new(Kind::Text, word.to_ascii_lowercase())
 }
 
-/// [`whole`] of trimmed text that is not one plain word.
-fn whole_in_general(trimmed: &str) -> Option<Token> {
+/// [`whole_reading`] of trimmed text that is not one plain word.
+fn whole_in_general(trimmed: &str) -> (Option<Token>, Reading) {
     if !trimmed.contains(char::is_whitespace) {
         let mut found = Vec::new();
-        if let Some(kind) = chunk_tokens(trimmed, &mut found)
+        let kind = chunk_tokens(trimmed, &mut found);
+        if holds_mark(&found) {
+            return (None, Reading::Cut);
+        }
+        if let Some(kind) = kind
             && let Some(token) = found.into_iter().find(|token| token.kind == kind)
         {
-            return Some(token);
+            return (Some(token), Reading::Whole);
         }
     }
     // Text around one address or one IBAN (`Mallory <m@e>`, `IBAN: DE89 …`) is that value.
     let mut inside = Vec::new();
     scan(trimmed, &mut inside);
+    if holds_mark(&inside) {
+        return (None, Reading::Cut);
+    }
+    (whole_around(trimmed, inside), Reading::Whole)
+}
+
+/// [`whole`] of a text that is no one chunk's value, from the values `inside` it.
+fn whole_around(trimmed: &str, inside: Vec<Token>) -> Option<Token> {
     let kinds = |kind| inside.iter().filter(|token| token.kind == kind).count();
     if kinds(Kind::Email) == 1 && kinds(Kind::Url) == 0 && kinds(Kind::Iban) == 0 {
         return inside.into_iter().find(|token| token.kind == Kind::Email);
@@ -373,12 +410,17 @@ fn whole_in_general(trimmed: &str) -> Option<Token> {
     Some(Token::new(Kind::Text, folded_text(trimmed)))
 }
 
-/// The host of `text` read as a link, or as a bare host name.
-pub(crate) fn host_of(text: &str) -> Option<Token> {
+/// The host of `text` read as a link (a Markdown link's target's), or as a bare host name;
+/// and how far `text` was read (as for [`whole_reading`]).
+pub(crate) fn host_of(text: &str) -> (Option<Token>, Reading) {
     let text = readable(text, false);
     let trimmed = text.trim();
     let mut found = Vec::new();
-    match chunk_tokens(trimmed, &mut found) {
+    let kind = chunk_tokens(trimmed, &mut found);
+    if holds_mark(&found) {
+        return (None, Reading::Cut);
+    }
+    let host = match kind {
         Some(Kind::Url) => found.into_iter().find(|token| token.kind == Kind::Host),
         _ => {
             let host = trimmed.trim_end_matches('.');
@@ -389,7 +431,8 @@ pub(crate) fn host_of(text: &str) -> Option<Token> {
                     .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.'));
             is_host.then(|| Token::new(Kind::Host, host.to_lowercase()))
         }
-    }
+    };
+    (host, Reading::Whole)
 }
 
 /// Text compared as a person reads it: folded, runs of white space as one space.

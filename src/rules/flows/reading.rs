@@ -146,7 +146,15 @@ fn read_element(
     };
     match read {
         ValueRead::Amount => tokens.push(extract::amount_of(&text)?),
-        ValueRead::Value => tokens.extend(extract::whole(&text)),
+        ValueRead::Value => {
+            // A text read cut (links nested past what is read, more values than are read) may
+            // read as a value it is not: it cannot be judged.
+            let (token, reading) = extract::whole_reading(&text);
+            if reading.is_cut() {
+                return None;
+            }
+            tokens.extend(token);
+        }
         ValueRead::Tokens => {
             let mut found = Vec::new();
             // A text nesting its values deeper than they are read cannot be judged.
@@ -163,7 +171,13 @@ fn read_element(
                     .filter(|token| TokenKind::of(token).is_some_and(|kind| kinds.contains(&kind))),
             );
         }
-        ValueRead::Host => tokens.push(extract::host_of(&text)?),
+        ValueRead::Host => {
+            let (host, reading) = extract::host_of(&text);
+            if reading.is_cut() {
+                return None;
+            }
+            tokens.push(host?);
+        }
         ValueRead::MinorUnits => return None,
     }
     Some(())

@@ -111,3 +111,25 @@ fn many_cut_texts_after_many_values_overflow_the_session() {
         );
     }
 }
+
+#[test]
+fn many_texts_past_the_values_read_overflow_the_session_however_few_are_distinct() {
+    // A result's texts together are read for 65,536 values: past that, reading stops and the
+    // session overflows — texts of short values (each a value whole) or of long lines of them.
+    let never_returned = json!({"iban": "GB82WEST12345698765432"});
+    let long_line = "1000000, ".repeat(40);
+    for (text, count, expected) in [
+        ("same", 60_000, "allow"),
+        ("same", 70_000, "ask"),
+        (long_line.as_str(), 1_500, "allow"),
+        (long_line.as_str(), 2_000, "ask"),
+    ] {
+        let held: Output = Arc::default();
+        let controller = controller(&untrusted_policy("pay", "/iban", "value"), &held);
+        let items = vec![json!(text); count];
+        *held.lock().unwrap() = with_structured(json!({ "items": items }));
+        completed(run(&controller, "fetch", json!({})));
+        let decided = word(&run(&controller, "pay", never_returned.clone()));
+        assert_eq!(decided, expected, "{count} texts of {} bytes", text.len());
+    }
+}

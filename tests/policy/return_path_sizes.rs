@@ -67,7 +67,8 @@ fn a_match_in_each_of_many_blocks_is_redacted_in_its_block() {
     const BLOCKS: usize = 25_000;
     let held: Output = Arc::default();
     let controller = controller(IDS, &held);
-    let blocks = (0..BLOCKS).map(|n| text(&format!("id{n}"))).collect();
+    // Each match inside its block, not the whole of it.
+    let blocks = (0..BLOCKS).map(|n| text(&format!("a id{n} b"))).collect();
     *held.lock().unwrap() = ToolOutput::new(blocks);
     let result = completed(run(&controller, "fetch", json!({})));
     assert!(!result.is_error, "{}", result.content);
@@ -76,11 +77,11 @@ fn a_match_in_each_of_many_blocks_is_redacted_in_its_block() {
     assert!(
         blocks
             .iter()
-            .all(|block| block["text"] == r#"[redacted by result rule "ids"]"#),
+            .all(|block| block["text"] == r#"a [redacted by result rule "ids"] b"#),
         "{:?}",
         blocks
             .iter()
-            .find(|block| block["text"] != r#"[redacted by result rule "ids"]"#)
+            .find(|block| block["text"] != r#"a [redacted by result rule "ids"] b"#)
     );
 }
 
@@ -132,4 +133,23 @@ fn many_texts_past_the_values_read_overflow_the_session_however_few_are_distinct
         let decided = word(&run(&controller, "pay", never_returned.clone()));
         assert_eq!(decided, expected, "{count} texts of {} bytes", text.len());
     }
+}
+
+#[test]
+fn a_match_starting_where_a_block_ends_is_split_across_blocks() {
+    // The line between two blocks belongs to neither: a match starting on it and running into
+    // the next block is no block's own, so redacting each block alone would miss it.
+    let policy = r#"{"rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "r"}],
+      "results": [{"id": "ids-on-a-line", "tool": "fetch", "pattern": "\\nid[0-9]+",
+                   "action": "redact", "reason": "ids stay inside"}]}"#;
+    let held: Output = Arc::default();
+    let controller = controller(policy, &held);
+    *held.lock().unwrap() = ToolOutput::new(vec![text("first"), text("id1 second")]);
+    let result = completed(run(&controller, "fetch", json!({})));
+    assert!(result.is_error, "{}", everything(&result));
+    assert!(
+        result.content.contains("ids-on-a-line"),
+        "{}",
+        result.content
+    );
 }

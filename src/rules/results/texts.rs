@@ -86,11 +86,11 @@ fn in_map(map: &mut serde_json::Map<String, Value>, change: &mut dyn FnMut(&mut 
             n => format!("{base} ({n})"),
         };
         let mut name = numbered(*number);
+        // The name taken here is found taken by the next key rewritten alike, which moves on.
         while map.contains_key(&name) {
             *number += 1;
             name = numbered(*number);
         }
-        *number += 1;
         map.insert(name, item);
     }
 }

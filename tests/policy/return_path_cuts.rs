@@ -127,3 +127,50 @@ fn a_markdown_link_is_judged_by_its_target_however_its_text_is_spelled() {
         );
     }
 }
+
+#[test]
+fn an_argument_naming_more_than_one_place_is_not_judged_by_one_of_them() {
+    // The fourth attack: links chained, nested or glued, a link text standing for a target that
+    // reads as nothing, and lists of addresses were judged by the place the person named while
+    // the click or the mail went elsewhere too.
+    let request = "Open good.example and send the report to good@good.example";
+    for url in [
+        "https://evil.example/](https://good.example)",
+        "[x](https://evil.example)](https://good.example)",
+        "[x](https://evil.example)[y](https://good.example)",
+        "[x](https://evil.example) and ](https://good.example)",
+        "[https://good.example](https&#58;//evil.example)",
+        "[https://good.example](/pay)",
+    ] {
+        assert_eq!(
+            decided(request, "ok", "web_fetch", json!({"url": url})),
+            "ask",
+            "{url}"
+        );
+    }
+    for to in [
+        "good@good.example,evil@evil.example",
+        "mailto:good@good.example?cc=evil@evil.example",
+        "[x](mailto:evil@evil.example)](mailto:good@good.example)",
+    ] {
+        assert_eq!(
+            decided(request, "ok", "send", json!({"to": to})),
+            "ask",
+            "{to}"
+        );
+    }
+    // One place, as the person named it, runs.
+    for (tool, arguments) in [
+        (
+            "web_fetch",
+            json!({"url": "[the site](https://good.example/)"}),
+        ),
+        ("send", json!({"to": "mailto:good@good.example"})),
+    ] {
+        assert_eq!(
+            decided(request, "ok", tool, arguments.clone()),
+            "allow",
+            "{arguments}"
+        );
+    }
+}

@@ -36,6 +36,7 @@ mod chunks;
 mod currencies;
 mod lines;
 mod numbers;
+mod one_place;
 
 use std::borrow::Cow;
 
@@ -50,6 +51,7 @@ pub(crate) use currencies::mentions_money;
 pub(crate) use lines::lines;
 use numbers::NumberScan;
 pub(crate) use numbers::iban_checks;
+pub(crate) use one_place::names_one_place;
 
 /// What kind of value a token is: part of its digest, so an IBAN and the same characters as
 /// text never meet.

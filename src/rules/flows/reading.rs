@@ -149,8 +149,10 @@ fn read_element(
         ValueRead::Value => {
             // A text read cut (links nested past what is read, more values than are read) may
             // read as a value it is not: it cannot be judged.
+            // Nor can one naming more than one place (links chained or glued, a link whose
+            // target reads as nothing, a list of addresses): the call goes where it is not read.
             let (token, reading) = extract::whole_reading(&text);
-            if reading.is_cut() {
+            if reading.is_cut() || !extract::names_one_place(&text) {
                 return None;
             }
             tokens.extend(token);
@@ -173,7 +175,7 @@ fn read_element(
         }
         ValueRead::Host => {
             let (host, reading) = extract::host_of(&text);
-            if reading.is_cut() {
+            if reading.is_cut() || !extract::names_one_place(&text) {
                 return None;
             }
             tokens.push(host?);

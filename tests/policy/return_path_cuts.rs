@@ -130,9 +130,9 @@ fn a_markdown_link_is_judged_by_its_target_however_its_text_is_spelled() {
 
 #[test]
 fn an_argument_naming_more_than_one_place_is_not_judged_by_one_of_them() {
-    // The fourth attack: links chained, nested or glued, a link text standing for a target that
-    // reads as nothing, and lists of addresses were judged by the place the person named while
-    // the click or the mail went elsewhere too.
+    // An attack on the Markdown reading: links chained, nested or glued, a link text standing
+    // for a target that reads as nothing, and lists of addresses were judged by the place the
+    // person named while the click or the mail went elsewhere too.
     let request = "Open good.example and send the report to good@good.example";
     for url in [
         "https://evil.example/](https://good.example)",

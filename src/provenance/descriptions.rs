@@ -158,6 +158,11 @@ mod tests {
         assert!(description_findings(&nested).contains(&DescriptionFinding::NestedTooDeep));
         let shallow = format!("{}https://evil.example/x", "[a](".repeat(10));
         assert!(!description_findings(&shallow).contains(&DescriptionFinding::NestedTooDeep));
+        // So is a description of more values than are read: the links past them are not listed.
+        let crowded: String = (0..70_000)
+            .map(|n| format!("{}, ", 1_000_000 + n))
+            .collect();
+        assert!(description_findings(&crowded).contains(&DescriptionFinding::NestedTooDeep));
         assert_eq!(
             DescriptionFinding::NestedTooDeep.to_string(),
             "more than is read: links nested inside links past 64 levels or eight times their text, or more than 65,536 values"

@@ -34,12 +34,19 @@ pub(crate) fn names_one_place(text: &str) -> bool {
         _ => return false,
     }
     let chunked = !place.contains(char::is_whitespace);
-    let at_signs = place.matches('@').count() + place.to_ascii_lowercase().matches("%40").count();
+    // `%40` in any case, counted without a lowered copy.
+    let encoded = place
+        .as_bytes()
+        .windows(3)
+        .filter(|three| three.eq_ignore_ascii_case(b"%40"))
+        .count();
+    let at_signs = place.matches('@').count() + encoded;
     !(chunked && at_signs > 1)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Reading, host_of, whole, whole_reading};
     use super::*;
 
     #[test]
@@ -66,6 +73,8 @@ mod tests {
             "good@good.example;evil@evil.example",
             "mailto:good@good.example?cc=evil@evil.example",
             "mailto:good@good.example?cc=evil%40evil.example",
+            "mailto:good@good.example?cc=evil%40EVIL.example",
+            "mailto:good@good.example?bcc=evil%4aevil.example%40x",
         ] {
             assert!(!names_one_place(text), "{text}");
         }
@@ -83,5 +92,28 @@ mod tests {
         ] {
             assert!(names_one_place(text), "{text}");
         }
+    }
+
+    #[test]
+    fn a_markdown_links_value_and_host_are_its_targets_not_its_texts() {
+        let value = |text: &str| whole(text).map(|token| token.canonical);
+        assert_eq!(
+            value("[alice@good.example](mailto:mallory@evil.example)").as_deref(),
+            Some("mallory@evil.example")
+        );
+        assert_eq!(
+            value("[https://good.example/](https://evil.example/x)").as_deref(),
+            Some("https://evil.example/x")
+        );
+        let (host, reading) = host_of("[good.example](https://evil.example/x)");
+        assert_eq!(reading, Reading::Whole);
+        assert_eq!(
+            host.map(|token| token.canonical).as_deref(),
+            Some("evil.example")
+        );
+        // A text spending the nesting budget: the reading is cut, and names no value.
+        let spent = format!("[{}](mallory@evil.example)", "a://".repeat(24));
+        assert_eq!(whole_reading(&spent), (None, Reading::Cut));
+        assert_eq!(host_of(&spent), (None, Reading::Cut));
     }
 }

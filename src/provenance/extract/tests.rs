@@ -494,26 +494,3 @@ fn a_host_is_listed_after_a_value_of_another_kind_spelled_alike() {
     let far = format!("https://evil.example/a {numbers} https://evil.example/b");
     assert_eq!(hosts(&far), 2);
 }
-
-#[test]
-fn a_markdown_links_value_and_host_are_its_targets_not_its_texts() {
-    let value = |text: &str| whole(text).map(|token| token.canonical);
-    assert_eq!(
-        value("[alice@good.example](mailto:mallory@evil.example)").as_deref(),
-        Some("mallory@evil.example")
-    );
-    assert_eq!(
-        value("[https://good.example/](https://evil.example/x)").as_deref(),
-        Some("https://evil.example/x")
-    );
-    let (host, reading) = host_of("[good.example](https://evil.example/x)");
-    assert_eq!(reading, Reading::Whole);
-    assert_eq!(
-        host.map(|token| token.canonical).as_deref(),
-        Some("evil.example")
-    );
-    // A text spending the nesting budget: the reading is cut, and names no value.
-    let spent = format!("[{}](mallory@evil.example)", "a://".repeat(24));
-    assert_eq!(whole_reading(&spent), (None, Reading::Cut));
-    assert_eq!(host_of(&spent), (None, Reading::Cut));
-}

@@ -154,10 +154,7 @@ mod tests {
         // The reference's key 00 01 … 0f, the input laid out on the stack up to 128 bytes and
         // on the heap past it; the outputs computed by the Python implementation above. Two
         // 64-bit halves under one key, or the 64-bit mode twice, would give other bytes.
-        let mut reference = [0; 16];
-        for (byte, value) in reference.iter_mut().zip(0..) {
-            *byte = value;
-        }
+        let reference: [u8; 16] = std::array::from_fn(|at| at as u8);
         let key = ProvenanceKey {
             hasher: SipHasher24::new_with_key(&reference),
         };

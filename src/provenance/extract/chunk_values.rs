@@ -7,7 +7,7 @@ use super::addresses::{
     split_scheme, strip_prefix_ignore_case,
 };
 use super::chunks::{HOST_DOTS, Marks, trim_trailing};
-use super::{Kind, Token, fold};
+use super::{Kind, Token, fold, mark_unread};
 
 /// How deep a chunk's readings may nest (a link inside a link, a Markdown link's target, a
 /// special scheme's slashes made `//`, one reading each): past it the rest is not read and
@@ -43,9 +43,7 @@ fn chunk_tokens_within(
 ) -> Option<Kind> {
     if depth > 0 {
         if depth > MAX_NESTING || chunk.len() > *left {
-            if out.last().is_none_or(|token| token.kind != Kind::Unread) {
-                out.push(Token::new(Kind::Unread, String::new()));
-            }
+            mark_unread(out);
             return None;
         }
         *left -= chunk.len();

@@ -231,7 +231,7 @@ fn scan_skipping(text: &str, out: &mut Vec<Token>, skip: bool) {
     // The search for the next byte of a class is its own tight loop: most bytes are letters.
     while let Some(at) = next_classified(bytes, next) {
         if out.len() >= most {
-            out.push(Token::new(Kind::Unread, String::new()));
+            mark_unread(out);
             return;
         }
         next = at + 1;
@@ -331,6 +331,14 @@ pub(crate) fn whole_reading(text: &str) -> (Option<Token>, Reading) {
         return (Some(whole_word(trimmed)), Reading::Whole);
     }
     whole_in_general(trimmed)
+}
+
+/// Marks where a reading stopped, once however many places stop it: [`tokens`] and the
+/// one-value readings turn the mark into [`Reading::Cut`].
+fn mark_unread(out: &mut Vec<Token>) {
+    if out.last().is_none_or(|token| token.kind != Kind::Unread) {
+        out.push(Token::new(Kind::Unread, String::new()));
+    }
 }
 
 /// Whether a reading listed the mark of where it stopped.

@@ -164,11 +164,30 @@ pub struct ToolResult {
     pub blocks: Option<Box<ResultBlocks>>,
 }
 
-/// A content block's own fields (and its `resource`'s) whose strings are not text a person or a
-/// model reads: its type and media type, and base64 payloads. Only there: in structured content,
-/// or deeper in a block, a `data` or `type` key is any other key (`{"data": [...]}` is the
-/// commonest envelope of an API). Result rules and provenance skip the same fields.
-pub(crate) const BLOCK_FIELDS_NOT_TEXT: [&str; 4] = ["type", "mimeType", "data", "blob"];
+/// Whether `key` of a content block `block` (`embedded`: of the `resource` a block embeds) holds
+/// no text a person or a model reads: the block's own `type` (a string), and the payload MCP defines — an
+/// image's or audio clip's base64 `data` and its `mimeType`, an embedded resource's `blob` and
+/// its `mimeType`. Only there: a `data` field of a text block or a link, a `blob` outside a
+/// resource, and a `data` or `type` key in structured content or deeper in a block
+/// (`{"data": [...]}` is the commonest envelope of an API) are text like any other (a card number
+/// in a text block's `data` passed every rule). Result rules and provenance skip the same fields.
+pub(crate) fn is_block_payload(
+    block: &serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    embedded: bool,
+) -> bool {
+    if embedded {
+        return matches!(key, "blob" | "mimeType");
+    }
+    match key {
+        "type" => block.get("type").is_some_and(serde_json::Value::is_string),
+        "data" | "mimeType" => matches!(
+            block.get("type").and_then(serde_json::Value::as_str),
+            Some("image" | "audio")
+        ),
+        _ => false,
+    }
+}
 
 /// The content blocks of a [`ToolResult`] and its `_meta`, in MCP's shape, as the tool sent them.
 ///

@@ -16,7 +16,8 @@
 //!   allow, and allow what they have no rule for, but never loosen one of their deny or ask
 //!   decisions, nor waive their four eyes (`allow_self` must hold in every asking layer). A
 //!   set's layer does not classify where results come from (its `sources` are ignored, with a
-//!   warning): that is asked for every caller at once.
+//!   warning): that is asked for every caller at once. Its provenance rules still read results,
+//!   recorded as the main layers classify them (untrusted where none does).
 //! - A set is served on its own path with its own sessions: a session opened at `/mcp` is
 //!   unknown at `/sets/NAME/mcp`, and the reverse.
 
@@ -183,11 +184,20 @@ impl Policy for ToolSetLayer {
         }
     }
 
-    /// None: where results come from is asked with no caller, so a set's own `sources` would
-    /// classify results for every caller, at `/mcp` too — a set's file could then vouch for
-    /// what the main layers treat as untrusted. The main layers alone classify.
-    fn result_sources(&self, _: &str) -> Option<toolgate::provenance::ResultSources> {
-        None
+    /// What the set's own layer reads of results, without its classification: where results
+    /// come from is asked with no caller, so a set's own `sources` would classify results for
+    /// every caller, at `/mcp` too — a set's file could then vouch for what the main layers
+    /// treat as untrusted. So the main layers alone classify, but a set whose rules read
+    /// provenance still has results recorded (it had none when the main layers read none, and
+    /// its rules never held), under the named sources its rules read — facts of which tool
+    /// returned a value, which vouch for nothing. A set's `lookups` count as in any layer: only
+    /// if every layer reading provenance lists the directory, and only for a tool the main
+    /// layers trust.
+    fn result_sources(&self, tool_name: &str) -> Option<toolgate::provenance::ResultSources> {
+        let mut sources = self.inner.as_ref()?.result_sources(tool_name)?;
+        sources.trust = toolgate::provenance::Trust::Untrusted;
+        sources.classified = false;
+        Some(sources)
     }
 
     fn judges_results(&self, tool_name: &str) -> bool {

@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::extract::{self, Kind, Token};
 use super::keyed::Digest;
 use super::{MAX_VALUES_PER_RESULT, ProvenanceKey};
-use crate::contract::{BLOCK_FIELDS_NOT_TEXT, Principal, ToolResult};
+use crate::contract::{Principal, ToolResult, is_block_payload};
 
 /// Whose records: a keyed digest of the principal's id, or `-` for calls without one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +97,7 @@ pub(crate) fn values_of_result(result: &ToolResult) -> Found {
     }
     if let Some(blocks) = &result.blocks {
         for block in &blocks.content {
-            block_values(block, &mut out);
+            block_values(block, &mut out, false);
         }
         // The result's `_meta` reaches the client with it.
         if let Some(meta) = &blocks.meta {
@@ -230,18 +230,18 @@ fn text_values(text: &str, found: &mut Found) {
     }
 }
 
-/// The values of a content block: each of its fields' but the block's own type, media type
-/// and base64 payload (at its top and in its `resource`) — the keys mean that only there.
-fn block_values(block: &Value, out: &mut Found) {
+/// The values of a content block (`embedded`: of the `resource` a block embeds): each of its
+/// fields' but its own type and its payload (see [`is_block_payload`]).
+fn block_values(block: &Value, out: &mut Found, embedded: bool) {
     let Value::Object(map) = block else {
         return leaf_values(block, out);
     };
     for (key, item) in map {
-        if BLOCK_FIELDS_NOT_TEXT.contains(&key.as_str()) {
+        if is_block_payload(map, key, embedded) {
             continue;
         }
-        if key == "resource" {
-            block_values(item, out);
+        if key == "resource" && !embedded {
+            block_values(item, out, true);
         } else {
             leaf_values(item, out);
         }

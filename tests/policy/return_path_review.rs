@@ -331,20 +331,26 @@ fn a_secret_or_card_number_in_another_spelling_is_found_and_never_shown() {
             "{spelled:?}"
         );
     }
-    for spelled in [
-        "4111\u{a0}1111\u{a0}1111\u{a0}1111",
-        "4111  1111  1111  1111",
-        "\u{ff14}\u{ff11}\u{ff11}\u{ff11} 1111 1111 1111",
-        "4111\u{200b}1111\u{200b}1111\u{200b}1111",
-        "DE89\u{a0}3704\u{a0}0044\u{a0}0532\u{a0}0130\u{a0}00",
-        "DE89  3704  0044  0532  0130  00",
+    // Groups apart by no-break spaces or up to three spaces are a detector's own (redacted in
+    // place); other spellings only the second reading finds withhold the result.
+    for (spelled, withheld) in [
+        ("4111\u{a0}1111\u{a0}1111\u{a0}1111", false),
+        ("4111  1111  1111  1111", false),
+        ("\u{ff14}\u{ff11}\u{ff11}\u{ff11} 1111 1111 1111", true),
+        ("4111\u{200b}1111\u{200b}1111\u{200b}1111", true),
+        (
+            "DE89\u{a0}3704\u{a0}0044\u{a0}0532\u{a0}0130\u{a0}00",
+            false,
+        ),
+        ("DE89  3704  0044  0532  0130  00", false),
+        ("4111    1111    1111    1111", true),
     ] {
         let held: Output = Arc::default();
         let controller = controller(RESULT_POLICY, &held);
         *held.lock().unwrap() = ToolOutput::new(vec![text(&format!("pay with {spelled} today"))]);
         let result = completed(run(&controller, "fetch", json!({})));
         let seen = everything(&result);
-        assert!(result.is_error, "{spelled:?}: {seen}");
+        assert_eq!(result.is_error, withheld, "{spelled:?}: {seen}");
         assert!(
             result.content.contains("\"payment-data\""),
             "{}",

@@ -15,7 +15,11 @@ use super::{ToolSetConfig, ToolSetLayer, through};
 fn registry() -> ToolRegistry {
     let tool = |name: &str| {
         ToolDefinition::new(
-            ToolSpec::new(name, "a tool", json!({"type": "object"})),
+            ToolSpec::new(
+                name,
+                "a tool",
+                json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+            ),
             |_: &serde_json::Value| -> Result<String, ToolError> { Ok("ran".to_owned()) },
         )
         .unwrap()
@@ -283,8 +287,12 @@ fn its_own_layer_is_asked_only_about_calls_through_it_of_its_tools() {
     );
     assert_eq!(result.content, "judged");
     assert!(layer.judges_results("files__read") && !bare.judges_results("files__read"));
-    // Asked with no caller: a set never classifies (its own layer's `sources` would reach /mcp).
-    assert!(layer.result_sources("files__read").is_none());
+    // Asked with no caller: a set never classifies (its own layer's `sources` would reach /mcp),
+    // but what its own layer reads of results is recorded, as untrusted unless the main layers
+    // say otherwise.
+    let sources = layer.result_sources("files__read").unwrap();
+    assert_eq!(sources.trust, toolgate::provenance::Trust::Untrusted);
+    assert!(!sources.classified);
     assert!(bare.result_sources("files__read").is_none());
     // Listing: a caller outside the set is not judged by it; through it, tools outside it and
     // tools its own layer always denies are.
@@ -336,4 +344,30 @@ fn its_own_layer_is_checked_against_the_tools_in_force() {
             .check_registry(&registry())
             .is_ok()
     );
+}
+
+#[test]
+fn a_sets_provenance_rule_holds_when_the_main_layers_read_no_provenance() {
+    // The set's own layer asks for a name its caller read in a result; the main layers read no
+    // provenance, so nothing was recorded and the rule never held (an independent attack).
+    let controller = controller(Some(
+        r#"{"rules": [{"id": "files", "tool": "files__*", "action": "allow", "reason": "set"}],
+            "flows": [{"id": "read-back", "tool": "files__read", "action": "ask",
+                       "reason": "a path a result named",
+                       "provenance": {"pointer": "/name", "seen_in": ["untrusted"]}}]}"#,
+    ));
+    let via = through(&Principal::new("alice", Vec::<String>::new()), &set());
+    let read = |name: &str| {
+        let call =
+            ToolCall::new("c", "files__read", json!({"name": name})).with_principal(via.clone());
+        match controller.handle(call) {
+            Outcome::Completed(result) if !result.is_error => "ran",
+            Outcome::Completed(_) => "denied",
+            Outcome::PendingApproval(_) => "asks",
+        }
+    };
+    assert_eq!(read("notes"), "ran");
+    // Every tool returns "ran": now a value a result carried.
+    assert_eq!(read("ran"), "asks");
+    assert_eq!(read("other"), "ran");
 }

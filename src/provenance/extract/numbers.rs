@@ -14,10 +14,11 @@ impl NumberScan {
         self.at
     }
 
-    /// Reads the long number (6 digits or more; spaces, `-` and `.` between digit groups
-    /// dropped) or IBAN (check digits holding) that the digit at `digit` may start or be the
-    /// check digits of; called for digits in order. Read as bytes: every character either takes
-    /// part in is ASCII, and any other character (an accented letter, a dash) ends a word.
+    /// Reads the long number (6 digits or more; a space, `-`, `.`, no-break space or dash
+    /// between digit groups dropped) or IBAN (check digits holding) that the digit at `digit`
+    /// may start or be the check digits of; called for digits in order. Read as bytes: every
+    /// character either takes part in is ASCII but the no-break space and the dashes between
+    /// groups, and any other character (an accented letter) ends a word.
     ///
     /// A number starts at a digit that starts a word; an IBAN at a word's first letter, two
     /// before its first digit. No other digit of a word starts anything, so a digit that starts
@@ -64,10 +65,10 @@ fn number_at(bytes: &[u8], at: usize, out: &mut Vec<Token>) -> usize {
             digits += 1;
             cursor += 1;
             end = cursor;
-        } else if matches!(here, b' ' | b'-' | b'.')
-            && bytes.get(cursor + 1).is_some_and(u8::is_ascii_digit)
+        } else if let Some(skipped) = one_between_digits(&bytes[cursor..])
+            && bytes.get(cursor + skipped).is_some_and(u8::is_ascii_digit)
         {
-            cursor += 1;
+            cursor += skipped;
         } else {
             break;
         }
@@ -90,7 +91,7 @@ fn number_at(bytes: &[u8], at: usize, out: &mut Vec<Token>) -> usize {
 }
 
 /// The IBAN starting at `bytes` (country letters, check digits, then letters and digits,
-/// optionally in groups separated by single spaces) and how many bytes it used, if its check
+/// optionally in groups: see [`between_groups`]) and how many bytes it used, if its check
 /// digits hold (ISO 13616 MOD 97-10).
 fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
     let head = bytes.get(..4)?;
@@ -113,18 +114,17 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
             cursor += 1;
             ends[length] = cursor;
             length += 1;
-        } else if matches!(byte, b' ' | b'-' | b'\t' | b'\n')
-            && bytes.get(cursor + 1).is_some_and(u8::is_ascii_alphanumeric)
-        {
-            cursor += 1;
-        } else if byte == b'\r'
-            && bytes.get(cursor + 1) == Some(&b'\n')
-            && bytes.get(cursor + 2).is_some_and(u8::is_ascii_alphanumeric)
-        {
-            // A line break as mail writes it (CRLF).
-            cursor += 2;
         } else {
-            break;
+            match between_groups(&bytes[cursor..]) {
+                Some(skipped)
+                    if bytes
+                        .get(cursor + skipped)
+                        .is_some_and(u8::is_ascii_alphanumeric) =>
+                {
+                    cursor += skipped;
+                }
+                _ => break,
+            }
         }
     }
     // The longest prefix that is a whole IBAN: a word after it may have been taken in.
@@ -138,6 +138,46 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
         let candidate = std::str::from_utf8(&compact[..length]).ok()?;
         iban_checks(candidate).then(|| (candidate.to_owned(), ends[length - 1]))
     })
+}
+
+/// How many bytes at the start of `bytes` stand between two groups of an IBAN: a line break
+/// (`\n` or `\r\n`), or up to three of a space, tab, `-`, no-break space or dash (any of
+/// U+2010–U+2015, or the minus sign U+2212): `DE89 – 3704` as `DE89 3704`.
+fn between_groups(bytes: &[u8]) -> Option<usize> {
+    match bytes {
+        [b'\n', ..] => return Some(1),
+        [b'\r', b'\n', ..] => return Some(2),
+        _ => {}
+    }
+    let mut length = 0;
+    for _ in 0..3 {
+        match one_between(&bytes[length..]) {
+            Some(one) => length += one,
+            None => break,
+        }
+    }
+    (length > 0).then_some(length)
+}
+
+/// The bytes of one space, tab, `-`, no-break space or dash (U+2010–U+2015, U+2212) starting
+/// `bytes`.
+fn one_between(bytes: &[u8]) -> Option<usize> {
+    match bytes {
+        [b' ' | b'\t' | b'-', ..] => Some(1),
+        [0xC2, 0xA0, ..] => Some(2),
+        [0xE2, 0x80, 0x90..=0x95, ..] | [0xE2, 0x88, 0x92, ..] => Some(3),
+        _ => None,
+    }
+}
+
+/// The bytes of what may stand between two digit groups of a long number starting `bytes`: one
+/// space, `-`, `.`, no-break space or dash (not a tab: columns of a table are other numbers).
+fn one_between_digits(bytes: &[u8]) -> Option<usize> {
+    match bytes {
+        [b'.', ..] => Some(1),
+        [b'\t', ..] => None,
+        _ => one_between(bytes),
+    }
 }
 
 pub(crate) fn iban_checks(iban: &str) -> bool {
@@ -161,4 +201,39 @@ pub(crate) fn iban_checks(iban: &str) -> bool {
         }
     }
     remainder % 97 == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Kind, tokens};
+
+    fn read(text: &str, kind: Kind) -> Vec<String> {
+        let mut out = Vec::new();
+        let _ = tokens(text, &mut out);
+        out.into_iter()
+            .filter(|token| token.kind == kind)
+            .map(|token| token.canonical)
+            .collect()
+    }
+
+    #[test]
+    fn groups_joined_by_any_dash_or_a_no_break_space_are_one_iban_or_number() {
+        let iban = "DE89370400440532013000";
+        for text in [
+            "pay DE89\u{2013}3704\u{2013}0044\u{2013}0532\u{2013}0130\u{2013}00 now",
+            "pay DE89 - 3704 - 0044 - 0532 - 0130 - 00 now",
+            "pay DE89\u{2212}3704\u{2212}0044\u{2212}0532\u{2212}0130\u{2212}00 now",
+            "pay DE89\u{a0}3704\u{a0}0044\u{a0}0532\u{a0}0130\u{a0}00 now",
+        ] {
+            assert_eq!(read(text, Kind::Iban), [iban], "{text}");
+        }
+        assert_eq!(
+            read("ref 1234\u{2013}5678\u{2013}90", Kind::Number),
+            ["1234567890"]
+        );
+        // Four separators are no group's: the IBAN is not read across them.
+        assert!(read("DE89 -  3704 0044 0532 0130 00", Kind::Iban).is_empty());
+        // A tab between numbers is a table's columns, not one number.
+        assert_eq!(read("123\t456789", Kind::Number), ["456789"]);
+    }
 }

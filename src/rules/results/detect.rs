@@ -6,6 +6,8 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+use super::grouped;
 use serde::{Deserialize, Serialize};
 
 /// A kind of content a result rule finds.
@@ -20,10 +22,11 @@ pub enum Detector {
     /// (`xoxb-…`), OpenAI and Anthropic (`sk-…`, `sk-ant-…`), Stripe (`sk_live_…`), and JSON
     /// Web Tokens (`eyJ….eyJ….…`).
     ApiToken,
-    /// A payment card number: 13 to 19 digits (single spaces or dashes between groups) whose
-    /// Luhn check holds.
+    /// A payment card number: 13 to 19 digits in whole groups of a run of digit groups (up to
+    /// three spaces or dashes of any kind between groups) whose Luhn check holds.
     CardNumber,
-    /// An IBAN whose check digits hold (ISO 13616), grouped or not.
+    /// An IBAN whose check digits hold (ISO 13616), grouped or not (up to three spaces or dashes
+    /// of any kind between groups).
     Iban,
 }
 
@@ -34,33 +37,29 @@ static PRIVATE_KEY: LazyLock<Regex> = LazyLock::new(|| {
     .expect("a fixed pattern")
 });
 
+// No word boundary before or after a token: `AWS_KEY_AKIA…`, `id9AKIA…`, a `\n` or `%3D` written
+// out before one, or a word glued after it hid it from `\b`. The prefixes are rare enough in
+// text on their own; the short ones (`sk-`, `sk_live_`) are told from a word's end by
+// [`starts_a_token`].
 static CLOUD_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35})\b")
+    Regex::new(r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35}")
         .expect("a fixed pattern")
 });
 
 static API_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}",
+        r"gh[pousr]_[A-Za-z0-9]{36,}",
         r"|github_pat_[A-Za-z0-9_]{22,}",
         r"|xox[abposr]-[A-Za-z0-9\-]{10,}",
         r"|sk-ant-[A-Za-z0-9_\-]{20,}",
         r"|sk-(?:proj-)?[A-Za-z0-9_\-]{20,}",
         r"|[sr]k_live_[0-9A-Za-z]{20,}",
-        r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})",
+        r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
     ))
     .expect("a fixed pattern")
 });
 
-static CARD_NUMBER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b\d(?:[ \-]?\d){12,18}\b").expect("a fixed pattern"));
-
-static IBAN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b[A-Z]{2}\d{2}(?:[ \t\-]?[A-Z0-9]){11,30}\b").expect("a fixed pattern")
-});
-
 impl Detector {
-    /// The byte spans of `text` this detector finds.
     /// Whether `text` holds the start of a private key that does not end in it (its `-----END`
     /// line missing): the rest may stand in another text of the result (the next content block,
     /// the next element of a list of lines), where no detector sees it as a key.
@@ -71,67 +70,49 @@ impl Detector {
                 .any(|found| !found.as_str().contains("-----END "))
     }
 
+    /// The byte spans of `text` this detector finds.
     pub(crate) fn find(self, text: &str, out: &mut Vec<(usize, usize)>) {
         match self {
-            Self::PrivateKey => spans(&PRIVATE_KEY, text, out, |_| true),
-            Self::CloudToken => spans(&CLOUD_TOKEN, text, out, |_| true),
-            Self::ApiToken => spans(&API_TOKEN, text, out, |_| true),
-            Self::CardNumber => spans(&CARD_NUMBER, text, out, luhn_holds),
-            Self::Iban => {
-                // The longest IBAN that checks, from each candidate's start (a word after an IBAN
-                // may have been taken into the candidate).
-                for found in IBAN.find_iter(text) {
-                    let compact: Vec<(usize, char)> = found
-                        .as_str()
-                        .char_indices()
-                        .filter(|(_, c)| !c.is_whitespace() && *c != '-')
-                        .collect();
-                    let checked = (15..=compact.len().min(34)).rev().find(|&length| {
-                        let candidate: String = compact[..length]
-                            .iter()
-                            .map(|(_, c)| c.to_ascii_uppercase())
-                            .collect();
-                        crate::provenance::extract::iban_checks(&candidate)
-                    });
-                    if let Some(length) = checked {
-                        let (last, c) = compact[length - 1];
-                        out.push((found.start(), found.start() + last + c.len_utf8()));
-                    }
-                }
-            }
+            Self::PrivateKey => spans(&PRIVATE_KEY, text, out),
+            Self::CloudToken => spans(&CLOUD_TOKEN, text, out),
+            Self::ApiToken => spans(&API_TOKEN, text, out),
+            Self::CardNumber => grouped::card_numbers(text, out),
+            Self::Iban => grouped::ibans(text, out),
         }
     }
 }
 
-fn spans(pattern: &Regex, text: &str, out: &mut Vec<(usize, usize)>, keep: impl Fn(&str) -> bool) {
-    out.extend(
-        pattern
-            .find_iter(text)
-            .filter(|found| keep(found.as_str()))
-            .map(|found| (found.start(), found.end())),
-    );
+/// Every match of `pattern` in `text` that [`starts_a_token`]; after one that does not, the
+/// search goes on from its next character (a token may start inside it: `task-ghp_…`).
+fn spans(pattern: &Regex, text: &str, out: &mut Vec<(usize, usize)>) {
+    let mut from = 0;
+    while let Some(found) = pattern.find_at(text, from) {
+        if starts_a_token(text, found.start(), found.as_str()) {
+            out.push((found.start(), found.end()));
+            from = found.end();
+        } else {
+            from = found.start()
+                + text[found.start()..]
+                    .chars()
+                    .next()
+                    .map_or(1, char::len_utf8);
+        }
+    }
 }
 
-/// Whether the digits of `text` pass the Luhn check (ISO/IEC 7812).
-fn luhn_holds(text: &str) -> bool {
-    let digits: Vec<u32> = text.chars().filter_map(|c| c.to_digit(10)).collect();
-    if !(13..=19).contains(&digits.len()) {
-        return false;
+/// Whether `token`, found at `start` of `text`, starts a token rather than ending a word: a
+/// short prefix (`sk-`, `sk_live_`, `rk_live_`) after a letter is a word's end (`task-…`,
+/// `desk-…`) — unless the letter ends an escape written out (`\n`, `%3D`).
+fn starts_a_token(text: &str, start: usize, token: &str) -> bool {
+    if !(token.starts_with("sk") || token.starts_with("rk")) {
+        return true;
     }
-    let sum: u32 = digits
-        .iter()
-        .rev()
-        .enumerate()
-        .map(|(index, &digit)| {
-            if !index.is_multiple_of(2) {
-                let doubled = digit * 2;
-                if doubled > 9 { doubled - 9 } else { doubled }
-            } else {
-                digit
-            }
-        })
-        .sum();
-    sum.is_multiple_of(10)
+    match &text.as_bytes()[..start] {
+        [.., b'\\', letter] if letter.is_ascii_alphabetic() => true,
+        [.., b'%', high, low] if high.is_ascii_hexdigit() && low.is_ascii_hexdigit() => true,
+        [.., before] => !before.is_ascii_alphabetic(),
+        [] => true,
+    }
 }
 
 #[cfg(test)]

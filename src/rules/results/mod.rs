@@ -2,6 +2,7 @@
 //! size, a pattern — and labelled (so flow rules restrict what follows), redacted, or withheld.
 
 mod detect;
+mod grouped;
 mod texts;
 
 use std::collections::BTreeSet;
@@ -242,20 +243,22 @@ impl ResultRules {
             .map(|rule| format!("[redacted by result rule {:?}]", &*rule.id))
             .collect();
         let finds = |rule: &Compiled| !(rule.detect.is_empty() && rule.pattern.is_none());
-        // A redacting rule whose detectors still find something in another spelling of a text
-        // once its matches are redacted (a card number in fullwidth digits or grouped by
+        // A redacting rule that still finds something in another spelling of a text once its
+        // matches are redacted (a card number in fullwidth digits or grouped by
         // no-break spaces): that spelling cannot be redacted in place, so the result is withheld.
         let mut unredacted = vec![false; rules.len()];
-        // The second reading is for the detectors; without any, it would be work for nothing.
-        let detecting = rules.iter().any(|rule| !rule.detect.is_empty());
+        // The second reading is for the detectors and patterns; without any, it would be work
+        // for nothing. A pattern reads it too: `ORD-12\u{200b}3456` showed the model
+        // `ORD-123456` past a rule withholding order ids.
+        let finding = rules.iter().any(|rule| finds(rule));
         for_each_text(result, &mut |text| {
-            let other_spelling = detecting.then(|| respelled(text)).flatten();
+            let other_spelling = finding.then(|| respelled(text)).flatten();
             for (index, rule) in rules.iter().enumerate() {
                 if rule.action != ResultAction::Redact && !hit[index] && finds(rule) {
                     let mut spans = Vec::new();
                     rule.spans(text, &mut spans);
                     if let Some(other) = &other_spelling {
-                        rule.detector_spans(other, &mut spans);
+                        rule.spans(other, &mut spans);
                     }
                     hit[index] = !spans.is_empty();
                 }
@@ -273,13 +276,15 @@ impl ResultRules {
                 if rule.action == ResultAction::Redact && redact(text, rule, &markers[index]) {
                     hit[index] = true;
                 }
+                // The markers put in are no match of the rule's (a pattern may match one): read
+                // as line breaks, which no detector reads across.
                 if rule.action == ResultAction::Redact
-                    && !rule.detect.is_empty()
+                    && finds(rule)
                     && other_spelling.is_some()
-                    && let Some(left) = respelled(text)
+                    && let Some(left) = respelled(&text.replace(&markers[index], "\n"))
                 {
                     let mut spans = Vec::new();
-                    rule.detector_spans(&left, &mut spans);
+                    rule.spans(&left, &mut spans);
                     unredacted[index] |= !spans.is_empty();
                 }
             }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::contract::{BLOCK_FIELDS_NOT_TEXT, ToolResult};
+use crate::contract::{ToolResult, is_block_payload};
 
 /// Calls `change` on every text of `result`: its text, every string, number and object key of its
 /// structured content, of its content blocks (but a block's own type, media type and payload)
@@ -16,7 +16,7 @@ pub(super) fn for_each_text(result: &mut ToolResult, change: &mut dyn FnMut(&mut
     }
     if let Some(blocks) = &mut result.blocks {
         for block in &mut blocks.content {
-            in_block(block, change);
+            in_block(block, change, false);
         }
         if let Some(meta) = &mut blocks.meta {
             in_map(meta, change);
@@ -24,18 +24,23 @@ pub(super) fn for_each_text(result: &mut ToolResult, change: &mut dyn FnMut(&mut
     }
 }
 
-/// A content block's texts: every field's but its own type, media type and payload, and so for
-/// the `resource` it embeds.
-fn in_block(block: &mut Value, change: &mut dyn FnMut(&mut String)) {
+/// A content block's texts (`embedded`: of the `resource` a block embeds): every field's but its
+/// own type and its payload (see [`is_block_payload`]), and so for the `resource` it embeds.
+fn in_block(block: &mut Value, change: &mut dyn FnMut(&mut String), embedded: bool) {
     let Value::Object(map) = block else {
         return in_value(block, change);
     };
+    let payload: Vec<String> = map
+        .keys()
+        .filter(|key| is_block_payload(map, key, embedded))
+        .cloned()
+        .collect();
     for (key, item) in map.iter_mut() {
-        if BLOCK_FIELDS_NOT_TEXT.contains(&key.as_str()) {
+        if payload.contains(key) {
             continue;
         }
-        if key == "resource" {
-            in_block(item, change);
+        if key == "resource" && !embedded {
+            in_block(item, change, true);
         } else {
             in_value(item, change);
         }

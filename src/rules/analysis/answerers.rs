@@ -1,5 +1,8 @@
-//! Whether two decisions differ: another action, or an ask other people may answer. Who may
-//! answer is compared by what the approvers mean — every set a decision names must admit the
+//! Whether two decisions differ: another action, or an ask other people may answer — in band or
+//! out of band, where the asker answers its own call only if every set allows it (`allow_self`).
+//! A deny by a rule and the default deny are alike, as a controller runs a policy alone (see
+//! [`super::diff`] for where they are not). Who may answer is compared by
+//! what the approvers mean — every set a decision names must admit the
 //! person — not by how they are written: `["alice", "bob"]` is `["bob", "alice"]`, and a set that
 //! only repeats a narrower one changes nothing.
 
@@ -7,7 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::contract::Principal;
-use crate::decision::{Approvers, PolicyDecision, admitted_by_all};
+use crate::decision::{Approvers, PolicyDecision, admitted_by_all, admitted_out_of_band};
 
 /// The most (answerer, asker) pairs tried before comparing the sets as written instead.
 const MOST_PAIRS: usize = 100_000;
@@ -65,12 +68,11 @@ fn same_answerers(a: &[Arc<Approvers>], b: &[Arc<Approvers>]) -> bool {
     answerers.iter().all(|answerer| {
         askers.iter().all(|asker| {
             let admitted = |all: &[Arc<Approvers>]| {
-                admitted_by_all(
-                    all.iter().map(AsRef::as_ref),
-                    answerer.as_ref(),
-                    asker.as_ref(),
+                let sets = all.iter().map(AsRef::as_ref);
+                (
+                    admitted_by_all(sets.clone(), answerer.as_ref(), asker.as_ref()).is_ok(),
+                    admitted_out_of_band(sets, answerer.as_ref(), asker.as_ref()).is_ok(),
                 )
-                .is_ok()
             };
             admitted(a) == admitted(b)
         })
@@ -105,5 +107,13 @@ mod tests {
         assert!(same_answerers(&[], &[]));
         let four_eyes = Arc::new(Approvers::ids(["alice", "bob"]).with_four_eyes());
         assert!(!same_answerers(&[ids(&["alice", "bob"])], &[four_eyes]));
+        // The asker answering its own call out of band: only where every set allows it.
+        let own = Arc::new(Approvers::ids(["alice"]).allowing_self());
+        assert!(!same_answerers(&[ids(&["alice"])], &[Arc::clone(&own)]));
+        // A set that waives it cannot speak for another that did not: no one's answer changes.
+        assert!(same_answerers(
+            &[ids(&["alice"]), ids(&["alice", "bob"])],
+            &[Arc::clone(&own), ids(&["alice", "bob"])]
+        ));
     }
 }

@@ -249,6 +249,11 @@ impl PointerAtoms {
         &self.roots
     }
 
+    /// Whether an `equals` or `one_of` names a text here.
+    pub(super) fn names_text(&self) -> bool {
+        self.literals.iter().any(Value::is_string)
+    }
+
     /// Whether `value` is a literal an `equals` or `one_of` names here, and nothing else (no root,
     /// no bound): its class is that one value, so a literal the schema refuses is an empty class,
     /// not a gap (a plainly declared field's value is valid or not whatever the others are).

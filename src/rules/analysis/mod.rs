@@ -204,7 +204,7 @@ pub fn diff(old: &Analysed, new: &Analysed, registry: &ToolRegistry) -> Vec<Tool
     let fresh = fresh_for(&configs);
     let uncompared = histories_differ(old, new);
     let mut remaining = DIFF_BUDGET;
-    registry
+    let diffs: Vec<ToolDiff> = registry
         .specs()
         .map(|spec| {
             match compare_tool(&[old, new], registry, &spec.name, &fresh, &mut remaining) {
@@ -219,7 +219,40 @@ pub fn diff(old: &Analysed, new: &Analysed, registry: &ToolRegistry) -> Vec<Tool
                 other => other,
             }
         })
-        .collect()
+        .collect();
+    // The same history rules still read what ran before: where one tool is not decided alike,
+    // a session may have run it under one policy and not the other, and a flow rule, rate limit
+    // or provenance rule then decides any later call differently ("deny `y` after `x`", with `x`
+    // allowed by one and denied by the other, was called "same" for `y`).
+    let unlike = diffs
+        .iter()
+        .find(|diff| !matches!(diff, ToolDiff::Same { .. }))
+        .map(|diff| diff.tool().to_owned());
+    match unlike {
+        Some(unlike) if holds_history(old) || holds_history(new) => diffs
+            .into_iter()
+            .map(|diff| match diff {
+                ToolDiff::Same { tool, calls } => ToolDiff::Unknown {
+                    reason: format!(
+                        "{unlike:?} is not decided alike, and the policies' flow rules, rate limits or result rules judge a call by what its session ran before"
+                    ),
+                    tool,
+                    calls,
+                },
+                other => other,
+            })
+            .collect(),
+        _ => diffs,
+    }
+}
+
+/// Whether a layer of `analysed` judges a call by what its session ran before: flow rules
+/// (provenance among them), rate limits, or result rules (their labels, and what results
+/// recorded).
+fn holds_history(analysed: &Analysed) -> bool {
+    analysed.configs().any(|config| {
+        !(config.flows.is_empty() && config.limits.is_empty() && config.results.is_empty())
+    })
 }
 
 /// Why `old` and `new` may decide a call differently by what its session did before — their

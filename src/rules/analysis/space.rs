@@ -80,6 +80,21 @@ impl Space {
         let base = bases.first().cloned().ok_or_else(|| {
             format!("no call valid against the schema of {tool:?} could be built")
         })?;
+        // Text compared normalized is equal across spellings the classes below do not stand
+        // for: a spelling equal to a literal once normalized, yet another path as sent (one
+        // policy refuses a pointer read both ways at load; layers are loaded apart), and a
+        // spelling the schema takes of a literal it refuses (`PROD` of `prod`).
+        let normalized = configs.iter().any(|config| config.text.normalize);
+        if normalized
+            && let Some((pointer, _)) = atoms
+                .by_pointer
+                .iter()
+                .find(|(_, found)| found.names_text() && !found.roots().is_empty())
+        {
+            incomplete.get_or_insert(format!(
+                "text compared normalized at {pointer} is also judged as a path"
+            ));
+        }
         let mut pointers = Vec::new();
         for (pointer, found) in &atoms.by_pointer {
             let (types, enumerated) = calls::types_at(schema, pointer);
@@ -144,10 +159,9 @@ impl Space {
                         required: true,
                     });
                 } else if calls::declared_plainly(schema, pointer)
-                    && candidate
-                        .value
-                        .as_ref()
-                        .is_some_and(|value| found.only_a_literal(value))
+                    && candidate.value.as_ref().is_some_and(|value| {
+                        found.only_a_literal(value) && !(normalized && value.is_string())
+                    })
                 {
                     // A value no valid call can hold: its class is empty.
                 } else if candidate.required {

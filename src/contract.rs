@@ -171,6 +171,12 @@ pub struct ToolResult {
 /// resource, and a `data` or `type` key in structured content or deeper in a block
 /// (`{"data": [...]}` is the commonest envelope of an API) are text like any other (a card number
 /// in a text block's `data` passed every rule). Result rules and provenance skip the same fields.
+/// Whether `block` is an embedded resource (`"type": "resource"`): only its `resource` is read as
+/// one, its `blob` payload skipped; a `resource` field of any other block is text like any other.
+pub(crate) fn embeds_a_resource(block: &serde_json::Map<String, serde_json::Value>) -> bool {
+    block.get("type").and_then(serde_json::Value::as_str) == Some("resource")
+}
+
 pub(crate) fn is_block_payload(
     block: &serde_json::Map<String, serde_json::Value>,
     key: &str,

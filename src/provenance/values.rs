@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::extract::{self, Kind, Token};
 use super::keyed::Digest;
 use super::{MAX_VALUES_PER_RESULT, ProvenanceKey};
-use crate::contract::{Principal, ToolResult, is_block_payload};
+use crate::contract::{Principal, ToolResult, embeds_a_resource, is_block_payload};
 
 /// Whose records: a keyed digest of the principal's id, or `-` for calls without one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,7 +240,7 @@ fn block_values(block: &Value, out: &mut Found, embedded: bool) {
         if is_block_payload(map, key, embedded) {
             continue;
         }
-        if key == "resource" && !embedded {
+        if key == "resource" && !embedded && embeds_a_resource(map) {
             block_values(item, out, true);
         } else {
             leaf_values(item, out);

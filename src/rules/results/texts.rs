@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::contract::{ToolResult, is_block_payload};
+use crate::contract::{ToolResult, embeds_a_resource, is_block_payload};
 
 /// Calls `change` on every text of `result`: its text, every string, number and object key of its
 /// structured content, of its content blocks (but a block's own type, media type and payload)
@@ -30,6 +30,7 @@ fn in_block(block: &mut Value, change: &mut dyn FnMut(&mut String), embedded: bo
     let Value::Object(map) = block else {
         return in_value(block, change);
     };
+    let embeds = !embedded && embeds_a_resource(map);
     let payload: Vec<String> = map
         .keys()
         .filter(|key| is_block_payload(map, key, embedded))
@@ -39,7 +40,7 @@ fn in_block(block: &mut Value, change: &mut dyn FnMut(&mut String), embedded: bo
         if payload.contains(key) {
             continue;
         }
-        if key == "resource" && !embedded {
+        if key == "resource" && embeds {
             in_block(item, change, true);
         } else {
             in_value(item, change);
@@ -102,17 +103,18 @@ fn in_map(map: &mut serde_json::Map<String, Value>, change: &mut dyn FnMut(&mut 
 
 /// `text` as the detectors read it a second time, when that differs: invisible characters
 /// removed, with the `unicode` feature NFKC (fullwidth digits and letters, no-break and other
-/// spaces), and each run of spaces and tabs one space — a card number, IBAN or token a reader
-/// sees whole in a spelling the detectors' patterns do not take. Line breaks are kept: joining
-/// lines would join numbers a list keeps apart.
+/// spaces), and each run of spaces one space — a card number, IBAN or token a reader sees whole
+/// in a spelling the detectors' patterns do not take. Line breaks and tabs are kept (they are
+/// white space, not invisible): joining lines or a table's columns would join numbers a list or
+/// a table keeps apart, and glue a value to the word before it.
 pub(super) fn respelled(text: &str) -> Option<String> {
-    let plain = text.bytes().all(|byte| byte.is_ascii() && byte != b'\t') && !text.contains("  ");
+    let plain = text.is_ascii() && !text.contains("  ");
     if plain {
         return None;
     }
     let visible: String = text
         .chars()
-        .filter(|c| !crate::text::is_invisible(*c))
+        .filter(|c| !crate::text::is_invisible(*c) || c.is_whitespace())
         .collect();
     #[cfg(feature = "unicode")]
     let visible: String = {
@@ -122,7 +124,7 @@ pub(super) fn respelled(text: &str) -> Option<String> {
     let mut out = String::with_capacity(visible.len());
     let mut in_space = false;
     for c in visible.chars() {
-        if c == ' ' || c == '\t' {
+        if c == ' ' {
             if !in_space {
                 out.push(' ');
             }

@@ -195,3 +195,140 @@ fn the_data_of_a_block_that_carries_no_payload_there_is_read() {
     let shown = serde_json::to_string(&result_of(&controller, "read")).unwrap();
     assert!(shown.contains(card), "{shown}");
 }
+
+/// What a second attack on the detectors above found (session 62).
+mod second_attack {
+    use super::*;
+
+    /// `read` returning `text`, under [`POLICY`] without its size bound (the long texts here
+    /// would be withheld for their size alone); the result, and what `send` then gets.
+    fn read(text: &str) -> (ToolResult, &'static str) {
+        let returned = Arc::new(Mutex::new(json!(text)));
+        let policy = POLICY.replace(r#""max_bytes": 10000"#, r#""max_bytes": 100000000"#);
+        let controller = controller(&policy, &returned);
+        let result = result_of(&controller, "read");
+        (result, send(&controller))
+    }
+
+    #[test]
+    fn words_ending_like_a_short_token_prefix_are_read_in_one_pass() {
+        // Each `sk-` after a letter was searched again to the end of the run: 512 KB of `task-`
+        // took 106 s. Now one pass; nothing is labelled or changed.
+        let text = "task-".repeat(100_000);
+        let (result, after) = read(&text);
+        assert_eq!(result.content.len(), text.len());
+        assert_eq!(after, "allow");
+        let (_, after) = read(&format!(
+            "{}-sk-proj-abcdefghijklmnopqrstuv",
+            "ask-ant".repeat(20_000)
+        ));
+        assert_eq!(
+            after, "ask",
+            "a token at the end of such a run is still found"
+        );
+    }
+
+    #[test]
+    fn secrets_after_other_escapes_and_other_token_shapes_label_the_session() {
+        for text in [
+            "KEY=3Dsk-proj-abcdefghijklmnopqrstuv",
+            r"{\u003esk-proj-abcdefghijklmnopqrstuv}",
+            r"key\x3dsk_live_abcdefghijklmnopqrstuvwx",
+            "OPENAI_API_KEY\tsk-proj-abcdefghijklmnopqrstuv",
+            "xapp-1-A0123456789-abcdefghij",
+            "xoxe-1-abcdefghijklmnop",
+            "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0In0.",
+        ] {
+            assert_eq!(read(text).1, "ask", "{text}");
+        }
+    }
+
+    #[test]
+    fn an_iban_after_a_word_that_starts_like_one_is_redacted_whole() {
+        for text in [
+            "Miete KW10 an DE89 3704 0044 0532 0130 00",
+            "Invoice KW12 paid to DE89 3704 0044 0532 0130 00",
+            "DE89370400440532013000\tGB82WEST12345698765432",
+        ] {
+            let (result, _) = read(text);
+            assert!(
+                !shows_any(&result.content, &["0532", "WEST", "98765432"]),
+                "{text}: {}",
+                result.content
+            );
+        }
+        // IBANs of several countries and lengths, each redacted.
+        for iban in [
+            "NO9386011117947",
+            "BE68539007547034",
+            "NL91ABNA0417164300",
+            "CH9300762011623852957",
+            "ES9121000418450200051332",
+            "FR1420041010050500013M02606",
+            "IT60X0542811101000000123456",
+            "MT84MALT011000012345MTLCAST001S",
+        ] {
+            let (result, _) = read(&format!("pay {iban} today"));
+            assert!(
+                !result.content.contains(&iban[4..]),
+                "{iban}: {}",
+                result.content
+            );
+        }
+    }
+
+    #[test]
+    fn prose_identifiers_and_numeric_tables_stay_as_they_are() {
+        for text in [
+            "Flight AF77 to Berlin departs from gate 12 at noon today",
+            "Model AD42 ships next week to every customer in the region",
+            "id ca02135e-92b1-4c3d-8e7f-0d7ac3baea9e",
+            "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+            "0\t0\t0\t0\t0\t0\t0\t0\t0\t0\t0\t0\t0\t0\t0\t0",
+            "2024-03-07\t831\t3507\t53111090\t2992\t36",
+            "Filesystem 1K-blocks Used\n/dev/sda1\t102400\t51200\t51200\t50%\n",
+        ] {
+            let (result, _) = read(text);
+            assert_eq!(result.content, text);
+        }
+    }
+
+    #[test]
+    fn overlapping_matches_are_one_redaction() {
+        // Windows of one run that each pass Luhn, and overlap.
+        let (result, _) = read("cards 4111 1111 1111 1111 4111 1111 1111 1111 end");
+        assert_eq!(
+            result.content,
+            r#"cards [redacted by result rule "cards"] end"#
+        );
+    }
+
+    #[cfg(feature = "unicode")]
+    #[test]
+    fn the_second_reading_keeps_tabs_and_line_breaks() {
+        // A fullwidth card in a numbered row: the tab no longer glues `1` to it.
+        let (result, _) = read("1\t\u{ff14}\u{ff11}\u{ff11}\u{ff11} 1111 1111 1111");
+        assert!(result.is_error, "{result:?}");
+        let (result, _) = read("Qty 5\n4111\u{2002}1111\u{2002}1111\u{2002}1111");
+        assert!(
+            result.is_error || !result.content.contains("1111"),
+            "{result:?}"
+        );
+        let (_, after) = read("OPENAI_API_KEY\tsk-proj-ab\u{ad}cdefghijklmnopqrstuv");
+        assert_eq!(after, "ask");
+    }
+
+    #[test]
+    fn a_resource_field_of_a_block_that_is_no_resource_is_read() {
+        let card = "4111111111111111";
+        let block = json!({"type": "text", "text": "x", "resource": {"blob": card}});
+        let controller = blocks_controller(CARDS, vec![block]);
+        let shown = serde_json::to_string(&result_of(&controller, "read")).unwrap();
+        assert!(!shown.contains(card), "{shown}");
+        // An embedded resource's own blob is its payload.
+        let block = json!({"type": "resource", "resource": {"uri": "file:///x", "blob": card}});
+        let controller = blocks_controller(CARDS, vec![block]);
+        let shown = serde_json::to_string(&result_of(&controller, "read")).unwrap();
+        assert!(shown.contains(card), "{shown}");
+    }
+}

@@ -164,34 +164,52 @@ pub struct ToolResult {
     pub blocks: Option<Box<ResultBlocks>>,
 }
 
-/// Whether `key` of a content block `block` (`embedded`: of the `resource` a block embeds) holds
-/// no text a person or a model reads: the block's own `type` (a string), and the payload MCP defines — an
-/// image's or audio clip's base64 `data` and its `mimeType`, an embedded resource's `blob` and
-/// its `mimeType`. Only there: a `data` field of a text block or a link, a `blob` outside a
-/// resource, and a `data` or `type` key in structured content or deeper in a block
-/// (`{"data": [...]}` is the commonest envelope of an API) are text like any other (a card number
-/// in a text block's `data` passed every rule). Result rules and provenance skip the same fields.
-/// Whether `block` is an embedded resource (`"type": "resource"`): only its `resource` is read as
-/// one, its `blob` payload skipped; a `resource` field of any other block is text like any other.
-pub(crate) fn embeds_a_resource(block: &serde_json::Map<String, serde_json::Value>) -> bool {
-    block.get("type").and_then(serde_json::Value::as_str) == Some("resource")
+/// Which fields of a content block hold no text a person or a model reads: the block's own
+/// `type` (a string), and the payload MCP defines — an image's or audio clip's base64 `data` and
+/// its `mimeType`, an embedded resource's `blob` and its `mimeType`. Only there: a `data` field
+/// of a text block or a link, a `blob` outside an embedded resource, a `resource` field of a block
+/// that is no resource block, and a `data` or `type` key in structured content or deeper in a
+/// block (`{"data": [...]}` is the commonest envelope of an API) are text like any other (a card
+/// number in a text block's `data` passed every rule). Read from the block's `type` once, before
+/// its fields are walked; result rules and provenance skip the same fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlockFields {
+    /// A block of type `image` or `audio`.
+    Media,
+    /// A block of type `resource`: its `resource` is an embedded resource.
+    Resource,
+    /// A block of any other string type.
+    Other,
+    /// A block whose `type` is no string: every field is text.
+    Untyped,
+    /// The `resource` a resource block embeds.
+    Embedded,
 }
 
-pub(crate) fn is_block_payload(
-    block: &serde_json::Map<String, serde_json::Value>,
-    key: &str,
-    embedded: bool,
-) -> bool {
-    if embedded {
-        return matches!(key, "blob" | "mimeType");
+impl BlockFields {
+    /// The fields of `block`, a content block.
+    pub(crate) fn of(block: &serde_json::Map<String, serde_json::Value>) -> Self {
+        match block.get("type").and_then(serde_json::Value::as_str) {
+            Some("image" | "audio") => Self::Media,
+            Some("resource") => Self::Resource,
+            Some(_) => Self::Other,
+            None => Self::Untyped,
+        }
     }
-    match key {
-        "type" => block.get("type").is_some_and(serde_json::Value::is_string),
-        "data" | "mimeType" => matches!(
-            block.get("type").and_then(serde_json::Value::as_str),
-            Some("image" | "audio")
-        ),
-        _ => false,
+
+    /// Whether the field `key` is the block's type or payload, not text.
+    pub(crate) fn is_payload(self, key: &str) -> bool {
+        match self {
+            Self::Media => matches!(key, "type" | "data" | "mimeType"),
+            Self::Resource | Self::Other => key == "type",
+            Self::Untyped => false,
+            Self::Embedded => matches!(key, "blob" | "mimeType"),
+        }
+    }
+
+    /// Whether the field `key` is an embedded resource, read as [`Self::Embedded`].
+    pub(crate) fn embeds(self, key: &str) -> bool {
+        self == Self::Resource && key == "resource"
     }
 }
 

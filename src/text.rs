@@ -44,6 +44,18 @@ pub(crate) fn quoted_for_person(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// Whether `c` may stand between two groups of digits of one number as people write it (a card
+/// number, an IBAN, an account number): a space, `-`, a no-break, figure, thin or narrow no-break
+/// space, or a dash or minus sign of any kind (U+2010–U+2015, U+2212, U+FE58, U+FE63, U+FF0D).
+/// Result rules and provenance read the same groups.
+pub(crate) fn separates_digit_groups(c: char) -> bool {
+    matches!(
+        c,
+        ' ' | '-' | '\u{a0}' | '\u{2007}' | '\u{2009}' | '\u{202f}' | '\u{2010}'
+            ..='\u{2015}' | '\u{2212}' | '\u{fe58}' | '\u{fe63}' | '\u{ff0d}'
+    )
+}
+
 /// Whether `c` shows nothing where it stands: a control character, a Unicode
 /// `Default_Ignorable_Code_Point` (zero-width spaces and joiners, bidi controls, variation
 /// selectors, the soft hyphen, tag characters, …) or a format character (`Cf`: interlinear

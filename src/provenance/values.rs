@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::extract::{self, Kind, Token};
 use super::keyed::Digest;
 use super::{MAX_VALUES_PER_RESULT, ProvenanceKey};
-use crate::contract::{Principal, ToolResult, embeds_a_resource, is_block_payload};
+use crate::contract::{BlockFields, Principal, ToolResult};
 
 /// Whose records: a keyed digest of the principal's id, or `-` for calls without one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +97,7 @@ pub(crate) fn values_of_result(result: &ToolResult) -> Found {
     }
     if let Some(blocks) = &result.blocks {
         for block in &blocks.content {
-            block_values(block, &mut out, false);
+            block_values(block, &mut out, None);
         }
         // The result's `_meta` reaches the client with it.
         if let Some(meta) = &blocks.meta {
@@ -230,18 +230,19 @@ fn text_values(text: &str, found: &mut Found) {
     }
 }
 
-/// The values of a content block (`embedded`: of the `resource` a block embeds): each of its
-/// fields' but its own type and its payload (see [`is_block_payload`]).
-fn block_values(block: &Value, out: &mut Found, embedded: bool) {
+/// The values of a content block: each of its fields' but its own type and its payload (see
+/// [`BlockFields`]), and so for the `resource` it embeds.
+fn block_values(block: &Value, out: &mut Found, fields: Option<BlockFields>) {
     let Value::Object(map) = block else {
         return leaf_values(block, out);
     };
+    let fields = fields.unwrap_or_else(|| BlockFields::of(map));
     for (key, item) in map {
-        if is_block_payload(map, key, embedded) {
+        if fields.is_payload(key) {
             continue;
         }
-        if key == "resource" && !embedded && embeds_a_resource(map) {
-            block_values(item, out, true);
+        if fields.embeds(key) {
+            block_values(item, out, Some(BlockFields::Embedded));
         } else {
             leaf_values(item, out);
         }

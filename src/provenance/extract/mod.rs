@@ -9,8 +9,8 @@
 //! | link | scheme and host case (lower-cased, not case-folded: `straße` is not `strasse`); `%7e` and `~` (unreserved characters decoded), `%2f` and `%2F`; a default port; an empty path and `/`; `.` and `..` segments; `\` in the path; the fragment (dropped); trailing `.`, `,`, `)`, `"`, typographic quotes and CJK punctuation; a Markdown link `[text](link)`; JSON's `\/`; a link broken at a line end (both the broken and the joined link are recorded); `=` soft line breaks of quoted-printable mail; a link inside a link (`?q=https%3A…`); a link without a scheme (`evil.example/pay`, read as `http://`) |
 //! | host | case, a trailing dot; a backslash ends it (`https://evil.example\@good.example` is `evil.example`, as browsers read it) |
 //! | e-mail | case; `mailto:`; `%40` in a `mailto:` link; a label or script before it (`Reply-To:m@e`); lists split at `,` and `;`; an argument `Name <m@e>` is the address |
-//! | IBAN | case; up to three spaces, tabs, `-`, no-break spaces or dashes (`–`, `−`, U+2010–U+2015, U+2212) between groups (`DE89 – 3704`), or a line break (only IBANs whose check digits hold); an argument `IBAN: DE89 … (Bank)` is the IBAN |
-//! | long number | a space, `-`, `.`, no-break space or dash between digit groups (6 digits or more) |
+//! | IBAN | case; up to three tabs or characters that separate digit groups (spaces, `-`, no-break and thin spaces, any dash or minus sign: `crate::text::separates_digit_groups`) between groups (`DE89 – 3704`), or a line break (only IBANs whose check digits hold); an argument `IBAN: DE89 … (Bank)` is the IBAN |
+//! | long number | one `.` or character that separates digit groups between digit groups (6 digits or more) |
 //! | path | repeated `/`, `.` segments |
 //! | handle | `@` or `#` before it, case (a handle `@bob` is the text `bob`) |
 //! | amount | read in hundredths (`EUR 1,450.00`, `1.450,00 €`, `1'450 CHF`, `$1450` are all `145000`; `₹1,50,000` is `15000000`); a currency symbol, code or name before or after, at most two spaces or a `:` between, and no number on its other side; `,` `.` `'` between groups of three, `.` or `,` before one or two decimals; `35,-` and `35,–` |

@@ -14,11 +14,12 @@ impl NumberScan {
         self.at
     }
 
-    /// Reads the long number (6 digits or more; a space, `-`, `.`, no-break space or dash
-    /// between digit groups dropped) or IBAN (check digits holding) that the digit at `digit`
-    /// may start or be the check digits of; called for digits in order. Read as bytes: every
-    /// character either takes part in is ASCII but the no-break space and the dashes between
-    /// groups, and any other character (an accented letter) ends a word.
+    /// Reads the long number (6 digits or more; a `.` or a character that separates digit
+    /// groups between groups dropped, see [`crate::text::separates_digit_groups`]) or IBAN
+    /// (check digits holding) that the digit at `digit` may start or be the check digits of;
+    /// called for digits in order. Read as bytes: every character either takes part in is ASCII
+    /// but the separators between groups, and any other character (an accented letter) ends a
+    /// word.
     ///
     /// A number starts at a digit that starts a word; an IBAN at a word's first letter, two
     /// before its first digit. No other digit of a word starts anything, so a digit that starts
@@ -141,8 +142,8 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
 }
 
 /// How many bytes at the start of `bytes` stand between two groups of an IBAN: a line break
-/// (`\n` or `\r\n`), or up to three of a space, tab, `-`, no-break space or dash (any of
-/// U+2010–U+2015, or the minus sign U+2212): `DE89 – 3704` as `DE89 3704`.
+/// (`\n` or `\r\n`), or up to three tabs or characters that separate digit groups (see
+/// [`crate::text::separates_digit_groups`]): `DE89 – 3704` as `DE89 3704`.
 fn between_groups(bytes: &[u8]) -> Option<usize> {
     match bytes {
         [b'\n', ..] => return Some(1),
@@ -151,7 +152,11 @@ fn between_groups(bytes: &[u8]) -> Option<usize> {
     }
     let mut length = 0;
     for _ in 0..3 {
-        match one_between(&bytes[length..]) {
+        let one = match &bytes[length..] {
+            [b'\t', ..] => Some(1),
+            rest => one_between(rest),
+        };
+        match one {
             Some(one) => length += one,
             None => break,
         }
@@ -159,23 +164,29 @@ fn between_groups(bytes: &[u8]) -> Option<usize> {
     (length > 0).then_some(length)
 }
 
-/// The bytes of one space, tab, `-`, no-break space or dash (U+2010–U+2015, U+2212) starting
-/// `bytes`.
+/// The bytes of one character starting `bytes` that separates digit groups (see
+/// [`crate::text::separates_digit_groups`]); read as bytes, a character past ASCII decoded only
+/// where one starts.
 fn one_between(bytes: &[u8]) -> Option<usize> {
-    match bytes {
-        [b' ' | b'\t' | b'-', ..] => Some(1),
-        [0xC2, 0xA0, ..] => Some(2),
-        [0xE2, 0x80, 0x90..=0x95, ..] | [0xE2, 0x88, 0x92, ..] => Some(3),
-        _ => None,
-    }
+    let width = match *bytes.first()? {
+        b' ' | b'-' => return Some(1),
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => return None,
+    };
+    let c = std::str::from_utf8(bytes.get(..width)?)
+        .ok()?
+        .chars()
+        .next()?;
+    crate::text::separates_digit_groups(c).then_some(width)
 }
 
 /// The bytes of what may stand between two digit groups of a long number starting `bytes`: one
-/// space, `-`, `.`, no-break space or dash (not a tab: columns of a table are other numbers).
+/// `.` or character that separates digit groups (not a tab: columns of a table are other
+/// numbers).
 fn one_between_digits(bytes: &[u8]) -> Option<usize> {
     match bytes {
         [b'.', ..] => Some(1),
-        [b'\t', ..] => None,
         _ => one_between(bytes),
     }
 }
@@ -224,6 +235,7 @@ mod tests {
             "pay DE89 - 3704 - 0044 - 0532 - 0130 - 00 now",
             "pay DE89\u{2212}3704\u{2212}0044\u{2212}0532\u{2212}0130\u{2212}00 now",
             "pay DE89\u{a0}3704\u{a0}0044\u{a0}0532\u{a0}0130\u{a0}00 now",
+            "pay DE89\u{2009}3704\u{ff0d}0044\u{202f}0532\u{fe63}0130\u{2007}00 now",
         ] {
             assert_eq!(read(text, Kind::Iban), [iban], "{text}");
         }

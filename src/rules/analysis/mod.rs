@@ -246,13 +246,20 @@ pub fn diff(old: &Analysed, new: &Analysed, registry: &ToolRegistry) -> Vec<Tool
     }
 }
 
-/// Whether a layer of `analysed` judges a call by what its session ran before: flow rules
-/// (provenance among them), rate limits, or result rules (their labels, and what results
-/// recorded).
+/// Whether a layer of `analysed` judges a call by what its session ran before.
 fn holds_history(analysed: &Analysed) -> bool {
-    analysed.configs().any(|config| {
-        !(config.flows.is_empty() && config.limits.is_empty() && config.results.is_empty())
-    })
+    analysed.configs().any(keeps_history)
+}
+
+/// Whether `config` holds anything that judges a call by what its session ran before: flow
+/// rules (provenance among them), rate limits, the labels flow rules read, the sources that
+/// classify results, or result rules (their labels, and what results record).
+fn keeps_history(config: &PolicyConfig) -> bool {
+    !(config.flows.is_empty()
+        && config.limits.is_empty()
+        && config.labels.is_empty()
+        && config.sources.is_none()
+        && config.results.is_empty())
 }
 
 /// Why `old` and `new` may decide a call differently by what its session did before — their
@@ -264,13 +271,7 @@ fn histories_differ(old: &Analysed, new: &Analysed) -> Option<String> {
     let parts = |analysed: &Analysed| -> Vec<[Value; 3]> {
         analysed
             .configs()
-            .filter(|config| {
-                !(config.flows.is_empty()
-                    && config.limits.is_empty()
-                    && config.labels.is_empty()
-                    && config.sources.is_none()
-                    && config.results.is_empty())
-            })
+            .filter(|config| keeps_history(config))
             .map(|config| {
                 [
                     // Which tools are trusted decides what provenance rules see: a flow part.

@@ -8,26 +8,19 @@
 //! table or a sentence from being taken for one by chance (1 in 10 for Luhn, 1 in 97 for MOD 97).
 
 use crate::provenance::extract::iban_checks;
+use crate::text::separates_digit_groups;
 
 /// The most characters between two groups.
 const MOST_BETWEEN: usize = 3;
 
-/// Whether `c` may stand between two groups: a space, no-break or thin space, `-`, or a dash or
-/// minus sign. (A tab too, between an IBAN's groups: between digits it is a table's columns.)
-fn separates_groups(c: char) -> bool {
-    matches!(
-        c,
-        ' ' | '-' | '\u{a0}' | '\u{2007}' | '\u{2009}' | '\u{202f}' | '\u{2010}'
-            ..='\u{2015}' | '\u{2212}' | '\u{fe58}' | '\u{fe63}' | '\u{ff0d}'
-    )
-}
-
 /// How many bytes of `text`, from `at`, stand between two groups: one to [`MOST_BETWEEN`]
-/// separating characters followed by a byte `continues` accepts; 0 where no group follows.
+/// characters that separate digit groups (and tabs, when `tabs`: between an IBAN's groups, not a
+/// card's, where a tab is a table's columns) followed by a byte `continues` accepts; 0 where no
+/// group follows.
 fn between(text: &str, at: usize, tabs: bool, continues: impl Fn(u8) -> bool) -> usize {
     let mut length = 0;
     for c in text[at..].chars().take(MOST_BETWEEN) {
-        if !(separates_groups(c) || tabs && c == '\t') {
+        if !(separates_digit_groups(c) || tabs && c == '\t') {
             break;
         }
         length += c.len_utf8();

@@ -387,7 +387,7 @@ fn redact(text: &mut String, rule: &Compiled, marker: &str) -> bool {
         }
         // Spans that overlap (windows of one run of digits, IBANs starting inside another) are
         // one redaction: a marker each made a text of `0 ` repeated 17 times as long.
-        if start >= at || at == 0 {
+        if start >= at {
             out.push_str(&text[at..start.max(at)]);
             out.push_str(marker);
         }

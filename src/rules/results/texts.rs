@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::contract::{ToolResult, embeds_a_resource, is_block_payload};
+use crate::contract::{BlockFields, ToolResult};
 
 /// Calls `change` on every text of `result`: its text, every string, number and object key of its
 /// structured content, of its content blocks (but a block's own type, media type and payload)
@@ -16,7 +16,7 @@ pub(super) fn for_each_text(result: &mut ToolResult, change: &mut dyn FnMut(&mut
     }
     if let Some(blocks) = &mut result.blocks {
         for block in &mut blocks.content {
-            in_block(block, change, false);
+            in_block(block, change, None);
         }
         if let Some(meta) = &mut blocks.meta {
             in_map(meta, change);
@@ -24,24 +24,19 @@ pub(super) fn for_each_text(result: &mut ToolResult, change: &mut dyn FnMut(&mut
     }
 }
 
-/// A content block's texts (`embedded`: of the `resource` a block embeds): every field's but its
-/// own type and its payload (see [`is_block_payload`]), and so for the `resource` it embeds.
-fn in_block(block: &mut Value, change: &mut dyn FnMut(&mut String), embedded: bool) {
+/// A content block's texts: every field's but its own type and its payload (see
+/// [`BlockFields`]), and so for the `resource` it embeds.
+fn in_block(block: &mut Value, change: &mut dyn FnMut(&mut String), fields: Option<BlockFields>) {
     let Value::Object(map) = block else {
         return in_value(block, change);
     };
-    let embeds = !embedded && embeds_a_resource(map);
-    let payload: Vec<String> = map
-        .keys()
-        .filter(|key| is_block_payload(map, key, embedded))
-        .cloned()
-        .collect();
+    let fields = fields.unwrap_or_else(|| BlockFields::of(map));
     for (key, item) in map.iter_mut() {
-        if payload.contains(key) {
+        if fields.is_payload(key) {
             continue;
         }
-        if key == "resource" && embeds {
-            in_block(item, change, true);
+        if fields.embeds(key) {
+            in_block(item, change, Some(BlockFields::Embedded));
         } else {
             in_value(item, change);
         }

@@ -25,6 +25,7 @@ fn a_card_number_beside_other_digits_glued_or_grouped_by_any_dash_is_redacted() 
         "4111 - 1111 - 1111 - 1111",
         "4111\u{2212}1111\u{2212}1111\u{2212}1111",
         "4111\u{a0}1111\u{a0}1111\u{a0}1111",
+        "4111\u{2009}1111\u{202f}1111\u{ff0d}1111",
     ] {
         let returned = Arc::new(Mutex::new(json!(text)));
         let controller = controller(POLICY, &returned);
@@ -41,8 +42,18 @@ fn a_card_number_beside_other_digits_glued_or_grouped_by_any_dash_is_redacted() 
     }
     // What is no card number stays: a number whose Luhn check fails, digits no whole groups
     // of which make 13 to 19 digits, a phone number.
+    // Grouped as an American Express card is (4, 6, 5).
+    let returned = Arc::new(Mutex::new(json!("amex 3782 822463 10005 ok")));
+    let result = result_of(&controller(POLICY, &returned), "read");
+    assert_eq!(
+        result.content,
+        r#"amex [redacted by result rule "cards"] ok"#
+    );
     for text in [
         "order 4111 1111 1111 1112",
+        // Groups no card is written in: a first group of two digits, or tabs between them.
+        "ref 41 1111 1111 1111 11",
+        "4111\t1111\t1111\t1111",
         "id 41111111111111111111111",
         "call +1 555 123 4567",
     ] {
@@ -58,7 +69,8 @@ fn every_iban_of_a_sentence_is_redacted_however_it_is_glued_or_grouped() {
         "Transfer from DE89 3704 0044 0532 0130 00 to GB29 NWBK 6016 1331 9268 19 today",
         "DE89370400440532013000 GB29NWBK60161331926819",
         "acct_DE89370400440532013000 and acct_GB29NWBK60161331926819",
-        "DE89370400440532013000COBADEFFXXXACCOUNT, GB29NWBK60161331926819",
+        "DE89370400440532013000COBADEFF001ACCOUNT, GB29NWBK60161331926819",
+        "DE89\t3704\t0044\t0532\t0130\t00 and GB82\tWEST\t1234\t5698\t7654\t32",
         "DE89\u{2013}3704\u{2013}0044\u{2013}0532\u{2013}0130\u{2013}00 / GB29 - NWBK - 6016 - 1331 - 9268 - 19",
     ] {
         let returned = Arc::new(Mutex::new(json!(text)));
@@ -182,6 +194,8 @@ fn the_data_of_a_block_that_carries_no_payload_there_is_read() {
         json!({"type": "resource_link", "uri": "file:///x", "name": "x", "data": card}),
         json!({"type": "text", "text": "x", "blob": card}),
         json!({"type": "text", "text": "x", "mimeType": format!("text/{card}")}),
+        json!({"text": "x", "data": card}),
+        json!({"type": 7, "data": card}),
     ] {
         let controller = blocks_controller(CARDS, vec![block.clone()]);
         let result = result_of(&controller, "read");

@@ -167,6 +167,7 @@ fn between_groups(bytes: &[u8]) -> Option<usize> {
 /// The bytes of one character starting `bytes` that separates digit groups (see
 /// [`crate::text::separates_digit_groups`]); read as bytes, a character past ASCII decoded only
 /// where one starts.
+#[inline]
 fn one_between(bytes: &[u8]) -> Option<usize> {
     let width = match *bytes.first()? {
         b' ' | b'-' => return Some(1),
@@ -184,6 +185,7 @@ fn one_between(bytes: &[u8]) -> Option<usize> {
 /// The bytes of what may stand between two digit groups of a long number starting `bytes`: one
 /// `.` or character that separates digit groups (not a tab: columns of a table are other
 /// numbers).
+#[inline]
 fn one_between_digits(bytes: &[u8]) -> Option<usize> {
     match bytes {
         [b'.', ..] => Some(1),

@@ -12,6 +12,8 @@
 #[cfg(feature = "unicode")]
 use std::borrow::Cow;
 
+pub(crate) mod references;
+
 /// `text` folded for comparison ignoring case, the one fold toolgate uses everywhere: upper-cased,
 /// then lower-cased, which maps every letter with case variants to one form (`ς`, `σ` and `Σ`;
 /// `ſ`, `s` and `S`; `ß` and `ss`; the Kelvin sign and `k`; `ı` and `i`) as full case folding does

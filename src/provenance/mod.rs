@@ -49,6 +49,7 @@
 
 mod descriptions;
 pub mod extract;
+mod json_text;
 pub(crate) mod keyed;
 pub(crate) mod lookups;
 mod seen_at;

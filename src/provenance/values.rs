@@ -3,9 +3,11 @@
 use serde_json::Value;
 
 use super::extract::{self, Kind, Token};
+use super::json_text::{self, Leaf};
 use super::keyed::Digest;
 use super::{MAX_VALUES_PER_RESULT, ProvenanceKey};
 use crate::contract::{BlockFields, Principal, ToolResult};
+use crate::text::references;
 
 /// Whose records: a keyed digest of the principal's id, or `-` for calls without one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,8 +202,33 @@ impl Found {
     }
 }
 
-/// The values in a text: its tokens, and each short line whole.
+/// The values in a text as it is written and as its reader reads it: with its character
+/// references and escapes decoded (`eve&#64;evil&#46;example`, `pay\nThanks`: see
+/// [`references`]), and — a JSON document returned as text, as a tool that answers with
+/// `json.dumps` or `JSON.stringify` does — each of its strings and numbers whole, as structured
+/// content's are.
 fn text_values(text: &str, found: &mut Found) {
+    decoded_values(text, found);
+    // Read as it is parsed: a text that stops being JSON part way is still read whole above.
+    // Its strings are not parsed again: JSON in a string of JSON in a string … would nest the
+    // parser's 128 levels as many times over, on the stack.
+    let _ = json_text::each_leaf(text, &mut |leaf| match leaf {
+        Leaf::Key(key) => key_values(key, found),
+        Leaf::Text(text) => decoded_values(text, found),
+        Leaf::Number(number) => number_values(&number, found),
+    });
+}
+
+/// The values in a text as it is written and with its references and escapes decoded.
+fn decoded_values(text: &str, found: &mut Found) {
+    written_values(text, found);
+    if let Some(decoded) = references::decoded(text) {
+        written_values(&decoded, found);
+    }
+}
+
+/// The values in a text as it is written: its tokens, and each short line whole.
+fn written_values(text: &str, found: &mut Found) {
     if text.is_empty() || found.full() {
         return;
     }
@@ -254,13 +281,7 @@ fn block_values(block: &Value, out: &mut Found, fields: Option<BlockFields>) {
 fn leaf_values(value: &Value, out: &mut Found) {
     match value {
         Value::String(text) => text_values(text, out),
-        Value::Number(number) => {
-            if !out.full()
-                && let Some(token) = extract::whole(&number.to_string())
-            {
-                out.values.push(token);
-            }
-        }
+        Value::Number(number) => number_values(&number.to_string(), out),
         Value::Array(items) => items.iter().for_each(|item| leaf_values(item, out)),
         Value::Object(map) => map_values(map, out),
         Value::Bool(_) | Value::Null => {}
@@ -275,7 +296,27 @@ fn map_values(map: &serde_json::Map<String, Value>, out: &mut Found) {
         if out.full() {
             return;
         }
-        out.cut |= extract::tokens(key, &mut out.values).is_cut();
+        key_values(key, out);
         leaf_values(item, out);
+    }
+}
+
+/// The values of an object's key: its tokens, as written and decoded.
+fn key_values(key: &str, out: &mut Found) {
+    if out.full() {
+        return;
+    }
+    out.cut |= extract::tokens(key, &mut out.values).is_cut();
+    if let Some(decoded) = references::decoded(key) {
+        out.cut |= extract::tokens(&decoded, &mut out.values).is_cut();
+    }
+}
+
+/// The value of a number (as serde_json writes it): whole.
+fn number_values(written: &str, out: &mut Found) {
+    if !out.full()
+        && let Some(token) = extract::whole(written)
+    {
+        out.values.push(token);
     }
 }

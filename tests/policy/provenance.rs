@@ -493,5 +493,6 @@ fn payments_hold_in_postgres_shared_by_two_controllers() {
     );
 }
 
+mod decoded;
 mod language;
 mod recorded;

@@ -524,4 +524,5 @@ async fn a_secret_or_a_size_only_in_content_blocks_is_judged() {
     assert!(result.is_error, "{}", result.content);
 }
 
+mod decoded;
 mod spellings;

@@ -16,9 +16,13 @@
 //! | amount | read in hundredths (`EUR 1,450.00`, `1.450,00 €`, `1'450 CHF`, `$1450` are all `145000`; `₹1,50,000` is `15000000`); a currency symbol, code or name before or after, at most two spaces or a `:` between, and no number on its other side; `,` `.` `'` between groups of three, `.` or `,` before one or two decimals; `35,-` and `35,–` |
 //! | any text | invisible characters (zero-width, bidi controls); with the `unicode` feature NFKC (fullwidth `ｅｘａｍｐｌｅ`) and full case folding; runs of white space |
 //!
+//! HTML character references and the escapes of JSON strings are not decoded here: a result's
+//! and a request's texts are read a second time decoded (`crate::text::references`), an
+//! argument as it is written.
+//!
 //! What is not made alike, and so is not matched: a value the model paraphrases, translates,
-//! abbreviates or re-encodes (base64, HTML entities, punycode against Unicode host names, a
-//! number written out in words), a link shortened by a redirector, an IP address written as a
+//! abbreviates or re-encodes (base64, punycode against Unicode host names, a number written out
+//! in words), a link shortened by a redirector, an IP address written as a
 //! number, numbers grouped by `,`, `/` or brackets (`(555) 123-4567`), and text split other than
 //! at a line end. A number without a currency beside it is no amount (`pay 35`, a JSON number
 //! in a result); an amount grouped by spaces (`1 450 €` is `450 €`), with three decimals or in
@@ -293,6 +297,13 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
     let start = chunk_start(text, floor, inside);
     let end = chunk_end(text, inside);
     let chunk = &text[start..end];
+    // A value before an escaped quote (`\"m@evil.example\"` in JSON written into JSON, however
+    // deep): read also without the backslashes, as a reader sees it (with them, `\` is a
+    // browser's `/` in a link, and ends no address).
+    let unescaped = before_escaped_quote(text, start, end);
+    if unescaped < end && unescaped > start {
+        chunk_tokens(&text[start..unescaped], out);
+    }
     // A link that ends a line and a line that starts with more of one: also the joined link.
     if chunk_tokens(chunk, out) == Some(Kind::Url)
         && let Some((next_start, next_end)) = next_chunk(text, end)
@@ -307,6 +318,31 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
     // Past the character at `inside` at least (a full stop of `HOST_DOTS` is three bytes).
     let after = inside + text[inside..].chars().next().map_or(1, char::len_utf8);
     end.max(after)
+}
+
+/// Where the chunk `start..end` of `text` ends without the backslashes escaping a quote after it:
+/// the `"` that ends the chunk, or `'`s ending it (`\'`). `end` when no backslash escapes one.
+fn before_escaped_quote(text: &str, start: usize, end: usize) -> usize {
+    let bytes = text.as_bytes();
+    let quotes = bytes[start..end]
+        .iter()
+        .rev()
+        .take_while(|&&byte| byte == b'\'')
+        .count();
+    let quoted = end - quotes;
+    if quotes == 0 && bytes.get(end) != Some(&b'"') {
+        return end;
+    }
+    let backslashes = bytes[start..quoted]
+        .iter()
+        .rev()
+        .take_while(|&&byte| byte == b'\\')
+        .count();
+    if backslashes == 0 {
+        end
+    } else {
+        quoted - backslashes
+    }
 }
 
 /// The whole of `text` as one value: the canonical form of the one link, address, IBAN,

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::contract::{BlockFields, ToolResult};
+use crate::text::references;
 
 /// Calls `change` on every text of `result`: its text, every string, number and object key of its
 /// structured content, of its content blocks (but a block's own type, media type and payload)
@@ -96,18 +97,22 @@ fn in_map(map: &mut serde_json::Map<String, Value>, change: &mut dyn FnMut(&mut 
     }
 }
 
-/// `text` as the detectors read it a second time, when that differs: invisible characters
-/// removed, with the `unicode` feature NFKC (fullwidth digits and letters, no-break and other
+/// `text` as the detectors read it a second time, when that differs: its character references
+/// and escapes decoded as a browser or a JSON reader decodes them (`4111&nbsp;1111`,
+/// `sk-\u0061bc`: see [`references`]), invisible characters removed, with the `unicode` feature NFKC (fullwidth digits and letters, no-break and other
 /// spaces), and each run of spaces one space — a card number, IBAN or token a reader sees whole
 /// in a spelling the detectors' patterns do not take. Line breaks and tabs are kept (they are
 /// white space, not invisible): joining lines or a table's columns would join numbers a list or
 /// a table keeps apart, and glue a value to the word before it.
 pub(super) fn respelled(text: &str) -> Option<String> {
-    let plain = text.is_ascii() && !text.contains("  ");
+    let decoded = references::decoded(text);
+    let plain = decoded.is_none() && text.is_ascii() && !text.contains("  ");
     if plain {
         return None;
     }
-    let visible: String = text
+    let visible: String = decoded
+        .as_deref()
+        .unwrap_or(text)
         .chars()
         .filter(|c| !crate::text::is_invisible(*c) || c.is_whitespace())
         .collect();

@@ -1,0 +1,157 @@
+//! A JSON document returned as text, read leaf by leaf as it is parsed: a tool that answers with
+//! `json.dumps` or `JSON.stringify` shows the model the same values as one answering with
+//! structured content, and they are read the same way — without building the document, so a
+//! large one costs no more memory than its deepest path and its longest string.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// One leaf of a JSON document.
+pub(crate) enum Leaf<'a> {
+    /// An object's key.
+    Key(&'a str),
+    /// A string.
+    Text(&'a str),
+    /// A number, written as serde_json writes it (as structured content's numbers are read).
+    Number(String),
+}
+
+/// Calls `on` with each leaf of `text` read as a JSON object or array, in order; whether `text`
+/// is one (a text that stops being JSON part way was read up to there).
+pub(crate) fn each_leaf(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
+    if !looks_like_json(text) {
+        return false;
+    }
+    let mut document = serde_json::Deserializer::from_str(text);
+    Leaves(on).deserialize(&mut document).is_ok() && document.end().is_ok()
+}
+
+/// Whether `text` may be a JSON object or array: what it starts and ends with, before it is
+/// parsed.
+fn looks_like_json(text: &str) -> bool {
+    let text = text.trim_ascii();
+    matches!(
+        (text.as_bytes().first(), text.as_bytes().last()),
+        (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
+    )
+}
+
+/// Reads one value, calling the function with each of its leaves.
+struct Leaves<'f, 'g>(&'f mut (dyn FnMut(Leaf<'_>) + 'g));
+
+impl<'de> DeserializeSeed<'de> for Leaves<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Leaves<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, number: u64) -> Result<(), E> {
+        (self.0)(Leaf::Number(number.to_string()));
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, number: i64) -> Result<(), E> {
+        (self.0)(Leaf::Number(number.to_string()));
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, number: f64) -> Result<(), E> {
+        if let Some(number) = serde_json::Number::from_f64(number) {
+            (self.0)(Leaf::Number(number.to_string()));
+        }
+        Ok(())
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<(), E> {
+        (self.0)(Leaf::Text(text));
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        while items.next_element_seed(Leaves(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            (self.0)(Leaf::Key(&key));
+            map.next_value_seed(Leaves(&mut *self.0))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaves(text: &str) -> (bool, Vec<String>) {
+        let mut read = Vec::new();
+        let whole = each_leaf(text, &mut |leaf| {
+            read.push(match leaf {
+                Leaf::Key(key) => format!("key {key}"),
+                Leaf::Text(text) => format!("text {text}"),
+                Leaf::Number(number) => format!("number {number}"),
+            });
+        });
+        (whole, read)
+    }
+
+    #[test]
+    fn each_key_string_and_number_is_read_in_order_unescaped() {
+        let (whole, read) = leaves(
+            r#" {"hotel": "H\u00f4tel\nAurora", "stars": 3, "rate": 1.5, "big": -7,
+                 "tags": ["a", null, true, {"k\u0041": 1e21}]} "#,
+        );
+        assert!(whole);
+        assert_eq!(
+            read,
+            [
+                "key hotel",
+                "text Hôtel\nAurora",
+                "key stars",
+                "number 3",
+                "key rate",
+                "number 1.5",
+                "key big",
+                "number -7",
+                "key tags",
+                "text a",
+                "key kA",
+                "number 1e+21",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_text_that_is_no_json_document_is_read_up_to_where_it_stops_being_one() {
+        assert_eq!(leaves("plain text"), (false, Vec::new()));
+        assert_eq!(leaves("\"a string\""), (false, Vec::new()));
+        assert_eq!(leaves("{ not json }"), (false, Vec::new()));
+        let (whole, read) = leaves(r#"["a", "b" "c"]"#);
+        assert!(!whole);
+        assert_eq!(read, ["text a", "text b"]);
+        assert!(!leaves(r#"{"a": 1} {"b": 2}"#).0);
+        // Nested past serde_json's depth: not a document, no panic, no overflow.
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(!leaves(&deep).0);
+    }
+}

@@ -1,0 +1,104 @@
+use proptest::prelude::*;
+
+use super::*;
+
+fn decodes(text: &str) -> String {
+    decoded(text).unwrap_or_else(|| text.to_owned())
+}
+
+#[test]
+fn html_references_are_decoded_as_a_browser_shows_them() {
+    for (text, shown) in [
+        ("eve&#64;evil&#46;example", "eve@evil.example"),
+        ("eve&#x40;evil&#X2E;example", "eve@evil.example"),
+        ("eve&commat;evil&period;example", "eve@evil.example"),
+        ("https&colon;&sol;&sol;evil.example", "https://evil.example"),
+        ("a=1&amp;b=2", "a=1&b=2"),
+        ("a=1&ampb=2", "a=1&b=2"),
+        ("DE89&nbsp;3704&nbsp;0044", "DE89\u{a0}3704\u{a0}0044"),
+        ("4111&nbsp4111", "4111\u{a0}4111"),
+        ("&lt;https://evil.example/&gt;", "<https://evil.example/>"),
+        // The `;` of a numeric reference may be left out; leading zeros are digits.
+        ("evil&#46example", "evil.example"),
+        ("evil&#0000046;example", "evil.example"),
+        // 128–159 are Windows-1252's, as browsers show them.
+        ("4111&#150;1111", "4111–1111"),
+        ("&#128;5", "€5"),
+        // Values no character has are U+FFFD.
+        (
+            "a&#0;b&#xD800;c&#99999999999;d",
+            "a\u{fffd}b\u{fffd}c\u{fffd}d",
+        ),
+        ("line&NewLine;next&Tab;col", "line\nnext\tcol"),
+        ("a&zwj;b&shy;c", "a\u{200d}b\u{ad}c"),
+    ] {
+        assert_eq!(decodes(text), shown, "{text:?}");
+    }
+}
+
+#[test]
+fn escapes_are_decoded_as_a_json_javascript_or_python_reader_reads_them() {
+    for (text, read) in [
+        (
+            r"pay https://evil.example/pay\nThanks",
+            "pay https://evil.example/pay\nThanks",
+        ),
+        (r"m\u00fcller@corp.example", "müller@corp.example"),
+        (r"DE89\u00a03704", "DE89\u{a0}3704"),
+        (r"eve\x40evil.example", "eve@evil.example"),
+        (r"\ud83d\ude00 \u{1F600}", "😀 😀"),
+        (r#"\"quoted\" \/path\\x"#, r#""quoted" /path\x"#),
+        // A lone surrogate is U+FFFD.
+        (r"a\ud83db", "a\u{fffd}b"),
+        // An escaped backslash ends there: what follows is text.
+        (r"C:\\new", r"C:\new"),
+    ] {
+        assert_eq!(decodes(text), read, "{text:?}");
+    }
+}
+
+#[test]
+fn what_no_reader_decodes_is_left_as_written() {
+    for text in [
+        "plain text",
+        "AT&T and R&D",
+        "&unknownname; &#; &#x; &#xG; & ;",
+        r"\q \u12 \x4 \u{} \u{1234567} trailing\",
+        "&ltimes",
+    ] {
+        let expected = if text == "&ltimes" { "<imes" } else { text };
+        assert_eq!(decodes(text), expected, "{text:?}");
+    }
+    assert_eq!(decoded("AT&T"), None);
+    assert_eq!(decoded("no reference"), None);
+}
+
+#[test]
+fn a_reference_is_decoded_once() {
+    assert_eq!(decodes("&amp;#64;"), "&#64;");
+    assert_eq!(decodes(r"\\u0040"), r"\u0040");
+    assert_eq!(decodes(r"\u0026#64;"), "&#64;");
+}
+
+#[test]
+fn the_named_references_are_sorted_and_none_is_longer_than_the_longest() {
+    assert!(NAMED.windows(2).all(|pair| pair[0].0 < pair[1].0));
+    assert_eq!(
+        NAMED.iter().map(|(name, _)| name.len()).max(),
+        Some(LONGEST_NAME)
+    );
+    // Every name is decoded to its character.
+    for (name, c) in NAMED {
+        assert_eq!(decodes(&format!("a&{name};b")), format!("a{c}b"), "{name}");
+    }
+}
+
+proptest! {
+    /// No decoded text is longer than the text, and every text decodes without a panic.
+    #[test]
+    fn a_decoded_text_is_never_longer(text in r"([&#;\\ux{}xX0-9a-fA-FDdnmpsbtlg]|&#[0-9]{1,12};?|&#x[0-9a-fA-F]{1,9};?|\\u[0-9a-fA-F]{4}|&[a-zA-Z]{1,20};?|.){0,64}") {
+        if let Some(out) = decoded(&text) {
+            prop_assert!(out.len() <= text.len(), "{text:?} -> {out:?}");
+        }
+    }
+}

@@ -102,3 +102,16 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The pre-check finds `&` or `\` wherever it stands: in a block of 64 bytes or in the rest.
+    #[test]
+    fn the_pre_check_finds_every_byte_a_reference_starts_with(
+        text in r"[a-z é]{0,150}[&\\]?[a-z é]{0,100}",
+    ) {
+        prop_assert_eq!(
+            may_hold_references(&text),
+            text.contains('&') || text.contains('\\')
+        );
+    }
+}

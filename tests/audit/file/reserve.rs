@@ -142,12 +142,14 @@ fn bytes_after_a_nul_are_torn_until_a_line_ends_there_which_is_broken() {
     assert_eq!(verify_audit_file(&file.0).unwrap_err().line(), Some(8));
 }
 
-/// Waits until the file is longer than its verified lines; returns whether it became so.
-fn zeros_appear(file: &TempFile, within: Duration) -> bool {
+/// Waits until the file is at least `zeros` bytes longer than its verified lines; returns
+/// whether it became so. (The zeros are written a block at a time: a loaded machine showed the
+/// file 1,359 bytes into a block, less than the lines the test then writes.)
+fn zeros_appear(file: &TempFile, within: Duration, zeros: u64) -> bool {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
         let tip = verify_audit_file(&file.0).unwrap();
-        if std::fs::metadata(&file.0).unwrap().len() > tip.bytes {
+        if std::fs::metadata(&file.0).unwrap().len() >= tip.bytes + zeros {
             return true;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -160,7 +162,7 @@ fn a_live_sink_writes_over_zeros_it_keeps_ahead_and_cuts_them_off_when_dropped()
     let file = TempFile::new("reserve-live");
     let sink = Arc::new(open_waiting(&file.0, false).unwrap().with_reserve(16 << 20));
     assert!(
-        zeros_appear(&file, Duration::from_secs(10)),
+        zeros_appear(&file, Duration::from_secs(10), 1 << 20),
         "no zeros reserved"
     );
     let reserved = std::fs::metadata(&file.0).unwrap().len();
@@ -185,7 +187,7 @@ fn a_sink_only_appends_unless_told_to_reserve() {
     let file = TempFile::new("reserve-none");
     let sink = Arc::new(open_waiting(&file.0, false).unwrap());
     write_calls_to(Arc::clone(&sink), "append", 2);
-    assert!(!zeros_appear(&file, Duration::from_millis(300)));
+    assert!(!zeros_appear(&file, Duration::from_millis(300), 1));
     drop(sink);
     assert_eq!(verify_audit_file(&file.0).unwrap().entries, 6);
 }

@@ -94,7 +94,12 @@ impl ToolController {
         tool: &str,
         result: ToolResult,
     ) -> ToolResult {
-        let Found { values, cut } = values_of_result(&result);
+        let Found {
+            values,
+            further,
+            cut,
+            ..
+        } = values_of_result(&result);
         // A result nesting values deeper than they are read holds values nobody recorded: the
         // session overflows (every later `seen_in` of a result source holds), as past the bound.
         if cut {
@@ -107,32 +112,21 @@ impl ToolController {
                 return withheld(result.call_id, &error);
             }
         }
-        if values.is_empty() {
+        if values.is_empty() && further.is_empty() {
             // Nothing to keep: `record` would keep nothing and mark nothing.
             return result;
         }
-        // Told apart by their digests: sixteen bytes compare faster than the values' text,
-        // and a value read twice (a page's host, once a link) is keyed twice, not compared.
-        let mut digests: Vec<Digest> = values
-            .iter()
-            .map(|token| self.recorder.key.digest_bytes(token))
-            .collect();
-        // As numbers: the same order as their bytes, each comparison one instruction.
-        digests.sort_unstable_by_key(|digest| u128::from_be_bytes(*digest));
-        digests.dedup();
-        if digests.len() > Bound::RESULT.most {
-            // Past the bound, the values kept are the first in their own order (links, hosts,
-            // addresses, IBANs, numbers …), as they always were: which ones must not hang on
-            // the key, or a call asked in one process would run in the next.
-            let mut values = values;
-            values.sort_unstable();
-            values.dedup();
-            digests = values
-                .iter()
-                .take(Bound::RESULT.most + 1)
-                .map(|token| self.recorder.key.digest_bytes(token))
-                .collect();
-        }
+        // The values as written, and those only a further reading found (decoded, a JSON
+        // text's leaves), each bounded by `Bound::RESULT` apart: a page whose lines each hold
+        // `&nbsp;` is read twice, and is no more values for it.
+        let key = &self.recorder.key;
+        let (mut digests, written_past) = distinct_digests(key, values, &[]);
+        let (more, further_past) = distinct_digests(key, further, &digests);
+        digests.extend(more);
+        let bound = Bound {
+            most: digests.len(),
+            ..Bound::RESULT
+        };
         let scope = Scope::of(principal, &self.recorder.key);
         let class = match sources.trust {
             Trust::Untrusted => source::UNTRUSTED,
@@ -146,7 +140,8 @@ impl ToolController {
             &scope,
             &names,
             digests,
-            Bound::RESULT,
+            bound,
+            written_past || further_past,
         ) {
             Ok((_, digests)) => {
                 self.seen_at.note(&scope, &digests, tool, &result.call_id);
@@ -158,6 +153,48 @@ impl ToolController {
             Err(error) => withheld(result.call_id, &error),
         }
     }
+}
+
+/// The digests of `values` not among `before` (sorted), each once and sorted, at most
+/// `Bound::RESULT.most`; and whether more were left out. Past the bound, the values kept are the
+/// first in their own order (links, hosts, addresses, IBANs, numbers …), as they always were:
+/// which ones must not hang on the key, or a call asked in one process would run in the next.
+fn distinct_digests(
+    key: &ProvenanceKey,
+    mut values: Vec<Token>,
+    before: &[Digest],
+) -> (Vec<Digest>, bool) {
+    let new = |digest: &Digest| {
+        before
+            .binary_search_by_key(&u128::from_be_bytes(*digest), |known| {
+                u128::from_be_bytes(*known)
+            })
+            .is_err()
+    };
+    // Told apart by their digests: sixteen bytes compare faster than the values' text, and a
+    // value read twice (a page's host, once a link) is keyed twice, not compared.
+    let mut digests: Vec<Digest> = values
+        .iter()
+        .map(|token| key.digest_bytes(token))
+        .filter(new)
+        .collect();
+    // As numbers: the same order as their bytes, each comparison one instruction.
+    digests.sort_unstable_by_key(|digest| u128::from_be_bytes(*digest));
+    digests.dedup();
+    let most = Bound::RESULT.most;
+    if digests.len() <= most {
+        return (digests, false);
+    }
+    values.sort_unstable();
+    values.dedup();
+    // Distinct values, distinct digests (SipHash-2-4-128 does not collide on purpose).
+    let kept = values
+        .iter()
+        .map(|token| key.digest_bytes(token))
+        .filter(new)
+        .take(most)
+        .collect();
+    (kept, true)
 }
 
 /// The error result in place of a result whose values could not be recorded: it says the tool ran.
@@ -264,10 +301,12 @@ impl Recorder {
             .take(bound.most.saturating_add(1))
             .map(|token| self.key.digest_bytes(token))
             .collect();
-        self.record_digests(counters, now_ms, scope, sources, digests, bound)
+        self.record_digests(counters, now_ms, scope, sources, digests, bound, false)
     }
 
-    /// [`record`](Self::record) of distinct values by their digests, the first `bound.most` kept.
+    /// [`record`](Self::record) of distinct values by their digests, the first `bound.most` kept;
+    /// `past_bound` when the caller left values out past a bound of its own.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record_digests(
         &self,
         counters: &dyn RateCounters,
@@ -276,8 +315,9 @@ impl Recorder {
         sources: &[&str],
         mut digests: Vec<Digest>,
         bound: Bound,
+        past_bound: bool,
     ) -> Result<(Recorded, Vec<Digest>), CounterError> {
-        let too_many = digests.len() > bound.most;
+        let too_many = digests.len() > bound.most || past_bound;
         digests.truncate(bound.most);
         if digests.is_empty() || sources.is_empty() {
             let none = Recorded {

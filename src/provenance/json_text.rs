@@ -17,24 +17,54 @@ pub(crate) enum Leaf<'a> {
     Number(String),
 }
 
-/// Calls `on` with each leaf of `text` read as a JSON object or array, in order; whether `text`
-/// is one (a text that stops being JSON part way was read up to there).
+/// Calls `on` with each leaf of the JSON object or array `text` holds, in order; whether one was
+/// read whole. Written as tools and APIs write it: after a label, a byte order mark or an
+/// anti-XSSI prefix (`Result: {…}`, `)]}'`), inside a Markdown code fence, or one document a line
+/// (JSON lines). Strict JSON (RFC 8259, as serde_json reads it): a trailing comma or a number
+/// past a double's range ends the reading where it stands.
 pub(crate) fn each_leaf(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
-    if !looks_like_json(text) {
+    // Most texts end in no `}` or `]`: nothing is searched for in them.
+    let Some(body) = closed(text) else {
         return false;
+    };
+    if let Some(document) = from_first_bracket(body)
+        && parse(document, on)
+    {
+        return true;
     }
-    let mut document = serde_json::Deserializer::from_str(text);
-    Leaves(on).deserialize(&mut document).is_ok() && document.end().is_ok()
+    let mut any = false;
+    if body.contains('\n') {
+        for line in body.lines() {
+            if let Some(document) = closed(line).and_then(from_first_bracket) {
+                any |= parse(document, on);
+            }
+        }
+    }
+    any
 }
 
-/// Whether `text` may be a JSON object or array: what it starts and ends with, before it is
-/// parsed.
-fn looks_like_json(text: &str) -> bool {
-    let text = text.trim_ascii();
-    matches!(
-        (text.as_bytes().first(), text.as_bytes().last()),
-        (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
-    )
+/// Whether `text` may hold a JSON document as [`each_leaf`] reads one.
+pub(crate) fn may_be_document(text: &str) -> bool {
+    closed(text).and_then(from_first_bracket).is_some()
+}
+
+/// `text` without trailing white space and a code fence's closing, if it then ends as an object
+/// or an array does.
+fn closed(text: &str) -> Option<&str> {
+    let text = text.trim_ascii_end();
+    let text = text.strip_suffix("```").unwrap_or(text).trim_ascii_end();
+    matches!(text.as_bytes().last(), Some(b'}' | b']')).then_some(text)
+}
+
+/// `text` from its first `{` or `[`.
+fn from_first_bracket(text: &str) -> Option<&str> {
+    text.find(['{', '[']).map(|start| &text[start..])
+}
+
+/// Reads `document`, calling `on` with each leaf; whether it is one document, whole.
+fn parse(document: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
+    let mut parser = serde_json::Deserializer::from_str(document);
+    Leaves(on).deserialize(&mut parser).is_ok() && parser.end().is_ok()
 }
 
 /// Reads one value, calling the function with each of its leaves.
@@ -142,14 +172,46 @@ mod tests {
     }
 
     #[test]
+    fn a_document_is_read_as_tools_write_it() {
+        let document = r#"{"hotel": "Mallory Inn"}"#;
+        for text in [
+            format!("Result: {document}"),
+            format!("\u{feff}{document}"),
+            format!(")]}}'\n{document}"),
+            format!("```json\n{document}\n```\n"),
+            format!("{{\"hotel\": \"Lux\"}}\n{document}"),
+        ] {
+            let (_, read) = leaves(&text);
+            assert!(
+                read.ends_with(&["key hotel".to_owned(), "text Mallory Inn".to_owned()]),
+                "{text:?}: {read:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_text_that_is_no_json_document_is_read_up_to_where_it_stops_being_one() {
         assert_eq!(leaves("plain text"), (false, Vec::new()));
         assert_eq!(leaves("\"a string\""), (false, Vec::new()));
         assert_eq!(leaves("{ not json }"), (false, Vec::new()));
+        assert!(!may_be_document("plain text") && may_be_document("see [1, 2]"));
         let (whole, read) = leaves(r#"["a", "b" "c"]"#);
         assert!(!whole);
         assert_eq!(read, ["text a", "text b"]);
         assert!(!leaves(r#"{"a": 1} {"b": 2}"#).0);
+        // A trailing comma ends the reading there; JSON lines are read a line at a time.
+        assert_eq!(
+            leaves(r#"{"a": [1,], "b": 2}"#),
+            (false, vec!["key a".to_owned(), "number 1".to_owned()])
+        );
+        let (whole, read) = leaves("{\"a\": 1}\n{\"b\": 2}");
+        assert!(whole || !read.is_empty());
+        assert!(read.ends_with(&[
+            "key a".to_owned(),
+            "number 1".to_owned(),
+            "key b".to_owned(),
+            "number 2".to_owned()
+        ]));
         // Nested past serde_json's depth: not a document, no panic, no overflow.
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         assert!(!leaves(&deep).0);

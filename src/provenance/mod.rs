@@ -35,7 +35,8 @@
 //!   counts as never seen), and read in the same atomic step as every flow rule and limit a
 //!   decision depends on.
 //! - **Bounded, failing closed.** One result records at most [`MAX_VALUES_PER_RESULT`] values
-//!   and a session at most [`MAX_VALUES_PER_SESSION`] (a value recorded again counts again).
+//!   read as written, and as many more found only by reading it further (decoded, a JSON text's
+//!   leaves), and a session at most [`MAX_VALUES_PER_SESSION`] (a value recorded again counts again).
 //!   Past either bound the session is marked *overflowed*: every later `seen_in` condition of a
 //!   result source holds for every value, as if each were seen there — the rules restrict, never
 //!   miss. A result that cannot be recorded at all (the store fails) is withheld from the model.
@@ -69,7 +70,9 @@ pub(crate) use values::{Bound, Found, Scope, values_of_person, values_of_result}
 /// as long as its process (the gateway's counts for a whole deployment).
 pub(crate) const KEPT_FOR_MS: Option<u64> = Some(86_400_000);
 
-/// The most values one result records; a result with more marks the session overflowed.
+/// The most values one result records as its texts are written, and again the most it records
+/// found only by reading them further (decoded, a JSON text's leaves); a result with more marks
+/// the session overflowed.
 pub const MAX_VALUES_PER_RESULT: usize = 512;
 
 /// The most values one request of the person's records (its words and runs of words count);

@@ -119,6 +119,7 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     text_values(text, &mut found);
     let mut cut = found.cut;
     let mut out = found.values;
+    out.append(&mut found.further);
     let words: Vec<&str> = text
         .split_whitespace()
         .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -188,19 +189,45 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
 /// deeper than they are read (its values then are not all it holds).
 #[derive(Debug, Default)]
 pub(crate) struct Found {
+    /// The values read from the texts as they are written.
     pub(crate) values: Vec<Token>,
+    /// The values only a further reading found — a text decoded, a JSON document returned as
+    /// text read leaf by leaf — which the recorder bounds apart: a page whose every line holds
+    /// `&nbsp;` reads each line twice, and would reach a result's bound at half its lines.
+    pub(crate) further: Vec<Token>,
     pub(crate) cut: bool,
+    /// Whether what is read now is read further (listed in `further`).
+    reading_further: bool,
 }
 
 impl Found {
     /// Whether [`extract::MAX_VALUES_READ`] values were read: nothing more is, and the reading
     /// is cut.
     fn full(&mut self) -> bool {
-        let full = self.values.len() >= extract::MAX_VALUES_READ;
+        let full = self.values.len() + self.further.len() >= extract::MAX_VALUES_READ;
         self.cut |= full;
         full
     }
+
+    /// Where what is read now is listed.
+    fn list(&mut self) -> &mut Vec<Token> {
+        if self.reading_further {
+            &mut self.further
+        } else {
+            &mut self.values
+        }
+    }
+
+    /// `read` as a further reading.
+    fn further(&mut self, read: impl FnOnce(&mut Self)) {
+        let was = std::mem::replace(&mut self.reading_further, true);
+        read(self);
+        self.reading_further = was;
+    }
 }
+
+/// How many JSON documents carried as strings of one another are read, the text's own first.
+const MOST_NESTED_DOCUMENTS: usize = 4;
 
 /// The values in a text as it is written and as its reader reads it: with its character
 /// references and escapes decoded (`eve&#64;evil&#46;example`, `pay\nThanks`: see
@@ -208,22 +235,45 @@ impl Found {
 /// `json.dumps` or `JSON.stringify` does — each of its strings and numbers whole, as structured
 /// content's are.
 fn text_values(text: &str, found: &mut Found) {
-    decoded_values(text, found);
-    // Read as it is parsed: a text that stops being JSON part way is still read whole above.
-    // Its strings are not parsed again: JSON in a string of JSON in a string … would nest the
-    // parser's 128 levels as many times over, on the stack.
-    let _ = json_text::each_leaf(text, &mut |leaf| match leaf {
-        Leaf::Key(key) => key_values(key, found),
-        Leaf::Text(text) => decoded_values(text, found),
-        Leaf::Number(number) => number_values(&number, found),
+    written_values(text, found);
+    found.further(|found| {
+        decoded_values(text, found);
+        // A string of a document that is itself one is read in turn, from a list rather than
+        // by recursion: documents nested in strings would nest the parser's 128 levels as many
+        // times over, on the stack.
+        let mut documents: Vec<String> = Vec::new();
+        let read = |document: &str, found: &mut Found, documents: &mut Vec<String>| {
+            json_text::each_leaf(document, &mut |leaf| match leaf {
+                Leaf::Key(key) => key_values(key, found),
+                Leaf::Text(text) => {
+                    written_values(text, found);
+                    decoded_values(text, found);
+                    if json_text::may_be_document(text) {
+                        documents.push(text.to_owned());
+                    }
+                }
+                Leaf::Number(number) => number_values(&number, found),
+            });
+        };
+        read(text, found, &mut documents);
+        for _ in 1..MOST_NESTED_DOCUMENTS {
+            let nested = std::mem::take(&mut documents);
+            if nested.is_empty() || found.full() {
+                break;
+            }
+            for document in nested {
+                read(&document, found, &mut documents);
+            }
+        }
     });
 }
 
-/// The values in a text as it is written and with its references and escapes decoded.
+/// The values of each further spelling decoding `text` gives ([`references::decodings`]).
 fn decoded_values(text: &str, found: &mut Found) {
-    written_values(text, found);
-    if let Some(decoded) = references::decoded(text) {
-        written_values(&decoded, found);
+    if references::may_hold_references(text) {
+        for decoded in references::decodings(text) {
+            written_values(&decoded, found);
+        }
     }
 }
 
@@ -232,7 +282,11 @@ fn written_values(text: &str, found: &mut Found) {
     if text.is_empty() || found.full() {
         return;
     }
-    let out = &mut found.values;
+    let out = if found.reading_further {
+        &mut found.further
+    } else {
+        &mut found.values
+    };
     // Room for a value every 64 bytes (a mail or a page holds fewer), so a long result's
     // values are not moved again and again as the list grows.
     out.reserve(text.len() / 64);
@@ -306,10 +360,12 @@ fn key_values(key: &str, out: &mut Found) {
     if out.full() {
         return;
     }
-    out.cut |= extract::tokens(key, &mut out.values).is_cut();
-    if let Some(decoded) = references::decoded(key) {
-        out.cut |= extract::tokens(&decoded, &mut out.values).is_cut();
-    }
+    out.cut |= extract::tokens(key, out.list()).is_cut();
+    out.further(|out| {
+        for decoded in references::decodings(key) {
+            out.cut |= extract::tokens(&decoded, out.list()).is_cut();
+        }
+    });
 }
 
 /// The value of a number (as serde_json writes it): whole.
@@ -317,6 +373,6 @@ fn number_values(written: &str, out: &mut Found) {
     if !out.full()
         && let Some(token) = extract::whole(written)
     {
-        out.values.push(token);
+        out.list().push(token);
     }
 }

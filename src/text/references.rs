@@ -4,13 +4,15 @@
 //! shows the model `eve@evil.example` where its bytes say `eve&#64;evil&#46;example` — the value
 //! the model copies into a call is the decoded one.
 //!
-//! Decoded once, left to right, as a browser and a JSON parser do: `&amp;#46;` is `&#46;`, and
-//! `\\n` is a backslash and an `n`. Numeric references follow HTML: the `;` may be left out, `0`,
+//! Decoded left to right, as a browser and a JSON parser do: `&amp;#46;` is `&#46;`, and `\\n`
+//! is a backslash and an `n` — and then again, up to [`MOST_ROUNDS`] times ([`decodings`]), as a
+//! reader reads through a JSON document carried as a string of another. Escapes: JSON's, `\xHH`,
+//! `\u{…}` (leading zeros too), Python's `\UXXXXXXXX` and octal `\ooo`. Numeric references follow HTML: the `;` may be left out, `0`,
 //! surrogates and values past U+10FFFF are U+FFFD, and 128–159 are the Windows-1252 characters
 //! browsers show (`&#150;` is `–`). Named references are those of [`NAMED`] — every ASCII
 //! punctuation mark, spaces, dashes, quotes, invisible characters and currency signs, named as HTML
-//! names them (case-sensitive), the `;` required but for `&amp`, `&lt`, `&gt`, `&quot` and
-//! `&nbsp`; the other names of HTML's 2,231 (accented letters, arrows, mathematics) are not
+//! names them (case-sensitive), the `;` required but for HTML's legacy names among them
+//! ([`LEGACY`]: `&amp`, `&nbsp`, `&shy` …); the other names of HTML's 2,231 (accented letters, arrows, mathematics) are not
 //! decoded. A decoded text is never longer than the text: every reference and escape is at least
 //! as long as what it stands for.
 
@@ -28,7 +30,24 @@ pub(crate) fn may_hold_references(text: &str) -> bool {
     blocks.by_ref().any(starts) || starts(blocks.remainder())
 }
 
-/// `text` with its character references and escapes decoded, if it holds any.
+/// How many times a text is decoded at most: a JSON document carried as a string of another
+/// (its escapes doubled), carried in a third, four deep.
+pub(crate) const MOST_ROUNDS: usize = 4;
+
+/// The spellings decoding `text` again and again gives, in order, each differing from the one
+/// before, [`MOST_ROUNDS`] at most: a reader of a document carried in another reads through both.
+pub(crate) fn decodings(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    while out.len() < MOST_ROUNDS {
+        let Some(next) = decoded(out.last().map_or(text, String::as_str)) else {
+            break;
+        };
+        out.push(next);
+    }
+    out
+}
+
+/// `text` with its character references and escapes decoded once, if it holds any.
 pub(crate) fn decoded(text: &str) -> Option<String> {
     if !may_hold_references(text) {
         return None;
@@ -39,7 +58,7 @@ pub(crate) fn decoded(text: &str) -> Option<String> {
     let mut at = 0;
     let mut any = false;
     while at < bytes.len() {
-        let found = match bytes[at] {
+        let found: Option<(Decoded, usize)> = match bytes[at] {
             b'&' => reference_at(text, at),
             b'\\' => escape_at(text, at),
             _ => None,
@@ -47,7 +66,7 @@ pub(crate) fn decoded(text: &str) -> Option<String> {
         match found {
             Some((decoded, end)) => {
                 out.push_str(&text[copied..at]);
-                out.push(decoded);
+                decoded.push_to(&mut out);
                 copied = end;
                 at = end;
                 any = true;
@@ -61,7 +80,7 @@ pub(crate) fn decoded(text: &str) -> Option<String> {
 }
 
 /// The character the reference starting at `at` (an `&`) stands for, and where it ends.
-fn reference_at(text: &str, at: usize) -> Option<(char, usize)> {
+fn reference_at(text: &str, at: usize) -> Option<(Decoded, usize)> {
     let bytes = text.as_bytes();
     if bytes.get(at + 1) == Some(&b'#') {
         let hex = matches!(bytes.get(at + 2), Some(b'x' | b'X'));
@@ -86,7 +105,7 @@ fn reference_at(text: &str, at: usize) -> Option<(char, usize)> {
             });
         let end = digits_from + digits;
         let end = end + usize::from(bytes.get(end) == Some(&b';'));
-        return Some((numeric(value), end));
+        return Some((Decoded::Char(numeric(value)), end));
     }
     let name_length = bytes[at + 1..]
         .iter()
@@ -98,13 +117,13 @@ fn reference_at(text: &str, at: usize) -> Option<(char, usize)> {
     if bytes.get(end) == Some(&b';')
         && let Ok(found) = NAMED.binary_search_by(|(known, _)| known.cmp(&name))
     {
-        return Some((NAMED[found].1, end + 1));
+        return Some((Decoded::Text(NAMED[found].1), end + 1));
     }
     // The few names HTML reads without their `;`, each at its own length (`&ampx` is `&x`).
     LEGACY
         .iter()
         .find(|(legacy, _)| name.starts_with(legacy))
-        .map(|(legacy, c)| (*c, at + 1 + legacy.len()))
+        .map(|(legacy, c)| (Decoded::Text(c), at + 1 + legacy.len()))
 }
 
 /// The character a numeric reference's value stands for, as HTML reads it.
@@ -119,7 +138,7 @@ fn numeric(value: u32) -> char {
 }
 
 /// The character the escape starting at `at` (a `\`) stands for, and where it ends.
-fn escape_at(text: &str, at: usize) -> Option<(char, usize)> {
+fn escape_at(text: &str, at: usize) -> Option<(Decoded, usize)> {
     let bytes = text.as_bytes();
     let simple = match bytes.get(at + 1)? {
         b'n' => Some('\n'),
@@ -134,24 +153,36 @@ fn escape_at(text: &str, at: usize) -> Option<(char, usize)> {
         _ => None,
     };
     if let Some(c) = simple {
-        return Some((c, at + 2));
+        return Some((Decoded::Char(c), at + 2));
     }
-    match bytes[at + 1] {
-        b'x' => {
-            let value = hex_value(bytes.get(at + 2..at + 4)?)?;
-            Some((numeric_escape(value), at + 4))
-        }
+    let (value, end) = match bytes[at + 1] {
+        b'x' => (hex_value(bytes.get(at + 2..at + 4)?)?, at + 4),
+        // Python's eight digits.
+        b'U' => (hex_value(bytes.get(at + 2..at + 10)?)?, at + 10),
+        // JavaScript's code point: leading zeros are digits too.
         b'u' if bytes.get(at + 2) == Some(&b'{') => {
             let digits = bytes[at + 3..]
                 .iter()
-                .take(7)
+                .take(MOST_BRACED_DIGITS + 1)
                 .take_while(|byte| byte.is_ascii_hexdigit())
                 .count();
-            if digits == 0 || digits > 6 || bytes.get(at + 3 + digits) != Some(&b'}') {
+            if digits == 0
+                || digits > MOST_BRACED_DIGITS
+                || bytes.get(at + 3 + digits) != Some(&b'}')
+            {
                 return None;
             }
-            let value = hex_value(&bytes[at + 3..at + 3 + digits])?;
-            Some((numeric_escape(value), at + 4 + digits))
+            let significant = bytes[at + 3..at + 3 + digits]
+                .iter()
+                .skip_while(|&&byte| byte == b'0')
+                .copied()
+                .collect::<Vec<u8>>();
+            let value = if significant.is_empty() {
+                0
+            } else {
+                hex_value(&significant).unwrap_or(u32::MAX)
+            };
+            (value, at + 4 + digits)
         }
         b'u' => {
             let unit = hex_value(bytes.get(at + 2..at + 6)?)?;
@@ -162,11 +193,45 @@ fn escape_at(text: &str, at: usize) -> Option<(char, usize)> {
                 && (0xDC00..0xE000).contains(&low)
             {
                 let value = 0x1_0000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-                return Some((numeric_escape(value), at + 12));
+                (value, at + 12)
+            } else {
+                (unit, at + 6)
             }
-            Some((numeric_escape(unit), at + 6))
         }
-        _ => None,
+        // Python's and C's octal: one to three digits, up to `\377`.
+        b'0'..=b'7' => {
+            let digits = bytes[at + 1..]
+                .iter()
+                .take(3)
+                .take_while(|byte| matches!(byte, b'0'..=b'7'))
+                .count();
+            let value = bytes[at + 1..at + 1 + digits]
+                .iter()
+                .fold(0_u32, |value, byte| value * 8 + u32::from(byte - b'0'));
+            (value, at + 1 + digits)
+        }
+        _ => return None,
+    };
+    Some((Decoded::Char(numeric_escape(value)), end))
+}
+
+/// The most digits of a `\u{…}` escape, leading zeros included (more is no escape: the text
+/// stays as written).
+const MOST_BRACED_DIGITS: usize = 16;
+
+/// What a reference or an escape stands for: one character, or a named reference's text.
+#[derive(Clone, Copy)]
+enum Decoded {
+    Char(char),
+    Text(&'static str),
+}
+
+impl Decoded {
+    fn push_to(self, out: &mut String) {
+        match self {
+            Self::Char(c) => out.push(c),
+            Self::Text(text) => out.push_str(text),
+        }
     }
 }
 
@@ -194,116 +259,139 @@ const WINDOWS_1252: [char; 32] = [
     '\u{90}', '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9D}', 'ž', 'Ÿ',
 ];
 
-/// The names HTML reads without their `;` that are decoded here so.
-const LEGACY: [(&str, char); 5] = [
-    ("amp", '&'),
-    ("lt", '<'),
-    ("gt", '>'),
-    ("quot", '"'),
-    ("nbsp", '\u{a0}'),
+/// The names HTML reads without their `;` that are decoded here so: those of [`NAMED`] HTML
+/// keeps for pages written before the `;` was required (its "legacy" names), longest first, so
+/// `&curren` is not read as `&cur…`.
+const LEGACY: [(&str, &str); 14] = [
+    ("curren", "¤"),
+    ("pound", "£"),
+    ("QUOT", "\""),
+    ("cent", "¢"),
+    ("nbsp", "\u{a0}"),
+    ("quot", "\""),
+    ("AMP", "&"),
+    ("amp", "&"),
+    ("shy", "\u{ad}"),
+    ("yen", "¥"),
+    ("GT", ">"),
+    ("LT", "<"),
+    ("gt", ">"),
+    ("lt", "<"),
 ];
 
 /// The longest name of [`NAMED`].
-const LONGEST_NAME: usize = 19;
+const LONGEST_NAME: usize = 21;
 
 /// The named references decoded, sorted by name (bytes): HTML's name for each ASCII punctuation
 /// mark and white space character, and for the spaces, dashes, quotes, invisible characters and
 /// currency signs a value may be spelled with.
-pub(crate) const NAMED: [(&str, char); 94] = [
-    ("AMP", '&'),
-    ("DiacriticalGrave", '`'),
-    ("GT", '>'),
-    ("Hat", '^'),
-    ("InvisibleComma", '\u{2063}'),
-    ("InvisibleTimes", '\u{2062}'),
-    ("LT", '<'),
-    ("MediumSpace", '\u{205f}'),
-    ("NegativeMediumSpace", '\u{200b}'),
-    ("NegativeThickSpace", '\u{200b}'),
-    ("NegativeThinSpace", '\u{200b}'),
-    ("NewLine", '\n'),
-    ("NoBreak", '\u{2060}'),
-    ("NonBreakingSpace", '\u{a0}'),
-    ("QUOT", '"'),
-    ("Tab", '\t'),
-    ("ThinSpace", '\u{2009}'),
-    ("UnderBar", '_'),
-    ("VerticalLine", '|'),
-    ("VeryThinSpace", '\u{200a}'),
-    ("ZeroWidthSpace", '\u{200b}'),
-    ("af", '\u{2061}'),
-    ("amp", '&'),
-    ("apos", '\''),
-    ("ast", '*'),
-    ("bdquo", '„'),
-    ("bsol", '\\'),
-    ("cent", '¢'),
-    ("colon", ':'),
-    ("comma", ','),
-    ("commat", '@'),
-    ("curren", '¤'),
-    ("dash", '‐'),
-    ("dollar", '$'),
-    ("emsp", '\u{2003}'),
-    ("emsp13", '\u{2004}'),
-    ("emsp14", '\u{2005}'),
-    ("ensp", '\u{2002}'),
-    ("equals", '='),
-    ("euro", '€'),
-    ("excl", '!'),
-    ("grave", '`'),
-    ("gt", '>'),
-    ("hairsp", '\u{200a}'),
-    ("horbar", '―'),
-    ("hyphen", '‐'),
-    ("ic", '\u{2063}'),
-    ("it", '\u{2062}'),
-    ("laquo", '«'),
-    ("lbrace", '{'),
-    ("lbrack", '['),
-    ("lcub", '{'),
-    ("ldquo", '“'),
-    ("lowbar", '_'),
-    ("lpar", '('),
-    ("lrm", '\u{200e}'),
-    ("lsaquo", '‹'),
-    ("lsqb", '['),
-    ("lsquo", '‘'),
-    ("lt", '<'),
-    ("mdash", '—'),
-    ("midast", '*'),
-    ("minus", '−'),
-    ("nbsp", '\u{a0}'),
-    ("ndash", '–'),
-    ("num", '#'),
-    ("numsp", '\u{2007}'),
-    ("percnt", '%'),
-    ("period", '.'),
-    ("plus", '+'),
-    ("pound", '£'),
-    ("puncsp", '\u{2008}'),
-    ("quest", '?'),
-    ("quot", '"'),
-    ("raquo", '»'),
-    ("rbrace", '}'),
-    ("rbrack", ']'),
-    ("rcub", '}'),
-    ("rdquo", '”'),
-    ("rlm", '\u{200f}'),
-    ("rpar", ')'),
-    ("rsaquo", '›'),
-    ("rsqb", ']'),
-    ("rsquo", '’'),
-    ("sbquo", '‚'),
-    ("semi", ';'),
-    ("shy", '\u{ad}'),
-    ("sol", '/'),
-    ("thinsp", '\u{2009}'),
-    ("verbar", '|'),
-    ("vert", '|'),
-    ("yen", '¥'),
-    ("zwj", '\u{200d}'),
-    ("zwnj", '\u{200c}'),
+pub(crate) const NAMED: [(&str, &str); 106] = [
+    ("AMP", "&"),
+    ("ApplyFunction", "\u{2061}"),
+    ("CloseCurlyDoubleQuote", "”"),
+    ("CloseCurlyQuote", "’"),
+    ("DiacriticalGrave", "`"),
+    ("GT", ">"),
+    ("Hat", "^"),
+    ("InvisibleComma", "\u{2063}"),
+    ("InvisibleSeparator", "\u{2063}"),
+    ("InvisibleTimes", "\u{2062}"),
+    ("LT", "<"),
+    ("MediumSpace", "\u{205f}"),
+    ("NegativeMediumSpace", "\u{200b}"),
+    ("NegativeThickSpace", "\u{200b}"),
+    ("NegativeThinSpace", "\u{200b}"),
+    ("NegativeVeryThinSpace", "\u{200b}"),
+    ("NewLine", "\n"),
+    ("NoBreak", "\u{2060}"),
+    ("NonBreakingSpace", "\u{a0}"),
+    ("OpenCurlyDoubleQuote", "“"),
+    ("OpenCurlyQuote", "‘"),
+    ("QUOT", "\""),
+    ("Tab", "\t"),
+    ("ThickSpace", "\u{205f}\u{200a}"),
+    ("ThinSpace", "\u{2009}"),
+    ("UnderBar", "_"),
+    ("VerticalLine", "|"),
+    ("VeryThinSpace", "\u{200a}"),
+    ("ZeroWidthSpace", "\u{200b}"),
+    ("af", "\u{2061}"),
+    ("amp", "&"),
+    ("apos", "'"),
+    ("ast", "*"),
+    ("bdquo", "„"),
+    ("bsol", "\\"),
+    ("cent", "¢"),
+    ("colon", ":"),
+    ("comma", ","),
+    ("commat", "@"),
+    ("curren", "¤"),
+    ("dash", "‐"),
+    ("dollar", "$"),
+    ("emsp", "\u{2003}"),
+    ("emsp13", "\u{2004}"),
+    ("emsp14", "\u{2005}"),
+    ("ensp", "\u{2002}"),
+    ("equals", "="),
+    ("euro", "€"),
+    ("excl", "!"),
+    ("grave", "`"),
+    ("gt", ">"),
+    ("hairsp", "\u{200a}"),
+    ("horbar", "―"),
+    ("hyphen", "‐"),
+    ("ic", "\u{2063}"),
+    ("it", "\u{2062}"),
+    ("laquo", "«"),
+    ("lbrace", "{"),
+    ("lbrack", "["),
+    ("lcub", "{"),
+    ("ldquo", "“"),
+    ("ldquor", "„"),
+    ("lowbar", "_"),
+    ("lpar", "("),
+    ("lrm", "\u{200e}"),
+    ("lsaquo", "‹"),
+    ("lsqb", "["),
+    ("lsquo", "‘"),
+    ("lsquor", "‚"),
+    ("lt", "<"),
+    ("mdash", "—"),
+    ("midast", "*"),
+    ("minus", "−"),
+    ("nbsp", "\u{a0}"),
+    ("ndash", "–"),
+    ("num", "#"),
+    ("numsp", "\u{2007}"),
+    ("percnt", "%"),
+    ("period", "."),
+    ("plus", "+"),
+    ("pound", "£"),
+    ("puncsp", "\u{2008}"),
+    ("quest", "?"),
+    ("quot", "\""),
+    ("raquo", "»"),
+    ("rbrace", "}"),
+    ("rbrack", "]"),
+    ("rcub", "}"),
+    ("rdquo", "”"),
+    ("rdquor", "”"),
+    ("rlm", "\u{200f}"),
+    ("rpar", ")"),
+    ("rsaquo", "›"),
+    ("rsqb", "]"),
+    ("rsquo", "’"),
+    ("rsquor", "’"),
+    ("sbquo", "‚"),
+    ("semi", ";"),
+    ("shy", "\u{ad}"),
+    ("sol", "/"),
+    ("thinsp", "\u{2009}"),
+    ("verbar", "|"),
+    ("vert", "|"),
+    ("yen", "¥"),
+    ("zwj", "\u{200d}"),
+    ("zwnj", "\u{200c}"),
 ];
 
 #[cfg(test)]

@@ -31,6 +31,12 @@ fn html_references_are_decoded_as_a_browser_shows_them() {
         ),
         ("line&NewLine;next&Tab;col", "line\nnext\tcol"),
         ("a&zwj;b&shy;c", "a\u{200d}b\u{ad}c"),
+        // HTML's legacy names need no `;`; some names stand for two characters.
+        ("a&shyb&curren5", "a\u{ad}b¤5"),
+        (
+            "a&ThickSpace;b&NegativeVeryThinSpace;c&ApplyFunction;d",
+            "a\u{205f}\u{200a}b\u{200b}c\u{2061}d",
+        ),
     ] {
         assert_eq!(decodes(text), shown, "{text:?}");
     }
@@ -52,6 +58,11 @@ fn escapes_are_decoded_as_a_json_javascript_or_python_reader_reads_them() {
         (r"a\ud83db", "a\u{fffd}b"),
         // An escaped backslash ends there: what follows is text.
         (r"C:\\new", r"C:\new"),
+        // Python's eight hex digits and octal; JavaScript's code point with leading zeros.
+        (r"eve\U00000040evil", "eve@evil"),
+        (r"eve\100evil \0 \1x", "eve@evil \u{0} \u{1}x"),
+        (r"eve\u{0000040}evil \u{0}", "eve@evil \u{0}"),
+        (r"\u{110000}", "\u{fffd}"),
     ] {
         assert_eq!(decodes(text), read, "{text:?}");
     }
@@ -63,7 +74,7 @@ fn what_no_reader_decodes_is_left_as_written() {
         "plain text",
         "AT&T and R&D",
         "&unknownname; &#; &#x; &#xG; & ;",
-        r"\q \u12 \x4 \u{} \u{1234567} trailing\",
+        r"\q \u12 \x4 \u{} \u{12345678901234567} \U0040 trailing\",
         "&ltimes",
     ] {
         let expected = if text == "&ltimes" { "<imes" } else { text };
@@ -74,10 +85,23 @@ fn what_no_reader_decodes_is_left_as_written() {
 }
 
 #[test]
-fn a_reference_is_decoded_once() {
+fn each_decoding_decodes_once_and_a_text_is_decoded_again_up_to_four_times() {
     assert_eq!(decodes("&amp;#64;"), "&#64;");
     assert_eq!(decodes(r"\\u0040"), r"\u0040");
     assert_eq!(decodes(r"\u0026#64;"), "&#64;");
+    assert_eq!(decodings("&amp;#64;"), ["&#64;", "@"]);
+    assert_eq!(decodings("plain"), Vec::<String>::new());
+    // Five levels of JSON escaping: four are read through.
+    let mut text = "@".to_owned();
+    for _ in 0..5 {
+        text = serde_json::to_string(&text)
+            .unwrap()
+            .replace('@', "\\u0040");
+    }
+    let rounds = decodings(&text);
+    assert_eq!(rounds.len(), MOST_ROUNDS);
+    assert!(!rounds.last().unwrap().contains('@'));
+    assert!(decodings(&rounds[0]).last().unwrap().contains('@'));
 }
 
 #[test]

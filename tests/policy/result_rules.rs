@@ -524,5 +524,6 @@ async fn a_secret_or_a_size_only_in_content_blocks_is_judged() {
     assert!(result.is_error, "{}", result.content);
 }
 
+mod bounds;
 mod decoded;
 mod spellings;

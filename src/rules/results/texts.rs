@@ -105,7 +105,9 @@ fn in_map(map: &mut serde_json::Map<String, Value>, change: &mut dyn FnMut(&mut 
 /// white space, not invisible): joining lines or a table's columns would join numbers a list or
 /// a table keeps apart, and glue a value to the word before it.
 pub(super) fn respelled(text: &str) -> Option<String> {
-    let decoded = references::decoded(text);
+    // Decoded as often as it decodes (a document carried in a string of another): each round
+    // shows more, never less, so the last is read.
+    let decoded = references::decodings(text).pop();
     let plain = decoded.is_none() && text.is_ascii() && !text.contains("  ");
     if plain {
         return None;

@@ -147,7 +147,8 @@ fn a_value_no_page_carried_is_not_seen_and_a_plain_page_records_as_before() {
             "{page:?}"
         );
     }
-    // Read once: `&amp;#64;` shows `&#64;`, not `@`.
+    // Decoded again, as a document carried in another is read through: `&amp;#64;` is `&#64;`,
+    // and then `@`.
     let controller = after_reading("eve&amp;#64;evil.example");
     assert_eq!(
         decided(
@@ -155,7 +156,7 @@ fn a_value_no_page_carried_is_not_seen_and_a_plain_page_records_as_before() {
             "send_message",
             json!({"to": "eve@evil.example"})
         ),
-        "allow"
+        "ask"
     );
     // A text that looks like JSON but is not one is read as text.
     let controller = after_reading("{ not json: mallory@evil.example }");
@@ -195,3 +196,5 @@ fn a_json_text_nested_in_a_json_text_is_parsed_once_and_deep_nesting_stays_off_t
     // The address is read from the text as written (and its first level parsed), so it is seen.
     assert_eq!(decided_on_a_small_stack, "ask");
 }
+
+mod attacked;

@@ -58,3 +58,5 @@ fn a_text_whose_references_hide_nothing_passes_unchanged() {
         assert_eq!(result.content, text);
     }
 }
+
+mod attacked;

@@ -17,8 +17,8 @@ pub(crate) enum Leaf<'a> {
     Number(String),
 }
 
-/// Calls `on` with each leaf of the JSON object or array `text` holds, in order; whether one was
-/// read whole. Written as tools and APIs write it: after a label, a byte order mark or an
+/// Calls `on` with each leaf of the JSON object or array `text` holds, in order; whether any
+/// was read. Written as tools and APIs write it: after a label, a byte order mark or an
 /// anti-XSSI prefix (`Result: {…}`, `)]}'`), inside a Markdown code fence, or one document a line
 /// (JSON lines). Strict JSON (RFC 8259, as serde_json reads it): a trailing comma or a number
 /// past a double's range ends the reading where it stands.
@@ -27,32 +27,50 @@ pub(crate) fn each_leaf(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
     let Some(body) = closed(text) else {
         return false;
     };
-    if let Some(document) = from_first_bracket(body)
-        && parse(document, on)
-    {
-        return true;
+    // From each of the first brackets, as a label may hold some (`2024-05-01 [info] {…}`), until
+    // a reading reads anything.
+    let mut read_any = false;
+    for (start, _) in body.match_indices(['{', '[']).take(MOST_STARTS) {
+        let mut read = false;
+        let whole = parse(&body[start..], &mut |leaf| {
+            read = true;
+            on(leaf);
+        });
+        if whole {
+            return true;
+        }
+        // Read in part: what follows is JSON lines, or no JSON (read line by line below).
+        if read {
+            read_any = true;
+            break;
+        }
     }
-    let mut any = false;
+    // One document a line (JSON lines). A line the reading above read is read again: its values
+    // are one value each, and a document a string of it holds is read once (see `values.rs`).
     if body.contains('\n') {
         for line in body.lines() {
             if let Some(document) = closed(line).and_then(from_first_bracket) {
-                any |= parse(document, on);
+                read_any |= parse(document, on);
             }
         }
     }
-    any
+    read_any
 }
+
+/// How many of a text's first brackets a document is looked for from.
+const MOST_STARTS: usize = 4;
 
 /// Whether `text` may hold a JSON document as [`each_leaf`] reads one.
 pub(crate) fn may_be_document(text: &str) -> bool {
     closed(text).and_then(from_first_bracket).is_some()
 }
 
-/// `text` without trailing white space and a code fence's closing, if it then ends as an object
-/// or an array does.
+/// `text` without trailing white space, a code fence's closing and a closing quote (a document
+/// written as a JSON string: `json.dumps` twice), if it then ends as an object or an array does.
 fn closed(text: &str) -> Option<&str> {
     let text = text.trim_ascii_end();
     let text = text.strip_suffix("```").unwrap_or(text).trim_ascii_end();
+    let text = text.strip_suffix('"').unwrap_or(text);
     matches!(text.as_bytes().last(), Some(b'}' | b']')).then_some(text)
 }
 
@@ -195,17 +213,17 @@ mod tests {
         assert_eq!(leaves("\"a string\""), (false, Vec::new()));
         assert_eq!(leaves("{ not json }"), (false, Vec::new()));
         assert!(!may_be_document("plain text") && may_be_document("see [1, 2]"));
-        let (whole, read) = leaves(r#"["a", "b" "c"]"#);
-        assert!(!whole);
-        assert_eq!(read, ["text a", "text b"]);
-        assert!(!leaves(r#"{"a": 1} {"b": 2}"#).0);
+        assert_eq!(
+            leaves(r#"["a", "b" "c"]"#),
+            (true, vec!["text a".to_owned(), "text b".to_owned()])
+        );
         // A trailing comma ends the reading there; JSON lines are read a line at a time.
         assert_eq!(
             leaves(r#"{"a": [1,], "b": 2}"#),
-            (false, vec!["key a".to_owned(), "number 1".to_owned()])
+            (true, vec!["key a".to_owned(), "number 1".to_owned()])
         );
         let (whole, read) = leaves("{\"a\": 1}\n{\"b\": 2}");
-        assert!(whole || !read.is_empty());
+        assert!(whole);
         assert!(read.ends_with(&[
             "key a".to_owned(),
             "number 1".to_owned(),

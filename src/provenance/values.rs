@@ -237,7 +237,14 @@ const MOST_NESTED_DOCUMENTS: usize = 4;
 fn text_values(text: &str, found: &mut Found) {
     written_values(text, found);
     found.further(|found| {
-        decoded_values(text, found);
+        let rounds = if references::may_hold_references(text) {
+            references::decodings(text)
+        } else {
+            Vec::new()
+        };
+        for round in &rounds {
+            written_values(round, found);
+        }
         // A string of a document that is itself one is read in turn, from a list rather than
         // by recursion: documents nested in strings would nest the parser's 128 levels as many
         // times over, on the stack.
@@ -253,18 +260,32 @@ fn text_values(text: &str, found: &mut Found) {
                     }
                 }
                 Leaf::Number(number) => number_values(&number, found),
-            });
+            })
         };
-        read(text, found, &mut documents);
+        // The text's document; where it holds none, its decodings' (`{&quot;hotel&quot;: …}`,
+        // `{\"hotel\": …}`, a document written as a JSON string).
+        if !read(text, found, &mut documents) {
+            for round in &rounds {
+                if read(round, found, &mut documents) {
+                    break;
+                }
+            }
+        }
         for _ in 1..MOST_NESTED_DOCUMENTS {
-            let nested = std::mem::take(&mut documents);
+            let mut nested = std::mem::take(&mut documents);
             if nested.is_empty() || found.full() {
                 break;
             }
+            // A document read twice (a line of JSON lines, and the text it starts) is one.
+            nested.sort_unstable();
+            nested.dedup();
             for document in nested {
                 read(&document, found, &mut documents);
             }
         }
+        // Documents nested deeper than they are read hold values nobody recorded: the
+        // reading is cut, as links nested too deep are (the session overflows).
+        found.cut |= !documents.is_empty();
     });
 }
 

@@ -105,16 +105,25 @@ fn in_map(map: &mut serde_json::Map<String, Value>, change: &mut dyn FnMut(&mut 
 /// white space, not invisible): joining lines or a table's columns would join numbers a list or
 /// a table keeps apart, and glue a value to the word before it.
 pub(super) fn respelled(text: &str) -> Option<String> {
-    // Decoded as often as it decodes (a document carried in a string of another): each round
-    // shows more, never less, so the last is read.
-    let decoded = references::decodings(text).pop();
-    let plain = decoded.is_none() && text.is_ascii() && !text.contains("  ");
+    // Decoded as often as it decodes (a document carried in a string of another), each round
+    // read: a later one may hide what an earlier one shows (`\\4111` is `\4111`, then octal
+    // `\411`). The text and its rounds are read as lines apart, which no detector reads across.
+    let rounds = references::decodings(text);
+    let plain = rounds.is_empty() && text.is_ascii() && !text.contains("  ");
     if plain {
         return None;
     }
-    let visible: String = decoded
-        .as_deref()
-        .unwrap_or(text)
+    let read = if rounds.is_empty() {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        let mut all = text.to_owned();
+        for round in &rounds {
+            all.push('\n');
+            all.push_str(round);
+        }
+        std::borrow::Cow::Owned(all)
+    };
+    let visible: String = read
         .chars()
         .filter(|c| !crate::text::is_invisible(*c) || c.is_whitespace())
         .collect();

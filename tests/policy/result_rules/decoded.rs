@@ -60,3 +60,4 @@ fn a_text_whose_references_hide_nothing_passes_unchanged() {
 }
 
 mod attacked;
+mod attacked_again;

@@ -63,6 +63,11 @@ fn escapes_are_decoded_as_a_json_javascript_or_python_reader_reads_them() {
         (r"eve\100evil \0 \1x", "eve@evil \u{0} \u{1}x"),
         (r"eve\u{0000040}evil \u{0}", "eve@evil \u{0}"),
         (r"\u{110000}", "\u{fffd}"),
+        (r"\u{100000041}", "\u{fffd}"),
+        // Every one-character escape; a `\U` escape anywhere; sixteen digits in braces.
+        (r"a\rb\tc\bd\fe\'f", "a\rb\tc\u{8}d\u{c}e'f"),
+        (r"\U0001F600 a\U0001F600", "😀 a😀"),
+        (r"\u{0000000000000040}", "@"),
     ] {
         assert_eq!(decodes(text), read, "{text:?}");
     }

@@ -237,11 +237,8 @@ const MOST_NESTED_DOCUMENTS: usize = 4;
 fn text_values(text: &str, found: &mut Found) {
     written_values(text, found);
     found.further(|found| {
-        let rounds = if references::may_hold_references(text) {
-            references::decodings(text)
-        } else {
-            Vec::new()
-        };
+        // Most texts hold nothing to decode: one pass over them finds so, and nothing is kept.
+        let rounds = references::decodings(text);
         for round in &rounds {
             written_values(round, found);
         }
@@ -291,10 +288,8 @@ fn text_values(text: &str, found: &mut Found) {
 
 /// The values of each further spelling decoding `text` gives ([`references::decodings`]).
 fn decoded_values(text: &str, found: &mut Found) {
-    if references::may_hold_references(text) {
-        for decoded in references::decodings(text) {
-            written_values(&decoded, found);
-        }
+    for decoded in references::decodings(text) {
+        written_values(&decoded, found);
     }
 }
 
@@ -303,15 +298,11 @@ fn written_values(text: &str, found: &mut Found) {
     if text.is_empty() || found.full() {
         return;
     }
-    let out = if found.reading_further {
-        &mut found.further
-    } else {
-        &mut found.values
-    };
     // Room for a value every 64 bytes (a mail or a page holds fewer), so a long result's
     // values are not moved again and again as the list grows.
-    out.reserve(text.len() / 64);
-    found.cut |= extract::tokens(text, out).is_cut();
+    found.list().reserve(text.len() / 64);
+    let reading = extract::tokens(text, found.list());
+    found.cut |= reading.is_cut();
     const MAX: usize = extract::MAX_WHOLE_VALUE_CHARS;
     for line in extract::lines(text) {
         // A character is 1 to 4 bytes: most lines are decided by their length alone, and an
@@ -322,11 +313,11 @@ fn written_values(text: &str, found: &mut Found) {
             let (token, reading) = extract::whole_reading(line);
             found.cut |= reading.is_cut();
             if let Some(token) = token {
-                if out.len() >= extract::MAX_VALUES_READ {
-                    found.cut = true;
+                // Both lists count: a further reading's values are values read too.
+                if found.full() {
                     return;
                 }
-                out.push(token);
+                found.list().push(token);
             }
         }
     }

@@ -6,15 +6,20 @@
 //!
 //! Decoded left to right, as a browser and a JSON parser do: `&amp;#46;` is `&#46;`, and `\\n`
 //! is a backslash and an `n` — and then again, up to [`MOST_ROUNDS`] times ([`decodings`]), as a
-//! reader reads through a JSON document carried as a string of another. Escapes: JSON's, `\xHH`,
-//! `\u{…}` (leading zeros too), Python's `\UXXXXXXXX` and octal `\ooo`. Numeric references follow HTML: the `;` may be left out, `0`,
-//! surrogates and values past U+10FFFF are U+FFFD, and 128–159 are the Windows-1252 characters
-//! browsers show (`&#150;` is `–`). Named references are those of [`NAMED`] — every ASCII
-//! punctuation mark, spaces, dashes, quotes, invisible characters and currency signs, named as HTML
-//! names them (case-sensitive), the `;` required but for HTML's legacy names among them
-//! ([`LEGACY`]: `&amp`, `&nbsp`, `&shy` …); the other names of HTML's 2,231 (accented letters, arrows, mathematics) are not
-//! decoded. A decoded text is never longer than the text: every reference and escape is at least
-//! as long as what it stands for.
+//! reader reads through a JSON document carried as a string of another.
+//!
+//! - Escapes: JSON's (`\n`, `\"`, `\u0040` and surrogate pairs), `\x40`, `\u{40}` (leading
+//!   zeros too, up to 16 digits), Python's `\U00000040` and octal `\100`.
+//! - Numeric references, as HTML reads them: the `;` may be left out; `0`, surrogates and values
+//!   past U+10FFFF are U+FFFD; 128–159 are the Windows-1252 characters browsers show (`&#150;`
+//!   is `–`).
+//! - Named references: those of [`NAMED`] — every ASCII punctuation mark, spaces, dashes, quotes,
+//!   invisible characters and currency signs, named as HTML names them (case-sensitive). The `;`
+//!   is required but for HTML's legacy names among them ([`LEGACY`]: `&amp`, `&nbsp`, `&shy`).
+//!   HTML's other names (accented letters, arrows, mathematics) are not decoded.
+//!
+//! A decoded text is never longer than the text: every reference and escape is at least as long
+//! as what it stands for (a property test holds it).
 
 /// Whether `text` holds a byte a reference or an escape starts with (`&` or `\`): most texts hold
 /// neither, and are then not decoded. Looked for 64 bytes at a time, with no branch inside, so

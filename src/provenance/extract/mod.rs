@@ -38,6 +38,7 @@ mod amounts;
 mod chunk_values;
 mod chunks;
 mod currencies;
+mod escaped_quotes;
 mod lines;
 mod numbers;
 mod one_place;
@@ -52,6 +53,7 @@ use chunks::{
     host_full_stop_at, looks_like_link_rest, next_chunk, next_classified, trim_trailing,
 };
 pub(crate) use currencies::mentions_money;
+use escaped_quotes::before_escaped_quote;
 pub(crate) use lines::lines;
 use numbers::NumberScan;
 pub(crate) use numbers::iban_checks;
@@ -318,31 +320,6 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
     // Past the character at `inside` at least (a full stop of `HOST_DOTS` is three bytes).
     let after = inside + text[inside..].chars().next().map_or(1, char::len_utf8);
     end.max(after)
-}
-
-/// Where the chunk `start..end` of `text` ends without the backslashes escaping a quote after it:
-/// the `"` that ends the chunk, or `'`s ending it (`\'`). `end` when no backslash escapes one.
-fn before_escaped_quote(text: &str, start: usize, end: usize) -> usize {
-    let bytes = text.as_bytes();
-    let quotes = bytes[start..end]
-        .iter()
-        .rev()
-        .take_while(|&&byte| byte == b'\'')
-        .count();
-    let quoted = end - quotes;
-    if quotes == 0 && bytes.get(end) != Some(&b'"') {
-        return end;
-    }
-    let backslashes = bytes[start..quoted]
-        .iter()
-        .rev()
-        .take_while(|&&byte| byte == b'\\')
-        .count();
-    if backslashes == 0 {
-        end
-    } else {
-        quoted - backslashes
-    }
 }
 
 /// The whole of `text` as one value: the canonical form of the one link, address, IBAN,

@@ -97,10 +97,10 @@ fn in_map(map: &mut serde_json::Map<String, Value>, change: &mut dyn FnMut(&mut 
     }
 }
 
-/// `text` as the detectors read it a second time, when that differs: its character references
-/// and escapes decoded as a browser or a JSON reader decodes them (`4111&nbsp;1111`,
-/// `sk-\u0061bc`: see [`references`]), invisible characters removed, with the `unicode` feature NFKC (fullwidth digits and letters, no-break and other
-/// spaces), and each run of spaces one space — a card number, IBAN or token a reader sees whole
+/// `text` as the detectors read it a second time, when that differs: beside it, each decoding of
+/// its character references and escapes (`4111&nbsp;1111`, `sk-\u0061bc`: see [`references`]);
+/// invisible characters removed, with the `unicode` feature NFKC (fullwidth digits and letters,
+/// no-break and other spaces), and each run of spaces one space — a card number, IBAN or token a reader sees whole
 /// in a spelling the detectors' patterns do not take. Line breaks and tabs are kept (they are
 /// white space, not invisible): joining lines or a table's columns would join numbers a list or
 /// a table keeps apart, and glue a value to the word before it.

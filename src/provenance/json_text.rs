@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// One leaf of a JSON document.
 pub(crate) enum Leaf<'a> {
@@ -17,18 +17,36 @@ pub(crate) enum Leaf<'a> {
     Number(String),
 }
 
-/// Calls `on` with each leaf of the JSON object or array `text` holds, in order; whether any
-/// was read. Written as tools and APIs write it: after a label, a byte order mark or an
-/// anti-XSSI prefix (`Result: {…}`, `)]}'`), inside a Markdown code fence, or one document a line
-/// (JSON lines). Strict JSON (RFC 8259, as serde_json reads it): a trailing comma or a number
-/// past a double's range ends the reading where it stands.
+/// Calls `on` with each leaf of the JSON objects and arrays `text` holds, in order; whether any
+/// was read. Written as tools and APIs write them: after a label, a byte order mark or an
+/// anti-XSSI prefix (`Result: {…}`, `)]}'`), inside a Markdown code fence, one document a line
+/// (JSON lines), or inside other text (a fenced block a question follows, a document and a
+/// footer: see [`embedded_documents`]). Strict JSON (RFC 8259, as serde_json reads it): in a
+/// text that ends as a document does, a trailing comma or a number past a double's range ends
+/// the reading where it stands.
 pub(crate) fn each_leaf(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
-    // Most texts end in no `}` or `]`: nothing is searched for in them.
-    let Some(body) = closed(text) else {
-        return false;
-    };
-    // From each of the first brackets, as a label may hold some (`2024-05-01 [info] {…}`), until
-    // a reading reads anything.
+    each_leaf_knowing_quotes(text, text.as_bytes().contains(&b'"'), on)
+}
+
+/// [`each_leaf`] of a text the caller knows whether it holds a quote (`quoted`): a document
+/// inside other text is looked for only where one is.
+pub(crate) fn each_leaf_knowing_quotes(
+    text: &str,
+    quoted: bool,
+    on: &mut dyn FnMut(Leaf<'_>),
+) -> bool {
+    if let Some(body) = closed(text)
+        && ending_documents(body, on)
+    {
+        return true;
+    }
+    quoted && embedded_documents(text, on)
+}
+
+/// The documents of `body`, a text that ends as one does: from each of its first brackets, as
+/// a label may hold some (`2024-05-01 [info] {…}`), until a reading reads anything; then one
+/// document a line.
+fn ending_documents(body: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
     let mut read_any = false;
     for (start, _) in body.match_indices(['{', '[']).take(MOST_STARTS) {
         let mut read = false;
@@ -57,12 +75,65 @@ pub(crate) fn each_leaf(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
     read_any
 }
 
+/// The documents inside other text: from each `{` or `[`, what parses whole as one JSON value
+/// is read — if it holds a string (a citation `[1]` or a list of numbers in prose reads
+/// nothing) — and the text after it is searched on; what does not parse is passed over up to
+/// where it stopped parsing, so no byte is parsed twice but by the reading of a document found.
+/// Whether any leaf was read. A document holding a string holds a quote: the caller looks for
+/// documents only in a text holding one.
+fn embedded_documents(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
+    let bytes = text.as_bytes();
+    let mut read_any = false;
+    let mut from = 0;
+    while let Some(found) = bytes[from..]
+        .iter()
+        .position(|&byte| byte == b'{' || byte == b'[')
+    {
+        let start = from + found;
+        let rest = &text[start..];
+        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<IgnoredAny>();
+        from = match stream.next() {
+            Some(Ok(IgnoredAny)) => {
+                let document = &rest[..stream.byte_offset()];
+                if document.contains('"') {
+                    let mut read = false;
+                    parse(document, &mut |leaf| {
+                        read = true;
+                        on(leaf);
+                    });
+                    read_any |= read;
+                }
+                start + document.len().max(1)
+            }
+            Some(Err(error)) => start + stopped_at(rest, &error).max(1),
+            // `rest` starts with a bracket: a value or an error.
+            None => break,
+        };
+    }
+    read_any
+}
+
+/// The byte of `text` where parsing it stopped with `error` (serde_json says where as a line
+/// and a column of bytes): the byte it could not take, or the one before.
+fn stopped_at(text: &str, error: &serde_json::Error) -> usize {
+    let line_start = if error.line() <= 1 {
+        0
+    } else {
+        text.match_indices('\n')
+            .nth(error.line() - 2)
+            .map_or(text.len(), |(at, _)| at + 1)
+    };
+    (line_start + error.column().saturating_sub(1)).min(text.len())
+}
+
 /// How many of a text's first brackets a document is looked for from.
 const MOST_STARTS: usize = 4;
 
-/// Whether `text` may hold a JSON document as [`each_leaf`] reads one.
+/// Whether `text` may hold a JSON document as [`each_leaf`] reads one: one it ends with, or one
+/// holding a string inside other text.
 pub(crate) fn may_be_document(text: &str) -> bool {
     closed(text).and_then(from_first_bracket).is_some()
+        || (text.contains('"') && text.contains(['{', '[']))
 }
 
 /// `text` without trailing white space, a code fence's closing and a closing quote (a document
@@ -233,5 +304,63 @@ mod tests {
         // Nested past serde_json's depth: not a document, no panic, no overflow.
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         assert!(!leaves(&deep).0);
+    }
+
+    #[test]
+    fn a_document_inside_other_text_is_read_whole_and_the_text_after_it_searched_on() {
+        let hotel = ["key hotel".to_owned(), "text Mallory Inn".to_owned()];
+        for text in [
+            "```json\n{\"hotel\": \"Mallory Inn\"}\n```\nShall I book it?",
+            "Result: {\"hotel\": \"Mallory Inn\"} (cached). Anything else?",
+            "Found:\n[\n  {\"hotel\":\n     \"Mallory Inn\"}\n]\n-- 1 result",
+            // Prose with brackets and a broken document before it, over lines.
+            "See [1], [2, 3] and [citation needed].\n{\"a\": [1,\n }\n{\"hotel\": \"Mallory Inn\"}.",
+        ] {
+            let (read_any, read) = leaves(text);
+            assert!(read_any, "{text:?}");
+            assert_eq!(read, hotel, "{text:?}");
+        }
+        // Two blocks and text between and after them; JSON lines and a footer.
+        let (_, read) = leaves(
+            "First:\n```json\n{\"a\": \"x\"}\n```\nthen [\"y\", 2]\n```\nend\n{\"b\": 1}\n-- end",
+        );
+        assert_eq!(
+            read,
+            ["key a", "text x", "text y", "number 2", "key b", "number 1"]
+        );
+    }
+
+    #[test]
+    fn brackets_in_prose_read_nothing() {
+        // Citations, lists of numbers, Markdown links, a Python list: no string in JSON.
+        for text in [
+            "As shown [1] and [2, 3], \"quoted\" [citation needed].",
+            "a [link](https://a.example) and ['py', 'list'] \"x\"",
+            "{ not json } \"x\" [",
+        ] {
+            assert_eq!(leaves(text), (false, Vec::new()), "{text:?}");
+        }
+        // Deeper than serde_json reads, opened and never closed, with a quote: no panic.
+        for text in [
+            format!("\"{}\"", "[".repeat(100_000)),
+            format!("{}1{}\"", "[".repeat(100), ",1".repeat(100_000)),
+        ] {
+            assert!(!leaves(&text).0);
+        }
+    }
+
+    #[test]
+    fn where_parsing_stopped_is_the_byte_it_could_not_take_or_the_one_before() {
+        for (text, bad) in [
+            ("[1, x]", 4),
+            ("[1,\n  2,\n  x]", 11),
+            ("{\"a\" 1}", 5),
+            ("[1 [2]]", 3),
+            ("[1,", 3),
+        ] {
+            let error = serde_json::from_str::<IgnoredAny>(text).unwrap_err();
+            let at = stopped_at(text, &error);
+            assert!(at == bad || at + 1 == bad, "{text:?}: {at} for {bad}");
+        }
     }
 }

@@ -238,7 +238,12 @@ fn text_values(text: &str, found: &mut Found) {
     written_values(text, found);
     found.further(|found| {
         // Most texts hold nothing to decode: one pass over them finds so, and nothing is kept.
-        let rounds = references::decodings(text);
+        let starts = references::starts(text);
+        let rounds = if starts.references {
+            references::decodings(text)
+        } else {
+            Vec::new()
+        };
         for round in &rounds {
             written_values(round, found);
         }
@@ -246,24 +251,25 @@ fn text_values(text: &str, found: &mut Found) {
         // by recursion: documents nested in strings would nest the parser's 128 levels as many
         // times over, on the stack.
         let mut documents: Vec<String> = Vec::new();
-        let read = |document: &str, found: &mut Found, documents: &mut Vec<String>| {
-            json_text::each_leaf(document, &mut |leaf| match leaf {
-                Leaf::Key(key) => key_values(key, found),
-                Leaf::Text(text) => {
-                    written_values(text, found);
-                    decoded_values(text, found);
-                    if json_text::may_be_document(text) {
-                        documents.push(text.to_owned());
+        let read =
+            |document: &str, quoted: bool, found: &mut Found, documents: &mut Vec<String>| {
+                json_text::each_leaf_knowing_quotes(document, quoted, &mut |leaf| match leaf {
+                    Leaf::Key(key) => key_values(key, found),
+                    Leaf::Text(text) => {
+                        written_values(text, found);
+                        decoded_values(text, found);
+                        if json_text::may_be_document(text) {
+                            documents.push(text.to_owned());
+                        }
                     }
-                }
-                Leaf::Number(number) => number_values(&number, found),
-            })
-        };
+                    Leaf::Number(number) => number_values(&number, found),
+                })
+            };
         // The text's document; where it holds none, its decodings' (`{&quot;hotel&quot;: …}`,
         // `{\"hotel\": …}`, a document written as a JSON string).
-        if !read(text, found, &mut documents) {
+        if !read(text, starts.quotes, found, &mut documents) {
             for round in &rounds {
-                if read(round, found, &mut documents) {
+                if read(round, round.contains('"'), found, &mut documents) {
                     break;
                 }
             }
@@ -277,12 +283,15 @@ fn text_values(text: &str, found: &mut Found) {
             nested.sort_unstable();
             nested.dedup();
             for document in nested {
-                read(&document, found, &mut documents);
+                read(&document, document.contains('"'), found, &mut documents);
             }
         }
         // Documents nested deeper than they are read hold values nobody recorded: the
-        // reading is cut, as links nested too deep are (the session overflows).
-        found.cut |= !documents.is_empty();
+        // reading is cut, as links nested too deep are (the session overflows) — where a
+        // string left holds a document indeed, not only a quote and a bracket.
+        found.cut |= documents
+            .iter()
+            .any(|document| json_text::each_leaf(document, &mut |_| {}));
     });
 }
 

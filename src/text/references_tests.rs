@@ -144,3 +144,20 @@ proptest! {
         );
     }
 }
+
+proptest! {
+    /// One pass finds both a reference's first byte and a quote, wherever each stands: in the
+    /// same block of 64 bytes or another, before or after the other, in the rest.
+    #[test]
+    fn the_starts_are_each_found_in_one_pass(
+        text in r#"[a-z é]{0,150}[&\\"]?[a-z é]{0,100}[&\\"]?[a-z é]{0,60}"#,
+    ) {
+        prop_assert_eq!(
+            starts(&text),
+            Starts {
+                references: text.contains('&') || text.contains('\\'),
+                quotes: text.contains('"'),
+            }
+        );
+    }
+}

@@ -219,10 +219,14 @@ fn scan(text: &str, out: &mut Vec<Token>) {
 /// and the digits both number scans have read past, when `skip` (the tests read
 /// every chunk and visit every digit, to hold the skips to reading the same values).
 fn scan_skipping(text: &str, out: &mut Vec<Token>, skip: bool) {
-    // JSON written with escaped slashes (`https:\/\/evil.example\/pay`) read as written.
-    if text.contains("\\/") {
-        return scan_skipping(&without_escaped_slashes(text), out, skip);
-    }
+    // JSON written with escaped slashes (`https:\/\/evil.example\/pay`) is read as written: the
+    // text is read again without them where the scan meets one (every `\` is a byte it visits),
+    // and what it read before is dropped — no search of its own over every text.
+    let from = out.len();
+    let again = |out: &mut Vec<Token>| {
+        out.truncate(from);
+        scan_skipping(&without_escaped_slashes(text), out, skip);
+    };
     // One pass over the bytes, a table lookup each: only chunks holding a byte a link,
     // address, path or handle needs are read (most chunks are words), and only digits start a
     // number or an IBAN's check digits.
@@ -236,7 +240,14 @@ fn scan_skipping(text: &str, out: &mut Vec<Token>, skip: bool) {
     let most = out.len().saturating_add(MAX_VALUES_READ);
     // The search for the next byte of a class is its own tight loop: most bytes are letters.
     while let Some(at) = next_classified(bytes, next) {
+        if bytes[at] == b'\\' && bytes.get(at + 1) == Some(&b'/') {
+            return again(out);
+        }
         if out.len() >= most {
+            // Cut here unless an escaped slash after it has the text read again.
+            if text[at..].contains("\\/") {
+                return again(out);
+            }
             mark_unread(out);
             return;
         }

@@ -209,3 +209,4 @@ fn a_json_text_nested_in_a_json_text_is_parsed_once_and_deep_nesting_stays_off_t
 
 mod attacked;
 mod attacked_again;
+mod embedded;

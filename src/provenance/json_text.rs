@@ -284,6 +284,14 @@ mod tests {
         assert_eq!(leaves("\"a string\""), (false, Vec::new()));
         assert_eq!(leaves("{ not json }"), (false, Vec::new()));
         assert!(!may_be_document("plain text") && may_be_document("see [1, 2]"));
+        // Inside other text: a quote and a bracket, both.
+        assert!(may_be_document("say \"hi\" [x") && !may_be_document("say \"hi\" x"));
+        assert!(!may_be_document("a [b c"));
+        // Four starts that read nothing, then a line that is a document (no quote anywhere).
+        assert_eq!(
+            leaves("[a [b [c [d\n[7]"),
+            (true, vec!["number 7".to_owned()])
+        );
         assert_eq!(
             leaves(r#"["a", "b" "c"]"#),
             (true, vec!["text a".to_owned(), "text b".to_owned()])
@@ -350,17 +358,19 @@ mod tests {
     }
 
     #[test]
-    fn where_parsing_stopped_is_the_byte_it_could_not_take_or_the_one_before() {
+    fn where_parsing_stopped_is_the_byte_it_could_not_take() {
         for (text, bad) in [
             ("[1, x]", 4),
             ("[1,\n  2,\n  x]", 11),
             ("{\"a\" 1}", 5),
             ("[1 [2]]", 3),
-            ("[1,", 3),
+            ("[1,\r\n x]", 6),
+            ("[\"é\", x]", 7),
+            // At the end: the last byte.
+            ("[1,", 2),
         ] {
             let error = serde_json::from_str::<IgnoredAny>(text).unwrap_err();
-            let at = stopped_at(text, &error);
-            assert!(at == bad || at + 1 == bad, "{text:?}: {at} for {bad}");
+            assert_eq!(stopped_at(text, &error), bad, "{text:?}");
         }
     }
 }

@@ -97,6 +97,7 @@ impl ToolController {
         let Found {
             values,
             further,
+            inside,
             cut,
             ..
         } = values_of_result(&result);
@@ -112,7 +113,7 @@ impl ToolController {
                 return withheld(result.call_id, &error);
             }
         }
-        if values.is_empty() && further.is_empty() {
+        if values.is_empty() && further.is_empty() && inside.is_empty() {
             // Nothing to keep: `record` would keep nothing and mark nothing.
             return result;
         }
@@ -123,6 +124,14 @@ impl ToolController {
         let (mut digests, written_past) = distinct_digests(key, values, &[]);
         let (more, further_past) = distinct_digests(key, further, &digests);
         digests.extend(more);
+        // The values only documents inside other text gave: as many as a result's bound,
+        // the rest left unseen (as a sentence's words are) rather than overflowing the session.
+        if !inside.is_empty() {
+            let mut known = digests.clone();
+            known.sort_unstable();
+            let (inside, _) = distinct_digests(key, inside, &known);
+            digests.extend(inside);
+        }
         let bound = Bound {
             most: digests.len(),
             ..Bound::RESULT

@@ -18,35 +18,27 @@ pub(crate) enum Leaf<'a> {
 }
 
 /// Calls `on` with each leaf of the JSON objects and arrays `text` holds, in order; whether any
-/// was read. Written as tools and APIs write them: after a label, a byte order mark or an
-/// anti-XSSI prefix (`Result: {…}`, `)]}'`), inside a Markdown code fence, one document a line
-/// (JSON lines), or inside other text (a fenced block a question follows, a document and a
-/// footer: see [`embedded_documents`]). Strict JSON (RFC 8259, as serde_json reads it): in a
-/// text that ends as a document does, a trailing comma or a number past a double's range ends
-/// the reading where it stands.
+/// was read: those [`ending_leaves`] reads, then those [`inside_leaves`] reads before them.
 pub(crate) fn each_leaf(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
-    each_leaf_knowing_quotes(text, text.as_bytes().contains(&b'"'), on)
+    let (ending, before) = ending_leaves(text, on);
+    let inside = text.as_bytes().contains(&b'"') && inside_leaves(&text[..before], on);
+    ending || inside
 }
 
-/// [`each_leaf`] of a text the caller knows whether it holds a quote (`quoted`): a document
-/// inside other text is looked for only where one is.
-pub(crate) fn each_leaf_knowing_quotes(
-    text: &str,
-    quoted: bool,
-    on: &mut dyn FnMut(Leaf<'_>),
-) -> bool {
-    if let Some(body) = closed(text)
-        && ending_documents(body, on)
-    {
-        return true;
-    }
-    quoted && embedded_documents(text, on)
-}
-
-/// The documents of `body`, a text that ends as one does: from each of its first brackets, as
-/// a label may hold some (`2024-05-01 [info] {…}`), until a reading reads anything; then one
-/// document a line.
-fn ending_documents(body: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
+/// Calls `on` with each leaf of the document `text` ends with, as tools and APIs write one:
+/// after a label, a byte order mark or an anti-XSSI prefix (`Result: {…}`, `)]}'`), inside a
+/// Markdown code fence that ends the text, one document a line (JSON lines). Strict JSON (RFC
+/// 8259, as serde_json reads it): a trailing comma or a number past a double's range ends the
+/// reading where it stands. Whether any leaf was read, and where the text before the document
+/// read ends (the text's length unless one was read whole to its end): other documents may
+/// stand there, inside other text.
+pub(crate) fn ending_leaves(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> (bool, usize) {
+    // Most texts end in no `}` or `]`: nothing is searched for in them.
+    let Some(body) = closed(text) else {
+        return (false, text.len());
+    };
+    // From each of the first brackets, as a label may hold some (`2024-05-01 [info] {…}`),
+    // until a reading reads anything.
     let mut read_any = false;
     for (start, _) in body.match_indices(['{', '[']).take(MOST_STARTS) {
         let mut read = false;
@@ -55,7 +47,7 @@ fn ending_documents(body: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
             on(leaf);
         });
         if whole {
-            return true;
+            return (true, start);
         }
         // Read in part: what follows is JSON lines, or no JSON (read line by line below).
         if read {
@@ -72,19 +64,22 @@ fn ending_documents(body: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
             }
         }
     }
-    read_any
+    (read_any, text.len())
 }
 
-/// The documents inside other text: from each `{` or `[`, what parses whole as one JSON value
-/// is read — if it holds a string (a citation `[1]` or a list of numbers in prose reads
-/// nothing) — and the text after it is searched on; what does not parse is passed over up to
-/// where it stopped parsing, so no byte is parsed twice but by the reading of a document found.
-/// Whether any leaf was read. A document holding a string holds a quote: the caller looks for
-/// documents only in a text holding one.
-fn embedded_documents(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
+/// Calls `on` with each leaf of the documents inside other text — a fenced block a question
+/// follows, a document and a footer, `Result: {…} (cached)` — each read where it parses whole
+/// from a bracket and holds a string (a citation `[1]` or a list of numbers in prose reads
+/// nothing), the text after it searched on; whether any leaf was read. What does not parse
+/// whole is read from its next bracket on (`["a", {…} x`, an open quote before a document), as
+/// long as the bytes such attempts parse stay within [`retry_budget`]; then from where it
+/// stopped parsing, so the reading stays linear in the text. A document holding a string holds
+/// a quote: a caller may look only in texts holding one.
+pub(crate) fn inside_leaves(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
     let bytes = text.as_bytes();
     let mut read_any = false;
     let mut from = 0;
+    let mut budget = retry_budget(text.len());
     while let Some(found) = bytes[from..]
         .iter()
         .position(|&byte| byte == b'{' || byte == b'[')
@@ -105,12 +100,26 @@ fn embedded_documents(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
                 }
                 start + document.len().max(1)
             }
-            Some(Err(error)) => start + stopped_at(rest, &error).max(1),
+            Some(Err(error)) => {
+                let stopped = stopped_at(rest, &error);
+                if stopped <= budget {
+                    budget -= stopped;
+                    start + 1
+                } else {
+                    start + stopped.max(1)
+                }
+            }
             // `rest` starts with a bracket: a value or an error.
             None => break,
         };
     }
     read_any
+}
+
+/// How many bytes the attempts [`inside_leaves`] makes again after one that failed may parse,
+/// for a text of `length` bytes: twice the text and 64 KiB.
+fn retry_budget(length: usize) -> usize {
+    length.saturating_mul(2).saturating_add(64 * 1024)
 }
 
 /// The byte of `text` where parsing it stopped with `error` (serde_json says where as a line
@@ -129,11 +138,9 @@ fn stopped_at(text: &str, error: &serde_json::Error) -> usize {
 /// How many of a text's first brackets a document is looked for from.
 const MOST_STARTS: usize = 4;
 
-/// Whether `text` may hold a JSON document as [`each_leaf`] reads one: one it ends with, or one
-/// holding a string inside other text.
-pub(crate) fn may_be_document(text: &str) -> bool {
+/// Whether `text` may end with a JSON document as [`ending_leaves`] reads one.
+pub(crate) fn may_end_with_document(text: &str) -> bool {
     closed(text).and_then(from_first_bracket).is_some()
-        || (text.contains('"') && text.contains(['{', '[']))
 }
 
 /// `text` without trailing white space, a code fence's closing and a closing quote (a document
@@ -283,10 +290,8 @@ mod tests {
         assert_eq!(leaves("plain text"), (false, Vec::new()));
         assert_eq!(leaves("\"a string\""), (false, Vec::new()));
         assert_eq!(leaves("{ not json }"), (false, Vec::new()));
-        assert!(!may_be_document("plain text") && may_be_document("see [1, 2]"));
-        // Inside other text: a quote and a bracket, both.
-        assert!(may_be_document("say \"hi\" [x") && !may_be_document("say \"hi\" x"));
-        assert!(!may_be_document("a [b c"));
+        assert!(!may_end_with_document("plain text") && may_end_with_document("see [1, 2]"));
+        assert!(!may_end_with_document("{\"a\": 1} and more"));
         // Four starts that read nothing, then a line that is a document (no quote anywhere).
         assert_eq!(
             leaves("[a [b [c [d\n[7]"),
@@ -336,6 +341,41 @@ mod tests {
             read,
             ["key a", "text x", "text y", "number 2", "key b", "number 1"]
         );
+    }
+
+    #[test]
+    fn a_document_is_read_inside_what_failed_to_parse_and_after_a_document_the_text_ends_with() {
+        let doc = r#"{"hotel": "Mallory Inn", "stars": 3}"#;
+        for text in [
+            // A value that never closes, an open quote, an array broken over lines.
+            format!(r#"["a", {doc} x"#),
+            format!(r#"Note [" {doc} end"#),
+            format!("Scores: [1, 2,\n{doc}\nand more"),
+            format!("Meta {{\"a\": {doc} x"),
+            format!("{}{doc} text", "[ ".repeat(200)),
+            // The text ends as a document does, and its first bracket reads a citation.
+            format!("See [1]. Result: {doc} (cached) [2]"),
+            format!("{{\"id\": 1}}\n{doc} (cached)\n-- 2 results [end]"),
+        ] {
+            let (_, read) = leaves(&text);
+            assert!(
+                read.contains(&"text Mallory Inn".to_owned()),
+                "{text:?}: {read:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_is_parsed_again_after_a_failure_is_bounded() {
+        // Twice the text and 64 KiB.
+        assert_eq!(retry_budget(1000), 2000 + 65_536);
+        assert_eq!(retry_budget(usize::MAX), usize::MAX);
+        // Each `[` opens a value that fails only at the text's end: parsed again from each
+        // while the budget lasts, then passed over; a document after them is still read.
+        let text = format!("{}{}", "[".repeat(100), "1,".repeat(50_000));
+        assert!(!leaves(&format!("\"{text}")).0);
+        let (_, read) = leaves(&format!("{text}] {{\"hotel\": \"Mallory Inn\"}} end"));
+        assert!(read.contains(&"text Mallory Inn".to_owned()));
     }
 
     #[test]

@@ -3,11 +3,12 @@
 use serde_json::Value;
 
 use super::extract::{self, Kind, Token};
-use super::json_text::{self, Leaf};
 use super::keyed::Digest;
 use super::{MAX_VALUES_PER_RESULT, ProvenanceKey};
 use crate::contract::{BlockFields, Principal, ToolResult};
 use crate::text::references;
+
+mod documents;
 
 /// Whose records: a keyed digest of the principal's id, or `-` for calls without one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +121,7 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     let mut cut = found.cut;
     let mut out = found.values;
     out.append(&mut found.further);
+    out.append(&mut found.inside);
     let words: Vec<&str> = text
         .split_whitespace()
         .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -195,15 +197,26 @@ pub(crate) struct Found {
     /// text read leaf by leaf — which the recorder bounds apart: a page whose every line holds
     /// `&nbsp;` reads each line twice, and would reach a result's bound at half its lines.
     pub(crate) further: Vec<Token>,
+    /// The values only the documents inside other text gave (`Result: {…} (cached)`, a page's
+    /// script data), read as far as they go and never cutting a reading: the recorder keeps as
+    /// many as a result's bound and overflows nothing for the rest, which are then as unseen as
+    /// a sentence's words — a page's embedded data (a Next.js page holds hundreds of strings)
+    /// or a program's `row["a"]` would otherwise overflow the session of whoever read it.
+    pub(crate) inside: Vec<Token>,
     pub(crate) cut: bool,
     /// Whether what is read now is read further (listed in `further`).
     reading_further: bool,
+    /// Whether what is read now is read from documents inside other text (listed in `inside`).
+    reading_inside: bool,
 }
 
 impl Found {
     /// Whether [`extract::MAX_VALUES_READ`] values were read: nothing more is, and the reading
-    /// is cut.
+    /// is cut — but for documents inside other text, whose reading only stops.
     fn full(&mut self) -> bool {
+        if self.reading_inside {
+            return self.inside.len() >= extract::MAX_VALUES_READ;
+        }
         let full = self.values.len() + self.further.len() >= extract::MAX_VALUES_READ;
         self.cut |= full;
         full
@@ -211,7 +224,9 @@ impl Found {
 
     /// Where what is read now is listed.
     fn list(&mut self) -> &mut Vec<Token> {
-        if self.reading_further {
+        if self.reading_inside {
+            &mut self.inside
+        } else if self.reading_further {
             &mut self.further
         } else {
             &mut self.values
@@ -224,10 +239,18 @@ impl Found {
         read(self);
         self.reading_further = was;
     }
-}
 
-/// How many JSON documents carried as strings of one another are read, the text's own first.
-const MOST_NESTED_DOCUMENTS: usize = 4;
+    /// `read` as a reading of documents inside other text: what it reads is listed in
+    /// `inside`, and it cuts nothing (the text around them is read as text, whole or cut).
+    fn inside<T>(&mut self, read: impl FnOnce(&mut Self) -> T) -> T {
+        let was = std::mem::replace(&mut self.reading_inside, true);
+        let cut = self.cut;
+        let read = read(self);
+        self.reading_inside = was;
+        self.cut = cut;
+        read
+    }
+}
 
 /// The values in a text as it is written and as its reader reads it: with its character
 /// references and escapes decoded (`eve&#64;evil&#46;example`, `pay\nThanks`: see
@@ -247,51 +270,7 @@ fn text_values(text: &str, found: &mut Found) {
         for round in &rounds {
             written_values(round, found);
         }
-        // A string of a document that is itself one is read in turn, from a list rather than
-        // by recursion: documents nested in strings would nest the parser's 128 levels as many
-        // times over, on the stack.
-        let mut documents: Vec<String> = Vec::new();
-        let read =
-            |document: &str, quoted: bool, found: &mut Found, documents: &mut Vec<String>| {
-                json_text::each_leaf_knowing_quotes(document, quoted, &mut |leaf| match leaf {
-                    Leaf::Key(key) => key_values(key, found),
-                    Leaf::Text(text) => {
-                        written_values(text, found);
-                        decoded_values(text, found);
-                        if json_text::may_be_document(text) {
-                            documents.push(text.to_owned());
-                        }
-                    }
-                    Leaf::Number(number) => number_values(&number, found),
-                })
-            };
-        // The text's document; where it holds none, its decodings' (`{&quot;hotel&quot;: …}`,
-        // `{\"hotel\": …}`, a document written as a JSON string).
-        if !read(text, starts.quotes, found, &mut documents) {
-            for round in &rounds {
-                if read(round, round.contains('"'), found, &mut documents) {
-                    break;
-                }
-            }
-        }
-        for _ in 1..MOST_NESTED_DOCUMENTS {
-            let mut nested = std::mem::take(&mut documents);
-            if nested.is_empty() || found.full() {
-                break;
-            }
-            // A document read twice (a line of JSON lines, and the text it starts) is one.
-            nested.sort_unstable();
-            nested.dedup();
-            for document in nested {
-                read(&document, document.contains('"'), found, &mut documents);
-            }
-        }
-        // Documents nested deeper than they are read hold values nobody recorded: the
-        // reading is cut, as links nested too deep are (the session overflows) — where a
-        // string left holds a document indeed, not only a quote and a bracket.
-        found.cut |= documents
-            .iter()
-            .any(|document| json_text::each_leaf(document, &mut |_| {}));
+        documents::read_documents(text, starts.quotes, &rounds, found);
     });
 }
 

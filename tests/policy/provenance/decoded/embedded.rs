@@ -2,7 +2,8 @@
 //! footer, JSON lines and a closing line — is read whole, as a document that ends the text is
 //! (each failed before: the values were read as text, and a hotel's name in a string was not
 //! seen). Brackets in prose (citations, lists of numbers) read nothing, and a page of hundreds
-//! of them overflows no session.
+//! of them overflows no session. The rest is what an independent attack on the first version
+//! found (session 64).
 
 use super::*;
 
@@ -42,11 +43,68 @@ fn brackets_in_prose_record_nothing_and_overflow_no_session() {
     let citations: String = (1..=600).map(|n| format!("as shown [{n}], ")).collect();
     let page = format!("\"Quoted\" {citations} and [1, 2, 3].");
     assert!(!asked(&page, "Hotel Aurora"));
-    // A string of the fourth document deep, holding a quote and a bracket but no document (it
-    // ends as one would): nothing is nested past the depth read, and nothing is cut.
-    let mut text = json!({"note": "say \"hi\" [sic]"}).to_string();
+    // A string of the fourth document deep, holding a quote and a bracket but no document:
+    // nothing is nested past the depth read, and nothing is cut.
+    let mut text = json!({"note": "say \"hi\" [sic] twice"}).to_string();
     for _ in 0..3 {
         text = json!({ "a": text }).to_string();
     }
     assert!(!asked(&text, "Hotel Aurora"), "{text}");
+}
+
+#[test]
+fn a_decoded_document_is_read_where_the_text_as_written_holds_a_small_one() {
+    // Each failed on the first version: the text's own `["k"]` was read, and its decodings'
+    // documents were not looked for.
+    let pages = [
+        r#"{&quot;hotel&quot;: &quot;Mallory Inn&quot;} [a] [b] [c] ["k"]"#.to_owned(),
+        r#"{\"hotel\": \"Mallory Inn\"} [a] [b] [c] ["k"]"#.to_owned(),
+        r#"<script type="application/ld+json">{"@type": "WebPage"}</script><pre>{&quot;hotel&quot;: &quot;Mallory Inn&quot;}</pre><p>Book now</p>"#.to_owned(),
+        r#"{"ok": "yes"} then "{\"hotel\": \"Mallory Inn\"}" end"#.to_owned(),
+        // A document escaped as HTML in a string of one, and past a citation the text ends with.
+        json!({"html": "<pre>{&quot;hotel&quot;: &quot;Mallory Inn&quot;}</pre>"}).to_string(),
+        r#"See [1]. Result: {"hotel": "Mallory Inn", "stars": 3} (cached) [2]"#.to_owned(),
+        // Inside a value that never closes; after an open quote.
+        r#"["a", {"hotel": "Mallory Inn", "stars": 3} x"#.to_owned(),
+        r#"Note [" {"hotel": "Mallory Inn"} end"#.to_owned(),
+    ];
+    let unseen: Vec<&String> = pages
+        .iter()
+        .filter(|page| !asked(page, "Mallory Inn"))
+        .collect();
+    assert!(unseen.is_empty(), "not seen: {unseen:#?}");
+}
+
+#[test]
+fn a_document_past_the_depth_read_overflows_however_it_is_spelled() {
+    // An HTML-escaped document, text after it, in a string of the fourth document deep: the
+    // first version neither read it nor overflowed the session.
+    let mut text =
+        json!({"html": "<pre>{&quot;hotel&quot;: &quot;Mallory Inn&quot;}</pre> ok"}).to_string();
+    for _ in 0..3 {
+        text = json!({ "a": text }).to_string();
+    }
+    assert!(asked(&text, "Hotel Aurora"), "{text}");
+}
+
+#[test]
+fn pages_and_programs_full_of_small_documents_overflow_no_session() {
+    // A page's script data of 600 distinct strings: the first are seen, none overflows.
+    let items: Vec<String> = (0..600).map(|n| format!("Item {n:03}")).collect();
+    let page = format!(
+        r#"<html><script id="__NEXT_DATA__" type="application/json">{}</script><p>Hotels</p></html>"#,
+        json!({"props": {"items": items}})
+    );
+    assert!(!asked(&page, "Hotel Aurora"));
+    assert!(asked(&page, "Item 001"));
+    // A program indexing by strings, and a log of one line many times, with a footer.
+    let program: String = (0..300)
+        .map(|n| format!("x{n} = row[\"a{n}\"] + row[\"b{n}\"]\n"))
+        .collect();
+    assert!(!asked(&program, "Hotel Aurora"));
+    let log = format!(
+        "{}-- end of log",
+        "{\"level\": \"info\", \"ok\": \"yes\"}\n".repeat(17_000)
+    );
+    assert!(!asked(&log, "Hotel Aurora"));
 }

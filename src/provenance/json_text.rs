@@ -18,10 +18,13 @@ pub(crate) enum Leaf<'a> {
 }
 
 /// Calls `on` with each leaf of the JSON objects and arrays `text` holds, in order; whether any
-/// was read: those [`ending_leaves`] reads, then those [`inside_leaves`] reads before them.
+/// was read: those [`ending_leaves`] reads, then those [`inside_leaves`] reads before them (as
+/// `values/documents.rs` reads a text's own spelling; the tests read through it).
+#[cfg(test)]
 pub(crate) fn each_leaf(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
     let (ending, before) = ending_leaves(text, on);
-    let inside = text.as_bytes().contains(&b'"') && inside_leaves(&text[..before], on);
+    let mut budget = retry_budget(text.len());
+    let inside = text.as_bytes().contains(&b'"') && inside_leaves(&text[..before], &mut budget, on);
     ending || inside
 }
 
@@ -72,14 +75,14 @@ pub(crate) fn ending_leaves(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> (bool, 
 /// from a bracket and holds a string (a citation `[1]` or a list of numbers in prose reads
 /// nothing), the text after it searched on; whether any leaf was read. What does not parse
 /// whole is read from its next bracket on (`["a", {…} x`, an open quote before a document), as
-/// long as the bytes such attempts parse stay within [`retry_budget`]; then from where it
-/// stopped parsing, so the reading stays linear in the text. A document holding a string holds
-/// a quote: a caller may look only in texts holding one.
-pub(crate) fn inside_leaves(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
+/// long as the bytes such attempts parse stay within `budget` (see [`retry_budget`], which the
+/// caller shares among the texts of one reading: a result's strings and their decodings); then
+/// from where it stopped parsing, so the reading stays linear in the text. A document holding a
+/// string holds a quote: a caller may look only in texts holding one.
+pub(crate) fn inside_leaves(text: &str, budget: &mut usize, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
     let bytes = text.as_bytes();
     let mut read_any = false;
     let mut from = 0;
-    let mut budget = retry_budget(text.len());
     while let Some(found) = bytes[from..]
         .iter()
         .position(|&byte| byte == b'{' || byte == b'[')
@@ -102,8 +105,8 @@ pub(crate) fn inside_leaves(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
             }
             Some(Err(error)) => {
                 let stopped = stopped_at(rest, &error);
-                if stopped <= budget {
-                    budget -= stopped;
+                if stopped <= *budget {
+                    *budget -= stopped;
                     start + 1
                 } else {
                     start + stopped.max(1)
@@ -117,8 +120,8 @@ pub(crate) fn inside_leaves(text: &str, on: &mut dyn FnMut(Leaf<'_>)) -> bool {
 }
 
 /// How many bytes the attempts [`inside_leaves`] makes again after one that failed may parse,
-/// for a text of `length` bytes: twice the text and 64 KiB.
-fn retry_budget(length: usize) -> usize {
+/// for a reading of texts of `length` bytes in all: twice the texts and 64 KiB.
+pub(crate) fn retry_budget(length: usize) -> usize {
     length.saturating_mul(2).saturating_add(64 * 1024)
 }
 

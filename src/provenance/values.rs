@@ -208,6 +208,10 @@ pub(crate) struct Found {
     reading_further: bool,
     /// Whether what is read now is read from documents inside other text (listed in `inside`).
     reading_inside: bool,
+    /// The bytes of the texts looked in for JSON documents, and those parsed again in looking
+    /// for documents inside other text: their budget is shared (see `values/documents.rs`).
+    looked_in: usize,
+    retried: usize,
 }
 
 impl Found {

@@ -77,14 +77,41 @@ fn a_decoded_document_is_read_where_the_text_as_written_holds_a_small_one() {
 
 #[test]
 fn a_document_past_the_depth_read_overflows_however_it_is_spelled() {
-    // An HTML-escaped document, text after it, in a string of the fourth document deep: the
-    // first version neither read it nor overflowed the session.
-    let mut text =
-        json!({"html": "<pre>{&quot;hotel&quot;: &quot;Mallory Inn&quot;}</pre> ok"}).to_string();
+    // An HTML-escaped document in a string of the fourth document deep: the first version
+    // neither read it nor overflowed the session.
+    let mut text = json!({"html": "{&quot;hotel&quot;: &quot;Mallory Inn&quot;}"}).to_string();
     for _ in 0..3 {
         text = json!({ "a": text }).to_string();
     }
     assert!(asked(&text, "Hotel Aurora"), "{text}");
+    // Documents inside a page's script, a string of the fourth deep a small one: not read past
+    // the depth, as no value of one is past a result's bound, and it overflows nothing (the
+    // second version overflowed the session for it; the first read none of it).
+    let mut text = json!({"d": "row[\"k\"]"}).to_string();
+    for _ in 0..3 {
+        text = json!({ "a": text }).to_string();
+    }
+    let page = format!("<script>{text}</script>");
+    assert!(!asked(&page, "Hotel Aurora"), "{page}");
+}
+
+#[test]
+fn a_decoding_s_document_the_text_ends_with_counts_as_one_beside_a_small_one_as_written() {
+    // The second version read a decoding only for documents inside other text once the text as
+    // written held a small one: a document of 600 strings overflowed the session no more, and
+    // one broken by a trailing comma was not read in part.
+    let fill: Vec<String> = (0..600).map(|n| format!("a{n:04} filler")).collect();
+    let escaped = json!(fill).to_string().replace('"', "&quot;");
+    assert!(asked(
+        &format!("[a] [b] [c] [d] [\"k\"]\n{escaped}"),
+        "Hotel Aurora"
+    ));
+    for page in [
+        r#"{&quot;hotel&quot;: &quot;Mallory Inn&quot;,} ["k"]&quot;"#,
+        r#"{\"hotel\": \"Mallory Inn\", \"stars\": 3,} ["k"]\n"#,
+    ] {
+        assert!(asked(page, "Mallory Inn"), "{page}");
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The HTTP details of both listeners, each a class tried in its spellings: a browser's `Origin`
 //! on `/mcp` (a page on a sibling port of the same host), the admin listener's `Host`, the bearer
-//! scheme's case, a refused credential's log line and metric, and `/metrics` by `Accept`.
+//! scheme's case, a refused credential's log line and metric, `/metrics` by `Accept`, and a
+//! refusal that leaves the body unread ending its connection, saying so.
 
 use crate::raw::*;
 use crate::support;
@@ -341,4 +342,80 @@ fn a_client_marked_page_sign_in_false_cannot_sign_in_and_the_refusal_is_logged_a
         "{log}"
     );
     assert!(!log.contains(MODEL_KEY));
+}
+
+/// A request sent on a kept-alive connection (no `Connection: close`): the whole answer as far
+/// as it came within `wait`, and whether the gateway then closed the connection.
+fn kept_alive(port: u16, headers: &str, body: &str, wait: u64) -> (String, bool) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(wait)))
+        .unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut buffer = [0; 4096];
+    let closed = loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => break true,
+            Ok(read) => answer.extend_from_slice(&buffer[..read]),
+            Err(_) => break false,
+        }
+    };
+    (String::from_utf8_lossy(&answer).into_owned(), closed)
+}
+
+#[test]
+fn a_refusal_that_leaves_the_body_unread_says_the_connection_closes() {
+    let work = Work::new("http-refusal-closes");
+    let (child, port, _) = serve_raw(&work, "");
+    let _stopped = Stopped(child);
+    // No credential, and an unknown one: the body is never read, and the connection ends with
+    // the answer — said in it, so a client sends its next request on another (the Python SDK's
+    // OAuth client, reusing it for discovery at once, met it closing on a loaded machine).
+    for headers in ["", "Authorization: Bearer tg_not_a_key_of_anyone\r\n"] {
+        let (answer, closed) = kept_alive(port, headers, INITIALIZE, 10);
+        let head = answer
+            .split("\r\n\r\n")
+            .next()
+            .unwrap()
+            .to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 401"), "{answer}");
+        assert!(head.contains("\r\nconnection: close"), "{head}");
+        assert!(closed, "{head}");
+    }
+    // A body past 4 MiB: read in part, refused, the connection ends, said so.
+    let large = format!("{{\"pad\": \"{}\"}}", "a".repeat(5 << 20));
+    let (answer, closed) = kept_alive(
+        port,
+        &format!("Authorization: Bearer {ALICE_KEY}\r\n"),
+        &large,
+        10,
+    );
+    let head = answer
+        .split("\r\n\r\n")
+        .next()
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 413"), "{head}");
+    assert!(head.contains("\r\nconnection: close"), "{head}");
+    assert!(closed);
+    // An accepted request keeps its connection open: the next answer would come on it.
+    let (answer, closed) = kept_alive(
+        port,
+        &format!("Authorization: Bearer {ALICE_KEY}\r\n"),
+        INITIALIZE,
+        2,
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(!answer.to_ascii_lowercase().contains("connection: close"));
+    assert!(
+        !closed,
+        "the gateway closed a kept-alive connection after a 200"
+    );
 }

@@ -124,14 +124,17 @@ impl ToolController {
         let (mut digests, written_past) = distinct_digests(key, values, &[]);
         let (more, further_past) = distinct_digests(key, further, &digests);
         digests.extend(more);
-        // The values only documents inside other text gave: as many as a result's bound,
-        // the rest left unseen (as a sentence's words are) rather than overflowing the session.
-        if !inside.is_empty() {
+        // The values only documents inside other text gave, recorded apart (`Bound::INSIDE`):
+        // as many as a result's bound, the rest left unseen (as a sentence's words are), and
+        // none overflowing the session, even one whose bound they would reach — a page's
+        // script data read again and again would.
+        let inside = if inside.is_empty() {
+            Vec::new()
+        } else {
             let mut known = digests.clone();
             known.sort_unstable();
-            let (inside, _) = distinct_digests(key, inside, &known);
-            digests.extend(inside);
-        }
+            distinct_digests(key, inside, &known).0
+        };
         let bound = Bound {
             most: digests.len(),
             ..Bound::RESULT
@@ -151,6 +154,20 @@ impl ToolController {
             digests,
             bound,
             written_past || further_past,
+        ) {
+            Ok((_, digests)) => {
+                self.seen_at.note(&scope, &digests, tool, &result.call_id);
+            }
+            Err(error) => return withheld(result.call_id, &error),
+        }
+        match self.recorder.record_digests(
+            self.counters.as_ref(),
+            self.clock.now_ms(),
+            &scope,
+            &names,
+            inside,
+            Bound::INSIDE,
+            false,
         ) {
             Ok((_, digests)) => {
                 self.seen_at.note(&scope, &digests, tool, &result.call_id);
@@ -352,7 +369,11 @@ impl Recorder {
                 ends.push(names.len());
             }
         }
-        let count = scope.count();
+        let count = if bound.fills_overflow {
+            scope.count()
+        } else {
+            scope.count_apart()
+        };
         let mut takes = Vec::with_capacity(ends.len() + 1);
         takes.push(Take {
             weight: digests.len() as u64,
@@ -371,7 +392,7 @@ impl Recorder {
         };
         // Values past a person's bound are not named by the person, which only restricts; values
         // of a result past its bound could be an attacker's, unrecorded: the session overflows.
-        let overflowed = (too_many && bound.overflows) || kept == 0;
+        let overflowed = (too_many && bound.overflows) || (kept == 0 && bound.fills_overflow);
         if overflowed {
             self.mark_overflowed(counters, now_ms, scope)?;
         } else if self.lost.holds(scope) {

@@ -65,6 +65,12 @@ impl Scope {
     pub(crate) fn count(&self) -> String {
         format!("prov:count:{}", self.0)
     }
+
+    /// The counter of the values this scope recorded under a bound that overflows nothing
+    /// ([`Bound::INSIDE`]).
+    pub(crate) fn count_apart(&self) -> String {
+        format!("prov:count-apart:{}", self.0)
+    }
 }
 
 /// How many values one recording keeps, and whether more marks the session overflowed.
@@ -72,6 +78,11 @@ impl Scope {
 pub(crate) struct Bound {
     pub(crate) most: usize,
     pub(crate) overflows: bool,
+    /// Whether these count against the session's bound of values, and a session too full for
+    /// them is marked overflowed; else they are counted apart, to a bound of their own (so they
+    /// never take the room of those that overflow it), and what does not fit is left
+    /// unrecorded, counting as never seen.
+    pub(crate) fills_overflow: bool,
 }
 
 impl Bound {
@@ -79,11 +90,21 @@ impl Bound {
     pub(crate) const RESULT: Self = Self {
         most: MAX_VALUES_PER_RESULT,
         overflows: true,
+        fills_overflow: true,
     };
     /// A person's request's: past it, the rest is not named by the person.
     pub(crate) const PERSON: Self = Self {
         most: super::MAX_VALUES_PER_REQUEST,
         overflows: false,
+        fills_overflow: true,
+    };
+    /// The values only documents inside other text gave ([`Found::inside`]): as many as a
+    /// result's, and neither past them nor past the session's bound does the session overflow:
+    /// what does not fit is as unseen as a sentence's words.
+    pub(crate) const INSIDE: Self = Self {
+        most: MAX_VALUES_PER_RESULT,
+        overflows: false,
+        fills_overflow: false,
     };
 }
 

@@ -135,3 +135,36 @@ fn pages_and_programs_full_of_small_documents_overflow_no_session() {
     );
     assert!(!asked(&log, "Hotel Aurora"));
 }
+
+#[test]
+fn a_page_of_script_data_read_again_and_again_overflows_no_session() {
+    // A third attack: 512 values of the page's script recorded at each read, counted against
+    // the session's 100,000, overflowed it at the 195th read. They are counted apart now, and
+    // past their own bound are left unrecorded: the page's links and lines still count.
+    let items: Vec<String> = (0..600).map(|n| format!("Item {n:03}")).collect();
+    let page = format!(
+        r#"<script id="__NEXT_DATA__">{}</script><p>See https://shop.example/sale</p>"#,
+        json!({"props": {"items": items}})
+    );
+    let controller = after_reading(&page);
+    for _ in 0..200 {
+        let read = controller.handle(ToolCall::new("read", "read_page", json!({})));
+        assert_eq!(outcome_word(read), "allow");
+    }
+    assert_eq!(
+        decided(&controller, "book", json!({"hotel": "Hotel Aurora"})),
+        "allow"
+    );
+    assert_eq!(
+        decided(&controller, "book", json!({"hotel": "Item 001"})),
+        "ask"
+    );
+    assert_eq!(
+        decided(
+            &controller,
+            "fetch",
+            json!({"url": "https://shop.example/sale"})
+        ),
+        "ask"
+    );
+}

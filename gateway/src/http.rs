@@ -116,6 +116,8 @@ pub async fn serve_mcp(
     // never disagree about which endpoint (and so which tools) a request reached.
     let exact: Arc<std::collections::HashSet<String>> = Arc::new(exact.into_iter().collect());
     router = router.layer(middleware::from_fn_with_state(exact, only_exact_paths));
+    // Outside every other layer: each refusal says the connection ends with it.
+    router = router.layer(middleware::from_fn(crate::http_checks::refusals_close));
     // Without TCP_NODELAY a reply written in two segments (headers, body) waits for the client's
     // delayed ACK: 40 ms a call once the client keeps its connection open.
     let tcp = tokio::net::TcpListener::bind(address)
@@ -222,15 +224,6 @@ async fn only_exact_paths(
 
 /// 401 unless the request carries `Authorization: Bearer KEY` for a configured client; 400 for a
 /// POST body with a duplicate key. The principal goes into the request's extensions.
-/// `response` saying the connection closes after it: sent where the request's body is left
-/// unread, which ends the connection (HTTP/1.1 keeps one open only past a whole request).
-fn closing(mut response: Response) -> Response {
-    response
-        .headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    response
-}
-
 async fn authenticate(
     State(gatekeeper): State<Arc<Gatekeeper>>,
     request: Request,
@@ -281,23 +274,18 @@ async fn authenticate(
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, challenge);
-        // The body is left unread, so the connection ends with this answer: said, a client does
-        // not send its next request on it (an OAuth client's discovery, sent at once, met the
-        // closing connection on a loaded machine: "server disconnected without a response").
-        return closing(response);
+        return response;
     };
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(principal);
     let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => bytes,
         Err(_) => {
-            return closing(
-                (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "413: the request body is larger than 4 MiB\n",
-                )
-                    .into_response(),
-            );
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "413: the request body is larger than 4 MiB\n",
+            )
+                .into_response();
         }
     };
     // One pass: a JSON POST whose body is not JSON gets the protocol's parse error here (the SDK

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 /// The `Host` values the admin listener answers (`listen.allowed_hosts`).
 #[derive(Debug, Clone)]
@@ -38,6 +38,23 @@ pub async fn admin_host(
         "403: this Host is not one the gateway serves (listen.allowed_hosts)\n",
     )
         .into_response()
+}
+
+/// Every refusal (a 4xx answer) says the connection ends with it (`Connection: close`). Most
+/// answer before the request's body is read (a 401, a 403 for an origin, a 404 for a path, a 413
+/// read in part), which ends the connection anyway, unsaid: a client sending its next request at
+/// once on it meets it closing ("server disconnected without sending a response" — the Python
+/// SDK's OAuth client, sending its discovery right after a 401, on a loaded machine). Said for
+/// every refusal, whichever layer answers it, rather than by each: a refusal is rare, and a
+/// new connection for the next request costs a handshake.
+pub async fn refusals_close(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if response.status().is_client_error() {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// With no `listen.allowed_origins`, no browser page may call `/mcp`: a request carrying an

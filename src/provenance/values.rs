@@ -267,13 +267,12 @@ impl Found {
 
     /// `read` as a reading of documents inside other text: what it reads is listed in
     /// `inside`, and it cuts nothing (the text around them is read as text, whole or cut).
-    fn inside<T>(&mut self, read: impl FnOnce(&mut Self) -> T) -> T {
+    fn inside(&mut self, read: impl FnOnce(&mut Self)) {
         let was = std::mem::replace(&mut self.reading_inside, true);
         let cut = self.cut;
-        let read = read(self);
+        read(self);
         self.reading_inside = was;
         self.cut = cut;
-        read
     }
 }
 

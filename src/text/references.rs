@@ -22,23 +22,16 @@
 //! as what it stands for (a property test holds it).
 
 /// Whether `text` holds a byte a reference or an escape starts with (`&` or `\`): most texts hold
-/// neither, and are then not decoded. Looked for 64 bytes at a time, with no branch inside, so
-/// the compiler compares them all at once (two searches of the standard library's, one for
-/// each byte, cost 4% of recording a 10 KB page's values).
+/// neither, and are then not decoded (see [`starts`]).
 pub(crate) fn may_hold_references(text: &str) -> bool {
-    let starts = |bytes: &[u8]| {
-        bytes.iter().fold(0_u8, |found, &byte| {
-            found | u8::from(byte == b'&') | u8::from(byte == b'\\')
-        }) != 0
-    };
-    let mut blocks = text.as_bytes().chunks_exact(64);
-    blocks.by_ref().any(starts) || starts(blocks.remainder())
+    starts(text).references
 }
 
 /// What a text holds that a further reading of it starts from: a reference or an escape (`&`,
-/// `\`), or a quote (a JSON string, see `provenance::json_text`). Found in one pass as
-/// [`may_hold_references`] finds the first: most texts hold none of them, and one pass for
-/// both costs less than two.
+/// `\`), or a quote (a JSON string, see `provenance::json_text`). Looked for 64 bytes at a time,
+/// with no branch inside, so the compiler compares them all at once (two searches of the
+/// standard library's, one for each byte, cost 4% of recording a 10 KB page's values); most
+/// texts hold none of them, and one pass for both costs less than two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Starts {
     pub(crate) references: bool,

@@ -347,13 +347,18 @@ fn a_client_marked_page_sign_in_false_cannot_sign_in_and_the_refusal_is_logged_a
 /// A request sent on a kept-alive connection (no `Connection: close`): the whole answer as far
 /// as it came within `wait`, and whether the gateway then closed the connection.
 fn kept_alive(port: u16, headers: &str, body: &str, wait: u64) -> (String, bool) {
+    kept_alive_at(port, "/mcp", headers, body, wait)
+}
+
+/// [`kept_alive`] at `path`.
+fn kept_alive_at(port: u16, path: &str, headers: &str, body: &str, wait: u64) -> (String, bool) {
     use std::io::{Read as _, Write as _};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(wait)))
         .unwrap();
     let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
@@ -371,7 +376,7 @@ fn kept_alive(port: u16, headers: &str, body: &str, wait: u64) -> (String, bool)
 }
 
 #[test]
-fn a_refusal_that_leaves_the_body_unread_says_the_connection_closes() {
+fn every_refusal_says_the_connection_closes_whichever_layer_answers_it() {
     let work = Work::new("http-refusal-closes");
     let (child, port, _) = serve_raw(&work, "");
     let _stopped = Stopped(child);
@@ -386,6 +391,26 @@ fn a_refusal_that_leaves_the_body_unread_says_the_connection_closes() {
             .unwrap()
             .to_ascii_lowercase();
         assert!(head.starts_with("http/1.1 401"), "{answer}");
+        assert!(head.contains("\r\nconnection: close"), "{head}");
+        assert!(closed, "{head}");
+    }
+    // Refused by the layers before authentication: a browser's origin, a path of no endpoint.
+    let key = format!("Authorization: Bearer {ALICE_KEY}\r\n");
+    for (path, headers, status) in [
+        (
+            "/mcp",
+            format!("{key}Origin: http://127.0.0.1:5173\r\n"),
+            "403",
+        ),
+        ("/mcp/", key.clone(), "404"),
+    ] {
+        let (answer, closed) = kept_alive_at(port, path, &headers, INITIALIZE, 10);
+        let head = answer
+            .split("\r\n\r\n")
+            .next()
+            .unwrap()
+            .to_ascii_lowercase();
+        assert!(head.starts_with(&format!("http/1.1 {status}")), "{head}");
         assert!(head.contains("\r\nconnection: close"), "{head}");
         assert!(closed, "{head}");
     }

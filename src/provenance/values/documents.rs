@@ -39,7 +39,7 @@ pub(super) fn read_documents(text: &str, quoted: bool, rounds: &[String], found:
         nested.sort_unstable();
         nested.dedup();
         for (document, inside) in nested {
-            let rounds = decodings(&document);
+            let rounds = references::decodings(&document);
             let quoted = document.contains('"');
             if inside {
                 found.inside(|found| {
@@ -132,15 +132,6 @@ fn on_leaf(leaf: Leaf<'_>, found: &mut Found, documents: &mut Vec<Nested>) {
 fn may_hold_document(text: &str) -> bool {
     json_text::may_end_with_document(text)
         || (text.contains(['{', '[']) && text.contains(['"', '&', '\\']))
-}
-
-/// The decodings of a text holding a reference or an escape; none for most.
-fn decodings(text: &str) -> Vec<String> {
-    if references::starts(text).references {
-        references::decodings(text)
-    } else {
-        Vec::new()
-    }
 }
 
 #[cfg(test)]

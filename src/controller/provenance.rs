@@ -97,7 +97,7 @@ impl ToolController {
         let Found {
             values,
             further,
-            inside,
+            apart,
             cut,
             ..
         } = values_of_result(&result);
@@ -113,7 +113,7 @@ impl ToolController {
                 return withheld(result.call_id, &error);
             }
         }
-        if values.is_empty() && further.is_empty() && inside.is_empty() {
+        if values.is_empty() && further.is_empty() && apart.is_empty() {
             // Nothing to keep: `record` would keep nothing and mark nothing.
             return result;
         }
@@ -124,16 +124,17 @@ impl ToolController {
         let (mut digests, written_past) = distinct_digests(key, values, &[]);
         let (more, further_past) = distinct_digests(key, further, &digests);
         digests.extend(more);
-        // The values only documents inside other text gave, recorded apart (`Bound::INSIDE`):
-        // as many as a result's bound, the rest left unseen (as a sentence's words are), and
-        // none overflowing the session, even one whose bound they would reach — a page's
-        // script data read again and again would.
-        let inside = if inside.is_empty() {
+        // The values counted apart (the lines of a text of several lines, and what documents
+        // inside other text gave), recorded under `Bound::APART`: as many as a result's bound,
+        // the rest left unseen (as a sentence's words are), and none overflowing the session,
+        // even one whose bound they would reach — a page's script data read again and again
+        // would.
+        let apart = if apart.is_empty() {
             Vec::new()
         } else {
             let mut known = digests.clone();
             known.sort_unstable();
-            distinct_digests(key, inside, &known).0
+            distinct_digests(key, apart, &known).0
         };
         let bound = Bound {
             most: digests.len(),
@@ -165,8 +166,8 @@ impl ToolController {
             self.clock.now_ms(),
             &scope,
             &names,
-            inside,
-            Bound::INSIDE,
+            apart,
+            Bound::APART,
             false,
         ) {
             Ok((_, digests)) => {

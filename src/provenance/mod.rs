@@ -39,7 +39,11 @@
 //!   leaves), and a session at most [`MAX_VALUES_PER_SESSION`] (a value recorded again counts again).
 //!   Past either bound the session is marked *overflowed*: every later `seen_in` condition of a
 //!   result source holds for every value, as if each were seen there — the rules restrict, never
-//!   miss. A result that cannot be recorded at all (the store fails) is withheld from the model.
+//!   miss. Two kinds of value are counted apart, to bounds of their own that overflow nothing:
+//!   the short lines whole of a text of several lines (a source file, a changelog, a log) and
+//!   the values of JSON documents inside other text (a page's script data). Past their bound
+//!   they count as never seen, as a sentence's words do; what those lines hold (links, addresses,
+//!   IBANs, numbers …) is read as written and counts against the result's bound. A result that cannot be recorded at all (the store fails) is withheld from the model.
 //! - **Scoped to the principal.** A result is recorded for the principal whose call returned it
 //!   and a request for the principal it was made for; a call reads only its own principal's
 //!   records (calls without a principal share one scope).

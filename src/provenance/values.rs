@@ -67,7 +67,7 @@ impl Scope {
     }
 
     /// The counter of the values this scope recorded under a bound that overflows nothing
-    /// ([`Bound::INSIDE`]).
+    /// ([`Bound::APART`]).
     pub(crate) fn count_apart(&self) -> String {
         format!("prov:count-apart:{}", self.0)
     }
@@ -98,10 +98,11 @@ impl Bound {
         overflows: false,
         fills_overflow: true,
     };
-    /// The values only documents inside other text gave ([`Found::inside`]): as many as a
-    /// result's, and neither past them nor past the session's bound does the session overflow:
-    /// what does not fit is as unseen as a sentence's words.
-    pub(crate) const INSIDE: Self = Self {
+    /// The values counted apart ([`Found::apart`]: the lines of a text of several lines, and
+    /// what documents inside other text gave): as many as a result's, and neither past them nor
+    /// past the session's bound does the session overflow: what does not fit is as unseen as a
+    /// sentence's words.
+    pub(crate) const APART: Self = Self {
         most: MAX_VALUES_PER_RESULT,
         overflows: false,
         fills_overflow: false,
@@ -142,7 +143,7 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     let mut cut = found.cut;
     let mut out = found.values;
     out.append(&mut found.further);
-    out.append(&mut found.inside);
+    out.append(&mut found.apart);
     let words: Vec<&str> = text
         .split_whitespace()
         .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -218,16 +219,20 @@ pub(crate) struct Found {
     /// text read leaf by leaf — which the recorder bounds apart: a page whose every line holds
     /// `&nbsp;` reads each line twice, and would reach a result's bound at half its lines.
     pub(crate) further: Vec<Token>,
-    /// The values only the documents inside other text gave (`Result: {…} (cached)`, a page's
-    /// script data), read as far as they go and never cutting a reading: the recorder keeps as
-    /// many as a result's bound and overflows nothing for the rest, which are then as unseen as
-    /// a sentence's words — a page's embedded data (a Next.js page holds hundreds of strings)
-    /// or a program's `row["a"]` would otherwise overflow the session of whoever read it.
-    pub(crate) inside: Vec<Token>,
+    /// The values counted apart: each short line of a text of several lines (a page, a file,
+    /// a log) whole, and the values only the documents inside other text gave (`Result: {…}
+    /// (cached)`, a page's script data). Read as far as they go (at most
+    /// [`extract::MAX_VALUES_READ`]) and never cutting a reading: the recorder keeps as many as
+    /// a result's bound and overflows nothing for the rest, which are then as unseen as a
+    /// sentence's words — a source file of 600 lines, a changelog, a page's embedded data (a
+    /// Next.js page holds hundreds of strings) or a program's `row["a"]` would otherwise
+    /// overflow the session of whoever read it. A line's links, addresses and other tokens are
+    /// read as written all the same, and count against the result's bound.
+    pub(crate) apart: Vec<Token>,
     pub(crate) cut: bool,
     /// Whether what is read now is read further (listed in `further`).
     reading_further: bool,
-    /// Whether what is read now is read from documents inside other text (listed in `inside`).
+    /// Whether what is read now is read from documents inside other text (listed in `apart`).
     reading_inside: bool,
     /// The bytes of the texts looked in for JSON documents, and those parsed again in looking
     /// for documents inside other text: their budget is shared (see `values/documents.rs`).
@@ -240,17 +245,23 @@ impl Found {
     /// is cut — but for documents inside other text, whose reading only stops.
     fn full(&mut self) -> bool {
         if self.reading_inside {
-            return self.inside.len() >= extract::MAX_VALUES_READ;
+            return self.apart_full();
         }
         let full = self.values.len() + self.further.len() >= extract::MAX_VALUES_READ;
         self.cut |= full;
         full
     }
 
+    /// Whether [`extract::MAX_VALUES_READ`] values were counted apart: no more are read, and
+    /// nothing is cut.
+    fn apart_full(&self) -> bool {
+        self.apart.len() >= extract::MAX_VALUES_READ
+    }
+
     /// Where what is read now is listed.
     fn list(&mut self) -> &mut Vec<Token> {
         if self.reading_inside {
-            &mut self.inside
+            &mut self.apart
         } else if self.reading_further {
             &mut self.further
         } else {
@@ -266,7 +277,7 @@ impl Found {
     }
 
     /// `read` as a reading of documents inside other text: what it reads is listed in
-    /// `inside`, and it cuts nothing (the text around them is read as text, whole or cut).
+    /// `apart`, and it cuts nothing (the text around them is read as text, whole or cut).
     fn inside(&mut self, read: impl FnOnce(&mut Self)) {
         let was = std::mem::replace(&mut self.reading_inside, true);
         let cut = self.cut;
@@ -305,7 +316,8 @@ fn decoded_values(text: &str, found: &mut Found) {
     }
 }
 
-/// The values in a text as it is written: its tokens, and each short line whole.
+/// The values in a text as it is written: its tokens, and each short line whole — counted
+/// apart ([`Found::apart`]) when the text has several lines and the line is no token of its own.
 fn written_values(text: &str, found: &mut Found) {
     if text.is_empty() || found.full() {
         return;
@@ -316,6 +328,9 @@ fn written_values(text: &str, found: &mut Found) {
     let reading = extract::tokens(text, found.list());
     found.cut |= reading.is_cut();
     const MAX: usize = extract::MAX_WHOLE_VALUE_CHARS;
+    // A text of one line is one value, as a field is; the lines of a longer one are counted
+    // apart: a source file or a changelog of 600 short lines overflowed the session.
+    let several = lines_past_the_first(text);
     for line in extract::lines(text) {
         // A character is 1 to 4 bytes: most lines are decided by their length alone, and an
         // ASCII line longer than the most has as many characters as bytes.
@@ -324,15 +339,31 @@ fn written_values(text: &str, found: &mut Found) {
         if short {
             let (token, reading) = extract::whole_reading(line);
             found.cut |= reading.is_cut();
-            if let Some(token) = token {
-                // Both lists count: a further reading's values are values read too.
-                if found.full() {
-                    return;
+            match token {
+                Some(token) if several && token.kind == Kind::Text => {
+                    if !found.apart_full() {
+                        found.apart.push(token);
+                    }
                 }
-                found.list().push(token);
+                Some(token) => {
+                    // Both lists count: a further reading's values are values read too.
+                    if found.full() {
+                        return;
+                    }
+                    found.list().push(token);
+                }
+                None => {}
             }
         }
     }
+}
+
+/// Whether `text` has a line after its first ([`extract::lines`]: a last `\n` ends a line and
+/// starts none).
+fn lines_past_the_first(text: &str) -> bool {
+    let mut lines = extract::lines(text);
+    lines.next();
+    lines.next().is_some()
 }
 
 /// The values of a content block: each of its fields' but its own type and its payload (see

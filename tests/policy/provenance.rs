@@ -495,4 +495,5 @@ fn payments_hold_in_postgres_shared_by_two_controllers() {
 
 mod decoded;
 mod language;
+mod long_texts;
 mod recorded;

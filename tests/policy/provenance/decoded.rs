@@ -21,7 +21,7 @@ const DECODED_POLICY: &str = r#"{
 }"#;
 
 /// A controller whose `read_page` (untrusted) returned `page`.
-fn after_reading(page: &str) -> ToolController {
+pub(super) fn after_reading(page: &str) -> ToolController {
     let registry = ToolRegistry::new([
         returning(
             "read_page",
@@ -57,7 +57,7 @@ fn after_reading(page: &str) -> ToolController {
     controller
 }
 
-fn decided(controller: &ToolController, tool: &str, arguments: Value) -> &'static str {
+pub(super) fn decided(controller: &ToolController, tool: &str, arguments: Value) -> &'static str {
     outcome_word(controller.handle(ToolCall::new("c", tool, arguments)))
 }
 

@@ -1,0 +1,71 @@
+//! Long texts — a source file, a changelog, a log — are read line by line, and their lines whole
+//! are counted apart: as many as a result's bound are kept, and the session overflows for none
+//! (a 600-line file overflowed it, and every later call a `seen_in` rule judges was asked). What
+//! the lines hold — links, addresses, IBANs, numbers — still counts against the bound, and a text
+//! of one line is one value, as a field is.
+
+use super::decoded::{after_reading, decided};
+use super::*;
+
+/// Whether `book {"hotel": hotel}` is asked after reading `page` (seen in an untrusted result).
+fn hotel_asked(controller: &ToolController, hotel: &str) -> bool {
+    decided(controller, "book", json!({ "hotel": hotel })) == "ask"
+}
+
+/// `count` distinct short lines of a program.
+fn program(count: usize) -> Vec<String> {
+    (0..count)
+        .map(|n| format!("    let total_{n} = add(total_{n}, step);"))
+        .collect()
+}
+
+#[test]
+fn a_source_file_of_six_hundred_lines_overflows_nothing_and_a_results_bound_of_its_lines_are_seen()
+{
+    let lines = program(600);
+    let controller = after_reading(&lines.join("\n"));
+    // Not overflowed: a value no result carried is not seen.
+    assert!(!hotel_asked(&controller, "Hotel Aurora"));
+    // As many lines as a result records, exactly: the rest count as never seen.
+    let seen = lines
+        .iter()
+        .filter(|line| hotel_asked(&controller, line.trim()))
+        .count();
+    assert_eq!(seen, toolgate::provenance::MAX_VALUES_PER_RESULT);
+    // A shorter file: every line.
+    let lines = program(100);
+    let controller = after_reading(&lines.join("\r\n"));
+    assert!(lines.iter().all(|line| hotel_asked(&controller, line)));
+    assert!(!hotel_asked(&controller, "Hotel Aurora"));
+}
+
+#[test]
+fn what_the_lines_of_a_long_text_hold_still_overflows_the_session() {
+    // 600 distinct addresses, one a line: tokens, not lines, and past a result's bound.
+    let page: String = (0..600)
+        .map(|n| format!("- contact a{n}@x.example\n"))
+        .collect();
+    let controller = after_reading(&page);
+    assert!(hotel_asked(&controller, "Hotel Aurora"));
+    // A line that is a link is the link, read as written, and counts too.
+    let page: String = (0..600)
+        .map(|n| format!("https://x.example/{n}\n"))
+        .collect();
+    let controller = after_reading(&page);
+    assert!(hotel_asked(&controller, "Hotel Aurora"));
+}
+
+#[test]
+fn a_text_of_one_line_is_one_value_and_a_document_of_600_of_them_overflows_the_session() {
+    // A JSON document returned as text: each string one value, as a field's, so 600 distinct
+    // strings overflow the session; so does a list of them written one a line.
+    let items: Vec<String> = (0..600).map(|n| format!("Hotel {n:03}")).collect();
+    let controller = after_reading(&json!({ "hotels": items }).to_string());
+    assert!(hotel_asked(&controller, "Hotel Aurora"));
+    let controller = after_reading(&serde_json::to_string_pretty(&items).unwrap());
+    assert!(hotel_asked(&controller, "Hotel Aurora"));
+    // A hotel on a line of its own in a short mail is seen, as before.
+    let controller = after_reading("Hi,\nwe recommend\nMallory Inn\nCheers");
+    assert!(hotel_asked(&controller, "Mallory Inn"));
+    assert!(hotel_asked(&controller, "mallory  inn"));
+}

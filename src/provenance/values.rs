@@ -221,9 +221,9 @@ pub(crate) struct Found {
     pub(crate) further: Vec<Token>,
     /// The values counted apart: each short line of a text of several lines (a page, a file,
     /// a log) whole, and the values only the documents inside other text gave (`Result: {…}
-    /// (cached)`, a page's script data). Read as far as they go (at most
-    /// [`extract::MAX_VALUES_READ`]) and never cutting a reading: the recorder keeps as many as
-    /// a result's bound and overflows nothing for the rest, which are then as unseen as a
+    /// (cached)`, a page's script data). Read up to [`extract::MAX_VALUES_READ`] (lines past it
+    /// cut the reading, as any value read does; documents' values past it stop theirs), they
+    /// are kept as far as a result's bound goes, and the recorder overflows nothing for the rest, which are then as unseen as a
     /// sentence's words — a source file of 600 lines, a changelog, a page's embedded data (a
     /// Next.js page holds hundreds of strings) or a program's `row["a"]` would otherwise
     /// overflow the session of whoever read it. A line's links, addresses and other tokens are
@@ -238,16 +238,22 @@ pub(crate) struct Found {
     /// for documents inside other text: their budget is shared (see `values/documents.rs`).
     looked_in: usize,
     retried: usize,
+    /// The lines counted apart (in `apart`, beside what documents inside other text gave): they
+    /// count against [`extract::MAX_VALUES_READ`] with the values read as written.
+    lines_apart: usize,
 }
 
 impl Found {
-    /// Whether [`extract::MAX_VALUES_READ`] values were read: nothing more is, and the reading
-    /// is cut — but for documents inside other text, whose reading only stops.
+    /// Whether [`extract::MAX_VALUES_READ`] values were read (values, further readings' and
+    /// lines counted apart): nothing more is, and the reading is cut — but for documents inside
+    /// other text, whose reading only stops. (Lines counted apart once stopped rather than cut:
+    /// a text of 65,536 lines `x` hid every value after it, a document's too.)
     fn full(&mut self) -> bool {
         if self.reading_inside {
             return self.apart_full();
         }
-        let full = self.values.len() + self.further.len() >= extract::MAX_VALUES_READ;
+        let read = self.values.len() + self.further.len() + self.lines_apart;
+        let full = read >= extract::MAX_VALUES_READ;
         self.cut |= full;
         full
     }
@@ -330,7 +336,7 @@ fn written_values(text: &str, found: &mut Found) {
     const MAX: usize = extract::MAX_WHOLE_VALUE_CHARS;
     // A text of one line is one value, as a field is; the lines of a longer one are counted
     // apart: a source file or a changelog of 600 short lines overflowed the session.
-    let several = lines_past_the_first(text);
+    let several = several_lines(text);
     for line in extract::lines(text) {
         // A character is 1 to 4 bytes: most lines are decided by their length alone, and an
         // ASCII line longer than the most has as many characters as bytes.
@@ -341,9 +347,15 @@ fn written_values(text: &str, found: &mut Found) {
             found.cut |= reading.is_cut();
             match token {
                 Some(token) if several && token.kind == Kind::Text => {
-                    if !found.apart_full() {
-                        found.apart.push(token);
+                    if found.full() {
+                        return;
                     }
+                    // In a document inside other text, a line is one of its values, which
+                    // only stop (`full` above).
+                    if !found.reading_inside {
+                        found.lines_apart += 1;
+                    }
+                    found.apart.push(token);
                 }
                 Some(token) => {
                     // Both lists count: a further reading's values are values read too.
@@ -358,12 +370,13 @@ fn written_values(text: &str, found: &mut Found) {
     }
 }
 
-/// Whether `text` has a line after its first ([`extract::lines`]: a last `\n` ends a line and
-/// starts none).
-fn lines_past_the_first(text: &str) -> bool {
-    let mut lines = extract::lines(text);
-    lines.next();
-    lines.next().is_some()
+/// Whether `text` has two lines ([`extract::lines`]) that are not blank: a name with an empty
+/// line before or after it (`"Evil Hotel\n\n"`) is one line, as the name alone is.
+fn several_lines(text: &str) -> bool {
+    extract::lines(text)
+        .filter(|line| !line.trim().is_empty())
+        .nth(1)
+        .is_some()
 }
 
 /// The values of a content block: each of its fields' but its own type and its payload (see

@@ -69,3 +69,41 @@ fn a_text_of_one_line_is_one_value_and_a_document_of_600_of_them_overflows_the_s
     assert!(hotel_asked(&controller, "Mallory Inn"));
     assert!(hotel_asked(&controller, "mallory  inn"));
 }
+
+#[test]
+fn lines_past_the_values_a_result_is_read_for_cut_its_reading_and_overflow_the_session() {
+    // An independent attack on the first version: lines counted apart stopped at 65,536
+    // without cutting, and two distinct lines hid every value after them — a line, a page's
+    // script data, a document's string.
+    let padding = "x\n".repeat(70_000);
+    for after in [
+        "Evil Hotel\n",
+        "<script>var d = {\"hotel\": \"Evil Hotel\"};</script>\n",
+        "{\"hotel\": \"Evil Hotel\\nBook now\"}",
+    ] {
+        let controller = after_reading(&format!("{padding}{after}"));
+        assert!(hotel_asked(&controller, "Hotel Aurora"), "{after}");
+    }
+    // Fewer lines are read whole, and what follows them is seen.
+    let controller = after_reading(&format!("{}Evil Hotel\n", "x\n".repeat(60_000)));
+    assert!(!hotel_asked(&controller, "Hotel Aurora"));
+    assert!(hotel_asked(&controller, "Evil Hotel"));
+}
+
+#[test]
+fn a_name_with_blank_lines_around_it_is_one_line_and_counts_against_the_bound() {
+    // The independent attack: `"Evil Hotel\n\n"` counted as several lines, so 600 lines
+    // elsewhere in the result (sorted before it) left it unseen, where the name alone was seen.
+    let padding: Vec<String> = (0..600).map(|n| format!("a{n:03}")).collect();
+    for hotel in [
+        "Evil Hotel",
+        "Evil Hotel\n\n",
+        "\nEvil Hotel",
+        " \n Evil Hotel \r\n\t\n",
+    ] {
+        let document = json!({"pad": padding.join("\n"), "hotel": hotel}).to_string();
+        let controller = after_reading(&document);
+        assert!(!hotel_asked(&controller, "Hotel Aurora"), "{hotel:?}");
+        assert!(hotel_asked(&controller, "Evil Hotel"), "{hotel:?}");
+    }
+}

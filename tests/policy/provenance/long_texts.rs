@@ -107,3 +107,21 @@ fn a_name_with_blank_lines_around_it_is_one_line_and_counts_against_the_bound() 
         assert!(hotel_asked(&controller, "Evil Hotel"), "{hotel:?}");
     }
 }
+
+#[test]
+fn the_values_of_documents_inside_other_text_are_read_up_to_the_values_a_result_is_read_for() {
+    // Past 65,536 values of documents inside other text, their reading stops (it cuts
+    // nothing): a value after them is not read, however it sorts among the ones kept.
+    let page = |count: usize| {
+        let mut items: Vec<String> = (0..count).map(|n| format!("b{n:05}")).collect();
+        items.push("a hotel".to_owned());
+        format!("Result: {} (cached)", json!({ "items": items }))
+    };
+    let within = after_reading(&page(60_000));
+    assert!(!hotel_asked(&within, "Hotel Aurora"));
+    assert!(hotel_asked(&within, "a hotel"));
+    let past = after_reading(&page(70_000));
+    assert!(!hotel_asked(&past, "Hotel Aurora"));
+    assert!(!hotel_asked(&past, "a hotel"));
+    assert!(hotel_asked(&past, "b00000"));
+}

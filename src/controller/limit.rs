@@ -107,6 +107,8 @@ impl ToolController {
                 },
                 replaces: slot.replaces,
                 across_sessions: slot.across_sessions,
+                // A decision's records never give way: provenance's values do, as recorded.
+                yields_room: false,
                 enforce: stage == Stage::Proposed || slot.over == PolicyAction::Deny,
             })
             .collect();

@@ -20,6 +20,10 @@ const FEW: usize = 8;
 /// - Bounded: at most `capacity` call times in all; when a call would exceed it after dropping the
 ///   times whose window has passed, the call is denied ([`CounterError::Full`]) — nothing is
 ///   forgotten early, which would let calls past a cap.
+/// - Room kept: the times of takes that yield room ([`Take::yields_room`], provenance's values)
+///   hold at most half the capacity; a call that would record more is refused by its first such
+///   take ([`Taken::Full`]), so however many values are recorded, the limits, flow rules and
+///   labels keep the other half.
 /// - `"per": "session"` counters last as long as this value.
 #[derive(Debug)]
 pub struct MemoryRateCounters {
@@ -33,6 +37,12 @@ struct State {
     counters: NameMap<Counter>,
     // Call times held across all counters.
     held: usize,
+    // Of those, the times held by counters that yield room (see `Take::yields_room`).
+    yielding: usize,
+    // No time held passes before this (a lower bound on every counter's oldest time plus its
+    // keep): the sweep that makes room for a call is skipped before it. Without it, a store
+    // kept full (values yielding room past their half) swept every counter on every call.
+    sweep_after_ms: u64,
 }
 
 #[derive(Debug)]
@@ -49,6 +59,9 @@ struct Counter {
     running: VecDeque<u128>,
     // The running total before the oldest time held (what expired times added).
     dropped: u128,
+    // Whether the take that made it yields room: its times count against the half of the
+    // capacity such takes may hold.
+    yields: bool,
 }
 
 /// A window as a length; a session's never ends.
@@ -138,6 +151,15 @@ impl MemoryRateCounters {
     }
 }
 
+/// `count` times `counter` held are gone (passed or replaced): from the times held, and from
+/// those that yield room when its take did.
+fn gone(held: &mut usize, yielding: &mut usize, counter: &Counter, count: usize) {
+    *held -= count;
+    if counter.yields {
+        *yielding -= count;
+    }
+}
+
 /// `len` slots filled with `fill`: in `few` when they fit, else in `many`.
 fn scratch<'a, T: Copy>(
     few: &'a mut [T; FEW],
@@ -166,10 +188,19 @@ impl RateCounters for MemoryRateCounters {
         };
         let (mut few_totals, mut many_totals) = ([0; FEW], Vec::new());
         let totals = scratch(&mut few_totals, &mut many_totals, takes.len(), 0);
+        // Whether each take's counter is held already (a replacing take then adds no time).
+        let (mut few_found, mut many_found) = ([false; FEW], Vec::new());
+        let found = scratch(&mut few_found, &mut many_found, takes.len(), false);
         // The state is consistent after every statement, so a poisoned lock is still usable.
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let State { counters, held } = &mut *state;
-        for ((take, hash), slot) in takes.iter().zip(hashes.iter_mut()).zip(totals.iter_mut()) {
+        let State {
+            counters,
+            held,
+            yielding,
+            sweep_after_ms,
+        } = &mut *state;
+        let slots = totals.iter_mut().zip(found.iter_mut());
+        for ((take, hash), (slot, held_already)) in takes.iter().zip(hashes.iter_mut()).zip(slots) {
             // Every take is found here, even one that cannot refuse: finding it widens its
             // counter's window and drops its passed times before any call is refused or the
             // capacity judged (skipping records that cannot refuse changed both; a test holds it).
@@ -182,11 +213,14 @@ impl RateCounters for MemoryRateCounters {
                 Some(counter) => {
                     // Counted by the window in force now; kept for the longest one seen.
                     counter.keep_ms = counter.keep_ms.max(length(take.window_ms));
-                    *held -= counter.expire(now_ms);
+                    let expired = counter.expire(now_ms);
+                    gone(held, yielding, counter, expired);
                     let total = counter.total(take.window_ms, now_ms);
                     if counter.times.is_empty() {
                         // An empty counter costs memory the capacity does not count.
                         counters.remove(hash, take.bucket);
+                    } else {
+                        *held_already = true;
                     }
                     total
                 }
@@ -198,12 +232,38 @@ impl RateCounters for MemoryRateCounters {
             return Ok(Taken::Full(index));
         }
         let recorded = takes.iter().filter(|take| take.weight > 0).count();
-        if *held + recorded > self.capacity {
+        // The times takes that yield room add: a replacing one adds none to a counter held.
+        let yielded = takes
+            .iter()
+            .zip(found.iter())
+            .filter(|&(take, &held_already)| {
+                take.yields_room && take.weight > 0 && !(take.replaces && held_already)
+            })
+            .count();
+        let yielding_room = self.capacity / 2;
+        let tight = *held + recorded > self.capacity || *yielding + yielded > yielding_room;
+        if tight && now_ms >= *sweep_after_ms {
             // Make room from every counter's passed times before refusing.
+            let mut next = u64::MAX;
             counters.retain(|counter| {
-                *held -= counter.expire(now_ms);
+                let expired = counter.expire(now_ms);
+                gone(held, yielding, counter, expired);
+                if let Some(&oldest) = counter.times.front() {
+                    next = next.min(oldest.saturating_add(counter.keep_ms));
+                }
                 !counter.times.is_empty()
             });
+            *sweep_after_ms = next;
+        }
+        if tight {
+            // Their half full, the takes that yield room refuse the call (the first of them).
+            if *yielding + yielded > yielding_room
+                && let Some(index) = takes
+                    .iter()
+                    .position(|take| take.yields_room && take.weight > 0)
+            {
+                return Ok(Taken::Full(index));
+            }
             if *held + recorded > self.capacity {
                 return Err(CounterError::Full {
                     capacity: self.capacity,
@@ -217,15 +277,24 @@ impl RateCounters for MemoryRateCounters {
             let hash = hash_of(hash, take);
             // A counter held already is found without copying its name.
             if let Some(counter) = counters.get_mut(hash, take.bucket) {
-                *held -= counter.record(take, now_ms);
+                let replaced = counter.record(take, now_ms);
+                gone(held, yielding, counter, replaced);
+                *yielding += usize::from(counter.yields);
             } else {
                 let mut counter = Counter {
                     keep_ms: length(take.window_ms),
                     times: VecDeque::new(),
                     running: VecDeque::new(),
                     dropped: 0,
+                    yields: take.yields_room,
                 };
                 counter.record(take, now_ms);
+                *yielding += usize::from(counter.yields);
+                // A counter held before passes no earlier for this take (its keep only widens,
+                // a replacement is later): only a new one can lower the bound.
+                if let Some(&oldest) = counter.times.front() {
+                    *sweep_after_ms = (*sweep_after_ms).min(oldest.saturating_add(counter.keep_ms));
+                }
                 counters.insert(hash, take.bucket, counter);
             }
             *held += 1;

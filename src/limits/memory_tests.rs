@@ -295,3 +295,66 @@ fn records_that_cannot_refuse_are_counted_as_any_record_is() {
     };
     assert_eq!(counters.take(&[look], 1_001).unwrap(), Taken::Full(0));
 }
+
+/// A record that yields room (provenance's values), kept a day and replacing its counter's time.
+fn value(bucket: &str) -> Take<'_> {
+    Take {
+        refuses: Refuses::Never,
+        replaces: true,
+        yields_room: true,
+        ..take(bucket, Some(86_400_000), 0)
+    }
+}
+
+#[test]
+fn records_that_yield_room_hold_half_the_capacity_and_are_refused_past_it_not_the_store() {
+    let counters = MemoryRateCounters::with_capacity(6);
+    assert_eq!(
+        counters
+            .take(&[value("v1"), value("v2"), value("v3")], 0)
+            .unwrap(),
+        Taken::All
+    );
+    // Half full: one more is refused by the first take that yields room, and records nothing.
+    let limit = take("limit", Some(60_000), 10);
+    assert_eq!(
+        counters
+            .take(&[limit, value("v4"), value("v5")], 1)
+            .unwrap(),
+        Taken::Full(1)
+    );
+    assert_eq!(counters.held(), 3);
+    // A value held already is recorded again: it adds no time.
+    assert_eq!(
+        counters.take(&[value("v1"), value("v3")], 2).unwrap(),
+        Taken::All
+    );
+    // The other half is the limits': three calls, then the store is full.
+    for at in 3..6 {
+        assert_eq!(counters.take(&[limit], at).unwrap(), Taken::All, "at {at}");
+    }
+    assert!(matches!(
+        counters.take(&[limit], 6),
+        Err(CounterError::Full { capacity: 6 })
+    ));
+    // A day after the first values, their room is free again.
+    assert_eq!(
+        counters.take(&[value("v4")], 86_400_001).unwrap(),
+        Taken::All
+    );
+}
+
+#[test]
+fn the_sweep_for_room_is_skipped_only_while_nothing_can_have_passed() {
+    let counters = MemoryRateCounters::with_capacity(3);
+    let day = |bucket| take(bucket, Some(86_400_000), 10);
+    assert_eq!(counters.take(&[day("a"), day("b")], 0).unwrap(), Taken::All);
+    // Too many: the sweep finds nothing passed before a day.
+    assert!(counters.take(&[day("c"), day("d")], 1).is_err());
+    // A counter of a short window, made after that sweep: it passes at 12, and then makes room.
+    let short = take("e", Some(10), 10);
+    assert_eq!(counters.take(&[short], 2).unwrap(), Taken::All);
+    assert!(counters.take(&[day("f")], 11).is_err());
+    assert_eq!(counters.take(&[day("f")], 12).unwrap(), Taken::All);
+    assert_eq!(counters.held(), 3);
+}

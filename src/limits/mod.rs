@@ -32,7 +32,8 @@
 //! - **Fail closed.** A key that cannot be read, a call with more than [`MAX_KEYS_PER_CALL`]
 //!   keys, full counters or a counter store that fails all deny the call.
 //! - **Bounded.** [`MemoryRateCounters`] holds at most its capacity in call times and refuses
-//!   (denies) rather than forgets; the SQLite and PostgreSQL counters delete times a day (the
+//!   (denies) rather than forgets — records that yield room ([`Take::yields_room`]: provenance's
+//!   values) at most half of it, so they never crowd out a limit's calls; the SQLite and PostgreSQL counters delete times a day (the
 //!   longest window) after they were taken.
 //!
 //! Times come from the controller's [`Clock`](crate::clock::Clock), so tests move time with a
@@ -248,6 +249,14 @@ pub struct Take<'a> {
     /// Whether the counter is shared by every session of the store (a principal's history),
     /// instead of belonging to this session.
     pub across_sessions: bool,
+    /// Whether the record gives way when a store bounded in room runs short: in
+    /// [`MemoryRateCounters`], the times such takes record hold at most half its capacity, and a
+    /// call past that is refused by its first such take ([`Taken::Full`]) instead of the store
+    /// failing. Provenance records its values so (its recorder then marks the session
+    /// overflowed): they are many, a session's worth can be given up, and they must never take
+    /// the room rate limits, flow rules and labels need. Stores bounded only by their disk
+    /// ignore it.
+    pub yields_room: bool,
     /// The group of looks this one refuses with: the takes of one group refuse the call only
     /// together, when every one of them would (a provenance condition: "seen in untrusted
     /// results *and* never named by the person"); `None`: it refuses on its own.
@@ -265,6 +274,7 @@ impl<'a> Take<'a> {
             enforce: true,
             replaces: false,
             across_sessions: false,
+            yields_room: false,
             group: None,
         }
     }

@@ -35,6 +35,7 @@ mod lookups;
 mod principals;
 mod provenance;
 mod provenance_bounds;
+mod provenance_room;
 mod rate_limit_evasions;
 mod rate_limits;
 mod rate_limits_shared;

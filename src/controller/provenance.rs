@@ -224,6 +224,22 @@ fn distinct_digests(
     (kept, true)
 }
 
+/// Whether recording `values` more in the session counter `count` would pass the session's
+/// bound: a look, recording nothing (and so needing no room).
+fn past_session_bound(
+    counters: &dyn RateCounters,
+    now_ms: u64,
+    count: &str,
+    values: usize,
+) -> Result<bool, CounterError> {
+    let look = Take {
+        weight: 0,
+        refuses: Refuses::Above(MAX_VALUES_PER_SESSION.saturating_sub(values as u64)),
+        ..Take::limit(count, KEPT_FOR_MS, 0)
+    };
+    Ok(matches!(counters.take(&[look], now_ms)?, Taken::Full(_)))
+}
+
 /// The error result in place of a result whose values could not be recorded: it says the tool ran.
 fn withheld(call_id: String, error: &CounterError) -> ToolResult {
     ToolResult::error(
@@ -399,7 +415,14 @@ impl Recorder {
         };
         // Values past a person's bound are not named by the person, which only restricts; values
         // of a result past its bound could be an attacker's, unrecorded: the session overflows.
-        let overflowed = (too_many && bound.overflows) || (kept == 0 && bound.fills_overflow);
+        // Values counted apart are left unrecorded past their session's bound, but refused for
+        // the store's room they overflow it too: a store filled by others would otherwise leave
+        // every later page's lines unseen, for every principal.
+        let no_room = kept == 0
+            && !bound.fills_overflow
+            && !past_session_bound(counters, now_ms, &count, digests.len())?;
+        let overflowed =
+            (too_many && bound.overflows) || (kept == 0 && bound.fills_overflow) || no_room;
         if overflowed {
             self.mark_overflowed(counters, now_ms, scope)?;
         } else if self.lost.holds(scope) {

@@ -81,4 +81,9 @@ fn values_past_their_half_of_the_memory_counters_overflow_the_session_and_limits
     assert_eq!(read("bob", 20_000_000), "allow");
     assert_eq!(call("bob", "book", json!({"hotel": "Nowhere Inn"})), "ask");
     assert_eq!(call("bob", "ping", json!({})), "allow");
+    // A page whose values are all counted apart (600 lines without tokens, 512 kept) overflows
+    // the session too when the store has no room for them: unrecorded, they would go unseen.
+    *page.lock().unwrap() = (0..600).map(|n| format!("line {n}\n")).collect();
+    assert_eq!(call("cy", "read", json!({})), "allow");
+    assert_eq!(call("cy", "book", json!({"hotel": "Nowhere Inn"})), "ask");
 }

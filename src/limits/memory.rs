@@ -23,7 +23,9 @@ const FEW: usize = 8;
 /// - Room kept: the times of takes that yield room ([`Take::yields_room`], provenance's values)
 ///   hold at most half the capacity; a call that would record more is refused by its first such
 ///   take ([`Taken::Full`]), so however many values are recorded, the limits, flow rules and
-///   labels keep the other half.
+///   labels keep the other half. To make room for such takes alone, passed times are swept at
+///   most once a second (a value refused meanwhile only overflows a session); for the store as
+///   a whole, whenever a time may have passed.
 /// - `"per": "session"` counters last as long as this value.
 #[derive(Debug)]
 pub struct MemoryRateCounters {
@@ -43,7 +45,16 @@ struct State {
     // keep): the sweep that makes room for a call is skipped before it. Without it, a store
     // kept full (values yielding room past their half) swept every counter on every call.
     sweep_after_ms: u64,
+    // When a sweep last ran for values yielding room alone (see `SWEEP_FOR_VALUES_EVERY_MS`).
+    swept_for_values_ms: Option<u64>,
 }
+
+/// How often, at most, every counter is swept to make room for values that yield it, while the
+/// store as a whole has room: such a call refused only overflows a session (it fails closed),
+/// and a store held at its half — the day's first values passing one by one — swept every
+/// counter on every recording (39 ms each at 519k counters: an independent attack). The store
+/// as a whole short of room is swept exactly, as a limit's call refused for room is denied.
+const SWEEP_FOR_VALUES_EVERY_MS: u64 = 1_000;
 
 #[derive(Debug)]
 struct Counter {
@@ -151,6 +162,17 @@ impl MemoryRateCounters {
     }
 }
 
+/// The earliest time a counter whose oldest time is `oldest` may drop it: a keep of nothing
+/// drops it at any time, even before it (a clock stepped back: an independent attack found the
+/// sweep skipped there).
+fn passes_from(oldest: u64, keep_ms: u64) -> u64 {
+    if keep_ms == 0 {
+        0
+    } else {
+        oldest.saturating_add(keep_ms)
+    }
+}
+
 /// `count` times `counter` held are gone (passed or replaced): from the times held, and from
 /// those that yield room when its take did.
 fn gone(held: &mut usize, yielding: &mut usize, counter: &Counter, count: usize) {
@@ -198,6 +220,7 @@ impl RateCounters for MemoryRateCounters {
             held,
             yielding,
             sweep_after_ms,
+            swept_for_values_ms,
         } = &mut *state;
         let slots = totals.iter_mut().zip(found.iter_mut());
         for ((take, hash), (slot, held_already)) in takes.iter().zip(hashes.iter_mut()).zip(slots) {
@@ -241,15 +264,22 @@ impl RateCounters for MemoryRateCounters {
             })
             .count();
         let yielding_room = self.capacity / 2;
-        let tight = *held + recorded > self.capacity || *yielding + yielded > yielding_room;
-        if tight && now_ms >= *sweep_after_ms {
+        let over_capacity = *held + recorded > self.capacity;
+        let over_half = *yielding + yielded > yielding_room;
+        let tight = over_capacity || over_half;
+        let values_may_sweep = swept_for_values_ms
+            .is_none_or(|swept| now_ms.abs_diff(swept) >= SWEEP_FOR_VALUES_EVERY_MS);
+        if (over_capacity || over_half && values_may_sweep) && now_ms >= *sweep_after_ms {
+            if !over_capacity {
+                *swept_for_values_ms = Some(now_ms);
+            }
             // Make room from every counter's passed times before refusing.
             let mut next = u64::MAX;
             counters.retain(|counter| {
                 let expired = counter.expire(now_ms);
                 gone(held, yielding, counter, expired);
                 if let Some(&oldest) = counter.times.front() {
-                    next = next.min(oldest.saturating_add(counter.keep_ms));
+                    next = next.min(passes_from(oldest, counter.keep_ms));
                 }
                 !counter.times.is_empty()
             });
@@ -293,7 +323,7 @@ impl RateCounters for MemoryRateCounters {
                 // A counter held before passes no earlier for this take (its keep only widens,
                 // a replacement is later): only a new one can lower the bound.
                 if let Some(&oldest) = counter.times.front() {
-                    *sweep_after_ms = (*sweep_after_ms).min(oldest.saturating_add(counter.keep_ms));
+                    *sweep_after_ms = (*sweep_after_ms).min(passes_from(oldest, counter.keep_ms));
                 }
                 counters.insert(hash, take.bucket, counter);
             }

@@ -358,3 +358,53 @@ fn the_sweep_for_room_is_skipped_only_while_nothing_can_have_passed() {
     assert_eq!(counters.take(&[day("f")], 12).unwrap(), Taken::All);
     assert_eq!(counters.held(), 3);
 }
+
+#[test]
+fn a_keep_of_nothing_is_swept_even_before_its_time() {
+    // An independent attack: a window of 0 drops its time at any later call, even one whose
+    // clock stepped back before it, so the sweep may not wait for the time plus its window.
+    let counters = MemoryRateCounters::with_capacity(2);
+    assert_eq!(
+        counters.take(&[take("a", Some(1_000), 10)], 0).unwrap(),
+        Taken::All
+    );
+    let two = [take("b", Some(1_000), 10), take("c", Some(1_000), 10)];
+    assert!(counters.take(&two, 1).is_err());
+    assert_eq!(
+        counters.take(&[take("g", Some(0), 10)], 214).unwrap(),
+        Taken::All
+    );
+    assert_eq!(
+        counters.take(&[take("x", Some(1_000), 10)], 188).unwrap(),
+        Taken::All
+    );
+}
+
+#[test]
+fn values_short_of_their_half_sweep_once_a_second_the_store_short_of_room_always() {
+    let counters = MemoryRateCounters::with_capacity(4);
+    let short = |bucket| Take {
+        window_ms: Some(10),
+        ..value(bucket)
+    };
+    assert_eq!(
+        counters.take(&[short("v1"), short("v2")], 0).unwrap(),
+        Taken::All
+    );
+    // Their half full: a sweep finds nothing passed, and the value is refused.
+    assert_eq!(counters.take(&[short("v3")], 5).unwrap(), Taken::Full(0));
+    // Passed at 10, but the values' sweep waits a second: refused, as an overflow.
+    assert_eq!(counters.take(&[short("v3")], 10).unwrap(), Taken::Full(0));
+    assert_eq!(counters.take(&[short("v3")], 1_005).unwrap(), Taken::All);
+    // The store as a whole short of room sweeps at once: a limit's call is never refused for
+    // room a sweep would make.
+    let limit = |bucket| take(bucket, Some(10), 10);
+    assert_eq!(
+        counters.take(&[limit("l1"), limit("l2")], 1_006).unwrap(),
+        Taken::All
+    );
+    assert_eq!(counters.take(&[limit("l3")], 1_010).unwrap(), Taken::All);
+    assert!(counters.take(&[limit("l4")], 1_014).is_err());
+    // v3 passed at 1,015, a few milliseconds after the last sweep: swept, and room is made.
+    assert_eq!(counters.take(&[limit("l4")], 1_015).unwrap(), Taken::All);
+}

@@ -4,6 +4,7 @@
 //! Values filling the whole store withheld every result and denied every limited call of every
 //! principal, for a day: 11 principals reading 190 pages of 500 values did so to the default
 //! store (2^20 times).
+#![cfg(all(feature = "sqlite", feature = "postgres", unix))]
 
 use std::sync::{Arc, Mutex};
 

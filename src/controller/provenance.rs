@@ -147,38 +147,29 @@ impl ToolController {
         };
         let mut names: Vec<&str> = vec![class];
         names.extend(sources.named.iter().map(Arc::as_ref));
-        match self.recorder.record_digests(
-            self.counters.as_ref(),
-            self.clock.now_ms(),
-            &scope,
-            &names,
-            digests,
-            bound,
-            written_past || further_past,
-        ) {
-            Ok((_, digests)) => {
-                self.seen_at.note(&scope, &digests, tool, &result.call_id);
+        // What is read as written (bounded, overflowing past it), then what is counted apart.
+        let recordings = [
+            (digests, bound, written_past || further_past),
+            (apart, Bound::APART, false),
+        ];
+        for (digests, bound, past_bound) in recordings {
+            match self.recorder.record_digests(
+                self.counters.as_ref(),
+                self.clock.now_ms(),
+                &scope,
+                &names,
+                digests,
+                bound,
+                past_bound,
+            ) {
+                Ok((_, digests)) => self.seen_at.note(&scope, &digests, tool, &result.call_id),
+                Err(error) => return withheld(result.call_id, &error),
             }
-            Err(error) => return withheld(result.call_id, &error),
         }
-        match self.recorder.record_digests(
-            self.counters.as_ref(),
-            self.clock.now_ms(),
-            &scope,
-            &names,
-            apart,
-            Bound::APART,
-            false,
-        ) {
-            Ok((_, digests)) => {
-                self.seen_at.note(&scope, &digests, tool, &result.call_id);
-                if sources.lookup {
-                    self.name_through_lookup(&scope, &result);
-                }
-                result
-            }
-            Err(error) => withheld(result.call_id, &error),
+        if sources.lookup {
+            self.name_through_lookup(&scope, &result);
         }
+        result
     }
 }
 

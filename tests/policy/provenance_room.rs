@@ -1,6 +1,7 @@
 //! Provenance's values in the memory counters hold at most half their room (`Take::yields_room`):
 //! past it a principal's values are refused as values past the session's bound are — the session
 //! overflows, the result reaches the model — and rate limits and flow rules keep the other half.
+//! A person's request refused so names nothing and overflows its session as well.
 //! Values filling the whole store withheld every result and denied every limited call of every
 //! principal, for a day: 11 principals reading 190 pages of 500 values did so to the default
 //! store (2^20 times).
@@ -87,4 +88,18 @@ fn values_past_their_half_of_the_memory_counters_overflow_the_session_and_limits
     *page.lock().unwrap() = (0..600).map(|n| format!("line {n}\n")).collect();
     assert_eq!(call("cy", "read", json!({})), "allow");
     assert_eq!(call("cy", "book", json!({"hotel": "Nowhere Inn"})), "ask");
+    // A person's request refused for room names nothing, and overflows the session too: what the
+    // person named is unknown, so every rule reads it strictly.
+    assert_eq!(
+        call("dee", "book", json!({"hotel": "Nowhere Inn"})),
+        "allow"
+    );
+    let dee = Principal::new("dee", ["staff"]);
+    // 600 invoice numbers: more values than the room left (497 of the 2,000).
+    let request: String = (0..600).map(|n| format!("{}, ", 30_000_000 + n)).collect();
+    let recorded = controller
+        .record_person_request(Some(&dee), &format!("pay the invoices {request}"))
+        .unwrap();
+    assert_eq!((recorded.values, recorded.overflowed), (0, true));
+    assert_eq!(call("dee", "book", json!({"hotel": "Nowhere Inn"})), "ask");
 }

@@ -121,11 +121,12 @@ impl ToolController {
         // text's leaves), each bounded by `Bound::RESULT` apart: a page whose lines each hold
         // `&nbsp;` is read twice, and is no more values for it.
         let key = &self.recorder.key;
-        let (mut digests, written_past) = distinct_digests(key, values, &[]);
-        let (more, further_past) = distinct_digests(key, further, &digests);
+        let most = Bound::RESULT.most;
+        let (mut digests, written_past) = distinct_digests(key, values, &[], most);
+        let (more, further_past) = distinct_digests(key, further, &digests, most);
         digests.extend(more);
         // The values counted apart (the lines of a text of several lines, and what documents
-        // inside other text gave), recorded under `Bound::APART`: as many as a result's bound,
+        // inside other text gave), recorded under `Bound::APART`: at most its own bound,
         // the rest left unseen (as a sentence's words are), and none overflowing the session,
         // even one whose bound they would reach — a page's script data read again and again
         // would.
@@ -134,7 +135,7 @@ impl ToolController {
         } else {
             let mut known = digests.clone();
             known.sort_unstable();
-            distinct_digests(key, apart, &known).0
+            distinct_digests(key, apart, &known, Bound::APART.most).0
         };
         let bound = Bound {
             most: digests.len(),
@@ -173,14 +174,15 @@ impl ToolController {
     }
 }
 
-/// The digests of `values` not among `before` (sorted), each once and sorted, at most
-/// `Bound::RESULT.most`; and whether more were left out. Past the bound, the values kept are the
+/// The digests of `values` not among `before` (sorted), each once and sorted, at most `most`;
+/// and whether more were left out. Past the bound, the values kept are the
 /// first in their own order (links, hosts, addresses, IBANs, numbers …), as they always were:
 /// which ones must not hang on the key, or a call asked in one process would run in the next.
 fn distinct_digests(
     key: &ProvenanceKey,
     mut values: Vec<Token>,
     before: &[Digest],
+    most: usize,
 ) -> (Vec<Digest>, bool) {
     let new = |digest: &Digest| {
         before
@@ -199,7 +201,6 @@ fn distinct_digests(
     // As numbers: the same order as their bytes, each comparison one instruction.
     digests.sort_unstable_by_key(|digest| u128::from_be_bytes(*digest));
     digests.dedup();
-    let most = Bound::RESULT.most;
     if digests.len() <= most {
         return (digests, false);
     }

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::extract::{self, Kind, Token};
 use super::keyed::Digest;
-use super::{MAX_VALUES_PER_RESULT, ProvenanceKey};
+use super::{MAX_APART_PER_RESULT, MAX_VALUES_PER_RESULT, ProvenanceKey};
 use crate::contract::{BlockFields, Principal, ToolResult};
 use crate::text::references;
 
@@ -99,11 +99,11 @@ impl Bound {
         fills_overflow: true,
     };
     /// The values counted apart ([`Found::apart`]: the lines of a text of several lines, and
-    /// what documents inside other text gave): as many as a result's, and neither past them nor
+    /// what documents inside other text gave): [`MAX_APART_PER_RESULT`], and neither past them nor
     /// past the session's bound does the session overflow: what does not fit is as unseen as a
     /// sentence's words.
     pub(crate) const APART: Self = Self {
-        most: MAX_VALUES_PER_RESULT,
+        most: MAX_APART_PER_RESULT,
         overflows: false,
         fills_overflow: false,
     };

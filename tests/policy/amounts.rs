@@ -274,7 +274,7 @@ fn what_cannot_be_read_as_an_amount_takes_the_rules_action() {
 #[test]
 fn an_overflowed_session_counts_as_one_where_the_person_named_an_amount() {
     let world = world(MemoryRateCounters::default());
-    let flood: String = (0..600)
+    let flood: String = (0..toolgate::provenance::MAX_VALUES_PER_RESULT + 88)
         .map(|n| format!("ref {:08} ", 10_000_000 + n))
         .collect();
     read_mail(&world, &flood);

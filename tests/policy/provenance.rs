@@ -359,8 +359,9 @@ fn a_principal_reads_only_its_own_records() {
 #[test]
 fn a_result_with_more_values_than_a_result_may_record_overflows_the_session_and_rules_hold() {
     let world = world(MemoryRateCounters::default(), ProvenanceKey::random());
-    // 600 links, then the attacker's: past the bound, the attacker's is not recorded.
-    let mut page: String = (0..600)
+    // More links than a result records, then the attacker's: past the bound, the attacker's is
+    // not recorded.
+    let mut page: String = (0..toolgate::provenance::MAX_VALUES_PER_RESULT + 88)
         .map(|n| format!("https://filler.example/{n} "))
         .collect();
     page.push_str("https://evil.example/late");

@@ -131,7 +131,7 @@ pub(crate) const MAX_WHOLE_VALUE_CHARS: usize = 200;
 
 /// The most values a text (and a result, all its texts together) is read for: past it the
 /// reading is cut ([`Reading::Cut`]), failing closed as past the deepest nesting. A result records
-/// at most 512 distinct values, and one holding more overflows its session anyway; this bounds
+/// at most 2,048 distinct values, and one holding more overflows its session anyway; this bounds
 /// what reading it holds first — a value for each line of `x\n` repeated held 35 times the text
 /// (8 MB: 283 MB; an independent attack).
 pub(crate) const MAX_VALUES_READ: usize = 65_536;

@@ -1,5 +1,5 @@
 //! Long texts — a source file, a changelog, a log — are read line by line, and their lines whole
-//! are counted apart: as many as a result's bound are kept, and the session overflows for none
+//! are counted apart: as many as their own bound are kept, and the session overflows for none
 //! (a 600-line file overflowed it, and every later call a `seen_in` rule judges was asked). What
 //! the lines hold — links, addresses, IBANs, numbers — still counts against the bound, and a text
 //! of one line is one value, as a field is.
@@ -26,12 +26,22 @@ fn a_source_file_of_six_hundred_lines_overflows_nothing_and_a_results_bound_of_i
     let controller = after_reading(&lines.join("\n"));
     // Not overflowed: a value no result carried is not seen.
     assert!(!hotel_asked(&controller, "Hotel Aurora"));
-    // As many lines as a result records, exactly: the rest count as never seen.
-    let seen = lines
-        .iter()
-        .filter(|line| hotel_asked(&controller, line.trim()))
-        .count();
-    assert_eq!(seen, toolgate::provenance::MAX_VALUES_PER_RESULT);
+    // As many lines as a result records apart, exactly: the rest count as never seen. Which
+    // ones hangs on their text, never on the key (each controller draws its own), or a call
+    // asked in one process would run in the next (their bound below a result's, cutting their
+    // sorted digests at it would choose by the key).
+    let seen_under = |controller: &ToolController| -> Vec<bool> {
+        lines
+            .iter()
+            .map(|line| hotel_asked(controller, line.trim()))
+            .collect()
+    };
+    let seen = seen_under(&controller);
+    let count = seen.iter().filter(|&&seen| seen).count();
+    assert_eq!(count, toolgate::provenance::MAX_APART_PER_RESULT);
+    for _ in 0..2 {
+        assert_eq!(seen_under(&after_reading(&lines.join("\n"))), seen);
+    }
     // A shorter file: every line.
     let lines = program(100);
     let controller = after_reading(&lines.join("\r\n"));
@@ -41,14 +51,15 @@ fn a_source_file_of_six_hundred_lines_overflows_nothing_and_a_results_bound_of_i
 
 #[test]
 fn what_the_lines_of_a_long_text_hold_still_overflows_the_session() {
-    // 600 distinct addresses, one a line: tokens, not lines, and past a result's bound.
-    let page: String = (0..600)
+    // Distinct addresses, one a line: tokens, not lines, and past a result's bound.
+    let past = toolgate::provenance::MAX_VALUES_PER_RESULT + 88;
+    let page: String = (0..past)
         .map(|n| format!("- contact a{n}@x.example\n"))
         .collect();
     let controller = after_reading(&page);
     assert!(hotel_asked(&controller, "Hotel Aurora"));
     // A line that is a link is the link, read as written, and counts too.
-    let page: String = (0..600)
+    let page: String = (0..past)
         .map(|n| format!("https://x.example/{n}\n"))
         .collect();
     let controller = after_reading(&page);
@@ -56,10 +67,13 @@ fn what_the_lines_of_a_long_text_hold_still_overflows_the_session() {
 }
 
 #[test]
-fn a_text_of_one_line_is_one_value_and_a_document_of_600_of_them_overflows_the_session() {
-    // A JSON document returned as text: each string one value, as a field's, so 600 distinct
-    // strings overflow the session; so does a list of them written one a line.
-    let items: Vec<String> = (0..600).map(|n| format!("Hotel {n:03}")).collect();
+fn a_text_of_one_line_is_one_value_and_a_document_of_more_than_a_result_records_overflows() {
+    // A JSON document returned as text: each string one value, as a field's, so more distinct
+    // strings than a result records overflow the session; so does a list of them written one a
+    // line.
+    let items: Vec<String> = (0..toolgate::provenance::MAX_VALUES_PER_RESULT + 88)
+        .map(|n| format!("Hotel {n:03}"))
+        .collect();
     let controller = after_reading(&json!({ "hotels": items }).to_string());
     assert!(hotel_asked(&controller, "Hotel Aurora"));
     let controller = after_reading(&serde_json::to_string_pretty(&items).unwrap());

@@ -39,8 +39,10 @@ fn a_document_followed_by_other_text_is_read_whole() {
 
 #[test]
 fn brackets_in_prose_record_nothing_and_overflow_no_session() {
-    // 600 distinct citations, a quote, a list of numbers: past the 512 a result may add.
-    let citations: String = (1..=600).map(|n| format!("as shown [{n}], ")).collect();
+    // Distinct citations past the values a result may add, a quote, a list of numbers.
+    let citations: String = (1..=toolgate::provenance::MAX_VALUES_PER_RESULT + 88)
+        .map(|n| format!("as shown [{n}], "))
+        .collect();
     let page = format!("\"Quoted\" {citations} and [1, 2, 3].");
     assert!(!asked(&page, "Hotel Aurora"));
     // A string of the fourth document deep, holding a quote and a bracket but no document:
@@ -99,8 +101,10 @@ fn a_document_past_the_depth_read_overflows_however_it_is_spelled() {
 fn a_decoding_s_document_the_text_ends_with_counts_as_one_beside_a_small_one_as_written() {
     // The second version read a decoding only for documents inside other text once the text as
     // written held a small one: a document of 600 strings overflowed the session no more, and
-    // one broken by a trailing comma was not read in part.
-    let fill: Vec<String> = (0..600).map(|n| format!("a{n:04} filler")).collect();
+    // one broken by a trailing comma was not read in part. (Past a result's bound, as 600 were.)
+    let fill: Vec<String> = (0..toolgate::provenance::MAX_VALUES_PER_RESULT + 88)
+        .map(|n| format!("a{n:04} filler"))
+        .collect();
     let escaped = json!(fill).to_string().replace('"', "&quot;");
     assert!(asked(
         &format!("[a] [b] [c] [d] [\"k\"]\n{escaped}"),

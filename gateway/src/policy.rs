@@ -115,9 +115,13 @@ pub fn load(
     for (path, set, key) in files {
         let Some(path) = path else {
             let set = set.expect("only a set has no file");
-            layers = layers
+            match layers
+                .clone()
                 .layer(set.group(), ToolSetLayer::new(set, None))
-                .expect("set names are unique");
+            {
+                Ok(next) => layers = next,
+                Err(error) => problems.push(named_twice(key, PathBuf::new(), &error)),
+            }
             continue;
         };
         let text = std::fs::read_to_string(path).ok();
@@ -136,9 +140,21 @@ pub fn load(
                     refused_at: None,
                     set: set.clone(),
                 });
-                layers = layers
-                    .layer(name, layer_of(policy, set.as_ref()))
-                    .expect("config paths and set names are unique");
+                // A main layer's counters are kept under its place in the config
+                // (`policy.layers[0]`), never its path: instances of one deployment mounting the
+                // file elsewhere, or naming it relatively, count together. A set's under its group.
+                let counters = if set.is_some() {
+                    name.clone()
+                } else {
+                    key.clone()
+                };
+                let layer = layer_of(policy, set.as_ref());
+                match layers.clone().layer_counted_as(name, counters, layer) {
+                    Ok(next) => layers = next,
+                    // A path spelled as a set's group (`toolset:ops`, beside a config in the
+                    // working directory): refused, as a file named twice is.
+                    Err(error) => problems.push(named_twice(key, path.clone(), &error)),
+                }
             }
             Err(error) => problems.push(LayerLoadError {
                 key,
@@ -151,6 +167,20 @@ pub fn load(
         Ok(PolicyStack { layers, states })
     } else {
         Err(problems)
+    }
+}
+
+/// A layer whose name or counters another layer has: `error` said as a problem of `key`.
+fn named_twice(key: String, path: PathBuf, error: &toolgate::policy::LayerError) -> LayerLoadError {
+    LayerLoadError {
+        key,
+        path,
+        error: PolicyLoadError::Invalid {
+            problems: vec![toolgate::policy::LoadProblem {
+                place: "the layer's name".to_owned(),
+                message: error.to_string(),
+            }],
+        },
     }
 }
 

@@ -46,14 +46,17 @@ use crate::runtime::PreparedToolCall;
 /// ```
 #[derive(Clone, Default)]
 pub struct Layers {
-    // Highest first. Invariant: names are unique and not empty.
-    layers: Vec<(Arc<str>, Arc<dyn Policy>)>,
+    // Highest first. Invariant: names are unique and not empty, and so are the counters' names.
+    layers: Vec<Layer>,
 }
+
+/// A layer's name, the name its counters are kept under, and its policy.
+type Layer = (Arc<str>, Arc<str>, Arc<dyn Policy>);
 
 impl fmt::Debug for Layers {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
-            .entries(self.layers.iter().map(|(name, _)| name))
+            .entries(self.layers.iter().map(|(name, _, _)| name))
             .finish()
     }
 }
@@ -91,15 +94,40 @@ impl Layers {
     ///
     /// [`LayerError::BadName`] if `name` is empty or already used.
     pub fn layer(
-        mut self,
+        self,
         name: impl Into<String>,
         policy: impl Policy + 'static,
     ) -> Result<Self, LayerError> {
         let name = name.into();
-        if name.trim().is_empty() || self.layers.iter().any(|(n, _)| **n == *name) {
+        self.layer_counted_as(name.clone(), name, policy)
+    }
+
+    /// [`layer`](Self::layer), its counters (its limits' calls, its flow rules' history, its
+    /// labels) kept under `counters` instead of its name. A name shown to people — a file's path
+    /// — may differ between instances sharing a counters' store that must count together (one
+    /// mounts the file elsewhere, or names it relatively); a name of the layer's place in their
+    /// common configuration does not.
+    ///
+    /// # Errors
+    ///
+    /// [`LayerError::BadName`] if `name` is empty or another layer's name, or `counters` is empty
+    /// or another layer's counters (two layers never share counters: each one's limits must hold).
+    pub fn layer_counted_as(
+        mut self,
+        name: impl Into<String>,
+        counters: impl Into<String>,
+        policy: impl Policy + 'static,
+    ) -> Result<Self, LayerError> {
+        let name = name.into();
+        let counters = counters.into();
+        if name.trim().is_empty() || self.layers.iter().any(|(n, _, _)| **n == *name) {
             return Err(LayerError::BadName { name });
         }
-        self.layers.push((Arc::from(name), Arc::new(policy)));
+        if counters.trim().is_empty() || self.layers.iter().any(|(_, c, _)| **c == *counters) {
+            return Err(LayerError::BadName { name: counters });
+        }
+        self.layers
+            .push((Arc::from(name), Arc::from(counters), Arc::new(policy)));
         Ok(self)
     }
 
@@ -112,18 +140,18 @@ impl Layers {
     /// [`LayerError::Unknown`] if no layer has this name.
     pub fn replace(&self, name: &str, policy: impl Policy + 'static) -> Result<Self, LayerError> {
         let mut next = self.clone();
-        let Some(slot) = next.layers.iter_mut().find(|(n, _)| &**n == name) else {
+        let Some(slot) = next.layers.iter_mut().find(|(n, _, _)| &**n == name) else {
             return Err(LayerError::Unknown {
                 name: name.to_owned(),
             });
         };
-        slot.1 = Arc::new(policy);
+        slot.2 = Arc::new(policy);
         Ok(next)
     }
 
     /// The layers' names, highest first.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.layers.iter().map(|(name, _)| &**name)
+        self.layers.iter().map(|(name, _, _)| &**name)
     }
 }
 
@@ -132,7 +160,7 @@ impl Policy for Layers {
         let mut ask = None;
         let mut allow = None;
         let mut more_approvers = Vec::new();
-        for (name, policy) in &self.layers {
+        for (name, _, policy) in &self.layers {
             let decision = policy.decide(call);
             if decision.fallback {
                 continue;
@@ -160,11 +188,11 @@ impl Policy for Layers {
     /// call no layer can count is denied, naming the layer.
     fn rate_slots(&self, call: &PreparedToolCall) -> Result<Vec<super::RateSlot>, PolicyDecision> {
         let mut slots = Vec::new();
-        for (name, policy) in &self.layers {
+        for (name, counters, policy) in &self.layers {
             // Each layer counts in its own counters: two layers may use one limit id with
             // different windows and caps, and each must hold.
             let named = |slot: super::RateSlot| super::RateSlot {
-                bucket: Arc::from(format!("{}:{name}/{}", name.len(), slot.bucket)),
+                bucket: Arc::from(format!("{}:{counters}/{}", counters.len(), slot.bucket)),
                 layer: Some(nested(name, slot.layer.as_deref())),
                 ..slot
             };
@@ -180,7 +208,7 @@ impl Policy for Layers {
     fn judges_results(&self, tool_name: &str) -> bool {
         self.layers
             .iter()
-            .any(|(_, policy)| policy.judges_results(tool_name))
+            .any(|(_, _, policy)| policy.judges_results(tool_name))
     }
 
     /// Every layer's result rules in turn (a result one withholds reaches the next as the
@@ -193,9 +221,9 @@ impl Policy for Layers {
         result: &mut crate::ToolResult,
     ) -> Vec<super::RateSlot> {
         let mut slots = Vec::new();
-        for (name, policy) in &self.layers {
+        for (name, counters, policy) in &self.layers {
             let named = |slot: super::RateSlot| super::RateSlot {
-                bucket: Arc::from(format!("{}:{name}/{}", name.len(), slot.bucket)),
+                bucket: Arc::from(format!("{}:{counters}/{}", counters.len(), slot.bucket)),
                 layer: Some(nested(name, slot.layer.as_deref())),
                 ..slot
             };
@@ -218,7 +246,7 @@ impl Policy for Layers {
         let mut combined: Option<crate::provenance::ResultSources> = None;
         let mut lookup = true;
         let mut classifying = Vec::new();
-        for (_, policy) in &self.layers {
+        for (_, _, policy) in &self.layers {
             let Some(sources) = policy.result_sources(tool_name) else {
                 continue;
             };
@@ -260,7 +288,7 @@ impl Policy for Layers {
     fn denies_every_call(&self, tool_name: &str) -> bool {
         self.layers
             .iter()
-            .all(|(_, policy)| policy.denies_every_call(tool_name))
+            .all(|(_, _, policy)| policy.denies_every_call(tool_name))
     }
 
     /// Deny in any layer wins: a layer that denies every call of the caller's hides the tool;
@@ -270,18 +298,18 @@ impl Policy for Layers {
             || self
                 .layers
                 .iter()
-                .all(|(_, policy)| policy.denies_every_call_for(tool_name, caller))
+                .all(|(_, _, policy)| policy.denies_every_call_for(tool_name, caller))
     }
 
     fn always_denies_for(&self, tool_name: &str, caller: Option<&crate::Principal>) -> bool {
         self.layers
             .iter()
-            .any(|(_, policy)| policy.always_denies_for(tool_name, caller))
+            .any(|(_, _, policy)| policy.always_denies_for(tool_name, caller))
     }
 
     fn check_registry(&self, registry: &ToolRegistry) -> Result<(), PolicyMismatch> {
         let mut problems = Vec::new();
-        for (name, policy) in &self.layers {
+        for (name, _, policy) in &self.layers {
             if let Err(mismatch) = policy.check_registry(registry) {
                 problems.extend(mismatch.problems.into_iter().map(|problem| LoadProblem {
                     place: format!("layer {name:?}: {}", problem.place),

@@ -2,7 +2,7 @@
 //! PostgreSQL server for approvals, audit and rate limits, and one request-state key: an
 //! approval held through one is answered through the other and runs once, a value one's result
 //! carried is known to the other's provenance rules, and a rate limit is counted across both
-//! although each has a config file of its own. Checks in
+//! although each has a config file of its own, naming the policy file its own way. Checks in
 //! `tests/mcp/two_instances.py` (the official Python SDK).
 //!
 //! Needs `TOOLGATE_PG_URL` (`.ci/postgres`) and `TOOLGATE_MCP_PYTHON`; with `CI` set a missing
@@ -73,6 +73,15 @@ fn an_approval_held_by_one_instance_is_answered_through_another_and_runs_once() 
         let config = std::fs::rename(&config, work.path(&format!("gateway{index}.toml")))
             .map(|()| work.path(&format!("gateway{index}.toml")))
             .expect("rename");
+        // The second names the same file another way, as an instance mounting it elsewhere
+        // would: the layer's counters were keyed by its path, and each instance ran its own cap.
+        if index == 1 {
+            let text = std::fs::read_to_string(&config).expect("written");
+            let respelled =
+                text.replace("layers = [\"policy.json\"]", "layers = [\"./policy.json\"]");
+            assert_ne!(respelled, text, "the config names the layer");
+            std::fs::write(&config, respelled).expect("rewritten");
+        }
         work.write(
             "policy.json",
             r#"{"rules": [{"id": "write", "tool": "h__write", "action": "ask", "reason": "a person confirms writes"},

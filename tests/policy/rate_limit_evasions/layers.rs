@@ -58,3 +58,52 @@ fn layers_one_limit_id_in_two_layers_lets_each_layer_its_own_max() {
         "a call was counted once per layer in one shared counter"
     );
 }
+
+#[test]
+fn layers_named_apart_but_counted_as_one_share_their_limits_across_controllers() {
+    // Two instances of one deployment sharing a counters' store: each names its layer by the
+    // path it mounts the file at (the gateway's layer name), and counts it under the layer's
+    // place in their common configuration. Named by its path alone, each ran its own cap.
+    let cap = r#"{"id": "deploys", "tool": "deploy__*", "max": 3, "per": "hour",
+        "over": "deny", "reason": "three an hour"}"#;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let store: Arc<dyn toolgate::limits::RateCounters> =
+        Arc::new(toolgate::limits::MemoryRateCounters::default());
+    let instance = |path: &str| {
+        let registry = registry(&runs);
+        let policy = rule_policy(RULES, cap, &registry);
+        let layers = Layers::new()
+            .layer_counted_as(path, "policy.layers[0]", policy)
+            .unwrap();
+        ToolController::try_new(registry, layers)
+            .unwrap()
+            .with_clock(ManualClock::new(T0))
+            .with_rate_counters(Arc::clone(&store))
+    };
+    let instances = [instance("/srv/a/policy.json"), instance("./policy.json")];
+    for at in 0..6 {
+        let _ = instances[at % 2].handle(ToolCall::new("c", "deploy__web", json!({})));
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        3,
+        "each instance ran its own cap"
+    );
+    // One stack never counts two layers as one: a second layer with those counters is refused.
+    let registry = registry(&runs);
+    assert!(matches!(
+        Layers::new()
+            .layer_counted_as("org.json", "policy.layers[0]", ToolPolicy::default())
+            .unwrap()
+            .layer_counted_as("project.json", "policy.layers[0]", ToolPolicy::default()),
+        Err(toolgate::policy::LayerError::BadName { name }) if name == "policy.layers[0]"
+    ));
+    // A name may be another layer's counters, and the reverse: they are apart.
+    assert!(
+        Layers::new()
+            .layer_counted_as("a", "b", rule_policy(RULES, cap, &registry))
+            .unwrap()
+            .layer_counted_as("b", "a", ToolPolicy::default())
+            .is_ok()
+    );
+}

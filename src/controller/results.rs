@@ -64,6 +64,42 @@ impl ToolController {
         })
     }
 
+    /// What a running call of `tool` sends toward the model besides its result — a progress
+    /// message, a log message, a request it makes of the client — judged as its result would be,
+    /// for `principal`: the policy's result rules (a label recorded, a match redacted) and then
+    /// provenance (its values recorded as the tool's results' are). `Some` of the text to send
+    /// (redacted where a rule redacts; `text` itself where no rule matched), or `None` when a
+    /// rule withholds it, or its label or values cannot be recorded: send none of it. Without
+    /// this, an upstream's progress messages carried a private key past a rule withholding it in
+    /// results, and an IBAN past a provenance rule that denies one a result named.
+    pub fn judge_interim(
+        &self,
+        tool: &str,
+        principal: Option<&Principal>,
+        text: &str,
+    ) -> Option<String> {
+        let gate = self.gate();
+        let policy = &gate.policy;
+        let judges = policy.judges_results(tool);
+        // A directory is read only from a whole result, never from what a call says meanwhile.
+        let sources = policy.result_sources(tool).map(|sources| ResultSources {
+            lookup: false,
+            ..sources
+        });
+        if !judges && sources.is_none() {
+            return Some(text.to_owned());
+        }
+        let observing = Observing {
+            policy: Arc::clone(policy),
+            tool: tool.to_owned(),
+            principal: principal.map(|principal| Arc::new(principal.clone())),
+            judges,
+            sources,
+        };
+        let judged = self.observed_by(observing, ToolResult::ok("interim", text));
+        (!judged.is_error).then_some(judged.content)
+    }
+
     /// `result` as the model gets it: judged by the result rules, its labels recorded, its
     /// values recorded. A label that cannot be recorded withholds the result (the flow rules
     /// reading it would not see it).

@@ -27,6 +27,9 @@ pub struct Downstream {
     caller: super::Caller,
     askable: super::approval::Askable,
     server: super::McpServer,
+    /// The tool the request calls (`None` for a resource read or a prompt): what it sends
+    /// before its result is judged as that tool's result is.
+    tool: Option<std::sync::Arc<str>>,
 }
 
 impl Downstream {
@@ -36,25 +39,36 @@ impl Downstream {
         CURRENT.try_with(Clone::clone).ok()
     }
 
+    /// Who made the request: its caller's principal (`None` over stdio or an unauthenticated
+    /// transport).
+    pub fn principal(&self) -> Option<&crate::Principal> {
+        self.caller.principal.as_deref()
+    }
+
     /// Whether the client asked for progress notifications (gave a progress token).
     pub fn wants_progress(&self) -> bool {
         self.progress_token.is_some()
     }
 
     /// Sends the client a progress notification for its call, under its own progress token —
-    /// nothing when it gave none. A closed session is not an error: the call goes on.
+    /// nothing when it gave none. A closed session is not an error: the call goes on. Its
+    /// message is judged as the tool's result is ([`judged`](Self::judged)): sent redacted
+    /// where a result rule redacts, and left out where one withholds it.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         let Some(token) = &self.progress_token else {
             return;
         };
         let mut params = ProgressNotificationParam::new(token.clone(), progress);
         params.total = total;
-        params.message = message;
+        params.message = message.and_then(|message| self.judged(&message));
         let _ = self.peer.notify_progress(params).await;
     }
 
     /// Sends the client a log message about its call, if it is as severe as the client asked
-    /// for with `logging/setLevel`. A closed session is not an error.
+    /// for with `logging/setLevel`. A closed session is not an error. Its data is judged as the
+    /// tool's result is ([`judged`](Self::judged)): a string or the JSON text of other data,
+    /// sent as it came where no rule matched, as the redacted text where one redacts, and not at
+    /// all where one withholds it.
     #[expect(
         deprecated,
         reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
@@ -77,9 +91,33 @@ impl Downstream {
                     < rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
             }),
         };
-        if wanted {
-            let _ = self.peer.notify_logging_message(message).await;
+        if !wanted {
+            return;
         }
+        let text = match &message.data {
+            serde_json::Value::String(text) => text.clone(),
+            data => data.to_string(),
+        };
+        let Some(judged) = self.judged(&text) else {
+            return;
+        };
+        let mut message = message;
+        if judged != text {
+            message.data = serde_json::Value::String(judged);
+        }
+        let _ = self.peer.notify_logging_message(message).await;
+    }
+
+    /// `text` the upstream sends toward the client's model during this request, judged by the
+    /// controller as the called tool's result is ([`ToolController::judge_interim`]): the policy's
+    /// result rules and provenance. `None` where a rule withholds it; and before the request
+    /// names its tool or gate (nothing is then sent upstream, so nothing should come back).
+    ///
+    /// [`ToolController::judge_interim`]: crate::ToolController::judge_interim
+    fn judged(&self, text: &str) -> Option<String> {
+        let tool = self.tool.as_deref()?;
+        let principal = self.caller.principal.as_deref();
+        self.server.controller.judge_interim(tool, principal, text)
     }
 
     /// Resolves when the client cancels its call (`notifications/cancelled`) or its session ends.
@@ -136,6 +174,16 @@ impl Downstream {
     ) -> Result<A, rmcp::ErrorData> {
         let arguments = serde_json::to_value(request)
             .map_err(|_| rmcp::ErrorData::invalid_params("the request cannot be encoded", None))?;
+        // What it puts to the client's model is judged as the called tool's result is: a secret
+        // a result rule withholds or redacts is not put to the model (a request cannot be
+        // rewritten safely, so either refuses it), and its values are recorded for provenance.
+        let text = arguments.to_string();
+        if self.judged(&text).as_deref() != Some(text.as_str()) {
+            return Err(rmcp::ErrorData::invalid_request(
+                "refused: a result rule matched what the request would put to the client; nobody was asked",
+                None,
+            ));
+        }
         let answer = CURRENT
             .scope(
                 self.clone(),
@@ -165,6 +213,7 @@ impl Downstream {
         context: &RequestContext<RoleServer>,
         server: &super::McpServer,
         caller: super::Caller,
+        tool: Option<&str>,
     ) -> Self {
         Self {
             peer: context.peer.clone(),
@@ -173,19 +222,36 @@ impl Downstream {
             caller,
             askable: super::approval::Askable::of(context),
             server: server.clone(),
+            tool: tool.map(std::sync::Arc::from),
         }
     }
 }
 
-/// Runs `work` with `context` (served by `server`, for `caller`) as the [`Downstream::current`]
-/// request.
+/// Runs `work` with the [`Downstream::current`] request, if any, calling `tool` (a gate
+/// reading a resource or getting a prompt, once it is known).
+pub(crate) async fn as_tool<F: Future>(tool: &str, work: F) -> F::Output {
+    match Downstream::current() {
+        Some(current) => {
+            let current = Downstream {
+                tool: Some(std::sync::Arc::from(tool)),
+                ..current
+            };
+            CURRENT.scope(current, work).await
+        }
+        None => work.await,
+    }
+}
+
+/// Runs `work` with `context` (served by `server`, for `caller`, calling `tool` if a tool) as
+/// the [`Downstream::current`] request.
 pub(crate) async fn within<F: Future>(
     server: &super::McpServer,
     context: &RequestContext<RoleServer>,
     caller: super::Caller,
+    tool: Option<&str>,
     work: F,
 ) -> F::Output {
     CURRENT
-        .scope(Downstream::of(context, server, caller), work)
+        .scope(Downstream::of(context, server, caller, tool), work)
         .await
 }

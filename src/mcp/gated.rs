@@ -121,8 +121,10 @@ impl McpServer {
         caller: super::Caller,
     ) -> Result<Value, ErrorData> {
         let askable = approval::Askable::of(context);
-        self.through_gate_for(gate, arguments, &caller, &context.peer, askable)
-            .await
+        // What the upstream sends meanwhile is judged as this gate's result is.
+        let name = gate.clone();
+        let work = self.through_gate_for(gate, arguments, &caller, &context.peer, askable);
+        super::downstream::as_tool(&name, work).await
     }
 
     /// Calls `gate` for `caller`, whose session is `peer`: its structured content, or why it is

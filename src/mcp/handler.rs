@@ -155,6 +155,7 @@ impl ServerHandler for McpServer {
                 self,
                 &context,
                 caller.clone(),
+                None,
                 self.read_resource_gated(request, &context, caller),
             )
             .await
@@ -233,6 +234,7 @@ impl ServerHandler for McpServer {
                 self,
                 &context,
                 caller.clone(),
+                None,
                 self.get_prompt_gated(request, &context, caller),
             )
             .await
@@ -315,10 +317,11 @@ impl ServerHandler for McpServer {
             // runs in its span, when one is made.
             #[cfg(feature = "tracing")]
             let span = self.call_span_for(&caller, [request.meta.as_ref(), Some(&context.meta)]);
+            let tool = request.name.clone();
             let call = self.call(request, &context, caller.clone());
             #[cfg(feature = "tracing")]
             let call = tracing::Instrument::instrument(call, span);
-            super::downstream::within(self, &context, caller, call).await
+            super::downstream::within(self, &context, caller, Some(&tool), call).await
         })
     }
 

@@ -101,12 +101,14 @@ impl GatewayClient {
             Some(during) => self.progress.client_of(&during.0).await,
             None => None,
         };
+        // Not when another principal's call waited lately: it may be about that call.
+        let client = client.filter(|client| self.progress.alone_with(client));
         client.ok_or_else(|| {
             tracing::info!(upstream = %self.upstream, method, "refused an upstream's request no single waiting call can own");
             ErrorData::new(
                 ErrorCode::INVALID_REQUEST,
                 format!(
-                    "{method} refused: the gateway passes it only to the client of the one request waiting on this upstream when it arrived, and none or several waited; nobody was asked"
+                    "{method} refused: the gateway passes it only to the client of the one request waiting on this upstream when it arrived, when no other principal's request waited in the last {} s, and that did not hold; nobody was asked", super::progress::LATELY.as_secs()
                 ),
                 None,
             )

@@ -32,7 +32,32 @@ pub const SETTLE_BOUND: Duration = Duration::from_secs(1);
 pub struct ProgressRoutes(
     Arc<Mutex<HashMap<ProgressToken, Destination>>>,
     AnsweredEarly,
+    RecentCallers,
 );
+
+/// Whose calls stopped waiting on this session lately (within [`LATELY`], the last
+/// [`EARLY_KEPT`]): what names no call goes to the one call waiting only if no other principal's
+/// call waited lately — an upstream logging "finished alice's request" after answering it found
+/// bob's call the only one waiting, and bob got alice's line (an independent attack).
+#[derive(Clone, Debug, Default)]
+struct RecentCallers(Arc<Mutex<std::collections::VecDeque<(Caller, Instant)>>>);
+
+/// Who a call was for: `Known(None)` a client without a principal, `Unknown` a call no client
+/// request waits for (one a person approved on the page, say), which matches nobody.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Caller {
+    Known(Option<String>),
+    Unknown,
+}
+
+impl Caller {
+    fn of(client: Option<&Downstream>) -> Self {
+        match client {
+            Some(client) => Self::Known(client.principal().map(|principal| principal.id.clone())),
+            None => Self::Unknown,
+        }
+    }
+}
 
 /// The last requests answered before any call claimed them: a call's answer can arrive between
 /// sending it and claiming its route (the SDK sends from its own task), and the route the call
@@ -69,6 +94,12 @@ struct Destination {
 /// meanwhile goes to nobody rather than to another client's call. Past it the request is let go,
 /// so an upstream that never answers a cancelled request does not silence the session for good.
 pub const LINGER: Duration = Duration::from_secs(120);
+
+/// How long after another principal's call stopped waiting what names no call goes to nobody:
+/// an upstream's trailing log line ("finished the request") comes within it. Past it, a message
+/// goes to the one call waiting, as before: an upstream that speaks of a call it answered longer
+/// ago cannot be told apart from one speaking of the call that waits.
+pub const LATELY: Duration = Duration::from_secs(10);
 
 impl Destination {
     fn new(client: Option<Option<Downstream>>) -> Self {
@@ -170,11 +201,25 @@ impl ProgressRoutes {
             return;
         };
         in_turn(&to, Some(sequence), async {
-            if let Some(client) = to.client().await {
-                client.log(params).await;
+            match to.client().await {
+                Some(client) if self.alone_with(&client) => client.log(params).await,
+                Some(_) => tracing::debug!(
+                    "dropped an upstream log message: another principal's call waited on the session lately"
+                ),
+                None => {}
             }
         })
         .await;
+    }
+
+    /// Whether `client`'s call may be given what names no call: every call that stopped waiting
+    /// on this session within [`LATELY`] was its principal's. A log message or a request about
+    /// another principal's call, sent after that call was answered, would otherwise reach it.
+    pub fn alone_with(&self, client: &Downstream) -> bool {
+        let caller = Caller::of(Some(client));
+        let mut recent = self.2.0.lock().unwrap_or_else(PoisonError::into_inner);
+        recent.retain(|(_, when)| when.elapsed() <= LATELY);
+        recent.iter().all(|(other, _)| *other == caller)
     }
 
     fn destination(&self, token: &ProgressToken) -> Option<Destination> {
@@ -334,6 +379,19 @@ impl Drop for Route {
         let Some(to) = routes.get(&self.token) else {
             return;
         };
+        let caller = Caller::of(to.client.borrow().clone().flatten().as_ref());
+        {
+            let mut recent = self
+                .routes
+                .2
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if recent.len() == EARLY_KEPT {
+                recent.pop_front();
+            }
+            recent.push_back((caller, Instant::now()));
+        }
         if to.answered.load(Ordering::SeqCst) {
             routes.remove(&self.token);
         } else {

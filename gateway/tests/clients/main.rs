@@ -12,6 +12,7 @@ mod forwarded;
 mod http_clients;
 mod http_details;
 mod injection;
+mod interim;
 mod jwt;
 mod listing;
 mod logs;

@@ -96,7 +96,7 @@ fn http_gateway(work: &Work, python: &str) -> (Served, serde_json::Value) {
     (Served { child, mcp, admin }, target)
 }
 
-fn assert_all_passed(output: &std::process::Output) {
+pub(crate) fn assert_all_passed(output: &std::process::Output) {
     let (stdout, stderr) = text(output);
     println!("{stdout}");
     assert!(output.status.success(), "{stdout}\n{stderr}");

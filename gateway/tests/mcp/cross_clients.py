@@ -4,8 +4,10 @@ the client whose request it came during, and nobody when that cannot be told.
 Two clients of the gateway over Streamable HTTP (two API keys) in front of
 tests/mcp/everything_upstream.mjs, sampling forwarded: `bob` waits on `slow_wait` while `alice`
 reads `test://noisy`, whose read logs and asks the client's model. With two requests waiting on the
-upstream, neither client gets the log or the sampling request (the upstream is refused). Then
-`alice` reads alone: the log and the sampling request are hers.
+upstream, neither client gets the log or the sampling request (the upstream is refused). Nor
+does bob get a line the upstream logs about alice's call after answering it, while bob's call is
+the one waiting. Then `alice` reads alone, once no other principal's call ended within 10 s: the
+log and the sampling request are hers.
 
 usage: cross_clients.py URL ALICE_KEY BOB_KEY
 """
@@ -46,6 +48,16 @@ def client(key: str, seen: Seen) -> Client:
 async def main() -> None:
     alice, bob = Seen(), Seen()
     async with client(alice_key, alice) as a, client(bob_key, bob) as b:
+        # The upstream logs about alice's call after answering it, while bob's is the one call
+        # waiting: the line is alice's, and another principal's call ended just before, so it is
+        # nobody's (bob got it, before; an independent attack).
+        waiting = asyncio.create_task(b.call_tool("slow_wait", {}))
+        await asyncio.sleep(0.2)
+        answered = await a.call_tool("trailing_log", {})
+        await waiting
+        check("alice's call answered", not answered.is_error, answered)
+        check("bob got no trailing log of alice's call",
+              not any("trailing" in str(log) for log in bob.logs), bob.logs)
         waiting = asyncio.create_task(b.call_tool("slow_wait", {}))
         await asyncio.sleep(0.4)
         read = await a.read_resource("test://noisy")
@@ -56,6 +68,13 @@ async def main() -> None:
         check("bob got no log of alice's read", bob.logs == [], bob.logs)
         check("bob was asked nothing for alice's read", bob.sampled == [], bob.sampled)
         check("alice got no log either (it could have been bob's)", alice.logs == [], alice.logs)
+        # Alone, once no other principal's call ended within the gateway's 10 s: before that, what
+        # names no call may be about that call, and goes to nobody.
+        read = await a.read_resource("test://noisy")
+        text = read.contents[0].text
+        check("alone just after bob's call, alice's read is not sampled", "refused" in text, text)
+        await asyncio.sleep(10.5)
+        alice.logs.clear()
         read = await a.read_resource("test://noisy")
         text = read.contents[0].text
         check("alone, alice's read is sampled by her client", text == "noisy (sampled)", text)

@@ -166,6 +166,14 @@ function everything() {
   // that waits, and a resource whose read logs and asks the client's model while it runs.
   server.registerTool("slow_wait", { description: "Waits 0.8 s" },
     async () => { await sleep(800); return text("waited"); });
+  server.registerTool("trailing_log", { description: "Answers, then logs about the call 0.3 s later" },
+    async (extra) => {
+      setTimeout(() => {
+        server.sendLoggingMessage({ level: "info", data: "trailing: finished alice's private request" },
+          extra.sessionId).catch(() => {});
+      }, 300);
+      return text("answered");
+    });
   server.registerTool("late_log", { description: "Works on for 2 s, logs, then answers" },
     async (extra) => {
       await sleep(2000);

@@ -141,6 +141,8 @@ mod names;
 pub mod policy;
 #[cfg(feature = "postgres")]
 mod postgres_error;
+#[cfg(feature = "postgres")]
+mod postgres_owner;
 mod prehashed;
 pub mod provenance;
 pub mod providers;

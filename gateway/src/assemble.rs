@@ -286,7 +286,13 @@ pub fn controller(
         },
         Some(AuditTarget::Postgres { url_env }) => {
             match env_value(config, "audit.postgres_url_env", url_env).and_then(|url| {
-                off_runtime(|| PostgresAuditSink::connect(&url)).map_err(|error| {
+                let owners = deployment_owners(config)?;
+                off_runtime(|| {
+                    let sink = PostgresAuditSink::connect(&url)?;
+                    sink.claim(&owners)?;
+                    Ok(sink)
+                })
+                .map_err(|error: toolgate::audit::AuditError| {
                     format!(
                         "{}: audit.postgres_url_env: ${url_env}: {error}",
                         config.file.display()
@@ -390,14 +396,19 @@ pub fn approval_store(config: &Config) -> Result<Option<Arc<dyn ApprovalStore>>,
         },
         ApprovalStoreConfig::Postgres { url_env } => {
             env_value(config, "approvals.postgres_url_env", url_env).and_then(|url| {
-                off_runtime(|| PostgresApprovalStore::connect(&url))
-                    .map(|store| Some(Arc::new(OffRuntime::new(store)) as Arc<dyn ApprovalStore>))
-                    .map_err(|error| {
-                        format!(
-                            "{}: approvals.postgres_url_env: ${url_env}: {error}",
-                            config.file.display()
-                        )
-                    })
+                let owners = deployment_owners(config)?;
+                off_runtime(|| {
+                    let store = PostgresApprovalStore::connect(&url)?;
+                    store.claim(&owners)?;
+                    Ok::<_, toolgate::approvals::ApprovalError>(store)
+                })
+                .map(|store| Some(Arc::new(OffRuntime::new(store)) as Arc<dyn ApprovalStore>))
+                .map_err(|error| {
+                    format!(
+                        "{}: approvals.postgres_url_env: ${url_env}: {error}",
+                        config.file.display()
+                    )
+                })
             })
         }
     }
@@ -411,6 +422,27 @@ fn env_value(config: &Config, key: &str, name: &str) -> Result<String, String> {
             config.file.display()
         )
     })
+}
+
+/// The names this deployment's tables in a shared database are claimed under
+/// (`PostgresApprovalStore::claim`, `PostgresAuditSink::claim`): one derived from each
+/// request-state key, the sealing one's first — the instances of a deployment share the key, no
+/// other deployment has it, and a key rotated at the last start is still accepted (and replaced).
+/// Derived, so the tables never hold the key. The default key file is made here if it is
+/// missing: a shared store is claimed on the first start too. Empty for a per-process key (the
+/// one-upstream form, whose approvals stay in memory).
+fn deployment_owners(config: &Config) -> Result<Vec<String>, String> {
+    use sha2::Digest as _;
+    let keys = crate::state_key::keys(config)?.unwrap_or_default();
+    Ok(keys
+        .iter()
+        .map(|key| {
+            let mut hasher = sha2::Sha256::new();
+            hasher.update(b"toolgate-mcp-gateway deployment owner v1\0");
+            hasher.update(key);
+            crate::hex::encode(&hasher.finalize()[..16])
+        })
+        .collect())
 }
 
 /// The provenance key derived from the state key that seals: a different key for a different

@@ -157,6 +157,33 @@ impl PostgresApprovalStore {
         &self.inner.schema
     }
 
+    /// Claims the tables for the deployment named `owners[0]` — a name its instances share and
+    /// no other deployment has (the gateway derives one from its request-state key) —, or checks
+    /// they are its: one of `owners` holds them (the others are the deployment's earlier names,
+    /// replaced by the first), or nobody does. Every instance of a deployment claims at start.
+    /// An empty `owners` claims nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::Store`] when another deployment holds the tables — two deployments on one
+    /// schema listed, answered and ran each other's held calls —, or the database fails.
+    pub fn claim(&self, owners: &[String]) -> Result<(), ApprovalError> {
+        self.inner
+            .pool
+            .run(
+                "cannot claim the approval tables",
+                |conn| match crate::postgres_owner::claim(conn.client(), "approval", owners) {
+                    Ok(()) => Ok(()),
+                    Err(crate::postgres_owner::ClaimError::Db(error)) => Err(OpError::Db(error)),
+                    Err(crate::postgres_owner::ClaimError::Taken { schema }) => {
+                        Err(OpError::Refused(ApprovalError::Store(StoreError::new(
+                            crate::postgres_owner::ClaimError::taken_message("approval", &schema),
+                        ))))
+                    }
+                },
+            )
+    }
+
     /// Follows changes from every node: each new request and each answer, expiry, revocation or
     /// recorded outcome, as it commits. Opens a connection of its own for as long as it lives.
     ///

@@ -246,6 +246,30 @@ impl PostgresAuditSink {
             .map_err(|error| audit_error("cannot integrate the audit queue", error))
     }
 
+    /// Claims the tables for the deployment named `owners[0]`, or checks they are its, as
+    /// [`PostgresApprovalStore::claim`](crate::approvals::PostgresApprovalStore::claim) does:
+    /// two deployments appending to one schema wrote one chain. An empty `owners` claims nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] when another deployment holds the tables, or the database fails.
+    pub fn claim(&self, owners: &[String]) -> Result<(), AuditError> {
+        let mut client = self
+            .appender
+            .config
+            .connect(NoTls)
+            .map_err(|error| audit_error("connect", error))?;
+        match crate::postgres_owner::claim(&mut client, "audit", owners) {
+            Ok(()) => Ok(()),
+            Err(crate::postgres_owner::ClaimError::Db(error)) => {
+                Err(audit_error("cannot claim the audit tables", error))
+            }
+            Err(crate::postgres_owner::ClaimError::Taken { schema }) => Err(AuditError::new(
+                crate::postgres_owner::ClaimError::taken_message("audit", &schema),
+            )),
+        }
+    }
+
     fn start_background(&self) {
         self.background.call_once(|| {
             group_commit::run_in_background(&self.appender, "toolgate-audit-integrate");

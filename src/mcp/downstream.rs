@@ -52,7 +52,7 @@ impl Downstream {
 
     /// Sends the client a progress notification for its call, under its own progress token —
     /// nothing when it gave none. A closed session is not an error: the call goes on. Its
-    /// message is judged as the tool's result is ([`judged`](Self::judged)): sent redacted
+    /// message is judged as the tool's result is ([`ToolController::judge_interim`](crate::ToolController::judge_interim)): sent redacted
     /// where a result rule redacts, and left out where one withholds it.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         let Some(token) = &self.progress_token else {
@@ -66,7 +66,7 @@ impl Downstream {
 
     /// Sends the client a log message about its call, if it is as severe as the client asked
     /// for with `logging/setLevel`. A closed session is not an error. Its data is judged as the
-    /// tool's result is ([`judged`](Self::judged)): a string or the JSON text of other data,
+    /// tool's result is ([`ToolController::judge_interim`](crate::ToolController::judge_interim)): a string or the JSON text of other data,
     /// sent as it came where no rule matched, as the redacted text where one redacts, and not at
     /// all where one withholds it.
     #[expect(

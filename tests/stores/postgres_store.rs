@@ -317,3 +317,43 @@ fn a_wait_for_one_request_ignores_the_changes_of_others() {
 
 mod audit_chain;
 mod faults;
+
+/// The approval and audit tables of a schema are claimed for one deployment: its instances (one
+/// name) share them, another deployment is refused, and a name's successor (a rotated key) takes
+/// them over. Two deployments on one schema each answered and ran the other's held calls.
+#[test]
+fn a_schemas_tables_belong_to_one_deployment() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "owners");
+    let (store, sink) = (db.store("first"), db.sink("first"));
+    let names = |names: &[&str]| {
+        names
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect::<Vec<_>>()
+    };
+    // Nothing is claimed for no name.
+    store.claim(&[]).unwrap();
+    store.claim(&names(&["a"])).unwrap();
+    sink.claim(&names(&["a"])).unwrap();
+    // Another instance of the deployment, and the same again.
+    db.store("second").claim(&names(&["a"])).unwrap();
+    db.sink("second").claim(&names(&["a"])).unwrap();
+    // Another deployment: refused, naming the schema, for each kind of table.
+    let refused = store.claim(&names(&["b"])).unwrap_err().to_string();
+    assert!(
+        refused.contains(&format!(
+            "the approval tables in schema `{}` belong to another deployment",
+            db.schema
+        )),
+        "{refused}"
+    );
+    let refused = sink.claim(&names(&["b"])).unwrap_err().to_string();
+    assert!(refused.contains("the audit tables"), "{refused}");
+    // A rotated key: the new name first, the old one accepted and replaced.
+    store.claim(&names(&["c", "a"])).unwrap();
+    assert!(store.claim(&names(&["a"])).is_err());
+    store.claim(&names(&["c"])).unwrap();
+    // The audit tables keep their own owner.
+    sink.claim(&names(&["a"])).unwrap();
+}

@@ -120,6 +120,7 @@ fn an_approval_held_by_one_instance_is_answered_through_another_and_runs_once() 
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("8 passed, 0 failed"), "{stdout}");
     the_approvals_cli_answers_on_postgres_and_exits_as_documented(&work, &pg);
+    another_deployment_on_the_same_schema_does_not_start(&work, &pg, &deployment);
     // A serving gateway on PostgreSQL (approvals, audit, counters) stops on SIGTERM with exit 0:
     // its blocking clients are dropped off the async runtime, never inside it (exit 101 before).
     for Killed(child) in &mut instances {
@@ -132,6 +133,59 @@ fn an_approval_held_by_one_instance_is_answered_through_another_and_runs_once() 
     for Killed(child) in &mut instances {
         let status = child.wait().expect("the gateway ends");
         assert_eq!(status.code(), Some(0), "SIGTERM: {status:?}");
+    }
+}
+
+/// A deployment of its own (another config, another request-state key, another deployment name)
+/// given the same database and schema does not start: the approval and audit tables are the
+/// first deployment's. An independent attack had a second deployment's page list the first's
+/// held call, its person approve it, and the call run in the second.
+fn another_deployment_on_the_same_schema_does_not_start(work: &Work, pg: &str, deployment: &str) {
+    let port = free_port();
+    let extra = format!(
+        "[gateway]\nstate_key_env = \"TOOLGATE_TEST_OTHER_STATE_KEY\"\n\
+         [audit]\npostgres_url_env = \"TOOLGATE_PG_URL\"\n\
+         [approvals]\nstore = \"postgres\"\npostgres_url_env = \"TOOLGATE_PG_URL\"\n\
+         [rate_limits]\npostgres_url_env = \"TOOLGATE_PG_URL\"\ndeployment = \"{deployment}-other\"\n\
+         [listen]\nhttp = \"127.0.0.1:{port}\"\n\
+         [[clients]]\nid = \"bob\"\napi_key_sha256 = \"{}\"\n",
+        sha256("tg_other_deployment_key"),
+    );
+    let config = work.hostile_config("serve", &extra);
+    let mut child = Command::new(GATEWAY)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("TOOLGATE_PG_URL", pg)
+        .env(
+            "TOOLGATE_TEST_OTHER_STATE_KEY",
+            "fedcba9876543210fedcba9876543210-another-deployment",
+        )
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the gateway starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waits") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("a second deployment on the same schema started serving");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("piped"), &mut stderr)
+        .expect("stderr");
+    assert!(!status.success(), "{stderr}");
+    for said in [
+        "approvals.postgres_url_env",
+        "the approval tables in schema `public` belong to another deployment",
+        "audit.postgres_url_env",
+        "the audit tables in schema `public` belong to another deployment",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
     }
 }
 

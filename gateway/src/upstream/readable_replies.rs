@@ -3,6 +3,10 @@
 //! ([`toolgate::mcp::frames`]). Unchanged, the client reports a JSON body it cannot parse as a
 //! send failure ("could not be sent the call; nothing ran" — false, and an invitation to run the
 //! call again) and an SSE event it cannot parse as the stream's end ("stopped before answering").
+//! An HTTP error status answering a request is the same: the upstream received the call, and a
+//! server error (or any status but the ones that say it was refused unread: 401, 403, a lost
+//! session's 404, 429) may come after it ran — "nothing ran" invited running it twice (an
+//! independent attack: an upstream that ran the call and answered HTTP 500).
 
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
@@ -27,6 +31,26 @@ pub fn readable<E: std::error::Error + Send + Sync + 'static>(
             if why.starts_with(UNPARSED_JSON) =>
         {
             Ok(StreamableHttpPostResponse::Json(unreadable(id), None))
+        }
+        // A server error without a JSON-RPC answer (the SDK's metadata of it).
+        (Err(StreamableHttpError::HttpStatus(status)), Some(id)) if status.status >= 500 => {
+            Ok(StreamableHttpPostResponse::Json(
+                answered_with_status(id, &status.status.to_string()),
+                None,
+            ))
+        }
+        // Another status the SDK does not read as a refusal unread (`HTTP 400: …`).
+        (Err(StreamableHttpError::UnexpectedServerResponse(why)), Some(id))
+            if why.starts_with("HTTP ") =>
+        {
+            let status: String = why["HTTP ".len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            Ok(StreamableHttpPostResponse::Json(
+                answered_with_status(id, &status),
+                None,
+            ))
         }
         (Ok(StreamableHttpPostResponse::Sse(events, session)), _) => Ok(
             StreamableHttpPostResponse::Sse(readable_events(events), session),
@@ -61,6 +85,20 @@ pub fn readable_events(
             })
         })
         .boxed()
+}
+
+/// The error answering request `id` with an HTTP error `status` and no JSON-RPC answer: the call
+/// reached the upstream, and may have run.
+fn answered_with_status(id: RequestId, status: &str) -> ServerJsonRpcMessage {
+    let message = format!(
+        "the upstream's reply was the HTTP status {status} without a JSON-RPC answer (nothing of its body is passed on)"
+    );
+    serde_json::from_value(serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": MALFORMED_REPLY_CODE, "message": message},
+    }))
+    .expect("a JSON-RPC error")
 }
 
 /// The error answering request `id` whose reply could not be read.

@@ -5,7 +5,8 @@ usage: raw_http_upstream.py PORT sse|json
 It serves one tool, `echo`, and answers each call as an SSE event (`sse`) or a JSON body
 (`json`): the text `lone-surrogate` gets a result holding a lone surrogate escape (`\\udcff`, as
 Python writes an undecodable file name), `result-and-error` a reply with both, anything else
-`echo: TEXT`.
+`echo: TEXT`; `status-CODE-json` or `status-CODE-text` an HTTP status CODE with a body that is
+no JSON-RPC message.
 """
 import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +40,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}}).encode())
         if method == "tools/call":
             text = message["params"]["arguments"]["text"]
+            if text.startswith("status-"):
+                # The call ran; the reply is an HTTP error status with a body no JSON-RPC reader
+                # takes (`status-500-json`: a JSON body that is no JSON-RPC error).
+                _, status, kind = text.split("-")
+                body = b'{"detail": "boom"}' if kind == "json" else b"Internal trouble"
+                kind = "application/json" if kind == "json" else "text/plain"
+                return self.reply(int(status), body, kind=kind)
             if text == "lone-surrogate":
                 answer = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "a\udcffb"}]}}
             elif text == "result-and-error":

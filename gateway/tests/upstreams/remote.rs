@@ -184,6 +184,25 @@ async fn an_unreadable_reply_over_http_says_the_upstream_answered() {
             );
             assert!(asked.elapsed() < std::time::Duration::from_secs(10));
         }
+        // An HTTP error status after the call ran: it may have taken effect (it said "could not
+        // be sent the call; nothing ran" — an independent attack).
+        for text in [
+            "status-500-text",
+            "status-500-json",
+            "status-502-text",
+            "status-400-json",
+        ] {
+            let (message, is_error) = call(&client, "r__echo", json!({"text": text})).await;
+            let status = &text["status-".len()..text.len() - 5];
+            assert!(is_error, "{framing} {text}: {message}");
+            assert!(
+                message.starts_with(&format!(
+                    "upstream `r` answered the call, but its reply was the HTTP status {status}"
+                )) && message.ends_with("the call may have taken effect"),
+                "{framing} {text}: {message}"
+            );
+            assert!(!message.contains("nothing ran"), "{message}");
+        }
         let (message, is_error) = call(&client, "r__echo", json!({"text": "after"})).await;
         assert_eq!(
             (message.as_str(), is_error),

@@ -256,6 +256,28 @@ fn a_url_upstream_takes_headers_and_a_token_variable_and_nothing_of_a_child() {
         found[0].contains("upstreams.r.url: \"ftp://x\" is not an http:// or https:// URL"),
         "{found:?}"
     );
+    // A user or password in the URL is refused, and never printed (it reached the error log).
+    for spelled in [
+        "https://svc:S3cretPassw0rd@mcp.example.com/mcp",
+        "https://S3cretPassw0rd@mcp.example.com",
+        "http://a:S3cretPassw0rd@127.0.0.1:8080?x=1",
+    ] {
+        let found = problems(&remote.replace("https://mcp.example.com/mcp", spelled));
+        assert!(
+            found[0].contains("upstreams.r.url: holds a user name or password"),
+            "{found:?}"
+        );
+        assert!(!found[0].contains("S3cret"), "{found:?}");
+    }
+    // An `@` past the host (a path, a query) is no user.
+    let text = remote.replace(
+        "https://mcp.example.com/mcp",
+        "https://mcp.example.com/mcp/@team?u=a@b",
+    );
+    assert!(
+        parse(Path::new("/etc/gw/gateway.toml"), &text).is_ok(),
+        "{text}"
+    );
     let found = problems(&remote.replace(
         "\"X-Team\" = \"a\"",
         "\"Authorization\" = \"Bearer s3cret\"",

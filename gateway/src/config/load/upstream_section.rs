@@ -32,6 +32,16 @@ pub(super) fn upstream(
                 format!("{url:?} is not an http:// or https:// URL"),
             ));
         }
+        // Refused, never printed: a password here reached the error log and `check`'s output.
+        let authority = url.split_once("://").map_or("", |(_, rest)| {
+            rest.split(['/', '?', '#']).next().unwrap_or("")
+        });
+        if authority.contains('@') {
+            return Err((
+                "url".to_owned(),
+                "holds a user name or password (`user:password@`): it would be printed wherever the URL is; put a token in an environment variable and name it in `bearer_token_env`".to_owned(),
+            ));
+        }
         for (name, value) in &section.headers {
             if http::HeaderName::try_from(name.as_str()).is_err()
                 || http::HeaderValue::try_from(value.as_str()).is_err()

@@ -72,8 +72,8 @@ impl RateLimits {
                     message,
                 });
             };
-            if config.id.trim().is_empty() {
-                problem("id is empty".to_owned());
+            if let Some(wrong) = super::id_problem(&config.id) {
+                problem(wrong.to_owned());
             } else if rule_ids.contains(config.id.as_str()) || !seen.insert(config.id.as_str()) {
                 problem("id repeats another limit's or rule's id".to_owned());
             }

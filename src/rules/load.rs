@@ -124,8 +124,8 @@ impl Compiling<'_> {
         let mut seen_conditions: HashMap<(&str, String), (usize, PolicyAction)> = HashMap::new();
         for (index, rule) in rules.iter().enumerate() {
             let place = format!("rules[{index}] (id {:?})", rule.id);
-            if rule.id.trim().is_empty() {
-                problems.push(place.clone(), "id is empty");
+            if let Some(problem) = super::id_problem(&rule.id) {
+                problems.push(place.clone(), problem);
             } else if let Some(first) = seen_ids.get(rule.id.as_str()) {
                 problems.push(place.clone(), format!("id repeats rules[{first}]"));
             } else {

@@ -217,6 +217,9 @@ impl RulePolicy {
     /// [`PolicyLoadError::Syntax`] for text that is not the rule language,
     /// [`PolicyLoadError::Invalid`] for a policy that does not fit the registry.
     pub fn from_json(text: &str, registry: &ToolRegistry) -> Result<Self, PolicyLoadError> {
+        // A byte-order mark a Windows editor wrote: JSON's readers may ignore it (RFC 8259 §8.1),
+        // and refused it read as "expected value at line 1 column 1".
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let config = serde_json::from_str(text).map_err(|error| PolicyLoadError::Syntax {
             message: error.to_string(),
         })?;
@@ -488,5 +491,18 @@ impl Policy for RulePolicy {
                 }],
             }),
         }
+    }
+}
+
+/// What is wrong with a rule's, limit's, flow's or result rule's `id`, if anything: empty, or
+/// holding a control, invisible or bidi character (an id reaches reasons, the audit log and the
+/// approval page, where `a\u{0}` and `a` would read alike).
+pub(crate) fn id_problem(id: &str) -> Option<&'static str> {
+    if id.trim().is_empty() {
+        Some("id is empty")
+    } else if id.chars().any(crate::text::is_invisible) {
+        Some("id holds a control, invisible or bidi character")
+    } else {
+        None
     }
 }

@@ -358,6 +358,11 @@ fn result_rules_are_checked_at_load() {
         rule
     };
     assert_eq!(load(json!([rule(json!({}))]), json!([])), None);
+    // A pattern that may match the empty string, but not only it, holds where it matches more.
+    assert_eq!(
+        load(json!([rule(json!({"pattern": "ORD-[0-9]*"}))]), json!([])),
+        None
+    );
     for (results, says) in [
         (
             json!([rule(json!({"detect": []}))]),
@@ -371,6 +376,21 @@ fn result_rules_are_checked_at_load() {
         (
             json!([rule(json!({"pattern": "("}))]),
             "pattern does not compile",
+        ),
+        // Patterns only the empty string matches never hold (empty matches are ignored).
+        (
+            json!([rule(json!({"pattern": ""}))]),
+            "pattern matches only the empty string",
+        ),
+        (
+            json!([rule(json!({"pattern": "^|\\b|(?:)"}))]),
+            "pattern matches only the empty string",
+        ),
+        // Ids that read alike in a reason, the audit log or the page.
+        (json!([rule(json!({"id": "x\u{0}"}))]), "id holds a control"),
+        (
+            json!([rule(json!({"id": "x\u{202e}"}))]),
+            "id holds a control",
         ),
         (
             json!([rule(json!({"tool": "nothing_*"}))]),

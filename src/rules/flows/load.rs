@@ -260,8 +260,8 @@ fn check_header<'c>(
     Result<Reason, crate::decision::EmptyReason>,
     Option<Arc<crate::decision::Approvers>>,
 ) {
-    if config.id.trim().is_empty() {
-        push(place.to_owned(), "id is empty".to_owned());
+    if let Some(problem) = crate::rules::id_problem(&config.id) {
+        push(place.to_owned(), problem.to_owned());
     } else if taken_ids.contains(config.id.as_str()) || !ids.insert(config.id.as_str()) {
         push(
             place.to_owned(),

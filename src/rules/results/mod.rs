@@ -150,8 +150,8 @@ impl ResultRules {
                     message,
                 });
             };
-            if config.id.trim().is_empty() {
-                push("id is empty".to_owned());
+            if let Some(problem) = crate::rules::id_problem(&config.id) {
+                push(problem.to_owned());
             } else if taken_ids.contains(config.id.as_str()) || !ids.insert(config.id.as_str()) {
                 push("id repeats another result rule's, rule's, limit's or flow's id".to_owned());
             }
@@ -185,11 +185,22 @@ impl ResultRules {
                 push(format!("{:?} covers no tool in the registry", config.tool));
             }
             let pattern = config.pattern.as_ref().and_then(|pattern| {
-                regex::RegexBuilder::new(pattern)
+                let compiled = regex::RegexBuilder::new(pattern)
                     .size_limit(MAX_PATTERN_BYTES)
                     .build()
                     .map_err(|error| push(format!("pattern does not compile: {error}")))
-                    .ok()
+                    .ok()?;
+                // Empty matches are ignored (they mark nothing), so a pattern matching only the
+                // empty string (`""`, `^`, `\b`) would never hold: a rule thought active that does
+                // nothing (an independent attack loaded one without a word).
+                let empty_only = regex_syntax::Parser::new()
+                    .parse(pattern)
+                    .is_ok_and(|hir| hir.properties().maximum_len() == Some(0));
+                if empty_only {
+                    push("pattern matches only the empty string, and empty matches are ignored: it would never match".to_owned());
+                    return None;
+                }
+                Some(compiled)
             });
             let Ok(reason) = reason else { continue };
             out.rules.push(Compiled {

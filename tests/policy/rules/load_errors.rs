@@ -239,3 +239,34 @@ fn a_pattern_rule_inert_on_every_tool_it_covers_is_a_load_error_naming_the_stric
         assert!(load(&one).is_ok(), "{stricter}");
     }
 }
+
+#[test]
+fn load_error_ids_that_read_alike_and_a_byte_order_mark_is_read_past() {
+    // A control, invisible or bidi character in an id of each kind: `a\u{0}` and `a` read alike
+    // in a reason, the audit log and the page (an independent attack loaded one).
+    let problems = load_problems(
+        r#"{"rules": [
+        {"id": "a\u0000", "tool": "read_file", "action": "deny", "reason": "x"},
+        {"id": "b\u202e", "tool": "exec", "action": "deny", "reason": "x"}],
+        "limits": [{"id": "c\u200b", "tool": "read_file", "max": 1, "per": "hour", "over": "deny",
+                    "reason": "x"}],
+        "flows": [{"id": "d\u0007", "tool": "exec", "action": "ask", "reason": "x",
+                   "after": {"tool": "read_file", "within": "hour"}}]
+    }"#,
+    );
+    for place in ["rules[0]", "rules[1]", "limits[0]", "flows[0]"] {
+        assert!(
+            problems
+                .iter()
+                .any(|problem| problem.place.starts_with(place)
+                    && problem.message == "id holds a control, invisible or bidi character"),
+            "{place}: {problems:#?}"
+        );
+    }
+    // A byte-order mark (a Windows editor's) before the policy is read past; the same policy.
+    let text = r#"{"rules": [{"id": "a", "tool": "read_file", "action": "allow", "reason": "x"}]}"#;
+    let registry = tools(&Arc::default());
+    let plain = RulePolicy::from_json(text, &registry).unwrap();
+    let marked = RulePolicy::from_json(&format!("\u{feff}{text}"), &registry).unwrap();
+    assert_eq!(plain.digest(), marked.digest());
+}

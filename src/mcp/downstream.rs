@@ -68,7 +68,8 @@ impl Downstream {
     /// for with `logging/setLevel`. A closed session is not an error. Its data is judged as the
     /// tool's result is ([`ToolController::judge_interim`](crate::ToolController::judge_interim)): a string or the JSON text of other data,
     /// sent as it came where no rule matched, as the redacted text where one redacts, and not at
-    /// all where one withholds it.
+    /// all where one withholds it; its logger's name likewise, and its `_meta` left out where a
+    /// rule would change it.
     #[expect(
         deprecated,
         reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
@@ -104,6 +105,20 @@ impl Downstream {
         let mut message = message;
         if judged != text {
             message.data = serde_json::Value::String(judged);
+        }
+        // The logger's name and the message's `_meta` reach the client too: judged the same way
+        // (a `_meta` a rule would change is left out: it cannot be rewritten safely).
+        if let Some(logger) = &message.logger {
+            let Some(judged) = self.judged(logger) else {
+                return;
+            };
+            message.logger = Some(judged);
+        }
+        if let Some(meta) = &message.meta {
+            let text = serde_json::to_string(meta).unwrap_or_default();
+            if self.judged(&text).as_deref() != Some(text.as_str()) {
+                message.meta = None;
+            }
         }
         let _ = self.peer.notify_logging_message(message).await;
     }

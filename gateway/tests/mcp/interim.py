@@ -32,7 +32,8 @@ async def run(client_of, via: str) -> tuple[list, list, object]:
         progress.append((step, message))
 
     async def on_log(params):
-        logs.append(params.data if isinstance(params.data, str) else json.dumps(params.data))
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+        logs.append(f"{data} (logger {params.logger})")
 
     async def on_sampling(context, params):
         sampled.append(params.messages[0].content.text)
@@ -88,6 +89,8 @@ async def main() -> None:
     check("through the gateway: the redacted log message still arrives",
           any(line.startswith("key in use:") for line in logs), logs)
     check("through the gateway: the withheld log message does not", not any("key file" in line for line in logs), logs)
+    check("through the gateway: a log message from a logger named with a key arrives, the name redacted",
+          any(line.startswith("named logger (logger svc-") for line in logs), logs)
     check("through the gateway: an IBAN a progress message named is seen in the tool's results",
           paid.is_error, paid)
     check("through the gateway: one nothing named is not", not other.is_error, other)

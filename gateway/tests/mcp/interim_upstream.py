@@ -24,6 +24,7 @@ async def work(ctx: Context) -> str:
     await ctx.report_progress(3, 3, f"the invoice says: pay {IBAN}")
     await ctx.info(f"key in use: {CLOUD_KEY}")
     await ctx.info(f"key file: {PRIVATE_KEY}")
+    await ctx.info("named logger", logger_name=f"svc-{CLOUD_KEY}")
     await ctx.info("finished")
     return "done"
 

@@ -281,6 +281,31 @@ fn mcp_server(
     }
 }
 
+/// How people sign in to the approval page, as `config` has it: the startup line named every way
+/// the gateway knows, whatever was configured (an independent attack read it as configured).
+fn sign_in_ways(config: &Config) -> String {
+    let provider = config.oauth.as_ref().and_then(|oauth| oauth.page.as_ref());
+    let credentials = provider.is_none_or(|page| page.credential_sign_in);
+    let mut ways = Vec::new();
+    if provider.is_some() {
+        ways.push("at the [oauth.page] identity provider");
+    }
+    if credentials && config.clients.iter().any(|client| client.page_sign_in) {
+        ways.push("with a [[clients]] API key");
+    }
+    if credentials && config.oauth.is_some() {
+        ways.push("with an [oauth] token");
+    }
+    if credentials && config.jwt.is_some() {
+        ways.push("with a [jwt] token");
+    }
+    match ways.as_slice() {
+        [] => "in no way this config gives".to_owned(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 /// The running listeners, each until `stop` is sent.
 struct Listeners {
     // Declared first, so dropped (aborted) first: before the channel that stops them.
@@ -311,7 +336,8 @@ impl Listeners {
     ) {
         match &page {
             Some(_) => tracing::info!(
-                "approval page: http://{address}/approvals — people sign in at the [oauth.page] identity provider or with a [[clients]] API key or an [oauth] or [jwt] token (as configured), and approved calls run in this gateway"
+                "approval page: http://{address}/approvals — people sign in {}, and approved calls run in this gateway",
+                sign_in_ways(config)
             ),
             None if config.approval_page.is_none() => tracing::info!(
                 "no approval page: it needs a [[clients]] entry, an [oauth] or a [jwt] table to sign people in (or approvals.page = false)"
@@ -455,7 +481,7 @@ fn approvals_at(config: &Config) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::approvals_at;
+    use super::{approvals_at, sign_in_ways};
 
     const CONFIG: &str = "[upstreams.files]\ncommand = \"npx\"\n[policy]\nlayers = [\"p.json\"]\n\
         [[clients]]\nid = \"sam\"\napi_key_sha256 = \"2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae\"\n";
@@ -465,6 +491,19 @@ mod tests {
         let config =
             crate::config::parse(std::path::Path::new("/etc/gw/gw.toml"), &text).expect("loads");
         approvals_at(&config)
+    }
+
+    #[test]
+    fn the_startup_line_names_only_the_sign_in_ways_configured() {
+        let config = |text: &str| {
+            crate::config::parse(std::path::Path::new("/etc/gw/gw.toml"), text).expect("loads")
+        };
+        assert_eq!(sign_in_ways(&config(CONFIG)), "with a [[clients]] API key");
+        let model_only = CONFIG.replace("[[clients]]\n", "[[clients]]\npage_sign_in = false\n");
+        assert_eq!(
+            sign_in_ways(&config(&model_only)),
+            "in no way this config gives"
+        );
     }
 
     #[test]

@@ -123,12 +123,12 @@ pub fn check_request_body(body: &[u8]) -> Result<(), BodyProblem> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text).trim();
     match crate::providers::check_unique_keys(text) {
         Ok(()) => Ok(()),
-        Err(problem) => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-            Err(error) => Err(BodyProblem::NotJson(format!(
-                "not valid JSON: syntax error at line {} column {}",
-                error.line(),
-                error.column()
-            ))),
+        // Read whole, as a reader keeping the last of two keys would: only what such a reader
+        // takes is a duplicate key. (Skimmed, a lone surrogate escape, a number past a double's
+        // range and nesting past 128 levels passed, and were refused as duplicate keys: an
+        // independent attack.) serde's message names the problem and where, never a value.
+        Err(problem) => match serde_json::from_str::<Value>(text) {
+            Err(error) => Err(BodyProblem::NotJson(format!("not valid JSON: {error}"))),
             Ok(_) => Err(BodyProblem::DuplicateKey(problem)),
         },
     }
@@ -181,6 +181,22 @@ mod tests {
             panic!("a duplicate key")
         };
         assert!(!problem.contains("secret"), "{problem}");
+        // Not JSON a reader takes, whatever else: not a duplicate key (they were said to be).
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        for (body, says) in [
+            (r#"{"msg":"\udcff"}"#, "lone"),
+            (r#"{"msg":1e400}"#, "number out of range"),
+            (deep.as_str(), "recursion limit"),
+        ] {
+            let Err(BodyProblem::NotJson(problem)) = check_request_body(body.as_bytes()) else {
+                panic!("{body}: not refused as not JSON");
+            };
+            assert!(
+                problem.starts_with("not valid JSON: ") && problem.contains(says),
+                "{problem}"
+            );
+            assert!(!problem.contains("msg"), "{problem}");
+        }
         assert!(
             check_duplicate_keys(b"{\"a\":1").is_ok(),
             "not JSON is not a duplicate"

@@ -78,6 +78,36 @@ impl ToolController {
         principal: Option<&Principal>,
         text: &str,
     ) -> Option<String> {
+        self.judge_interim_result(tool, principal, ToolResult::ok("interim", text))
+            .map(|judged| judged.content)
+    }
+
+    /// [`judge_interim`](Self::judge_interim) of JSON the call sends (a log message's data, an
+    /// upstream's sampling request): judged leaf by leaf, as a result's structured content is —
+    /// read as one text, a pattern anchored at a string's start (`^password=`) missed what it
+    /// holds in a result (a second independent attack). `Some` of the value to send, its strings
+    /// redacted where a rule redacts; `None` where one withholds it.
+    pub fn judge_interim_value(
+        &self,
+        tool: &str,
+        principal: Option<&Principal>,
+        value: &serde_json::Value,
+    ) -> Option<serde_json::Value> {
+        let result = ToolResult {
+            structured: Some(value.clone()),
+            ..ToolResult::ok("interim", "")
+        };
+        self.judge_interim_result(tool, principal, result)
+            .map(|judged| judged.structured.unwrap_or_default())
+    }
+
+    /// `result`, a running call's interim words, judged as its result would be; `None` withheld.
+    fn judge_interim_result(
+        &self,
+        tool: &str,
+        principal: Option<&Principal>,
+        result: ToolResult,
+    ) -> Option<ToolResult> {
         let gate = self.gate();
         let policy = &gate.policy;
         let judges = policy.judges_results(tool);
@@ -87,7 +117,7 @@ impl ToolController {
             ..sources
         });
         if !judges && sources.is_none() {
-            return Some(text.to_owned());
+            return Some(result);
         }
         let observing = Observing {
             policy: Arc::clone(policy),
@@ -96,8 +126,8 @@ impl ToolController {
             judges,
             sources,
         };
-        let judged = self.observed_by(observing, ToolResult::ok("interim", text));
-        (!judged.is_error).then_some(judged.content)
+        let judged = self.observed_by(observing, result);
+        (!judged.is_error).then_some(judged)
     }
 
     /// `result` as the model gets it: judged by the result rules, its labels recorded, its

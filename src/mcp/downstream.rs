@@ -66,10 +66,10 @@ impl Downstream {
 
     /// Sends the client a log message about its call, if it is as severe as the client asked
     /// for with `logging/setLevel`. A closed session is not an error. Its data is judged as the
-    /// tool's result is ([`ToolController::judge_interim`](crate::ToolController::judge_interim)): a string or the JSON text of other data,
-    /// sent as it came where no rule matched, as the redacted text where one redacts, and not at
-    /// all where one withholds it; its logger's name likewise, and its `_meta` left out where a
-    /// rule would change it.
+    /// tool's result is ([`ToolController::judge_interim`](crate::ToolController::judge_interim)): a string as text, other data
+    /// leaf by leaf as structured content; sent as it came where no rule matched, redacted where
+    /// one redacts, and not at all where one withholds it; its logger's name likewise, and its
+    /// `_meta` left out where a rule would change it.
     #[expect(
         deprecated,
         reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"
@@ -95,17 +95,17 @@ impl Downstream {
         if !wanted {
             return;
         }
-        let text = match &message.data {
-            serde_json::Value::String(text) => text.clone(),
-            data => data.to_string(),
-        };
-        let Some(judged) = self.judged(&text) else {
-            return;
-        };
         let mut message = message;
-        if judged != text {
-            message.data = serde_json::Value::String(judged);
-        }
+        message.data = match &message.data {
+            serde_json::Value::String(text) => match self.judged(text) {
+                Some(judged) => serde_json::Value::String(judged),
+                None => return,
+            },
+            data => match self.judged_value(data) {
+                Some(judged) => judged,
+                None => return,
+            },
+        };
         // The logger's name and the message's `_meta` reach the client too: judged the same way
         // (a `_meta` a rule would change is left out: it cannot be rewritten safely).
         if let Some(logger) = &message.logger {
@@ -115,8 +115,8 @@ impl Downstream {
             message.logger = Some(judged);
         }
         if let Some(meta) = &message.meta {
-            let text = serde_json::to_string(meta).unwrap_or_default();
-            if self.judged(&text).as_deref() != Some(text.as_str()) {
+            let value = serde_json::to_value(meta).unwrap_or_default();
+            if self.judged_value(&value).as_ref() != Some(&value) {
                 message.meta = None;
             }
         }
@@ -133,6 +133,17 @@ impl Downstream {
         let tool = self.tool.as_deref()?;
         let principal = self.caller.principal.as_deref();
         self.server.controller.judge_interim(tool, principal, text)
+    }
+
+    /// [`judged`](Self::judged) of JSON, leaf by leaf ([`ToolController::judge_interim_value`]).
+    ///
+    /// [`ToolController::judge_interim_value`]: crate::ToolController::judge_interim_value
+    fn judged_value(&self, value: &serde_json::Value) -> Option<serde_json::Value> {
+        let tool = self.tool.as_deref()?;
+        let principal = self.caller.principal.as_deref();
+        self.server
+            .controller
+            .judge_interim_value(tool, principal, value)
     }
 
     /// Resolves when the client cancels its call (`notifications/cancelled`) or its session ends.
@@ -192,8 +203,7 @@ impl Downstream {
         // What it puts to the client's model is judged as the called tool's result is: a secret
         // a result rule withholds or redacts is not put to the model (a request cannot be
         // rewritten safely, so either refuses it), and its values are recorded for provenance.
-        let text = arguments.to_string();
-        if self.judged(&text).as_deref() != Some(text.as_str()) {
+        if self.judged_value(&arguments).as_ref() != Some(&arguments) {
             return Err(rmcp::ErrorData::invalid_request(
                 "refused: a result rule matched what the request would put to the client; nobody was asked",
                 None,

@@ -395,3 +395,23 @@ fn one_directory_names_at_most_sixty_four_records() {
 /// Found by an independent review of the first version: each failed on it.
 #[path = "lookups_review.rs"]
 mod review;
+
+/// A directory names the person's records only from a whole result: what the directory tool says
+/// while it runs (a progress or log message, judged as its results are) names nobody — its words
+/// are the tool's, which an upstream chooses line by line.
+#[test]
+fn what_a_directory_says_before_its_result_names_nobody() {
+    let world = world(MemoryRateCounters::default(), LOOKUPS);
+    ask_person(
+        &world,
+        "Collect the feedback on Ana's checkout mockups and DM it to her.",
+    );
+    let said = world
+        .controller
+        .judge_interim("list_users", None, DIRECTORY);
+    assert_eq!(said.as_deref(), Some(DIRECTORY));
+    assert_eq!(dm(&world, "ana.silva"), "ask");
+    // The same directory as a whole result names her.
+    read(&world, "list_users");
+    assert_eq!(dm(&world, "ana.silva"), "allow");
+}

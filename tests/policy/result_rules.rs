@@ -564,7 +564,9 @@ fn what_a_call_says_before_its_result_is_judged_as_its_result_is() {
         {"id": "cards", "tool": "read", "detect": ["card_number"], "action": "redact",
          "reason": "no cards"},
         {"id": "tokens", "tool": "read", "detect": ["cloud_token"], "action": "label",
-         "label": "secret", "reason": "a secret"}
+         "label": "secret", "reason": "a secret"},
+        {"id": "passwords", "tool": "read", "pattern": "(?m)^password=\\S+$", "action": "redact",
+         "reason": "no passwords"}
       ],
       "flows": [
         {"id": "after-secrets", "tool": "send", "action": "deny", "reason": "a secret was read",
@@ -595,6 +597,21 @@ fn what_a_call_says_before_its_result_is_judged_as_its_result_is() {
             .judge_interim("read", None, "step 3 of 5")
             .as_deref(),
         Some("step 3 of 5")
+    );
+    // JSON it sends (a log message's data, a sampling request) is judged leaf by leaf, as
+    // structured content is: read as one text, a pattern anchored at a string's start missed it.
+    let data = json!({"line": "password=hunter2", "level": 3});
+    let judged = controller.judge_interim_value("read", None, &data).unwrap();
+    assert_eq!(judged["level"], 3);
+    let line = judged["line"].as_str().unwrap();
+    assert!(!line.contains("hunter2") && line.contains("redacted"), "{judged}");
+    assert_eq!(
+        controller.judge_interim_value("read", None, &json!({"key": KEY})),
+        None
+    );
+    assert_eq!(
+        controller.judge_interim_value("send", None, &data),
+        Some(data.clone())
     );
     // Its values are seen in `read`'s results: a recipient only a progress message named.
     assert_eq!(send("ops@corp.example"), "allow");

@@ -35,12 +35,58 @@ pub struct ProgressRoutes(
     RecentCallers,
 );
 
-/// Whose calls stopped waiting on this session lately (within [`LATELY`], the last
-/// [`EARLY_KEPT`]): what names no call goes to the one call waiting only if no other principal's
-/// call waited lately — an upstream logging "finished alice's request" after answering it found
-/// bob's call the only one waiting, and bob got alice's line (an independent attack).
+/// Whose calls stopped waiting on this session lately (within [`LATELY`]): what names no call goes
+/// to the one call waiting only if no other principal's call waited lately — an upstream logging
+/// "finished alice's request" after answering it found bob's call the only one waiting, and bob
+/// got alice's line (an independent attack). A request its caller gave up on counts again, as
+/// nobody's, when the upstream answers it at last; and past [`EARLY_KEPT`] callers within the
+/// window, the oldest goes and nobody is alone until its window ends (a second attack flushed
+/// alice's entry with 300 calls of bob's, and a given-up call's late line reached bob).
 #[derive(Clone, Debug, Default)]
-struct RecentCallers(Arc<Mutex<std::collections::VecDeque<(Caller, Instant)>>>);
+struct RecentCallers(Arc<Mutex<Recent>>);
+
+#[derive(Debug, Default)]
+struct Recent {
+    callers: std::collections::VecDeque<(Caller, Instant)>,
+    /// Until when a caller let go of within its window leaves everyone not alone.
+    nobody_alone_until: Option<Instant>,
+}
+
+impl RecentCallers {
+    /// `caller`'s call stopped waiting, or was answered after its caller left.
+    fn push(&self, caller: Caller) {
+        let mut recent = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        recent.callers.retain(|(_, when)| when.elapsed() <= LATELY);
+        if recent.callers.len() >= EARLY_KEPT
+            && let Some((_, when)) = recent.callers.pop_front()
+        {
+            let until = when + LATELY;
+            recent.nobody_alone_until = Some(
+                recent
+                    .nobody_alone_until
+                    .map_or(until, |was| was.max(until)),
+            );
+        }
+        recent.callers.push_back((caller, Instant::now()));
+    }
+
+    /// Whether every caller within the window is `caller`.
+    fn alone(&self, caller: &Caller) -> bool {
+        let mut recent = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if recent
+            .nobody_alone_until
+            .is_some_and(|until| Instant::now() < until)
+        {
+            return false;
+        }
+        recent.callers.retain(|(_, when)| when.elapsed() <= LATELY);
+        // Nobody's (`Unknown`) matches nobody, itself included.
+        recent
+            .callers
+            .iter()
+            .all(|(other, _)| matches!(other, Caller::Known(_)) && other == caller)
+    }
+}
 
 /// Who a call was for: `Known(None)` a client without a principal, `Unknown` a call no client
 /// request waits for (one a person approved on the page, say), which matches nobody.
@@ -216,10 +262,7 @@ impl ProgressRoutes {
     /// on this session within [`LATELY`] was its principal's. A log message or a request about
     /// another principal's call, sent after that call was answered, would otherwise reach it.
     pub fn alone_with(&self, client: &Downstream) -> bool {
-        let caller = Caller::of(Some(client));
-        let mut recent = self.2.0.lock().unwrap_or_else(PoisonError::into_inner);
-        recent.retain(|(_, when)| when.elapsed() <= LATELY);
-        recent.iter().all(|(other, _)| *other == caller)
+        self.2.alone(&Caller::of(Some(client)))
     }
 
     fn destination(&self, token: &ProgressToken) -> Option<Destination> {
@@ -280,6 +323,11 @@ impl ProgressRoutes {
             .is_some();
         if unclaimed || left {
             routes.remove(token);
+            if left {
+                // Its caller gave up; the upstream finished it only now, and may speak of it
+                // next: whose it was is no longer known here, so it is nobody's.
+                self.2.push(Caller::Unknown);
+            }
             if unclaimed {
                 let mut early = self.1.0.lock().unwrap_or_else(PoisonError::into_inner);
                 if early.len() == EARLY_KEPT {
@@ -379,24 +427,58 @@ impl Drop for Route {
         let Some(to) = routes.get(&self.token) else {
             return;
         };
-        let caller = Caller::of(to.client.borrow().clone().flatten().as_ref());
-        {
-            let mut recent = self
-                .routes
-                .2
-                .0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if recent.len() == EARLY_KEPT {
-                recent.pop_front();
-            }
-            recent.push_back((caller, Instant::now()));
-        }
+        self.routes
+            .2
+            .push(Caller::of(to.client.borrow().clone().flatten().as_ref()));
         if to.answered.load(Ordering::SeqCst) {
             routes.remove(&self.token);
         } else {
             to.client.send_replace(Some(None));
             *to.left.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Caller, EARLY_KEPT, RecentCallers};
+
+    fn known(id: &str) -> Caller {
+        Caller::Known(Some(id.to_owned()))
+    }
+
+    #[test]
+    fn a_caller_is_alone_only_when_every_recent_call_was_its_own() {
+        let recent = RecentCallers::default();
+        assert!(recent.alone(&known("bob")), "nobody's call ended lately");
+        recent.push(known("bob"));
+        assert!(recent.alone(&known("bob")));
+        recent.push(known("alice"));
+        assert!(!recent.alone(&known("bob")));
+        assert!(!recent.alone(&known("alice")));
+        // A call given up and answered later is nobody's, and nobody is alone beside it.
+        let late = RecentCallers::default();
+        late.push(Caller::Unknown);
+        assert!(!late.alone(&Caller::Unknown));
+        assert!(!late.alone(&known("bob")));
+    }
+
+    #[test]
+    fn flushing_the_window_with_ones_own_calls_leaves_nobody_alone() {
+        // Alice's call ended; bob's calls push it out of the window's room: bob is not alone
+        // until alice's entry would have passed (an independent attack: 300 calls sufficed).
+        let recent = RecentCallers::default();
+        recent.push(known("alice"));
+        for _ in 0..EARLY_KEPT + 44 {
+            recent.push(known("bob"));
+        }
+        assert!(!recent.alone(&known("bob")));
+        // Fewer than the room: alice's entry stays, and bob is not alone for it either.
+        let room = RecentCallers::default();
+        room.push(known("alice"));
+        for _ in 0..EARLY_KEPT - 1 {
+            room.push(known("bob"));
+        }
+        assert!(!room.alone(&known("bob")));
     }
 }

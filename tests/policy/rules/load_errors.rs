@@ -263,6 +263,30 @@ fn load_error_ids_that_read_alike_and_a_byte_order_mark_is_read_past() {
             "{place}: {problems:#?}"
         );
     }
+    // White space at an id's ends, or other than a space inside it: `all` and `all ` read alike.
+    let problems = load_problems(
+        r#"{"rules": [
+        {"id": "all", "tool": "read_file", "action": "deny", "reason": "x"},
+        {"id": "all ", "tool": "exec", "action": "deny", "reason": "x"},
+        {"id": "a b", "tool": "exec", "action": "deny", "reason": "x"},
+        {"id": "c ", "tool": "exec", "action": "deny", "reason": "x"},
+        {"id": "two words", "tool": "exec", "action": "deny", "reason": "x"}]}"#,
+    );
+    for place in ["rules[1]", "rules[2]", "rules[3]"] {
+        assert!(
+            problems
+                .iter()
+                .any(|problem| problem.place.starts_with(place)),
+            "{place}: {problems:#?}"
+        );
+    }
+    assert!(
+        !problems.iter().any(|problem| {
+            (problem.place.starts_with("rules[0]") || problem.place.starts_with("rules[4]"))
+                && problem.message.starts_with("id ")
+        }),
+        "{problems:#?}"
+    );
     // A byte-order mark (a Windows editor's) before the policy is read past; the same policy.
     let text = r#"{"rules": [{"id": "a", "tool": "read_file", "action": "allow", "reason": "x"}]}"#;
     let registry = tools(&Arc::default());

@@ -4,7 +4,7 @@
 
 use rmcp::service::ServiceError;
 
-use super::frames::{MALFORMED_REPLY_CODE, OVERSIZED_REPLY_CODE};
+use super::frames::{LOST_REPLY_CODE, MALFORMED_REPLY_CODE, OVERSIZED_REPLY_CODE};
 
 /// Why an upstream call ended without a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +59,7 @@ impl CallFailure {
                     detail: error.message.into_owned(),
                 }
             }
+            ServiceError::McpError(error) if error.code.0 == LOST_REPLY_CODE => Self::NoAnswer,
             ServiceError::McpError(error) if error.code.0 == MALFORMED_REPLY_CODE => {
                 Self::Malformed {
                     detail: error.message.into_owned(),

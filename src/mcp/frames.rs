@@ -17,6 +17,12 @@ pub const OVERSIZED_REPLY_CODE: i32 = -32_090;
 /// upstream received the request and answered it — a call it ran.
 pub const MALFORMED_REPLY_CODE: i32 = -32_091;
 
+/// The code of the error a transport answers a request with when its connection was lost after
+/// the request could have reached the server (reset, closed, timed out, a reply cut short): the
+/// call stopped before answering, and whether it took effect is unknown
+/// ([`CallFailure::NoAnswer`](super::CallFailure::NoAnswer)) — never "not sent".
+pub const LOST_REPLY_CODE: i32 = -32_092;
+
 /// Copies newline-delimited messages from `from` to `to` until `from` ends or `to` is closed; a
 /// message over `max` bytes is dropped (a reply: replaced by an error with
 /// [`OVERSIZED_REPLY_CODE`] for its id). Memory stays within `max` plus a 64 KiB buffer.

@@ -15,7 +15,7 @@ use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpError, StreamableHttpPostResponse,
 };
 use sse_stream::Sse;
-use toolgate::mcp::frames::{MALFORMED_REPLY_CODE, malformed_reply_error};
+use toolgate::mcp::frames::{LOST_REPLY_CODE, MALFORMED_REPLY_CODE, malformed_reply_error};
 
 /// The start of the SDK's error for a JSON body it could not parse (rmcp 3.11's
 /// `json_rpc_parse_error_message`; a test pins it), as against its error for an HTTP status.
@@ -67,6 +67,37 @@ pub fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
     }
 }
 
+/// [`readable`] for the reqwest client, and a request whose connection failed once it could
+/// have been sent (anything but a failure to connect: reset, closed, timed out, a body cut
+/// short) answered with an error saying whether the call took effect is unknown
+/// ([`LOST_REPLY_CODE`]). The SDK reports those
+/// as a send failure ("nothing ran"), though the upstream may have run the call (a second
+/// attack: an upstream that recorded the call, then closed the connection).
+pub fn readable_over_reqwest(
+    message_id: Option<RequestId>,
+    answer: Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>,
+) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+    match (answer, message_id) {
+        (Err(StreamableHttpError::Client(error)), Some(id)) if !error.is_connect() => {
+            let how = if error.is_timeout() {
+                "timed out"
+            } else if error.is_body() || error.is_decode() {
+                "was cut short"
+            } else {
+                "failed"
+            };
+            let message = format!(
+                "the upstream's connection {how} after the call could have reached it (no reply was read)"
+            );
+            Ok(StreamableHttpPostResponse::Json(
+                error_for(id, LOST_REPLY_CODE, &message),
+                None,
+            ))
+        }
+        (answer, message_id) => readable(message_id, answer),
+    }
+}
+
 /// `events`, each whose data is a reply the SDK cannot read replaced by an error for its id.
 pub fn readable_events(
     events: BoxStream<'static, Result<Sse, SseError>>,
@@ -90,13 +121,26 @@ pub fn readable_events(
 /// The error answering request `id` with an HTTP error `status` and no JSON-RPC answer: the call
 /// reached the upstream, and may have run.
 fn answered_with_status(id: RequestId, status: &str) -> ServerJsonRpcMessage {
-    let message = format!(
-        "the upstream's reply was the HTTP status {status} without a JSON-RPC answer (nothing of its body is passed on)"
-    );
+    malformed(
+        id,
+        &format!(
+            "the upstream's reply was the HTTP status {status} without a JSON-RPC answer (nothing of its body is passed on)"
+        ),
+    )
+}
+
+/// The error answering request `id` whose reply was no answer, saying `message`: the call may
+/// have taken effect.
+fn malformed(id: RequestId, message: &str) -> ServerJsonRpcMessage {
+    error_for(id, MALFORMED_REPLY_CODE, message)
+}
+
+/// The JSON-RPC error `code` answering request `id`, saying `message`.
+fn error_for(id: RequestId, code: i32, message: &str) -> ServerJsonRpcMessage {
     serde_json::from_value(serde_json::json!({
         "jsonrpc": "2.0",
         "id": id,
-        "error": {"code": MALFORMED_REPLY_CODE, "message": message},
+        "error": {"code": code, "message": message},
     }))
     .expect("a JSON-RPC error")
 }

@@ -69,7 +69,7 @@ impl StreamableHttpClient for TracedClient {
             .0
             .post_message(uri, message, session_id, auth_header, headers)
             .await;
-        readable_replies::readable(id, answer)
+        readable_replies::readable_over_reqwest(id, answer)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -94,7 +94,7 @@ impl StreamableHttpClient for TracedClient {
                 max_sse_event_size,
             )
             .await;
-        readable_replies::readable(id, answer)
+        readable_replies::readable_over_reqwest(id, answer)
     }
 
     async fn post_message_with_response_limits(
@@ -119,7 +119,7 @@ impl StreamableHttpClient for TracedClient {
                 limits,
             )
             .await;
-        readable_replies::readable(id, answer)
+        readable_replies::readable_over_reqwest(id, answer)
     }
 
     async fn delete_session(

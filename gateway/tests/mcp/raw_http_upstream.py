@@ -6,9 +6,10 @@ It serves one tool, `echo`, and answers each call as an SSE event (`sse`) or a J
 (`json`): the text `lone-surrogate` gets a result holding a lone surrogate escape (`\\udcff`, as
 Python writes an undecodable file name), `result-and-error` a reply with both, anything else
 `echo: TEXT`; `status-CODE-json` or `status-CODE-text` an HTTP status CODE with a body that is
-no JSON-RPC message.
+no JSON-RPC message; `drop-none` and `drop-partial` a connection closed with no reply or halfway
+through one.
 """
-import json, sys
+import json, socket, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOOLS = [{"name": "echo", "description": "Echo the text.",
@@ -40,6 +41,16 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}}).encode())
         if method == "tools/call":
             text = message["params"]["arguments"]["text"]
+            if text.startswith("drop-"):
+                # The call ran; the connection is closed with no reply (`drop-none`) or halfway
+                # through one (`drop-partial`).
+                if text == "drop-partial":
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                     b"Content-Length: 500\r\n\r\n{\"jsonrpc\": ")
+                    self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             if text.startswith("status-"):
                 # The call ran; the reply is an HTTP error status with a body no JSON-RPC reader
                 # takes (`status-500-json`: a JSON body that is no JSON-RPC error).

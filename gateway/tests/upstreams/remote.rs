@@ -203,6 +203,17 @@ async fn an_unreadable_reply_over_http_says_the_upstream_answered() {
             );
             assert!(!message.contains("nothing ran"), "{message}");
         }
+        // The connection closed after the call reached the upstream: it may have run too (it
+        // said "nothing ran": a second attack).
+        for text in ["drop-none", "drop-partial"] {
+            let (message, is_error) = call(&client, "r__echo", json!({"text": text})).await;
+            assert!(is_error, "{framing} {text}: {message}");
+            assert_eq!(
+                message,
+                "upstream `r` stopped before answering; whether the call took effect is unknown",
+                "{framing} {text}"
+            );
+        }
         let (message, is_error) = call(&client, "r__echo", json!({"text": "after"})).await;
         assert_eq!(
             (message.as_str(), is_error),

@@ -25,7 +25,7 @@ impl ClaimError {
     /// What an operator is told when another deployment holds `what` (`approval`, `audit`).
     pub(crate) fn taken_message(what: &str, schema: &str) -> String {
         format!(
-            "the {what} tables in schema `{schema}` belong to another deployment: two deployments never share them (each would list, answer and run the other's calls); give this one its own database or schema (`?options=-csearch_path%3Dname`). The owner is the row `{what}` of `toolgate_owners`; delete it only to give the tables to this deployment"
+            "the {what} tables in schema `{schema}` belong to another deployment: two deployments never share them (each would list, answer and run the other's calls); give this one its own database or schema (`?options=-csearch_path%3Dname`). If they are this deployment's and its request-state key changed (a new `state_key_env`, or two rotations without a start between), give them to it: `DELETE FROM {schema}.toolgate_owners WHERE store = '{what}'`"
         )
     }
 }

@@ -386,6 +386,10 @@ fn result_rules_are_checked_at_load() {
             json!([rule(json!({"pattern": "^|\\b|(?:)"}))]),
             "pattern matches only the empty string",
         ),
+        (
+            json!([rule(json!({"pattern": "[^\\s\\S]"}))]),
+            "pattern can match nothing",
+        ),
         // Ids that read alike in a reason, the audit log or the page.
         (json!([rule(json!({"id": "x\u{0}"}))]), "id holds a control"),
         (

@@ -350,6 +350,17 @@ fn a_schemas_tables_belong_to_one_deployment() {
     );
     let refused = sink.claim(&names(&["b"])).unwrap_err().to_string();
     assert!(refused.contains("the audit tables"), "{refused}");
+    // The message gives the statement that hands the tables over (a key changed otherwise than
+    // by one rotation), and it does.
+    let statement = format!(
+        "DELETE FROM {}.toolgate_owners WHERE store = 'approval'",
+        db.schema
+    );
+    let refused = store.claim(&names(&["z"])).unwrap_err().to_string();
+    assert!(refused.contains(&statement), "{refused}");
+    db.admin().batch_execute(&statement).unwrap();
+    store.claim(&names(&["z"])).unwrap();
+    store.claim(&names(&["a", "z"])).unwrap();
     // A rotated key: the new name first, the old one accepted and replaced.
     store.claim(&names(&["c", "a"])).unwrap();
     assert!(store.claim(&names(&["a"])).is_err());

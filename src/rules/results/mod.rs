@@ -193,12 +193,21 @@ impl ResultRules {
                 // Empty matches are ignored (they mark nothing), so a pattern matching only the
                 // empty string (`""`, `^`, `\b`) would never hold: a rule thought active that does
                 // nothing (an independent attack loaded one without a word).
-                let empty_only = regex_syntax::Parser::new()
-                    .parse(pattern)
-                    .is_ok_and(|hir| hir.properties().maximum_len() == Some(0));
-                if empty_only {
-                    push("pattern matches only the empty string, and empty matches are ignored: it would never match".to_owned());
-                    return None;
+                let lengths = regex_syntax::Parser::new().parse(pattern).ok().map(|hir| {
+                    let properties = hir.properties();
+                    (properties.minimum_len(), properties.maximum_len())
+                });
+                match lengths {
+                    // A class of nothing (`[^\s\S]`): no text holds a match.
+                    Some((None, _)) => {
+                        push("pattern can match nothing: it would never match".to_owned());
+                        return None;
+                    }
+                    Some((_, Some(0))) => {
+                        push("pattern matches only the empty string, and empty matches are ignored: it would never match".to_owned());
+                        return None;
+                    }
+                    _ => {}
                 }
                 Some(compiled)
             });

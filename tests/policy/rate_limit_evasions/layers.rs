@@ -98,6 +98,26 @@ fn layers_named_apart_but_counted_as_one_share_their_limits_across_controllers()
             .layer_counted_as("project.json", "policy.layers[0]", ToolPolicy::default()),
         Err(toolgate::policy::LayerError::BadName { name }) if name == "policy.layers[0]"
     ));
+    // Nor two layers one name, whatever their counters; nor an empty name or counters.
+    for (first, second) in [
+        (
+            ("org.json", "policy.layers[0]"),
+            ("org.json", "policy.layers[1]"),
+        ),
+        (("org.json", "policy.layers[0]"), (" ", "policy.layers[1]")),
+        (("org.json", "policy.layers[0]"), ("team.json", "")),
+    ] {
+        assert!(
+            matches!(
+                Layers::new()
+                    .layer_counted_as(first.0, first.1, ToolPolicy::default())
+                    .unwrap()
+                    .layer_counted_as(second.0, second.1, ToolPolicy::default()),
+                Err(toolgate::policy::LayerError::BadName { .. })
+            ),
+            "{second:?}"
+        );
+    }
     // A name may be another layer's counters, and the reverse: they are apart.
     assert!(
         Layers::new()

@@ -27,8 +27,9 @@ pub struct Downstream {
     caller: super::Caller,
     askable: super::approval::Askable,
     server: super::McpServer,
-    /// The tool the request calls (`None` for a resource read or a prompt): what it sends
-    /// before its result is judged as that tool's result is.
+    /// The tool the request calls, or the gate a resource read or a prompt goes through once it
+    /// is known (`None` before): what the upstream sends before the result is judged as that
+    /// tool's result is.
     tool: Option<std::sync::Arc<str>>,
 }
 
@@ -52,7 +53,8 @@ impl Downstream {
 
     /// Sends the client a progress notification for its call, under its own progress token —
     /// nothing when it gave none. A closed session is not an error: the call goes on. Its
-    /// message is judged as the tool's result is ([`ToolController::judge_interim`](crate::ToolController::judge_interim)): sent redacted
+    /// message is judged as the tool's result is
+    /// ([`ToolController::judge_interim`](crate::ToolController::judge_interim)): sent redacted
     /// where a result rule redacts, and left out where one withholds it.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         let Some(token) = &self.progress_token else {
@@ -66,10 +68,10 @@ impl Downstream {
 
     /// Sends the client a log message about its call, if it is as severe as the client asked
     /// for with `logging/setLevel`. A closed session is not an error. Its data is judged as the
-    /// tool's result is ([`ToolController::judge_interim`](crate::ToolController::judge_interim)): a string as text, other data
-    /// leaf by leaf as structured content; sent as it came where no rule matched, redacted where
-    /// one redacts, and not at all where one withholds it; its logger's name likewise, and its
-    /// `_meta` left out where a rule would change it.
+    /// tool's result is ([`ToolController::judge_interim`](crate::ToolController::judge_interim)):
+    /// a string as text, other data leaf by leaf as structured content; sent as it came where no
+    /// rule matched, redacted where one redacts, and not at all where one withholds it; its
+    /// logger's name likewise, and its `_meta` left out where a rule would change it.
     #[expect(
         deprecated,
         reason = "logging passes on the revisions that have it (SEP-2577 drops it from 2026-07-28)"

@@ -197,10 +197,26 @@ fn deserialize(path: &Path, text: &str) -> Result<File, Vec<ConfigError>> {
             )
         }),
         Err(syntax) => Err(error(
-            String::new(),
+            duplicated_key(text, syntax.span(), syntax.message()),
             with_line(text, syntax.span(), syntax.message()),
         )),
     }
+}
+
+/// The key a TOML "duplicate key" error points at (a table `[limits]` given twice, a key set
+/// twice), so the problem names it as every other does; empty for another error. (It named only
+/// the line: an independent attack.)
+fn duplicated_key(text: &str, span: Option<std::ops::Range<usize>>, message: &str) -> String {
+    if !message.starts_with("duplicate key") {
+        return String::new();
+    }
+    span.and_then(|span| text.get(span))
+        .map(|key| {
+            key.trim_matches(|c: char| c == '[' || c == ']' || c == '"' || c.is_whitespace())
+        })
+        .filter(|key| !key.is_empty() && key.len() <= 200)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The directory the relative paths of the config at `path` start from: its own.

@@ -298,3 +298,14 @@ fn a_url_upstream_takes_headers_and_a_token_variable_and_nothing_of_a_child() {
         "{found:?}"
     );
 }
+
+#[test]
+fn a_table_or_key_given_twice_is_named() {
+    // It said only "duplicate key (line 9, column 2)" (an independent attack).
+    let found = problems(&format!(
+        "{MINIMAL}[limits]\ncall_timeout_ms = 1000\n[limits]\n"
+    ));
+    assert!(found[0].contains("limits: duplicate key"), "{found:?}");
+    let found = problems(&MINIMAL.replace("args =", "command = \"y\"\nargs ="));
+    assert!(found[0].contains("command: duplicate key"), "{found:?}");
+}

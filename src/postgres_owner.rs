@@ -25,9 +25,17 @@ impl ClaimError {
     /// What an operator is told when another deployment holds `what` (`approval`, `audit`).
     pub(crate) fn taken_message(what: &str, schema: &str) -> String {
         format!(
-            "the {what} tables in schema `{schema}` belong to another deployment: two deployments never share them (each would list, answer and run the other's calls); give this one its own database or schema (`?options=-csearch_path%3Dname`). If they are this deployment's and its request-state key changed (a new `state_key_env`, or two rotations without a start between), give them to it: `DELETE FROM {schema}.toolgate_owners WHERE store = '{what}'`"
+            "the {what} tables in schema `{schema}` belong to another deployment: two deployments never share them (each would list, answer and run the other's calls); give this one its own database or schema (`?options=-csearch_path%3Dname`). If they are this deployment's and its request-state key changed (a new `state_key_env`, or two rotations without a start between), give them to it: `DELETE FROM {}.toolgate_owners WHERE store = '{what}'`",
+            quoted_identifier(schema)
         )
     }
+}
+
+/// `name` as a PostgreSQL identifier: in double quotes, each inside doubled, so a schema named
+/// `Prod`, `my schema` or `x; DELETE …` is that schema in the statement an operator pastes (bare,
+/// `Prod` folded to another deployment's `prod` and deleted its owner row: an independent attack).
+fn quoted_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// Claims `store`'s tables in the connection's current schema for `owners[0]`: done when nobody
@@ -79,4 +87,31 @@ pub(crate) fn claim(client: &mut Client, store: &str, owners: &[String]) -> Resu
     }
     transaction.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClaimError;
+
+    #[test]
+    fn the_statement_handing_tables_over_names_the_schema_as_an_identifier() {
+        for (schema, named) in [
+            ("prod", "\"prod\""),
+            ("Prod", "\"Prod\""),
+            ("my schema", "\"my schema\""),
+            ("a\"b", "\"a\"\"b\""),
+            (
+                "x; DELETE FROM prod.toolgate_owners; --",
+                "\"x; DELETE FROM prod.toolgate_owners; --\"",
+            ),
+        ] {
+            let message = ClaimError::taken_message("approval", schema);
+            assert!(
+                message.contains(&format!(
+                    "`DELETE FROM {named}.toolgate_owners WHERE store = 'approval'`"
+                )),
+                "{message}"
+            );
+        }
+    }
 }

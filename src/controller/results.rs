@@ -83,10 +83,13 @@ impl ToolController {
     }
 
     /// [`judge_interim`](Self::judge_interim) of JSON the call sends (a log message's data, an
-    /// upstream's sampling request): judged leaf by leaf, as a result's structured content is —
-    /// read as one text, a pattern anchored at a string's start (`^password=`) missed what it
-    /// holds in a result (a second independent attack). `Some` of the value to send, its strings
-    /// redacted where a rule redacts; `None` where one withholds it.
+    /// upstream's sampling request): judged leaf by leaf, as a result's structured content is,
+    /// and then whole, as its JSON text. Leaf by leaf, a pattern anchored at a string's start
+    /// (`^password=`) holds as it does in a result (read only whole, it missed: a second
+    /// independent attack); whole, a pattern over a key and its value (`"password": "…"`) holds
+    /// (read only leaf by leaf, it missed: a third). `Some` of the value to send, its strings
+    /// redacted where a rule redacts them; `None` where a rule withholds it, or matches the JSON
+    /// text beyond its strings (that cannot be redacted in place).
     pub fn judge_interim_value(
         &self,
         tool: &str,
@@ -97,8 +100,13 @@ impl ToolController {
             structured: Some(value.clone()),
             ..ToolResult::ok("interim", "")
         };
-        self.judge_interim_result(tool, principal, result)
-            .map(|judged| judged.structured.unwrap_or_default())
+        let leaves = self
+            .judge_interim_result(tool, principal, result)?
+            .structured
+            .unwrap_or_default();
+        let text = leaves.to_string();
+        let whole = self.judge_interim(tool, principal, &text)?;
+        (whole == text).then_some(leaves)
     }
 
     /// `result`, a running call's interim words, judged as its result would be; `None` withheld.

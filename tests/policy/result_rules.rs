@@ -570,7 +570,10 @@ fn what_a_call_says_before_its_result_is_judged_as_its_result_is() {
         {"id": "tokens", "tool": "read", "detect": ["cloud_token"], "action": "label",
          "label": "secret", "reason": "a secret"},
         {"id": "passwords", "tool": "read", "pattern": "(?m)^password=\\S+$", "action": "redact",
-         "reason": "no passwords"}
+         "reason": "no passwords"},
+        {"id": "password-fields", "tool": "read",
+         "pattern": "(?i)password\"?\\s*[:=]\\s*\"?[^\"\\s,}]+", "action": "redact",
+         "reason": "no password fields"}
       ],
       "flows": [
         {"id": "after-secrets", "tool": "send", "action": "deny", "reason": "a secret was read",
@@ -616,6 +619,18 @@ fn what_a_call_says_before_its_result_is_judged_as_its_result_is() {
         controller.judge_interim_value("read", None, &json!({"key": KEY})),
         None
     );
+    // Whole, as its JSON text, too: a pattern over a key and its value holds (leaf by leaf it
+    // missed: a third attack). It cannot be redacted in place, so the JSON is not sent.
+    for data in [
+        json!({"password": "hunter2"}),
+        json!({"env": {"DB_PASSWORD": "hunter2"}}),
+    ] {
+        assert_eq!(
+            controller.judge_interim_value("read", None, &data),
+            None,
+            "{data}"
+        );
+    }
     assert_eq!(
         controller.judge_interim_value("send", None, &data),
         Some(data.clone())

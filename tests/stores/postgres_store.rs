@@ -353,7 +353,7 @@ fn a_schemas_tables_belong_to_one_deployment() {
     // The message gives the statement that hands the tables over (a key changed otherwise than
     // by one rotation), and it does.
     let statement = format!(
-        "DELETE FROM {}.toolgate_owners WHERE store = 'approval'",
+        "DELETE FROM \"{}\".toolgate_owners WHERE store = 'approval'",
         db.schema
     );
     let refused = store.claim(&names(&["z"])).unwrap_err().to_string();

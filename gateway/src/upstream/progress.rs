@@ -33,7 +33,14 @@ pub struct ProgressRoutes(
     Arc<Mutex<HashMap<ProgressToken, Destination>>>,
     AnsweredEarly,
     RecentCallers,
+    LetGo,
 );
+
+/// The last requests let go unanswered, past [`LINGER`] (the last [`EARLY_KEPT`]): one the
+/// upstream answers later still counts as a recent call that matches nobody (a third attack: a
+/// call given up and answered after 128 s, whose trailing line then reached another principal).
+#[derive(Clone, Debug, Default)]
+struct LetGo(Arc<Mutex<std::collections::VecDeque<ProgressToken>>>);
 
 /// Whose calls stopped waiting on this session lately (within [`LATELY`]): what names no call goes
 /// to the one call waiting only if no other principal's call waited lately — an upstream logging
@@ -194,7 +201,7 @@ impl ProgressRoutes {
     /// — and the message's number among that call's notifications.
     pub fn number_sole(&self) -> Option<(ProgressToken, u64)> {
         let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        routes.retain(|_, to| !to.lapsed());
+        self.drop_lapsed(&mut routes);
         let mut waiting = routes.iter();
         match (waiting.next(), waiting.next()) {
             (Some((token, only)), None) => Some((
@@ -258,6 +265,24 @@ impl ProgressRoutes {
         .await;
     }
 
+    /// Drops the routes waited on past [`LINGER`], remembering those the upstream never
+    /// answered ([`LetGo`]).
+    fn drop_lapsed(&self, routes: &mut HashMap<ProgressToken, Destination>) {
+        routes.retain(|token, to| {
+            if !to.lapsed() {
+                return true;
+            }
+            if !to.answered.load(Ordering::SeqCst) {
+                let mut let_go = self.3.0.lock().unwrap_or_else(PoisonError::into_inner);
+                if let_go.len() >= EARLY_KEPT {
+                    let_go.pop_front();
+                }
+                let_go.push_back(token.clone());
+            }
+            false
+        });
+    }
+
     /// Whether `client`'s call may be given what names no call: every call that stopped waiting
     /// on this session within [`LATELY`] was its principal's. A log message or a request about
     /// another principal's call, sent after that call was answered, would otherwise reach it.
@@ -277,7 +302,7 @@ impl ProgressRoutes {
     /// upstream sends that names no request is its).
     pub fn sole_token(&self) -> Option<ProgressToken> {
         let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        routes.retain(|_, to| !to.lapsed());
+        self.drop_lapsed(&mut routes);
         let mut waiting = routes.keys();
         match (waiting.next(), waiting.next()) {
             (Some(only), None) => Some(only.clone()),
@@ -296,7 +321,7 @@ impl ProgressRoutes {
     /// unclaimed, until it is [`answered`](Self::answered).
     pub fn expect(&self, token: ProgressToken) {
         let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        routes.retain(|_, to| !to.lapsed());
+        self.drop_lapsed(&mut routes);
         routes
             .entry(token)
             .or_insert_with(|| Destination::new(None));
@@ -314,7 +339,16 @@ impl ProgressRoutes {
     /// listing, a completion, or a call its caller gave up on before claiming), it waits no more.
     pub fn answered(&self, token: &ProgressToken) {
         let mut routes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(to) = routes.get(token) else { return };
+        let Some(to) = routes.get(token) else {
+            // Let go past LINGER and answered only now: it may be spoken of next, as nobody's.
+            let mut let_go = self.3.0.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(at) = let_go.iter().position(|known| known == token) {
+                let_go.remove(at);
+                drop(let_go);
+                self.2.push(Caller::Unknown);
+            }
+            return;
+        };
         let unclaimed = to.client.borrow().is_none();
         let left = to
             .left
@@ -441,7 +475,11 @@ impl Drop for Route {
 
 #[cfg(test)]
 mod tests {
-    use super::{Caller, EARLY_KEPT, RecentCallers};
+    use std::time::{Duration, Instant};
+
+    use rmcp::model::{NumberOrString, ProgressToken};
+
+    use super::{Caller, Destination, EARLY_KEPT, LINGER, ProgressRoutes, RecentCallers};
 
     fn known(id: &str) -> Caller {
         Caller::Known(Some(id.to_owned()))
@@ -480,5 +518,27 @@ mod tests {
             room.push(known("bob"));
         }
         assert!(!room.alone(&known("bob")));
+    }
+
+    #[test]
+    fn a_request_let_go_past_the_linger_and_answered_later_is_a_recent_call_of_nobody() {
+        // A third attack: alice's call given up, its request answered after 128 s, and the
+        // upstream's trailing line about it reached bob's call.
+        let routes = ProgressRoutes::default();
+        let token = ProgressToken(NumberOrString::Number(7));
+        let mut old = Destination::new(None);
+        old.since = Instant::now()
+            .checked_sub(LINGER + Duration::from_secs(1))
+            .expect("the clock has run that long");
+        routes.0.lock().unwrap().insert(token.clone(), old);
+        // A look at the routes lets it go; nobody's call ended yet.
+        assert!(routes.sole_token().is_none());
+        assert!(routes.2.alone(&known("bob")));
+        routes.answered(&token);
+        assert!(!routes.2.alone(&known("bob")));
+        // A request answered that nobody let go is no call of anybody's.
+        let fresh = ProgressRoutes::default();
+        fresh.answered(&ProgressToken(NumberOrString::Number(8)));
+        assert!(fresh.2.alone(&known("bob")));
     }
 }

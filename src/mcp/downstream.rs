@@ -60,6 +60,21 @@ impl Downstream {
         let Some(token) = &self.progress_token else {
             return;
         };
+        // Its numbers too, when whole and long enough to be a card or an account (a third
+        // attack sent a card number as the progress): a notification a rule would change is not
+        // sent, as a number cannot be redacted.
+        let numbers: Vec<String> = [Some(progress), total]
+            .into_iter()
+            .flatten()
+            .filter(|number| number.fract() == 0.0 && number.abs() >= 1e6)
+            .map(|number| format!("{number:.0}"))
+            .collect();
+        if !numbers.is_empty() {
+            let numbers = numbers.join(" ");
+            if self.judged(&numbers).as_deref() != Some(numbers.as_str()) {
+                return;
+            }
+        }
         let mut params = ProgressNotificationParam::new(token.clone(), progress);
         params.total = total;
         params.message = message.and_then(|message| self.judged(&message));

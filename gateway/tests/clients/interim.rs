@@ -26,7 +26,9 @@ const POLICY: &str = r#"{
     {"id": "cloud", "tool": "*", "detect": ["cloud_token"], "action": "redact",
      "reason": "no cloud keys reach the model"},
     {"id": "private", "tool": "*", "detect": ["private_key"], "action": "withhold",
-     "reason": "no private keys reach the model"}
+     "reason": "no private keys reach the model"},
+    {"id": "cards", "tool": "*", "detect": ["card_number"], "action": "redact",
+     "reason": "no card numbers reach the model"}
   ]
 }"#;
 

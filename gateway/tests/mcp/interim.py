@@ -86,6 +86,8 @@ async def main() -> None:
           any(message.startswith("found the key") for message in messages), progress)
     check("through the gateway: the progress whose message is withheld still arrives, without it",
           (2, None) in progress, progress)
+    check("through the gateway: a progress whose number is a card number does not arrive",
+          not any(step == 4111111111111111 for step, _ in progress), progress)
     check("through the gateway: the redacted log message still arrives",
           any(line.startswith("key in use:") for line in logs), logs)
     check("through the gateway: the withheld log message does not", not any("key file" in line for line in logs), logs)

@@ -22,6 +22,8 @@ async def work(ctx: Context) -> str:
     await ctx.report_progress(1, 3, f"found the key {CLOUD_KEY} in the config")
     await ctx.report_progress(2, 3, f"found {PRIVATE_KEY}")
     await ctx.report_progress(3, 3, f"the invoice says: pay {IBAN}")
+    # A card number as the progress itself.
+    await ctx.report_progress(4111111111111111, None, "almost")
     await ctx.info(f"key in use: {CLOUD_KEY}")
     await ctx.info(f"key file: {PRIVATE_KEY}")
     await ctx.info("named logger", logger_name=f"svc-{CLOUD_KEY}")

@@ -6,6 +6,7 @@ mod client;
 mod ordered;
 mod progress;
 mod readable_replies;
+mod recent_callers;
 mod remote;
 mod started;
 mod subscriptions;

@@ -23,6 +23,9 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use tokio::sync::watch;
 use toolgate::mcp::Downstream;
 
+pub use super::recent_callers::LATELY;
+use super::recent_callers::{Caller, RecentCallers};
+
 /// The longest a notification waits for those before it, and a result for the progress before it
 /// (the SDK runs each handler at once; only a stalled client session takes this long).
 pub const SETTLE_BOUND: Duration = Duration::from_secs(1);
@@ -41,76 +44,6 @@ pub struct ProgressRoutes(
 /// call given up and answered after 128 s, whose trailing line then reached another principal).
 #[derive(Clone, Debug, Default)]
 struct LetGo(Arc<Mutex<std::collections::VecDeque<ProgressToken>>>);
-
-/// Whose calls stopped waiting on this session lately (within [`LATELY`]): what names no call goes
-/// to the one call waiting only if no other principal's call waited lately — an upstream logging
-/// "finished alice's request" after answering it found bob's call the only one waiting, and bob
-/// got alice's line (an independent attack). A request its caller gave up on counts again, as
-/// nobody's, when the upstream answers it at last; and past [`EARLY_KEPT`] callers within the
-/// window, the oldest goes and nobody is alone until its window ends (a second attack flushed
-/// alice's entry with 300 calls of bob's, and a given-up call's late line reached bob).
-#[derive(Clone, Debug, Default)]
-struct RecentCallers(Arc<Mutex<Recent>>);
-
-#[derive(Debug, Default)]
-struct Recent {
-    callers: std::collections::VecDeque<(Caller, Instant)>,
-    /// Until when a caller let go of within its window leaves everyone not alone.
-    nobody_alone_until: Option<Instant>,
-}
-
-impl RecentCallers {
-    /// `caller`'s call stopped waiting, or was answered after its caller left.
-    fn push(&self, caller: Caller) {
-        let mut recent = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        recent.callers.retain(|(_, when)| when.elapsed() <= LATELY);
-        if recent.callers.len() >= EARLY_KEPT
-            && let Some((_, when)) = recent.callers.pop_front()
-        {
-            let until = when + LATELY;
-            recent.nobody_alone_until = Some(
-                recent
-                    .nobody_alone_until
-                    .map_or(until, |was| was.max(until)),
-            );
-        }
-        recent.callers.push_back((caller, Instant::now()));
-    }
-
-    /// Whether every caller within the window is `caller`.
-    fn alone(&self, caller: &Caller) -> bool {
-        let mut recent = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if recent
-            .nobody_alone_until
-            .is_some_and(|until| Instant::now() < until)
-        {
-            return false;
-        }
-        recent.callers.retain(|(_, when)| when.elapsed() <= LATELY);
-        // Nobody's (`Unknown`) matches nobody, itself included.
-        recent
-            .callers
-            .iter()
-            .all(|(other, _)| matches!(other, Caller::Known(_)) && other == caller)
-    }
-}
-
-/// Who a call was for: `Known(None)` a client without a principal, `Unknown` a call no client
-/// request waits for (one a person approved on the page, say), which matches nobody.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Caller {
-    Known(Option<String>),
-    Unknown,
-}
-
-impl Caller {
-    fn of(client: Option<&Downstream>) -> Self {
-        match client {
-            Some(client) => Self::Known(client.principal().map(|principal| principal.id.clone())),
-            None => Self::Unknown,
-        }
-    }
-}
 
 /// The last requests answered before any call claimed them: a call's answer can arrive between
 /// sending it and claiming its route (the SDK sends from its own task), and the route the call
@@ -147,12 +80,6 @@ struct Destination {
 /// meanwhile goes to nobody rather than to another client's call. Past it the request is let go,
 /// so an upstream that never answers a cancelled request does not silence the session for good.
 pub const LINGER: Duration = Duration::from_secs(120);
-
-/// How long after another principal's call stopped waiting what names no call goes to nobody:
-/// an upstream's trailing log line ("finished the request") comes within it. Past it, a message
-/// goes to the one call waiting, as before: an upstream that speaks of a call it answered longer
-/// ago cannot be told apart from one speaking of the call that waits.
-pub const LATELY: Duration = Duration::from_secs(10);
 
 impl Destination {
     fn new(client: Option<Option<Downstream>>) -> Self {
@@ -479,45 +406,11 @@ mod tests {
 
     use rmcp::model::{NumberOrString, ProgressToken};
 
-    use super::{Caller, Destination, EARLY_KEPT, LINGER, ProgressRoutes, RecentCallers};
+    use super::super::recent_callers::Caller;
+    use super::{Destination, LINGER, ProgressRoutes};
 
     fn known(id: &str) -> Caller {
         Caller::Known(Some(id.to_owned()))
-    }
-
-    #[test]
-    fn a_caller_is_alone_only_when_every_recent_call_was_its_own() {
-        let recent = RecentCallers::default();
-        assert!(recent.alone(&known("bob")), "nobody's call ended lately");
-        recent.push(known("bob"));
-        assert!(recent.alone(&known("bob")));
-        recent.push(known("alice"));
-        assert!(!recent.alone(&known("bob")));
-        assert!(!recent.alone(&known("alice")));
-        // A call given up and answered later is nobody's, and nobody is alone beside it.
-        let late = RecentCallers::default();
-        late.push(Caller::Unknown);
-        assert!(!late.alone(&Caller::Unknown));
-        assert!(!late.alone(&known("bob")));
-    }
-
-    #[test]
-    fn flushing_the_window_with_ones_own_calls_leaves_nobody_alone() {
-        // Alice's call ended; bob's calls push it out of the window's room: bob is not alone
-        // until alice's entry would have passed (an independent attack: 300 calls sufficed).
-        let recent = RecentCallers::default();
-        recent.push(known("alice"));
-        for _ in 0..EARLY_KEPT + 44 {
-            recent.push(known("bob"));
-        }
-        assert!(!recent.alone(&known("bob")));
-        // Fewer than the room: alice's entry stays, and bob is not alone for it either.
-        let room = RecentCallers::default();
-        room.push(known("alice"));
-        for _ in 0..EARLY_KEPT - 1 {
-            room.push(known("bob"));
-        }
-        assert!(!room.alone(&known("bob")));
     }
 
     #[test]

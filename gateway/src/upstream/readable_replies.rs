@@ -147,11 +147,8 @@ fn error_for(id: RequestId, code: i32, message: &str) -> ServerJsonRpcMessage {
 
 /// The error answering request `id` whose reply could not be read.
 fn unreadable(id: RequestId) -> ServerJsonRpcMessage {
-    let message = "the upstream's reply could not be read as one message and was dropped: its body is not a JSON-RPC message the gateway's MCP SDK can read";
-    serde_json::from_value(serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": MALFORMED_REPLY_CODE, "message": message},
-    }))
-    .expect("a JSON-RPC error")
+    malformed(
+        id,
+        "the upstream's reply could not be read as one message and was dropped: its body is not a JSON-RPC message the gateway's MCP SDK can read",
+    )
 }

@@ -1,5 +1,5 @@
-//! The address and link readings' tests: the plain link's shortcut, and the byte searches held
-//! to the library's.
+//! The address and link readings' tests: the plain link's shortcut, the byte searches held to
+//! the library's, and links broken by quoted-printable soft breaks.
 
 mod shortcut {
     use proptest::prelude::*;
@@ -114,5 +114,28 @@ mod byte_search {
                 prop_assert_eq!(split, text.split([c, ' ']).collect::<Vec<_>>());
             }
         }
+    }
+}
+
+mod soft_breaks {
+    use super::super::super::tests::all;
+
+    #[test]
+    fn a_soft_break_joins_on_either_line_ending_and_a_bare_carriage_return_is_none() {
+        // Either line ending, after other `=` (a query's) and with a bare carriage return before.
+        for mail in [
+            "https://evil.example/?q=1&a-very-long-pa=\r\nth/x",
+            "x=\r y=z https://evil.example/a-very-long-pa=\nth/x",
+        ] {
+            assert!(
+                all(mail).iter().any(|(_, c)| c.ends_with("long-path/x")),
+                "{mail:?}"
+            );
+        }
+        assert!(
+            !all("https://evil.example/a-very-long-pa=\rth/x")
+                .iter()
+                .any(|(_, c)| c.ends_with("long-path/x"))
+        );
     }
 }

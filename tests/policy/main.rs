@@ -41,6 +41,7 @@ mod rate_limits;
 mod rate_limits_shared;
 mod reasons;
 mod result_rules;
+mod result_rules_whole;
 mod return_path_review;
 mod rule_index;
 mod rules;

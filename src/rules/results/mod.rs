@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use detect::Detector;
-use texts::{for_each_text, respelled};
+use texts::{for_each_text, respelled, whole_texts};
 
 use crate::contract::ToolResult;
 use crate::decision::Reason;
@@ -50,10 +50,11 @@ pub struct ResultRuleConfig {
     /// The tools whose results it judges: an exact name or a pattern.
     pub tool: String,
     /// What it looks for in every text of the result (its text, each string of its structured
-    /// content and of its content blocks).
+    /// content, content blocks and `_meta`, and their JSON read whole).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub detect: Vec<Detector>,
-    /// A regular expression (the `regex` crate's syntax, matched in linear time) it looks for.
+    /// A regular expression (the `regex` crate's syntax, matched in linear time) it looks for,
+    /// where `detect` looks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
     /// The largest result it lets through unjudged, in bytes of its text and JSON.
@@ -102,6 +103,16 @@ impl Compiled {
         for detector in &self.detect {
             detector.find(text, out);
         }
+    }
+
+    /// Whether it finds anything in `text` or in its `other_spelling`.
+    fn holds_in(&self, text: &str, other_spelling: Option<&str>) -> bool {
+        let mut spans = Vec::new();
+        self.spans(text, &mut spans);
+        if let Some(other) = other_spelling {
+            self.spans(other, &mut spans);
+        }
+        !spans.is_empty()
     }
 
     fn spans(&self, text: &str, out: &mut Vec<(usize, usize)>) {
@@ -271,6 +282,14 @@ impl ResultRules {
         // for nothing. A pattern reads it too: `ORD-12\u{200b}3456` showed the model
         // `ORD-123456` past a rule withholding order ids.
         let finding = rules.iter().any(|rule| finds(rule));
+        let looks = |rule: &&Compiled| rule.action != ResultAction::Redact && finds(rule);
+        // The JSON of structured content, blocks and `_meta` read whole by the rules that look,
+        // as the tool returned it (see `whole_texts`).
+        let looked_wholes = if rules.iter().any(looks) {
+            whole_texts(result)
+        } else {
+            Vec::new()
+        };
         for_each_text(result, &mut |text| {
             let other_spelling = finding.then(|| respelled(text)).flatten();
             for (index, rule) in rules.iter().enumerate() {
@@ -309,6 +328,34 @@ impl ResultRules {
                 }
             }
         });
+        for whole in &looked_wholes {
+            let other_spelling = respelled(whole);
+            for (index, rule) in rules.iter().enumerate() {
+                if looks(rule) && !hit[index] {
+                    hit[index] = rule.holds_in(whole, other_spelling.as_deref());
+                }
+            }
+        }
+        // What redacting left, read whole: a match there runs beyond one string (a key and its
+        // value), which no redaction in place replaces, so the result is withheld. The markers
+        // put in are read as line breaks, as above.
+        if rules
+            .iter()
+            .any(|rule| rule.action == ResultAction::Redact && finds(rule))
+        {
+            for whole in whole_texts(result) {
+                for (index, rule) in rules.iter().enumerate() {
+                    if rule.action == ResultAction::Redact && finds(rule) && !unredacted[index] {
+                        let marker = serde_json::to_string(&markers[index]).unwrap_or_default();
+                        let left = whole
+                            .replace(marker.trim_matches('"'), "\n")
+                            .replace(&markers[index], "\n");
+                        let other_spelling = respelled(&left);
+                        unredacted[index] = rule.holds_in(&left, other_spelling.as_deref());
+                    }
+                }
+            }
+        }
         if let Some(rule) = withholding(&rules, &hit) {
             return withhold(result, rule);
         }

@@ -147,3 +147,50 @@ pub(super) fn respelled(text: &str) -> Option<String> {
     }
     (out != text).then_some(out)
 }
+
+/// The JSON of each part of `result` whose texts [`for_each_text`] reads one by one, read whole
+/// as well: its structured content, each content block holding more than one text (its payload
+/// left out, as [`for_each_text`] leaves it), and its `_meta`. A rule matching beyond one string
+/// — a pattern over a key and its value (`"password": "…"`) — holds there too; a result's text
+/// is read whole already.
+pub(super) fn whole_texts(result: &ToolResult) -> Vec<String> {
+    let mut wholes = Vec::new();
+    if let Some(value @ (Value::Object(_) | Value::Array(_))) = &result.structured {
+        wholes.push(value.to_string());
+    }
+    if let Some(blocks) = &result.blocks {
+        for block in &blocks.content {
+            let Value::Object(map) = block else { continue };
+            let texts = without_payload(map, None);
+            if texts.len() > 1
+                || texts
+                    .values()
+                    .any(|item| item.is_object() || item.is_array())
+            {
+                wholes.push(Value::Object(texts).to_string());
+            }
+        }
+        if let Some(meta) = blocks.meta.as_ref().filter(|meta| !meta.is_empty()) {
+            wholes.push(Value::Object(meta.clone()).to_string());
+        }
+    }
+    wholes
+}
+
+/// A content block's fields but its own type and payload, and so for the `resource` it embeds.
+fn without_payload(
+    map: &serde_json::Map<String, Value>,
+    fields: Option<BlockFields>,
+) -> serde_json::Map<String, Value> {
+    let fields = fields.unwrap_or_else(|| BlockFields::of(map));
+    map.iter()
+        .filter(|(key, _)| !fields.is_payload(key))
+        .map(|(key, item)| match item {
+            Value::Object(embedded) if fields.embeds(key) => (
+                key.clone(),
+                Value::Object(without_payload(embedded, Some(BlockFields::Embedded))),
+            ),
+            _ => (key.clone(), item.clone()),
+        })
+        .collect()
+}

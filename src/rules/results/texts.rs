@@ -1,6 +1,7 @@
 //! The texts of a result as result rules read them: where they stand (every string, number and
 //! object key of structured content, a content block's fields but its own type and payload, the
-//! result's `_meta`), and the second spelling the detectors read each one in.
+//! result's `_meta`), the JSON of those parts read whole as well, and the second spelling the
+//! detectors read each one in.
 
 use serde_json::Value;
 

@@ -64,6 +64,7 @@ pub(super) fn load(
     taken_ids.extend(config.flows.iter().map(|flow| flow.id.as_str()));
     let results =
         super::results::ResultRules::load(&config.results, registry, &taken_ids, &mut problems);
+    super::look_alike_names::check(&config, &mut problems);
     if !problems.is_empty() {
         problems.sort_by(|a, b| {
             a.place

@@ -13,6 +13,7 @@ mod ids;
 mod index_tests;
 mod limits;
 mod load;
+mod look_alike_names;
 mod principals;
 mod results;
 mod scan;

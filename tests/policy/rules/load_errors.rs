@@ -294,3 +294,82 @@ fn load_error_ids_that_read_alike_and_a_byte_order_mark_is_read_past() {
     let marked = RulePolicy::from_json(&format!("\u{feff}{text}"), &registry).unwrap();
     assert_eq!(plain.digest(), marked.digest());
 }
+
+/// With the `unicode` feature, ids and labels drawn alike but written apart fail the load, as
+/// tool names do: `oca` and `оса` (in Cyrillic) read alike in a reason, the audit log and the
+/// page, an id mixing scripts could pass for another, and a flow rule reading `secret` never holds on a result labelled `sеcret` (a
+/// Cyrillic е) — documented as out of reach until 7 December 2026.
+#[cfg(feature = "unicode")]
+#[test]
+fn load_error_ids_and_labels_drawn_alike_but_written_apart() {
+    let problems = load_problems(
+        "{\"rules\": [
+        {\"id\": \"oca\", \"tool\": \"read_file\", \"action\": \"deny\", \"reason\": \"x\"},
+        {\"id\": \"\u{43e}\u{441}\u{430}\", \"tool\": \"exec\", \"action\": \"deny\", \"reason\": \"x\"},
+        {\"id\": \"caf\u{e9}\", \"tool\": \"exec\", \"action\": \"deny\", \"reason\": \"x\"},
+        {\"id\": \"rule-1\", \"tool\": \"exec\", \"action\": \"deny\", \"reason\": \"x\"}],
+        \"limits\": [{\"id\": \"cafe\u{301}\", \"tool\": \"read_file\", \"max\": 1, \"per\": \"hour\",
+                    \"over\": \"deny\", \"reason\": \"x\"}],
+        \"flows\": [{\"id\": \"rule-l\", \"tool\": \"exec\", \"action\": \"ask\", \"reason\": \"x\",
+                   \"after\": {\"tool\": \"read_file\", \"within\": \"hour\"}},
+                  {\"id\": \"p\u{430}y\u{430}l\", \"tool\": \"exec\", \"action\": \"ask\", \"reason\": \"x\",
+                   \"after\": {\"tool\": \"read_file\", \"within\": \"hour\"}}]
+    }",
+    );
+    let at = |place: &str| {
+        problems
+            .iter()
+            .find(|problem| problem.place.starts_with(place) && problem.message.starts_with("id "))
+            .map(|problem| problem.message.clone())
+    };
+    for (place, first) in [
+        ("rules[1]", "rules[0]"),
+        ("limits[0]", "rules[2]"),
+        ("flows[0]", "rules[3]"),
+    ] {
+        let message = at(place).unwrap_or_else(|| panic!("{place}: {problems:#?}"));
+        assert!(
+            message.contains("looks like it") && message.contains(first),
+            "{place}: {message}"
+        );
+    }
+    // Latin `p`, `l` and Cyrillic `а`: one id in two scripts.
+    assert!(
+        at("flows[1]").is_some_and(|message| message.contains("mixes scripts")),
+        "{problems:#?}"
+    );
+    for first in ["rules[0]", "rules[2]", "rules[3]"] {
+        assert_eq!(at(first), None, "the first of each is not the problem");
+    }
+    // Labels: one defined in `labels`, one given by a result rule, drawn alike (`copy`, and
+    // `сору` in Cyrillic), and one given by a result rule mixing scripts (`sеcret`).
+    let problems = load_problems(
+        "{\"rules\": [{\"id\": \"a\", \"tool\": \"*\", \"action\": \"allow\", \"reason\": \"x\"}],
+          \"labels\": {\"copy\": [\"read_file\"]},
+          \"results\": [{\"id\": \"keys\", \"tool\": \"read_file\", \"detect\": [\"private_key\"],
+                       \"action\": \"label\", \"label\": \"\u{441}\u{43e}\u{440}\u{443}\", \"reason\": \"x\"},
+                      {\"id\": \"tokens\", \"tool\": \"read_file\", \"detect\": [\"api_token\"],
+                       \"action\": \"label\", \"label\": \"s\u{435}cret\", \"reason\": \"x\"}]}",
+    );
+    let label_problem = |place: &str, part: &str| {
+        problems
+            .iter()
+            .any(|problem| problem.place == place && problem.message.contains(part))
+    };
+    assert!(
+        label_problem(
+            r#"results[0] (id "keys").label"#,
+            "label differs from the label of labels.\"copy\""
+        ) && label_problem(r#"results[1] (id "tokens").label"#, "label mixes scripts"),
+        "{problems:#?}"
+    );
+    // Ids and labels in one script each, and a label read as written by many rules, load.
+    let registry = tools(&Arc::default());
+    let policy = "{\"rules\": [
+        {\"id\": \"\u{43a}\u{430}\u{440}\u{442}\u{44b}\", \"tool\": \"read_file\", \"action\": \"allow\", \"reason\": \"x\"},
+        {\"id\": \"cards\", \"tool\": \"exec\", \"action\": \"allow\", \"reason\": \"x\"}],
+        \"labels\": {\"secret\": [\"read_file\"]},
+        \"results\": [{\"id\": \"keys\", \"tool\": \"read_file\", \"detect\": [\"private_key\"],
+                     \"action\": \"label\", \"label\": \"secret\", \"reason\": \"x\"}]}";
+    RulePolicy::from_json(policy, &registry).unwrap_or_else(|error| panic!("{error}"));
+}

@@ -86,8 +86,8 @@ impl ToolController {
     /// upstream's sampling request): judged leaf by leaf, as a result's structured content is,
     /// and then whole, as its JSON text. Leaf by leaf, a pattern anchored at a string's start
     /// (`^password=`) holds as it does in a result (read only whole, it missed: a second
-    /// independent attack); whole, a pattern over a key and its value (`"password": "…"`) holds
-    /// (read only leaf by leaf, it missed: a third). `Some` of the value to send, its strings
+    /// independent attack); whole, compact and indented, a pattern over a key and its value
+    /// (`"password": "…"`, `"password":"…"`) holds (read only leaf by leaf, it missed: a third). `Some` of the value to send, its strings
     /// redacted where a rule redacts them; `None` where a rule withholds it, or matches the JSON
     /// text beyond its strings (that cannot be redacted in place).
     pub fn judge_interim_value(
@@ -104,9 +104,17 @@ impl ToolController {
             .judge_interim_result(tool, principal, result)?
             .structured
             .unwrap_or_default();
-        let text = leaves.to_string();
-        let whole = self.judge_interim(tool, principal, &text)?;
-        (whole == text).then_some(leaves)
+        // Whole, compact and indented: a pattern written either way (`"key":"`, `"key": "`).
+        for text in [
+            leaves.to_string(),
+            serde_json::to_string_pretty(&leaves).unwrap_or_default(),
+        ] {
+            let whole = self.judge_interim(tool, principal, &text)?;
+            if whole != text {
+                return None;
+            }
+        }
+        Some(leaves)
     }
 
     /// `result`, a running call's interim words, judged as its result would be; `None` withheld.

@@ -204,7 +204,7 @@ impl<'de> Visitor<'de> for Leaves<'_, '_> {
 
     fn visit_f64<E: de::Error>(self, number: f64) -> Result<(), E> {
         if let Some(number) = serde_json::Number::from_f64(number) {
-            (self.0)(Leaf::Number(number.to_string()));
+            (self.0)(Leaf::Number(super::extract::number_text(&number)));
         }
         Ok(())
     }

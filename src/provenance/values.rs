@@ -403,7 +403,7 @@ fn block_values(block: &Value, out: &mut Found, fields: Option<BlockFields>) {
 fn leaf_values(value: &Value, out: &mut Found) {
     match value {
         Value::String(text) => text_values(text, out),
-        Value::Number(number) => number_values(&number.to_string(), out),
+        Value::Number(number) => number_values(&extract::number_text(number), out),
         Value::Array(items) => items.iter().for_each(|item| leaf_values(item, out)),
         Value::Object(map) => map_values(map, out),
         Value::Bool(_) | Value::Null => {}

@@ -43,6 +43,7 @@ mod reasons;
 mod result_rules;
 mod result_rules_whole;
 mod return_path_review;
+mod return_path_spellings;
 mod rule_index;
 mod rules;
 mod shadow;

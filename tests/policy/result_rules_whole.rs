@@ -201,3 +201,34 @@ fn json_without_a_match_passes_whole_and_unlabelled() {
         assert!(!run(&controller, "send").is_error, "{action}");
     }
 }
+
+#[test]
+fn a_blocks_fields_are_read_whole_but_its_payload_and_only_an_embedded_resources() {
+    let withheld = |pattern: &str, block: Value| {
+        let held: Output = Arc::new(Mutex::new(ToolOutput::new(vec![block])));
+        run(&controller(&rule("withhold", pattern), &held), "fetch").is_error
+    };
+    // Several text fields of one block, none an object: read whole.
+    let link = json!({"type": "resource_link", "uri": "file:///a", "name": "a",
+                      "password": "hunter2"});
+    assert!(withheld(CREDENTIAL, link));
+    // A `mimeType` key of an object that is no embedded resource is text, read whole.
+    let annotated = json!({"type": "resource_link", "uri": "file:///a", "name": "a",
+                           "annotations": {"mimeType": "top secret"}});
+    assert!(withheld(r#""mimeType":\s*"[^"]*secret"#, annotated));
+    // An image's payload is left out of the whole reading as it is of the strings'.
+    let image = json!({"type": "image", "data": "c2VjcmV0", "mimeType": "image/png",
+                       "annotations": {"audience": ["user"]}});
+    assert!(!withheld(r#""mimeType":\s*"image"#, image));
+}
+
+#[test]
+fn a_match_found_string_by_string_still_withholds_where_the_whole_json_holds_none() {
+    // `^` holds at a string's start, not inside the JSON: the whole reading adds, never takes.
+    let held: Output = Arc::new(Mutex::new(
+        ToolOutput::new(vec![json!({"type": "text", "text": "1 account"})])
+            .with_structured(json!({"note": "secret plans"})),
+    ));
+    let result = run(&controller(&rule("withhold", "^secret"), &held), "fetch");
+    assert!(result.is_error, "{result:?}");
+}

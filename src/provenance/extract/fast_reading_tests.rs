@@ -120,8 +120,11 @@ fn a_plain_word_is_read_whole_as_the_general_reading_reads_it() {
         let general = whole_in_general(word)
             .0
             .map(|token| (token.kind, token.canonical));
-        let fast = Some(whole_word(word)).map(|token| (token.kind, token.canonical));
-        assert_eq!(fast, general, "{word:?}");
+        // The fast reading decides every word but those an IBAN may be glued into.
+        match whole_word(word) {
+            Some(token) => assert_eq!(Some((token.kind, token.canonical)), general, "{word:?}"),
+            None => assert!(super::may_glue_an_iban(word), "{word:?}"),
+        }
         assert_eq!(
             whole(word).map(|token| (token.kind, token.canonical)),
             general

@@ -6,10 +6,10 @@
 //!
 //! | kind | spellings made alike |
 //! |---|---|
-//! | link | scheme and host case (lower-cased, not case-folded: `straße` is not `strasse`); `%7e` and `~` (unreserved characters decoded), `%2f` and `%2F`; a default port; an empty path and `/`; `.` and `..` segments; `\` in the path; the fragment (dropped); trailing `.`, `,`, `)`, `"`, typographic quotes and CJK punctuation; a Markdown link `[text](link)`; JSON's `\/`; a link broken at a line end (both the broken and the joined link are recorded); `=` soft line breaks of quoted-printable mail; a link inside a link (`?q=https%3A…`); a link without a scheme (`evil.example/pay`, read as `http://`) |
+//! | link | scheme and host case (lower-cased, not case-folded: `straße` is not `strasse`); `%7e` and `~` (unreserved characters decoded), `%2f` and `%2F`; a default port; an empty path and `/`; `.` and `..` segments; `\` in the path; the fragment (dropped); trailing `.`, `,`, `)`, `"`, typographic quotes and CJK punctuation; a Markdown link `[text](link)`; JSON's `\/`; a link broken at a line end (both the broken and the joined link are recorded) where the next line goes on with what links carry, the link is left open (`/`, `=`, `?` …) or the rest stands alone on its line; `=` soft line breaks of quoted-printable mail; a link inside a link (`?q=https%3A…`); a link without a scheme (`evil.example/pay`, read as `http://`) |
 //! | host | case, a trailing dot; a backslash ends it (`https://evil.example\@good.example` is `evil.example`, as browsers read it) |
 //! | e-mail | case; `mailto:`; `%40` in a `mailto:` link; a label or script before it (`Reply-To:m@e`); lists split at `,` and `;`; an argument `Name <m@e>` is the address |
-//! | IBAN | case; up to three tabs or characters that separate digit groups (spaces, `-`, no-break and thin spaces, any dash or minus sign: `crate::text::separates_digit_groups`) between groups (`DE89 – 3704`), or a line break (only IBANs whose check digits hold); an argument `IBAN: DE89 … (Bank)` is the IBAN |
+//! | IBAN | case; up to three tabs or characters that separate digit groups (spaces, `-`, no-break and thin spaces, any dash or minus sign: `crate::text::separates_digit_groups`) between groups (`DE89 – 3704`), and a line break among them with up to eight more after it (a line wrapped as mail wraps it: `0044 \r\n0532`, `0044-\n0532`, an indent); glued to the end of a word (`IBANDE89…`); an argument `IBAN: DE89 … (Bank)` is the IBAN |
 //! | long number | one `.` or character that separates digit groups between digit groups (6 digits or more) |
 //! | path | repeated `/`, `.` segments |
 //! | handle | `@` or `#` before it, case (a handle `@bob` is the text `bob`) |
@@ -56,7 +56,7 @@ pub(crate) use currencies::mentions_money;
 use escaped_quotes::before_escaped_quote;
 pub(crate) use lines::lines;
 use numbers::NumberScan;
-pub(crate) use numbers::iban_checks;
+pub(crate) use numbers::{iban_checks, number_text};
 pub(crate) use one_place::names_one_place;
 
 /// What kind of value a token is: part of its digest, so an IBAN and the same characters as
@@ -323,7 +323,17 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
     {
         let between = &text[end..next_start];
         let next = &text[next_start..next_end];
-        if (between == "\n" || between == "\r\n") && looks_like_link_rest(next) {
+        // The rest of a link: a chunk carrying what links carry, or any chunk of link characters
+        // after a link left open (`…/invoice/`, `…?id=`) or standing alone on its line (a link
+        // broken inside a word): an independent attack found those three unjoined.
+        let left_open = chunk.ends_with(['/', '=', '?', '&', '-', '_', '#', '%', '.']);
+        let alone = text[next_end..]
+            .chars()
+            .next()
+            .is_none_or(|c| matches!(c, '\n' | '\r'));
+        let rest = looks_like_link_rest(next)
+            || (left_open || alone) && next.chars().all(|c| c.is_ascii_graphic());
+        if (between == "\n" || between == "\r\n") && rest {
             let joined = format!("{chunk}{next}");
             chunk_tokens(&joined, out);
         }
@@ -351,8 +361,10 @@ pub(crate) fn whole_reading(text: &str) -> (Option<Token>, Reading) {
     if trimmed.is_empty() {
         return (None, Reading::Whole);
     }
-    if trimmed.bytes().all(|byte| byte.is_ascii_alphanumeric()) {
-        return (Some(whole_word(trimmed)), Reading::Whole);
+    if trimmed.bytes().all(|byte| byte.is_ascii_alphanumeric())
+        && let Some(token) = whole_word(trimmed)
+    {
+        return (Some(token), Reading::Whole);
     }
     whole_in_general(trimmed)
 }
@@ -370,12 +382,23 @@ fn holds_mark(tokens: &[Token]) -> bool {
     tokens.iter().any(|token| token.kind == Kind::Unread)
 }
 
+/// Whether a word holds two letters and a digit past its start: an IBAN may be glued to its
+/// first letters (`IBANDE89…`), which [`whole_word`] does not read.
+fn may_glue_an_iban(word: &str) -> bool {
+    word.as_bytes().windows(3).skip(1).any(|three| {
+        three[0].is_ascii_alphabetic()
+            && three[1].is_ascii_alphabetic()
+            && three[2].is_ascii_digit()
+    })
+}
+
 /// [`whole`] of one ASCII word of letters and digits, without a scan: what the scan finds in
-/// one (an IBAN from its first letter, or a long number of its digits alone) decided directly.
-fn whole_word(word: &str) -> Token {
+/// one (an IBAN from its first letter, or a long number of its digits alone) decided directly;
+/// `None` for a word an IBAN may be glued into, read in general.
+fn whole_word(word: &str) -> Option<Token> {
     let bytes = word.as_bytes();
     if bytes.len() >= 6 && bytes.iter().all(u8::is_ascii_digit) {
-        return Token::new(Kind::Number, word.to_owned());
+        return Some(Token::new(Kind::Number, word.to_owned()));
     }
     if (15..=34).contains(&bytes.len())
         && bytes[0].is_ascii_alphabetic()
@@ -385,10 +408,13 @@ fn whole_word(word: &str) -> Token {
     {
         let upper = word.to_ascii_uppercase();
         if iban_checks(&upper) {
-            return Token::new(Kind::Iban, upper);
+            return Some(Token::new(Kind::Iban, upper));
         }
     }
-    Token::new(Kind::Text, word.to_ascii_lowercase())
+    if may_glue_an_iban(word) {
+        return None;
+    }
+    Some(Token::new(Kind::Text, word.to_ascii_lowercase()))
 }
 
 /// [`whole_reading`] of trimmed text that is not one plain word.

@@ -36,14 +36,17 @@ impl NumberScan {
             self.at = number_at(bytes, digit, out);
             return;
         }
-        if word + 2 == digit
-            && word >= self.at
-            && bytes[word].is_ascii_alphabetic()
-            && bytes[word + 1].is_ascii_alphabetic()
-            && let Some((iban, used)) = iban_at(&bytes[word..])
+        // An IBAN starts two letters before its first digit, at a word's start or glued to the
+        // end of one (`IBANDE89…`, `xGB29…`: an independent attack found those unread).
+        let start = digit.saturating_sub(2);
+        if word + 2 <= digit
+            && start >= self.at
+            && bytes[start].is_ascii_alphabetic()
+            && bytes[start + 1].is_ascii_alphabetic()
+            && let Some((iban, used)) = iban_at(&bytes[start..])
         {
             out.push(Token::new(Kind::Iban, iban));
-            self.at = word + used;
+            self.at = start + used;
             return;
         }
         let mut end = digit;
@@ -141,17 +144,30 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
     })
 }
 
-/// How many bytes at the start of `bytes` stand between two groups of an IBAN: a line break
-/// (`\n` or `\r\n`), or up to three tabs or characters that separate digit groups (see
-/// [`crate::text::separates_digit_groups`]): `DE89 – 3704` as `DE89 3704`.
+/// How many bytes at the start of `bytes` stand between two groups of an IBAN: up to three tabs
+/// or characters that separate digit groups (see [`crate::text::separates_digit_groups`]:
+/// `DE89 – 3704` as `DE89 3704`), then perhaps a line break (`\n` or `\r\n`) and up to eight
+/// more after it — an IBAN wrapped as mail wraps it: a space before the break (format=flowed,
+/// RFC 3676), a dash, an indented continuation (an independent attack found those unread).
 fn between_groups(bytes: &[u8]) -> Option<usize> {
-    match bytes {
-        [b'\n', ..] => return Some(1),
-        [b'\r', b'\n', ..] => return Some(2),
-        _ => {}
+    let mut length = separators(bytes, 3);
+    let line_break = match &bytes[length..] {
+        [b'\n', ..] => 1,
+        [b'\r', b'\n', ..] => 2,
+        _ => 0,
+    };
+    if line_break > 0 {
+        length += line_break;
+        length += separators(&bytes[length..], 8);
     }
+    (length > 0).then_some(length)
+}
+
+/// How many bytes at the start of `bytes` are at most `most` tabs or characters that separate
+/// digit groups.
+fn separators(bytes: &[u8], most: usize) -> usize {
     let mut length = 0;
-    for _ in 0..3 {
+    for _ in 0..most {
         let one = match &bytes[length..] {
             [b'\t', ..] => Some(1),
             rest => one_between(rest),
@@ -161,7 +177,7 @@ fn between_groups(bytes: &[u8]) -> Option<usize> {
             None => break,
         }
     }
-    (length > 0).then_some(length)
+    length
 }
 
 /// The bytes of one character starting `bytes` that separates digit groups (see
@@ -190,6 +206,23 @@ fn one_between_digits(bytes: &[u8]) -> Option<usize> {
     match bytes {
         [b'.', ..] => Some(1),
         _ => one_between(bytes),
+    }
+}
+
+/// A JSON number as the text its values are read from: a whole number written as a float
+/// (`12345678.0`, `1.2345678e7`) as the whole number it is. As written, `12345678.0` read as the
+/// long number `123456780` (one `.` between digit groups is dropped), so it met a result's
+/// `123456780` and missed its `12345678` (an independent attack).
+pub(crate) fn number_text(number: &serde_json::Number) -> String {
+    // Below 2^53 every whole float is exactly the integer it prints as.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match number.as_f64() {
+        Some(float) if number.is_f64() && float.fract() == 0.0 && float.abs() < EXACT => {
+            #[allow(clippy::cast_possible_truncation)]
+            let whole = float as i64;
+            whole.to_string()
+        }
+        _ => number.to_string(),
     }
 }
 
@@ -245,9 +278,47 @@ mod tests {
             read("ref 1234\u{2013}5678\u{2013}90", Kind::Number),
             ["1234567890"]
         );
+        // Wrapped as mail wraps it: a space or a dash before the line break, an indent after.
+        for text in [
+            "pay DE89 3704 0044 \r\n0532 0130 00 now",
+            "pay DE89 3704 0044 \n0532 0130 00 now",
+            "pay DE89 3704 0044\n    0532 0130 00 now",
+            "pay DE89-3704-0044-\n0532-0130-00 now",
+            "pay DE89 3704 0044\r\n\t0532 0130 00 now",
+        ] {
+            assert_eq!(read(text, Kind::Iban), [iban], "{text:?}");
+        }
+        // Glued to the end of a word.
+        for text in [
+            "Konto: IBANDE89370400440532013000 bis Freitag",
+            "Konto:IBANDE89 3704 0044 0532 0130 00",
+            "xDE89370400440532013000",
+        ] {
+            assert_eq!(read(text, Kind::Iban), [iban], "{text:?}");
+        }
+        // Two line breaks are a paragraph's end, not a wrapped line.
+        assert!(read("DE89 3704 0044\n\n0532 0130 00", Kind::Iban).is_empty());
         // Four separators are no group's: the IBAN is not read across them.
         assert!(read("DE89 -  3704 0044 0532 0130 00", Kind::Iban).is_empty());
         // A tab between numbers is a table's columns, not one number.
         assert_eq!(read("123\t456789", Kind::Number), ["456789"]);
+    }
+}
+
+#[cfg(test)]
+mod number_text_tests {
+    use super::number_text;
+
+    #[test]
+    fn a_whole_number_written_as_a_float_reads_as_the_whole_number() {
+        let text = |json: &str| number_text(&serde_json::from_str(json).unwrap());
+        for json in ["12345678", "12345678.0", "1.2345678e7", "12345678e0"] {
+            assert_eq!(text(json), "12345678", "{json}");
+        }
+        assert_eq!(text("-5.0"), "-5");
+        assert_eq!(text("1234.5"), "1234.5");
+        assert_eq!(text("18446744073709551615"), "18446744073709551615");
+        // Past 2^53 a float is no exact integer: written as serde_json writes it.
+        assert_eq!(text("1e300"), "1e+300");
     }
 }

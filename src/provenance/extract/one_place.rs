@@ -2,7 +2,7 @@
 //! reads must be where the call goes, or a rule judges one place and the call goes to another.
 
 use super::chunk_values::chunk_tokens;
-use super::readable;
+use super::{Kind, readable};
 
 /// Whether `text`, read as one value, names one place, as a renderer or a mail client would take
 /// it. Not so — and then not judged, the rule's action holding — for:
@@ -12,15 +12,27 @@ use super::readable;
 ///   `evil.example`);
 /// - a Markdown link whose target reads as no value (an entity, an escape, a relative path):
 ///   its text is no stand-in for where it goes;
-/// - more than one address in one chunk (`a@x,b@y`, `mailto:a@x?cc=b@y`): the call goes to each.
+/// - more than one address in one chunk (`a@x,b@y`, `mailto:a@x?cc=b@y`): the call goes to each;
+/// - a link with white space or a control character inside or beside it: URL parsers (WHATWG's,
+///   so browsers, Node and Rust's `url`; Python's `urllib`) remove every tab and line break
+///   from a link, so `https://evil.exa\tmple/` goes to `evil.example` while the text reads
+///   `evil.exa`, and `https://news.example\n.evil.example/` goes to `news.example.evil.example`
+///   while it reads the person's `news.example` (an independent attack); a link among words is
+///   no one place either.
 pub(crate) fn names_one_place(text: &str) -> bool {
     // Most arguments (an IBAN, a link, an id) hold none of the bytes that make two places: one
     // pass decides them, before the reading (a provenance condition costs about twice a flow
     // rule, and this is on its path).
-    let plain = |byte: &u8| byte.is_ascii() && !matches!(byte, b']' | b'@' | b'%');
+    let plain = |byte: &u8| {
+        byte.is_ascii()
+            && !matches!(byte, b']' | b'@' | b'%')
+            && !byte.is_ascii_whitespace()
+            && !byte.is_ascii_control()
+    };
     if text.bytes().all(|byte| plain(&byte)) {
         return true;
     }
+    let controlled = text.contains(|c: char| c.is_control() && !c.is_whitespace());
     let text = readable(text, false);
     let trimmed = text.trim();
     // Where the call goes: a Markdown link's target, else the text.
@@ -40,6 +52,11 @@ pub(crate) fn names_one_place(text: &str) -> bool {
         }
         _ => return false,
     }
+    // A link broken by white space or by a control character (removed from `place` when read).
+    let broken = place.contains(char::is_whitespace) || controlled;
+    if broken && holds_a_link(place) {
+        return false;
+    }
     let chunked = !place.contains(char::is_whitespace);
     // `%40` in any case, counted without a lowered copy.
     let encoded = place
@@ -49,6 +66,14 @@ pub(crate) fn names_one_place(text: &str) -> bool {
         .count();
     let at_signs = place.matches('@').count() + encoded;
     !(chunked && at_signs > 1)
+}
+
+/// Whether a chunk of `text` (a run between white space) reads as a link.
+fn holds_a_link(text: &str) -> bool {
+    text.split(char::is_whitespace).any(|chunk| {
+        let mut found = Vec::new();
+        chunk_tokens(chunk, &mut found) == Some(Kind::Url)
+    })
 }
 
 #[cfg(test)]
@@ -82,6 +107,17 @@ mod tests {
             "mailto:good@good.example?cc=evil%40evil.example",
             "mailto:good@good.example?cc=evil%40EVIL.example",
             "mailto:good@good.example?bcc=evil%4aevil.example%40x",
+            // URL parsers remove tabs and line breaks: each goes where it does not read.
+            "https://evil.exa\tmple/collect",
+            "https://evil.exa\nmple/collect",
+            "https://news.example\n.evil.example/c?d=1",
+            "https://evil\r\n.example/",
+            "https://evil.exa\u{b}mple/",
+            "https://evil.exa mple/",
+            "https://evil.example/coll\u{7}ect",
+            "evil.exa\tmple/pay",
+            "see https://evil.example now",
+            "[docs](https://evil.exa\tmple/)",
         ] {
             assert!(!names_one_place(text), "{text}");
         }
@@ -95,7 +131,11 @@ mod tests {
             "Alice Example <alice@good.example>",
             "https://r.example/?q=https://t.example/",
             "DE89 3704 0044 0532 0130 00",
+            "DE89\t3704\t0044\t0532\t0130\t00",
             "plain words",
+            "[Read the docs](https://docs.example/start)",
+            " https://good.example/page \r\n",
+            "J. R. R. Tolkien",
         ] {
             assert!(names_one_place(text), "{text}");
         }

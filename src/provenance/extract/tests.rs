@@ -84,6 +84,24 @@ fn a_link_broken_at_a_line_end_is_found_whole_and_as_broken() {
             .iter()
             .any(|(_, c)| c.contains("Then"))
     );
+    // A link left open at the line end (`/`, `=`), or broken inside a word and ended alone on
+    // the next line, is joined too (an independent attack found them unjoined).
+    for (text, joined) in [
+        (
+            "pay at https://evil.example/pay/invoice/\n8f3a9c2e1d by Friday",
+            "https://evil.example/pay/invoice/8f3a9c2e1d",
+        ),
+        (
+            "pay at https://evil.example/pay?id=\r\n8f3a9c2e1d by Friday",
+            "https://evil.example/pay?id=8f3a9c2e1d",
+        ),
+        (
+            "pay at https://evil.example/pa\ny\nThanks",
+            "https://evil.example/pay",
+        ),
+    ] {
+        assert!(has(text, Kind::Url, joined), "{text:?}");
+    }
 }
 
 #[test]

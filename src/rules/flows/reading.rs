@@ -141,7 +141,7 @@ fn read_element(
     }
     let text: std::borrow::Cow<'_, str> = match element {
         Value::String(text) => text.into(),
-        Value::Number(number) => number.to_string().into(),
+        Value::Number(number) => extract::number_text(number).into(),
         _ => return None,
     };
     match read {

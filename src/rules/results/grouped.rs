@@ -1,7 +1,8 @@
 //! Card numbers and IBANs as a person reads them: groups of digits (or letters and digits) with
 //! up to three separators between groups — spaces, `-` or any dash, no-break and thin spaces, and
 //! for an IBAN tabs (`4111 1111 1111 1111`, `4111–1111–1111–1111`, `4111 - 1111 - 1111 - 1111`)
-//! — found wherever they start, even glued to a word (`card4111…`, `acct_DE89…`), and checked by
+//! — found wherever they start, even glued to a word (`card4111…`, `acct_DE89…`; an IBAN not
+//! after a letter or digit, see [`ibans`]), and checked by
 //! their own check digits, so a number beside another (`2024-01-15 4111…`, `qty 2 4111…`) or a
 //! second IBAN in a sentence is found too. What a card number or an IBAN looks like when issued
 //! (a card's first group of four digits, an IBAN's country and length) keeps the rest of a

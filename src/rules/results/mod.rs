@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use detect::Detector;
-use texts::{for_each_text, respelled, whole_texts};
+use texts::{Mirrors, for_each_text, respelled, whole_texts};
 
 use crate::contract::ToolResult;
 use crate::decision::Reason;
@@ -285,6 +285,14 @@ impl ResultRules {
         let looks = |rule: &&Compiled| rule.action != ResultAction::Redact && finds(rule);
         // The JSON of structured content, blocks and `_meta` read whole by the rules that look,
         // as the tool returned it (see `whole_texts`).
+        let redacting = rules
+            .iter()
+            .any(|rule| rule.action == ResultAction::Redact && finds(rule));
+        let mirrors = if redacting {
+            Mirrors::of(result)
+        } else {
+            Mirrors::default()
+        };
         let looked_wholes = if rules.iter().any(looks) {
             whole_texts(result)
         } else {
@@ -339,10 +347,7 @@ impl ResultRules {
         // What redacting left, read whole: a match there runs beyond one string (a key and its
         // value), which no redaction in place replaces, so the result is withheld. The markers
         // put in are read as line breaks, as above.
-        if rules
-            .iter()
-            .any(|rule| rule.action == ResultAction::Redact && finds(rule))
-        {
+        if redacting {
             for whole in whole_texts(result) {
                 for (index, rule) in rules.iter().enumerate() {
                     if rule.action == ResultAction::Redact && finds(rule) && !unredacted[index] {
@@ -361,6 +366,14 @@ impl ResultRules {
         }
         if let Some((rule, _)) = rules.iter().zip(&unredacted).find(|(_, left)| **left) {
             return withhold(result, rule);
+        }
+        // Written again only where something was redacted: a text indented its own way stays.
+        let redacted = rules
+            .iter()
+            .zip(&hit)
+            .any(|(rule, hit)| *hit && rule.action == ResultAction::Redact);
+        if redacted {
+            mirrors.write_again(result);
         }
         let mut labels: Vec<String> = rules
             .iter()

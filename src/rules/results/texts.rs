@@ -152,12 +152,13 @@ pub(super) fn respelled(text: &str) -> Option<String> {
 /// The JSON of each part of `result` whose texts [`for_each_text`] reads one by one, read whole
 /// as well: its structured content, each content block holding more than one text (its payload
 /// left out, as [`for_each_text`] leaves it), and its `_meta`. A rule matching beyond one string
-/// — a pattern over a key and its value (`"password": "…"`) — holds there too; a result's text
-/// is read whole already.
+/// — a pattern over a key and its value (`"password":\s*"…"`) — holds there too; a result's text
+/// is read whole already. Each is written compact and indented, so a pattern written either way
+/// (`"password":"`, `"password": "`) holds.
 pub(super) fn whole_texts(result: &ToolResult) -> Vec<String> {
     let mut wholes = Vec::new();
     if let Some(value @ (Value::Object(_) | Value::Array(_))) = &result.structured {
-        wholes.push(value.to_string());
+        push_both(value, &mut wholes);
     }
     if let Some(blocks) = &result.blocks {
         for block in &blocks.content {
@@ -168,14 +169,20 @@ pub(super) fn whole_texts(result: &ToolResult) -> Vec<String> {
                     .values()
                     .any(|item| item.is_object() || item.is_array())
             {
-                wholes.push(Value::Object(texts).to_string());
+                push_both(&Value::Object(texts), &mut wholes);
             }
         }
         if let Some(meta) = blocks.meta.as_ref().filter(|meta| !meta.is_empty()) {
-            wholes.push(Value::Object(meta.clone()).to_string());
+            push_both(&Value::Object(meta.clone()), &mut wholes);
         }
     }
     wholes
+}
+
+/// `value` as JSON, compact and indented.
+fn push_both(value: &Value, wholes: &mut Vec<String>) {
+    wholes.push(value.to_string());
+    wholes.extend(serde_json::to_string_pretty(value).ok());
 }
 
 /// A content block's fields but its own type and payload, and so for the `resource` it embeds.
@@ -194,4 +201,72 @@ fn without_payload(
             _ => (key.clone(), item.clone()),
         })
         .collect()
+}
+
+/// Where a result carries its structured content again as JSON text — its text (a
+/// [`structured`](crate::ToolDefinition::structured) handler's), a text block's (an MCP tool's
+/// `json.dumps` beside it) — each as written, compact or indented. Redacted string by string,
+/// such a text no longer read as JSON (`{"card":[redacted by result rule "r"]}`), nor as the
+/// structured content it mirrors (a key renamed in one only): it is written again from the
+/// redacted structured content instead (an independent attack).
+#[derive(Debug, Default)]
+pub(super) struct Mirrors {
+    content: Option<bool>,
+    blocks: Vec<(usize, bool)>,
+}
+
+impl Mirrors {
+    /// The texts of `result` that are its structured content as JSON, and whether each is
+    /// indented.
+    pub(super) fn of(result: &ToolResult) -> Self {
+        let Some(structured) = &result.structured else {
+            return Self::default();
+        };
+        let mirror = |text: &str| {
+            let looks_like_json = text.trim_start().starts_with(['{', '[']);
+            (looks_like_json && serde_json::from_str::<Value>(text).is_ok_and(|v| v == *structured))
+                .then(|| text.contains('\n'))
+        };
+        let blocks = result.blocks.as_ref().map_or_else(Vec::new, |blocks| {
+            blocks
+                .content
+                .iter()
+                .enumerate()
+                .filter(|(_, block)| block.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|(index, block)| {
+                    let text = block.get("text")?.as_str()?;
+                    Some((index, mirror(text)?))
+                })
+                .collect()
+        });
+        Self {
+            content: mirror(&result.content),
+            blocks,
+        }
+    }
+
+    /// Writes each mirroring text of `result` again from its structured content, as it was
+    /// written (indented or not); a result whose structured content is gone is left as it is.
+    pub(super) fn write_again(&self, result: &mut ToolResult) {
+        let Some(structured) = &result.structured else {
+            return;
+        };
+        let written = |indented: bool| {
+            if indented {
+                serde_json::to_string_pretty(structured).unwrap_or_default()
+            } else {
+                structured.to_string()
+            }
+        };
+        if let Some(indented) = self.content {
+            result.content = written(indented);
+        }
+        if let Some(blocks) = &mut result.blocks {
+            for &(index, indented) in &self.blocks {
+                if let Some(Value::Object(block)) = blocks.content.get_mut(index) {
+                    block.insert("text".to_owned(), Value::String(written(indented)));
+                }
+            }
+        }
+    }
 }

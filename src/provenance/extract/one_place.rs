@@ -12,7 +12,7 @@ use super::{Kind, readable};
 ///   `evil.example`);
 /// - a Markdown link whose target reads as no value (an entity, an escape, a relative path):
 ///   its text is no stand-in for where it goes;
-/// - more than one address in one chunk (`a@x,b@y`, `mailto:a@x?cc=b@y`): the call goes to each;
+/// - more than one address (`a@x,b@y`, `a@x b@y`, `mailto:a@x?cc=b@y`): the call goes to each;
 /// - a link with white space or a control character inside or beside it: URL parsers (WHATWG's,
 ///   so browsers, Node and Rust's `url`; Python's `urllib`) remove every tab and line break
 ///   from a link, so `https://evil.exa\tmple/` goes to `evil.example` while the text reads
@@ -57,15 +57,17 @@ pub(crate) fn names_one_place(text: &str) -> bool {
     if broken && holds_a_link(place) {
         return false;
     }
-    let chunked = !place.contains(char::is_whitespace);
     // `%40` in any case, counted without a lowered copy.
     let encoded = place
         .as_bytes()
         .windows(3)
         .filter(|three| three.eq_ignore_ascii_case(b"%40"))
         .count();
+    // More than one address, in one chunk or apart (`a@x.example, b@y.example`, one a line: a
+    // mail tool that splits at white space sends to each): read as text, the list was never
+    // seen, though a `seen_in` rule would hold on the address planted in it.
     let at_signs = place.matches('@').count() + encoded;
-    !(chunked && at_signs > 1)
+    at_signs <= 1
 }
 
 /// Whether a chunk of `text` (a run between white space) reads as a link.
@@ -118,6 +120,9 @@ mod tests {
             "evil.exa\tmple/pay",
             "see https://evil.example now",
             "[docs](https://evil.exa\tmple/)",
+            "good@good.example, evil@evil.example",
+            "good@good.example\r\nBcc: evil@evil.example",
+            "Good <good@good.example>; Evil <evil@evil.example>",
         ] {
             assert!(!names_one_place(text), "{text}");
         }

@@ -232,3 +232,37 @@ fn a_match_found_string_by_string_still_withholds_where_the_whole_json_holds_non
     let result = run(&controller(&rule("withhold", "^secret"), &held), "fetch");
     assert!(result.is_error, "{result:?}");
 }
+
+#[test]
+fn a_text_block_mirroring_structured_content_is_written_again_only_where_redacted() {
+    const CARD: &str = "4111 1111 1111 1111";
+    // As an MCP SDK sends a typed result: its JSON indented in a text block, beside it.
+    let structured = json!({"card": CARD, "n": 1});
+    let mirror = "{\n    \"card\": \"4111 1111 1111 1111\",\n    \"n\": 1\n}";
+    let held: Output = Arc::new(Mutex::new(
+        ToolOutput::new(vec![json!({"type": "text", "text": mirror})]).with_structured(structured),
+    ));
+    let result = run(&controller(&rule("redact", CARD), &held), "fetch");
+    assert!(!result.is_error, "{result:?}");
+    let redacted = result.structured.clone().unwrap();
+    let block = &result.blocks.as_ref().unwrap().content[0]["text"];
+    let block: Value = serde_json::from_str(block.as_str().unwrap()).unwrap();
+    assert_eq!(
+        block, redacted,
+        "the block reads as the redacted structured content"
+    );
+    assert!(!everything(&result).contains("4111"));
+    // A mirror with nothing redacted in it stays as the tool wrote it (its indent), while a card
+    // in another block is redacted.
+    let held: Output = Arc::new(Mutex::new(
+        ToolOutput::new(vec![
+            json!({"type": "text", "text": "{\n    \"n\": 1\n}"}),
+            json!({"type": "text", "text": format!("card {CARD}")}),
+        ])
+        .with_structured(json!({"n": 1})),
+    ));
+    let result = run(&controller(&rule("redact", CARD), &held), "fetch");
+    let blocks = &result.blocks.as_ref().unwrap().content;
+    assert_eq!(blocks[0]["text"], "{\n    \"n\": 1\n}");
+    assert!(!blocks[1]["text"].as_str().unwrap().contains("4111"));
+}

@@ -245,26 +245,38 @@ impl Mirrors {
         }
     }
 
-    /// Writes each mirroring text of `result` again from its structured content, as it was
-    /// written (indented or not); a result whose structured content is gone is left as it is.
+    /// Writes each mirroring text of `result` that no longer reads as its structured content
+    /// again from it, as it was written (indented or not); one that still does is left as the
+    /// tool wrote it (its keys' order, its indent), and so is a result whose structured content
+    /// is gone.
     pub(super) fn write_again(&self, result: &mut ToolResult) {
         let Some(structured) = &result.structured else {
             return;
         };
-        let written = |indented: bool| {
-            if indented {
-                serde_json::to_string_pretty(structured).unwrap_or_default()
+        let written = |text: &str, indented: bool| {
+            if serde_json::from_str::<Value>(text).is_ok_and(|value| value == *structured) {
+                None
+            } else if indented {
+                serde_json::to_string_pretty(structured).ok()
             } else {
-                structured.to_string()
+                Some(structured.to_string())
             }
         };
-        if let Some(indented) = self.content {
-            result.content = written(indented);
+        if let Some(text) = self
+            .content
+            .and_then(|indented| written(&result.content, indented))
+        {
+            result.content = text;
         }
         if let Some(blocks) = &mut result.blocks {
             for &(index, indented) in &self.blocks {
-                if let Some(Value::Object(block)) = blocks.content.get_mut(index) {
-                    block.insert("text".to_owned(), Value::String(written(indented)));
+                if let Some(Value::Object(block)) = blocks.content.get_mut(index)
+                    && let Some(text) = block
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .and_then(|text| written(text, indented))
+                {
+                    block.insert("text".to_owned(), Value::String(text));
                 }
             }
         }

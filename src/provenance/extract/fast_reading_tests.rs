@@ -120,7 +120,8 @@ fn a_plain_word_is_read_whole_as_the_general_reading_reads_it() {
         let general = whole_in_general(word)
             .0
             .map(|token| (token.kind, token.canonical));
-        // The fast reading decides every word but those an IBAN may be glued into.
+        // The fast reading decides every word but those an IBAN may be glued into: two letters
+        // and a digit past its start.
         match whole_word(word) {
             Some(token) => assert_eq!(Some((token.kind, token.canonical)), general, "{word:?}"),
             None => assert!(super::may_glue_an_iban(word), "{word:?}"),
@@ -221,5 +222,15 @@ mod sentence_ends {
             every.sort_unstable();
             prop_assert_eq!(skipping, every, "{:?}", text);
         }
+    }
+}
+
+#[test]
+fn a_word_no_iban_can_be_glued_into_is_read_without_a_scan() {
+    for word in ["hello", "x1y2z3", "A1B2C3D4E5F6", "12ab", "ab12", "a", "Q3"] {
+        assert!(whole_word(word).is_some(), "{word}");
+    }
+    for word in ["IBANDE89370400440532013000", "xAB12", "ref12ab34"] {
+        assert!(whole_word(word).is_none(), "{word}");
     }
 }

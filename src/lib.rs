@@ -151,6 +151,7 @@ pub mod registry;
 pub mod rules;
 mod runtime;
 mod schema_cost;
+mod spaced_json;
 #[cfg(feature = "sqlite")]
 mod sqlite_busy;
 mod text;

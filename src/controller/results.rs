@@ -86,7 +86,7 @@ impl ToolController {
     /// upstream's sampling request): judged leaf by leaf, as a result's structured content is,
     /// and then whole, as its JSON text. Leaf by leaf, a pattern anchored at a string's start
     /// (`^password=`) holds as it does in a result (read only whole, it missed: a second
-    /// independent attack); whole, compact and indented, a pattern over a key and its value
+    /// independent attack); whole, compact and spaced, a pattern over a key and its value
     /// (`"password": "…"`, `"password":"…"`) holds (read only leaf by leaf, it missed: a third). `Some` of the value to send, its strings
     /// redacted where a rule redacts them; `None` where a rule withholds it, or matches the JSON
     /// text beyond its strings (that cannot be redacted in place).
@@ -104,11 +104,8 @@ impl ToolController {
             .judge_interim_result(tool, principal, result)?
             .structured
             .unwrap_or_default();
-        // Whole, compact and indented: a pattern written either way (`"key":"`, `"key": "`).
-        for text in [
-            leaves.to_string(),
-            serde_json::to_string_pretty(&leaves).unwrap_or_default(),
-        ] {
+        // Whole, compact and spaced: a pattern written either way (`"key":"`, `"key": "`).
+        for text in [leaves.to_string(), crate::spaced_json::spaced_json(&leaves)] {
             let whole = self.judge_interim(tool, principal, &text)?;
             if whole != text {
                 return None;

@@ -266,3 +266,43 @@ fn a_text_block_mirroring_structured_content_is_written_again_only_where_redacte
     assert_eq!(blocks[0]["text"], "{\n    \"n\": 1\n}");
     assert!(!blocks[1]["text"].as_str().unwrap().contains("4111"));
 }
+
+#[test]
+fn a_block_of_one_field_is_read_whole_unless_it_is_a_texts_text() {
+    let block = json!({"type": "note", "password": "hunter2"});
+    for action in ["withhold", "redact"] {
+        let held: Output = Arc::new(Mutex::new(ToolOutput::new(vec![block.clone()])));
+        let result = run(&controller(&rule(action, CREDENTIAL), &held), "fetch");
+        assert!(result.is_error, "{action}: {result:?}");
+        assert!(!everything(&result).contains("hunter2"), "{action}");
+    }
+    // A text block's text alone is the result's text, read whole already: `"text": …` is no
+    // match over a key the tool wrote.
+    let held: Output = Arc::new(Mutex::new(ToolOutput::new(vec![
+        json!({"type": "text", "text": "fine"}),
+    ])));
+    let result = run(
+        &controller(&rule("withhold", r#""text": "fine""#), &held),
+        "fetch",
+    );
+    assert!(!result.is_error, "{result:?}");
+}
+
+#[test]
+fn the_text_of_several_blocks_follows_a_mirror_written_again() {
+    const CARD: &str = "4111 1111 1111 1111";
+    let held: Output = Arc::new(Mutex::new(
+        ToolOutput::new(vec![
+            json!({"type": "text", "text": "Your card:"}),
+            json!({"type": "text", "text": format!("{{\"card\": \"{CARD}\"}}")}),
+        ])
+        .with_structured(json!({"card": CARD})),
+    ));
+    let result = run(&controller(&rule("redact", CARD), &held), "fetch");
+    assert!(!result.is_error, "{result:?}");
+    let blocks = &result.blocks.as_ref().unwrap().content;
+    let texts: Vec<&str> = blocks.iter().map(|b| b["text"].as_str().unwrap()).collect();
+    assert_eq!(result.content, texts.join("\n"));
+    let mirrored: Value = serde_json::from_str(texts[1]).unwrap();
+    assert_eq!(Some(mirrored), result.structured);
+}

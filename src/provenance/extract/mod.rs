@@ -325,15 +325,18 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
         let next = &text[next_start..next_end];
         // The rest of a link: a chunk carrying what links carry, or any chunk of link characters
         // after a link left open (`…/invoice/`, `…?id=`) or standing alone on its line (a link
-        // broken inside a word): an independent attack found those three unjoined.
-        let left_open = chunk.ends_with(['/', '=', '?', '&', '-', '_', '#', '%', '.']);
+        // broken inside a word): an independent attack found those three unjoined. Never one
+        // that would change the host: `https://example.com.` and a line `In …` are no
+        // `example.com.in` (a second attack: a host anyone can register, named by nobody).
+        let left_open = chunk.ends_with(['/', '=', '?', '&', '_', '#', '%']);
         let alone = text[next_end..]
             .chars()
             .next()
             .is_none_or(|c| matches!(c, '\n' | '\r'));
         let rest = looks_like_link_rest(next)
             || (left_open || alone) && next.chars().all(|c| c.is_ascii_graphic());
-        if (between == "\n" || between == "\r\n") && rest {
+        let host_stays = past_the_host(chunk) || next.starts_with(['/', '?', '#']);
+        if (between == "\n" || between == "\r\n") && rest && host_stays {
             let joined = format!("{chunk}{next}");
             chunk_tokens(&joined, out);
         }
@@ -341,6 +344,13 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
     // Past the character at `inside` at least (a full stop of `HOST_DOTS` is three bytes).
     let after = inside + text[inside..].chars().next().map_or(1, char::len_utf8);
     end.max(after)
+}
+
+/// Whether `link` (`scheme://…`) goes on past its host: a `/`, `?` or `#` after its authority.
+/// Joining more to a link that does not would read a host nobody wrote.
+fn past_the_host(link: &str) -> bool {
+    link.find("://")
+        .is_some_and(|at| link[at + 3..].contains(['/', '?', '#']))
 }
 
 /// The whole of `text` as one value: the canonical form of the one link, address, IBAN,

@@ -2,6 +2,7 @@
 //! reads must be where the call goes, or a rule judges one place and the call goes to another.
 
 use super::chunk_values::chunk_tokens;
+use super::chunks::separates;
 use super::{Kind, readable};
 
 /// Whether `text`, read as one value, names one place, as a renderer or a mail client would take
@@ -52,9 +53,14 @@ pub(crate) fn names_one_place(text: &str) -> bool {
         }
         _ => return false,
     }
-    // A link broken by white space or by a control character (removed from `place` when read).
-    let broken = place.contains(char::is_whitespace) || controlled;
-    if broken && holds_a_link(place) {
+    // A link broken by white space, a control character (removed from `place` when read) or
+    // any character that ends a chunk (a quote, `>`, `|`, CJK punctuation), or whose host holds
+    // a percent-escape (read up to it; parsers decode it and map full stops: `%E3%80%82`).
+    let chunks = place
+        .split(ends_a_chunk)
+        .filter(|chunk| !chunk.is_empty())
+        .count();
+    if (chunks > 1 || controlled) && holds_a_link(place) || escapes_in_a_host(place) {
         return false;
     }
     // `%40` in any case, counted without a lowered copy.
@@ -70,11 +76,34 @@ pub(crate) fn names_one_place(text: &str) -> bool {
     at_signs <= 1
 }
 
-/// Whether a chunk of `text` (a run between white space) reads as a link.
+/// Whether `c` ends a chunk where values are read: white space, a control character, a quote,
+/// an angle bracket, `` ` ``, `|` or closing punctuation (see `chunks::separates`).
+fn ends_a_chunk(c: char) -> bool {
+    separates(c) || c.is_control()
+}
+
+/// Whether a chunk of `text` reads as a link.
 fn holds_a_link(text: &str) -> bool {
-    text.split(char::is_whitespace).any(|chunk| {
+    text.split(ends_a_chunk).any(|chunk| {
         let mut found = Vec::new();
         chunk_tokens(chunk, &mut found) == Some(Kind::Url)
+    })
+}
+
+/// Whether a link in `text` (`scheme:` then slashes or backslashes, however many) has a `%`
+/// in its authority: a host is read up to it, while URL parsers decode it first
+/// (`news.example%E3%80%82evil.example` is `news.example.evil.example` to them).
+fn escapes_in_a_host(text: &str) -> bool {
+    text.match_indices(':').any(|(colon, _)| {
+        let scheme = &text[..colon];
+        let scheme_ok = scheme
+            .bytes()
+            .next_back()
+            .is_some_and(|byte| byte.is_ascii_alphanumeric());
+        let rest = text[colon + 1..].trim_start_matches(['/', '\\']);
+        let slashed = rest.len() < text.len() - colon - 1;
+        let authority = rest.split(['/', '\\', '?', '#']).next().unwrap_or("");
+        scheme_ok && slashed && authority.contains('%')
     })
 }
 
@@ -123,6 +152,16 @@ mod tests {
             "good@good.example, evil@evil.example",
             "good@good.example\r\nBcc: evil@evil.example",
             "Good <good@good.example>; Evil <evil@evil.example>",
+            // A chunk's end inside a link: parsers read the authority to its last `@`.
+            "https://news.example\"@evil.example/c",
+            "https://news.example>@evil.example/c",
+            "https://news.example\u{201d}@evil.example/c",
+            "https://news.example\u{300d}@evil.example/c",
+            "https://news.example|@evil.example/c",
+            // A percent-escape in a host: parsers decode it, and map the full stop it is.
+            "https://news.example%E3%80%82evil.example/c",
+            "https://news.example%C2%AD.evil.example/c",
+            "https:\\\\news.example%EF%BC%8Eevil.example/c",
         ] {
             assert!(!names_one_place(text), "{text}");
         }
@@ -141,6 +180,10 @@ mod tests {
             "[Read the docs](https://docs.example/start)",
             " https://good.example/page \r\n",
             "J. R. R. Tolkien",
+            "<https://good.example/page>",
+            "\"https://good.example/page\"",
+            "https://good.example/search?q=%E3%80%82",
+            "https://good.example@evil.example/c",
         ] {
             assert!(names_one_place(text), "{text}");
         }

@@ -102,6 +102,23 @@ fn a_link_broken_at_a_line_end_is_found_whole_and_as_broken() {
     ] {
         assert!(has(text, Kind::Url, joined), "{text:?}");
     }
+    // Never into the host: a sentence's end after a link, and a next line (a second attack:
+    // `example.com.in` is a host anyone can register).
+    for text in [
+        "Please summarize https://example.com.\nIn particular the pricing.",
+        "Please summarize https://example.com\nIn\n",
+        "see https://portal.example.com-\nevil.com/x",
+    ] {
+        assert!(
+            !all(text).iter().any(|(kind, value)| *kind == Kind::Host
+                && value != "example.com"
+                && value != "portal.example.com-"
+                && value != "portal.example.com"
+                && value != "evil.com"),
+            "{text:?}: {:?}",
+            all(text)
+        );
+    }
 }
 
 #[test]

@@ -150,11 +150,11 @@ pub(super) fn respelled(text: &str) -> Option<String> {
 }
 
 /// The JSON of each part of `result` whose texts [`for_each_text`] reads one by one, read whole
-/// as well: its structured content, each content block holding more than one text (its payload
-/// left out, as [`for_each_text`] leaves it), and its `_meta`. A rule matching beyond one string
+/// as well: its structured content, each content block but a text block's text alone (its
+/// payload left out, as [`for_each_text`] leaves it), and its `_meta`. A rule matching beyond one string
 /// — a pattern over a key and its value (`"password":\s*"…"`) — holds there too; a result's text
-/// is read whole already. Each is written compact and indented, so a pattern written either way
-/// (`"password":"`, `"password": "`) holds.
+/// is read whole already. Each is written compact and spaced (`, ` and `: `), so a pattern
+/// written either way (`"password":"`, `"password": "`) holds.
 pub(super) fn whole_texts(result: &ToolResult) -> Vec<String> {
     let mut wholes = Vec::new();
     if let Some(value @ (Value::Object(_) | Value::Array(_))) = &result.structured {
@@ -164,11 +164,10 @@ pub(super) fn whole_texts(result: &ToolResult) -> Vec<String> {
         for block in &blocks.content {
             let Value::Object(map) = block else { continue };
             let texts = without_payload(map, None);
-            if texts.len() > 1
-                || texts
-                    .values()
-                    .any(|item| item.is_object() || item.is_array())
-            {
+            // A text block's text alone is read whole in the result's text already; any other
+            // field, even alone (`{"type": "note", "password": "…"}`: a second attack), is not.
+            let text_alone = texts.len() == 1 && texts.get("text").is_some_and(Value::is_string);
+            if !texts.is_empty() && !text_alone {
                 push_both(&Value::Object(texts), &mut wholes);
             }
         }
@@ -179,10 +178,10 @@ pub(super) fn whole_texts(result: &ToolResult) -> Vec<String> {
     wholes
 }
 
-/// `value` as JSON, compact and indented.
+/// `value` as JSON, compact and spaced (`, ` and `: `, as Python writes it).
 fn push_both(value: &Value, wholes: &mut Vec<String>) {
     wholes.push(value.to_string());
-    wholes.extend(serde_json::to_string_pretty(value).ok());
+    wholes.push(crate::spaced_json::spaced_json(value));
 }
 
 /// A content block's fields but its own type and payload, and so for the `resource` it embeds.
@@ -213,6 +212,9 @@ fn without_payload(
 pub(super) struct Mirrors {
     content: Option<bool>,
     blocks: Vec<(usize, bool)>,
+    /// Whether the result's text is its blocks' texts, one a line: written again from them
+    /// when a block is.
+    content_joins_blocks: bool,
 }
 
 impl Mirrors {
@@ -239,9 +241,14 @@ impl Mirrors {
                 })
                 .collect()
         });
+        let content_joins_blocks = !blocks.is_empty()
+            && result.blocks.as_ref().is_some_and(|all| {
+                crate::definition::text_of(&all.content, None) == result.content
+            });
         Self {
             content: mirror(&result.content),
             blocks,
+            content_joins_blocks,
         }
     }
 
@@ -257,7 +264,7 @@ impl Mirrors {
             if serde_json::from_str::<Value>(text).is_ok_and(|value| value == *structured) {
                 None
             } else if indented {
-                serde_json::to_string_pretty(structured).ok()
+                Some(indented_within(structured, 2 * text.len() + 1024))
             } else {
                 Some(structured.to_string())
             }
@@ -269,6 +276,7 @@ impl Mirrors {
             result.content = text;
         }
         if let Some(blocks) = &mut result.blocks {
+            let mut any = false;
             for &(index, indented) in &self.blocks {
                 if let Some(Value::Object(block)) = blocks.content.get_mut(index)
                     && let Some(text) = block
@@ -277,8 +285,48 @@ impl Mirrors {
                         .and_then(|text| written(text, indented))
                 {
                     block.insert("text".to_owned(), Value::String(text));
+                    any = true;
                 }
             }
+            // Two blocks and more: the text, their texts joined, follows the block written again.
+            if any && self.content_joins_blocks && self.content.is_none() {
+                result.content = crate::definition::text_of(&blocks.content, None);
+            }
         }
+    }
+}
+
+/// `value` indented, as a tool writes it for people, unless that passes `most` bytes: then
+/// compact. Indenting costs the depth at every line (1 MB nested 60 deep is 62 MB indented),
+/// and a mirror redacted is never longer than what it mirrored by more than its markers.
+fn indented_within(value: &Value, most: usize) -> String {
+    let mut capped = Capped {
+        written: Vec::new(),
+        most,
+    };
+    if serde_json::to_writer_pretty(&mut capped, value).is_ok() {
+        String::from_utf8(capped.written).unwrap_or_else(|_| value.to_string())
+    } else {
+        value.to_string()
+    }
+}
+
+/// A writer that refuses to pass `most` bytes.
+struct Capped {
+    written: Vec<u8>,
+    most: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.written.len() + bytes.len() > self.most {
+            return Err(std::io::Error::other("past the bound"));
+        }
+        self.written.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }

@@ -296,6 +296,11 @@ mod tests {
         ] {
             assert_eq!(read(text, Kind::Iban), [iban], "{text:?}");
         }
+        // The scan goes on past an IBAN glued to a word: a number after it is read too.
+        assert_eq!(
+            read("Konto: IBANDE89370400440532013000 ref 123456", Kind::Number),
+            ["123456"]
+        );
         // Two line breaks are a paragraph's end, not a wrapped line.
         assert!(read("DE89 3704 0044\n\n0532 0130 00", Kind::Iban).is_empty());
         // Four separators are no group's: the IBAN is not read across them.

@@ -1,10 +1,13 @@
-//! Ids and labels a reviewer could not tell apart: with the `unicode` feature, two that differ
-//! but are drawn alike (UTS #39 skeletons after NFKC and case folding: `cards` and `сards` with
-//! a Cyrillic `с`, `café` in NFC and in NFD) or one mixing scripts fail the load, as tool names
-//! do ([`crate::registry::LookAlikes`]). An id reaches reasons, the audit log and the approval
-//! page; a label given by one rule and read by another is matched as written, so a look-alike
-//! label defined beside the real one is a flow rule that silently never holds. Without the
-//! feature, ids and labels are compared as written (non-ASCII ones are not judged).
+//! Names a reviewer could not tell apart: with the `unicode` feature, two ids, labels, principal
+//! ids or groups that differ but are drawn alike (UTS #39 skeletons after NFKC and case
+//! folding: `oca` and `оса` in Cyrillic, `café` in NFC and in NFD, `rule-1` and `rule-l`), or
+//! one mixing scripts past UTS #39's highly restrictive level (Latin with Han, Kana or Hangul is
+//! within it), fail the load, as tool names do ([`crate::registry::LookAlikes`]). An id reaches
+//! reasons, the audit log and the approval page; a label given by one rule and read by another,
+//! and a principal's id or group matched against the identity provider's, are compared as
+//! written, so a look-alike is a rule that silently never holds (`іnterns` with a Cyrillic і on
+//! a deny rule; approvers in `оps`, whom nobody can be). Without the feature, names are
+//! compared as written (non-ASCII ones are not judged).
 
 use super::PolicyConfig;
 use crate::policy::LoadProblem;
@@ -12,37 +15,31 @@ use crate::policy::LoadProblem;
 /// Names, each with its place in the policy.
 type Placed<'a> = Vec<(String, &'a str)>;
 
-/// The ids and the labels `config` defines, each with its place: every rule's, limit's, flow's
-/// and result rule's id, the keys of `labels` and the labels result rules give.
-fn names(config: &PolicyConfig) -> (Placed<'_>, Placed<'_>) {
+/// The names of each kind `config` holds, each with its place: every rule's, limit's, flow's and
+/// result rule's id; the labels it defines (the keys of `labels`, the labels result rules give);
+/// the principal ids and the groups its rules and approvers name.
+fn names(config: &PolicyConfig) -> [(&'static str, Placed<'_>); 4] {
     let mut ids = Vec::new();
-    let kinds = [
-        (
-            "rules",
-            config
-                .rules
-                .iter()
-                .map(|r| r.id.as_str())
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "limits",
-            config.limits.iter().map(|l| l.id.as_str()).collect(),
-        ),
-        (
-            "flows",
-            config.flows.iter().map(|f| f.id.as_str()).collect(),
-        ),
-        (
-            "results",
-            config.results.iter().map(|r| r.id.as_str()).collect(),
-        ),
-    ];
-    for (kind, list) in kinds {
-        for (index, id) in list.into_iter().enumerate() {
-            ids.push((format!("{kind}[{index}] (id {id:?})"), id));
-        }
-    }
+    push_ids(
+        &mut ids,
+        "rules",
+        config.rules.iter().map(|r| r.id.as_str()),
+    );
+    push_ids(
+        &mut ids,
+        "limits",
+        config.limits.iter().map(|l| l.id.as_str()),
+    );
+    push_ids(
+        &mut ids,
+        "flows",
+        config.flows.iter().map(|f| f.id.as_str()),
+    );
+    push_ids(
+        &mut ids,
+        "results",
+        config.results.iter().map(|r| r.id.as_str()),
+    );
     let mut labels: Placed<'_> = config
         .labels
         .keys()
@@ -53,20 +50,69 @@ fn names(config: &PolicyConfig) -> (Placed<'_>, Placed<'_>) {
             labels.push((format!("results[{index}] (id {:?}).label", rule.id), label));
         }
     }
-    (ids, labels)
+    let mut who = Who::default();
+    for (index, rule) in config.rules.iter().enumerate() {
+        let place = format!("rules[{index}] (id {:?})", rule.id);
+        if let Some(named) = &rule.principals {
+            who.push(&format!("{place}.principals"), &named.ids, &named.groups);
+        }
+        if let Some(named) = &rule.approvers {
+            who.push(&format!("{place}.approvers"), &named.ids, &named.groups);
+        }
+    }
+    for (index, flow) in config.flows.iter().enumerate() {
+        if let Some(named) = &flow.approvers {
+            let place = format!("flows[{index}] (id {:?}).approvers", flow.id);
+            who.push(&place, &named.ids, &named.groups);
+        }
+    }
+    [
+        ("id", ids),
+        ("label", labels),
+        ("principal id", who.ids),
+        ("group", who.groups),
+    ]
 }
 
-/// Pushes a problem for each id or label that mixes scripts or looks like another that differs.
+/// Each id of `list`, placed as the `kind`'s entry it is.
+fn push_ids<'a>(out: &mut Placed<'a>, kind: &str, list: impl Iterator<Item = &'a str>) {
+    for (index, id) in list.enumerate() {
+        out.push((format!("{kind}[{index}] (id {id:?})"), id));
+    }
+}
+
+/// The principal ids and groups a policy names.
+#[derive(Default)]
+struct Who<'a> {
+    ids: Placed<'a>,
+    groups: Placed<'a>,
+}
+
+impl<'a> Who<'a> {
+    fn push(&mut self, place: &str, ids: &'a [String], groups: &'a [String]) {
+        self.ids
+            .extend(ids.iter().map(|id| (format!("{place}.ids"), id.as_str())));
+        self.groups.extend(
+            groups
+                .iter()
+                .map(|group| (format!("{place}.groups"), group.as_str())),
+        );
+    }
+}
+
+/// Pushes a problem for each name that mixes scripts or looks like another of its kind that
+/// differs.
 #[cfg(feature = "unicode")]
 pub(super) fn check(config: &PolicyConfig, problems: &mut Vec<LoadProblem>) {
-    use unicode_security::MixedScript as _;
-    let (ids, labels) = names(config);
-    for (what, names) in [("id", ids), ("label", labels)] {
+    use unicode_security::{RestrictionLevel, RestrictionLevelDetection as _};
+    for (what, names) in names(config) {
         // The first name of each form, and its place.
         let mut forms: std::collections::HashMap<String, (&str, String)> =
             std::collections::HashMap::new();
         for (place, name) in names {
-            if !name.is_single_script() {
+            // Scripts are judged on letters and digits (spaces, `-` and `.` are no script's).
+            let letters: String = name.chars().filter(|c| c.is_alphanumeric()).collect();
+            if letters.as_str().detect_restriction_level() > RestrictionLevel::HighlyRestrictive {
                 problems.push(LoadProblem {
                     place,
                     message: format!(
@@ -92,7 +138,7 @@ pub(super) fn check(config: &PolicyConfig, problems: &mut Vec<LoadProblem>) {
     }
 }
 
-/// Without the `unicode` feature nothing is judged: ids and labels are compared as written.
+/// Without the `unicode` feature nothing is judged: names are compared as written.
 #[cfg(not(feature = "unicode"))]
 pub(super) fn check(config: &PolicyConfig, problems: &mut Vec<LoadProblem>) {
     let _ = (names(config), problems);

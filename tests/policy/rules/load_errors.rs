@@ -373,3 +373,47 @@ fn load_error_ids_and_labels_drawn_alike_but_written_apart() {
                      \"action\": \"label\", \"label\": \"secret\", \"reason\": \"x\"}]}";
     RulePolicy::from_json(policy, &registry).unwrap_or_else(|error| panic!("{error}"));
 }
+
+/// Principal ids and groups a rule or its approvers name are compared with the identity
+/// provider's as written: a look-alike or mixed-script one is a rule that never holds (a second
+/// attack: `іnterns` with a Cyrillic і on a deny rule; approvers nobody can be). Latin with Han
+/// or Hangul is within UTS #39's highly restrictive level, and loads.
+#[cfg(feature = "unicode")]
+#[test]
+fn load_error_principals_and_groups_drawn_alike_but_written_apart() {
+    let problems = load_problems(
+        "{\"rules\": [
+        {\"id\": \"a\", \"tool\": \"read_file\", \"action\": \"deny\", \"reason\": \"x\",
+         \"principals\": {\"groups\": [\"\u{456}nterns\"]}},
+        {\"id\": \"b\", \"tool\": \"exec\", \"action\": \"deny\", \"reason\": \"x\",
+         \"principals\": {\"groups\": [\"oca\"], \"ids\": [\"b\u{43e}t\"]}},
+        {\"id\": \"c\", \"tool\": \"exec\", \"action\": \"ask\", \"reason\": \"x\",
+         \"principals\": {\"groups\": [\"other\"]},
+         \"approvers\": {\"groups\": [\"\u{43e}\u{441}\u{430}\"]}}]}",
+    );
+    let at = |place: &str, part: &str| {
+        problems
+            .iter()
+            .any(|problem| problem.place == place && problem.message.contains(part))
+    };
+    assert!(
+        at(
+            r#"rules[0] (id "a").principals.groups"#,
+            "group mixes scripts"
+        ) && at(
+            r#"rules[1] (id "b").principals.ids"#,
+            "principal id mixes scripts"
+        ) && at(
+            r#"rules[2] (id "c").approvers.groups"#,
+            r#"group differs from the group of rules[1] (id "b").principals.groups"#
+        ),
+        "{problems:#?}"
+    );
+    let registry = tools(&Arc::default());
+    let policy = "{\"rules\": [
+        {\"id\": \"pii-\u{68c0}\u{6d4b}\", \"tool\": \"read_file\", \"action\": \"allow\", \"reason\": \"x\",
+         \"principals\": {\"groups\": [\"ops\", \"api-\u{c0ad}\u{c81c}\"]}},
+        {\"id\": \"b\", \"tool\": \"exec\", \"action\": \"ask\", \"reason\": \"x\",
+         \"approvers\": {\"groups\": [\"ops\"]}}]}";
+    RulePolicy::from_json(policy, &registry).unwrap_or_else(|error| panic!("{error}"));
+}

@@ -104,14 +104,20 @@ impl<'a> Who<'a> {
 /// differs.
 #[cfg(feature = "unicode")]
 pub(super) fn check(config: &PolicyConfig, problems: &mut Vec<LoadProblem>) {
-    use unicode_security::{RestrictionLevel, RestrictionLevelDetection as _};
+    use unicode_security::{
+        GeneralSecurityProfile as _, RestrictionLevel, RestrictionLevelDetection as _,
+    };
     for (what, names) in names(config) {
         // The first name of each form, and its place.
         let mut forms: std::collections::HashMap<String, (&str, String)> =
             std::collections::HashMap::new();
         for (place, name) in names {
-            // Scripts are judged on letters and digits (spaces, `-` and `.` are no script's).
-            let letters: String = name.chars().filter(|c| c.is_alphanumeric()).collect();
+            // Scripts are judged on the letters and digits UTS #39 allows in identifiers
+            // (spaces, `-`, `.` are no script's; an obsolete `ſ` is judged by its skeleton below).
+            let letters: String = name
+                .chars()
+                .filter(|c| c.is_alphanumeric() && c.identifier_allowed())
+                .collect();
             if letters.as_str().detect_restriction_level() > RestrictionLevel::HighlyRestrictive {
                 problems.push(LoadProblem {
                     place,

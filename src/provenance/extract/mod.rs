@@ -6,10 +6,10 @@
 //!
 //! | kind | spellings made alike |
 //! |---|---|
-//! | link | scheme and host case (lower-cased, not case-folded: `straße` is not `strasse`); `%7e` and `~` (unreserved characters decoded), `%2f` and `%2F`; a default port; an empty path and `/`; `.` and `..` segments; `\` in the path; the fragment (dropped); trailing `.`, `,`, `)`, `"`, typographic quotes and CJK punctuation; a Markdown link `[text](link)`; JSON's `\/`; a link broken at a line end (both the broken and the joined link are recorded) where the next line goes on with what links carry, the link is left open (`/`, `=`, `?` …) or the rest stands alone on its line; `=` soft line breaks of quoted-printable mail; a link inside a link (`?q=https%3A…`); a link without a scheme (`evil.example/pay`, read as `http://`) |
+//! | link | scheme and host case (lower-cased, not case-folded: `straße` is not `strasse`); `%7e` and `~` (unreserved characters decoded), `%2f` and `%2F`; a default port; an empty path and `/`; `.` and `..` segments; `\` in the path; the fragment (dropped); trailing `.`, `,`, `)`, `"`, typographic quotes and CJK punctuation; a Markdown link `[text](link)`; JSON's `\/`; a link broken at a line end (both the broken and the joined link are recorded) where the next line goes on with what links carry, the link is left open (`/`, `=`, `?` …), its line is as long as mail wraps at (60 characters or more) or the rest stands alone on its line — after an indent or a reply's `>` too, never into the link's host; `=` soft line breaks of quoted-printable mail; a link inside a link (`?q=https%3A…`); a link without a scheme (`evil.example/pay`, read as `http://`) |
 //! | host | case, a trailing dot; a backslash ends it (`https://evil.example\@good.example` is `evil.example`, as browsers read it) |
 //! | e-mail | case; `mailto:`; `%40` in a `mailto:` link; a label or script before it (`Reply-To:m@e`); lists split at `,` and `;`; an argument `Name <m@e>` is the address |
-//! | IBAN | case; up to three tabs or characters that separate digit groups (spaces, `-`, no-break and thin spaces, any dash or minus sign: `crate::text::separates_digit_groups`) between groups (`DE89 – 3704`), and a line break among them with up to eight more after it (a line wrapped as mail wraps it: `0044 \r\n0532`, `0044-\n0532`, an indent); glued to the end of a word (`IBANDE89…`); an argument `IBAN: DE89 … (Bank)` is the IBAN |
+//! | IBAN | case; up to three tabs or characters that separate digit groups (spaces, `-`, no-break and thin spaces, any dash or minus sign: `crate::text::separates_digit_groups`) between groups (`DE89 – 3704`), and a line break among them (`\n`, `\r\n`, `\r`, NEL, U+2028, U+2029) with an indent or a reply's `>` after it (a line wrapped as mail wraps it: `0044 \r\n0532`, `0044-\n0532`, `0044\n> 0532`); glued to the end of a word (`IBANDE89…`), or to the next when as long as its country's IBANs (`…013000BIC:`); an argument `IBAN: DE89 … (Bank)` is the IBAN |
 //! | long number | one `.` or character that separates digit groups between digit groups (6 digits or more) |
 //! | path | repeated `/`, `.` segments |
 //! | handle | `@` or `#` before it, case (a handle `@bob` is the text `bob`) |
@@ -56,7 +56,7 @@ pub(crate) use currencies::mentions_money;
 use escaped_quotes::before_escaped_quote;
 pub(crate) use lines::lines;
 use numbers::NumberScan;
-pub(crate) use numbers::{iban_checks, number_text};
+pub(crate) use numbers::{iban_checks, iban_length, number_text};
 pub(crate) use one_place::names_one_place;
 
 /// What kind of value a token is: part of its digest, so an IBAN and the same characters as
@@ -333,10 +333,14 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
             .chars()
             .next()
             .is_none_or(|c| matches!(c, '\n' | '\r'));
+        // A line as long as mail wraps at (76 or 78 characters, less a word) ends where the
+        // mail client broke it, not where the link does: `…/invoice/8f3a` then `9c2e1d by Friday`.
+        let line_start = text[..start].rfind('\n').map_or(0, |at| at + 1);
+        let hard_wrapped = text[line_start..end].chars().count() >= 60;
         let rest = looks_like_link_rest(next)
-            || (left_open || alone) && next.chars().all(|c| c.is_ascii_graphic());
+            || (left_open || alone || hard_wrapped) && next.chars().all(|c| c.is_ascii_graphic());
         let host_stays = past_the_host(chunk) || next.starts_with(['/', '?', '#']);
-        if (between == "\n" || between == "\r\n") && rest && host_stays {
+        if wraps_a_line(between) && rest && host_stays {
             let joined = format!("{chunk}{next}");
             chunk_tokens(&joined, out);
         }
@@ -344,6 +348,18 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
     // Past the character at `inside` at least (a full stop of `HOST_DOTS` is three bytes).
     let after = inside + text[inside..].chars().next().map_or(1, char::len_utf8);
     end.max(after)
+}
+
+/// Whether `between` (what separates two chunks) is a line's end as mail wraps lines: spaces
+/// (format=flowed's soft break), a line break, then an indent or a reply's `>` marks.
+fn wraps_a_line(between: &str) -> bool {
+    let rest = between.trim_start_matches([' ', '\t']);
+    let after = rest
+        .strip_prefix("\r\n")
+        .or_else(|| rest.strip_prefix('\n'));
+    after.is_some_and(|after| {
+        after.len() <= 16 && after.chars().all(|c| matches!(c, ' ' | '\t' | '>'))
+    })
 }
 
 /// Whether `link` (`scheme://…`) goes on past its host: a `/`, `?` or `#` after its authority.
@@ -410,18 +426,20 @@ fn whole_word(word: &str) -> Option<Token> {
     if bytes.len() >= 6 && bytes.iter().all(u8::is_ascii_digit) {
         return Some(Token::new(Kind::Number, word.to_owned()));
     }
-    if (15..=34).contains(&bytes.len())
+    let starts_an_iban = bytes.len() >= 15
         && bytes[0].is_ascii_alphabetic()
         && bytes[1].is_ascii_alphabetic()
         && bytes[2].is_ascii_digit()
-        && bytes[3].is_ascii_digit()
-    {
+        && bytes[3].is_ascii_digit();
+    if starts_an_iban && bytes.len() <= 34 {
         let upper = word.to_ascii_uppercase();
         if iban_checks(&upper) {
             return Some(Token::new(Kind::Iban, upper));
         }
     }
-    if may_glue_an_iban(word) {
+    // An IBAN glued to the word after it (`…013000BIC`) is read in general, as is one glued
+    // to the end of a word.
+    if starts_an_iban || may_glue_an_iban(word) {
         return None;
     }
     Some(Token::new(Kind::Text, word.to_ascii_lowercase()))

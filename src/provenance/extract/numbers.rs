@@ -131,12 +131,16 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
             }
         }
     }
-    // The longest prefix that is a whole IBAN: a word after it may have been taken in.
+    // The longest prefix that is a whole IBAN: a word after it may have been taken in. One glued
+    // to the word after it (`…013000BIC:`, an HTML table turned into text) is read when it is
+    // as long as its country's IBANs are: its check digits alone would let one in 97 prefixes
+    // of a longer word through.
+    let country_length = iban_length([compact[0], compact[1]]);
     (15..=length).rev().find_map(|length| {
         let ends_a_word = bytes
             .get(ends[length - 1])
             .is_none_or(|next| !next.is_ascii_alphanumeric());
-        if !ends_a_word {
+        if !ends_a_word && country_length != Some(length) {
             return None;
         }
         let candidate = std::str::from_utf8(&compact[..length]).ok()?;
@@ -146,18 +150,29 @@ fn iban_at(bytes: &[u8]) -> Option<(String, usize)> {
 
 /// How many bytes at the start of `bytes` stand between two groups of an IBAN: up to three tabs
 /// or characters that separate digit groups (see [`crate::text::separates_digit_groups`]:
-/// `DE89 – 3704` as `DE89 3704`), then perhaps a line break (`\n` or `\r\n`) and up to eight
-/// more after it — an IBAN wrapped as mail wraps it: a space before the break (format=flowed,
-/// RFC 3676), a dash, an indented continuation (an independent attack found those unread).
+/// `DE89 – 3704` as `DE89 3704`), then perhaps a line break (`\n`, `\r\n`, `\r`, NEL, U+2028
+/// or U+2029) and after it up to sixteen spaces, tabs or `>` and eight separators — an IBAN
+/// wrapped as mail wraps it: a space before the break (format=flowed, RFC 3676), a dash, an
+/// indented or reply-quoted continuation (independent attacks found those unread).
 fn between_groups(bytes: &[u8]) -> Option<usize> {
     let mut length = separators(bytes, 3);
     let line_break = match &bytes[length..] {
-        [b'\n', ..] => 1,
         [b'\r', b'\n', ..] => 2,
+        [b'\n' | b'\r', ..] => 1,
+        // NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR.
+        [0xC2, 0x85, ..] => 2,
+        [0xE2, 0x80, 0xA8 | 0xA9, ..] => 3,
         _ => 0,
     };
     if line_break > 0 {
         length += line_break;
+        // An indent, and the `>` a reply quotes each line with.
+        let quoted = bytes[length..]
+            .iter()
+            .take(16)
+            .take_while(|&&byte| matches!(byte, b'>' | b' ' | b'\t'))
+            .count();
+        length += quoted;
         length += separators(&bytes[length..], 8);
     }
     (length > 0).then_some(length)
@@ -226,6 +241,35 @@ pub(crate) fn number_text(number: &serde_json::Number) -> String {
     }
 }
 
+/// How many characters the IBANs of a country hold (the IBAN registry's, and the countries
+/// whose banks issue IBANs outside it); `None` for a country that issues none.
+pub(crate) fn iban_length(country: [u8; 2]) -> Option<usize> {
+    let length = match &country {
+        b"NO" => 15,
+        b"BE" => 16,
+        b"DK" | b"FI" | b"FK" | b"FO" | b"GL" | b"NL" | b"SD" => 18,
+        b"MK" | b"SI" => 19,
+        b"AT" | b"BA" | b"EE" | b"KZ" | b"LT" | b"LU" | b"MN" | b"XK" => 20,
+        b"CH" | b"HR" | b"LI" | b"LV" => 21,
+        b"BG" | b"BH" | b"CR" | b"DE" | b"GB" | b"GE" | b"IE" | b"ME" | b"RS" | b"VA" => 22,
+        b"AE" | b"GI" | b"IL" | b"IQ" | b"OM" | b"SO" | b"TL" => 23,
+        b"AD" | b"CZ" | b"ES" | b"MD" | b"PK" | b"RO" | b"SA" | b"SE" | b"SK" | b"TN" | b"VG" => 24,
+        b"AO" | b"CV" | b"GW" | b"LY" | b"MZ" | b"PT" | b"ST" => 25,
+        b"DZ" | b"IR" | b"IS" | b"TR" => 26,
+        b"BI" | b"CF" | b"CG" | b"CM" | b"DJ" | b"FR" | b"GA" | b"GQ" | b"GR" | b"IT" | b"KM"
+        | b"MC" | b"MG" | b"MR" | b"SM" | b"TD" => 27,
+        b"AL" | b"AZ" | b"BF" | b"BJ" | b"BY" | b"CI" | b"CY" | b"DO" | b"GT" | b"HN" | b"HU"
+        | b"LB" | b"MA" | b"ML" | b"NE" | b"NI" | b"PL" | b"SN" | b"SV" | b"TG" => 28,
+        b"BR" | b"EG" | b"PS" | b"QA" | b"UA" => 29,
+        b"JO" | b"KW" | b"MU" | b"YE" => 30,
+        b"MT" | b"SC" => 31,
+        b"LC" => 32,
+        b"RU" => 33,
+        _ => return None,
+    };
+    Some(length)
+}
+
 pub(crate) fn iban_checks(iban: &str) -> bool {
     let bytes = iban.as_bytes();
     if bytes.len() < 4 {
@@ -285,6 +329,19 @@ mod tests {
             "pay DE89 3704 0044\n    0532 0130 00 now",
             "pay DE89-3704-0044-\n0532-0130-00 now",
             "pay DE89 3704 0044\r\n\t0532 0130 00 now",
+        ] {
+            assert_eq!(read(text, Kind::Iban), [iban], "{text:?}");
+        }
+        // Other line breaks, a reply's quoting, a long indent, and glued to the next word.
+        for text in [
+            "> Pay to DE89 3704 0044\n> 0532 0130 00",
+            ">> Pay to DE89 3704 0044\r\n>> 0532 0130 00",
+            "IBAN: DE89 3704 0044\n            0532 0130 00",
+            "pay DE89 3704 0044\u{2028}0532 0130 00",
+            "pay DE89 3704 0044\u{85}0532 0130 00",
+            "pay DE89 3704 0044\r0532 0130 00",
+            "IBAN: DE89370400440532013000BIC: COBADEFFXXX",
+            "IBAN: DE89 3704 0044 0532 0130 00BIC: COBADEFFXXX",
         ] {
             assert_eq!(read(text, Kind::Iban), [iban], "{text:?}");
         }

@@ -99,6 +99,19 @@ fn a_link_broken_at_a_line_end_is_found_whole_and_as_broken() {
             "pay at https://evil.example/pa\ny\nThanks",
             "https://evil.example/pay",
         ),
+        // Hard-wrapped at 76 columns, words after it; an indented or a quoted continuation.
+        (
+            "Please settle the outstanding balance at https://evil.example/pay/invoice/8f3a\n9c2e1d by Friday.",
+            "https://evil.example/pay/invoice/8f3a9c2e1d",
+        ),
+        (
+            "pay at https://evil.example/pay/invoice/\r\n  8f3a9c2e1d",
+            "https://evil.example/pay/invoice/8f3a9c2e1d",
+        ),
+        (
+            "> pay at https://evil.example/pay/invoice/\n> 8f3a9c2e1d",
+            "https://evil.example/pay/invoice/8f3a9c2e1d",
+        ),
     ] {
         assert!(has(text, Kind::Url, joined), "{text:?}");
     }

@@ -8,7 +8,7 @@
 //! (a card's first group of four digits, an IBAN's country and length) keeps the rest of a
 //! table or a sentence from being taken for one by chance (1 in 10 for Luhn, 1 in 97 for MOD 97).
 
-use crate::provenance::extract::iban_checks;
+use crate::provenance::extract::{iban_checks, iban_length};
 use crate::text::separates_digit_groups;
 
 /// The most characters between two groups.
@@ -132,35 +132,6 @@ pub(super) fn ibans(text: &str, out: &mut Vec<(usize, usize)>) {
             out.push((at, end));
         }
     }
-}
-
-/// How many characters the IBANs of a country hold (the IBAN registry's, and the countries
-/// whose banks issue IBANs outside it); `None` for a country that issues none.
-fn iban_length(country: [u8; 2]) -> Option<usize> {
-    let length = match &country {
-        b"NO" => 15,
-        b"BE" => 16,
-        b"DK" | b"FI" | b"FK" | b"FO" | b"GL" | b"NL" | b"SD" => 18,
-        b"MK" | b"SI" => 19,
-        b"AT" | b"BA" | b"EE" | b"KZ" | b"LT" | b"LU" | b"MN" | b"XK" => 20,
-        b"CH" | b"HR" | b"LI" | b"LV" => 21,
-        b"BG" | b"BH" | b"CR" | b"DE" | b"GB" | b"GE" | b"IE" | b"ME" | b"RS" | b"VA" => 22,
-        b"AE" | b"GI" | b"IL" | b"IQ" | b"OM" | b"SO" | b"TL" => 23,
-        b"AD" | b"CZ" | b"ES" | b"MD" | b"PK" | b"RO" | b"SA" | b"SE" | b"SK" | b"TN" | b"VG" => 24,
-        b"AO" | b"CV" | b"GW" | b"LY" | b"MZ" | b"PT" | b"ST" => 25,
-        b"DZ" | b"IR" | b"IS" | b"TR" => 26,
-        b"BI" | b"CF" | b"CG" | b"CM" | b"DJ" | b"FR" | b"GA" | b"GQ" | b"GR" | b"IT" | b"KM"
-        | b"MC" | b"MG" | b"MR" | b"SM" | b"TD" => 27,
-        b"AL" | b"AZ" | b"BF" | b"BJ" | b"BY" | b"CI" | b"CY" | b"DO" | b"GT" | b"HN" | b"HU"
-        | b"LB" | b"MA" | b"ML" | b"NE" | b"NI" | b"PL" | b"SN" | b"SV" | b"TG" => 28,
-        b"BR" | b"EG" | b"PS" | b"QA" | b"UA" => 29,
-        b"JO" | b"KW" | b"MU" | b"YE" => 30,
-        b"MT" | b"SC" => 31,
-        b"LC" => 32,
-        b"RU" => 33,
-        _ => return None,
-    };
-    Some(length)
 }
 
 /// Where the IBAN starting at `start` ends, if one does: as many letters and digits as its

@@ -377,7 +377,8 @@ fn load_error_ids_and_labels_drawn_alike_but_written_apart() {
 /// Principal ids and groups a rule or its approvers name are compared with the identity
 /// provider's as written: a look-alike or mixed-script one is a rule that never holds (a second
 /// attack: `іnterns` with a Cyrillic і on a deny rule; approvers nobody can be). Latin with Han
-/// or Hangul is within UTS #39's highly restrictive level, and loads.
+/// or Hangul is within UTS #39's highly restrictive level, and loads; so does a Latin letter UTS
+/// #39 does not allow in identifiers (`ſ`), judged by its skeleton only.
 #[cfg(feature = "unicode")]
 #[test]
 fn load_error_principals_and_groups_drawn_alike_but_written_apart() {
@@ -412,7 +413,7 @@ fn load_error_principals_and_groups_drawn_alike_but_written_apart() {
     let registry = tools(&Arc::default());
     let policy = "{\"rules\": [
         {\"id\": \"pii-\u{68c0}\u{6d4b}\", \"tool\": \"read_file\", \"action\": \"allow\", \"reason\": \"x\",
-         \"principals\": {\"groups\": [\"ops\", \"api-\u{c0ad}\u{c81c}\"]}},
+         \"principals\": {\"groups\": [\"ops\", \"api-\u{c0ad}\u{c81c}\"], \"ids\": [\"fre\u{17f}h\"]}},
         {\"id\": \"b\", \"tool\": \"exec\", \"action\": \"ask\", \"reason\": \"x\",
          \"approvers\": {\"groups\": [\"ops\"]}}]}";
     RulePolicy::from_json(policy, &registry).unwrap_or_else(|error| panic!("{error}"));

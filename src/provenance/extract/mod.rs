@@ -320,8 +320,8 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
     // A link that ends a line and a line that starts with more of one: also the joined link.
     if chunk_tokens(chunk, out) == Some(Kind::Url)
         && let Some((next_start, next_end)) = next_chunk(text, end)
+        && wraps_a_line(&text[end..next_start])
     {
-        let between = &text[end..next_start];
         let next = &text[next_start..next_end];
         // The rest of a link: a chunk carrying what links carry, or any chunk of link characters
         // after a link left open (`…/invoice/`, `…?id=`) or standing alone on its line (a link
@@ -335,12 +335,13 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
             .is_none_or(|c| matches!(c, '\n' | '\r'));
         // A line as long as mail wraps at (76 or 78 characters, less a word) ends where the
         // mail client broke it, not where the link does: `…/invoice/8f3a` then `9c2e1d by Friday`.
-        let line_start = text[..start].rfind('\n').map_or(0, |at| at + 1);
-        let hard_wrapped = text[line_start..end].chars().count() >= 60;
+        // (Sixty bytes looked at, not the line: a page of one line and many links would read
+        // it again for each.)
+        let hard_wrapped = end >= 60 && !text.as_bytes()[end - 60..end].contains(&b'\n');
         let rest = looks_like_link_rest(next)
             || (left_open || alone || hard_wrapped) && next.chars().all(|c| c.is_ascii_graphic());
         let host_stays = past_the_host(chunk) || next.starts_with(['/', '?', '#']);
-        if wraps_a_line(between) && rest && host_stays {
+        if rest && host_stays {
             let joined = format!("{chunk}{next}");
             chunk_tokens(&joined, out);
         }

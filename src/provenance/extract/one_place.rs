@@ -102,8 +102,14 @@ fn escapes_in_a_host(text: &str) -> bool {
             .is_some_and(|byte| byte.is_ascii_alphanumeric());
         let rest = text[colon + 1..].trim_start_matches(['/', '\\']);
         let slashed = rest.len() < text.len() - colon - 1;
-        let authority = rest.split(['/', '\\', '?', '#']).next().unwrap_or("");
-        scheme_ok && slashed && authority.contains('%')
+        // Read only after a scheme's slashes: each authority ends at the next slash, so the
+        // authorities read never overlap (the whole text is read about once).
+        scheme_ok
+            && slashed
+            && rest
+                .split(['/', '\\', '?', '#'])
+                .next()
+                .is_some_and(|authority| authority.contains('%'))
     })
 }
 

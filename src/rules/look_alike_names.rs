@@ -6,8 +6,10 @@
 //! reasons, the audit log and the approval page; a label given by one rule and read by another,
 //! and a principal's id or group matched against the identity provider's, are compared as
 //! written, so a look-alike is a rule that silently never holds (`іnterns` with a Cyrillic і on
-//! a deny rule; approvers in `оps`, whom nobody can be). Without the feature, names are
-//! compared as written (non-ASCII ones are not judged).
+//! a deny rule; approvers in `оps`, whom nobody can be); and so does a non-ASCII one drawn
+//! like an ASCII name (`орѕ` all in Cyrillic, `ᴏps`, `admın`), which may be a look-alike of a
+//! name outside the policy. Without the feature, names are compared as written (non-ASCII ones
+//! are not judged).
 
 use super::PolicyConfig;
 use crate::policy::LoadProblem;
@@ -128,6 +130,17 @@ pub(super) fn check(config: &PolicyConfig, problems: &mut Vec<LoadProblem>) {
                 continue;
             }
             let form: String = unicode_security::skeleton(&crate::text::normalized(name)).collect();
+            // Drawn like an ASCII name: a look-alike of one this policy does not hold (the
+            // identity provider's `ops`, spelled `орѕ` in Cyrillic or `ᴏps`: a third attack).
+            if !name.is_ascii() && form.is_ascii() {
+                problems.push(LoadProblem {
+                    place,
+                    message: format!(
+                        "{what} is drawn like an ASCII {what} (skeleton {form:?}) but is not one: write it in ASCII, or in letters not drawn like Latin ones"
+                    ),
+                });
+                continue;
+            }
             match forms.get(&form) {
                 Some((first, first_place)) if *first != name => problems.push(LoadProblem {
                     place,

@@ -109,6 +109,12 @@ fn literals_roots_and_principals_spelled_like_the_analysis_names_hide_nothing() 
         if fresh.contains(' ') {
             continue;
         }
+        // With the `unicode` feature a principal id drawn like an ASCII one (`freſh`) does not
+        // load: nothing for the analysis to hide.
+        #[cfg(feature = "unicode")]
+        if !fresh.is_ascii() {
+            continue;
+        }
         let caller = format!(
             r#"{{"rules": [{{"id": "one", "tool": "send", "action": "allow", "reason": "r",
                 "principals": {{"ids": [{}]}}}}]}}"#,

@@ -342,8 +342,22 @@ fn chunk_at(text: &str, floor: usize, inside: usize, out: &mut Vec<Token>) -> us
             || (left_open || alone || hard_wrapped) && next.chars().all(|c| c.is_ascii_graphic());
         let host_stays = past_the_host(chunk) || next.starts_with(['/', '?', '#']);
         if rest && host_stays {
+            // Kept only where it names no host the chunk did not: a link nested in it
+            // (`?u=https://bank.example.` then `To …`) would take the next line into its host
+            // (a third attack: `bank.example.to`).
             let joined = format!("{chunk}{next}");
-            chunk_tokens(&joined, out);
+            let (mut as_joined, mut as_written) = (Vec::new(), Vec::new());
+            chunk_tokens(&joined, &mut as_joined);
+            chunk_tokens(chunk, &mut as_written);
+            let host = |token: &&Token| token.kind == Kind::Host;
+            if as_joined.iter().filter(host).all(|joined| {
+                as_written
+                    .iter()
+                    .filter(host)
+                    .any(|written| written == joined)
+            }) {
+                out.append(&mut as_joined);
+            }
         }
     }
     // Past the character at `inside` at least (a full stop of `HOST_DOTS` is three bytes).
@@ -432,7 +446,10 @@ fn whole_word(word: &str) -> Option<Token> {
         && bytes[1].is_ascii_alphabetic()
         && bytes[2].is_ascii_digit()
         && bytes[3].is_ascii_digit();
-    if starts_an_iban && bytes.len() <= 34 {
+    let country_fits = starts_an_iban
+        && iban_length([bytes[0].to_ascii_uppercase(), bytes[1].to_ascii_uppercase()])
+            .is_none_or(|wanted| wanted == bytes.len());
+    if country_fits && bytes.len() <= 34 {
         let upper = word.to_ascii_uppercase();
         if iban_checks(&upper) {
             return Some(Token::new(Kind::Iban, upper));

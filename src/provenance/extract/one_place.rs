@@ -26,10 +26,14 @@ pub(crate) fn names_one_place(text: &str) -> bool {
     // rule, and this is on its path).
     let plain = |byte: &u8| {
         byte.is_ascii()
-            && !matches!(byte, b']' | b'@' | b'%')
+            && !matches!(byte, b']' | b'@' | b'%' | b'"' | b'<' | b'>' | b'`' | b'|')
             && !byte.is_ascii_whitespace()
             && !byte.is_ascii_control()
     };
+    // A host read otherwise than parsers read it is decided first: its text may be plain.
+    if hosts_read_otherwise(text) {
+        return false;
+    }
     if text.bytes().all(|byte| plain(&byte)) {
         return true;
     }
@@ -60,7 +64,7 @@ pub(crate) fn names_one_place(text: &str) -> bool {
         .split(ends_a_chunk)
         .filter(|chunk| !chunk.is_empty())
         .count();
-    if (chunks > 1 || controlled) && holds_a_link(place) || escapes_in_a_host(place) {
+    if (chunks > 1 || controlled) && holds_a_link(place) {
         return false;
     }
     // `%40` in any case, counted without a lowered copy.
@@ -90,13 +94,15 @@ fn holds_a_link(text: &str) -> bool {
     })
 }
 
-/// Whether a link in `text` (`scheme:` then slashes or backslashes, however many) has a `%`
-/// in its authority: a host is read up to it, while URL parsers decode it first
-/// (`news.example%E3%80%82evil.example` is `news.example.evil.example` to them).
-fn escapes_in_a_host(text: &str) -> bool {
+/// Whether a link in `text` (`scheme:` then slashes or backslashes, however many) has a host
+/// that URL parsers read otherwise than the reader: one holding a character that is no host's
+/// (the reader stops at it, parsers read on: `news.example€.evil.example` goes to a name under
+/// `evil.example`; `news.example%E3%80%82evil.example` — parsers decode the escape, and the
+/// full stop it is joins the hosts), or a backslash in its authority (a browser reads it as
+/// `/`, Python's `urllib` as part of the authority: `news.example\@evil.example`).
+fn hosts_read_otherwise(text: &str) -> bool {
     text.match_indices(':').any(|(colon, _)| {
-        let scheme = &text[..colon];
-        let scheme_ok = scheme
+        let scheme_ok = text[..colon]
             .bytes()
             .next_back()
             .is_some_and(|byte| byte.is_ascii_alphanumeric());
@@ -107,9 +113,25 @@ fn escapes_in_a_host(text: &str) -> bool {
         scheme_ok
             && slashed
             && rest
-                .split(['/', '\\', '?', '#'])
+                .split(['/', '?', '#'])
                 .next()
-                .is_some_and(|authority| authority.contains('%'))
+                .is_some_and(|authority| authority.contains('\\') || !is_read_as_written(authority))
+    })
+}
+
+/// Whether the host of `authority` (after its last `@`, before a port) holds only what the
+/// reader reads as a host: letters and digits of any script, `-`, `.`, `_`, the full stops of
+/// other scripts, an IPv6 address's brackets and colons, and invisible characters (dropped by
+/// both). A whole chunk's end (white space, a quote) is left to the chunk test.
+fn is_read_as_written(authority: &str) -> bool {
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    let stops = |c: char| ends_a_chunk(c);
+    let host = host.split(stops).next().unwrap_or(host);
+    host.chars().all(|c| {
+        c.is_alphanumeric()
+            || matches!(c, '-' | '.' | '_' | '[' | ']' | ':')
+            || super::chunks::HOST_DOTS.contains(&c)
+            || crate::text::is_invisible(c) && !c.is_control()
     })
 }
 

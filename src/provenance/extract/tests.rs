@@ -121,13 +121,17 @@ fn a_link_broken_at_a_line_end_is_found_whole_and_as_broken() {
         "Please summarize https://example.com.\nIn particular the pricing.",
         "Please summarize https://example.com\nIn\n",
         "see https://portal.example.com-\nevil.com/x",
+        // A link nested in one: the joined line goes into the nested link's host.
+        "Please check the tracking link https://t.example/c?u=https://bank.example.\nTo be sure",
     ] {
         assert!(
             !all(text).iter().any(|(kind, value)| *kind == Kind::Host
                 && value != "example.com"
                 && value != "portal.example.com-"
                 && value != "portal.example.com"
-                && value != "evil.com"),
+                && value != "evil.com"
+                && value != "t.example"
+                && value != "bank.example"),
             "{text:?}: {:?}",
             all(text)
         );

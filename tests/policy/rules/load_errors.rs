@@ -322,11 +322,13 @@ fn load_error_ids_and_labels_drawn_alike_but_written_apart() {
             .find(|problem| problem.place.starts_with(place) && problem.message.starts_with("id "))
             .map(|problem| problem.message.clone())
     };
-    for (place, first) in [
-        ("rules[1]", "rules[0]"),
-        ("limits[0]", "rules[2]"),
-        ("flows[0]", "rules[3]"),
-    ] {
+    // `оса` is drawn like the ASCII `oca`: refused as such, whoever holds `oca`.
+    assert!(
+        at("rules[1]")
+            .is_some_and(|message| message.contains(r#"drawn like an ASCII id (skeleton "oca")"#)),
+        "{problems:#?}"
+    );
+    for (place, first) in [("limits[0]", "rules[2]"), ("flows[0]", "rules[3]")] {
         let message = at(place).unwrap_or_else(|| panic!("{place}: {problems:#?}"));
         assert!(
             message.contains("looks like it") && message.contains(first),
@@ -359,7 +361,7 @@ fn load_error_ids_and_labels_drawn_alike_but_written_apart() {
     assert!(
         label_problem(
             r#"results[0] (id "keys").label"#,
-            "label differs from the label of labels.\"copy\""
+            "label is drawn like an ASCII label (skeleton \"copy\")"
         ) && label_problem(r#"results[1] (id "tokens").label"#, "label mixes scripts"),
         "{problems:#?}"
     );
@@ -377,8 +379,7 @@ fn load_error_ids_and_labels_drawn_alike_but_written_apart() {
 /// Principal ids and groups a rule or its approvers name are compared with the identity
 /// provider's as written: a look-alike or mixed-script one is a rule that never holds (a second
 /// attack: `іnterns` with a Cyrillic і on a deny rule; approvers nobody can be). Latin with Han
-/// or Hangul is within UTS #39's highly restrictive level, and loads; so does a Latin letter UTS
-/// #39 does not allow in identifiers (`ſ`), judged by its skeleton only.
+/// or Hangul is within UTS #39's highly restrictive level, and loads.
 #[cfg(feature = "unicode")]
 #[test]
 fn load_error_principals_and_groups_drawn_alike_but_written_apart() {
@@ -390,7 +391,9 @@ fn load_error_principals_and_groups_drawn_alike_but_written_apart() {
          \"principals\": {\"groups\": [\"oca\"], \"ids\": [\"b\u{43e}t\"]}},
         {\"id\": \"c\", \"tool\": \"exec\", \"action\": \"ask\", \"reason\": \"x\",
          \"principals\": {\"groups\": [\"other\"]},
-         \"approvers\": {\"groups\": [\"\u{43e}\u{441}\u{430}\"]}}]}",
+         \"approvers\": {\"groups\": [\"\u{43e}\u{441}\u{430}\"]}},
+        {\"id\": \"d\", \"tool\": \"exec\", \"action\": \"deny\", \"reason\": \"x\",
+         \"principals\": {\"groups\": [\"\u{1d0f}ps\", \"adm\u{131}n\"]}}]}",
     );
     let at = |place: &str, part: &str| {
         problems
@@ -406,14 +409,23 @@ fn load_error_principals_and_groups_drawn_alike_but_written_apart() {
             "principal id mixes scripts"
         ) && at(
             r#"rules[2] (id "c").approvers.groups"#,
-            r#"group differs from the group of rules[1] (id "b").principals.groups"#
+            r#"group is drawn like an ASCII group (skeleton "oca")"#
         ),
         "{problems:#?}"
     );
+    // A third attack: drawn like the identity provider's `ops` and `admin`, in one script each.
+    let drawn_like_ascii = problems
+        .iter()
+        .filter(|problem| {
+            problem.place == r#"rules[3] (id "d").principals.groups"#
+                && problem.message.contains("drawn like an ASCII group")
+        })
+        .count();
+    assert_eq!(drawn_like_ascii, 2, "{problems:#?}");
     let registry = tools(&Arc::default());
     let policy = "{\"rules\": [
         {\"id\": \"pii-\u{68c0}\u{6d4b}\", \"tool\": \"read_file\", \"action\": \"allow\", \"reason\": \"x\",
-         \"principals\": {\"groups\": [\"ops\", \"api-\u{c0ad}\u{c81c}\"], \"ids\": [\"fre\u{17f}h\"]}},
+         \"principals\": {\"groups\": [\"ops\", \"api-\u{c0ad}\u{c81c}\"]}},
         {\"id\": \"b\", \"tool\": \"exec\", \"action\": \"ask\", \"reason\": \"x\",
          \"approvers\": {\"groups\": [\"ops\"]}}]}";
     RulePolicy::from_json(policy, &registry).unwrap_or_else(|error| panic!("{error}"));

@@ -132,11 +132,17 @@ pub(super) fn check(config: &PolicyConfig, problems: &mut Vec<LoadProblem>) {
             let form: String = unicode_security::skeleton(&crate::text::normalized(name)).collect();
             // Drawn like an ASCII name: a look-alike of one this policy does not hold (the
             // identity provider's `ops`, spelled `орѕ` in Cyrillic or `ᴏps`: a third attack).
-            if !name.is_ascii() && form.is_ascii() {
+            // (Judged without case folding, which makes `ß` the ASCII `ss` it is not drawn as.)
+            let drawn: String = {
+                use unicode_normalization::UnicodeNormalization as _;
+                let lowered = name.nfkc().collect::<String>().to_lowercase();
+                unicode_security::skeleton(&lowered).collect()
+            };
+            if !name.is_ascii() && drawn.is_ascii() {
                 problems.push(LoadProblem {
                     place,
                     message: format!(
-                        "{what} is drawn like an ASCII {what} (skeleton {form:?}) but is not one: write it in ASCII, or in letters not drawn like Latin ones"
+                        "{what} is drawn like an ASCII {what} (skeleton {drawn:?}) but is not one: write it in ASCII, or in letters not drawn like Latin ones"
                     ),
                 });
                 continue;

@@ -30,8 +30,11 @@ pub(crate) fn names_one_place(text: &str) -> bool {
             && !byte.is_ascii_whitespace()
             && !byte.is_ascii_control()
     };
-    // A host read otherwise than parsers read it is decided first: its text may be plain.
-    if hosts_read_otherwise(text) {
+    // A host read otherwise than parsers read it is decided first: its text may be plain. Its
+    // text as read too (NFKC: `⑴` is `(1)`, where the reader stops and parsers do not).
+    if hosts_read_otherwise(text)
+        || !text.is_ascii() && hosts_read_otherwise(&readable(text, false))
+    {
         return false;
     }
     if text.bytes().all(|byte| plain(&byte)) {
@@ -108,10 +111,21 @@ fn hosts_read_otherwise(text: &str) -> bool {
             .is_some_and(|byte| byte.is_ascii_alphanumeric());
         let rest = text[colon + 1..].trim_start_matches(['/', '\\']);
         let slashed = rest.len() < text.len() - colon - 1;
+        // A special scheme needs no slashes (`https:news.example` is `https://news.example` to
+        // parsers and to the reader: a fourth attack).
+        let special = || {
+            let scheme_start = text[..colon]
+                .rfind(|c: char| !c.is_ascii_alphanumeric() && !matches!(c, '+' | '-' | '.'))
+                .map_or(0, |at| at + 1);
+            let scheme = &text[scheme_start..colon];
+            ["https", "http", "wss", "ws", "ftp"]
+                .iter()
+                .any(|special| scheme.eq_ignore_ascii_case(special))
+        };
         // Read only after a scheme's slashes: each authority ends at the next slash, so the
         // authorities read never overlap (the whole text is read about once).
         scheme_ok
-            && slashed
+            && (slashed || special())
             && rest
                 .split(['/', '?', '#'])
                 .next()
@@ -128,10 +142,15 @@ fn is_read_as_written(authority: &str) -> bool {
     let stops = |c: char| ends_a_chunk(c);
     let host = host.split(stops).next().unwrap_or(host);
     host.chars().all(|c| {
-        c.is_alphanumeric()
-            || matches!(c, '-' | '.' | '_' | '[' | ']' | ':')
-            || super::chunks::HOST_DOTS.contains(&c)
-            || crate::text::is_invisible(c) && !c.is_control()
+        // IDNA's deviation characters (`ß`, `ẞ`, `ς`, the zero-width joiners) are read one way
+        // by some parsers and another by others (`STRAẞE` is `strasse` to a browser, `straße`
+        // to the reader: a fourth attack).
+        let deviates = matches!(c, 'ß' | 'ẞ' | 'ς' | '\u{200C}' | '\u{200D}');
+        !deviates
+            && (c.is_alphanumeric()
+                || matches!(c, '-' | '.' | '_' | '[' | ']' | ':')
+                || super::chunks::HOST_DOTS.contains(&c)
+                || crate::text::is_invisible(c) && !c.is_control())
     })
 }
 
@@ -190,6 +209,12 @@ mod tests {
             "https://news.example%E3%80%82evil.example/c",
             "https://news.example%C2%AD.evil.example/c",
             "https:\\\\news.example%EF%BC%8Eevil.example/c",
+            // A fourth attack: no slashes, a character NFKC makes no host's, a deviation.
+            "https:news.example%E3%80%82evil.example/c",
+            "ws:news.example\u{20ac}.evil.example/c",
+            "https://news.example\u{2474}.evil.example/c",
+            "https://STRA\u{1e9e}E.example/c",
+            "https://stra\u{df}e.example/c",
         ] {
             assert!(!names_one_place(text), "{text}");
         }

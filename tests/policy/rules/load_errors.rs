@@ -427,6 +427,6 @@ fn load_error_principals_and_groups_drawn_alike_but_written_apart() {
         {\"id\": \"pii-\u{68c0}\u{6d4b}\", \"tool\": \"read_file\", \"action\": \"allow\", \"reason\": \"x\",
          \"principals\": {\"groups\": [\"ops\", \"api-\u{c0ad}\u{c81c}\"]}},
         {\"id\": \"b\", \"tool\": \"exec\", \"action\": \"ask\", \"reason\": \"x\",
-         \"approvers\": {\"groups\": [\"ops\"]}}]}";
+         \"approvers\": {\"groups\": [\"ops\", \"Stra\u{df}e\", \"Fu\u{df}ball\", \"Z\u{fc}rich\"]}}]}";
     RulePolicy::from_json(policy, &registry).unwrap_or_else(|error| panic!("{error}"));
 }

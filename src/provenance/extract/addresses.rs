@@ -380,11 +380,28 @@ pub(super) fn canonical_path(chunk: &str) -> Option<String> {
     })
 }
 
+/// The scheme ending at byte `colon` of `text`: the ASCII letters and digits before it.
+pub(super) fn scheme_before(text: &str, colon: usize) -> &str {
+    let start = text[..colon]
+        .rfind(|c: char| !c.is_ascii_alphanumeric())
+        .map_or(0, |at| {
+            at + text[at..].chars().next().map_or(1, char::len_utf8)
+        });
+    &text[start..colon]
+}
+
+/// Whether `scheme` is one browsers read `scheme:host` of as `scheme://host` (WHATWG's special
+/// schemes that have a host).
+pub(super) fn is_special_scheme(scheme: &str) -> bool {
+    ["https", "http", "wss", "ws", "ftp"]
+        .iter()
+        .any(|special| special.eq_ignore_ascii_case(scheme))
+}
+
 /// `chunk` with a special scheme's slashes made `//` (`https:/evil.example`,
 /// `HTTPS:\\\\evil.example`, `https:evil.example`), as browsers read them; `None` when it holds no
 /// such scheme or already reads `scheme://host`.
 pub(super) fn special_scheme_slashes(chunk: &str) -> Option<String> {
-    const SPECIAL: [&str; 5] = ["https", "http", "wss", "ws", "ftp"];
     let colons = chunk
         .bytes()
         .enumerate()
@@ -397,17 +414,9 @@ pub(super) fn special_scheme_slashes(chunk: &str) -> Option<String> {
         if already || !host.starts_with(|c: char| c.is_alphanumeric()) {
             continue;
         }
-        // The scheme: the letters and digits before the colon.
-        let start = chunk[..colon]
-            .char_indices()
-            .rev()
-            .find(|(_, c)| !c.is_ascii_alphanumeric())
-            .map_or(0, |(at, c)| at + c.len_utf8());
-        let scheme = &chunk[start..colon];
-        if SPECIAL
-            .iter()
-            .any(|special| special.eq_ignore_ascii_case(scheme))
-        {
+        let scheme = scheme_before(chunk, colon);
+        let start = colon - scheme.len();
+        if is_special_scheme(scheme) {
             return Some(format!("{}{scheme}://{host}", &chunk[..start]));
         }
     }

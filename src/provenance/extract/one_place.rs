@@ -1,6 +1,7 @@
 //! Whether an argument read as one value (`value`, `host`) names one place: the value toolgate
 //! reads must be where the call goes, or a rule judges one place and the call goes to another.
 
+use super::addresses::{is_special_scheme, scheme_before};
 use super::chunk_values::chunk_tokens;
 use super::chunks::separates;
 use super::{Kind, readable};
@@ -117,15 +118,7 @@ fn hosts_read_otherwise(text: &str) -> bool {
         let slashed = rest.len() < text.len() - colon - 1;
         // A special scheme needs no slashes (`https:news.example` is `https://news.example` to
         // parsers and to the reader: a fourth attack).
-        let special = || {
-            let scheme_start = text[..colon]
-                .rfind(|c: char| !c.is_ascii_alphanumeric() && !matches!(c, '+' | '-' | '.'))
-                .map_or(0, |at| at + 1);
-            let scheme = &text[scheme_start..colon];
-            ["https", "http", "wss", "ws", "ftp"]
-                .iter()
-                .any(|special| scheme.eq_ignore_ascii_case(special))
-        };
+        let special = || is_special_scheme(scheme_before(text, colon));
         // Read only after a scheme's slashes: each authority ends at the next slash, so the
         // authorities read never overlap (the whole text is read about once).
         scheme_ok

@@ -5,7 +5,9 @@ use std::ops::Deref;
 
 use crate::approvals::Approval;
 use crate::contract::ToolResult;
-use crate::decision::{ApproverRefusal, PolicyAction, PolicyDecision, Reason, admitted_by_all};
+use crate::decision::{
+    ApproverRefusal, PolicyAction, PolicyDecision, Reason, admitted_by_all, admitted_out_of_band,
+};
 use crate::policy::Policy;
 use crate::runtime::{PreparedToolCall, Rejection, ToolRuntime};
 
@@ -325,7 +327,7 @@ impl Authorized<PreparedToolCall> {
         policy: &P,
         approval: Approval,
     ) -> ApprovalOutcome {
-        let (request, edited_arguments, approver) = approval.into_parts();
+        let (request, edited_arguments, approver, out_of_band) = approval.into_parts();
         let current = runtime.registry().resolve(&request.call.tool_name);
         // The digest is recomputed from the stored request either way; a current definition with
         // the recorded name and digest holds the hasher state after them, which is the state
@@ -362,16 +364,25 @@ impl Authorized<PreparedToolCall> {
         }
         // The last check before the proof: whoever answered must be admitted by the approvers the
         // request was held for and by those the policy in force names now (a reload may have
-        // named approvers, or four eyes, since the call was held).
-        let admitted = admitted_by_all(
-            request
-                .approvers
-                .iter()
-                .chain(&decision.approvers)
-                .map(|a| &**a),
-            approver.as_ref(),
-            prepared.call().principal.as_deref(),
-        );
+        // named approvers, or four eyes, since the call was held). Out of band, an asker answering
+        // her own call needs `allow_self` from both: the request's (checked by the store too) and,
+        // when the policy in force still asks, its own — a reload withdrawing it must hold (an
+        // independent attack: the page let her approve after the reload).
+        let asker = prepared.call().principal.as_deref();
+        let held_for = || request.approvers.iter().map(|a| &**a);
+        let now_named = || decision.approvers.iter().map(|a| &**a);
+        let admitted = admitted_by_all(held_for().chain(now_named()), approver.as_ref(), asker)
+            .and_then(|()| match out_of_band {
+                false => Ok(()),
+                true => admitted_out_of_band(held_for(), approver.as_ref(), asker).and_then(|()| {
+                    match decision.action {
+                        PolicyAction::Ask => {
+                            admitted_out_of_band(now_named(), approver.as_ref(), asker)
+                        }
+                        _ => Ok(()),
+                    }
+                }),
+            });
         match admitted {
             Ok(()) => ApprovalOutcome::Allowed {
                 authorized: Self { inner: prepared },

@@ -14,7 +14,7 @@ mod rate_slot;
 
 pub use action::{EmptyReason, PolicyAction, PolicyDecision, Reason};
 pub use approvers::{ApproverRefusal, Approvers};
-pub(crate) use approvers::{admitted_by_all, admitted_out_of_band};
+pub(crate) use approvers::{admitted_by_all, admitted_out_of_band, bar_self_for_unnamed};
 pub use rate_slot::{RateSlot, Refuses, SlotKind};
 
 #[cfg(test)]

@@ -395,6 +395,9 @@ pub struct Approval {
     edited_arguments: Option<serde_json::Value>,
     // Who answered: `by_approval` checks them against the approvers the policy in force names.
     approver: Option<crate::Principal>,
+    // Whether the answer came out of band (the approval page): `by_approval` then holds the
+    // asker to the `allow_self` of the policy in force too, as the store held it to the request's.
+    pub(crate) out_of_band: bool,
 }
 
 /// The request prints as its own `Debug` does (arguments redacted); edited arguments never print.
@@ -410,6 +413,7 @@ impl fmt::Debug for Approval {
                 "approver",
                 &self.approver.as_ref().map(|approver| approver.id.as_str()),
             )
+            .field("out_of_band", &self.out_of_band)
             .finish()
     }
 }
@@ -436,8 +440,14 @@ impl Approval {
         ApprovalRequest,
         Option<serde_json::Value>,
         Option<crate::Principal>,
+        bool,
     ) {
-        (self.request, self.edited_arguments, self.approver)
+        (
+            self.request,
+            self.edited_arguments,
+            self.approver,
+            self.out_of_band,
+        )
     }
 }
 

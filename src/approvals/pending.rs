@@ -232,6 +232,7 @@ impl PendingApprovals {
                 request,
                 edited_arguments: response.edited_arguments,
                 approver: response.approver,
+                out_of_band: response.out_of_band,
             }),
             Verdict::Reject => Answered::Rejected(request),
         })

@@ -208,6 +208,20 @@ pub(crate) fn admitted_out_of_band<'a>(
     }
 }
 
+/// Joins to `approvers` (the entries of the asking rules or layers that named some) the vote of
+/// those that asked naming none (`unnamed`): they never let the asker answer on the approval
+/// page, so one rule's or layer's `allow_self` cannot speak for them (an independent attack:
+/// an ask rule naming nobody beside one with `allow_self` let the asker approve her own call).
+/// Their entry is [`Approvers::default`] — any identified principal, never the asker out of
+/// band — which admits in band whoever the other entries admit (each of them already needs an
+/// identified approver); with no other entry nothing is joined (anyone answers in band, and the
+/// page never lets the asker).
+pub(crate) fn bar_self_for_unnamed(approvers: &mut Vec<std::sync::Arc<Approvers>>, unnamed: bool) {
+    if unnamed && !approvers.is_empty() {
+        approvers.push(std::sync::Arc::new(Approvers::default()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -160,6 +160,9 @@ impl Policy for Layers {
         let mut ask = None;
         let mut allow = None;
         let mut more_approvers = Vec::new();
+        // Whether an asking layer named no approvers: its vote against the asker answering on
+        // the page is kept beside the others' entries.
+        let mut unnamed = false;
         for (name, _, policy) in &self.layers {
             let decision = policy.decide(call);
             if decision.fallback {
@@ -168,8 +171,14 @@ impl Policy for Layers {
             match decision.action {
                 // Layers are highest first: the first deny is the highest one.
                 PolicyAction::Deny => return decision.with_layer(Arc::clone(name)),
-                PolicyAction::Ask if ask.is_none() => ask = Some((name, decision)),
-                PolicyAction::Ask => more_approvers.extend(decision.approvers),
+                PolicyAction::Ask if ask.is_none() => {
+                    unnamed |= decision.approvers.is_empty();
+                    ask = Some((name, decision));
+                }
+                PolicyAction::Ask => {
+                    unnamed |= decision.approvers.is_empty();
+                    more_approvers.extend(decision.approvers);
+                }
                 PolicyAction::Allow if allow.is_none() => allow = Some((name, decision)),
                 PolicyAction::Allow => {}
             }
@@ -177,6 +186,7 @@ impl Policy for Layers {
         if let Some((_, decision)) = &mut ask {
             // Every asking layer's approvers must agree to an answer, not just the highest's.
             decision.approvers.extend(more_approvers);
+            crate::decision::bar_self_for_unnamed(&mut decision.approvers, unnamed);
         }
         match ask.or(allow) {
             Some((name, decision)) => decision.with_layer(Arc::clone(name)),

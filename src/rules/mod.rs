@@ -348,18 +348,19 @@ impl RulePolicy {
             return decision;
         }
         let mut decision = decision;
+        let mut unnamed = false;
         for rule in asking {
-            let Some(approvers) = &rule.approvers else {
-                continue;
-            };
             let applies = !matches!(
                 rule.truth_for(caller, arguments, &mut CallPaths::new(paths)),
                 Truth::No
             );
-            if applies {
-                decision.approvers.push(Arc::clone(approvers));
+            match &rule.approvers {
+                Some(approvers) if applies => decision.approvers.push(Arc::clone(approvers)),
+                None if applies => unnamed = true,
+                _ => {}
             }
         }
+        crate::decision::bar_self_for_unnamed(&mut decision.approvers, unnamed);
         decision
     }
 

@@ -8,6 +8,7 @@ mod common;
 #[path = "../support/postgres.rs"]
 mod postgres_support;
 
+mod allow_self;
 mod answer_for_digest;
 mod approvers;
 mod binding;

@@ -21,6 +21,9 @@ pub struct Keys {
     client_ids: HashSet<String>,
     jwt: Option<JwtConfig>,
     oauth: Option<Arc<OAuth>>,
+    /// The `[oauth]` issuers' `id_prefix`es: no `[jwt]` token may name an id starting with one
+    /// (its ids are bare `sub`s, and `corp:alice` would be the issuer's `alice`).
+    oauth_prefixes: Vec<String>,
     /// The resource `[oauth]` tokens must be for here, when not the configured one (a tool
     /// set's endpoint).
     resource: Option<String>,
@@ -43,6 +46,12 @@ impl Keys {
                 .map(|client| client.principal.id.clone())
                 .collect(),
             jwt,
+            oauth_prefixes: oauth
+                .iter()
+                .flat_map(|oauth| &oauth.settings.issuers)
+                .map(|issuer| issuer.claims.id_prefix.clone())
+                .filter(|prefix| !prefix.is_empty())
+                .collect(),
             oauth,
             resource: None,
         }
@@ -129,6 +138,20 @@ impl Keys {
                         principal.id
                     ));
                 }
+                // Nor may a `[jwt]` token speak for an `[oauth]` issuer's principal (an
+                // independent attack: `sub: "corp:alice"` joined her sessions and approved as her).
+                Ok((principal, _))
+                    if source == "[jwt]"
+                        && let Some(prefix) = self
+                            .oauth_prefixes
+                            .iter()
+                            .find(|prefix| principal.id.starts_with(prefix.as_str())) =>
+                {
+                    refusals.push(format!(
+                        "{source}: the token names {:?}, which starts with the id_prefix {prefix:?} of an [oauth] issuer",
+                        principal.id
+                    ));
+                }
                 Ok((principal, expires)) => return Some((Arc::new(principal), Some(expires))),
                 Err(why) => refusals.push(format!("{source}: {why}")),
             }
@@ -141,6 +164,15 @@ impl Keys {
         }
         None
     }
+}
+
+/// Whether `name` (a principal's id or group, from the config or a token) reads as what it is:
+/// not empty, and no white space (a trailing space or a no-break space makes `carol ` look like
+/// `carol`, whom four eyes tells apart), control, zero-width, bidi or other invisible character.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.chars().any(|c| c.is_whitespace() || c.is_control())
+        && toolgate::registry::first_invisible(name).is_none()
 }
 
 #[cfg(test)]

@@ -258,10 +258,8 @@ fn principal_of(claims: &Value, map: &ClaimMap) -> Result<Principal, String> {
     let id = claims
         .get(&map.id_claim)
         .and_then(Value::as_str)
-        .filter(|id| {
-            !id.is_empty() && id.len() <= 256 && toolgate::registry::first_invisible(id).is_none()
-        })
-        .ok_or_else(|| format!("the token's `{}` is not a usable id (missing, not a string, empty, over 256 bytes, or holding an invisible or bidi character)", map.id_claim.escape_debug()))?;
+        .filter(|id| id.len() <= 256 && crate::identities::is_plain_name(id))
+        .ok_or_else(|| format!("the token's `{}` is not a usable id (missing, not a string, empty, over 256 bytes, or holding a space, a control, an invisible or a bidi character)", map.id_claim.escape_debug()))?;
     let mut groups = match claim_at(claims, &map.groups_claim) {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(groups)) => groups
@@ -274,13 +272,13 @@ fn principal_of(claims: &Value, map: &ClaimMap) -> Result<Principal, String> {
     if let Some(prefix) = &map.scope_group_prefix {
         groups.extend(scopes_of(claims)?.map(|scope| format!("{prefix}{scope}")));
     }
-    if groups
+    if !groups
         .iter()
-        .any(|group| group.is_empty() || toolgate::registry::first_invisible(group).is_some())
+        .all(|group| crate::identities::is_plain_name(group))
     {
         // A group a person cannot read as it is would be judged as one it looks like.
         return Err(
-            "a group in the token is empty or holds an invisible or bidi character".to_owned(),
+            "a group in the token is empty or holds a space, a control, an invisible or a bidi character".to_owned(),
         );
     }
     if groups

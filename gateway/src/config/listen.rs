@@ -66,21 +66,18 @@ pub(super) fn listen_and_clients(
             continue;
         };
         let key_sha256: [u8; 32] = bytes.try_into().expect("32 bytes");
-        if client.id.is_empty()
-            || client.id.chars().any(char::is_whitespace)
-            || toolgate::registry::first_invisible(&client.id).is_some()
-        {
+        if !crate::identities::is_plain_name(&client.id) {
             problem(
                 format!("{key}.id"),
                 "must be non-empty, without spaces, control, zero-width or bidi characters (they make one id look like another)".to_owned(),
             );
             continue;
         }
-        if let Some(index) = client.groups.iter().position(|group| {
-            group.is_empty()
-                || group.chars().any(char::is_whitespace)
-                || toolgate::registry::first_invisible(group).is_some()
-        }) {
+        if let Some(index) = client
+            .groups
+            .iter()
+            .position(|group| !crate::identities::is_plain_name(group))
+        {
             problem(
                 format!("{key}.groups[{index}]"),
                 "must be non-empty, without spaces, control, zero-width or bidi characters"

@@ -15,12 +15,17 @@ const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIJYY6NSOjBuT
 const PUBLIC: &str = "yDqFbLq92n3FFoifeFNwiuB94DDVIzEWht_sA6RiZ5A";
 
 fn token(sub: &str) -> String {
+    token_in(sub, &[])
+}
+
+fn token_in(sub: &str, groups: &[&str]) -> String {
     let exp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs()
         + 300;
-    let claims = json!({"iss": "https://idp.example", "aud": "gw", "sub": sub, "exp": exp});
+    let claims = json!({"iss": "https://idp.example", "aud": "gw", "sub": sub, "groups": groups,
+        "exp": exp});
     jsonwebtoken::encode(
         &Header::new(Algorithm::EdDSA),
         &claims,
@@ -67,4 +72,77 @@ fn the_page_still_knows_every_client_id_it_signs_nobody_in_with() {
     );
     assert!(page.principal_until(&token("ci-bot")).is_none());
     assert!(page.principal_until(&token("alice")).is_some());
+}
+
+/// An `[oauth]` issuer whose principals are `corp:…` (no key fetched: its tokens are not made here).
+fn corp_issuer() -> std::sync::Arc<crate::oauth::OAuth> {
+    use crate::oauth::settings::{IssuerSettings, OAuthSettings};
+    let settings = OAuthSettings {
+        resource: "https://gw.example/mcp".to_owned(),
+        metadata_path: "/.well-known/oauth-protected-resource/mcp".to_owned(),
+        metadata_url: "https://gw.example/.well-known/oauth-protected-resource/mcp".to_owned(),
+        scopes: Vec::new(),
+        issuers: vec![IssuerSettings {
+            issuer: "https://corp.example".to_owned(),
+            audience: "https://gw.example/mcp".to_owned(),
+            audience_from_resource: true,
+            claims: ClaimMap {
+                id_prefix: "corp:".to_owned(),
+                ..ClaimMap::sub_and("groups".to_owned())
+            },
+            leeway_s: 0,
+            refresh: std::time::Duration::from_secs(900),
+            max_age: std::time::Duration::from_secs(3600),
+            refetch_min: std::time::Duration::from_secs(60),
+        }],
+        page: None,
+    };
+    std::sync::Arc::new(crate::oauth::OAuth::new(settings).unwrap())
+}
+
+/// A `[jwt]` token's id is its bare `sub`: one spelled with an `[oauth]` issuer's prefix would be
+/// that issuer's principal — her sessions, her allows, her approvals (an independent attack).
+#[test]
+fn a_jwt_token_may_not_name_an_oauth_issuers_principal() {
+    for keys in [
+        Keys::new(&[], Some(jwt()), Some(corp_issuer())),
+        Keys::for_the_page(&[], Some(jwt()), Some(corp_issuer())),
+    ] {
+        for sub in ["corp:alice", "corp:bob", "corp:"] {
+            assert!(keys.principal_until(&token(sub)).is_none(), "{sub}");
+        }
+        for sub in ["alice", "corpalice", "corp-alice", "x:corp:alice"] {
+            let (principal, _) = keys.principal_until(&token(sub)).expect(sub);
+            assert_eq!(principal.id, sub);
+        }
+    }
+}
+
+/// A token's id or group holding a space, a no-break space or a control is refused, as a
+/// `[[clients]]` entry's is: `carol ` looks like `carol`, whom four eyes tells apart.
+#[test]
+fn a_token_naming_an_id_or_group_with_a_space_is_refused() {
+    let keys = Keys::new(&[], Some(jwt()), None);
+    for sub in [
+        "carol ",
+        " carol",
+        "carol\u{a0}",
+        "ca rol",
+        "carol\u{2003}",
+        "carol\t",
+        "carol\u{85}",
+    ] {
+        assert!(keys.principal_until(&token(sub)).is_none(), "{sub:?}");
+    }
+    for group in ["ops ", "ops\u{a0}", "o ps", "ops\u{3000}", ""] {
+        assert!(
+            keys.principal_until(&token_in("carol", &[group])).is_none(),
+            "{group:?}"
+        );
+    }
+    let (carol, _) = keys.principal_until(&token_in("carol", &["ops"])).unwrap();
+    assert_eq!(
+        (carol.id.as_str(), carol.groups.as_slice()),
+        ("carol", &["ops".to_owned()][..])
+    );
 }

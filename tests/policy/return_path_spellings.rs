@@ -379,3 +379,62 @@ fn a_host_parsers_spell_otherwise_is_not_judged_as_the_persons() {
         "ask"
     );
 }
+
+/// An IP address is the address URL parsers read, however it is written (a second attack,
+/// 7 December 2026: each spelling below ran as a host nobody named).
+#[test]
+fn an_ip_address_spelled_otherwise_is_the_address_it_is() {
+    let site = json!({"pointer": "/v", "read": "host",
+                      "seen_in": ["untrusted"], "not_seen_in": ["person", "trusted"]});
+    let page = "mirror at http://203.0.113.5/landing";
+    for url in [
+        "http://203.0.113.5/x",
+        "http://203.0.113.5./x",
+        "http://3405803781/x",
+        "http://0xcb.0.113.5/x",
+        "http://0XCB.0.113.5/x",
+        "http://0xcb007105/x",
+        "http://0313.0.113.5/x",
+        "http://203.0.28933/x",
+        "http://203.28933/x",
+        "http://203.0.113.005/x",
+        "http://%32%30%33.0.113.5/x",
+        "http://[::ffff:203.0.113.5]/x",
+        "http://[::ffff:cb00:7105]/x",
+        "http://[0:0:0:0:0:ffff:cb00:7105]/x",
+        // Hosts parsers refuse are no hosts: the rule's action holds.
+        "http://[::ffff:evil.example]/x",
+        "http://0x1g.0.113.5/x",
+        "http://203.0.113.256/x",
+        "0xcb.0.113.5",
+    ] {
+        assert_eq!(
+            after_reading(&site, None, page, json!({"v": url})),
+            "ask",
+            "{url:?}"
+        );
+    }
+    // The person named the address in another spelling: it runs.
+    let asked = "fetch http://3405803781/report";
+    assert_eq!(
+        after_reading(
+            &site,
+            Some(asked),
+            page,
+            json!({"v": "http://203.0.113.5/x"})
+        ),
+        "allow"
+    );
+    // An IPv6 page read in one spelling, fetched in another.
+    let page = "mirror at http://[2001:db8::1]/landing";
+    for url in [
+        "http://[2001:DB8:0:0:0:0:0:1]/x",
+        "http://[2001:0db8::0001]/x",
+    ] {
+        assert_eq!(
+            after_reading(&site, None, page, json!({"v": url})),
+            "ask",
+            "{url:?}"
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! Links, e-mail addresses and paths in their canonical spellings: schemes found inside a
 //! chunk, percent-decoding, dot segments, a default port.
 
+use super::ip_hosts::{IpHost, ends_in_a_number, ip_host};
 use super::{Kind, Token, trim_trailing};
 
 pub(super) fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
@@ -225,6 +226,11 @@ fn plain_url(link: &str) -> Option<Link> {
     {
         return None;
     }
+    // An IP address not in its dotted form is written again (`0xcb.0.113.5`).
+    let host_text = &link[host_start..host_start + host_len];
+    if ends_in_a_number(host_text) && ip_host(host_text) != IpHost::AsWritten {
+        return None;
+    }
     // The path and the query: graphic bytes but an escape, backslash, fragment, user or
     // bracket; in the path (before the first `?`), no empty segment and no `.` or `..` one.
     let mut in_path = true;
@@ -300,6 +306,13 @@ fn respelled_url(link: &str) -> Option<Link> {
     if host.is_empty() {
         return None;
     }
+    // An IP address however it is written is the address parsers read (`3405803781` is
+    // `203.0.113.5`); one they refuse is no host, and its link no link.
+    let host = match ip_host(&host) {
+        IpHost::AsWritten => host,
+        IpHost::Respelled(address) => address,
+        IpHost::Refused => return None,
+    };
     let port = match (scheme.as_str(), port) {
         (_, Some(""))
         | (_, None)

@@ -7,7 +7,7 @@
 //! | kind | spellings made alike |
 //! |---|---|
 //! | link | scheme and host case (lower-cased, not case-folded: `straße` is not `strasse`); `%7e` and `~` (unreserved characters decoded), `%2f` and `%2F`; a default port; an empty path and `/`; `.` and `..` segments; `\` in the path; the fragment (dropped); trailing `.`, `,`, `)`, `"`, typographic quotes and CJK punctuation; a Markdown link `[text](link)`; JSON's `\/`; a link broken at a line end (both the broken and the joined link are recorded) where the next line goes on with what links carry, the link is left open (`/`, `=`, `?` …), its line is as long as mail wraps at (60 characters or more) or the rest stands alone on its line — after an indent or a reply's `>` too, never into the link's host; `=` soft line breaks of quoted-printable mail; a link inside a link (`?q=https%3A…`); a link without a scheme (`evil.example/pay`, read as `http://`) |
-//! | host | case, a trailing dot; a backslash ends it (`https://evil.example\@good.example` is `evil.example`, as browsers read it) |
+//! | host | case, a trailing dot; a backslash ends it (`https://evil.example\@good.example` is `evil.example`, as browsers read it); an IP address in every spelling the WHATWG URL parser reads (`3405803781`, `0xcb.0.113.5`, `0313.0.113.5`, `203.0.28933`, `203.0.113.005` and the IPv4-mapped `[::ffff:203.0.113.5]` are `203.0.113.5`; IPv6 in lower case, its longest run of zeros compressed); a host parsers refuse (`256.0.0.1`, `[::ffff:evil.example]`) is none, and its link no link |
 //! | e-mail | case; `mailto:`; `%40` in a `mailto:` link; a label or script before it (`Reply-To:m@e`); lists split at `,` and `;`; an argument `Name <m@e>` is the address |
 //! | IBAN | case; up to three tabs or characters that separate digit groups (spaces, `-`, no-break and thin spaces, any dash or minus sign: `crate::text::separates_digit_groups`) between groups (`DE89 – 3704`), and a line break among them (`\n`, `\r\n`, `\r`, NEL, U+2028, U+2029) with an indent or a reply's `>` after it (a line wrapped as mail wraps it: `0044 \r\n0532`, `0044-\n0532`, `0044\n> 0532`); glued to the end of a word (`IBANDE89…`), or to the next when as long as its country's IBANs (`…013000BIC:`); an argument `IBAN: DE89 … (Bank)` is the IBAN |
 //! | long number | one `.` or character that separates digit groups between digit groups (6 digits or more) |
@@ -40,6 +40,7 @@ mod chunk_values;
 mod chunks;
 mod currencies;
 mod escaped_quotes;
+mod ip_hosts;
 mod lines;
 mod numbers;
 mod one_place;
@@ -463,7 +464,14 @@ pub(crate) fn host_of(text: &str) -> (Option<Token>, Reading) {
                 && host
                     .chars()
                     .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.'));
-            is_host.then(|| Token::new(Kind::Host, host.to_lowercase()))
+            let host = host.to_lowercase();
+            // A bare IPv4 address however written (`0xcb.0.113.5`) is the address it is.
+            match ip_hosts::ip_host(&host) {
+                _ if !is_host => None,
+                ip_hosts::IpHost::AsWritten => Some(Token::new(Kind::Host, host)),
+                ip_hosts::IpHost::Respelled(address) => Some(Token::new(Kind::Host, address)),
+                ip_hosts::IpHost::Refused => None,
+            }
         }
     };
     (host, Reading::Whole)

@@ -6,7 +6,9 @@ use std::sync::{Mutex, PoisonError};
 
 use postgres::{Client, Config, NoTls};
 
-use super::sql::{FEW, as_sql, expires_ms, since_ms, written_together};
+use super::sql::{
+    FEW, KEPT_PAST_EXPIRY_MS, as_sql, expires_ms, since_ms, swept_until, written_together,
+};
 use super::{CounterError, RateCounters, Refuses, Take, Taken};
 
 /// Counts kept in PostgreSQL, shared by every process that connects with the same session.
@@ -146,11 +148,15 @@ impl RateCounters for PostgresRateCounters {
             // — and none is waited for: a passed time another take holds (replacing its
             // counter) is left to a later take, where waiting for it could close a circle with
             // that take (PostgreSQL: `deadlock detected`, the call denied).
+            // Up to the earlier of this node's time and the server's (each less a day): a node
+            // whose clock runs ahead deletes no record the others still count.
             transaction.execute(
                 "DELETE FROM toolgate_rate_events WHERE ctid IN (
-                     SELECT ctid FROM toolgate_rate_events WHERE expires_ms <= $1
+                     SELECT ctid FROM toolgate_rate_events
+                     WHERE expires_ms <= LEAST($1::BIGINT,
+                         (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT - $2::BIGINT)
                      FOR UPDATE SKIP LOCKED)",
-                &[&now],
+                &[&swept_until(now_ms), &as_sql(KEPT_PAST_EXPIRY_MS)],
             )?;
             let totals = totals(&mut transaction, takes, &buckets, now_ms)?;
             if let Some(index) = super::first_refusal(takes, &totals) {

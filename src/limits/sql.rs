@@ -23,6 +23,19 @@ pub(super) fn since_ms(take: &Take<'_>, now_ms: u64) -> Option<i64> {
         .map(|window| as_sql(now_ms.saturating_sub(window)))
 }
 
+/// How long past its expiry a record is kept: a clock stepped forward by up to this much, then
+/// back, deletes nothing a window still counts (times later than now count, see
+/// [`super::RateCounters`]). An independent attack stepped a clock two days ahead for one call:
+/// every session's and node's times were deleted, and the caps began again when it was set back
+/// (the memory counters, which drop only the times of the counters a take names, kept them).
+pub(super) const KEPT_PAST_EXPIRY_MS: u64 = LONGEST_WINDOW_MS;
+
+/// Up to when a take at `now_ms` deletes passed records: those expired [`KEPT_PAST_EXPIRY_MS`]
+/// before it.
+pub(super) fn swept_until(now_ms: u64) -> i64 {
+    as_sql(now_ms.saturating_sub(KEPT_PAST_EXPIRY_MS))
+}
+
 /// When a record of `take` made at `now_ms` is deleted: kept for the longest window, whatever
 /// this one (see [`LONGEST_WINDOW_MS`]); never, for a session's.
 pub(super) fn expires_ms(take: &Take<'_>, now_ms: u64) -> Option<i64> {

@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
-use super::sql::{as_sql, expires_ms, since_ms, written_together};
+use super::sql::{as_sql, expires_ms, since_ms, swept_until, written_together};
 use super::{CounterError, RateCounters, Refuses, Take, Taken};
 
 /// Counts kept in a SQLite file, shared by every process that opens it with the same session.
@@ -142,7 +142,7 @@ impl RateCounters for SqliteRateCounters {
             .prepare_cached(
                 "DELETE FROM toolgate_rate_events WHERE expires_ms IS NOT NULL AND expires_ms <= ?1",
             )
-            .and_then(|mut statement| statement.execute([now]))
+            .and_then(|mut statement| statement.execute([swept_until(now_ms)]))
             .map_err(CounterError::store)?;
         let prefix = self.prefix();
         let buckets: Vec<String> = takes

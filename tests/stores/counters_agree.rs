@@ -172,3 +172,33 @@ pub(crate) fn agrees_with_memory<S: RateCounters>(open: impl Fn(usize) -> S) {
         prop_assert_eq!(run(&store, &steps), run(&memory, &steps));
     });
 }
+
+/// A clock stepped forward for one take, then back, deletes no time a window still counts: three
+/// calls, one take 36 hours ahead naming another counter (or, from another node, the same store),
+/// then the fourth call a minute after the first three is refused — as by the memory counters,
+/// which drop only the times of the counters a take names. (An independent attack: one take two
+/// days ahead deleted every session's times, and the caps began again.)
+pub(crate) fn a_clock_stepped_forward_then_back_keeps_the_times(store: &dyn RateCounters) {
+    const HOUR_MS: u64 = 3_600_000;
+    let call = |bucket| Take {
+        refuses: Refuses::Above(3),
+        ..Take::limit(bucket, Some(HOUR_MS), 0)
+    };
+    let start = 1_000 * HOUR_MS;
+    for at in 0..3 {
+        assert_eq!(store.take(&[call("bob")], start + at).unwrap(), Taken::All);
+    }
+    assert_eq!(
+        store.take(&[call("bob")], start + 3).unwrap(),
+        Taken::Full(0)
+    );
+    assert_eq!(
+        store.take(&[call("carol")], start + 36 * HOUR_MS).unwrap(),
+        Taken::All
+    );
+    assert_eq!(
+        store.take(&[call("bob")], start + 60_000).unwrap(),
+        Taken::Full(0),
+        "the cap began again after a clock step"
+    );
+}

@@ -22,6 +22,35 @@ fn postgres_counters_decide_every_take_as_memory_counters_do() {
 }
 
 #[test]
+fn a_clock_stepped_forward_then_back_keeps_the_times() {
+    let Some(url) = server_url() else { return };
+    let db = Db::new(&url, "counters_clock_step");
+    let postgres = PostgresRateCounters::connect(&db.url("counters"), "step").unwrap();
+    crate::counters_agree::a_clock_stepped_forward_then_back_keeps_the_times(&postgres);
+    // A node whose clock runs a year ahead deletes nothing the others count: the sweep reads the
+    // server's clock too.
+    let ahead = PostgresRateCounters::connect(&db.url("counters"), "step").unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let call = |bucket| Take {
+        refuses: Refuses::Above(1),
+        ..Take::limit(bucket, Some(3_600_000), 0)
+    };
+    assert_eq!(postgres.take(&[call("dave")], now).unwrap(), Taken::All);
+    let year_ms = 365 * 86_400_000;
+    assert_eq!(
+        ahead.take(&[call("erin")], now + year_ms).unwrap(),
+        Taken::All
+    );
+    assert_eq!(
+        postgres.take(&[call("dave")], now + 1).unwrap(),
+        Taken::Full(0)
+    );
+}
+
+#[test]
 fn counters_recorded_together_replace_their_own_records_and_keep_the_others() {
     let Some(url) = server_url() else { return };
     let db = Db::new(&url, "counters_together");

@@ -104,10 +104,17 @@ fn a_counter_taken_twice_in_a_long_take_list_replaces_its_record_in_order() {
 }
 
 #[test]
-fn a_time_is_deleted_a_day_after_it_was_taken_written_together_or_alone() {
+fn a_clock_stepped_forward_then_back_keeps_the_times() {
+    let dir = Scratch::new("counters-clock-step");
+    crate::counters_agree::a_clock_stepped_forward_then_back_keeps_the_times(&store(&dir, "step"));
+}
+
+#[test]
+fn a_time_is_deleted_two_days_after_it_was_taken_written_together_or_alone() {
     // A look over the whole session counts what the store still holds: a time taken under a
-    // second's window is gone a day later (the memory counters keep it for its window alone).
-    const DAY_MS: u64 = 86_400_000;
+    // second's window is gone two days later — kept for the longest window, and a day more for a
+    // clock stepped forward and back (the memory counters keep it for its window alone).
+    const DAY_MS: u64 = 2 * 86_400_000;
     let dir = Scratch::new("counters-expiry");
     let sqlite = store(&dir, "expiry");
     let record = |bucket| Take {

@@ -127,7 +127,6 @@ impl RateCounters for PostgresRateCounters {
         let mut locked: Vec<&str> = buckets.iter().map(String::as_str).collect();
         locked.sort_unstable();
         locked.dedup();
-        let now = as_sql(now_ms);
         self.with_client(|client| {
             let mut transaction = client.transaction()?;
             // Every lock in one statement, taken in the sorted order every take locks in (no two

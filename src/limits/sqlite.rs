@@ -135,7 +135,6 @@ impl RateCounters for SqliteRateCounters {
         let transaction = connection
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(CounterError::store)?;
-        let now = as_sql(now_ms);
         // Each statement is prepared once a connection (`prepare_cached`): parsing one cost
         // more than running it (a decision by one provenance condition took 8 µs, now 3 µs).
         transaction

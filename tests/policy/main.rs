@@ -17,6 +17,7 @@ mod analysis_budget;
 mod analysis_corpus;
 mod analysis_fresh;
 mod analysis_schemas;
+mod analysis_spellings;
 mod analysis_unlike;
 mod catalogue_limits;
 mod conditions;

@@ -285,8 +285,11 @@ impl PointerAtoms {
             });
         }
         if let Some(values) = enumerated {
-            // The schema lists every value the field may have: each is its own candidate.
+            // The schema lists every value the field may have: each is its own candidate, and
+            // so is its other spelling where a condition reads that otherwise (`2^53` and
+            // `2^53.0` are one value to the validator, not to `range`).
             out.extend(values.iter().cloned().map(class));
+            out.extend(values.iter().filter_map(spelled_otherwise).map(class));
             return out;
         }
         if types.string {
@@ -401,6 +404,11 @@ impl PointerAtoms {
                 .chain(&types.maximum)
                 .map(|(x, _)| number(*x)),
         );
+        // Past 2^53 a number made here is written as a float, which `range` cannot judge; the
+        // exact integer there is a class of its own (a bound at 2^53 - 1 and `2^53` itself: an
+        // independent attack found the exact integers past such a bound never tried).
+        let twins: Vec<Value> = made.iter().filter_map(spelled_otherwise).collect();
+        made.extend(twins);
         // A class is dropped only where f64 compares exactly (below 2^53; bounds past it make
         // the analysis incomplete) and the schema's bounds refuse its value: no valid call holds
         // it. Past 2^53 the validator decides.
@@ -420,6 +428,79 @@ impl PointerAtoms {
         }
         out.retain(|value| !value.is_null());
         out
+    }
+}
+
+/// `value` with each number at or past 2^53 written the other way, where that is the same number
+/// to the validator: an integer as a float, an integral float as an integer — `None` if it holds
+/// none. The conditions tell the two apart (a float that large may have been rounded, and
+/// `range` does not judge it; an integer it compares exactly).
+pub(super) fn spelled_otherwise(value: &Value) -> Option<Value> {
+    match value {
+        Value::Number(number) => {
+            if let Some(float) = number.as_f64().filter(|_| number.is_f64()) {
+                let integral = float.fract() == 0.0 && float.abs() >= 9.0e15;
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    reason = "integral, checked in range"
+                )]
+                let twin = if integral && float >= 0.0 && float < 18_446_744_073_709_551_616.0 {
+                    Some(Value::from(float as u64))
+                } else if integral && float < 0.0 && float >= -9_223_372_036_854_775_808.0 {
+                    Some(Value::from(float as i64))
+                } else {
+                    None
+                };
+                return twin;
+            }
+            let exact = |float: f64| float.abs() >= EXACT;
+            #[expect(clippy::cast_precision_loss, reason = "kept only where it is exact")]
+            let (float, same) = match (number.as_u64(), number.as_i64()) {
+                (Some(unsigned), _) => (
+                    unsigned as f64,
+                    unsigned < u64::MAX && (unsigned as f64) as u64 == unsigned,
+                ),
+                (None, Some(signed)) => (signed as f64, (signed as f64) as i64 == signed),
+                _ => return None,
+            };
+            (same && exact(float))
+                .then(|| serde_json::Number::from_f64(float).map(Value::Number))
+                .flatten()
+        }
+        Value::Array(items) => {
+            let mut changed = false;
+            let items = items
+                .iter()
+                .map(|item| {
+                    spelled_otherwise(item).map_or_else(
+                        || item.clone(),
+                        |twin| {
+                            changed = true;
+                            twin
+                        },
+                    )
+                })
+                .collect();
+            changed.then_some(Value::Array(items))
+        }
+        Value::Object(members) => {
+            let mut changed = false;
+            let members = members
+                .iter()
+                .map(|(key, member)| {
+                    let member = spelled_otherwise(member).map_or_else(
+                        || member.clone(),
+                        |twin| {
+                            changed = true;
+                            twin
+                        },
+                    );
+                    (key.clone(), member)
+                })
+                .collect();
+            changed.then_some(Value::Object(members))
+        }
+        _ => None,
     }
 }
 

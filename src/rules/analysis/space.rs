@@ -160,7 +160,7 @@ impl Space {
                     });
                 } else if calls::declared_plainly(schema, pointer)
                     && candidate.value.as_ref().is_some_and(|value| {
-                        found.only_a_literal(value) && !(normalized && value.is_string())
+                        found.only_a_literal(value) && !(normalized && holds_text(value))
                     })
                 {
                     // A value no valid call can hold: its class is empty.
@@ -315,4 +315,17 @@ fn principal_classes(
         }
     }
     out
+}
+
+/// Whether `value` is or holds a string: compared normalized, a list or an object holding one
+/// stands for other spellings the schema may take (an independent attack: `{"env": "PROD"}`,
+/// refused by an enum of `prod`, was taken for a class no call holds, and two policies that
+/// decide `{"env": "prod"}` apart were called the same).
+fn holds_text(value: &Value) -> bool {
+    match value {
+        Value::String(_) => true,
+        Value::Array(items) => items.iter().any(holds_text),
+        Value::Object(members) => members.values().any(holds_text),
+        _ => false,
+    }
 }

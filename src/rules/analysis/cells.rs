@@ -444,9 +444,9 @@ pub(super) fn spelled_otherwise(value: &Value) -> Option<Value> {
                     clippy::cast_possible_truncation,
                     reason = "integral, checked in range"
                 )]
-                let twin = if integral && float >= 0.0 && float < 18_446_744_073_709_551_616.0 {
+                let twin = if integral && (0.0..18_446_744_073_709_551_616.0).contains(&float) {
                     Some(Value::from(float as u64))
-                } else if integral && float < 0.0 && float >= -9_223_372_036_854_775_808.0 {
+                } else if integral && (-9_223_372_036_854_775_808.0..0.0).contains(&float) {
                     Some(Value::from(float as i64))
                 } else {
                     None

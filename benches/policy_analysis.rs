@@ -11,7 +11,8 @@
 //! is one tool with 300 rules, each for its own principal and one of 6 groups, with a value and a
 //! bound of its own (the shape that once decided 1.19 million calls); `worst_budget_20_tools` is
 //! twenty such tools (about 1.4 MB of policy JSON), which spends the diff's whole budget;
-//! `worst_deep_schema` reads 40 pointers 12 objects deep.
+//! `worst_deep_schema` reads 40 pointers 12 objects deep; `worst_wide_one_of` compares a rule
+//! listing 56,000 strings with itself.
 
 use std::hint::black_box;
 
@@ -245,7 +246,32 @@ fn worst(c: &mut Criterion) {
     group.bench_function("worst_deep_schema", |b| {
         b.iter(|| black_box(analysis::diff(&old, &new, &registry)));
     });
+    let (registry, text) = wide();
+    let old = Analysed::policy(RulePolicy::from_json(&text, &registry).expect("loads"));
+    let new = Analysed::policy(RulePolicy::from_json(&text, &registry).expect("loads"));
+    group.bench_function("worst_wide_one_of", |b| {
+        b.iter(|| black_box(analysis::diff(&old, &new, &registry)));
+    });
     group.finish();
+}
+
+/// One rule whose `one_of` lists 56,000 strings (the policy 0.49 MB, the pair under 1 MB): each
+/// literal a class of its own, and each call deciding it once (an independent attack found both
+/// quadratic: 16.8 s).
+fn wide() -> (ToolRegistry, String) {
+    let noop = |_: &Value| -> Result<String, ToolError> { Ok(String::new()) };
+    let schema = json!({"type": "object", "properties": {"note": {"type": "string"}},
+        "required": ["note"]});
+    let registry =
+        ToolRegistry::new([
+            ToolDefinition::new(ToolSpec::new("pay", "bench", schema), noop)
+                .expect("schema compiles"),
+        ])
+        .expect("one tool");
+    let values: Vec<String> = (0..56_000).map(|n| format!("v{n}")).collect();
+    let policy = json!({"rules": [{"id": "r", "tool": "pay", "action": "allow", "reason": "bench",
+        "when": {"one_of": {"pointer": "/note", "values": values}}}]});
+    (registry, policy.to_string())
 }
 
 criterion_group!(benches, bench, worst);

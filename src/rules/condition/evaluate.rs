@@ -75,9 +75,14 @@ impl Compiled {
             Self::OneOf {
                 pointer,
                 values,
+                texts,
                 normalize,
             } => leaf(arguments, pointer, |value| {
                 let value = compared_value(value, *normalize);
+                // A string equals only a string, and equals it as written.
+                if let Value::String(text) = &*value {
+                    return Ok(texts.contains(text));
+                }
                 let mut determined = true;
                 for expected in values {
                     match json_equal(&value, expected) {

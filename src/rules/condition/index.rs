@@ -127,6 +127,7 @@ fn keys(condition: &Compiled) -> Option<(&Pointer, Kind, Vec<Key>)> {
             pointer,
             values,
             normalize,
+            ..
         } => {
             let texts: Option<Vec<Key>> = values
                 .iter()

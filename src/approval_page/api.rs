@@ -230,40 +230,61 @@ async fn logout(State(shared): Page, headers: HeaderMap) -> Response {
     response
 }
 
+/// A waiting call, and the approvers the policy in force names for it where it still asks.
+type Waiting = (
+    ApprovalRequest,
+    Option<Vec<Arc<crate::decision::Approvers>>>,
+);
+
 /// The waiting calls, read off the event loop (a store may be SQLite or PostgreSQL).
-async fn waiting(shared: &Shared) -> Result<Vec<ApprovalRequest>, Refusal> {
+async fn waiting(shared: &Shared) -> Result<Vec<Waiting>, Refusal> {
     let controller = Arc::clone(&shared.page.controller);
-    tokio::task::spawn_blocking(move || controller.pending_requests())
-        .await
-        .map_err(|_| {
-            Refusal(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the store read failed".to_owned(),
-                Vec::new(),
-            )
-        })?
-        .map_err(|error| {
-            Refusal(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("cannot read the approval store: {error}"),
-                Vec::new(),
-            )
+    tokio::task::spawn_blocking(move || {
+        controller.pending_requests().map(|requests| {
+            requests
+                .into_iter()
+                .map(|request| {
+                    let now = controller.approvers_now(&request, None);
+                    (request, now)
+                })
+                .collect()
         })
+    })
+    .await
+    .map_err(|_| {
+        Refusal(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the store read failed".to_owned(),
+            Vec::new(),
+        )
+    })?
+    .map_err(|error| {
+        Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cannot read the approval store: {error}"),
+            Vec::new(),
+        )
+    })
 }
 
-/// One waiting call as the page shows it: everything, the arguments whole.
+/// One waiting call as the page shows it: everything, the arguments whole — to whoever both its
+/// request's approvers and those the policy in force names admit.
 fn shown(
-    request: &ApprovalRequest,
+    (request, now): &Waiting,
     session: &Session,
     description: Option<&str>,
     upstream: Option<String>,
 ) -> Value {
     let asker = request.call.principal.as_deref();
-    let may_answer = crate::decision::admitted_out_of_band(
-        request.approvers.iter().map(|approvers| &**approvers),
-        Some(&session.principal),
-        asker,
-    );
+    let admitted = |approvers: &[Arc<crate::decision::Approvers>]| {
+        crate::decision::admitted_out_of_band(
+            approvers.iter().map(|approvers| &**approvers),
+            Some(&session.principal),
+            asker,
+        )
+    };
+    let may_answer =
+        admitted(&request.approvers).and_then(|()| now.as_deref().map_or(Ok(()), admitted));
     // The canonical form the digest covers (one spelling per number), laid out for reading.
     let canonical = crate::canonical::canonical_json(&request.call.arguments);
     let arguments = serde_json::from_str::<Value>(&canonical)
@@ -317,10 +338,10 @@ async fn pending(State(shared): Page, headers: HeaderMap) -> Response {
     };
     let calls: Vec<Value> = requests
         .iter()
-        .map(|request| {
-            let tool = &request.call.tool_name;
+        .map(|waiting| {
+            let tool = &waiting.0.call.tool_name;
             let upstream = shared.page.upstream_of.as_ref().and_then(|of| of(tool));
-            shown(request, &session, description(tool), upstream)
+            shown(waiting, &session, description(tool), upstream)
         })
         .collect();
     axum::Json(json!({ "now_ms": SystemClock.now_ms(), "pending": calls })).into_response()

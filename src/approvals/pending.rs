@@ -193,6 +193,14 @@ impl PendingApprovals {
         Ok(request)
     }
 
+    /// The request `approval_id` names, if it waits unexpired: read, not taken.
+    pub(crate) fn waiting(
+        &self,
+        approval_id: ApprovalId,
+    ) -> Result<Option<ApprovalRequest>, ApprovalError> {
+        self.store.waiting(approval_id, self.clock.now_ms())
+    }
+
     /// Takes the request out and records the verdict. Of any number of answers to one id, on any
     /// number of threads (or processes sharing a durable store), exactly one succeeds (G5).
     ///

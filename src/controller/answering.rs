@@ -114,6 +114,7 @@ impl ToolController {
         keep: Option<&mut Option<(ApprovalRequest, bool)>>,
         #[cfg(feature = "tracing")] span: &tracing::Span,
     ) -> Result<(Option<ApprovalId>, Step<ToolResult>), ApprovalError> {
+        self.admitted_now(&response)?;
         let approver = response.approver.clone();
         let note = response.note.clone();
         let answered = self.pending.answer(response)?;
@@ -132,6 +133,51 @@ impl ToolController {
             note: note.as_deref(),
         };
         Ok((approval_id, self.answer(answered, answer)))
+    }
+
+    /// Refuses, before it takes the request, an answer the approvers the policy in force names
+    /// would refuse at the re-decision: it is refused and the call keeps waiting for someone
+    /// who may answer, as the request's own approvers refuse (an independent attack: after a
+    /// reload named others, a former approver's answer took the call and ended it, and the new
+    /// approver could no longer answer). The re-decision still checks, after the take.
+    fn admitted_now(&self, response: &ApprovalResponse) -> Result<(), ApprovalError> {
+        let Some(request) = self.pending.waiting(response.approval_id)? else {
+            // The take says what became of it.
+            return Ok(());
+        };
+        let Some(now) = self.approvers_now(&request, response.edited_arguments.as_ref()) else {
+            return Ok(());
+        };
+        let now = now.iter().map(|approvers| &**approvers);
+        let approver = response.approver.as_ref();
+        let asker = request.call.principal.as_deref();
+        let admitted = if response.out_of_band {
+            crate::decision::admitted_out_of_band(now, approver, asker)
+        } else {
+            crate::decision::admitted_by_all(now, approver, asker)
+        };
+        admitted.map_err(|refusal| ApprovalError::ApproverRefused {
+            approval_id: response.approval_id,
+            refusal,
+        })
+    }
+
+    /// The approvers the policy in force names for `request`'s call (with `edited` arguments, if
+    /// any) where it still asks about it; `None` where it allows or denies it now, or the call no
+    /// longer prepares — the re-decision then says what happens.
+    pub(crate) fn approvers_now(
+        &self,
+        request: &ApprovalRequest,
+        edited: Option<&serde_json::Value>,
+    ) -> Option<Vec<Arc<crate::decision::Approvers>>> {
+        let gate = self.gate();
+        let mut call = request.call.clone();
+        if let Some(edited) = edited {
+            call.arguments = edited.clone();
+        }
+        let prepared = gate.runtime.prepare(call).ok()?;
+        let decision = gate.policy.decide(&prepared);
+        (decision.action == PolicyAction::Ask).then_some(decision.approvers)
     }
 
     /// Everything `resolve` does before the handler runs.

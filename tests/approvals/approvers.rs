@@ -184,21 +184,42 @@ fn a_policy_naming_approvers_after_the_call_was_held_is_checked_at_the_re_decisi
     controller
         .replace_policy(RulePolicy::from_json(POLICY, &registry).unwrap())
         .unwrap();
-    // Held before: the request names no approvers, so Eve's answer takes it; the re-decision by
-    // the new policy (security's yes) refuses her, and nothing runs.
+    // Held before: the request names no approvers, but the policy in force (security's yes)
+    // refuses Eve before her answer takes it — the call keeps waiting (an independent attack:
+    // her answer ended it, and security could no longer answer).
     let eve = Principal::new("eve", ["dev"]);
-    let result = controller
-        .resolve(ApprovalResponse::approve(request.approval_id).by_principal(eve))
-        .unwrap();
-    assert!(
-        result.is_error && result.content.contains("not among the approvers"),
-        "{result:?}"
-    );
+    let events = audit.events().len();
+    let refused = controller
+        .resolve(ApprovalResponse::approve(request.approval_id).by_principal(eve.clone()))
+        .unwrap_err();
+    assert!(matches!(
+        refusal(refused),
+        ApproverRefusal::NotAnApprover { .. }
+    ));
+    let rejected = controller
+        .resolve(ApprovalResponse::reject(request.approval_id).by_principal(eve))
+        .unwrap_err();
+    assert!(matches!(
+        refusal(rejected),
+        ApproverRefusal::NotAnApprover { .. }
+    ));
     assert_eq!(run_count(&runs), 0);
-    let last = audit.events().pop().unwrap();
-    assert_eq!(
-        (last.kind, last.action),
-        (AuditKind::Decision, Some(PolicyAction::Deny))
+    assert_eq!(audit.events().len(), events, "nothing was answered");
+    // Someone the policy in force names answers it, and it runs.
+    let bob = Principal::new("bob", ["security"]);
+    let result = controller
+        .resolve(ApprovalResponse::approve(request.approval_id).by_principal(bob))
+        .unwrap();
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(run_count(&runs), 1);
+    let kinds: Vec<AuditKind> = audit.events().iter().map(|event| event.kind).collect();
+    assert!(
+        kinds.ends_with(&[
+            AuditKind::ApprovalApproved,
+            AuditKind::Decision,
+            AuditKind::ExecutionOutcome
+        ]),
+        "{kinds:?}"
     );
 }
 

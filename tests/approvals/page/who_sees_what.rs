@@ -123,3 +123,51 @@ fn sign_ins_pause_after_ten_failures_in_a_minute() {
         }
     });
 }
+
+/// A reload naming other approvers: whoever it no longer names sees the call waiting and why,
+/// not its arguments, and an answer from them is refused with the call still waiting — the one
+/// it names answers it (an independent attack: the former approver's answer ended the call).
+#[test]
+fn an_approver_a_reload_no_longer_names_neither_reads_nor_ends_the_call() {
+    let named = |ids: &str| {
+        format!(
+            r#"{{"rules": [{{"id": "deploy-asks", "tool": "deploy", "action": "ask",
+                "reason": "a deploy needs a yes", "approvers": {{"ids": {ids}}}}}]}}"#
+        )
+    };
+    let fixture = fixture_with(&named(r#"["eve", "bob"]"#));
+    let request = hold(&fixture.controller, "prod");
+    let registry = registry([counted(
+        "deploy",
+        json!({"type": "object", "properties": {"env": {"type": "string"}}}),
+        &fixture.runs,
+    )]);
+    fixture
+        .controller
+        .replace_policy(RulePolicy::from_json(&named(r#"["bob"]"#), &registry).unwrap())
+        .unwrap();
+    block(async {
+        let (eve, eve_csrf) = sign_in(&fixture.router, "eve-key").await;
+        let listed = send(
+            &fixture.router,
+            get_as("/approvals/api/pending", &eve, &eve_csrf),
+        )
+        .await;
+        let shown = &listed.body["pending"][0];
+        assert_eq!(shown["may_answer"], false, "{shown}");
+        assert_eq!(shown["arguments"], Value::Null);
+        let refused = send(&fixture.router, answer_as(&eve, &eve_csrf, &request)).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{:?}", refused.body);
+        assert_eq!(fixture.controller.pending().len(), 1, "still waiting");
+        let (bob, bob_csrf) = sign_in(&fixture.router, "bob-key").await;
+        let listed = send(
+            &fixture.router,
+            get_as("/approvals/api/pending", &bob, &bob_csrf),
+        )
+        .await;
+        assert_eq!(listed.body["pending"][0]["may_answer"], true);
+        let ran = send(&fixture.router, answer_as(&bob, &bob_csrf, &request)).await;
+        assert_eq!(ran.status, StatusCode::OK, "{:?}", ran.body);
+    });
+    assert_eq!(run_count(&fixture.runs), 1);
+}

@@ -132,6 +132,7 @@ mod controller;
 pub mod decision;
 pub mod definition;
 mod execute;
+pub mod files;
 mod gate_names;
 pub mod guide;
 pub mod limits;

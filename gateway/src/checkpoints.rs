@@ -11,7 +11,8 @@ use crate::config::CheckpointConfig;
 
 /// The signer of the key file `config` names; the error names the file and says what to do.
 pub fn signer(config: &CheckpointConfig) -> Result<NoteSigner, String> {
-    let text = std::fs::read_to_string(&config.key_file).map_err(|error| {
+    let text = toolgate::files::read_text(&config.key_file, crate::files::MAX_CONFIG_FILE_BYTES)
+        .map_err(|error| {
         format!(
             "audit.checkpoint_key_file: {}: {error} (make one with `toolgate-mcp-gateway audit key --name NAME --out FILE`)",
             config.key_file.display()

@@ -75,7 +75,7 @@ impl std::fmt::Debug for VerifyingKey {
 /// The file cannot be read, is not a JWK Set, holds a key for a shared-secret algorithm or of
 /// an unsupported type, or (with several keys) a key without a `kid`.
 pub fn load_keys(path: &Path) -> Result<Vec<VerifyingKey>, String> {
-    let text = std::fs::read_to_string(path)
+    let text = toolgate::files::read_text(path, crate::files::MAX_CONFIG_FILE_BYTES)
         .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     let set: JwkSet = serde_json::from_str(&text)
         .map_err(|error| format!("{} is not a JWK Set: {error}", path.display()))?;

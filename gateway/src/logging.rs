@@ -4,7 +4,8 @@
 //! The libraries under the gateway log what they carry at their debug and trace levels — the MCP
 //! SDK every message whole, arguments and results included. Their targets stay at `warn` whatever
 //! level `TOOLGATE_LOG` gives, unless it names them (`TOOLGATE_LOG=debug,rmcp=debug`): a level
-//! meant for the gateway's own lines never writes a call's arguments.
+//! meant for the gateway's own lines never writes a call's arguments. A span filter naming no
+//! target (`[serve_inner]=debug`) applies to the gateway's own lines.
 
 use std::io::IsTerminal as _;
 
@@ -58,9 +59,22 @@ fn directives(requested: Option<&str>) -> String {
             directives.push(format!("{target}=off"));
         }
     }
-    directives.push(requested.to_owned());
+    // A span filter naming no target (`[serve_inner]=debug`) enables every event inside the
+    // span, whatever its target — the SDK's, which writes messages whole, among them (an
+    // independent attack): it applies to the gateway's own lines, and a library's lines in a
+    // span are asked for by naming the library (`rmcp[serve_inner]=debug`).
+    directives.extend(requested.split(',').map(|directive| {
+        if directive.trim_start().starts_with('[') {
+            format!("{OWN_TARGET}{}", directive.trim_start())
+        } else {
+            directive.to_owned()
+        }
+    }));
     directives.join(",")
 }
+
+/// The gateway's own lines' target.
+const OWN_TARGET: &str = "toolgate_mcp_gateway";
 
 /// Installs the log for this process, and the traces exporter's layer when one was started.
 pub fn init(traces: Option<crate::traces::TracesLayer>) {
@@ -133,6 +147,15 @@ mod tests {
             assert!(!named.contains("rmcp=warn"), "{spelled}: {named}");
             assert!(named.contains("hyper=warn"), "{spelled}: {named}");
         }
+        // A span filter naming no target is the gateway's own: the SDK's lines in the span stay
+        // at `warn`.
+        let spanned = directives(Some("info,[serve_inner]=debug"));
+        assert!(spanned.contains("rmcp=warn"), "{spanned}");
+        assert!(
+            spanned.ends_with(",info,toolgate_mcp_gateway[serve_inner]=debug"),
+            "{spanned}"
+        );
+        assert!(directives(Some(" [{id}]=trace")).ends_with(",toolgate_mcp_gateway[{id}]=trace"));
         // A target that only starts with a quiet one's name is not that target.
         assert!(directives(Some("rmcpx=debug")).contains("rmcp=warn"));
         // The SDK's error answers are not logged unless its targets are named.

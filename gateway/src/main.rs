@@ -16,6 +16,7 @@ mod cli;
 mod commands;
 mod config;
 mod fields;
+mod files;
 mod forward;
 mod gates;
 mod hex;

@@ -79,19 +79,22 @@ impl Pins {
     ///
     /// The file exists but cannot be read or is not a pins file.
     pub fn load(path: PathBuf) -> Result<Self, String> {
-        let (file, text) = match std::fs::read_to_string(&path) {
-            Ok(text) => (
-                serde_json::from_str(&text).map_err(|error| {
-                    format!(
-                        "{}: not a pins file ({error}); remove it to pin again",
-                        path.display()
-                    )
-                })?,
-                Some(text),
-            ),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => (File::default(), None),
-            Err(error) => return Err(format!("{}: {error}", path.display())),
-        };
+        let (file, text) =
+            match toolgate::files::read_text(&path, crate::files::MAX_CONFIG_FILE_BYTES) {
+                Ok(text) => (
+                    serde_json::from_str(&text).map_err(|error| {
+                        format!(
+                            "{}: not a pins file ({error}); remove it to pin again",
+                            path.display()
+                        )
+                    })?,
+                    Some(text),
+                ),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                    (File::default(), None)
+                }
+                Err(error) => return Err(format!("{}: {error}", path.display())),
+            };
         Ok(Self {
             path: Some(path),
             file,
@@ -105,7 +108,7 @@ impl Pins {
         let Some(path) = &self.path else {
             return false;
         };
-        let Ok(text) = std::fs::read_to_string(path) else {
+        let Ok(text) = toolgate::files::read_text(path, crate::files::MAX_CONFIG_FILE_BYTES) else {
             return false;
         };
         if self.text.as_deref() == Some(text.as_str()) {

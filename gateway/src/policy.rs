@@ -124,7 +124,7 @@ pub fn load(
             }
             continue;
         };
-        let text = std::fs::read_to_string(path).ok();
+        let text = toolgate::files::read_text(path, toolgate::files::MAX_POLICY_FILE_BYTES).ok();
         let loaded = match &text {
             Some(text) => RulePolicy::from_json(text, registry),
             None => RulePolicy::from_file(path, registry),
@@ -204,7 +204,7 @@ pub fn watch(
 
 fn check(stack: &mut PolicyStack, index: usize, controller: &ToolController) {
     let path = stack.states[index].path.clone();
-    let text = std::fs::read_to_string(&path).ok();
+    let text = toolgate::files::read_text(&path, toolgate::files::MAX_POLICY_FILE_BYTES).ok();
     let retry = stack.states[index]
         .refused_at
         .is_some_and(|generation| generation != controller.generation());

@@ -104,8 +104,8 @@ fn read(path: &Path) -> Result<Vec<Vec<u8>>, String> {
     }
     #[cfg(not(unix))]
     let _ = metadata;
-    let text =
-        std::fs::read_to_string(path).map_err(|error| named(format!("cannot read it: {error}")))?;
+    let text = toolgate::files::read_text(path, crate::files::MAX_CONFIG_FILE_BYTES)
+        .map_err(|error| named(format!("cannot read it: {error}")))?;
     let mut keys = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or_default().trim();

@@ -34,22 +34,40 @@ impl fmt::Display for TreeHead {
 
 /// A tree head that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a tree head is written `size N root sha256:<64 hex digits>`")]
+#[error(
+    "a tree head is written `size N root sha256:<64 hex digits>`: single spaces, N in decimal digits without a sign or leading zero, the hex in lower case"
+)]
 pub struct TreeHeadSyntax;
 
+/// One head, one spelling — the one [`Display`](fmt::Display) writes, a line break after it
+/// allowed (a head kept in a file): `size +12`, `size 012`, upper-case hex or other white space
+/// are refused, as the log's entries and a checkpoint's size accept one spelling.
 impl FromStr for TreeHead {
     type Err = TreeHeadSyntax;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let ["size", size, "root", root] = words.as_slice() else {
+        let line = text
+            .strip_suffix("\r\n")
+            .or_else(|| text.strip_suffix('\n'))
+            .unwrap_or(text);
+        let mut words = line.split(' ');
+        let (Some("size"), Some(size), Some("root"), Some(root), None) = (
+            words.next(),
+            words.next(),
+            words.next(),
+            words.next(),
+            words.next(),
+        ) else {
             return Err(TreeHeadSyntax);
         };
-        let size = size.parse().map_err(|_| TreeHeadSyntax)?;
-        Ok(Self {
-            size,
+        let head = Self {
+            size: size.parse().map_err(|_| TreeHeadSyntax)?,
             root: parse_hash(root).ok_or(TreeHeadSyntax)?,
-        })
+        };
+        if head.to_string() != line {
+            return Err(TreeHeadSyntax);
+        }
+        Ok(head)
     }
 }
 

@@ -41,6 +41,8 @@
 
 mod memory;
 mod names;
+#[cfg(feature = "sqlite")]
+mod opened_file;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -21,6 +21,8 @@ use super::{CounterError, RateCounters, Refuses, Take, Taken};
 ///   an index on the expiry time); `"per": "session"` times stay until
 ///   [`forget_session`](Self::forget_session).
 /// - Counters of different sessions never mix.
+/// - A take fails (the call is denied) once the path no longer names the file opened — removed or
+///   replaced: a process opening the path now would count apart.
 /// - A take recording more than four counters, each once (a tool result's values), writes them in
 ///   three statements, counted exactly as one by one.
 ///
@@ -40,6 +42,7 @@ use super::{CounterError, RateCounters, Refuses, Take, Taken};
 pub struct SqliteRateCounters {
     connection: Mutex<Connection>,
     session: String,
+    file: super::opened_file::OpenedFile,
 }
 
 impl SqliteRateCounters {
@@ -50,6 +53,7 @@ impl SqliteRateCounters {
     ///
     /// [`CounterError::Store`] if the file cannot be opened or is not a SQLite database.
     pub fn open(path: impl AsRef<Path>, session: impl Into<String>) -> Result<Self, CounterError> {
+        let path = path.as_ref();
         let mut connection = Connection::open(path).map_err(CounterError::store)?;
         connection
             .busy_timeout(crate::sqlite_busy::BUSY_TIMEOUT)
@@ -63,6 +67,7 @@ impl SqliteRateCounters {
         Ok(Self {
             connection: Mutex::new(connection),
             session: session.into(),
+            file: super::opened_file::OpenedFile::at(path),
         })
     }
 
@@ -128,6 +133,7 @@ fn create(connection: &mut Connection) -> rusqlite::Result<()> {
 
 impl RateCounters for SqliteRateCounters {
     fn take(&self, takes: &[Take<'_>], now_ms: u64) -> Result<Taken, CounterError> {
+        self.file.still_there()?;
         let mut connection = self
             .connection
             .lock()

@@ -138,7 +138,8 @@ pub fn function_calls(response: &Value) -> Result<Vec<ParsedCall>, WireError> {
 /// [`WireError`] if the value is neither a response nor a model content; if a response has no
 /// candidate, several (request `candidateCount: 1`), or a candidate without content (its
 /// `finishReason`, e.g. `MALFORMED_FUNCTION_CALL`, is named); if a part is not an object, an
-/// `id` is present but not a non-empty string, or two calls share an id.
+/// `id` is present but not a non-empty string or starts with [`DERIVED_ID_PREFIX`], or two calls
+/// share an id.
 pub fn turn(response: &Value) -> Result<Turn, WireError> {
     let content = content_of(response)?;
     if content.get("role").is_some_and(|role| role != "model") {
@@ -164,6 +165,14 @@ pub fn turn(response: &Value) -> Result<Turn, WireError> {
         if let Some(call) = object.get("functionCall") {
             let id = match call.get("id") {
                 None | Some(Value::Null) => format!("{DERIVED_ID_PREFIX}{stem}:{index}"),
+                // toolgate's own prefix, which `function_response` leaves out again: a call the
+                // model named so would be answered without its id (an independent attack).
+                Some(Value::String(id)) if id.starts_with(DERIVED_ID_PREFIX) => {
+                    return Err(WireError::malformed(
+                        format!("{place}.functionCall.id"),
+                        "starts with `gemini-derived:`, the prefix of the ids toolgate gives calls without one",
+                    ));
+                }
                 Some(Value::String(id)) if !id.is_empty() => id.clone(),
                 Some(_) => {
                     return Err(WireError::malformed(
@@ -175,6 +184,15 @@ pub fn turn(response: &Value) -> Result<Turn, WireError> {
             ids.claim(&id, &format!("{place}.functionCall.id"))?;
             turn.calls
                 .push(parse_call(id, call.get("name"), call.get("args")));
+            // Anything else in the part (`executableCode` beside the call) is listed, not
+            // dropped.
+            let mut rest = object.clone();
+            rest.remove("functionCall");
+            if !rest.is_empty()
+                && let Some(item) = classify(&rest, place)
+            {
+                turn.not_handled.push(item);
+            }
         } else if let Some(item) = classify(object, place) {
             turn.not_handled.push(item);
         }

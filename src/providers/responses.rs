@@ -97,6 +97,19 @@ pub fn turn(response: &Value) -> Result<Turn, WireError> {
             "output",
         ),
     };
+    // In a stateless request's input, a call whose output is in it too was run and answered
+    // already: it is history, not a call to run again (an independent attack: a loop reading
+    // each request re-ran every earlier call).
+    let answered: std::collections::HashSet<&str> = items
+        .iter()
+        .filter(|item| {
+            matches!(
+                item.get("type").and_then(Value::as_str),
+                Some("function_call_output" | "custom_tool_call_output")
+            )
+        })
+        .filter_map(|item| item.get("call_id").and_then(Value::as_str))
+        .collect();
     let mut turn = Turn::default();
     let mut ids = super::DistinctIds::default();
     for (index, item) in items.iter().enumerate() {
@@ -110,7 +123,9 @@ pub fn turn(response: &Value) -> Result<Turn, WireError> {
                 Err(result) => &result.call_id,
             };
             ids.claim(id, &format!("{place}.call_id"))?;
-            turn.calls.push(call);
+            if !answered.contains(id.as_str()) {
+                turn.calls.push(call);
+            }
         } else if let Some(not_handled) = classify(item, place) {
             turn.not_handled.push(not_handled);
         }

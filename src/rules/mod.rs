@@ -233,16 +233,20 @@ impl RulePolicy {
     ///
     /// # Errors
     ///
-    /// [`PolicyLoadError::Read`] if the file cannot be read, else as [`from_json`](Self::from_json).
+    /// [`PolicyLoadError::Read`] if the file cannot be read, is not a regular file or is longer
+    /// than [`MAX_POLICY_FILE_BYTES`](crate::files::MAX_POLICY_FILE_BYTES) (see
+    /// [`files::read_text`](crate::files::read_text)), else as [`from_json`](Self::from_json).
     pub fn from_file(
         path: impl AsRef<Path>,
         registry: &ToolRegistry,
     ) -> Result<Self, PolicyLoadError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|error| PolicyLoadError::Read {
-            path: path.display().to_string(),
-            source: ReadError(Arc::new(error)),
-        })?;
+        let text = crate::files::read_text(path, crate::files::MAX_POLICY_FILE_BYTES).map_err(
+            |error| PolicyLoadError::Read {
+                path: path.display().to_string(),
+                source: ReadError(Arc::new(error)),
+            },
+        )?;
         Self::from_json(&text, registry)
     }
 

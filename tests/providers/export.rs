@@ -208,6 +208,8 @@ fn gemini_calls_keep_their_ids_or_get_stable_derived_ones() {
     for parts in [
         json!([{"functionCall": {"id": "x", "name": "t"}}, {"functionCall": {"id": "x", "name": "t"}}]),
         json!([{"functionCall": {"id": 7, "name": "t"}}]),
+        // toolgate's own prefix: its response would go back without the id.
+        json!([{"functionCall": {"id": "gemini-derived:abc:0", "name": "t"}}]),
     ] {
         assert!(gemini::function_calls(&json!({"parts": parts})).is_err());
     }

@@ -179,6 +179,20 @@ fn gemini_parts_the_gate_cannot_run_are_reported() {
         ]
     );
     assert!(gemini::function_calls(&content).is_err());
+    // Beside a call in one part: a signature is the call's, code is listed (an independent
+    // attack found it dropped).
+    let content = json!({"role": "model", "parts": [
+        {"functionCall": {"name": "t", "args": {}}, "thoughtSignature": "c2ln"},
+        {"functionCall": {"name": "t", "args": {}}, "executableCode": {"code": "print(1)"}}
+    ]});
+    let turn = gemini::turn(&content).unwrap();
+    assert_eq!(turn.calls.len(), 2);
+    let listed: Vec<(&str, &str)> = turn
+        .not_handled
+        .iter()
+        .map(|item| (item.place.as_str(), item.kind.as_str()))
+        .collect();
+    assert_eq!(listed, [("parts[1]", "executableCode")]);
 }
 
 // ---- MCP ---------------------------------------------------------------------------------------
@@ -412,7 +426,8 @@ fn wire_shapes_a_responses_stateless_input_is_read() {
             Err(result) => result.call_id.as_str(),
         })
         .collect();
-    assert_eq!(ids, ["call_1", "call_2"]);
+    // `call_1` was answered in the input: history, not a call to run again.
+    assert_eq!(ids, ["call_2"]);
     // Errors in a bare array name its own indices, not `output[…]`.
     let broken = json!([{"role": "user", "content": "hi"}, {"type": "function_call", "name": "x"}]);
     assert_eq!(

@@ -176,3 +176,26 @@ fn forgetting_a_session_of_any_name_forgets_its_counts_and_no_others() {
         }
     }
 }
+
+/// The file removed while a store counts in it: a take fails (the call is denied) rather than
+/// count apart from a process opening the path afresh (an independent attack: two processes let
+/// six calls through a cap of three). Opened again, the path counts.
+#[test]
+fn a_file_removed_while_counting_fails_closed() {
+    let dir = Scratch::new("counters-removed");
+    let first = store(&dir, "removed");
+    let call = || Take {
+        refuses: Refuses::Above(3),
+        ..Take::limit("bob", Some(3_600_000), 0)
+    };
+    assert_eq!(first.take(&[call()], 0).unwrap(), Taken::All);
+    std::fs::remove_file(dir.0.join("counters.db")).unwrap();
+    let refused = first.take(&[call()], 1).unwrap_err();
+    assert!(
+        refused.to_string().contains("removed or replaced"),
+        "{refused}"
+    );
+    let second = store(&dir, "removed");
+    assert_eq!(second.take(&[call()], 2).unwrap(), Taken::All);
+    assert!(first.take(&[call()], 3).is_err(), "still another file");
+}

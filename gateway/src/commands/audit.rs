@@ -196,7 +196,7 @@ pub fn checkpoint_key(name: &str, out: &Path) -> ExitCode {
 /// Prints the log's signed checkpoint.
 pub fn checkpoint(path: &Path, key_file: &Path, origin: &str) -> ExitCode {
     use toolgate::audit::checkpoint::{NoteSigner, checkpoint_audit_file};
-    let signer = std::fs::read_to_string(key_file)
+    let signer = toolgate::files::read_text(key_file, crate::files::MAX_CONFIG_FILE_BYTES)
         .map_err(|error| format!("{}: {error}", key_file.display()))
         .and_then(|text| {
             NoteSigner::from_key(&text).map_err(|error| format!("{}: {error}", key_file.display()))
@@ -241,7 +241,7 @@ pub fn verify_checkpoint(
     });
     let name = |key: &str| key.split('+').next().unwrap_or(key).to_owned();
     let checked = verifiers.and_then(|verifiers| {
-        let text = std::fs::read_to_string(note)
+        let text = toolgate::files::read_text(note, crate::files::MAX_CONFIG_FILE_BYTES)
             .map_err(|error| format!("{}: {error}", note.display()))?;
         verify_audit_checkpoint(path, &text, &verifiers, origin)
             .map_err(|error| format!("{}: {error}", path.display()))

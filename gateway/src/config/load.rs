@@ -48,13 +48,14 @@ fn key_prefix(key: &str) -> String {
 ///
 /// The file cannot be read, is not TOML, holds an unknown key, or its keys do not fit together.
 pub fn load(path: &Path) -> Result<Config, Vec<ConfigError>> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        vec![ConfigError {
-            file: path.to_owned(),
-            key: String::new(),
-            message: format!("cannot read the config file: {error}"),
-        }]
-    })?;
+    let text =
+        toolgate::files::read_text(path, crate::files::MAX_CONFIG_FILE_BYTES).map_err(|error| {
+            vec![ConfigError {
+                file: path.to_owned(),
+                key: String::new(),
+                message: format!("cannot read the config file: {error}"),
+            }]
+        })?;
     parse(path, &text)
 }
 

@@ -121,3 +121,61 @@ fn a_tool_set_that_holds_no_served_tool_is_a_warning_of_check() {
     );
     assert!(!stdout.contains("tool_sets.reads"), "{stdout}");
 }
+
+/// A file the config names that never ends — a device, a FIFO nobody writes to — or that is past
+/// its bound is refused at once, naming the file and the key: an independent attack had `check`
+/// wait forever on a FIFO and take 19.7 GB from `/dev/zero`.
+#[cfg(unix)]
+#[test]
+fn a_file_that_never_ends_or_is_too_long_is_refused_naming_the_key() {
+    let work = Work::new("config-endless");
+    let fifo = work.path("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Private, as a state key must be: refused for what it is, not for who may read it.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let big = work.path("big.json");
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(toolgate::files::MAX_POLICY_FILE_BYTES + 1)
+        .unwrap();
+    let cases = [
+        (
+            "[policy]\nlayers = [\"/dev/zero\"]",
+            "",
+            "policy.layers[0]",
+            "not a regular file",
+        ),
+        (
+            "[policy]\nlayers = [\"fifo\"]",
+            "",
+            "policy.layers[0]",
+            "not a regular file",
+        ),
+        (
+            "[policy]\nlayers = [\"big.json\"]",
+            "",
+            "policy.layers[0]",
+            "longer than",
+        ),
+        (
+            "[gateway]\nstate_key_file = \"fifo\"\n[policy]\nlayers = [\"policy.json\"]",
+            "",
+            "gateway.state_key_file",
+            "not a regular file",
+        ),
+    ];
+    for (index, (policy, extra, key, reason)) in cases.into_iter().enumerate() {
+        let path = config(&work, &format!("endless-{index}.toml"), policy, extra);
+        let (code, stdout, stderr) = check(&path);
+        assert_eq!(code, Some(1), "{policy}: {stdout}{stderr}");
+        let problem = stderr
+            .lines()
+            .find(|line| line.contains(reason))
+            .unwrap_or_else(|| panic!("{policy}: no line gives the reason: {stderr}"));
+        assert!(problem.contains(key), "{policy}: {problem}");
+    }
+}

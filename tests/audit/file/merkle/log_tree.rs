@@ -74,3 +74,39 @@ fn a_receipt_proves_one_entry_from_the_entry_and_a_head_alone() {
     assert!(!receipt.verify(&lines[7], &later), "a head of another size");
     assert!(audit_receipt(&file.0, 18).unwrap().is_none());
 }
+
+/// A tree head has one spelling, as the log's entries and a checkpoint's size do (an independent
+/// attack found `size +12`, `size 012`, upper-case hex and other white space read as the head).
+#[test]
+fn a_tree_head_is_read_in_its_one_spelling() {
+    let root = format!("sha256:{}", "ab".repeat(32));
+    let head: TreeHead = format!("size 12 root {root}").parse().unwrap();
+    assert_eq!(head.size, 12);
+    for kept in [
+        format!("size 12 root {root}\n"),
+        format!("size 12 root {root}\r\n"),
+    ] {
+        assert_eq!(kept.parse::<TreeHead>().unwrap(), head, "{kept:?}");
+    }
+    for spelled in [
+        format!("size +12 root {root}"),
+        format!("size 012 root {root}"),
+        format!("size 12 root {}", root.to_uppercase()),
+        format!("size 12 root sha256:{}", "AB".repeat(32)),
+        format!("size  12 root {root}"),
+        format!("size\t12 root {root}"),
+        format!(" size 12 root {root}"),
+        format!("size 12 root {root} "),
+        format!("size 12\u{a0}root {root}"),
+        format!("size 12 root {root}\n\n"),
+    ] {
+        assert!(spelled.parse::<TreeHead>().is_err(), "{spelled:?}");
+    }
+    assert_eq!(
+        format!("size 0 root {root}")
+            .parse::<TreeHead>()
+            .unwrap()
+            .size,
+        0
+    );
+}

@@ -163,8 +163,10 @@ impl ToolController {
     }
 
     /// The approvers the policy in force names for `request`'s call (with `edited` arguments, if
-    /// any) where it still asks about it; `None` where it allows or denies it now, or the call no
-    /// longer prepares — the re-decision then says what happens.
+    /// any) where it still asks about it — its ask rules' and the flow rules' and limits' that
+    /// would ask now (an independent attack: a flow rule's approvers, and a reload changing them,
+    /// were never checked); `None` where nothing asks now, it denies, or the call no longer
+    /// prepares — the re-decision then says what happens. An empty list: asked, naming nobody.
     pub(crate) fn approvers_now(
         &self,
         request: &ApprovalRequest,
@@ -177,7 +179,24 @@ impl ToolController {
         }
         let prepared = gate.runtime.prepare(call).ok()?;
         let decision = gate.policy.decide(&prepared);
-        (decision.action == PolicyAction::Ask).then_some(decision.approvers)
+        let by_rules = match decision.action {
+            PolicyAction::Deny => return None,
+            PolicyAction::Ask => Some(decision.approvers),
+            PolicyAction::Allow => None,
+        };
+        let mut slots = gate.policy.rate_slots(&prepared).unwrap_or_default();
+        slots.retain(|slot| slot.over == PolicyAction::Ask);
+        let named = self.named(&slots, &prepared);
+        let takes = self.takes(&slots, &named, super::limit::Stage::Proposed);
+        match (self.refusing_asks(&slots, &takes), by_rules) {
+            (None, by_rules) => by_rules,
+            (Some(asking), None) => Some(asking.approvers()),
+            (Some(asking), Some(rules)) => {
+                // A rule asking naming nobody left the list empty: its vote joins.
+                let unnamed = rules.is_empty();
+                Some(asking.with(rules, unnamed).approvers())
+            }
+        }
     }
 
     /// Everything `resolve` does before the handler runs.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::ToolController;
 use crate::decision::Refuses;
 use crate::decision::{PolicyAction, PolicyDecision, RateSlot, Reason, SlotKind};
-use crate::limits::{Take, Taken};
+use crate::limits::Taken;
 use crate::policy::Policy;
 use crate::runtime::PreparedToolCall;
 
@@ -58,66 +58,21 @@ impl ToolController {
         };
         // `deny` caps first, so that when several caps are full the stricter one is named.
         slots.sort_by_key(|slot| slot.over != PolicyAction::Deny);
-        // A rule's groups are its own: numbered apart from every other rule's and layer's.
-        let mut groups: Vec<GroupKey<'_>> = Vec::new();
-        let mut group_of = Vec::with_capacity(slots.len());
-        for slot in &slots {
-            group_of.push(slot.group.and_then(|group| {
-                // The bucket a provenance rule's slots share carries every layer's name, length
-                // first (see `Layers`): unambiguous however stacks nest.
-                let key = (&slot.bucket, &slot.limit_id, group);
-                let at = groups
-                    .iter()
-                    .position(|known| *known == key)
-                    .unwrap_or_else(|| {
-                        groups.push(key);
-                        groups.len() - 1
-                    });
-                u32::try_from(at).ok()
-            }));
-        }
-        // A provenance look's counter is named here, where the key is.
-        let scope = slots.iter().any(|slot| slot.look.is_some()).then(|| {
-            crate::provenance::Scope::of(call.call().principal.as_deref(), &self.recorder.key)
-        });
-        let looked_up: Vec<Option<String>> = slots
-            .iter()
-            .map(|slot| {
-                let (look, scope) = (slot.look.as_ref()?, scope.as_ref()?);
-                Some(look.bucket(&self.recorder.key, scope))
-            })
-            .collect();
-        let takes: Vec<Take<'_>> = slots
-            .iter()
-            .zip(group_of)
-            .zip(&looked_up)
-            .map(|((slot, group), looked_up)| Take {
-                group,
-                bucket: looked_up.as_deref().unwrap_or(&slot.bucket),
-                window_ms: slot.window_ms,
-                weight: slot.weight,
-                // A person's request lost to a failing store: the session counts as overflowed.
-                refuses: match (&slot.look, &scope) {
-                    (Some(look), Some(scope))
-                        if look.is_overflow() && self.recorder.lost.holds(scope) =>
-                    {
-                        Refuses::Always
-                    }
-                    _ => slot.refuses,
-                },
-                replaces: slot.replaces,
-                across_sessions: slot.across_sessions,
-                // A decision's records never give way: provenance's values do, as recorded.
-                yields_room: false,
-                enforce: stage == Stage::Proposed || slot.over == PolicyAction::Deny,
-            })
-            .collect();
+        let named = self.named(&slots, call);
+        let takes = self.takes(&slots, &named, stage);
         match self.counters.take(&takes, self.clock.now_ms()) {
             Ok(Taken::All) => None,
             Ok(Taken::Full(index)) => {
                 let mut replacement = past_the_cap(&slots[index], decision);
-                if let (Some(look), Some(scope)) = (&slots[index].look, &scope) {
+                if let (Some(look), Some(scope)) = (&slots[index].look, &named.scope) {
                     replacement.reason = self.where_seen(&replacement.reason, look, scope);
+                }
+                // An `ask`: every flow rule or limit that asks names who answers, not only the
+                // first (an independent attack: the second's approvers were never asked for).
+                if replacement.action == PolicyAction::Ask
+                    && let Some(asking) = self.refusing_asks(&slots, &takes)
+                {
+                    replacement.approvers = asking.approvers();
                 }
                 Some(replacement)
             }
@@ -164,10 +119,6 @@ impl ToolController {
         Reason::new(format!("{} ({seen})", reason.as_str())).unwrap_or_else(|_| reason.clone())
     }
 }
-
-/// A group of a rule's slots: the bucket its slots share (the rule's id behind each layer's
-/// name), its rule's id and its number within the rule.
-type GroupKey<'a> = (&'a Arc<str>, &'a Arc<str>, u32);
 
 /// The decision for a call past `slot`'s cap: its `over` action, naming the limit, its layer and
 /// the policy that decided.

@@ -14,6 +14,7 @@ mod observe;
 mod provenance;
 mod recording;
 mod results;
+mod slot_takes;
 mod steps;
 
 /// The controller's word that the action or decision it hands to `Authorized`'s fast paths

@@ -14,5 +14,6 @@ mod approvers;
 mod binding;
 mod concurrency;
 mod expiry;
+mod flow_askers;
 mod page;
 mod pending;

@@ -3,7 +3,8 @@
 //! A path that names a FIFO waits forever for a writer, and one that names a device (`/dev/zero`)
 //! or a file grown by mistake is read into memory without end: an independent attack pointed
 //! the gateway's policy layer at each (a `check` that never ended; 19.7 GB in 30 s). Policies,
-//! configs and key files are read through [`read_text`], which refuses them with a reason.
+//! configs and key files are read through [`read_text`], which refuses them with a reason, and
+//! reads a file that says it is empty (a kernel's pseudo-file, as `/proc/kmsg`) as empty.
 
 use std::io::Read as _;
 use std::path::Path;
@@ -31,10 +32,25 @@ pub fn read_text(path: impl AsRef<Path>, max_bytes: u64) -> std::io::Result<Stri
     if !std::fs::metadata(path)?.is_file() {
         return Err(refuse("not a regular file".to_owned()));
     }
-    let file = std::fs::File::open(path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Opened without waiting: a path swapped for a FIFO since the check above must not block the
+    // open (Linux's `O_NONBLOCK`; a regular file reads as it would).
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(0o4000);
+    }
+    let file = options.open(path)?;
     // Again on what was opened: the path may have been replaced in between.
-    if !file.metadata()?.is_file() {
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
         return Err(refuse("not a regular file".to_owned()));
+    }
+    // A file that says it is empty is read as empty: a kernel's pseudo-file (`/proc/kmsg`) says
+    // so, and reading it may wait for ever.
+    if metadata.len() == 0 {
+        return Ok(String::new());
     }
     let mut bytes = Vec::new();
     file.take(max_bytes.saturating_add(1))
@@ -70,6 +86,11 @@ mod tests {
         let directory = read_text(&dir, 10).unwrap_err();
         assert!(directory.to_string().contains("not a regular file"));
         assert!(read_text(dir.join("missing"), 10).is_err());
+        #[cfg(target_os = "linux")]
+        {
+            // A pseudo-file saying it is empty is read as empty, never waited on.
+            assert_eq!(read_text("/proc/self/status", 10).unwrap(), "");
+        }
         #[cfg(unix)]
         {
             let zero = read_text("/dev/zero", 10).unwrap_err();

@@ -64,10 +64,16 @@ impl SqliteRateCounters {
             crate::sqlite_busy::is_busy,
         )
         .map_err(CounterError::store)?;
+        // The file SQLite opened, as SQLite names it (absolute; a `file:` URI read): the path
+        // given may be a URI, or relative to a working directory that changes later.
+        let opened = connection
+            .path()
+            .filter(|name| !name.is_empty())
+            .map_or_else(|| path.to_owned(), std::path::PathBuf::from);
         Ok(Self {
             connection: Mutex::new(connection),
             session: session.into(),
-            file: super::opened_file::OpenedFile::at(path),
+            file: super::opened_file::OpenedFile::at(&opened),
         })
     }
 

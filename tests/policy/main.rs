@@ -30,6 +30,7 @@ mod flow_setup;
 mod flows;
 mod groups;
 mod injection_catalogue;
+mod ip_host_spellings;
 mod layers;
 mod listing;
 mod lookups;

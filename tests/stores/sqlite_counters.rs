@@ -198,4 +198,15 @@ fn a_file_removed_while_counting_fails_closed() {
     let second = store(&dir, "removed");
     assert_eq!(second.take(&[call()], 2).unwrap(), Taken::All);
     assert!(first.take(&[call()], 3).is_err(), "still another file");
+    // Opened by a `file:` URI, or by a path relative to the working directory: the file SQLite
+    // opened is the one checked (an independent attack: the URI's check was off).
+    let path = dir.0.join("uri.db");
+    let by_uri = SqliteRateCounters::open(format!("file:{}", path.display()), "removed").unwrap();
+    assert_eq!(by_uri.take(&[call()], 4).unwrap(), Taken::All);
+    std::fs::remove_file(&path).unwrap();
+    let refused = by_uri.take(&[call()], 5).unwrap_err();
+    assert!(
+        refused.to_string().contains("removed or replaced"),
+        "{refused}"
+    );
 }

@@ -2,9 +2,9 @@
 //! address, a path or a handle, each in its canonical spelling, and the links nested inside it.
 
 use super::addresses::{
-    Link, canonical_path, canonical_url, is_bare_host, percent_decoded, push_email, rsplit_at_byte,
-    scheme_separator, scheme_start, scheme_start_within, special_scheme_slashes, split_at_ascii,
-    split_scheme, strip_prefix_ignore_case,
+    Link, canonical_path, canonical_url, is_bare_host, is_bare_ip, percent_decoded, push_email,
+    rsplit_at_byte, scheme_separator, scheme_start, scheme_start_within, special_scheme_slashes,
+    split_at_ascii, split_scheme, strip_prefix_ignore_case,
 };
 use super::chunks::{HOST_DOTS, Marks, trim_trailing};
 use super::{Kind, Token, fold, mark_unread};
@@ -150,8 +150,13 @@ fn chunk_tokens_within(
     let host = rsplit_at_byte(authority, b':')
         .filter(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
         .map_or(authority, |(host, _)| host);
+    // An IP address too (`203.0.113.5/pay`, `//203.0.113.5/pay`), where something after it —
+    // a path, a query, a port — or the `//` before it says it is a link: a page planting one
+    // named no host otherwise (an independent attack).
+    let after_slashes = bare.len() < chunk.len();
+    let ip = || (after_slashes || bare.len() > host.len()) && is_bare_ip(host, after_slashes);
     if !host.as_bytes().contains(&b'@')
-        && is_bare_host(host)
+        && (is_bare_host(host) || ip())
         && let Some(found) = canonical_url(&format!("http://{bare}"))
     {
         push_link(out, found);

@@ -180,9 +180,12 @@ impl ToolController {
         let prepared = gate.runtime.prepare(call).ok()?;
         let decision = gate.policy.decide(&prepared);
         let by_rules = match decision.action {
-            PolicyAction::Deny => return None,
+            // Denied by a rule: the re-decision denies. A policy that leaves the call undecided
+            // (its fallback) may let an async check decide: the flow rules' asks still count
+            // (an independent attack: their approvers went unchecked then).
+            PolicyAction::Deny if !decision.fallback => return None,
             PolicyAction::Ask => Some(decision.approvers),
-            PolicyAction::Allow => None,
+            PolicyAction::Allow | PolicyAction::Deny => None,
         };
         let mut slots = gate.policy.rate_slots(&prepared).unwrap_or_default();
         slots.retain(|slot| slot.over == PolicyAction::Ask);

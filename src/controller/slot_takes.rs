@@ -119,8 +119,8 @@ impl ToolController {
     }
 
     /// Which of the `ask` slots among `slots` (taken as `takes`) would refuse the call now —
-    /// looked at, nothing recorded — one rule at a time; `None` if none would (or the store
-    /// cannot say: the take that counts the call decides then).
+    /// looked at, nothing recorded — one rule at a time; `None` if none would. Where the store
+    /// cannot say, every one not yet found counts as asking.
     pub(super) fn refusing_asks(&self, slots: &[RateSlot], takes: &[Take<'_>]) -> Option<Asking> {
         let mut looks: Vec<(usize, Take<'_>)> = takes
             .iter()
@@ -134,19 +134,35 @@ impl ToolController {
         };
         let mut any = false;
         let now = self.clock.now_ms();
+        let mut join = |slot: &RateSlot| match &slot.approvers {
+            Some(approvers) => asking.named.push(Arc::clone(approvers)),
+            None => asking.unnamed = true,
+        };
         while !looks.is_empty() {
             let only: Vec<Take<'_>> = looks.iter().map(|(_, take)| *take).collect();
-            let Ok(Taken::Full(at)) = self.counters.take(&only, now) else {
-                break;
+            let at = match self.counters.take(&only, now) {
+                Ok(Taken::Full(at)) => at,
+                Ok(Taken::All) => break,
+                Err(_) => {
+                    // The store cannot say which would ask: each one left counts as asking, so
+                    // every one's approvers must admit the answer (never fewer).
+                    for (index, _) in &looks {
+                        join(&slots[*index]);
+                    }
+                    any = true;
+                    break;
+                }
             };
             let slot = &slots[looks[at].0];
             any = true;
-            match &slot.approvers {
-                Some(approvers) => asking.named.push(Arc::clone(approvers)),
-                None => asking.unnamed = true,
-            }
-            // The rule asks: its other slots add nothing.
-            looks.retain(|(index, _)| slots[*index].limit_id != slot.limit_id);
+            join(slot);
+            // The rule asks: its other slots add nothing. A rule is its id in its layer — two
+            // layers may each hold a rule of one id (an independent attack: the second's
+            // approvers were dropped).
+            looks.retain(|(index, _)| {
+                let other = &slots[*index];
+                (&other.limit_id, &other.layer) != (&slot.limit_id, &slot.layer)
+            });
         }
         any.then_some(asking)
     }

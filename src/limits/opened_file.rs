@@ -6,35 +6,45 @@
 
 use std::path::{Path, PathBuf};
 
-/// The path a store was opened at, and the file it named then (device and inode; `None` where
-/// the platform does not say, or the path names no file, as `:memory:`).
+/// The paths a store was opened by — as given, and as SQLite names the file it opened — each
+/// with the file it named then (device and inode). A path that names no file (`:memory:`, a
+/// `file:` URI as given) or a platform that does not say is not checked.
 #[derive(Debug)]
 pub(super) struct OpenedFile {
-    path: PathBuf,
-    identity: Option<(u64, u64)>,
+    paths: Vec<(PathBuf, (u64, u64))>,
 }
 
 impl OpenedFile {
-    pub(super) fn at(path: &Path) -> Self {
-        Self {
-            path: path.to_owned(),
-            identity: identity(path),
-        }
+    /// The file `given` and `opened` (SQLite's name for it) name now.
+    pub(super) fn at(given: &Path, opened: &Path) -> Self {
+        // Both: SQLite's name is absolute with links resolved (a `file:` URI, a working
+        // directory that changes), the given one follows a link repointed later (an independent
+        // attack: `current -> releases/N` repointed, a process kept counting in the old file).
+        // The given path made absolute (not resolved): a working directory changed later must
+        // not make it name another file.
+        let given = std::path::absolute(given).unwrap_or_else(|_| given.to_owned());
+        let paths = [given.as_path(), opened]
+            .into_iter()
+            .filter_map(|path| identity(path).map(|named| (path.to_owned(), named)))
+            .collect();
+        Self { paths }
     }
 
-    /// `Err` naming the path if it no longer names the file opened.
+    /// `Err` naming the path if one no longer names the file opened.
     pub(super) fn still_there(&self) -> Result<(), super::CounterError> {
-        match self.identity {
-            Some(opened) if identity(&self.path) != Some(opened) => {
-                Err(super::CounterError::Store {
-                    message: format!(
-                        "the counters' file {} was removed or replaced since it was opened: its counts would be apart from every process that opens the path now",
-                        self.path.display()
-                    ),
-                    source: None,
-                })
-            }
-            _ => Ok(()),
+        match self
+            .paths
+            .iter()
+            .find(|(path, opened)| identity(path) != Some(*opened))
+        {
+            Some((path, _)) => Err(super::CounterError::Store {
+                message: format!(
+                    "the counters' file {} was removed or replaced since it was opened: its counts would be apart from every process that opens the path now",
+                    path.display()
+                ),
+                source: None,
+            }),
+            None => Ok(()),
         }
     }
 }

@@ -64,8 +64,8 @@ impl SqliteRateCounters {
             crate::sqlite_busy::is_busy,
         )
         .map_err(CounterError::store)?;
-        // The file SQLite opened, as SQLite names it (absolute; a `file:` URI read): the path
-        // given may be a URI, or relative to a working directory that changes later.
+        // The file SQLite opened, as SQLite names it (absolute; a `file:` URI read), beside the
+        // path given (see `OpenedFile`).
         let opened = connection
             .path()
             .filter(|name| !name.is_empty())
@@ -73,7 +73,7 @@ impl SqliteRateCounters {
         Ok(Self {
             connection: Mutex::new(connection),
             session: session.into(),
-            file: super::opened_file::OpenedFile::at(&opened),
+            file: super::opened_file::OpenedFile::at(path, &opened),
         })
     }
 

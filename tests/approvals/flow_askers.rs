@@ -5,23 +5,16 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use toolgate::approvals::ApprovalError;
+use toolgate::definition::BoxFuture;
 use toolgate::limits::MemoryRateCounters;
+use toolgate::policy::Layers;
 use toolgate::*;
 
-fn counted(name: &str, schema: Value, runs: &Arc<AtomicUsize>) -> ToolDefinition {
-    let runs = Arc::clone(runs);
-    ToolDefinition::new(
-        ToolSpec::new(name, "counts", schema),
-        move |_: &Value| -> Result<String, ToolError> {
-            runs.fetch_add(1, Ordering::SeqCst);
-            Ok("ran".to_owned())
-        },
-    )
-    .unwrap()
-}
+use crate::common::counted;
 
 fn registry(runs: &Arc<AtomicUsize>) -> ToolRegistry {
     let schema = json!({"type": "object", "properties": {"env": {"type": "string"}}});
@@ -271,18 +264,173 @@ fn a_flow_rule_naming_nobody_beside_an_ask_rule_allowing_self() {
     );
 }
 
-/// Control: the unnamed flow first is refused (so the outcome depends on the flows' order).
+fn layered(org: &str, project: &str, runs: &Arc<AtomicUsize>) -> ToolController {
+    let registry = registry(runs);
+    let layers = Layers::new()
+        .layer("org", policy(org, &registry))
+        .unwrap()
+        .layer("project", policy(project, &registry))
+        .unwrap();
+    ToolController::try_new(registry, layers)
+        .unwrap()
+        .with_rate_counters(MemoryRateCounters::default())
+}
+
+/// Two layers each hold a flow rule of one id (ids are unique only within a policy): each asks,
+/// each names its approvers, and both must agree (a second attack: the second layer's were
+/// dropped, as the first's id already asked).
 #[test]
-fn control_unnamed_flow_first_is_refused() {
-    let flows = format!(
-        "[{}, {}]",
-        flow("nobody", ""),
-        flow("self-ok", r#"{"allow_self": true}"#)
-    );
+fn same_flow_id_in_two_layers_both_approvers_bind() {
+    for (org, project) in [
+        (
+            flow("after-secret", r#"{"groups": ["security"]}"#),
+            flow("after-secret", r#"{"ids": ["olga"]}"#),
+        ),
+        (
+            flow("after-secret", r#"{"ids": ["olga"]}"#),
+            flow("after-secret", r#"{"groups": ["security"]}"#),
+        ),
+    ] {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let controller = layered(
+            &format!(r#"{{{RULES}, "flows": [{org}]}}"#),
+            &format!(r#"{{{RULES}, "flows": [{project}]}}"#),
+            &runs,
+        );
+        let request = held(&controller);
+        let before = runs.load(Ordering::SeqCst);
+        // Sam is in security but is not olga; olga is not in security.
+        for who in [
+            Principal::new("sam", ["security"]),
+            Principal::new("olga", ["ops"]),
+        ] {
+            let answer = controller
+                .resolve(ApprovalResponse::approve(request.approval_id).by_principal(who.clone()));
+            assert_eq!(
+                runs.load(Ordering::SeqCst),
+                before,
+                "org {org} / project {project}: {who:?} alone approved a call both layers' flow rules asked about: {answer:?}; held approvers {:?}",
+                request.approvers
+            );
+        }
+    }
+}
+
+/// One id in two layers, one naming `allow_self` and one nobody: the asker does not answer her
+/// own call on the page.
+#[test]
+fn same_flow_id_in_two_layers_unnamed_bars_the_asker() {
+    for (org, project) in [
+        (
+            flow("after-secret", r#"{"allow_self": true}"#),
+            flow("after-secret", ""),
+        ),
+        (
+            flow("after-secret", ""),
+            flow("after-secret", r#"{"allow_self": true}"#),
+        ),
+    ] {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let controller = layered(
+            &format!(r#"{{{RULES}, "flows": [{org}]}}"#),
+            &format!(r#"{{{RULES}, "flows": [{project}]}}"#),
+            &runs,
+        );
+        let request = held(&controller);
+        let before = runs.load(Ordering::SeqCst);
+        let answer = controller.resolve(
+            ApprovalResponse::approve(request.approval_id)
+                .by_principal(alice())
+                .out_of_band(),
+        );
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            before,
+            "org {org} / project {project}: alice approved her own call on the page: {answer:?}; approvers {:?}",
+            request.approvers
+        );
+    }
+}
+
+fn allowing_check() -> impl Fn(&PreparedToolCall) -> BoxFuture<'static, PolicyDecision> {
+    |_: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
+        Box::pin(async {
+            PolicyDecision::allow(Reason::from_static("the classifier found nothing"))
+        })
+    }
+}
+
+const ONLY_READ: &str = r#""rules": [
+    {"id": "r", "tool": "read_secret", "action": "allow", "reason": "ok"}]"#;
+
+/// The async check decides `deploy` (no rule does) and a flow rule asks: a reload naming other
+/// approvers refuses a former one before the take (a second attack: the rules' fallback denial
+/// ended the check before the flow rules were asked).
+#[test]
+fn async_check_deciding_a_reload_naming_other_flow_approvers_refuses_a_former_one() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let controller = controller(&format!(r#"{{{RULES}, "flows": {flows}}}"#), &runs);
+    let v1 = format!(
+        r#"{{{ONLY_READ}, "flows": [{}]}}"#,
+        flow("f", r#"{"ids": ["carol"]}"#)
+    );
+    let v2 = format!(
+        r#"{{{ONLY_READ}, "flows": [{}]}}"#,
+        flow("f", r#"{"ids": ["dave"]}"#)
+    );
+    let controller = ToolController::try_new(registry(&runs), policy(&v1, &registry(&runs)))
+        .unwrap()
+        .with_rate_counters(MemoryRateCounters::default())
+        .with_async_check(allowing_check(), Duration::from_secs(5));
     let request = held(&controller);
+    controller
+        .replace_policy(policy(&v2, &registry(&runs)))
+        .unwrap();
     let before = runs.load(Ordering::SeqCst);
-    let answer = on_the_page(&controller, &request, alice());
-    assert_eq!(runs.load(Ordering::SeqCst), before, "{answer:?}");
+    let answer = controller.resolve(
+        ApprovalResponse::approve(request.approval_id)
+            .by_principal(Principal::new("carol", ["ops"])),
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        before,
+        "carol, no longer a flow approver, ran the call: {answer:?}"
+    );
+    assert!(
+        matches!(answer, Err(ApprovalError::ApproverRefused { .. })),
+        "refused before the take: {answer:?}"
+    );
+}
+
+/// Same, the reload withdrawing the flow rule's `allow_self`: the asker must not answer her own
+/// call on the page.
+#[test]
+fn async_check_deciding_a_reload_withdrawing_flow_allow_self_holds() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let v1 = format!(
+        r#"{{{ONLY_READ}, "flows": [{}]}}"#,
+        flow("f", r#"{"ids": ["alice", "bob"], "allow_self": true}"#)
+    );
+    let v2 = format!(
+        r#"{{{ONLY_READ}, "flows": [{}]}}"#,
+        flow("f", r#"{"ids": ["alice", "bob"]}"#)
+    );
+    let controller = ToolController::try_new(registry(&runs), policy(&v1, &registry(&runs)))
+        .unwrap()
+        .with_rate_counters(MemoryRateCounters::default())
+        .with_async_check(allowing_check(), Duration::from_secs(5));
+    let request = held(&controller);
+    controller
+        .replace_policy(policy(&v2, &registry(&runs)))
+        .unwrap();
+    let before = runs.load(Ordering::SeqCst);
+    let answer = controller.resolve(
+        ApprovalResponse::approve(request.approval_id)
+            .by_principal(alice())
+            .out_of_band(),
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        before,
+        "after the reload alice approved her own call on the page: {answer:?}"
+    );
 }

@@ -154,7 +154,9 @@ const SAME_HOST: &[(&str, &str)] = &[
         "See http://203.0.113.5/pay now",
         "http://%32%30%33.0.113.5/pay",
     ),
-    ("See 3405803781/pay now", "http://203.0.113.5/pay"),
+    ("Mirror: 203.0.113.5", "http://203.0.113.5/pay"),
+    ("See 203.0.113.5./pay now", "http://203.0.113.5/pay"),
+    ("See //0xcb.0.113.5/pay now", "http://203.0.113.5/pay"),
     ("See 203.0.113.5/pay now", "http://203.0.113.5/pay"),
     (
         "See 203.0.113.5:8080/pay now",
@@ -219,5 +221,43 @@ fn untrusted_ip_host_in_one_spelling_judges_the_argument_in_another() {
         "{} failures:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+/// The person's own numbers name no host: a bank account written `number/bank code`, a date, a
+/// version — only four decimal parts (or a link) are an address (a second attack: each of these
+/// counted as the person naming an IP address).
+#[test]
+fn a_persons_numbers_name_no_ip_host() {
+    for asked in [
+        "pay 3405803781/0800 please",
+        "the ticket 16843009/1",
+        "account 12345678/90",
+        "from 2024/05 on",
+        "version 1.2.3/stable",
+    ] {
+        let world = world();
+        world.controller.record_person_request(None, asked).unwrap();
+        for url in [
+            "http://203.0.113.5/x",
+            "http://1.1.1.1/x",
+            "http://0.188.97.78/x",
+        ] {
+            assert_eq!(
+                call(&world, "fetch2", json!({"url": url})),
+                "deny",
+                "{asked:?} named {url}"
+            );
+        }
+    }
+    // Written as an address, the person names it.
+    let world = world();
+    world
+        .controller
+        .record_person_request(None, "fetch 203.0.113.5/report")
+        .unwrap();
+    assert_eq!(
+        call(&world, "fetch2", json!({"url": "http://203.0.113.5/x"})),
+        "allow"
     );
 }

@@ -139,3 +139,34 @@ mod soft_breaks {
         );
     }
 }
+
+/// An IP address without a scheme is a link or a host where text writes one: four decimal parts,
+/// alone or before a path or port, or any spelling after `//`; a number alone is not.
+#[test]
+fn an_ip_address_without_a_scheme_is_read_where_text_writes_one() {
+    use super::super::Kind;
+    use super::super::tests::has;
+    for text in [
+        "Mirror: 203.0.113.5",
+        "see 203.0.113.5/pay now",
+        "see 203.0.113.5:8080/pay",
+        "see 203.0.113.5./pay",
+        "see //0xcb.0.113.5/pay",
+        "see //203.0.28933/pay",
+    ] {
+        assert!(has(text, Kind::Host, "203.0.113.5"), "{text}");
+    }
+    for text in [
+        "pay 3405803781/0800",
+        "from 2024/05",
+        "version 1.2.3/stable",
+        "1.5/2",
+    ] {
+        assert!(
+            !super::super::tests::all(text)
+                .iter()
+                .any(|(kind, _)| *kind == Kind::Host),
+            "{text}"
+        );
+    }
+}

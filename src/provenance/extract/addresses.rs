@@ -452,20 +452,18 @@ pub(super) fn is_bare_host(text: &str) -> bool {
 }
 
 /// Whether `host` (of a link without a scheme) is an IP address as text writes one: four decimal
-/// parts (`203.0.113.5/pay`), one decimal number of eight digits or more (`3405803781/pay`: a
-/// public address as one number), or — after `//`, which makes any text a link's authority — any
-/// spelling URL parsers read as one (`//0xcb.0.113.5/pay`). A shorter number (`2024/05`) is
-/// none: a date or a fraction, not an address.
+/// parts of at most three digits (`203.0.113.5`, `203.0.113.5/pay`, `203.0.113.5./pay`), or —
+/// after `//`, which makes any text a link's authority — any spelling URL parsers read as one
+/// (`//0xcb.0.113.5/pay`). A number alone (`3405803781/0800`, a bank account; `2024/05`) is none:
+/// read as an address, a person's own numbers would name hosts.
 pub(super) fn is_bare_ip(host: &str, after_slashes: bool) -> bool {
-    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    let host = host.strip_suffix('.').unwrap_or(host);
     let parts: Vec<&str> = host.split('.').collect();
     let dotted = parts.len() == 4
-        && parts
-            .iter()
-            .all(|part| (1..=3).contains(&part.len()) && digits(part));
-    let one_number = (8..=10).contains(&host.len()) && digits(host);
-    (dotted || one_number || after_slashes && ends_in_a_number(host))
-        && ip_host(host) != IpHost::Refused
+        && parts.iter().all(|part| {
+            (1..=3).contains(&part.len()) && part.bytes().all(|byte| byte.is_ascii_digit())
+        });
+    (dotted || after_slashes && ends_in_a_number(host)) && ip_host(host) != IpHost::Refused
 }
 
 #[cfg(test)]

@@ -150,11 +150,10 @@ fn chunk_tokens_within(
     let host = rsplit_at_byte(authority, b':')
         .filter(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
         .map_or(authority, |(host, _)| host);
-    // An IP address too (`203.0.113.5/pay`, `//203.0.113.5/pay`), where something after it —
-    // a path, a query, a port — or the `//` before it says it is a link: a page planting one
-    // named no host otherwise (an independent attack).
+    // An IP address too (`203.0.113.5`, `203.0.113.5/pay`, `//0xcb.0.113.5/pay`): a page
+    // planting one named no host otherwise (an independent attack).
     let after_slashes = bare.len() < chunk.len();
-    let ip = || (after_slashes || bare.len() > host.len()) && is_bare_ip(host, after_slashes);
+    let ip = || is_bare_ip(host, after_slashes);
     if !host.as_bytes().contains(&b'@')
         && (is_bare_host(host) || ip())
         && let Some(found) = canonical_url(&format!("http://{bare}"))

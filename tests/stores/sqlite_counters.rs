@@ -210,3 +210,28 @@ fn a_file_removed_while_counting_fails_closed() {
         "{refused}"
     );
 }
+
+/// Opened through a link repointed later (`current -> releases/N`): the path given names another
+/// file now, and the take fails rather than count apart (a second attack: SQLite's own name for
+/// the file, links resolved, still named the old one).
+#[cfg(unix)]
+#[test]
+fn a_link_repointed_while_counting_fails_closed() {
+    let dir = Scratch::new("counters-link");
+    let (one, two) = (dir.0.join("one"), dir.0.join("two"));
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::create_dir_all(&two).unwrap();
+    let current = dir.0.join("current");
+    std::os::unix::fs::symlink(&one, &current).unwrap();
+    let counters = SqliteRateCounters::open(current.join("counters.db"), "link").unwrap();
+    let call = Take {
+        refuses: Refuses::Above(2),
+        ..Take::limit("bob", Some(3_600_000), 0)
+    };
+    assert_eq!(counters.take(&[call], 0).unwrap(), Taken::All);
+    std::fs::remove_file(&current).unwrap();
+    std::os::unix::fs::symlink(&two, &current).unwrap();
+    let fresh = SqliteRateCounters::open(current.join("counters.db"), "link").unwrap();
+    assert_eq!(fresh.take(&[call], 1).unwrap(), Taken::All);
+    assert!(counters.take(&[call], 2).is_err(), "counted apart");
+}

@@ -34,6 +34,7 @@ mod cells;
 mod explain;
 mod findings;
 mod fresh;
+mod number_spellings;
 mod pattern;
 mod space;
 

@@ -119,8 +119,8 @@ impl ToolController {
     }
 
     /// Which of the `ask` slots among `slots` (taken as `takes`) would refuse the call now —
-    /// looked at, nothing recorded — one rule at a time; `None` if none would. Where the store
-    /// cannot say, every one not yet found counts as asking.
+    /// looked at, nothing recorded — one slot (or group) at a time; `None` if none would. Where
+    /// the store cannot say, every one not yet found counts as asking.
     pub(super) fn refusing_asks(&self, slots: &[RateSlot], takes: &[Take<'_>]) -> Option<Asking> {
         let mut looks: Vec<(usize, Take<'_>)> = takes
             .iter()
@@ -153,15 +153,15 @@ impl ToolController {
                     break;
                 }
             };
-            let slot = &slots[looks[at].0];
+            let (refusing, take) = looks[at];
             any = true;
-            join(slot);
-            // The rule asks: its other slots add nothing. A rule is its id in its layer — two
-            // layers may each hold a rule of one id (an independent attack: the second's
-            // approvers were dropped).
-            looks.retain(|(index, _)| {
-                let other = &slots[*index];
-                (&other.limit_id, &other.layer) != (&slot.limit_id, &slot.layer)
+            join(&slots[refusing]);
+            // Only this slot (and the group it answers for) is known to ask: every other slot
+            // is looked at again, whatever rule or layer it names — names can meet (one id in
+            // two layers; a layer `a/b` beside `b` nested in `a`; a policy's own slots), and
+            // joining the same approvers twice changes nothing (attacks found each dropped).
+            looks.retain(|(index, other)| {
+                *index != refusing && (take.group.is_none() || other.group != take.group)
             });
         }
         any.then_some(asking)

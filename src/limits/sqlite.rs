@@ -69,11 +69,11 @@ impl SqliteRateCounters {
         let opened = connection
             .path()
             .filter(|name| !name.is_empty())
-            .map_or_else(|| path.to_owned(), std::path::PathBuf::from);
+            .map(std::path::PathBuf::from);
         Ok(Self {
             connection: Mutex::new(connection),
             session: session.into(),
-            file: super::opened_file::OpenedFile::at(path, &opened),
+            file: super::opened_file::OpenedFile::at(path, opened.as_deref()),
         })
     }
 

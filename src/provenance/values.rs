@@ -179,6 +179,9 @@ pub(crate) fn values_of_person(text: &str) -> Vec<Token> {
     }
     out.sort_unstable();
     out.dedup();
+    // An IP address is named only as a link's host (see `an_ip_not_linked`).
+    let linked = extract::linked_hosts(text);
+    out.retain(|token| !extract::an_ip_not_linked(token, &linked));
     // Which kinds of value the person named (`if_person_named`) — money whenever the words
     // speak of it, read or not (`1.2k EUR`): a marker lost would make a rule laxer.
     let mut kinds: Vec<Kind> = out.iter().map(|token| token.kind).collect();

@@ -434,3 +434,116 @@ fn async_check_deciding_a_reload_withdrawing_flow_allow_self_holds() {
         "after the reload alice approved her own call on the page: {answer:?}"
     );
 }
+
+fn check_both_bind(controller: &ToolController, runs: &Arc<AtomicUsize>, label: &str) {
+    let request = held(controller);
+    let before = runs.load(Ordering::SeqCst);
+    // Sam is in security but is not olga; olga is not in security.
+    for who in [
+        Principal::new("sam", ["security"]),
+        Principal::new("olga", ["ops"]),
+    ] {
+        let answer = controller
+            .resolve(ApprovalResponse::approve(request.approval_id).by_principal(who.clone()));
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            before,
+            "{label}: {who:?} alone approved a call both rules asked about: {answer:?}; held approvers {:?}",
+            request.approvers
+        );
+    }
+}
+
+/// Layer names are joined with `/` when stacks nest: a layer named `a/b` and a layer `b` nested in
+/// a layer `a` are both `a/b`, and each holds a flow rule of one id: both bind (a third attack:
+/// the second was taken for the first, its approvers dropped).
+#[test]
+fn nested_layer_names_that_spell_alike_keep_both_approvers() {
+    for swap in [false, true] {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let registry = registry(&runs);
+        let (first, second) = if swap {
+            (r#"{"ids": ["olga"]}"#, r#"{"groups": ["security"]}"#)
+        } else {
+            (r#"{"groups": ["security"]}"#, r#"{"ids": ["olga"]}"#)
+        };
+        let flat = policy(
+            &format!(r#"{{{RULES}, "flows": [{}]}}"#, flow("f", first)),
+            &registry,
+        );
+        let inner = Layers::new()
+            .layer(
+                "b",
+                policy(
+                    &format!(r#"{{{RULES}, "flows": [{}]}}"#, flow("f", second)),
+                    &registry,
+                ),
+            )
+            .unwrap();
+        let layers = Layers::new()
+            .layer("a/b", flat)
+            .unwrap()
+            .layer("a", inner)
+            .unwrap();
+        let controller = ToolController::try_new(registry, layers)
+            .unwrap()
+            .with_rate_counters(MemoryRateCounters::default());
+        check_both_bind(&controller, &runs, &format!("nested layers swap={swap}"));
+    }
+}
+
+/// A custom policy naming two `ask` slots of one limit id (one per bucket: a per-tenant cap and
+/// a global cap, say), each with its own approvers. Both full: both approvers must bind.
+struct TwoBuckets;
+
+impl Policy for TwoBuckets {
+    fn decide(&self, _: &PreparedToolCall) -> PolicyDecision {
+        PolicyDecision::allow(Reason::new("ok").unwrap())
+    }
+    fn rate_slots(
+        &self,
+        call: &PreparedToolCall,
+    ) -> Result<Vec<toolgate::decision::RateSlot>, PolicyDecision> {
+        if call.call().tool_name != "deploy" {
+            return Ok(Vec::new());
+        }
+        let slot = |bucket: &str, approvers: toolgate::decision::Approvers| {
+            let mut slot = toolgate::decision::RateSlot::new(
+                "deploys",
+                None,
+                1,
+                PolicyAction::Ask,
+                Reason::new("more deploys need a person").unwrap(),
+            );
+            slot.bucket = Arc::from(bucket);
+            slot.approvers = Some(Arc::new(approvers));
+            slot
+        };
+        Ok(vec![
+            slot(
+                "deploys/global",
+                toolgate::decision::Approvers::groups(["security"]),
+            ),
+            slot(
+                "deploys/tenant",
+                toolgate::decision::Approvers::ids(["olga"]),
+            ),
+        ])
+    }
+}
+
+#[test]
+fn a_custom_policys_two_ask_slots_of_one_id_both_bind() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let controller = ToolController::try_new(registry(&runs), TwoBuckets)
+        .unwrap()
+        .with_rate_counters(MemoryRateCounters::default());
+    // The first deploy fills both caps; the second is held (read_secret first for `held`).
+    let first = controller
+        .handle(ToolCall::new("c0", "deploy", json!({"env": "prod"})).with_principal(alice()));
+    assert!(
+        matches!(first, Outcome::Completed(ref r) if !r.is_error),
+        "{first:?}"
+    );
+    check_both_bind(&controller, &runs, "custom policy, two buckets of one id");
+}

@@ -250,14 +250,17 @@ fn a_persons_numbers_name_no_ip_host() {
             );
         }
     }
-    // Written as an address, the person names it.
-    let world = world();
-    world
-        .controller
-        .record_person_request(None, "fetch 203.0.113.5/report")
-        .unwrap();
-    assert_eq!(
-        call(&world, "fetch2", json!({"url": "http://203.0.113.5/x"})),
-        "allow"
-    );
+    // Written as a link's host, the person names it.
+    for asked in [
+        "fetch http://203.0.113.5/report",
+        "see //203.0.113.5/report",
+    ] {
+        let world = world();
+        world.controller.record_person_request(None, asked).unwrap();
+        assert_eq!(
+            call(&world, "fetch2", json!({"url": "http://203.0.113.5/x"})),
+            "allow",
+            "{asked}"
+        );
+    }
 }

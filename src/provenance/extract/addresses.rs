@@ -451,19 +451,29 @@ pub(super) fn is_bare_host(text: &str) -> bool {
         })
 }
 
-/// Whether `host` (of a link without a scheme) is an IP address as text writes one: four decimal
-/// parts of at most three digits (`203.0.113.5`, `203.0.113.5/pay`, `203.0.113.5./pay`), or —
-/// after `//`, which makes any text a link's authority — any spelling URL parsers read as one
-/// (`//0xcb.0.113.5/pay`). A number alone (`3405803781/0800`, a bank account; `2024/05`) is none:
-/// read as an address, a person's own numbers would name hosts.
-pub(super) fn is_bare_ip(host: &str, after_slashes: bool) -> bool {
+/// Whether `host` (of a link without a scheme; `followed` when a path, a query or a port comes
+/// after it) is an IP address as a page may plant one: four decimal parts (`203.0.113.5`), and
+/// — with something after it, in hex or with a part of more than three digits, or after `//` —
+/// any spelling URL parsers read as one (`3405803781/pay`, `0xcb.0.113.5/pay`,
+/// `203.0.28933/pay`). A version, fraction or date (`1.2.3/stable`, `1.5/2`, `2024/05`) is
+/// none. A person's request names an address only as a link's host (see
+/// `an_ip_text_does_not_link`): read so, figures would name addresses.
+pub(super) fn is_bare_ip(host: &str, after_slashes: bool, followed: bool) -> bool {
     let host = host.strip_suffix('.').unwrap_or(host);
     let parts: Vec<&str> = host.split('.').collect();
     let dotted = parts.len() == 4
         && parts.iter().all(|part| {
             (1..=3).contains(&part.len()) && part.bytes().all(|byte| byte.is_ascii_digit())
         });
-    (dotted || after_slashes && ends_in_a_number(host)) && ip_host(host) != IpHost::Refused
+    // Spelled otherwise only where no version, fraction or date is: a part in hex, or of more
+    // than three digits (`0313.0.113.5`, `203.0.28933`, `3405803781`; not `1.2.3/stable`,
+    // `1.5/2`, `2024/05` — a number alone needs eight digits, a public address's).
+    let unlike_a_figure = parts.iter().any(|part| {
+        let part = part.to_ascii_lowercase();
+        part.starts_with("0x") || part.len() > 3 && (parts.len() > 1 || part.len() >= 8)
+    });
+    let spelled = (after_slashes || followed && unlike_a_figure) && ends_in_a_number(host);
+    (dotted || spelled) && ip_host(host) != IpHost::Refused
 }
 
 #[cfg(test)]

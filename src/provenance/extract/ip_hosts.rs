@@ -44,6 +44,47 @@ pub(super) fn ip_host(host: &str) -> IpHost {
     }
 }
 
+/// The hosts `text` writes as a link's, after `//` (`https://3405803781/…`, `//203.0.113.5/…`),
+/// canonical: a person's request names an IP address only so.
+pub(crate) fn linked_hosts(text: &str) -> std::collections::HashSet<String> {
+    let mut out = Vec::new();
+    for word in text.split_whitespace().filter(|word| word.contains("//")) {
+        let _ = super::tokens(word, &mut out);
+    }
+    out.into_iter()
+        .filter(|token| token.kind == super::Kind::Host)
+        .map(|token| token.canonical)
+        .collect()
+}
+
+/// Whether `token` (a link or a host) names an IP address that is none of `linked` (see
+/// [`linked_hosts`]). Read the way results are read, a person's figures would name addresses — a
+/// bank account `3405803781/0800`, a budget `1.200.000.000 EUR`, a build `10.0.19.41`
+/// (independent attacks) — and a rule letting through what the person named would let the model
+/// fetch them.
+pub(crate) fn an_ip_not_linked(
+    token: &super::Token,
+    linked: &std::collections::HashSet<String>,
+) -> bool {
+    let host = match token.kind {
+        super::Kind::Host => token.canonical.as_str(),
+        super::Kind::Url => {
+            let Some((_, rest)) = token.canonical.split_once("://") else {
+                return false;
+            };
+            let end = if rest.starts_with('[') {
+                rest.find(']').map_or(rest.len(), |at| at + 1)
+            } else {
+                rest.find([':', '/', '?']).unwrap_or(rest.len())
+            };
+            &rest[..end]
+        }
+        _ => return false,
+    };
+    let is_ip = host.starts_with('[') || ends_in_a_number(host);
+    is_ip && !linked.contains(host)
+}
+
 /// Whether the last label of `host` (a trailing empty one dropped) is a number, so parsers read
 /// the host as an IPv4 address.
 pub(super) fn ends_in_a_number(host: &str) -> bool {

@@ -184,3 +184,52 @@ fn looking(take: Take<'_>) -> Take<'_> {
         ..take
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::looking;
+    use crate::decision::Refuses;
+    use crate::limits::Take;
+
+    /// A look records nothing and is refused exactly where the take would be: weight zero, a cap
+    /// lowered by the weight (refused at once when the weight alone passes it), nothing replaced
+    /// or yielded, enforced whatever the stage.
+    #[test]
+    fn a_look_records_nothing_and_refuses_where_the_take_would() {
+        let take = Take {
+            weight: 3,
+            refuses: Refuses::Above(10),
+            replaces: true,
+            yields_room: true,
+            enforce: false,
+            ..Take::limit("cap", Some(60_000), 0)
+        };
+        let look = looking(take);
+        assert_eq!(look.weight, 0);
+        assert!(!look.replaces && !look.yields_room && look.enforce);
+        assert_eq!((look.bucket, look.window_ms), ("cap", Some(60_000)));
+        for total in 0..14 {
+            assert_eq!(
+                look.refused_by(total),
+                Take {
+                    enforce: true,
+                    ..take
+                }
+                .refused_by(total),
+                "{total}"
+            );
+        }
+        assert_eq!(look.refuses, Refuses::Above(7));
+        // A weight past the cap: refused whatever the count.
+        let heavy = looking(Take { weight: 11, ..take });
+        assert_eq!(heavy.refuses, Refuses::Always);
+        let exact = looking(Take { weight: 10, ..take });
+        assert_eq!(exact.refuses, Refuses::Above(0));
+        // Other refusals do not hang on the weight.
+        let any = looking(Take {
+            refuses: Refuses::AnyCounted,
+            ..take
+        });
+        assert_eq!(any.refuses, Refuses::AnyCounted);
+    }
+}

@@ -337,3 +337,52 @@ fn equals_on_arrays_and_objects_compares_numbers_by_value_at_any_depth() {
     );
     assert_eq!(action(json!({"0": 1})), PolicyAction::Allow);
 }
+
+/// A `one_of` of many values (looked up by hash past a few) decides every value as one of a few
+/// values does (compared one by one): strings as written, normalized, and numbers beside them.
+#[test]
+fn a_long_one_of_decides_as_a_short_one() {
+    let decide = |values: &serde_json::Value, normalize: bool, path: serde_json::Value| {
+        let text = json!({
+            "text": {"normalize": normalize},
+            "rules": [{"id": "r", "tool": "read_file", "action": "allow", "reason": "r",
+                       "when": {"one_of": {"pointer": "/path", "values": values}}}]
+        });
+        let policy = match load(&text.to_string()) {
+            Ok(policy) => policy,
+            // Without the `unicode` feature `normalize` does not load.
+            Err(_) => return None,
+        };
+        Some(
+            policy
+                .decide_arguments("read_file", &json!({ "path": path }))
+                .action,
+        )
+    };
+    let short = json!(["a.txt", "B.txt", 7]);
+    let mut long: Vec<serde_json::Value> = (0..40).map(|n| json!(format!("f{n}"))).collect();
+    long.extend([json!("a.txt"), json!("B.txt"), json!(7)]);
+    let long = serde_json::Value::Array(long);
+    for normalize in [false, true] {
+        for path in [
+            json!("a.txt"),
+            json!("A.TXT"),
+            json!("b.txt"),
+            json!("c.txt"),
+            json!(7),
+            json!(7.0),
+            json!("7"),
+        ] {
+            assert_eq!(
+                decide(&short, normalize, path.clone()),
+                decide(&long, normalize, path.clone()),
+                "{path} normalize {normalize}"
+            );
+        }
+    }
+    assert_eq!(
+        decide(&long, false, json!("f39")),
+        Some(PolicyAction::Allow)
+    );
+    assert_eq!(decide(&long, false, json!("f40")), Some(PolicyAction::Deny));
+}

@@ -153,7 +153,12 @@ fn chunk_tokens_within(
     // An IP address too (`203.0.113.5`, `203.0.113.5/pay`, `//0xcb.0.113.5/pay`): a page
     // planting one named no host otherwise (an independent attack).
     let after_slashes = bare.len() < chunk.len();
-    let ip = || is_bare_ip(host, after_slashes, bare.len() > host.len());
+    // Followed by a path or a port (a `?` or `#` alone is no link's, and the scan that skips
+    // what holds none never reads `37043704?www:`).
+    let followed = bare
+        .get(host.len()..)
+        .is_some_and(|after| after.starts_with(['/', ':']));
+    let ip = || is_bare_ip(host, after_slashes, followed);
     if !host.as_bytes().contains(&b'@')
         && (is_bare_host(host) || ip())
         && let Some(found) = canonical_url(&format!("http://{bare}"))

@@ -79,8 +79,11 @@ impl Compiled {
                 normalize,
             } => leaf(arguments, pointer, |value| {
                 let value = compared_value(value, *normalize);
-                // A string equals only a string, and equals it as written.
-                if let Value::String(text) = &*value {
+                // A string equals only a string, and equals it as written: looked up in one step
+                // in a long list (a few values compare faster than one hash).
+                if let Value::String(text) = &*value
+                    && values.len() > FEW_VALUES
+                {
                     return Ok(texts.contains(text));
                 }
                 let mut determined = true;
@@ -210,3 +213,6 @@ fn unknown(pointer: &Pointer, kind: Undetermined) -> Truth<'_> {
         kind,
     })
 }
+
+/// Up to how many values a `one_of` compares one by one rather than by a lookup.
+const FEW_VALUES: usize = 8;

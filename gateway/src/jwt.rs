@@ -258,7 +258,7 @@ fn principal_of(claims: &Value, map: &ClaimMap) -> Result<Principal, String> {
     let id = claims
         .get(&map.id_claim)
         .and_then(Value::as_str)
-        .filter(|id| id.len() <= 256 && crate::identities::is_plain_name(id))
+        .filter(|id| id.len() <= 256 && crate::plain_names::is_plain_name(id))
         .ok_or_else(|| format!("the token's `{}` is not a usable id (missing, not a string, empty, over 256 bytes, or holding a space, a control, an invisible or a bidi character)", map.id_claim.escape_debug()))?;
     let mut groups = match claim_at(claims, &map.groups_claim) {
         None | Some(Value::Null) => Vec::new(),
@@ -274,7 +274,7 @@ fn principal_of(claims: &Value, map: &ClaimMap) -> Result<Principal, String> {
     }
     if !groups
         .iter()
-        .all(|group| crate::identities::is_plain_name(group))
+        .all(|group| crate::plain_names::is_plain_name(group))
     {
         // A group a person cannot read as it is would be judged as one it looks like.
         return Err(

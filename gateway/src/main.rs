@@ -30,6 +30,7 @@ mod oauth;
 mod page;
 mod passthrough;
 mod pins;
+mod plain_names;
 mod policy;
 mod refresh;
 mod sessions;

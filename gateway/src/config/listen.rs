@@ -66,7 +66,7 @@ pub(super) fn listen_and_clients(
             continue;
         };
         let key_sha256: [u8; 32] = bytes.try_into().expect("32 bytes");
-        if !crate::identities::is_plain_name(&client.id) {
+        if !crate::plain_names::is_plain_name(&client.id) {
             problem(
                 format!("{key}.id"),
                 "must be non-empty, without spaces, control, zero-width or bidi characters (they make one id look like another)".to_owned(),
@@ -76,7 +76,7 @@ pub(super) fn listen_and_clients(
         if let Some(index) = client
             .groups
             .iter()
-            .position(|group| !crate::identities::is_plain_name(group))
+            .position(|group| !crate::plain_names::is_plain_name(group))
         {
             problem(
                 format!("{key}.groups[{index}]"),

@@ -17,11 +17,8 @@ use serde_json::{Number, Value};
 use super::calls::Types;
 use crate::rules::Condition;
 
-/// 2^53: below it every integer is an f64, so bounds compare exactly.
-pub(super) const EXACT: f64 = 9_007_199_254_740_992.0;
-
 pub(super) use super::fresh::{as_compared, fresh_name, strings_in};
-use super::number_spellings::spelled_otherwise;
+use super::number_spellings::{EXACT, spelled_otherwise};
 
 /// What the conditions on one pointer look at.
 #[derive(Debug, Default)]

@@ -6,7 +6,8 @@
 
 use serde_json::Value;
 
-use super::cells::EXACT;
+/// 2^53: below it every integer is an f64, so bounds compare exactly.
+pub(super) const EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// `value` with each number at or past 2^53 written the other way, where that is the same number
 /// to the validator: an integer as a float, an integral float as an integer — `None` if it holds

@@ -6,7 +6,7 @@
 //! configs and key files are read through [`read_text`], which refuses them with a reason, and
 //! reads a file that says it is empty (a kernel's pseudo-file, as `/proc/kmsg`) as empty.
 
-use std::io::Read as _;
+use std::io::Read;
 use std::path::Path;
 
 /// The most a policy file is read for: 16 MiB (a policy of 10,000 rules is about 2 MB).
@@ -52,15 +52,24 @@ pub fn read_text(path: impl AsRef<Path>, max_bytes: u64) -> std::io::Result<Stri
     if metadata.len() == 0 {
         return Ok(String::new());
     }
-    let mut bytes = Vec::new();
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max_bytes {
+    let Some(bytes) = bounded_bytes(file, max_bytes)? else {
         return Err(refuse(format!("longer than {max_bytes} bytes")));
-    }
+    };
     String::from_utf8(bytes).map_err(|_| {
         std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text".to_owned())
     })
+}
+
+/// At most `limit` bytes from `reader`, or `None` when it has more: the bound holds while
+/// reading, whatever length a file's metadata claimed (one byte past it is read, no more).
+pub(crate) fn bounded_bytes(reader: impl Read, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    Ok(u64::try_from(bytes.len())
+        .is_ok_and(|read| read <= limit)
+        .then_some(bytes))
 }
 
 #[cfg(test)]

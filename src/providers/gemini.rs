@@ -30,7 +30,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::Digest as _;
 
 use super::{ExportError, NameRule, NotHandled, NotHandledReason, ParsedCall, Turn, WireError};
@@ -186,14 +186,16 @@ pub fn turn(response: &Value) -> Result<Turn, WireError> {
                 .push(parse_call(id, call.get("name"), call.get("args")));
             // Anything else in the part (`executableCode` beside the call) is listed, not
             // dropped.
-            let mut rest = object.clone();
-            rest.remove("functionCall");
-            if !rest.is_empty()
-                && let Some(item) = classify(&rest, place)
+            let mut rest = object
+                .keys()
+                .filter(|key| *key != "functionCall")
+                .peekable();
+            if rest.peek().is_some()
+                && let Some(item) = classify(rest, place)
             {
                 turn.not_handled.push(item);
             }
-        } else if let Some(item) = classify(object, place) {
+        } else if let Some(item) = classify(object.keys(), place) {
             turn.not_handled.push(item);
         }
     }
@@ -246,7 +248,10 @@ fn content_of(response: &Value) -> Result<&Value, WireError> {
 }
 
 /// A part other than `functionCall`: `None` for content, else what to report.
-fn classify(part: &Map<String, Value>, place: String) -> Option<NotHandled> {
+fn classify<'a>(
+    keys: impl Iterator<Item = &'a String> + Clone,
+    place: String,
+) -> Option<NotHandled> {
     const CONTENT: [&str; 6] = [
         "text",
         "thought",
@@ -255,13 +260,11 @@ fn classify(part: &Map<String, Value>, place: String) -> Option<NotHandled> {
         "fileData",
         "videoMetadata",
     ];
-    if part.keys().all(|key| CONTENT.contains(&key.as_str())) && !part.is_empty() {
+    let kind = keys.clone().find(|key| !CONTENT.contains(&key.as_str()));
+    if kind.is_none() && keys.clone().next().is_some() {
         return None;
     }
-    let kind = part
-        .keys()
-        .find(|key| !CONTENT.contains(&key.as_str()))
-        .map_or("(empty part)", String::as_str);
+    let kind = kind.map_or("(empty part)", String::as_str);
     let reason = match kind {
         "executableCode" | "codeExecutionResult" => NotHandledReason::RanByProvider,
         _ => NotHandledReason::Unknown,

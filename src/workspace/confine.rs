@@ -267,14 +267,7 @@ fn guarded(options: &mut OpenOptions) -> &mut OpenOptions {
 /// At most `limit` bytes from `reader`, or [`Refusal::TooLarge`] when it has more: the bound holds
 /// while reading, whatever length the metadata claimed.
 fn read_bounded(reader: impl Read, limit: u64) -> Result<Vec<u8>, Refusal> {
-    let mut bytes = Vec::new();
-    reader
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)?;
-    if u64::try_from(bytes.len()).map_or(true, |read| read > limit) {
-        return Err(Refusal::TooLarge);
-    }
-    Ok(bytes)
+    crate::files::bounded_bytes(reader, limit)?.ok_or(Refusal::TooLarge)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use toolgate::provenance::ProvenanceKey;
 use toolgate::rules::analysis::{self, Analysed, ToolDiff};
 use toolgate::*;
 
-use crate::flow_setup::{outcome_word, schema_of, scratch};
+use crate::flow_setup::{outcome_word, returning, schema_of, scratch};
 
 pub(crate) const POLICY: &str = r#"{
   "rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "the flows decide"}],
@@ -31,16 +31,6 @@ pub(crate) const POLICY: &str = r#"{
                     "seen_in": ["untrusted"], "not_seen_in": ["person"]}}
   ]
 }"#;
-
-/// A tool returning whatever `result` holds now.
-fn returning(name: &str, schema: Value, result: &Arc<Mutex<String>>) -> ToolDefinition {
-    let result = Arc::clone(result);
-    ToolDefinition::new(
-        ToolSpec::new(name, "Returns what the test put there.", schema),
-        move |_: &Value| -> Result<String, ToolError> { Ok(result.lock().unwrap().clone()) },
-    )
-    .unwrap()
-}
 
 pub(crate) fn tools(mail: &Arc<Mutex<String>>, statement: &Arc<Mutex<String>>) -> ToolRegistry {
     let done = Arc::new(Mutex::new("done".to_owned()));

@@ -23,6 +23,20 @@ pub(crate) struct Tools {
     pub(crate) runs: Arc<AtomicUsize>,
 }
 
+/// A tool returning whatever `result` holds now.
+pub(crate) fn returning(
+    name: &str,
+    schema: Value,
+    result: &std::sync::Arc<std::sync::Mutex<String>>,
+) -> ToolDefinition {
+    let result = std::sync::Arc::clone(result);
+    ToolDefinition::new(
+        ToolSpec::new(name, "Returns what the test put there.", schema),
+        move |_: &Value| -> Result<String, ToolError> { Ok(result.lock().unwrap().clone()) },
+    )
+    .unwrap()
+}
+
 pub(crate) fn schema_of(properties: Value) -> Value {
     json!({"type": "object", "properties": properties})
 }

@@ -11,18 +11,7 @@ use toolgate::limits::MemoryRateCounters;
 use toolgate::provenance::ProvenanceKey;
 use toolgate::*;
 
-fn returning(name: &str, schema: Value, result: &Arc<Mutex<String>>) -> ToolDefinition {
-    let result = Arc::clone(result);
-    ToolDefinition::new(
-        ToolSpec::new(name, "Returns what the test put there.", schema),
-        move |_: &Value| -> Result<String, ToolError> { Ok(result.lock().unwrap().clone()) },
-    )
-    .unwrap()
-}
-
-fn schema_of(properties: Value) -> Value {
-    json!({"type": "object", "properties": properties})
-}
+use crate::flow_setup::{outcome_word, returning, schema_of};
 
 const POLICY: &str = r#"{
   "rules": [{"id": "all", "tool": "*", "action": "allow", "reason": "the flows decide"}],
@@ -68,16 +57,8 @@ fn world() -> World {
     World { controller, mail }
 }
 
-fn word(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Completed(result) if !result.is_error => "allow",
-        Outcome::Completed(_) => "deny",
-        Outcome::PendingApproval(_) => "ask",
-    }
-}
-
 fn call(world: &World, tool: &str, arguments: Value) -> &'static str {
-    word(world.controller.handle(ToolCall::new("c", tool, arguments)))
+    outcome_word(world.controller.handle(ToolCall::new("c", tool, arguments)))
 }
 
 /// Pairs (what an untrusted result carries, what the argument carries) that URL parsers read as

@@ -14,18 +14,8 @@ use toolgate::limits::{
 use toolgate::provenance::ProvenanceKey;
 use toolgate::*;
 
-use crate::flow_setup::{outcome_word, schema_of, scratch};
+use crate::flow_setup::{outcome_word, returning, schema_of, scratch};
 use crate::postgres_support;
-
-/// A tool returning whatever `result` holds now.
-fn returning(name: &str, schema: Value, result: &Arc<Mutex<String>>) -> ToolDefinition {
-    let result = Arc::clone(result);
-    ToolDefinition::new(
-        ToolSpec::new(name, "Returns what the test put there.", schema),
-        move |_: &Value| -> Result<String, ToolError> { Ok(result.lock().unwrap().clone()) },
-    )
-    .unwrap()
-}
 
 struct World {
     controller: ToolController,

@@ -5,18 +5,15 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use serde_json::json;
 use toolgate::approvals::ApprovalError;
-use toolgate::definition::BoxFuture;
 use toolgate::limits::MemoryRateCounters;
-use toolgate::policy::Layers;
 use toolgate::*;
 
 use crate::common::counted;
 
-fn registry(runs: &Arc<AtomicUsize>) -> ToolRegistry {
+pub(super) fn registry(runs: &Arc<AtomicUsize>) -> ToolRegistry {
     let schema = json!({"type": "object", "properties": {"env": {"type": "string"}}});
     ToolRegistry::new([
         counted("read_secret", json!({"type": "object"}), runs),
@@ -25,11 +22,11 @@ fn registry(runs: &Arc<AtomicUsize>) -> ToolRegistry {
     .unwrap()
 }
 
-fn policy(text: &str, registry: &ToolRegistry) -> RulePolicy {
+pub(super) fn policy(text: &str, registry: &ToolRegistry) -> RulePolicy {
     RulePolicy::from_json(text, registry).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
-fn alice() -> Principal {
+pub(super) fn alice() -> Principal {
     Principal::new("alice", ["dev"])
 }
 
@@ -45,7 +42,7 @@ fn as_alice(controller: &ToolController, tool: &str) -> Outcome {
     controller.handle(ToolCall::new("c", tool, json!({"env": "prod"})).with_principal(alice()))
 }
 
-fn held(controller: &ToolController) -> ApprovalRequest {
+pub(super) fn held(controller: &ToolController) -> ApprovalRequest {
     let read =
         controller.handle(ToolCall::new("r", "read_secret", json!({})).with_principal(alice()));
     assert!(
@@ -58,7 +55,7 @@ fn held(controller: &ToolController) -> ApprovalRequest {
     }
 }
 
-fn on_the_page(
+pub(super) fn on_the_page(
     controller: &ToolController,
     request: &ApprovalRequest,
     who: Principal,
@@ -70,11 +67,11 @@ fn on_the_page(
     )
 }
 
-const RULES: &str = r#""rules": [
+pub(super) const RULES: &str = r#""rules": [
     {"id": "r", "tool": "read_secret", "action": "allow", "reason": "ok"},
     {"id": "d", "tool": "deploy", "action": "allow", "reason": "ok"}]"#;
 
-fn flow(id: &str, approvers: &str) -> String {
+pub(super) fn flow(id: &str, approvers: &str) -> String {
     let approvers = if approvers.is_empty() {
         String::new()
     } else {
@@ -262,288 +259,4 @@ fn a_flow_rule_naming_nobody_beside_an_ask_rule_allowing_self() {
         "alice approved on the page a call a flow rule (naming nobody) asked about: {answer:?}; approvers {:?}",
         request.approvers
     );
-}
-
-fn layered(org: &str, project: &str, runs: &Arc<AtomicUsize>) -> ToolController {
-    let registry = registry(runs);
-    let layers = Layers::new()
-        .layer("org", policy(org, &registry))
-        .unwrap()
-        .layer("project", policy(project, &registry))
-        .unwrap();
-    ToolController::try_new(registry, layers)
-        .unwrap()
-        .with_rate_counters(MemoryRateCounters::default())
-}
-
-/// Two layers each hold a flow rule of one id (ids are unique only within a policy): each asks,
-/// each names its approvers, and both must agree (a second attack: the second layer's were
-/// dropped, as the first's id already asked).
-#[test]
-fn same_flow_id_in_two_layers_both_approvers_bind() {
-    for (org, project) in [
-        (
-            flow("after-secret", r#"{"groups": ["security"]}"#),
-            flow("after-secret", r#"{"ids": ["olga"]}"#),
-        ),
-        (
-            flow("after-secret", r#"{"ids": ["olga"]}"#),
-            flow("after-secret", r#"{"groups": ["security"]}"#),
-        ),
-    ] {
-        let runs = Arc::new(AtomicUsize::new(0));
-        let controller = layered(
-            &format!(r#"{{{RULES}, "flows": [{org}]}}"#),
-            &format!(r#"{{{RULES}, "flows": [{project}]}}"#),
-            &runs,
-        );
-        let request = held(&controller);
-        let before = runs.load(Ordering::SeqCst);
-        // Sam is in security but is not olga; olga is not in security.
-        for who in [
-            Principal::new("sam", ["security"]),
-            Principal::new("olga", ["ops"]),
-        ] {
-            let answer = controller
-                .resolve(ApprovalResponse::approve(request.approval_id).by_principal(who.clone()));
-            assert_eq!(
-                runs.load(Ordering::SeqCst),
-                before,
-                "org {org} / project {project}: {who:?} alone approved a call both layers' flow rules asked about: {answer:?}; held approvers {:?}",
-                request.approvers
-            );
-        }
-    }
-}
-
-/// One id in two layers, one naming `allow_self` and one nobody: the asker does not answer her
-/// own call on the page.
-#[test]
-fn same_flow_id_in_two_layers_unnamed_bars_the_asker() {
-    for (org, project) in [
-        (
-            flow("after-secret", r#"{"allow_self": true}"#),
-            flow("after-secret", ""),
-        ),
-        (
-            flow("after-secret", ""),
-            flow("after-secret", r#"{"allow_self": true}"#),
-        ),
-    ] {
-        let runs = Arc::new(AtomicUsize::new(0));
-        let controller = layered(
-            &format!(r#"{{{RULES}, "flows": [{org}]}}"#),
-            &format!(r#"{{{RULES}, "flows": [{project}]}}"#),
-            &runs,
-        );
-        let request = held(&controller);
-        let before = runs.load(Ordering::SeqCst);
-        let answer = controller.resolve(
-            ApprovalResponse::approve(request.approval_id)
-                .by_principal(alice())
-                .out_of_band(),
-        );
-        assert_eq!(
-            runs.load(Ordering::SeqCst),
-            before,
-            "org {org} / project {project}: alice approved her own call on the page: {answer:?}; approvers {:?}",
-            request.approvers
-        );
-    }
-}
-
-fn allowing_check() -> impl Fn(&PreparedToolCall) -> BoxFuture<'static, PolicyDecision> {
-    |_: &PreparedToolCall| -> BoxFuture<'static, PolicyDecision> {
-        Box::pin(async {
-            PolicyDecision::allow(Reason::from_static("the classifier found nothing"))
-        })
-    }
-}
-
-const ONLY_READ: &str = r#""rules": [
-    {"id": "r", "tool": "read_secret", "action": "allow", "reason": "ok"}]"#;
-
-/// The async check decides `deploy` (no rule does) and a flow rule asks: a reload naming other
-/// approvers refuses a former one before the take (a second attack: the rules' fallback denial
-/// ended the check before the flow rules were asked).
-#[test]
-fn async_check_deciding_a_reload_naming_other_flow_approvers_refuses_a_former_one() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let v1 = format!(
-        r#"{{{ONLY_READ}, "flows": [{}]}}"#,
-        flow("f", r#"{"ids": ["carol"]}"#)
-    );
-    let v2 = format!(
-        r#"{{{ONLY_READ}, "flows": [{}]}}"#,
-        flow("f", r#"{"ids": ["dave"]}"#)
-    );
-    let controller = ToolController::try_new(registry(&runs), policy(&v1, &registry(&runs)))
-        .unwrap()
-        .with_rate_counters(MemoryRateCounters::default())
-        .with_async_check(allowing_check(), Duration::from_secs(5));
-    let request = held(&controller);
-    controller
-        .replace_policy(policy(&v2, &registry(&runs)))
-        .unwrap();
-    let before = runs.load(Ordering::SeqCst);
-    let answer = controller.resolve(
-        ApprovalResponse::approve(request.approval_id)
-            .by_principal(Principal::new("carol", ["ops"])),
-    );
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        before,
-        "carol, no longer a flow approver, ran the call: {answer:?}"
-    );
-    assert!(
-        matches!(answer, Err(ApprovalError::ApproverRefused { .. })),
-        "refused before the take: {answer:?}"
-    );
-}
-
-/// Same, the reload withdrawing the flow rule's `allow_self`: the asker must not answer her own
-/// call on the page.
-#[test]
-fn async_check_deciding_a_reload_withdrawing_flow_allow_self_holds() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let v1 = format!(
-        r#"{{{ONLY_READ}, "flows": [{}]}}"#,
-        flow("f", r#"{"ids": ["alice", "bob"], "allow_self": true}"#)
-    );
-    let v2 = format!(
-        r#"{{{ONLY_READ}, "flows": [{}]}}"#,
-        flow("f", r#"{"ids": ["alice", "bob"]}"#)
-    );
-    let controller = ToolController::try_new(registry(&runs), policy(&v1, &registry(&runs)))
-        .unwrap()
-        .with_rate_counters(MemoryRateCounters::default())
-        .with_async_check(allowing_check(), Duration::from_secs(5));
-    let request = held(&controller);
-    controller
-        .replace_policy(policy(&v2, &registry(&runs)))
-        .unwrap();
-    let before = runs.load(Ordering::SeqCst);
-    let answer = controller.resolve(
-        ApprovalResponse::approve(request.approval_id)
-            .by_principal(alice())
-            .out_of_band(),
-    );
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        before,
-        "after the reload alice approved her own call on the page: {answer:?}"
-    );
-}
-
-fn check_both_bind(controller: &ToolController, runs: &Arc<AtomicUsize>, label: &str) {
-    let request = held(controller);
-    let before = runs.load(Ordering::SeqCst);
-    // Sam is in security but is not olga; olga is not in security.
-    for who in [
-        Principal::new("sam", ["security"]),
-        Principal::new("olga", ["ops"]),
-    ] {
-        let answer = controller
-            .resolve(ApprovalResponse::approve(request.approval_id).by_principal(who.clone()));
-        assert_eq!(
-            runs.load(Ordering::SeqCst),
-            before,
-            "{label}: {who:?} alone approved a call both rules asked about: {answer:?}; held approvers {:?}",
-            request.approvers
-        );
-    }
-}
-
-/// Layer names are joined with `/` when stacks nest: a layer named `a/b` and a layer `b` nested in
-/// a layer `a` are both `a/b`, and each holds a flow rule of one id: both bind (a third attack:
-/// the second was taken for the first, its approvers dropped).
-#[test]
-fn nested_layer_names_that_spell_alike_keep_both_approvers() {
-    for swap in [false, true] {
-        let runs = Arc::new(AtomicUsize::new(0));
-        let registry = registry(&runs);
-        let (first, second) = if swap {
-            (r#"{"ids": ["olga"]}"#, r#"{"groups": ["security"]}"#)
-        } else {
-            (r#"{"groups": ["security"]}"#, r#"{"ids": ["olga"]}"#)
-        };
-        let flat = policy(
-            &format!(r#"{{{RULES}, "flows": [{}]}}"#, flow("f", first)),
-            &registry,
-        );
-        let inner = Layers::new()
-            .layer(
-                "b",
-                policy(
-                    &format!(r#"{{{RULES}, "flows": [{}]}}"#, flow("f", second)),
-                    &registry,
-                ),
-            )
-            .unwrap();
-        let layers = Layers::new()
-            .layer("a/b", flat)
-            .unwrap()
-            .layer("a", inner)
-            .unwrap();
-        let controller = ToolController::try_new(registry, layers)
-            .unwrap()
-            .with_rate_counters(MemoryRateCounters::default());
-        check_both_bind(&controller, &runs, &format!("nested layers swap={swap}"));
-    }
-}
-
-/// A custom policy naming two `ask` slots of one limit id (one per bucket: a per-tenant cap and
-/// a global cap, say), each with its own approvers. Both full: both approvers must bind.
-struct TwoBuckets;
-
-impl Policy for TwoBuckets {
-    fn decide(&self, _: &PreparedToolCall) -> PolicyDecision {
-        PolicyDecision::allow(Reason::new("ok").unwrap())
-    }
-    fn rate_slots(
-        &self,
-        call: &PreparedToolCall,
-    ) -> Result<Vec<toolgate::decision::RateSlot>, PolicyDecision> {
-        if call.call().tool_name != "deploy" {
-            return Ok(Vec::new());
-        }
-        let slot = |bucket: &str, approvers: toolgate::decision::Approvers| {
-            let mut slot = toolgate::decision::RateSlot::new(
-                "deploys",
-                None,
-                1,
-                PolicyAction::Ask,
-                Reason::new("more deploys need a person").unwrap(),
-            );
-            slot.bucket = Arc::from(bucket);
-            slot.approvers = Some(Arc::new(approvers));
-            slot
-        };
-        Ok(vec![
-            slot(
-                "deploys/global",
-                toolgate::decision::Approvers::groups(["security"]),
-            ),
-            slot(
-                "deploys/tenant",
-                toolgate::decision::Approvers::ids(["olga"]),
-            ),
-        ])
-    }
-}
-
-#[test]
-fn a_custom_policys_two_ask_slots_of_one_id_both_bind() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let controller = ToolController::try_new(registry(&runs), TwoBuckets)
-        .unwrap()
-        .with_rate_counters(MemoryRateCounters::default());
-    // The first deploy fills both caps; the second is held (read_secret first for `held`).
-    let first = controller
-        .handle(ToolCall::new("c0", "deploy", json!({"env": "prod"})).with_principal(alice()));
-    assert!(
-        matches!(first, Outcome::Completed(ref r) if !r.is_error),
-        "{first:?}"
-    );
-    check_both_bind(&controller, &runs, "custom policy, two buckets of one id");
 }

@@ -15,5 +15,6 @@ mod binding;
 mod concurrency;
 mod expiry;
 mod flow_askers;
+mod flow_askers_names;
 mod page;
 mod pending;
